@@ -1,0 +1,346 @@
+// Package cluster owns the topology of one run: a real ZooKeeper ensemble and
+// the node-program containers, their static addresses, and the run-directory
+// folders their data and logs live in (bind mounts, so they outlive the
+// containers and can be read after a crash).
+//
+// It starts, finds and removes things; it does not break them (nemesis/) and
+// it does not look inside the node program (only its flags, its address and
+// the files it writes).
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/docker"
+)
+
+// ZKOptions configures the ensemble. Scenarios need sub-second sessions, so
+// tick time and session bounds are explicit rather than ZooKeeper's defaults.
+type ZKOptions struct {
+	Servers           int           // 1, 3 or 5
+	TickTime          time.Duration // default 200ms
+	InitLimit         int           // ticks; default 20
+	SyncLimit         int           // ticks; default 10
+	MinSessionTimeout time.Duration // default 2 ticks
+	MaxSessionTimeout time.Duration // default 30s
+	HeapMB            int           // JVM heap per server; default 128
+}
+
+func (o *ZKOptions) defaults() error {
+	if o.Servers == 0 {
+		o.Servers = 3
+	}
+	if o.Servers != 1 && o.Servers != 3 && o.Servers != 5 {
+		return fmt.Errorf("zookeeper servers: %d (want 1, 3 or 5)", o.Servers)
+	}
+	if o.TickTime == 0 {
+		o.TickTime = 200 * time.Millisecond
+	}
+	if o.TickTime < 10*time.Millisecond {
+		return fmt.Errorf("zookeeper tick time %s is below 10ms", o.TickTime)
+	}
+	if o.InitLimit == 0 {
+		o.InitLimit = 20
+	}
+	if o.SyncLimit == 0 {
+		o.SyncLimit = 10
+	}
+	if o.MinSessionTimeout == 0 {
+		o.MinSessionTimeout = 2 * o.TickTime
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = 30 * time.Second
+	}
+	if o.MaxSessionTimeout < o.MinSessionTimeout {
+		return fmt.Errorf("zookeeper max session timeout %s below min %s", o.MaxSessionTimeout, o.MinSessionTimeout)
+	}
+	if o.HeapMB == 0 {
+		o.HeapMB = 128
+	}
+	return nil
+}
+
+// Options configures Start.
+type Options struct {
+	RunID    string // labels every object; generated when empty
+	RunDir   string // host directory for data and logs; required
+	ZK       ZKOptions
+	Image    docker.BaseImage // zero value: docker.DefaultBaseImage()
+	Progress io.Writer        // one line per step; nil for silence
+}
+
+// ZKServer is one ZooKeeper server of the ensemble.
+type ZKServer struct {
+	ID        int // myid, 1-based
+	IP        netip.Addr
+	Container *docker.Container
+	Dir       string // host dir mounted at /zk: zoo.cfg, data/, log/
+}
+
+// ClientAddr is the server's client port, reachable from the host.
+func (s *ZKServer) ClientAddr() string { return s.IP.String() + ":2181" }
+
+// Cluster is one run's ensemble and nodes.
+type Cluster struct {
+	RunID   string
+	RunDir  string
+	Image   string
+	Network *docker.Network
+	opts    Options
+
+	eng  *docker.Engine
+	zk   []*ZKServer
+	mu   sync.Mutex
+	node map[int]*Node
+}
+
+// NewRunID returns a sortable, unique run id.
+func NewRunID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Start builds (or reuses) the base image, creates the run's network and
+// starts the ZooKeeper ensemble, returning once every server answers `srvr`
+// and exactly one is leader. On error everything it created is removed.
+func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err error) {
+	if o.RunDir == "" {
+		return nil, errors.New("cluster: RunDir is required")
+	}
+	if err := o.ZK.defaults(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if o.RunID == "" {
+		o.RunID = NewRunID()
+	}
+	if o.Image.Suite == "" {
+		o.Image = docker.DefaultBaseImage()
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: create run dir: %w", err)
+	}
+	rep, err := eng.EnsureImage(ctx, o.Image, o.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: base image: %w", err)
+	}
+	c := &Cluster{RunID: o.RunID, RunDir: o.RunDir, Image: rep.Ref, opts: o, eng: eng, node: map[int]*Node{}}
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			c.Close(cctx)
+		}
+	}()
+	c.Network, err = eng.CreateNetwork(ctx, o.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := c.startZK(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// zkIP is where server id (1-based) lives: .11, .12, ...
+func (c *Cluster) zkIP(id int) netip.Addr { return c.Network.Host(10 + id) }
+
+func (c *Cluster) startZK(ctx context.Context) error {
+	o := c.opts.ZK
+	ips := make([]string, o.Servers)
+	for i := range ips {
+		ips[i] = c.zkIP(i + 1).String()
+	}
+	cfg := zooCfg(o, ips)
+	start := time.Now()
+	errs := make([]error, o.Servers)
+	var wg sync.WaitGroup
+	c.zk = make([]*ZKServer, o.Servers)
+	for i := 0; i < o.Servers; i++ {
+		id := i + 1
+		dir := filepath.Join(c.RunDir, "zk", fmt.Sprintf("zk%d", id))
+		for _, sub := range []string{"data", "log"} {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+			return fmt.Errorf("cluster: write zoo.cfg: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
+			return fmt.Errorf("cluster: write myid: %w", err)
+		}
+		c.zk[i] = &ZKServer{ID: id, IP: c.zkIP(id), Dir: dir}
+		// Containers start in parallel: each JVM takes a couple of seconds
+		// and a quorum needs them all up anyway.
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			s := c.zk[i]
+			s.Container, errs[i] = c.eng.StartContainer(ctx, docker.ContainerSpec{
+				RunID: c.RunID, Role: "zookeeper", Name: c.containerName(fmt.Sprintf("zk%d", s.ID)),
+				Image: c.Image, Network: c.Network, IP: s.IP,
+				Cmd:   zkCommand(o),
+				Binds: []string{s.Dir + ":/zk"},
+			})
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster: start zookeeper: %w", err)
+	}
+	if _, err := c.WaitZKReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s\n", o.Servers, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// zkCommand runs the JVM as PID 1 (exec, no shell), so SIGSTOP sent to the
+// container freezes ZooKeeper itself. Only zookeeper.jar and the conf dir are
+// on the classpath: adding every jar under /usr/share/java breaks slf4j.
+func zkCommand(o ZKOptions) []string {
+	return []string{
+		"java",
+		fmt.Sprintf("-Xmx%dm", o.HeapMB), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+		"-Dzookeeper.log.dir=/zk/log", "-Dzookeeper.root.logger=INFO,CONSOLE,ROLLINGFILE",
+		"-Dzookeeper.log.file=zookeeper.log",
+		"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar",
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", "/zk/zoo.cfg",
+	}
+}
+
+func (c *Cluster) containerName(suffix string) string { return "zkchaos-" + c.RunID + "-" + suffix }
+
+// WaitZKReady polls until every server answers `srvr` and exactly one is the
+// leader (or the single server is standalone). It returns the leader's id.
+func (c *Cluster) WaitZKReady(ctx context.Context, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		leader, err := c.zkLeader(ctx, c.zk)
+		if err == nil {
+			return leader, nil
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("cluster: zookeeper not ready after %s: %w%s", timeout, last, c.zkLogTails(ctx))
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("cluster: waiting for zookeeper: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// zkLeader checks that every server in set serves and exactly one leads.
+func (c *Cluster) zkLeader(ctx context.Context, set []*ZKServer) (int, error) {
+	leader := 0
+	for _, s := range set {
+		st, err := ZKSrvr(ctx, s.ClientAddr(), time.Second)
+		if err != nil {
+			return 0, err
+		}
+		if st.Mode == "leader" || st.Mode == "standalone" {
+			if leader != 0 {
+				return 0, fmt.Errorf("two leaders: zk%d and zk%d", leader, s.ID)
+			}
+			leader = s.ID
+		}
+	}
+	if leader == 0 {
+		return 0, errors.New("no leader")
+	}
+	return leader, nil
+}
+
+// ZKLeaderAmong returns the single leader among servers ids (all when empty),
+// for tests and nemesis targeting by ZooKeeper role.
+func (c *Cluster) ZKLeaderAmong(ctx context.Context, ids ...int) (int, error) {
+	set := c.zk
+	if len(ids) > 0 {
+		set = nil
+		for _, id := range ids {
+			set = append(set, c.ZKServer(id))
+		}
+	}
+	return c.zkLeader(ctx, set)
+}
+
+func (c *Cluster) zkLogTails(ctx context.Context) string {
+	var out string
+	for _, s := range c.zk {
+		if s.Container == nil {
+			continue
+		}
+		if l, err := s.Container.Logs(ctx, 8); err == nil {
+			out += fmt.Sprintf("\n--- last log lines of zk%d:\n%s", s.ID, l)
+		}
+	}
+	return out
+}
+
+// ZKServers returns the ensemble in id order.
+func (c *Cluster) ZKServers() []*ZKServer { return c.zk }
+
+// ZKServer returns server id (1-based), or nil.
+func (c *Cluster) ZKServer(id int) *ZKServer {
+	if id < 1 || id > len(c.zk) {
+		return nil
+	}
+	return c.zk[id-1]
+}
+
+// ZKConnect lists every server's client address, as a ZooKeeper client wants.
+func (c *Cluster) ZKConnect() []string {
+	out := make([]string, len(c.zk))
+	for i, s := range c.zk {
+		out[i] = s.ClientAddr()
+	}
+	return out
+}
+
+// Nodes returns the node containers in id order.
+func (c *Cluster) Nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Node, 0, len(c.node))
+	for _, n := range c.node {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Node returns node id, or nil.
+func (c *Cluster) Node(id int) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node[id]
+}
+
+// Close removes every container and the network of the run. The run
+// directory stays: it holds the history and logs.
+func (c *Cluster) Close(ctx context.Context) error {
+	_, err := c.eng.RemoveLabelled(ctx, c.RunID)
+	if err != nil {
+		return fmt.Errorf("cluster: remove run %s: %w", c.RunID, err)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/zkchaos/zkchaos/docker"
+)
+
+// In-container paths of a node. The harness reads the same files on the host
+// under Node.Dir.
+const (
+	NodeBinaryPath = "/usr/local/bin/node-program"
+	NodeDir        = "/node" // bind mount of Node.Dir
+	NodeKafkaPort  = 9092
+	NodeAdminPort  = 9093
+)
+
+// NodeSpec says how to run one node-program container.
+type NodeSpec struct {
+	ID     int    // broker id, >= 1
+	Binary string // host path of a static binary, mounted read-only
+	// Args are passed to the binary. They may name NodeDir paths, e.g.
+	// --data-dir=/node/data.
+	Args []string
+	Env  map[string]string
+}
+
+// Node is one node-program container.
+type Node struct {
+	ID        int
+	IP        netip.Addr
+	Dir       string // host directory mounted at NodeDir
+	Container *docker.Container
+}
+
+// KafkaAddr is the node's Kafka listener as seen from the host.
+func (n *Node) KafkaAddr() string { return fmt.Sprintf("%s:%d", n.IP, NodeKafkaPort) }
+
+// AdminAddr is the node's admin HTTP listener as seen from the host.
+func (n *Node) AdminAddr() string { return fmt.Sprintf("%s:%d", n.IP, NodeAdminPort) }
+
+// NodeIP is where node id lives (.101, .102, ...), known before it starts so
+// flags can name peers.
+func (c *Cluster) NodeIP(id int) netip.Addr { return c.Network.Host(100 + id) }
+
+// StartNode starts a node container. The program runs as PID 1 so signals
+// sent to the container reach it.
+func (c *Cluster) StartNode(ctx context.Context, s NodeSpec) (*Node, error) {
+	if s.ID < 1 || s.ID > 150 {
+		return nil, fmt.Errorf("cluster: node id %d out of range 1..150", s.ID)
+	}
+	if _, err := os.Stat(s.Binary); err != nil {
+		return nil, fmt.Errorf("cluster: node binary: %w", err)
+	}
+	dir := filepath.Join(c.RunDir, "nodes", fmt.Sprintf("n%d", s.ID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n := &Node{ID: s.ID, IP: c.NodeIP(s.ID), Dir: dir}
+	ct, err := c.eng.StartContainer(ctx, docker.ContainerSpec{
+		RunID: c.RunID, Role: "node", Name: c.containerName(fmt.Sprintf("n%d", s.ID)),
+		Image: c.Image, Network: c.Network, IP: n.IP,
+		Cmd:   append([]string{NodeBinaryPath}, s.Args...),
+		Env:   s.Env,
+		Binds: []string{s.Binary + ":" + NodeBinaryPath + ":ro", dir + ":" + NodeDir},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: node %d: %w", s.ID, err)
+	}
+	n.Container = ct
+	c.mu.Lock()
+	c.node[s.ID] = n
+	c.mu.Unlock()
+	return n, nil
+}

@@ -1,0 +1,67 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// BuildGoBinary builds the Go package pkg (an import path or ./relative path
+// inside this module) as a static linux/amd64-compatible binary for containers
+// and returns its host path. The Go build cache makes an unchanged rebuild
+// cheap; the output goes to a temp name and is renamed so a concurrent build
+// never exposes a half-written file.
+func BuildGoBinary(ctx context.Context, pkg, name string) (string, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	out := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, name+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("temp binary: %w", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp.Name(), pkg)
+	cmd.Dir = moduleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
+	}
+	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return "", fmt.Errorf("install %s: %w", out, err)
+	}
+	return out, nil
+}
+
+// moduleRoot finds this module's go.mod upward from the working directory, so
+// building works from a test's package directory and from the repository root.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/zkchaos/zkchaos") {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}

@@ -1,0 +1,55 @@
+// Package nemesis owns faults: the low-level primitives that break a running
+// cluster (process pause, kill, restart, fast bounce, network partitions,
+// slow links) and undo them. Schedules of faults build on these.
+//
+// Network faults are applied from OUTSIDE the target, by entering its network
+// namespace from the host (nsenter), never by exec into the container: a
+// SIGSTOPped or frozen target cannot run anything, and a fault must still be
+// added and removed while it is stopped. Every rule lives in chains and
+// qdiscs this package owns, so heal removes exactly what it added.
+//
+// It does not decide what to break or when (that is a schedule's job) and does
+// not start containers (cluster/ does).
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zkchaos/zkchaos/docker"
+)
+
+// Pause freezes the container's main process with SIGSTOP, as a long GC
+// pause would: its sockets stay open and the kernel still completes TCP
+// handshakes, so peers see timeouts, not resets.
+func Pause(ctx context.Context, c *docker.Container) error {
+	return c.Signal(ctx, "SIGSTOP")
+}
+
+// Resume undoes Pause.
+func Resume(ctx context.Context, c *docker.Container) error {
+	return c.Signal(ctx, "SIGCONT")
+}
+
+// Kill sends SIGKILL and waits until the engine reports the container down.
+func Kill(ctx context.Context, c *docker.Container) error {
+	if err := c.Signal(ctx, "SIGKILL"); err != nil {
+		return err
+	}
+	return c.WaitExited(ctx)
+}
+
+// Bounce kills the container and starts it again as fast as the engine
+// allows. Gap is the time from the kill being sent to the start returning:
+// the window in which the process does not exist.
+func Bounce(ctx context.Context, c *docker.Container) (gap time.Duration, err error) {
+	start := time.Now()
+	if err := Kill(ctx, c); err != nil {
+		return 0, fmt.Errorf("bounce %s: %w", c.Name, err)
+	}
+	if err := c.Start(ctx); err != nil {
+		return 0, fmt.Errorf("bounce %s: %w", c.Name, err)
+	}
+	return time.Since(start), nil
+}
