@@ -1,0 +1,221 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// MaxLineBytes bounds one history line; a longer line is reported as bad
+// input rather than read into memory without limit.
+const MaxLineBytes = 16 << 20
+
+// HistoryDir is the run-directory folder holding per-source JSONL files.
+const HistoryDir = "history"
+
+// LineError reports a bad record with the file and 1-based line it is on.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Warning is a problem the reader could safely step over (the skipped line is
+// named so results can state it).
+type Warning struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
+}
+
+func (w Warning) String() string { return fmt.Sprintf("%s:%d: %s", w.File, w.Line, w.Message) }
+
+// ErrEmpty is wrapped when a history file holds no events.
+var ErrEmpty = errors.New("no events (empty or truncated file)")
+
+// Decode reads one source's JSON lines from r; name is used in errors. Events
+// come back in file order with Index unset. A bad line is a *LineError,
+// except an unterminated last line that does not decode, which is skipped
+// with a Warning (a crash while writing it).
+func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var (
+		evs   []Event
+		warns []Warning
+		line  int
+	)
+	for {
+		b, err := readLine(br)
+		if len(b) == 0 && err == io.EOF {
+			break
+		}
+		line++
+		if err != nil && err != io.EOF {
+			return nil, nil, &LineError{File: name, Line: line, Err: err}
+		}
+		terminated := err == nil
+		if terminated {
+			b = b[:len(b)-1]
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			warns = append(warns, Warning{File: name, Line: line, Message: "blank line skipped"})
+			continue
+		}
+		var ev Event
+		derr := json.Unmarshal(b, &ev)
+		if derr == nil {
+			derr = ev.Validate()
+		}
+		if derr != nil {
+			if !terminated && !errors.Is(derr, ErrFutureVersion) && !errors.Is(derr, ErrUnknownKind) {
+				warns = append(warns, Warning{File: name, Line: line,
+					Message: fmt.Sprintf("unterminated last line skipped (cut short by a crash?): %v", derr)})
+				break
+			}
+			return nil, nil, &LineError{File: name, Line: line, Err: derr}
+		}
+		evs = append(evs, ev)
+		if !terminated {
+			break
+		}
+	}
+	if len(evs) == 0 {
+		return nil, warns, &LineError{File: name, Line: line, Err: ErrEmpty}
+	}
+	return evs, warns, nil
+}
+
+// readLine returns one line including its '\n', or the unterminated rest
+// with io.EOF; lines longer than MaxLineBytes are an error.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > MaxLineBytes {
+			return buf, fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return buf, err
+	}
+}
+
+// ReadFile decodes one history file.
+func ReadFile(path string) ([]Event, []Warning, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	return Decode(f, path)
+}
+
+// History is a merged run history: every event of every source, ordered by
+// (Time, Source, file, line), with Event.Index equal to its position.
+type History struct {
+	Events   []Event   `json:"-"`
+	Files    []string  `json:"files"`
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// ReadDir reads every *.jsonl file in RUN_DIR/history and merges them.
+func ReadDir(runDir string) (*History, error) {
+	dir := filepath.Join(runDir, HistoryDir)
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("history: list %s: %w", dir, err)
+	}
+	if len(files) == 0 {
+		if _, serr := os.Stat(dir); serr != nil {
+			return nil, fmt.Errorf("history: %w", serr)
+		}
+		return nil, fmt.Errorf("history: no *.jsonl files in %s", dir)
+	}
+	sort.Strings(files)
+	var (
+		sources  [][]Event
+		warnings []Warning
+	)
+	for _, f := range files {
+		evs, w, err := ReadFile(f)
+		warnings = append(warnings, w...)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, evs)
+	}
+	h := Merge(sources...)
+	h.Files = files
+	h.Warnings = warnings
+	return h, nil
+}
+
+// Merge orders the events of several sources into one History. The order is
+// by Time, then Source, then the source's position in the argument list, then
+// the event's position in its source: stable and deterministic, and it keeps a
+// source's own order for equal timestamps. Events are copied; Index is set.
+func Merge(sources ...[]Event) *History {
+	type key struct{ src, pos int }
+	n := 0
+	for _, s := range sources {
+		n += len(s)
+	}
+	evs := make([]Event, 0, n)
+	keys := make([]key, 0, n)
+	for si, s := range sources {
+		for pi := range s {
+			evs = append(evs, s[pi])
+			keys = append(keys, key{si, pi})
+		}
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		ea, eb := &evs[idx[a]], &evs[idx[b]]
+		if ea.Time != eb.Time {
+			return ea.Time < eb.Time
+		}
+		if ea.Source != eb.Source {
+			return ea.Source < eb.Source
+		}
+		ka, kb := keys[idx[a]], keys[idx[b]]
+		if ka.src != kb.src {
+			return ka.src < kb.src
+		}
+		return ka.pos < kb.pos
+	})
+	out := make([]Event, n)
+	for i, j := range idx {
+		out[i] = evs[j]
+		out[i].Index = i
+	}
+	return &History{Events: out}
+}
+
+// New wraps events that are already in order (tests, generators) into a
+// History, setting Index.
+func New(evs []Event) *History {
+	for i := range evs {
+		evs[i].Index = i
+	}
+	return &History{Events: evs}
+}
