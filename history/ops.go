@@ -1,0 +1,81 @@
+package history
+
+// Operation pairs a client invoke with its completion (ok, fail or info).
+type Operation struct {
+	Invoke   *Event
+	Complete *Event // nil: the history ended before the op completed (unknown)
+}
+
+// Outcome is the op's Jepsen type: OpOK, OpFail or OpInfo (an op with no
+// completion is OpInfo: it may or may not have happened).
+func (o Operation) Outcome() OpType {
+	if o.Complete == nil {
+		return OpInfo
+	}
+	return o.Complete.Op.Type
+}
+
+// Op returns the invoke's ClientOp (function, partition, value, acks).
+func (o Operation) Op() *ClientOp { return o.Invoke.Op }
+
+// Acks returns the producer acks setting, from the invoke or the completion.
+func (o Operation) Acks() int {
+	if o.Invoke.Op.Acks != 0 || o.Complete == nil {
+		return o.Invoke.Op.Acks
+	}
+	return o.Complete.Op.Acks
+}
+
+// Offset is the produce's assigned offset (from the ok) or the read's fetch
+// offset (from the invoke).
+func (o Operation) Offset() int64 {
+	if o.Invoke.Op.F == FProduce && o.Complete != nil {
+		return o.Complete.Op.Offset
+	}
+	return o.Invoke.Op.Offset
+}
+
+// Records are what an ok read returned.
+func (o Operation) Records() []Record {
+	if o.Complete == nil {
+		return nil
+	}
+	return o.Complete.Op.Records
+}
+
+// Final reports whether the op is one of the final reads.
+func (o Operation) Final() bool {
+	return o.Invoke.Op.Final || (o.Complete != nil && o.Complete.Op.Final)
+}
+
+// Operations pairs the client op events of h by (Source, Process), in invoke
+// order. A completion without an invoke is returned in orphans (its index) so
+// callers can report it; a second invoke on a busy process closes the first
+// as unknown (the client broke the one-op-per-process rule).
+func Operations(h *History) (ops []Operation, orphans []int) {
+	type key struct {
+		src  string
+		proc int
+	}
+	pending := map[key]int{} // → position in ops
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind != KindOp || e.Op == nil {
+			continue
+		}
+		k := key{e.Source, e.Op.Process}
+		if e.Op.Type == OpInvoke {
+			pending[k] = len(ops)
+			ops = append(ops, Operation{Invoke: e})
+			continue
+		}
+		p, ok := pending[k]
+		if !ok {
+			orphans = append(orphans, e.Index)
+			continue
+		}
+		delete(pending, k)
+		ops[p].Complete = e
+	}
+	return ops, orphans
+}
