@@ -7,9 +7,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -59,7 +62,11 @@ func newRootCmd() *cobra.Command {
 var subcommands []func() *cobra.Command
 
 func main() {
-	err := newRootCmd().Execute()
+	// Ctrl-C and SIGTERM cancel the context; commands then heal faults and
+	// remove their containers before returning.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
 	if err == nil {
 		os.Exit(exitValid)
 	}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/internal/dockertest"
+)
+
+// startUp runs `chaos up` as a real child process and waits for "ready".
+func startUp(t *testing.T, runID string) *exec.Cmd {
+	t.Helper()
+	bin, err := docker.BuildGoBinary(t.Context(), "./cmd/chaos", "chaos-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "up", "--zk", "1", "--run-id", runID, "--dir", t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "ready") {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			cmd.Wait()
+			t.Fatal("chaos up exited before it was ready")
+		}
+	case <-time.After(15 * time.Minute): // includes a cold image build
+		cmd.Process.Kill()
+		t.Fatal("chaos up not ready in time")
+	}
+	return cmd
+}
+
+func count(t *testing.T, eng *docker.Engine, runID string) int {
+	t.Helper()
+	n, err := eng.CountLabelled(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Containers + n.Networks
+}
+
+func TestKilledHarnessLeavesWhatCleanRemoves(t *testing.T) {
+	dockertest.Require(t)
+	eng, err := docker.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	runID := "t-killed-" + cluster.NewRunID()[16:]
+	t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+
+	cmd := startUp(t, runID)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if n := count(t, eng, runID); n == 0 {
+		t.Fatal("a SIGKILLed harness left nothing behind; the test proves nothing")
+	}
+	rep, err := eng.RemoveLabelled(t.Context(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Containers != 1 || rep.Networks != 1 {
+		t.Errorf("clean removed %d containers, %d networks; want 1 and 1", rep.Containers, rep.Networks)
+	}
+	if n := count(t, eng, runID); n != 0 {
+		t.Fatalf("%d labelled objects remain after clean", n)
+	}
+}
+
+func TestInterruptedHarnessCleansUp(t *testing.T) {
+	dockertest.Require(t)
+	eng, err := docker.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	runID := "t-sigint-" + cluster.NewRunID()[16:]
+	t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := startUp(t, runID)
+		cmd.Process.Signal(sig)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("%v: chaos up exited with %v", sig, err)
+		}
+		if n := count(t, eng, runID); n != 0 {
+			t.Fatalf("%v: %d labelled objects remain after an interrupted run", sig, n)
+		}
+	}
+}
+
+func TestCleanNeverTouchesUnlabelled(t *testing.T) {
+	dockertest.Require(t)
+	eng, err := docker.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	// A network without the project label must survive a clean of all runs.
+	cli := eng.Client()
+	name := "zkchaos-foreign-" + cluster.NewRunID()[16:]
+	res, err := cli.NetworkCreate(t.Context(), name, client.NetworkCreateOptions{Driver: "bridge", Internal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.RemoveNetwork(context.Background(), res.ID)
+	if _, err := eng.RemoveLabelled(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.NetworkInspect(t.Context(), res.ID, client.NetworkInspectOptions{}); err != nil {
+		t.Fatalf("clean removed an unlabelled network: %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+// Package harness runs one chaos run end to end: it owns the run directory,
+// the order of phases (set-up → workload and nemesis → heal → final reads →
+// collect → check → report) and the exit status. It composes cluster/,
+// nemesis/, workloads/, history/ and the checkers; it talks to the node
+// program only through its container, ZooKeeper, the Kafka protocol and the
+// node's event log, never through its Go packages.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
+)
+
+// Env is a running environment: an engine connection and a cluster.
+type Env struct {
+	Engine  *docker.Engine
+	Cluster *cluster.Cluster
+}
+
+// EnvConfig says what to start.
+type EnvConfig struct {
+	RunID    string
+	RunDir   string // created if missing
+	ZK       cluster.ZKOptions
+	Progress io.Writer
+}
+
+// StartEnv connects to Docker and starts the ZooKeeper ensemble of a run.
+// Whatever it started is removed again when it fails.
+func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = cluster.NewRunID()
+	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = filepath.Join("runs", cfg.RunID)
+	}
+	abs, err := filepath.Abs(cfg.RunDir)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("run dir %s: %w", cfg.RunDir, err)
+	}
+	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: abs, ZK: cfg.ZK, Progress: cfg.Progress})
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return &Env{Engine: eng, Cluster: c}, nil
+}
+
+// Close removes the run's containers and network, even when ctx is already
+// cancelled (Ctrl-C): clean-up gets its own bounded context.
+func (e *Env) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := e.Cluster.Close(ctx)
+	e.Engine.Close()
+	return err
+}
+
+// Clean removes leftovers of earlier runs (all runs when runID is empty),
+// selected strictly by the project's label.
+func Clean(ctx context.Context, runID string) (docker.CleanReport, error) {
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return docker.CleanReport{}, err
+	}
+	defer eng.Close()
+	return eng.RemoveLabelled(ctx, runID)
+}
+
+// EnsureDir makes dir, reporting the path on failure.
+func EnsureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package nemesis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/internal/clustertest"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// fastZK has short ticks so elections and session expiry happen in seconds.
+var fastZK = cluster.ZKOptions{Servers: 3, TickTime: 100 * time.Millisecond, InitLimit: 20, SyncLimit: 5}
+
+func others(c *cluster.Cluster, id int) (ids []int, cs []*docker.Container) {
+	for _, s := range c.ZKServers() {
+		if s.ID != id {
+			ids = append(ids, s.ID)
+			cs = append(cs, s.Container)
+		}
+	}
+	return ids, cs
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last error
+	for time.Since(start) < within {
+		if last = cond(); last == nil {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s: %v", what, within, last)
+	return 0
+}
+
+func TestPartitionZKLeaderFromFollowers(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
+	ctx := t.Context()
+	old, err := c.ZKLeaderAmong(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, rest := others(c, old)
+	net := nemesis.NewNet()
+	t.Cleanup(func() { net.HealAll(context.Background()) })
+	if err := net.Partition(ctx, []*docker.Container{c.ZKServer(old).Container}, rest); err != nil {
+		t.Fatal(err)
+	}
+
+	var newLeader int
+	took := waitFor(t, 30*time.Second, "followers elect a new leader", func() error {
+		var err error
+		newLeader, err = c.ZKLeaderAmong(ctx, ids...)
+		return err
+	})
+	t.Logf("majority elected zk%d %s after the partition", newLeader, took)
+
+	maj := clustertest.Connect(t, []string{c.ZKServer(ids[0]).ClientAddr(), c.ZKServer(ids[1]).ClientAddr()}, 4*time.Second, nil)
+	clustertest.WaitConnected(t, maj, 10*time.Second)
+	if _, err := maj.Create("/majority", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("write through the majority: %v", err)
+	}
+
+	// The isolated server loses its quorum and stops serving: no session can
+	// be had through it, so no write either.
+	waitFor(t, 20*time.Second, "isolated old leader stops serving", func() error {
+		if st, err := cluster.ZKSrvr(ctx, c.ZKServer(old).ClientAddr(), time.Second); err == nil {
+			return fmt.Errorf("still serving as %s", st.Mode)
+		}
+		return nil
+	})
+	iso := clustertest.Connect(t, []string{c.ZKServer(old).ClientAddr()}, 2*time.Second, nil)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := createWithin(wctx, iso, "/minority"); err == nil {
+		t.Fatal("the isolated old leader accepted a write")
+	}
+
+	if err := net.HealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "old leader rejoins as follower", func() error {
+		if _, err := c.WaitZKReady(ctx, time.Second); err != nil {
+			return err
+		}
+		st, err := cluster.ZKSrvr(ctx, c.ZKServer(old).ClientAddr(), time.Second)
+		if err != nil {
+			return err
+		}
+		if st.Mode != "follower" {
+			return fmt.Errorf("zk%d is %s", old, st.Mode)
+		}
+		return nil
+	})
+}
+
+// createWithin bounds a create: go-zookeeper has no per-call timeout, and a
+// request on a session that never forms would wait forever.
+func createWithin(ctx context.Context, conn *zk.Conn, path string) error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		conn.Close() // unblocks the goroutine
+		<-done
+		return ctx.Err()
+	}
+}
+
+func TestPauseServerExpiresItsSession(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
+	ctx := t.Context()
+	leader, err := c.ZKLeaderAmong(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := others(c, leader)
+	victim := c.ZKServer(ids[0])
+	watcher := c.ZKServer(ids[1])
+
+	var expired atomic.Bool
+	only := clustertest.Connect(t, []string{victim.ClientAddr()}, time.Second, func(e zk.Event) {
+		if e.State == zk.StateExpired {
+			expired.Store(true)
+		}
+	})
+	clustertest.WaitConnected(t, only, 10*time.Second)
+	if _, err := only.Create("/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	obs := clustertest.Connect(t, []string{watcher.ClientAddr()}, 4*time.Second, nil)
+	clustertest.WaitConnected(t, obs, 10*time.Second)
+
+	if err := nemesis.Pause(ctx, victim.Container); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			nemesis.Resume(context.Background(), victim.Container)
+		}
+	}()
+	// The leader expires a session it stops hearing about; its ephemeral
+	// node vanishes for everyone else.
+	took := waitFor(t, 20*time.Second, "session on the paused server expires", func() error {
+		obs.Sync("/eph")
+		ok, _, err := obs.Exists("/eph")
+		if err != nil {
+			return err
+		}
+		if ok {
+			return errors.New("ephemeral still present")
+		}
+		return nil
+	})
+	t.Logf("session of paused zk%d expired after %s (timeout 1s)", victim.ID, took)
+
+	if err := nemesis.Resume(ctx, victim.Container); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	waitFor(t, 30*time.Second, "paused server rejoins", func() error {
+		_, err := c.WaitZKReady(ctx, time.Second)
+		return err
+	})
+	waitFor(t, 20*time.Second, "client learns its session expired", func() error {
+		if !expired.Load() {
+			return errors.New("no StateExpired event yet")
+		}
+		return nil
+	})
+}
+
+func TestSlowLinkGivesStaleFollowerReads(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 25}})
+	ctx := t.Context()
+	leader, err := c.ZKLeaderAmong(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := others(c, leader)
+	slow, fast := c.ZKServer(ids[0]), c.ZKServer(ids[1])
+
+	wconn := clustertest.Connect(t, []string{fast.ClientAddr()}, 4*time.Second, nil)
+	rconn := clustertest.Connect(t, []string{slow.ClientAddr()}, 10*time.Second, nil)
+	clustertest.WaitConnected(t, wconn, 10*time.Second)
+	clustertest.WaitConnected(t, rconn, 10*time.Second)
+	if _, err := wconn.Create("/v", []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	net := nemesis.NewNet()
+	t.Cleanup(func() { net.HealAll(context.Background()) })
+	if err := net.Slow(ctx, c.ZKServer(leader).Container, slow.Container, nemesis.SlowSpec{RateKbit: 16}); err != nil {
+		t.Fatal(err)
+	}
+
+	const rounds = 5
+	stale := 0
+	for i := 1; i <= rounds; i++ {
+		want := fmt.Sprint(i)
+		if _, err := wconn.Set("/v", []byte(want), -1); err != nil {
+			t.Fatalf("round %d: write through zk%d: %v", i, fast.ID, err)
+		}
+		// Acknowledged by a quorum (leader + fast follower); the commit to
+		// the slow follower is still queued on the shaped link.
+		got, _, err := rconn.Get("/v")
+		if err != nil {
+			t.Fatalf("round %d: read through zk%d: %v", i, slow.ID, err)
+		}
+		if string(got) != want {
+			stale++
+			t.Logf("round %d: zk%d served stale %q after %q was acknowledged", i, slow.ID, got, want)
+		}
+		if _, err := rconn.Sync("/v"); err != nil {
+			t.Fatalf("round %d: sync through zk%d: %v", i, slow.ID, err)
+		}
+		got, _, err = rconn.Get("/v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("round %d: after Sync zk%d read %q, want %q", i, slow.ID, got, want)
+		}
+	}
+	if stale == 0 {
+		t.Fatalf("no stale read in %d rounds: the slow link did not delay the follower", rounds)
+	}
+	t.Logf("%d/%d reads through the slowed follower were stale; every read after Sync was fresh", stale, rounds)
+}
+
+func TestBounceRestartsQuickly(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
+	ctx := t.Context()
+	s := c.ZKServer(2)
+	gap, err := nemesis.Bounce(ctx, s.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Container.State(ctx)
+	if err != nil || !st.Running {
+		t.Fatalf("after bounce: running=%v err=%v", st.Running, err)
+	}
+	t.Logf("bounce gap %s", gap)
+	waitFor(t, 30*time.Second, "bounced server rejoins", func() error {
+		_, err := c.WaitZKReady(ctx, time.Second)
+		return err
+	})
+}
