@@ -1,0 +1,275 @@
+// Package checkers owns the custom checkers that decide, from a run's history
+// alone, whether epoch fencing held: controller fencing, broker fencing,
+// leader uniqueness, durability, high-watermark checkpoints, availability,
+// liveness, and the linearizability check that wraps linearize.
+//
+// Checkers read only a *history.History and return a Result; they never touch
+// containers, files or the network, and never modify the history (data flows
+// one way: history → checkers → results). Each checker returns valid, invalid
+// or unknown; unknown is not failure (an operation that timed out may or may
+// not have happened), and no checker turns an unknown outcome into invalid.
+package checkers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Verdict is a checker's decision.
+type Verdict string
+
+// The three verdicts. Combine ranks them invalid > unknown > valid.
+const (
+	Valid   Verdict = "valid"
+	Invalid Verdict = "invalid"
+	Unknown Verdict = "unknown"
+)
+
+// MaxViolations caps the violations a Result lists; the rest are counted.
+const MaxViolations = 50
+
+// Violation is one anomaly: what went wrong, in a sentence, and the indices
+// of the history events that show it.
+type Violation struct {
+	Explanation string `json:"explanation"`
+	Events      []int  `json:"events"`
+}
+
+// Result is what a checker concluded.
+type Result struct {
+	_ struct{}
+
+	Checker string  `json:"checker"`
+	Verdict Verdict `json:"verdict"`
+	// Explanation is one sentence a person can act on: the first violation
+	// (and how many more there are), why the checker could not decide, or
+	// what it verified.
+	Explanation string `json:"explanation"`
+	// Events are the indices of the events involved, sorted, deduplicated.
+	Events     []int       `json:"events,omitempty"`
+	Violations []Violation `json:"violations,omitempty"`
+	// Omitted counts violations beyond MaxViolations.
+	Omitted int            `json:"omitted_violations,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Checker is one property checked over a history.
+type Checker interface {
+	Name() string
+	Check(h *history.History) Result
+}
+
+// Config holds the knobs of the checkers that need them.
+type Config struct {
+	_ struct{}
+
+	// OfflineGrace: a partition still without a leader this long after every
+	// fault healed makes availability invalid.
+	OfflineGrace time.Duration
+	// LivenessGrace: the controller must have finished pending work this long
+	// after every fault healed.
+	LivenessGrace time.Duration
+	// MaxBadVersionRetries: more BADVERSION failures than this on one path by
+	// one controller after LivenessGrace count as an endless retry.
+	MaxBadVersionRetries int
+	// LinearizeTimeout bounds porcupine per run; when it runs out the
+	// linearizability verdict is unknown, never valid.
+	LinearizeTimeout time.Duration
+	// VisualizePath, when set, receives porcupine's HTML visualization.
+	VisualizePath string
+}
+
+// DefaultConfig returns the defaults used by `chaos check`.
+func DefaultConfig() Config {
+	return Config{
+		OfflineGrace:         30 * time.Second,
+		LivenessGrace:        30 * time.Second,
+		MaxBadVersionRetries: 3,
+		LinearizeTimeout:     30 * time.Second,
+	}
+}
+
+// All returns every checker, the custom ones first, linearizability last.
+func All(cfg Config) []Checker {
+	return []Checker{
+		ControllerFencing{},
+		BrokerFencing{},
+		LeaderUniqueness{},
+		Durability{},
+		HWCheckpoint{},
+		Availability{Grace: cfg.OfflineGrace},
+		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
+		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath},
+	}
+}
+
+// Run runs each checker on h and returns their results in order and the
+// combined verdict.
+func Run(h *history.History, cs []Checker) ([]Result, Verdict) {
+	out := make([]Result, 0, len(cs))
+	v := Valid
+	for _, c := range cs {
+		r := c.Check(h)
+		if r.Checker == "" {
+			r.Checker = c.Name()
+		}
+		out = append(out, r)
+		v = Combine(v, r.Verdict)
+	}
+	return out, v
+}
+
+// Combine ranks verdicts: invalid beats unknown beats valid.
+func Combine(a, b Verdict) Verdict {
+	rank := func(v Verdict) int {
+		switch v {
+		case Invalid:
+			return 2
+		case Unknown:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// report accumulates a checker's findings and turns them into a Result.
+type report struct {
+	name       string
+	violations []Violation
+	omitted    int
+	unknown    []string // reasons the checker could not decide
+	details    map[string]any
+}
+
+func (r *report) violate(events []int, format string, args ...any) {
+	if len(r.violations) >= MaxViolations {
+		r.omitted++
+		return
+	}
+	r.violations = append(r.violations, Violation{Explanation: fmt.Sprintf(format, args...), Events: events})
+}
+
+func (r *report) cannotDecide(format string, args ...any) {
+	r.unknown = append(r.unknown, fmt.Sprintf(format, args...))
+}
+
+func (r *report) detail(k string, v any) {
+	if r.details == nil {
+		r.details = map[string]any{}
+	}
+	r.details[k] = v
+}
+
+// result builds the Result; ok is the sentence for a valid verdict.
+func (r *report) result(ok string) Result {
+	res := Result{Checker: r.name, Details: r.details}
+	switch {
+	case len(r.violations) > 0:
+		res.Verdict = Invalid
+		res.Violations = r.violations
+		res.Omitted = r.omitted
+		res.Explanation = r.violations[0].Explanation
+		if n := len(r.violations) + r.omitted; n > 1 {
+			res.Explanation = strings.TrimSuffix(res.Explanation, ".") + fmt.Sprintf(" (and %d more violations).", n-1)
+		}
+		seen := map[int]bool{}
+		for _, v := range r.violations {
+			for _, e := range v.Events {
+				if !seen[e] {
+					seen[e] = true
+					res.Events = append(res.Events, e)
+				}
+			}
+		}
+		sort.Ints(res.Events)
+	case len(r.unknown) > 0:
+		res.Verdict = Unknown
+		res.Explanation = r.unknown[0]
+		if len(r.unknown) > 1 {
+			res.Explanation = strings.TrimSuffix(res.Explanation, ".") + fmt.Sprintf(" (and %d more undecided).", len(r.unknown)-1)
+			r.detail("undecided", r.unknown)
+			res.Details = r.details
+		}
+	default:
+		res.Verdict = Valid
+		res.Explanation = ok
+	}
+	return res
+}
+
+// isControl reports whether e is a control request that a broker accepted
+// (the whole-request checks passed).
+func acceptedControl(e *history.Event) bool {
+	return e.Kind == history.KindControlRequest && e.Control.Verdict == history.VerdictAccepted &&
+		e.Control.API != history.APIControlledShutdown
+}
+
+// ev formats an event reference for explanations.
+func ev(e *history.Event) string { return fmt.Sprintf("event %d", e.Index) }
+
+// nodeName formats a broker id.
+func nodeName(id int32) string { return fmt.Sprintf("broker %d", id) }
+
+// healInfo describes when the run's faults were healed.
+type healInfo struct {
+	healed   bool  // every started fault was stopped
+	at       int64 // time the last fault stopped (or the first event if none)
+	end      int64 // time of the last event
+	openIdx  int   // a fault_start never stopped (when !healed)
+	faults   int
+	lastStop int // index of the last fault_stop, -1 if none
+}
+
+// heal finds when every fault was undone: the time of the last fault_stop,
+// provided every fault_start (by Fault.ID) has a stop.
+func heal(h *history.History) healInfo {
+	hi := healInfo{healed: true, lastStop: -1, openIdx: -1}
+	if len(h.Events) == 0 {
+		return hi
+	}
+	hi.at = h.Events[0].Time
+	hi.end = h.Events[len(h.Events)-1].Time
+	open := map[string]int{}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindFaultStart:
+			hi.faults++
+			open[e.Fault.ID] = e.Index
+		case history.KindFaultStop:
+			delete(open, e.Fault.ID)
+			hi.at = e.Time
+			hi.lastStop = e.Index
+		}
+	}
+	for _, idx := range open {
+		hi.healed = false
+		if hi.openIdx < 0 || idx < hi.openIdx {
+			hi.openIdx = idx
+		}
+	}
+	return hi
+}
+
+// sortedTPs returns the keys of m in a stable order.
+func sortedTPs[V any](m map[history.TopicPartition]V) []history.TopicPartition {
+	out := make([]history.TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Topic != out[b].Topic {
+			return out[a].Topic < out[b].Topic
+		}
+		return out[a].Partition < out[b].Partition
+	})
+	return out
+}

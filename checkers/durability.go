@@ -1,0 +1,200 @@
+package checkers
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Durability checks that no acknowledged write is lost: every acks=all
+// produce that completed ok is present in the final reads at its
+// acknowledged offset with its value; no offset is ever read (or
+// acknowledged) with two different values. Produces with unknown outcomes
+// are never required to be present. Lost and divergent records are listed
+// in Details. It is linear in the history and is the primary data-loss
+// detector; linearizability is the stricter, costlier second opinion.
+type Durability struct{}
+
+// Name implements Checker.
+func (Durability) Name() string { return "durability" }
+
+// LostRecord is an acknowledged record missing from, or different in, the
+// final reads.
+type LostRecord struct {
+	Partition string `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Value     string `json:"value"`
+	Found     string `json:"found,omitempty"` // the value the final read had there, if any
+	Events    []int  `json:"events"`
+}
+
+// DivergentOffset is an offset seen with two different values.
+type DivergentOffset struct {
+	Partition string   `json:"partition"`
+	Offset    int64    `json:"offset"`
+	Values    []string `json:"values"`
+	Events    []int    `json:"events"`
+}
+
+type seenValue struct {
+	value string
+	idx   int
+}
+
+// Check implements Checker.
+func (c Durability) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	ops, _ := history.Operations(h)
+
+	type acked struct {
+		offset    int64
+		value     string
+		invoke    int
+		completed int
+	}
+	ackedBy := map[history.TopicPartition][]acked{}
+	read := map[history.TopicPartition]map[int64]seenValue{}  // every ok read
+	final := map[history.TopicPartition]map[int64]seenValue{} // final reads only
+	finalFrom := map[history.TopicPartition]int64{}           // lowest start offset of a final read
+	finalIdx := map[history.TopicPartition]int{}
+	var divergent []DivergentOffset
+	divFlag := map[history.TopicPartition]map[int64]bool{}
+	markDivergent := func(tp history.TopicPartition, off int64, a, b seenValue, how string) {
+		if divFlag[tp] == nil {
+			divFlag[tp] = map[int64]bool{}
+		}
+		if divFlag[tp][off] {
+			return
+		}
+		divFlag[tp][off] = true
+		divergent = append(divergent, DivergentOffset{Partition: tp.String(), Offset: off,
+			Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
+		r.violate([]int{a.idx, b.idx}, "offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
+			off, tp, how, a.value, a.idx, b.value, b.idx)
+	}
+
+	nAcked := 0
+	for _, op := range ops {
+		o := op.Op()
+		if op.Outcome() != history.OpOK {
+			continue
+		}
+		tp := o.TP()
+		switch o.F {
+		case history.FProduce:
+			if op.Acks() != history.AcksAll {
+				continue
+			}
+			nAcked++
+			ackedBy[tp] = append(ackedBy[tp], acked{op.Offset(), o.Value, op.Invoke.Index, op.Complete.Index})
+		case history.FRead:
+			m := read[tp]
+			if m == nil {
+				m = map[int64]seenValue{}
+				read[tp] = m
+			}
+			isFinal := op.Final()
+			var fm map[int64]seenValue
+			if isFinal {
+				fm = final[tp]
+				if fm == nil {
+					fm = map[int64]seenValue{}
+					final[tp] = fm
+					finalFrom[tp] = o.Offset
+					finalIdx[tp] = op.Complete.Index
+				} else if o.Offset < finalFrom[tp] {
+					finalFrom[tp] = o.Offset
+				}
+			}
+			for _, rec := range op.Records() {
+				sv := seenValue{rec.Value, op.Complete.Index}
+				if prev, ok := m[rec.Offset]; ok {
+					if prev.value != rec.Value {
+						markDivergent(tp, rec.Offset, prev, sv, "read")
+					}
+				} else {
+					m[rec.Offset] = sv
+				}
+				if isFinal {
+					if _, ok := fm[rec.Offset]; !ok {
+						fm[rec.Offset] = sv
+					}
+				}
+			}
+		}
+	}
+
+	var lost []LostRecord
+	unverified := 0
+	tps := make([]history.TopicPartition, 0, len(ackedBy))
+	for tp := range ackedBy {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(a, b int) bool { return tps[a].String() < tps[b].String() })
+	for _, tp := range tps {
+		list := ackedBy[tp]
+		sort.SliceStable(list, func(a, b int) bool { return list[a].offset < list[b].offset })
+		// Two acknowledgements of one offset with different values.
+		for i := 1; i < len(list); i++ {
+			if list[i].offset == list[i-1].offset && list[i].value != list[i-1].value {
+				markDivergent(tp, list[i].offset, seenValue{list[i-1].value, list[i-1].completed},
+					seenValue{list[i].value, list[i].completed}, "acknowledged")
+			}
+		}
+		fm, ok := final[tp]
+		if !ok {
+			unverified += len(list)
+			r.cannotDecide("no final read of %s, so its %d acknowledged records could not be verified.", tp, len(list))
+			continue
+		}
+		before := 0
+		for _, a := range list {
+			if a.offset < finalFrom[tp] {
+				before++
+				continue
+			}
+			got, present := fm[a.offset]
+			if present && got.value == a.value {
+				continue
+			}
+			lr := LostRecord{Partition: tp.String(), Offset: a.offset, Value: a.value, Events: []int{a.invoke, a.completed}}
+			if present {
+				lr.Found = got.value
+				lr.Events = append(lr.Events, got.idx)
+				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
+					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)
+			} else {
+				lr.Events = append(lr.Events, finalIdx[tp])
+				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
+					a.value, tp, a.offset, a.invoke, a.completed, finalIdx[tp])
+			}
+			lost = append(lost, lr)
+		}
+		if before > 0 {
+			unverified += before
+			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, finalFrom[tp], before)
+		}
+	}
+	if len(lost) > 0 {
+		r.detail("lost", capList(lost))
+	}
+	if len(divergent) > 0 {
+		r.detail("divergent", capList(divergent))
+	}
+	r.detail("acknowledged", nAcked)
+	r.detail("lost_count", len(lost))
+	r.detail("divergent_count", len(divergent))
+	if unverified > 0 {
+		r.detail("unverified", unverified)
+	}
+	return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets, and no offset was read with two values.", nAcked))
+}
+
+// capList keeps listings in results.json to a readable size.
+func capList[T any](l []T) []T {
+	if len(l) > 1000 {
+		return l[:1000]
+	}
+	return l
+}

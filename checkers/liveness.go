@@ -1,0 +1,159 @@
+package checkers
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Liveness checks that the controller finishes its pending work once every
+// fault healed (KAFKA-16667 class): Grace after healing, no partition is
+// left with leader -1 while a replica in its ISR is alive (registered in
+// ZooKeeper), and no controller keeps failing one write with BADVERSION
+// (more than MaxBadVersionRetries times after the grace).
+type Liveness struct {
+	Grace                time.Duration
+	MaxBadVersionRetries int
+}
+
+// Name implements Checker.
+func (Liveness) Name() string { return "liveness" }
+
+// aliveness answers "which brokers were registered at time t" from the
+// watcher's /brokers/ids listings, or, when there are none, from the nodes'
+// own registration events (a process start or clean stop unregisters).
+type aliveness struct {
+	listings []struct {
+		time int64
+		ids  map[int32]bool
+	}
+	fromNodes map[int32][]struct {
+		time  int64
+		alive bool
+	}
+}
+
+func newAliveness(h *history.History) *aliveness {
+	a := &aliveness{fromNodes: map[int32][]struct {
+		time  int64
+		alive bool
+	}{}}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindZKWatch:
+			if e.Watch.Path == "/brokers/ids" && (e.Watch.Type == history.WatchChildren || e.Watch.Brokers != nil) {
+				ids := map[int32]bool{}
+				for _, b := range e.Watch.Brokers {
+					ids[b.ID] = true
+				}
+				a.listings = append(a.listings, struct {
+					time int64
+					ids  map[int32]bool
+				}{e.Time, ids})
+			}
+		case history.KindBrokerRegistered, history.KindNodeStart, history.KindNodeStop:
+			id := e.Node
+			if e.Registration != nil && e.Registration.BrokerID != 0 {
+				id = e.Registration.BrokerID
+			}
+			a.fromNodes[id] = append(a.fromNodes[id], struct {
+				time  int64
+				alive bool
+			}{e.Time, e.Kind == history.KindBrokerRegistered})
+		}
+	}
+	return a
+}
+
+func (a *aliveness) alive(id int32, t int64) bool {
+	if len(a.listings) > 0 {
+		i := sort.Search(len(a.listings), func(i int) bool { return a.listings[i].time > t }) - 1
+		return i >= 0 && a.listings[i].ids[id]
+	}
+	alive := false
+	for _, x := range a.fromNodes[id] {
+		if x.time > t {
+			break
+		}
+		alive = x.alive
+	}
+	return alive
+}
+
+// Check implements Checker.
+func (c Liveness) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	hi := heal(h)
+	if !hi.healed {
+		r.cannotDecide("fault event %d was never stopped, so liveness after healing cannot be judged.", hi.openIdx)
+		return r.result("")
+	}
+	deadline := hi.at + int64(c.Grace)
+	judgeAt := deadline
+	ended := hi.end < deadline
+	if ended {
+		judgeAt = hi.end
+	}
+	al := newAliveness(h)
+	tl := leaderTimelines(h)
+	for _, tp := range sortedTPs(tl) {
+		o, ok := stateAt(tl[tp], judgeAt)
+		if !ok || o.leader >= 0 {
+			continue
+		}
+		var eligible []int32
+		for _, id := range o.isr {
+			if al.alive(id, judgeAt) {
+				eligible = append(eligible, id)
+			}
+		}
+		if len(eligible) == 0 {
+			continue
+		}
+		if ended {
+			r.cannotDecide("partition %s has no leader (event %d) although ISR member(s) %v are alive, and the history ends before the %s grace after healing ran out.", tp, o.idx, eligible, c.Grace)
+			continue
+		}
+		r.violate([]int{o.idx}, "partition %s still had leader -1 (event %d) %s after every fault healed although ISR member(s) %v were alive: the controller did not finish electing a leader.",
+			tp, o.idx, c.Grace, eligible)
+	}
+
+	type key struct {
+		node  int32
+		path  string
+		epoch int32
+	}
+	type retries struct {
+		n           int
+		first, last int
+	}
+	bad := map[key]*retries{}
+	var order []key
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind != history.KindZKWrite || e.ZKWrite.Outcome != history.ZKBadVersion || e.Time <= deadline {
+			continue
+		}
+		k := key{e.Node, e.ZKWrite.Path, e.ZKWrite.ControllerEpoch}
+		rt := bad[k]
+		if rt == nil {
+			rt = &retries{first: e.Index}
+			bad[k] = rt
+			order = append(order, k)
+		}
+		rt.n++
+		rt.last = e.Index
+	}
+	for _, k := range order {
+		rt := bad[k]
+		if rt.n > c.MaxBadVersionRetries {
+			r.violate([]int{rt.first, rt.last},
+				"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d): it is stuck retrying a stale zkVersion.",
+				k.node, k.epoch, k.path, rt.n, c.Grace, rt.first, rt.last)
+		}
+	}
+	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader and no controller was stuck retrying a write.", c.Grace))
+}

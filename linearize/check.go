@@ -1,0 +1,377 @@
+package linearize
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// DefaultTimeout bounds a check when Options.Timeout is zero: porcupine is
+// never run without a timeout.
+const DefaultTimeout = 30 * time.Second
+
+// DefaultMaxVisualizeOps caps the operations drawn in the HTML
+// visualization; a bigger partition is not drawn (the page would not open).
+const DefaultMaxVisualizeOps = 3000
+
+// Mark is an extra annotation for the visualization, in history time.
+type Mark struct {
+	Tag         string
+	Description string
+	Start, End  int64 // Unix ns; End 0 for a point in time
+}
+
+// Options control a check.
+type Options struct {
+	_ struct{}
+
+	Timeout         time.Duration // whole check; 0 means DefaultTimeout
+	VisualizePath   string        // write porcupine's HTML here ("" = none)
+	MaxVisualizeOps int           // 0 means DefaultMaxVisualizeOps
+	Marks           []Mark        // drawn in addition to the nemesis windows
+}
+
+// PartitionOutcome is the result for one topic-partition.
+type PartitionOutcome struct {
+	Partition string                `json:"partition"`
+	Result    porcupine.CheckResult `json:"result"`
+	Ops       int                   `json:"ops"`
+	// Resolved counts unknown-outcome produces placed at the offset a read
+	// observed; Dropped those never observed and absent from the final
+	// read; Unresolved those kept open-ended (no final read).
+	Resolved   int `json:"resolved"`
+	Dropped    int `json:"dropped"`
+	Unresolved int `json:"unresolved"`
+	// Suspects are history indices of reads that returned a value nobody
+	// produced at that offset: the likely culprits when Result is Illegal.
+	Suspects []int `json:"suspects,omitempty"`
+}
+
+// Outcome is the result of a check.
+type Outcome struct {
+	Result        porcupine.CheckResult `json:"result"` // Illegal if any partition is, else Unknown if any is, else Ok
+	Partitions    []PartitionOutcome    `json:"partitions"`
+	Elapsed       time.Duration         `json:"elapsed_ns"`
+	Visualization string                `json:"visualization,omitempty"`
+	Note          string                `json:"note,omitempty"`
+}
+
+// partition is one topic-partition's porcupine input.
+type partition struct {
+	out PartitionOutcome
+	ops []porcupine.Operation
+	t   *table
+}
+
+// Check converts h into per-partition porcupine histories and checks each
+// against the log model, partitions in parallel, under one overall timeout.
+func Check(h *history.History, opts Options) Outcome {
+	start := time.Now()
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxVisualizeOps <= 0 {
+		opts.MaxVisualizeOps = DefaultMaxVisualizeOps
+	}
+	parts, t0 := build(h)
+	deadline := start.Add(opts.Timeout)
+
+	workers := runtime.GOMAXPROCS(0)
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, p := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(p *partition) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			left := time.Until(deadline)
+			if left <= 0 {
+				p.out.Result = porcupine.Unknown
+				return
+			}
+			p.out.Result = porcupine.CheckOperationsTimeout(logModel, p.ops, left)
+		}(p)
+	}
+	wg.Wait()
+
+	o := Outcome{Result: porcupine.Ok}
+	for _, p := range parts {
+		o.Partitions = append(o.Partitions, p.out)
+		switch {
+		case p.out.Result == porcupine.Illegal:
+			o.Result = porcupine.Illegal
+		case p.out.Result == porcupine.Unknown && o.Result != porcupine.Illegal:
+			o.Result = porcupine.Unknown
+		}
+	}
+	if opts.VisualizePath != "" && len(parts) > 0 {
+		o.Visualization, o.Note = visualize(h, parts, t0, opts)
+	}
+	o.Elapsed = time.Since(start)
+	return o
+}
+
+// visualize draws the first illegal partition (else the first unknown,
+// else the first) with nemesis windows and marks as annotations.
+func visualize(h *history.History, parts []*partition, t0 int64, opts Options) (string, string) {
+	pick := parts[0]
+	for _, want := range []porcupine.CheckResult{porcupine.Illegal, porcupine.Unknown} {
+		found := false
+		for _, p := range parts {
+			if p.out.Result == want {
+				pick, found = p, true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	if len(pick.ops) > opts.MaxVisualizeOps {
+		return "", fmt.Sprintf("partition %s has %d operations, more than the %d drawn; no visualization written", pick.out.Partition, len(pick.ops), opts.MaxVisualizeOps)
+	}
+	_, info := porcupine.CheckOperationsVerbose(logModel, pick.ops, 10*time.Second)
+	info.AddAnnotations(annotations(h, t0, opts.Marks))
+	if err := porcupine.VisualizePath(logModel, info, opts.VisualizePath); err != nil {
+		return "", fmt.Sprintf("visualization failed: %v", err)
+	}
+	return opts.VisualizePath, fmt.Sprintf("visualized partition %s", pick.out.Partition)
+}
+
+// annotations turns nemesis windows and marks into porcupine annotations.
+func annotations(h *history.History, t0 int64, marks []Mark) []porcupine.Annotation {
+	var out []porcupine.Annotation
+	open := map[string]*history.Event{}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindFaultStart:
+			open[e.Fault.ID] = e
+		case history.KindFaultStop:
+			if s, ok := open[e.Fault.ID]; ok {
+				delete(open, e.Fault.ID)
+				out = append(out, faultAnnotation(s, e.Time-t0, t0))
+			}
+		}
+	}
+	end := int64(0)
+	if n := len(h.Events); n > 0 {
+		end = h.Events[n-1].Time - t0
+	}
+	ids := make([]string, 0, len(open))
+	for id := range open {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		out = append(out, faultAnnotation(open[id], end, t0))
+	}
+	for _, m := range marks {
+		a := porcupine.Annotation{Tag: m.Tag, Start: m.Start - t0, Description: m.Description,
+			BackgroundColor: "#f6b2b2"}
+		if m.End > 0 {
+			a.End = m.End - t0
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func faultAnnotation(s *history.Event, end, t0 int64) porcupine.Annotation {
+	return porcupine.Annotation{
+		Tag:             "nemesis",
+		Start:           s.Time - t0,
+		End:             end,
+		Description:     s.Fault.Name,
+		Details:         fmt.Sprintf("%s on %s (event %d)", s.Fault.Name, strings.Join(s.Fault.Targets, ", "), s.Index),
+		BackgroundColor: "#fde7a9",
+	}
+}
+
+// build pairs ops, resolves unknown produces and returns one porcupine
+// history per partition (sorted by name) and the time origin.
+func build(h *history.History) ([]*partition, int64) {
+	var t0 int64
+	if len(h.Events) > 0 {
+		t0 = h.Events[0].Time
+	}
+	ops, _ := history.Operations(h)
+	clients := map[string]int{}
+	clientID := func(op history.Operation) int {
+		k := fmt.Sprintf("%s/%d", op.Invoke.Source, op.Invoke.Op.Process)
+		id, ok := clients[k]
+		if !ok {
+			id = len(clients)
+			clients[k] = id
+		}
+		return id
+	}
+
+	byTP := map[history.TopicPartition][]history.Operation{}
+	var order []history.TopicPartition
+	for _, op := range ops {
+		tp := op.Op().TP()
+		if _, ok := byTP[tp]; !ok {
+			order = append(order, tp)
+		}
+		byTP[tp] = append(byTP[tp], op)
+	}
+	sort.Slice(order, func(a, b int) bool { return order[a].String() < order[b].String() })
+
+	parts := make([]*partition, 0, len(order))
+	for _, tp := range order {
+		parts = append(parts, buildPartition(tp, byTP[tp], t0, clientID))
+	}
+	return parts, t0
+}
+
+// unknownProduce reports whether a produce's outcome is open: no response,
+// info, an ok whose acks did not wait for the ISR (such a record may
+// legitimately vanish), or NOT_ENOUGH_REPLICAS_AFTER_APPEND (appended, not
+// acknowledged).
+func unknownProduce(op history.Operation) bool {
+	switch op.Outcome() {
+	case history.OpOK:
+		return op.Acks() != history.AcksAll
+	case history.OpFail:
+		return op.Complete.Op.ErrorCode == history.ErrNotEnoughReplicasAftr
+	}
+	return true
+}
+
+func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64, clientID func(history.Operation) int) *partition {
+	p := &partition{out: PartitionOutcome{Partition: tp.String()}}
+	// What reads observed: value → offset and the earliest return time.
+	type obs struct {
+		offset int64
+		ret    int64
+	}
+	observed := map[string]obs{}
+	hasFinal := false
+	for _, op := range ops {
+		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
+			continue
+		}
+		if op.Final() {
+			hasFinal = true
+		}
+		ret := op.Complete.Time - t0
+		for _, r := range op.Records() {
+			if o, ok := observed[r.Value]; !ok || ret < o.ret {
+				observed[r.Value] = obs{r.Offset, ret}
+			}
+		}
+	}
+
+	type prod struct {
+		op     history.Operation
+		offset int64 // absolute, -1 unknown
+		ret    int64
+	}
+	var prods []prod
+	base := int64(math.MaxInt64)
+	for _, op := range ops {
+		if op.Op().F != history.FProduce {
+			continue
+		}
+		switch {
+		case !unknownProduce(op):
+			if op.Outcome() != history.OpOK {
+				continue // failed: certainly did not happen
+			}
+			prods = append(prods, prod{op, op.Offset(), op.Complete.Time - t0})
+		default:
+			o, seen := observed[op.Op().Value]
+			switch {
+			case seen:
+				ret := o.ret
+				if ret < op.Invoke.Time-t0 {
+					ret = math.MaxInt64 // observed before invoked: let the model reject it
+				}
+				prods = append(prods, prod{op, o.offset, ret})
+				p.out.Resolved++
+			case hasFinal:
+				p.out.Dropped++
+				continue
+			default:
+				prods = append(prods, prod{op, -1, math.MaxInt64})
+				p.out.Unresolved++
+			}
+		}
+		if off := prods[len(prods)-1].offset; off >= 0 && off < base {
+			base = off
+		}
+	}
+	if base == math.MaxInt64 {
+		base = 0
+	}
+	t := &table{tp: tp.String(), base: base, values: map[int64]string{}}
+	p.t = t
+	for _, pr := range prods {
+		if pr.offset >= 0 {
+			if _, dup := t.values[pr.offset-base]; !dup {
+				t.values[pr.offset-base] = pr.op.Op().Value
+			}
+		}
+	}
+	for _, pr := range prods {
+		out := output{offset: -1}
+		if pr.offset >= 0 {
+			out.offset = pr.offset - base
+		}
+		p.ops = append(p.ops, porcupine.Operation{
+			ClientId: clientID(pr.op),
+			Input:    input{kind: produceOp, value: pr.op.Op().Value, t: t, event: pr.op.Invoke.Index},
+			Call:     pr.op.Invoke.Time - t0,
+			Output:   out,
+			Return:   pr.ret,
+			Metadata: pr.op.Invoke.Index,
+		})
+	}
+	for _, op := range ops {
+		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
+			continue // a read that failed or timed out changed nothing
+		}
+		start := op.Op().Offset
+		var recs []rec
+		suspect := false
+		for _, r := range op.Records() {
+			if r.Offset < base {
+				continue // written before the workload: cannot be judged
+			}
+			recs = append(recs, rec{r.Offset - base, r.Value})
+			if v, ok := t.values[r.Offset-base]; !ok || v != r.Value {
+				suspect = true
+			}
+		}
+		if suspect && len(p.out.Suspects) < 20 {
+			p.out.Suspects = append(p.out.Suspects, op.Complete.Index)
+		}
+		if len(recs) == 0 && start < base {
+			continue
+		}
+		rel := start - base
+		if rel < 0 {
+			rel = 0
+		}
+		p.ops = append(p.ops, porcupine.Operation{
+			ClientId: clientID(op),
+			Input:    input{kind: readOp, offset: rel, t: t, event: op.Invoke.Index},
+			Call:     op.Invoke.Time - t0,
+			Output:   output{records: recs},
+			Return:   op.Complete.Time - t0,
+			Metadata: op.Invoke.Index,
+		})
+	}
+	p.out.Ops = len(p.ops)
+	return p
+}

@@ -1,0 +1,127 @@
+// Package linearize owns the porcupine model of one Kafka partition's log and
+// the conversion of a run history into porcupine operations: pairing client
+// ops, resolving unknown-outcome produces from what reads observed, and
+// partitioning per topic-partition. It reads only history types and never
+// decides anything but linearizability; the checkers package turns its
+// Outcome into a verdict.
+//
+// # Model
+//
+// A partition's log is a sequence of values. Produce(v) → offset o appends v
+// at o; Read(o) → the consecutive records from o (possibly fewer than the
+// log holds, as a fetch may stop early), or nothing when the log ends at or
+// before o. Because every produce that enters the model has a definite
+// offset (acknowledged, or resolved from a read), the value at each offset
+// is fixed by the history itself, so the model's state is just the log's
+// length: Equal and Hash are trivial and porcupine's cache is small. A
+// produce at offset o is legal only when the length is o; a read is legal
+// only when the length covers what it returned and every value it returned
+// is the one produced at that offset (a value nobody produced is never
+// legal).
+//
+// Produce values must be unique per partition (the workload's job): they
+// are how an unknown produce is recognized in a read.
+package linearize
+
+import (
+	"fmt"
+
+	"github.com/anishathalye/porcupine"
+)
+
+type opKind uint8
+
+const (
+	produceOp opKind = iota + 1
+	readOp
+)
+
+// table is the static part of one partition: the value produced at each
+// (relative) offset, fixed by the resolved history.
+type table struct {
+	tp     string
+	base   int64            // absolute offset of relative offset 0
+	values map[int64]string // relative offset → value produced there
+}
+
+// input is a porcupine operation input.
+type input struct {
+	kind   opKind
+	value  string // produce
+	offset int64  // read: relative start offset
+	t      *table
+	event  int // history index of the invoke
+}
+
+// output is a porcupine operation output.
+type output struct {
+	offset  int64 // produce: relative offset, or -1 when unknown
+	records []rec // read: relative offsets, consecutive
+}
+
+type rec struct {
+	offset int64
+	value  string
+}
+
+// logModel is the partition-log model. Its state is the log length (int64).
+var logModel = porcupine.Model{
+	Init: func() interface{} { return int64(0) },
+	Step: func(state, in, out interface{}) (bool, interface{}) {
+		n := state.(int64)
+		i, o := in.(input), out.(output)
+		switch i.kind {
+		case produceOp:
+			if o.offset < 0 {
+				// Unknown offset (never observed, no final read): it may
+				// land at the end of the log, if no other produce owns
+				// that offset.
+				if _, taken := i.t.values[n]; taken {
+					return false, n
+				}
+				return true, n + 1
+			}
+			if o.offset != n {
+				return false, n
+			}
+			return true, n + 1
+		case readOp:
+			if len(o.records) == 0 {
+				return n <= i.offset, n
+			}
+			last := o.records[len(o.records)-1].offset
+			if n <= last {
+				return false, n
+			}
+			for _, r := range o.records {
+				if v, ok := i.t.values[r.offset]; !ok || v != r.value {
+					return false, n
+				}
+			}
+			return true, n
+		}
+		return false, n
+	},
+	Equal: func(a, b interface{}) bool { return a.(int64) == b.(int64) },
+	Hash:  func(s interface{}) uint64 { return uint64(s.(int64)) },
+	DescribeOperation: func(in, out interface{}) string {
+		i, o := in.(input), out.(output)
+		switch i.kind {
+		case produceOp:
+			if o.offset < 0 {
+				return fmt.Sprintf("produce(%q) → ?", i.value)
+			}
+			return fmt.Sprintf("produce(%q) → %d", i.value, o.offset+i.t.base)
+		default:
+			if len(o.records) == 0 {
+				return fmt.Sprintf("read(%d) → none", i.offset+i.t.base)
+			}
+			s := fmt.Sprintf("read(%d) → %q", i.offset+i.t.base, o.records[0].value)
+			if len(o.records) > 1 {
+				s += fmt.Sprintf(" … %d records", len(o.records))
+			}
+			return s
+		}
+	},
+	DescribeState: func(s interface{}) string { return fmt.Sprintf("log length %d", s.(int64)) },
+}
