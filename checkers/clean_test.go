@@ -1,0 +1,30 @@
+package checkers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history/historytest"
+)
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.OfflineGrace = 100 * time.Millisecond
+	c.LivenessGrace = 100 * time.Millisecond
+	c.LinearizeTimeout = 30 * time.Second
+	return c
+}
+
+func TestGeneratedCleanHistoryIsValid(t *testing.T) {
+	h := historytest.Clean(historytest.GenConfig{Partitions: 3, Processes: 5, Ops: 400, UnknownRate: 0.1,
+		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
+	results, v := Run(h, All(testConfig()))
+	for _, r := range results {
+		if r.Verdict != Valid {
+			t.Errorf("%s: %s: %s (events %v)", r.Checker, r.Verdict, r.Explanation, r.Events)
+		}
+	}
+	if v != Valid {
+		t.Fatalf("combined verdict %s", v)
+	}
+}
