@@ -147,11 +147,13 @@ func (c Availability) Check(h *history.History) Result {
 				r.cannotDecide("partition %s has no leader since event %d, but fault event %d was never stopped, so it is unclear whether it would recover.", tp, offendIdx, hi.openIdx)
 			case hi.end-since > int64(c.Grace):
 				evs := []int{offendIdx}
+				healed := "there were no faults"
 				if hi.lastStop >= 0 {
 					evs = append(evs, hi.lastStop)
+					healed = fmt.Sprintf("last fault stopped at event %d", hi.lastStop)
 				}
-				r.violate(evs, "partition %s has had no leader since event %d and was still offline %s after every fault healed (grace %s).",
-					tp, offendIdx, time.Duration(hi.end-since).Round(time.Millisecond), c.Grace)
+				r.violate(evs, "partition %s has had no leader since event %d and was still offline %s after every fault healed (%s; grace %s).",
+					tp, offendIdx, time.Duration(hi.end-since).Round(time.Millisecond), healed, c.Grace)
 			case hi.end < deadline:
 				r.cannotDecide("partition %s has no leader since event %d and the history ends before the %s grace after healing ran out.", tp, offendIdx, c.Grace)
 			}

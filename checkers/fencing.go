@@ -218,12 +218,14 @@ func (c BrokerFencing) Check(h *history.History) Result {
 					nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.ControllerID)
 			case registered && cr.BrokerEpoch < cur.epoch:
 				evs := []int{cur.idx, e.Index}
+				from := ""
 				if old, ok := past[e.Node][cr.BrokerEpoch]; ok {
 					evs = []int{old, cur.idx, e.Index}
+					from = fmt.Sprintf(" (the registration of event %d)", old)
 				}
 				r.violate(evs,
-					"%s accepted %s (correlation id %d, %s) from controller %d with stale broker epoch %d while its live registration has czxid %d (event %d).",
-					nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.ControllerID, cr.BrokerEpoch, cur.epoch, cur.idx)
+					"%s accepted %s (correlation id %d, %s) from controller %d with stale broker epoch %d%s while its live registration has czxid %d (event %d).",
+					nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.ControllerID, cr.BrokerEpoch, from, cur.epoch, cur.idx)
 			case !registered:
 				if old, ok := past[e.Node][cr.BrokerEpoch]; ok {
 					r.violate([]int{old, e.Index},

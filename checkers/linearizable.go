@@ -43,7 +43,7 @@ func (c Linearizable) Check(h *history.History) Result {
 		switch p.Result {
 		case porcupine.Illegal:
 			if len(p.Suspects) > 0 {
-				r.violate(p.Suspects, "partition %s is not linearizable: read event %d returned a value that no produce wrote at that offset.", p.Partition, p.Suspects[0])
+				r.violate(p.Suspects, "partition %s is not linearizable: read event %d returned a value that no produce wrote there, or nothing where an acknowledged produce had written.", p.Partition, p.Suspects[0])
 			} else {
 				r.violate(nil, "partition %s is not linearizable: no order of its %d produces and reads fits one log (see the visualization).", p.Partition, p.Ops)
 			}

@@ -51,7 +51,8 @@ type PartitionOutcome struct {
 	Dropped    int `json:"dropped"`
 	Unresolved int `json:"unresolved"`
 	// Suspects are history indices of reads that returned a value nobody
-	// produced at that offset: the likely culprits when Result is Illegal.
+	// produced at that offset, or nothing where an earlier-acknowledged
+	// produce had written: the likely culprits when Result is Illegal.
 	Suspects []int `json:"suspects,omitempty"`
 }
 
@@ -337,9 +338,30 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 			Metadata: pr.op.Invoke.Index,
 		})
 	}
+	// Acknowledged produces by return time, with the running maximum
+	// offset, to spot empty reads that began after a later offset was
+	// acknowledged (stale reads).
+	type ackAt struct{ ret, maxOff int64 }
+	var acked []ackAt
+	for _, pr := range prods {
+		if pr.ret != math.MaxInt64 && pr.offset >= 0 {
+			acked = append(acked, ackAt{pr.ret, pr.offset})
+		}
+	}
+	sort.Slice(acked, func(a, b int) bool { return acked[a].ret < acked[b].ret })
+	for i := 1; i < len(acked); i++ {
+		acked[i].maxOff = max(acked[i].maxOff, acked[i-1].maxOff)
+	}
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue // a read that failed or timed out changed nothing
+		}
+		if len(op.Records()) == 0 {
+			call := op.Invoke.Time - t0
+			i := sort.Search(len(acked), func(i int) bool { return acked[i].ret >= call }) - 1
+			if i >= 0 && acked[i].maxOff >= op.Op().Offset && len(p.out.Suspects) < 20 {
+				p.out.Suspects = append(p.out.Suspects, op.Complete.Index)
+			}
 		}
 		start := op.Op().Offset
 		var recs []rec

@@ -131,3 +131,8 @@ func (b *Builder) Brokers(ids ...int32) int {
 	}
 	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren, Brokers: bs}})
 }
+
+// Phase appends a harness phase marker (handy to extend a history in time).
+func (b *Builder) Phase() int {
+	return b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseCollect, Mark: history.PhaseBegin}})
+}

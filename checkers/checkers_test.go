@@ -1,0 +1,443 @@
+package checkers
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// tcase is one hand-written history: build returns the events the result
+// must name (for invalid) or nil.
+type tcase struct {
+	name    string
+	build   func(b *hb.Builder) []int
+	want    Verdict
+	explain string // substring of the explanation
+}
+
+func runCases(t *testing.T, c Checker, cases []tcase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := hb.New()
+			wantEvents := tc.build(b)
+			r := c.Check(b.History())
+			if r.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
+			}
+			if r.Checker != c.Name() {
+				t.Errorf("checker name %q", r.Checker)
+			}
+			if !strings.Contains(r.Explanation, tc.explain) {
+				t.Errorf("explanation %q does not contain %q", r.Explanation, tc.explain)
+			}
+			for _, e := range wantEvents {
+				if !slices.Contains(r.Events, e) {
+					t.Errorf("events %v do not include %d", r.Events, e)
+				}
+				if !regexp.MustCompile(`\b` + strconv.Itoa(e) + `\b`).MatchString(r.Explanation) {
+					t.Errorf("explanation %q does not name event %d", r.Explanation, e)
+				}
+			}
+			if tc.want == Invalid && len(r.Events) == 0 {
+				t.Errorf("invalid without events")
+			}
+		})
+	}
+}
+
+var tp0 = history.TP("t", 0)
+
+func lai(ctrlEpoch int32, brokerEpoch int64, verdict string, known int32) history.Control {
+	c := history.Control{API: history.APILeaderAndIsr, CorrelationID: 7, ControllerID: 1, ControllerEpoch: ctrlEpoch,
+		BrokerEpoch: brokerEpoch, Verdict: verdict, KnownControllerEpoch: known, OwnBrokerEpoch: brokerEpoch,
+		Partitions: []history.ControlPartition{{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: ctrlEpoch}}}
+	if verdict == history.VerdictRejected {
+		c.ErrorCode = history.ErrStaleControllerEpoch
+	}
+	return c
+}
+
+func elected(b *hb.Builder, node, epoch int32, zxid int64) int {
+	return b.Add(history.Event{Kind: history.KindControllerElected, Node: node, Controller: &history.ControllerRun{Epoch: epoch, EpochZkVersion: epoch, Zxid: zxid}})
+}
+
+func zkWrite(b *hb.Builder, node, epoch int32, zxid, start int64, outcome string) int {
+	return b.Add(history.Event{Kind: history.KindZKWrite, Node: node, ZKWrite: &history.ZKWrite{Start: start,
+		Path: "/brokers/topics/t/partitions/0/state", Op: "set", ControllerEpoch: epoch, Outcome: outcome, Zxid: zxid}})
+}
+
+func TestControllerFencing(t *testing.T) {
+	runCases(t, ControllerFencing{}, []tcase{
+		{name: "epochs rise", want: Valid, build: func(b *hb.Builder) []int {
+			b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
+			b.Control(2, lai(2, 50, history.VerdictAccepted, 1))
+			b.Control(2, lai(1, 50, history.VerdictRejected, 2))
+			return nil
+		}},
+		{name: "accepted epoch goes back", want: Invalid, explain: "after accepting epoch 4", build: func(b *hb.Builder) []int {
+			b.Control(3, lai(3, 50, history.VerdictAccepted, 0))
+			a := b.Control(2, lai(4, 50, history.VerdictAccepted, 3))
+			s := b.Control(2, lai(3, 50, history.VerdictAccepted, 3)) // known misreported: the sequence still catches it
+			return []int{a, s}
+		}},
+		{name: "accepted below known epoch", want: Invalid, explain: "already knew epoch 5", build: func(b *hb.Builder) []int {
+			return []int{b.Control(2, lai(4, 50, history.VerdictAccepted, 5))}
+		}},
+		{name: "restart resets the broker's memory", want: Valid, build: func(b *hb.Builder) []int {
+			b.Control(2, lai(4, 50, history.VerdictAccepted, 3))
+			b.Start(2)
+			b.Control(2, lai(3, 60, history.VerdictAccepted, 0))
+			return nil
+		}},
+		{name: "write after supersession by zxid", want: Invalid, explain: "after epoch 2 had been elected", build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
+			e2 := elected(b, 2, 2, 20)
+			w := zkWrite(b, 1, 1, 30, 0, history.ZKOK)
+			return []int{e2, w}
+		}},
+		{name: "write landed before election, logged after", want: Valid, build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
+			elected(b, 2, 2, 20)
+			zkWrite(b, 1, 1, 15, 0, history.ZKOK)
+			zkWrite(b, 1, 1, 0, 0, history.ZKBadVersion)
+			return nil
+		}},
+		{name: "write issued after election, no zxids", want: Invalid, explain: "was not fenced", build: func(b *hb.Builder) []int {
+			e2 := b.Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 2}})
+			w := zkWrite(b, 1, 1, 0, b.Now(), history.ZKOK)
+			return []int{e2, w}
+		}},
+		{name: "write issued before election, no zxids", want: Valid, build: func(b *hb.Builder) []int {
+			start := b.Now()
+			b.Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 2}})
+			zkWrite(b, 1, 1, 0, start, history.ZKOK)
+			return nil
+		}},
+		{name: "partition state controller epoch decreases", want: Invalid, explain: "went back from controller_epoch 3", build: func(b *hb.Builder) []int {
+			a := b.State(tp0, 1, 4, 3, 10, 1, 2)
+			c := b.State(tp0, 2, 5, 2, 11, 2)
+			return []int{a, c}
+		}},
+		{name: "partition state epochs rise", want: Valid, build: func(b *hb.Builder) []int {
+			b.State(tp0, 1, 4, 3, 10, 1, 2)
+			b.State(tp0, 2, 5, 4, 11, 2)
+			return nil
+		}},
+	})
+}
+
+func shutdown(b *hb.Builder, broker int32, epoch int64, verdict string) int {
+	return b.Add(history.Event{Kind: history.KindControlledShutdown, Node: 1, Shutdown: &history.Shutdown{
+		BrokerID: broker, BrokerEpoch: epoch, CachedBrokerEpoch: epoch, ControllerEpoch: 1, Verdict: verdict}})
+}
+
+func TestBrokerFencing(t *testing.T) {
+	runCases(t, BrokerFencing{}, []tcase{
+		{name: "current epoch", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
+			shutdown(b, 2, 50, history.VerdictAccepted)
+			return nil
+		}},
+		{name: "previous generation accepted after restart", want: Invalid, explain: "stale broker epoch 50", build: func(b *hb.Builder) []int {
+			b.Start(2)
+			r1 := b.Register(2, 50)
+			b.Start(2)
+			r2 := b.Register(2, 80)
+			q := b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
+			return []int{r1, r2, q}
+		}},
+		{name: "previous generation rejected", want: Valid, build: func(b *hb.Builder) []int {
+			b.Register(2, 50)
+			b.Start(2)
+			b.Register(2, 80)
+			c := lai(1, 50, history.VerdictRejected, 0)
+			c.ErrorCode = history.ErrStaleBrokerEpoch
+			b.Control(2, c)
+			return nil
+		}},
+		{name: "no broker epoch", want: Invalid, explain: "carrying no broker epoch", build: func(b *hb.Builder) []int {
+			b.Register(2, 50)
+			return []int{b.Control(2, lai(1, -1, history.VerdictAccepted, 0))}
+		}},
+		{name: "old epoch before the new process registered", want: Invalid, explain: "of an earlier process", build: func(b *hb.Builder) []int {
+			r1 := b.Register(2, 50)
+			b.Start(2)
+			q := b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
+			return []int{r1, q}
+		}},
+		{name: "stale controlled shutdown acted on", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
+			b.Register(2, 50)
+			r2 := b.Register(2, 80)
+			s := shutdown(b, 2, 50, history.VerdictAccepted)
+			return []int{r2, s}
+		}},
+		{name: "stale controlled shutdown refused", want: Valid, build: func(b *hb.Builder) []int {
+			b.Register(2, 50)
+			b.Register(2, 80)
+			shutdown(b, 2, 50, history.VerdictRejected)
+			return nil
+		}},
+	})
+}
+
+func role(b *hb.Builder, node int32, epoch int32, r string) int {
+	return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: "t", Partition: 0, Role: r, Leader: node, LeaderEpoch: epoch}})
+}
+
+func appendEv(b *hb.Builder, kind history.Kind, node, epoch int32, base, last int64) int {
+	return b.Add(history.Event{Kind: kind, Node: node, Append: &history.Append{Topic: "t", Partition: 0,
+		BaseOffset: base, LastOffset: last, LeaderEpoch: epoch, Acks: history.AcksAll}})
+}
+
+func TestLeaderUniqueness(t *testing.T) {
+	runCases(t, LeaderUniqueness{}, []tcase{
+		{name: "leaders change epochs", want: Valid, build: func(b *hb.Builder) []int {
+			role(b, 1, 1, history.RoleLeader)
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+			appendEv(b, history.KindProduceAck, 1, 1, 0, 4)
+			role(b, 2, 2, history.RoleLeader)
+			role(b, 1, 2, history.RoleFollower)
+			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+			appendEv(b, history.KindProduceAck, 2, 2, 5, 9)
+			appendEv(b, history.KindProduceAck, 1, 1, 3, 4) // late ack below the new leader's: benign
+			return nil
+		}},
+		{name: "two leaders at one epoch", want: Invalid, explain: "brokers 1 and 3 both acted as leader", build: func(b *hb.Builder) []int {
+			a := role(b, 1, 5, history.RoleLeader)
+			c := role(b, 3, 5, history.RoleLeader)
+			return []int{a, c}
+		}},
+		{name: "two brokers append at one epoch", want: Invalid, explain: "at leader epoch 2", build: func(b *hb.Builder) []int {
+			a := appendEv(b, history.KindProduceAppend, 1, 2, 0, 0)
+			c := appendEv(b, history.KindProduceAppend, 2, 2, 0, 0)
+			return []int{a, c}
+		}},
+		{name: "old leader acknowledges over the new leader", want: Invalid, explain: "two leaders acknowledged overlapping writes", build: func(b *hb.Builder) []int {
+			appendEv(b, history.KindProduceAck, 1, 1, 0, 9)
+			n := appendEv(b, history.KindProduceAck, 2, 2, 10, 10)
+			z := appendEv(b, history.KindProduceAck, 1, 1, 10, 11)
+			return []int{n, z}
+		}},
+	})
+}
+
+func produceOK(b *hb.Builder, proc int, value string, offset int64) (int, int) {
+	i := b.Produce(proc, tp0, value)
+	o := b.Complete(proc, history.OpOK, tp0, history.FProduce, offset)
+	return i, o
+}
+
+func finalRead(b *hb.Builder, recs ...history.Record) int {
+	b.Read(99, tp0, 0, true)
+	return b.ReadOK(99, tp0, 0, true, recs...)
+}
+
+func TestDurability(t *testing.T) {
+	runCases(t, Durability{}, []tcase{
+		{name: "acknowledged records read back", want: Valid, build: func(b *hb.Builder) []int {
+			produceOK(b, 1, "a", 0)
+			produceOK(b, 2, "b", 1)
+			b.Produce(3, tp0, "c")
+			b.Complete(3, history.OpInfo, tp0, history.FProduce, 0) // unknown, absent: fine
+			finalRead(b, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "b"})
+			return nil
+		}},
+		{name: "acknowledged record lost", want: Invalid, explain: "was lost", build: func(b *hb.Builder) []int {
+			produceOK(b, 1, "a", 0)
+			i, o := produceOK(b, 2, "b", 1)
+			f := finalRead(b, history.Record{Offset: 0, Value: "a"})
+			return []int{i, o, f}
+		}},
+		{name: "acknowledged record overwritten", want: Invalid, explain: "was overwritten", build: func(b *hb.Builder) []int {
+			i, o := produceOK(b, 1, "a", 0)
+			f := finalRead(b, history.Record{Offset: 0, Value: "x"})
+			return []int{i, o, f}
+		}},
+		{name: "offset read with two values", want: Invalid, explain: "with two values", build: func(b *hb.Builder) []int {
+			b.Read(1, tp0, 0, false)
+			r1 := b.ReadOK(1, tp0, 0, false, history.Record{Offset: 0, Value: "a"})
+			b.Read(1, tp0, 0, false)
+			r2 := b.ReadOK(1, tp0, 0, false, history.Record{Offset: 0, Value: "b"})
+			return []int{r1, r2}
+		}},
+		{name: "acks=1 record may vanish", want: Valid, build: func(b *hb.Builder) []int {
+			b.Op(history.ClientOp{Type: history.OpInvoke, Process: 1, F: history.FProduce, Topic: "t", Value: "a", Acks: history.AcksLeader})
+			b.Op(history.ClientOp{Type: history.OpOK, Process: 1, F: history.FProduce, Topic: "t", Offset: 0})
+			finalRead(b)
+			return nil
+		}},
+		{name: "no final read", want: Unknown, explain: "no final read of t-0", build: func(b *hb.Builder) []int {
+			produceOK(b, 1, "a", 0)
+			return nil
+		}},
+	})
+}
+
+func checkpoint(b *hb.Builder, node int32, hosted []history.TopicPartition, entries ...history.CheckpointEntry) int {
+	return b.Add(history.Event{Kind: history.KindHWCheckpoint, Node: node, Checkpoint: &history.Checkpoint{Entries: entries, Hosted: hosted}})
+}
+
+func cpe(p int32, hw int64) history.CheckpointEntry {
+	return history.CheckpointEntry{Topic: "t", Partition: p, HW: hw}
+}
+
+func TestHWCheckpoint(t *testing.T) {
+	runCases(t, HWCheckpoint{}, []tcase{
+		{name: "restart keeps every partition", want: Valid, build: func(b *hb.Builder) []int {
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Start(2)
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 4))
+			return nil
+		}},
+		{name: "partition dropped across restart", want: Invalid, explain: "dropped hosted partition t-1", build: func(b *hb.Builder) []int {
+			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Start(2)
+			c := checkpoint(b, 2, nil, cpe(0, 5))
+			return []int{a, c}
+		}},
+		{name: "high watermark goes back", want: Invalid, explain: "back from 5", build: func(b *hb.Builder) []int {
+			a := checkpoint(b, 2, nil, cpe(0, 5))
+			b.Start(2)
+			c := checkpoint(b, 2, nil, cpe(0, 0))
+			return []int{a, c}
+		}},
+		{name: "stopped replica may go", want: Valid, build: func(b *hb.Builder) []int {
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			c := lai(1, 50, history.VerdictAccepted, 0)
+			c.API = history.APIStopReplica
+			c.Partitions[0].Partition = 1
+			b.Control(2, c)
+			checkpoint(b, 2, nil, cpe(0, 5))
+			return nil
+		}},
+		{name: "deleted log may go, truncation excuses going back", want: Valid, build: func(b *hb.Builder) []int {
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Add(history.Event{Kind: history.KindTruncation, Node: 2, Truncation: &history.Truncation{Topic: "t", Partition: 0, From: 5, To: 2}})
+			checkpoint(b, 2, []history.TopicPartition{tp0}, cpe(0, 2))
+			return nil
+		}},
+	})
+}
+
+func TestAvailability(t *testing.T) {
+	c := Availability{Grace: testConfig().OfflineGrace} // 100 ms
+	runCases(t, c, []tcase{
+		{name: "leader back soon after heal", want: Valid, build: func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 1, 1, 2)
+			b.Fault(true, "f1", "kill", "n1")
+			b.State(tp0, -1, 1, 1, 2, 2)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(80).State(tp0, 2, 2, 1, 3, 2)
+			b.At(1000).Phase()
+			return nil
+		}},
+		{name: "still offline after grace", want: Invalid, explain: "still offline", build: func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 1, 1, 2)
+			b.Fault(true, "f1", "kill", "n1")
+			off := b.State(tp0, -1, 1, 1, 2, 1)
+			stop := b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(1000).Phase()
+			return []int{off, stop}
+		}},
+		{name: "recovered, but too late", want: Invalid, explain: "until event", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "kill", "n1")
+			off := b.State(tp0, -1, 1, 1, 2, 1)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			on := b.At(500).State(tp0, 2, 2, 1, 3, 2)
+			return []int{off, on}
+		}},
+		{name: "history ends inside the grace", want: Unknown, explain: "history ends before", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "kill", "n1")
+			b.State(tp0, -1, 1, 1, 2, 1)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			return nil
+		}},
+		{name: "fault never healed", want: Unknown, explain: "never stopped", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "kill", "n1")
+			b.State(tp0, -1, 1, 1, 2, 1)
+			b.At(1000).Phase()
+			return nil
+		}},
+	})
+}
+
+func TestLiveness(t *testing.T) {
+	c := Liveness{Grace: testConfig().LivenessGrace, MaxBadVersionRetries: 3}
+	runCases(t, c, []tcase{
+		{name: "offline with no live ISR member is not the controller's fault", want: Valid, build: func(b *hb.Builder) []int {
+			b.Brokers(1, 2, 3)
+			b.Fault(true, "f1", "kill", "n1")
+			b.Brokers(2, 3)
+			b.State(tp0, -1, 2, 1, 5, 1)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(1000).Phase()
+			return nil
+		}},
+		{name: "leader -1 with a live ISR member", want: Invalid, explain: "did not finish electing", build: func(b *hb.Builder) []int {
+			b.Brokers(1, 2, 3)
+			b.Fault(true, "f1", "pause", "zk2")
+			s := b.State(tp0, -1, 2, 1, 5, 2, 3)
+			b.At(50).Fault(false, "f1", "pause", "zk2")
+			b.At(1000).Phase()
+			return []int{s}
+		}},
+		{name: "endless BADVERSION retry", want: Invalid, explain: "stuck retrying", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+			b.At(200)
+			first := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			last := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			return []int{first, last}
+		}},
+		{name: "BADVERSION during the fault, then progress", want: Valid, build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+			for i := 0; i < 10; i++ {
+				zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			}
+			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+			zkWrite(b, 2, 3, 0, 0, history.ZKOK)
+			b.At(1000).Phase()
+			return nil
+		}},
+		{name: "never healed", want: Unknown, explain: "never stopped", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "kill", "n1")
+			return nil
+		}},
+	})
+}
+
+func TestLinearizable(t *testing.T) {
+	runCases(t, Linearizable{Timeout: testConfig().LinearizeTimeout}, []tcase{
+		{name: "reads follow produces", want: Valid, build: func(b *hb.Builder) []int {
+			b.Produce(1, tp0, "a")
+			b.Produce(2, tp0, "b") // unknown, concurrent
+			b.Complete(1, history.OpOK, tp0, history.FProduce, 0)
+			b.Complete(2, history.OpInfo, tp0, history.FProduce, 0)
+			b.Read(3, tp0, 0, false)
+			b.ReadOK(3, tp0, 0, false, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "b"})
+			return nil
+		}},
+		{name: "read of a value never produced", want: Invalid, explain: "no produce wrote", build: func(b *hb.Builder) []int {
+			produceOK(b, 1, "a", 0)
+			b.Read(3, tp0, 0, false)
+			r := b.ReadOK(3, tp0, 0, false, history.Record{Offset: 0, Value: "zz"})
+			return []int{r}
+		}},
+		{name: "stale empty read after an acknowledged produce", want: Invalid, explain: "not linearizable", build: func(b *hb.Builder) []int {
+			produceOK(b, 1, "a", 0)
+			b.Read(3, tp0, 0, false)
+			b.ReadOK(3, tp0, 0, false)
+			return nil
+		}},
+	})
+}
