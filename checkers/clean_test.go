@@ -1,6 +1,8 @@
 package checkers
 
 import (
+	"pgregory.net/rapid"
+
 	"testing"
 	"time"
 
@@ -27,4 +29,28 @@ func TestGeneratedCleanHistoryIsValid(t *testing.T) {
 	if v != Valid {
 		t.Fatalf("combined verdict %s", v)
 	}
+}
+
+// Property: on generated clean histories, however many produces end with
+// unknown outcomes (info or no completion at all), no checker says invalid.
+func TestUnknownOutcomesNeverFalseInvalid(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := historytest.GenConfig{
+			Partitions:   rapid.IntRange(1, 3).Draw(rt, "partitions"),
+			Processes:    rapid.IntRange(1, 8).Draw(rt, "processes"),
+			Ops:          rapid.IntRange(1, 150).Draw(rt, "ops"),
+			UnknownRate:  rapid.Float64Range(0, 0.6).Draw(rt, "unknown"),
+			ReadRate:     rapid.Float64Range(0, 0.7).Draw(rt, "reads"),
+			FinalReads:   rapid.Bool().Draw(rt, "final"),
+			NodeEvents:   rapid.Bool().Draw(rt, "nodes"),
+			NoCompletion: rapid.Bool().Draw(rt, "nocompletion"),
+			Seed:         rapid.Int64().Draw(rt, "seed"),
+		}
+		results, _ := Run(historytest.Clean(cfg), All(testConfig()))
+		for _, r := range results {
+			if r.Verdict == Invalid {
+				rt.Fatalf("%s: false invalid: %s (events %v)", r.Checker, r.Explanation, r.Events)
+			}
+		}
+	})
 }

@@ -45,8 +45,9 @@ type PartitionOutcome struct {
 	Result    porcupine.CheckResult `json:"result"`
 	Ops       int                   `json:"ops"`
 	// Resolved counts unknown-outcome produces placed at the offset a read
-	// observed; Dropped those never observed and absent from the final
-	// read; Unresolved those kept open-ended (no final read).
+	// observed; Unresolved those never observed but needed to fill a gap
+	// below an acknowledged offset (placed there with an open return time);
+	// Dropped the other never-observed ones.
 	Resolved   int `json:"resolved"`
 	Dropped    int `json:"dropped"`
 	Unresolved int `json:"unresolved"`
@@ -249,6 +250,55 @@ func unknownProduce(op history.Operation) bool {
 	return true
 }
 
+// prod is a produce entering the model, at a definite absolute offset.
+type prod struct {
+	op     history.Operation
+	offset int64
+	ret    int64
+}
+
+// maxGapFill bounds the offsets scanned for gaps, so a garbage offset in a
+// history cannot make the checker allocate without limit.
+const maxGapFill = 1 << 20
+
+// fillGaps accounts for unknown produces that no read observed. Such a
+// produce either never happened or landed at an offset no read reached. The
+// only offsets where that matters are gaps: offsets between the lowest and
+// highest known ones that no known produce holds (an acknowledged produce
+// above a gap needs something below it). Each gap, lowest first, is given
+// to an unseen produce, earliest invoked first, as a produce at that offset
+// with an open return time; this never forbids a real ordering, because the
+// k-th gap was filled no earlier than the k-th earliest invocation among all
+// unseen produces. The remaining unseen produces are dropped: if they
+// happened, nothing in the history depends on them.
+func (p *partition) fillGaps(prods *[]prod, unseen []history.Operation, base int64) {
+	if len(unseen) == 0 || len(*prods) == 0 {
+		p.out.Dropped += len(unseen)
+		return
+	}
+	held := make(map[int64]bool, len(*prods))
+	top := base
+	for _, pr := range *prods {
+		held[pr.offset] = true
+		top = max(top, pr.offset)
+	}
+	if top-base > maxGapFill {
+		p.out.Dropped += len(unseen)
+		return
+	}
+	sort.SliceStable(unseen, func(a, b int) bool { return unseen[a].Invoke.Time < unseen[b].Invoke.Time })
+	next := 0
+	for off := base; off < top && next < len(unseen); off++ {
+		if held[off] {
+			continue
+		}
+		*prods = append(*prods, prod{unseen[next], off, math.MaxInt64})
+		next++
+		p.out.Unresolved++
+	}
+	p.out.Dropped += len(unseen) - next
+}
+
 func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64, clientID func(history.Operation) int) *partition {
 	p := &partition{out: PartitionOutcome{Partition: tp.String()}}
 	// What reads observed: value → offset and the earliest return time.
@@ -257,13 +307,9 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		ret    int64
 	}
 	observed := map[string]obs{}
-	hasFinal := false
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue
-		}
-		if op.Final() {
-			hasFinal = true
 		}
 		ret := op.Complete.Time - t0
 		for _, r := range op.Records() {
@@ -273,12 +319,10 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		}
 	}
 
-	type prod struct {
-		op     history.Operation
-		offset int64 // absolute, -1 unknown
-		ret    int64
-	}
-	var prods []prod
+	var (
+		prods  []prod
+		unseen []history.Operation // unknown produces no read observed
+	)
 	base := int64(math.MaxInt64)
 	for _, op := range ops {
 		if op.Op().F != history.FProduce {
@@ -292,29 +336,25 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 			prods = append(prods, prod{op, op.Offset(), op.Complete.Time - t0})
 		default:
 			o, seen := observed[op.Op().Value]
-			switch {
-			case seen:
-				ret := o.ret
-				if ret < op.Invoke.Time-t0 {
-					ret = math.MaxInt64 // observed before invoked: let the model reject it
-				}
-				prods = append(prods, prod{op, o.offset, ret})
-				p.out.Resolved++
-			case hasFinal:
-				p.out.Dropped++
+			if !seen {
+				unseen = append(unseen, op)
 				continue
-			default:
-				prods = append(prods, prod{op, -1, math.MaxInt64})
-				p.out.Unresolved++
 			}
+			ret := o.ret
+			if ret < op.Invoke.Time-t0 {
+				ret = math.MaxInt64 // observed before invoked: let the model reject it
+			}
+			prods = append(prods, prod{op, o.offset, ret})
+			p.out.Resolved++
 		}
-		if off := prods[len(prods)-1].offset; off >= 0 && off < base {
+		if off := prods[len(prods)-1].offset; off < base {
 			base = off
 		}
 	}
 	if base == math.MaxInt64 {
 		base = 0
 	}
+	p.fillGaps(&prods, unseen, base)
 	t := &table{tp: tp.String(), base: base, values: map[int64]string{}}
 	p.t = t
 	for _, pr := range prods {

@@ -17,7 +17,10 @@ type GenConfig struct {
 	ReadRate    float64 // fraction of operations that are reads
 	FinalReads  bool    // end with a final full read of every partition
 	NodeEvents  bool    // add a clean cluster's node, watcher and nemesis events
-	Seed        int64
+	// NoCompletion leaves unknown produces without any completion event
+	// (as when a client crashed) instead of an info.
+	NoCompletion bool
+	Seed         int64
 }
 
 // genOp is one simulated client operation.
@@ -150,7 +153,9 @@ func Clean(cfg GenConfig) *history.History {
 				done.F, done.Type, done.Offset, done.Records = history.FRead, history.OpOK, o.offset, o.records
 			}
 			add(history.Event{Time: o.call, Source: src, Kind: history.KindOp, Op: &inv})
-			add(history.Event{Time: o.ret, Source: src, Kind: history.KindOp, Op: &done})
+			if !(o.unknown && cfg.NoCompletion) {
+				add(history.Event{Time: o.ret, Source: src, Kind: history.KindOp, Op: &done})
+			}
 			if cfg.NodeEvents && o.produce && (!o.unknown || o.effect) {
 				l := leaderOf(p)
 				nsrc := fmt.Sprintf("n%d", l)

@@ -1,0 +1,158 @@
+package linearize
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"pgregory.net/rapid"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// corruptOneRead changes one record of a read near the middle of h to a
+// value that was produced elsewhere in the partition, and returns the read's
+// completion index.
+func corruptOneRead(t testing.TB, h *history.History) int {
+	t.Helper()
+	var reads []int
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind == history.KindOp && e.Op.F == history.FRead && e.Op.Type == history.OpOK && !e.Op.Final && len(e.Op.Records) > 0 && e.Op.Records[0].Offset > 10 {
+			reads = append(reads, i)
+		}
+	}
+	if len(reads) == 0 {
+		t.Fatal("no read to corrupt")
+	}
+	e := &h.Events[reads[len(reads)/2]]
+	e.Op.Records[0].Value = "corrupted"
+	return e.Index
+}
+
+// The bar: a definite Illegal (not Unknown) on 5,000 operations at
+// concurrency 10 with 5% unknown-outcome produces and one corrupted read.
+// Speed is measured by BenchmarkPorcupineIllegal5000; the generous timeout
+// here only keeps the test from hanging.
+func TestIllegalDespiteUnknownProduces(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  hb.GenConfig
+	}{
+		{"info outcomes", hb.GenConfig{Partitions: 1, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 7}},
+		{"with final read", hb.GenConfig{Partitions: 1, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, FinalReads: true, Seed: 9}},
+		{"no completions", hb.GenConfig{Partitions: 1, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, NoCompletion: true, Seed: 11}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hb.Clean(tc.cfg)
+			bad := corruptOneRead(t, h)
+			out := Check(h, Options{Timeout: 30 * time.Second})
+			t.Logf("5000 ops, 5%% unknown, one corrupted read: %s in %s (%+v)", out.Result, out.Elapsed, out.Partitions[0])
+			if out.Result != porcupine.Illegal {
+				t.Fatalf("result %s, want Illegal", out.Result)
+			}
+			if p := out.Partitions[0]; len(p.Suspects) == 0 || p.Suspects[0] != bad {
+				t.Errorf("suspects %v, want the corrupted read %d", p.Suspects, bad)
+			}
+		})
+	}
+}
+
+func TestCleanWithUnknownProducesIsOk(t *testing.T) {
+	h := hb.Clean(hb.GenConfig{Partitions: 2, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 8})
+	out := Check(h, Options{Timeout: 30 * time.Second})
+	t.Logf("2 x 5000 ops: %s in %s; %+v", out.Result, out.Elapsed, out.Partitions)
+	if out.Result != porcupine.Ok {
+		t.Fatalf("result %s, want Ok", out.Result)
+	}
+}
+
+// Property: concurrent unknown outcomes never make a clean history look
+// non-linearizable, with or without final reads.
+func TestUnknownOutcomesNeverFalseIllegal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := hb.GenConfig{
+			Partitions:   rapid.IntRange(1, 3).Draw(rt, "partitions"),
+			Processes:    rapid.IntRange(1, 8).Draw(rt, "processes"),
+			Ops:          rapid.IntRange(1, 200).Draw(rt, "ops"),
+			UnknownRate:  rapid.Float64Range(0, 0.6).Draw(rt, "unknown"),
+			ReadRate:     rapid.Float64Range(0, 0.7).Draw(rt, "reads"),
+			FinalReads:   rapid.Bool().Draw(rt, "final"),
+			NoCompletion: rapid.Bool().Draw(rt, "nocompletion"),
+			Seed:         rapid.Int64().Draw(rt, "seed"),
+		}
+		out := Check(hb.Clean(cfg), Options{Timeout: 20 * time.Second})
+		if out.Result == porcupine.Illegal {
+			rt.Fatalf("clean history judged Illegal: %+v", out.Partitions)
+		}
+	})
+}
+
+func TestResolution(t *testing.T) {
+	tp := history.TP("t", 0)
+	b := hb.New()
+	b.Produce(1, tp, "a")
+	b.Produce(2, tp, "seen")   // unknown, observed → resolved
+	b.Produce(3, tp, "unseen") // unknown, not in the final read → dropped
+	b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+	b.Complete(2, history.OpInfo, tp, history.FProduce, 0)
+	b.Complete(3, history.OpInfo, tp, history.FProduce, 0)
+	b.Read(4, tp, 0, true)
+	b.ReadOK(4, tp, 0, true, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "seen"})
+	out := Check(b.History(), Options{Timeout: 5 * time.Second})
+	p := out.Partitions[0]
+	if out.Result != porcupine.Ok || p.Resolved != 1 || p.Dropped != 1 || p.Unresolved != 0 {
+		t.Fatalf("got %s %+v", out.Result, p)
+	}
+}
+
+func TestVisualizationWithAnnotations(t *testing.T) {
+	tp := history.TP("t", 0)
+	b := hb.New()
+	b.Fault(true, "f1", "pause", "n1")
+	b.Produce(1, tp, "a")
+	b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+	b.Fault(false, "f1", "pause", "n1")
+	b.Read(2, tp, 0, false)
+	b.ReadOK(2, tp, 0, false)
+	path := filepath.Join(t.TempDir(), "lin.html")
+	out := Check(b.History(), Options{Timeout: 5 * time.Second, VisualizePath: path,
+		Marks: []Mark{{Tag: "controller-fencing", Description: "violation", Start: hb.T0}}})
+	if out.Result != porcupine.Illegal || out.Visualization != path {
+		t.Fatalf("got %s, visualization %q (%s)", out.Result, out.Visualization, out.Note)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("visualization not written: %v", err)
+	}
+	// Too big to draw: skipped with a note, not written.
+	out = Check(b.History(), Options{Timeout: 5 * time.Second, VisualizePath: path + "2", MaxVisualizeOps: 1})
+	if out.Visualization != "" || out.Note == "" {
+		t.Fatalf("cap not applied: %+v", out)
+	}
+}
+
+func BenchmarkPorcupine8x5000(b *testing.B) {
+	h := hb.Clean(hb.GenConfig{Partitions: 8, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 3})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
+			b.Fatalf("result %s", out.Result)
+		}
+	}
+}
+
+func BenchmarkPorcupineIllegal5000(b *testing.B) {
+	h := hb.Clean(hb.GenConfig{Partitions: 1, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 7})
+	corruptOneRead(b, h)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Illegal {
+			b.Fatalf("result %s", out.Result)
+		}
+	}
+}
