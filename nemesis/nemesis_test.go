@@ -206,11 +206,11 @@ func TestSlowLinkGivesStaleFollowerReads(t *testing.T) {
 
 	net := nemesis.NewNet()
 	t.Cleanup(func() { net.HealAll(context.Background()) })
-	if err := net.Slow(ctx, c.ZKServer(leader).Container, slow.Container, nemesis.SlowSpec{RateKbit: 16}); err != nil {
+	if err := net.Slow(ctx, c.ZKServer(leader).Container, slow.Container, nemesis.SlowSpec{RateKbit: 64, Loss: 0.85}); err != nil {
 		t.Fatal(err)
 	}
 
-	const rounds = 5
+	const rounds = 10
 	stale := 0
 	for i := 1; i <= rounds; i++ {
 		want := fmt.Sprint(i)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks to run the harness: debootstrap (the base
+# image is built locally, there is no registry), and iptables/iproute2/nsenter
+# on the host (network faults enter the containers' namespaces from outside).
+# Idempotent: installs only what is missing.
+set -euo pipefail
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v iptables >/dev/null || need+=(iptables)
+command -v tc >/dev/null || need+=(iproute2)
+command -v nsenter >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+command -v go >/dev/null || { echo "setup: Go is required (go1.26+)" >&2; exit 2; }
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || {
+  echo "setup: the Docker Engine is not reachable (DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock})" >&2
+  exit 2
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The project's test command: set-up, then every test, container tests
+# included. Packages run one at a time: each container test runs a JVM
+# ensemble, and two of them side by side on a 2-core machine starve
+# ZooKeeper's sub-second ticks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export TESTCONTAINERS_RYUK_DISABLED=true
+go vet ./...
+go test -count=1 -p 1 -timeout 80m "$@" ./...
