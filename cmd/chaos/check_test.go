@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// writeRun writes per-source history files into a fresh run directory.
+func writeRun(t *testing.T, sources map[string][]history.Event) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(1_780_000_000_000_000_000)
+	for name, evs := range sources {
+		w, err := history.Create(filepath.Join(dir, history.HistoryDir, name+".jsonl"), name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			ts += 1_000_000
+			e.Time = ts
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func op(typ history.OpType, f, value string, offset int64, final bool, recs ...history.Record) history.Event {
+	return history.Event{Kind: history.KindOp, Op: &history.ClientOp{Type: typ, Process: 1, F: f, Topic: "t",
+		Value: value, Offset: offset, Acks: history.AcksAll, Final: final, Records: recs}}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitValid
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return -1
+}
+
+func TestCheckCommand(t *testing.T) {
+	produceAndRead := func(final ...history.Record) []history.Event {
+		return []history.Event{
+			op(history.OpInvoke, history.FProduce, "a", 0, false),
+			op(history.OpOK, history.FProduce, "", 0, false),
+			op(history.OpInvoke, history.FRead, "", 0, true),
+			op(history.OpOK, history.FRead, "", 0, true, final...),
+		}
+	}
+	tests := []struct {
+		name     string
+		sources  map[string][]history.Event
+		raw      map[string]string // extra raw files
+		want     int
+		inOutput string
+	}{
+		{name: "valid", want: exitValid, inOutput: "verdict: valid",
+			sources: map[string][]history.Event{"client-0": produceAndRead(history.Record{Offset: 0, Value: "a"})}},
+		{name: "lost write is invalid", want: exitInvalid, inOutput: "was lost",
+			sources: map[string][]history.Event{"client-0": produceAndRead()}},
+		{name: "no final read is unknown", want: exitUnknown, inOutput: "verdict: unknown",
+			sources: map[string][]history.Event{"client-0": produceAndRead()[:2]}},
+		{name: "malformed line is bad input", want: exitBad,
+			sources: map[string][]history.Event{"client-0": produceAndRead(history.Record{Offset: 0, Value: "a"})},
+			raw:     map[string]string{"n1.jsonl": `{"v":1,"ts":5,"src":"n1","kind":"phase","phase":{"name":"x","mark":"begin"}}` + "\n{oops\n"}},
+		{name: "future version is bad input", want: exitBad,
+			raw: map[string]string{"n1.jsonl": `{"v":99,"ts":5,"src":"n1","kind":"phase","phase":{"name":"x","mark":"begin"}}` + "\n"}},
+		{name: "empty file is bad input", want: exitBad, raw: map[string]string{"n1.jsonl": ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeRun(t, tc.sources)
+			for name, content := range tc.raw {
+				if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out bytes.Buffer
+			err := runCheck(&out, dir, checkers.DefaultConfig())
+			if got := exitCode(err); got != tc.want {
+				t.Fatalf("exit %d, want %d (err %v)\n%s", got, tc.want, err, out.String())
+			}
+			if tc.want == exitBad {
+				if !strings.Contains(err.Error(), "n1.jsonl") {
+					t.Errorf("bad-input error does not name the file: %v", err)
+				}
+				return
+			}
+			if !strings.Contains(out.String(), tc.inOutput) {
+				t.Errorf("output lacks %q:\n%s", tc.inOutput, out.String())
+			}
+			b, err := os.ReadFile(filepath.Join(dir, resultsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep struct {
+				Verdict string `json:"verdict"`
+				Results []struct {
+					Checker string `json:"checker"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) != len(checkers.All(checkers.DefaultConfig())) {
+				t.Errorf("results.json has %d results", len(rep.Results))
+			}
+		})
+	}
+}
+
+func TestCheckCommandLineErrorNamesLine(t *testing.T) {
+	dir := writeRun(t, map[string][]history.Event{})
+	content := `{"v":1,"ts":5,"src":"n1","kind":"phase","phase":{"name":"x","mark":"begin"}}` + "\n" +
+		`{"v":1,"ts":6,"src":"n1","kind":"teleport","phase":{"name":"x","mark":"begin"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, "n1.jsonl"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := runCheck(&bytes.Buffer{}, dir, checkers.DefaultConfig())
+	if exitCode(err) != exitBad || !strings.Contains(err.Error(), "n1.jsonl:2") || !strings.Contains(err.Error(), "unknown event kind") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCheckCommandTruncatedLastLineIsAWarning(t *testing.T) {
+	dir := writeRun(t, map[string][]history.Event{"client-0": {
+		op(history.OpInvoke, history.FRead, "", 0, true),
+		op(history.OpOK, history.FRead, "", 0, true),
+	}})
+	f, err := os.OpenFile(filepath.Join(dir, history.HistoryDir, "client-0.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"v":1,"ts":9,"sr`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var out bytes.Buffer
+	if err := runCheck(&out, dir, checkers.DefaultConfig()); err != nil {
+		t.Fatalf("exit %d: %v", exitCode(err), err)
+	}
+	if !strings.Contains(out.String(), "warning: ") || !strings.Contains(out.String(), "client-0.jsonl:3") {
+		t.Fatalf("no warning naming the line:\n%s", out.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, resultsFile))
+	if !strings.Contains(string(b), "unterminated last line skipped") {
+		t.Fatalf("results.json does not state the skipped line")
+	}
+}
