@@ -165,3 +165,23 @@ func TestCheckCommandTruncatedLastLineIsAWarning(t *testing.T) {
 		t.Fatalf("results.json does not state the skipped line")
 	}
 }
+
+// testdata/kafka-532 is a hand-built KAFKA-532 run (a paused controller's
+// stale decision accepted after failover); it must stay invalid for the
+// right reasons.
+func TestCheckStoredKafka532Run(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/kafka-532")); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := runCheck(&out, dir, checkers.DefaultConfig())
+	if exitCode(err) != exitInvalid {
+		t.Fatalf("exit %d: %v\n%s", exitCode(err), err, out.String())
+	}
+	for _, want := range []string{"controller-fencing  invalid", "leader-uniqueness   invalid", "durability          invalid", "linearizable        invalid"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
