@@ -1,0 +1,221 @@
+// Package observer owns the harness's read-only observers of the system under
+// test. Today that is the ZooKeeper watcher: it follows the znodes that carry
+// Kafka's fencing state (/controller, /controller_epoch, /brokers/ids with
+// each registration's czxid, and every partition's state znode) and records
+// what it sees as zk_watch events.
+//
+// It never writes to ZooKeeper and never talks to the node program: what it
+// records is ZooKeeper's view, to be compared with what the nodes logged.
+package observer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Watcher follows the fencing znodes until its context ends.
+type Watcher struct {
+	ctx  context.Context // ends every watch loop
+	conn *zk.Conn
+	w    *history.Writer
+
+	mu      sync.Mutex
+	watched map[string]bool // znodes with a live data-watch loop
+	wg      sync.WaitGroup
+}
+
+// WatchZK connects to servers and records into w until ctx is cancelled;
+// Wait returns when every watch loop has ended. ZooKeeper watches are one-shot,
+// so a change that lands between a trigger and the re-arm is seen only as its
+// end state; the watcher records states, not every transition.
+func WatchZK(ctx context.Context, servers []string, sessionTimeout time.Duration, w *history.Writer) (*Watcher, error) {
+	wt := &Watcher{ctx: ctx, w: w, watched: map[string]bool{}}
+	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quiet{}), zk.WithEventCallback(func(e zk.Event) {
+		if e.Type == zk.EventSession {
+			w.Write(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/", Type: history.WatchState, SessionState: e.State.String()}})
+		}
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper watcher: connect %v: %w", servers, err)
+	}
+	wt.conn = conn
+	wt.loop("/controller", wt.watchData)
+	wt.loop("/controller_epoch", wt.watchData)
+	wt.loop("/brokers/ids", wt.watchBrokers)
+	wt.loop("/brokers/topics", wt.watchTopics)
+	wt.wg.Add(1)
+	go func() {
+		defer wt.wg.Done()
+		<-ctx.Done()
+		conn.Close()
+	}()
+	return wt, nil
+}
+
+// Wait blocks until all watch loops have stopped and the session is closed
+// (after ctx ends).
+func (wt *Watcher) Wait() { wt.wg.Wait() }
+
+// loop runs step on p until ctx ends; step returns the channel that fires on
+// the next change. Errors (connection loss, node missing) back off briefly.
+func (wt *Watcher) loop(p string, step func(string) (<-chan zk.Event, error)) {
+	ctx := wt.ctx
+	wt.mu.Lock()
+	if wt.watched[p] {
+		wt.mu.Unlock()
+		return
+	}
+	wt.watched[p] = true
+	wt.mu.Unlock()
+	wt.wg.Add(1)
+	go func() {
+		defer wt.wg.Done()
+		for ctx.Err() == nil {
+			ch, err := step(p)
+			if err != nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+			}
+		}
+	}()
+}
+
+// watchData records p's current content (or its absence) and re-arms.
+func (wt *Watcher) watchData(p string) (<-chan zk.Event, error) {
+	data, st, ch, err := wt.conn.GetW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		ok, _, ech, err := wt.conn.ExistsW(p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			wt.record(&history.Watch{Path: p, Type: history.WatchDeleted})
+			return ech, nil
+		}
+		return ech, nil // created meanwhile: the trigger fires at once
+	}
+	if err != nil {
+		return nil, err
+	}
+	wt.record(describe(p, data, st))
+	return ch, nil
+}
+
+func (wt *Watcher) watchBrokers(p string) (<-chan zk.Event, error) {
+	ids, _, ch, err := wt.conn.ChildrenW(p)
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			_, _, ech, eerr := wt.conn.ExistsW(p)
+			return ech, eerr
+		}
+		return nil, err
+	}
+	var brokers []history.BrokerZnode
+	for _, id := range ids {
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err != nil {
+			continue
+		}
+		ok, st, err := wt.conn.Exists(path.Join(p, id))
+		if err != nil || !ok {
+			continue // gone between the list and the stat
+		}
+		brokers = append(brokers, history.BrokerZnode{ID: int32(n), Czxid: st.Czxid})
+	}
+	slices.SortFunc(brokers, func(a, b history.BrokerZnode) int { return int(a.ID - b.ID) })
+	wt.record(&history.Watch{Path: p, Type: history.WatchChildren, Brokers: brokers})
+	return ch, nil
+}
+
+// watchTopics starts a partition watcher for every partition of every topic
+// it sees; topics are only ever added in the scenarios, so it never stops one.
+func (wt *Watcher) watchTopics(p string) (<-chan zk.Event, error) {
+	topics, _, ch, err := wt.conn.ChildrenW(p)
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			_, _, ech, eerr := wt.conn.ExistsW(p)
+			return ech, eerr
+		}
+		return nil, err
+	}
+	for _, t := range topics {
+		wt.loop(path.Join(p, t, "partitions"), wt.watchPartitions)
+	}
+	return ch, nil
+}
+
+func (wt *Watcher) watchPartitions(p string) (<-chan zk.Event, error) {
+	parts, _, ch, err := wt.conn.ChildrenW(p)
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			_, _, ech, eerr := wt.conn.ExistsW(p)
+			return ech, eerr
+		}
+		return nil, err
+	}
+	for _, part := range parts {
+		wt.loop(path.Join(p, part, "state"), wt.watchData)
+	}
+	return ch, nil
+}
+
+func (wt *Watcher) record(w *history.Watch) {
+	wt.w.Write(history.Event{Kind: history.KindZKWatch, Watch: w})
+}
+
+// describe parses the znodes whose content the checkers compare with what
+// the nodes logged; the raw data is kept too, so a malformed znode is visible.
+func describe(p string, data []byte, st *zk.Stat) *history.Watch {
+	w := &history.Watch{Path: p, Type: history.WatchChanged, Data: string(data), Czxid: st.Czxid, Mzxid: st.Mzxid, Version: st.Version}
+	switch {
+	case p == "/controller":
+		var v struct {
+			BrokerID int32 `json:"brokerid"`
+		}
+		if json.Unmarshal(data, &v) == nil {
+			w.ControllerID = &v.BrokerID
+		}
+	case p == "/controller_epoch":
+		if n, err := strconv.ParseInt(string(data), 10, 32); err == nil {
+			e := int32(n)
+			w.ControllerEpoch = &e
+		}
+	case path.Base(p) == "state":
+		// /brokers/topics/<t>/partitions/<p>/state
+		part, err := strconv.ParseInt(path.Base(path.Dir(p)), 10, 32)
+		topic := path.Base(path.Dir(path.Dir(path.Dir(p))))
+		var v struct {
+			Leader          int32   `json:"leader"`
+			LeaderEpoch     int32   `json:"leader_epoch"`
+			ControllerEpoch int32   `json:"controller_epoch"`
+			ISR             []int32 `json:"isr"`
+		}
+		if err == nil && json.Unmarshal(data, &v) == nil {
+			w.State = &history.PartitionState{Topic: topic, Partition: int32(part), Leader: v.Leader, LeaderEpoch: v.LeaderEpoch, ControllerEpoch: v.ControllerEpoch, ISR: v.ISR}
+		}
+	}
+	return w
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
