@@ -514,6 +514,11 @@ type Fault struct {
 	Targets []string `json:"targets,omitempty"`
 	Detail  string   `json:"detail,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// Failpoint names the node-program failpoint when a node reports that it
+	// reached one (Name "failpoint", src the node): fault_start when its
+	// action begins, fault_stop when the node goes on. Added by the node
+	// program (issue 3).
+	Failpoint string `json:"failpoint,omitempty"`
 }
 
 // Phase marks (Phase.Mark).
