@@ -204,10 +204,12 @@ func (c *Cluster) startZK(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: start zookeeper: %w", err)
 	}
+	started := time.Since(start)
 	if _, err := c.WaitZKReady(ctx, 60*time.Second); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s\n", o.Servers, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s (containers running after %s)\n",
+		o.Servers, time.Since(start).Round(time.Millisecond), started.Round(time.Millisecond))
 	return nil
 }
 
@@ -343,4 +345,25 @@ func (c *Cluster) Close(ctx context.Context) error {
 		return fmt.Errorf("cluster: remove run %s: %w", c.RunID, err)
 	}
 	return nil
+}
+
+// ZKLeaderNow returns the server that currently says it leads, ignoring the
+// ones that do not answer (paused, partitioned): fault targeting needs the
+// leader while other faults may be in force.
+func (c *Cluster) ZKLeaderNow(ctx context.Context) (int, error) {
+	var leaders []int
+	for _, s := range c.zk {
+		st, err := ZKSrvr(ctx, s.ClientAddr(), time.Second)
+		if err == nil && (st.Mode == "leader" || st.Mode == "standalone") {
+			leaders = append(leaders, s.ID)
+		}
+	}
+	switch len(leaders) {
+	case 1:
+		return leaders[0], nil
+	case 0:
+		return 0, errors.New("no zookeeper server says it leads")
+	default:
+		return 0, fmt.Errorf("zookeeper servers %v all say they lead", leaders)
+	}
 }

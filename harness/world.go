@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// world tells the nemesis who is who, from the cluster's containers and
+// ZooKeeper's view of the roles. It reads ZooKeeper after Sync, so a fault
+// aimed at "the controller" hits the controller ZooKeeper's leader knows.
+type world struct {
+	c    *cluster.Cluster
+	conn *zk.Conn
+}
+
+var _ nemesis.World = (*world)(nil)
+
+func newWorld(c *cluster.Cluster) (*world, error) {
+	conn, _, err := zk.Connect(c.ZKConnect(), 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return nil, fmt.Errorf("world: connect zookeeper: %w", err)
+	}
+	return &world{c: c, conn: conn}, nil
+}
+
+func (w *world) close() { w.conn.Close() }
+
+func (w *world) Nodes() []nemesis.Target {
+	var out []nemesis.Target
+	for _, n := range w.c.Nodes() {
+		out = append(out, nemesis.Target{Name: fmt.Sprintf("n%d", n.ID), Container: n.Container})
+	}
+	return out
+}
+
+func (w *world) ZKServers() []nemesis.Target {
+	var out []nemesis.Target
+	for _, s := range w.c.ZKServers() {
+		out = append(out, nemesis.Target{Name: fmt.Sprintf("zk%d", s.ID), Container: s.Container})
+	}
+	return out
+}
+
+// get reads p after Sync, bounded in time: go-zookeeper has no per-call
+// timeout and a partitioned session would otherwise block a fault forever.
+func (w *world) get(ctx context.Context, p string) ([]byte, error) {
+	type res struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		if _, err := w.conn.Sync(p); err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		b, _, err := w.conn.Get(p)
+		ch <- res{b, err}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, r.err)
+		}
+		return r.b, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read %s: %w", p, ctx.Err())
+	}
+}
+
+func (w *world) Controller(ctx context.Context) (int, error) {
+	b, err := w.get(ctx, "/controller")
+	if err != nil {
+		return 0, err
+	}
+	var v struct {
+		BrokerID int `json:"brokerid"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return 0, fmt.Errorf("malformed /controller %q: %w", b, err)
+	}
+	return v.BrokerID, nil
+}
+
+func (w *world) ZKLeader(ctx context.Context) (int, error) {
+	return w.c.ZKLeaderNow(ctx)
+}
+
+func (w *world) PartitionLeader(ctx context.Context, topic string, partition int32) (int, error) {
+	p := fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+	b, err := w.get(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	var v struct {
+		Leader int `json:"leader"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return 0, fmt.Errorf("malformed %s %q: %w", p, b, err)
+	}
+	return v.Leader, nil
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}

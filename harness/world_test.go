@@ -1,0 +1,70 @@
+package harness
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/clustertest"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// A seeded schedule of ZooKeeper faults runs against a real ensemble, every
+// fault is recorded as a start/stop pair, and the ensemble is whole after.
+func TestZooKeeperFaultScheduleHeals(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 3, TickTime: 100 * time.Millisecond, SyncLimit: 5}})
+	w, err := newWorld(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	file := filepath.Join(t.TempDir(), "nemesis.jsonl")
+	hw, err := history.Create(file, "nemesis", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := nemesis.New(w, nemesis.NewRecorder(hw))
+	kinds := []nemesis.FaultKind{nemesis.IsolateZKLeader, nemesis.PauseZKFollower, nemesis.SlowZKFollowerLink}
+	s := nemesis.Plan(5, 14*time.Second, time.Second, 2*time.Second, kinds)
+	if len(s.Steps) < 3 {
+		t.Fatalf("plan has %d steps; want at least 3", len(s.Steps))
+	}
+	if err := n.Run(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	hw.Close()
+	if _, err := c.WaitZKReady(t.Context(), 30*time.Second); err != nil {
+		t.Fatalf("ensemble not whole after the schedule: %v", err)
+	}
+
+	evs, _, err := history.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]string{}
+	starts := 0
+	for _, e := range evs {
+		f := e.Fault
+		if f.Error != "" {
+			t.Errorf("fault %s %s failed: %s", f.ID, f.Name, f.Error)
+		}
+		switch e.Kind {
+		case history.KindFaultStart:
+			open[f.ID] = f.Name
+			starts++
+		case history.KindFaultStop:
+			if _, ok := open[f.ID]; !ok {
+				t.Errorf("fault_stop %s without a start", f.ID)
+			}
+			delete(open, f.ID)
+		}
+	}
+	if starts != len(s.Steps) {
+		t.Errorf("%d faults recorded, %d planned", starts, len(s.Steps))
+	}
+	if len(open) != 0 {
+		t.Errorf("faults never stopped: %v", open)
+	}
+}

@@ -1,0 +1,198 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/docker"
+)
+
+// Target is one container a fault can hit, named as history names it
+// ("n2", "zk1").
+type Target struct {
+	Name      string
+	Container *docker.Container
+}
+
+// World is what faults need to know about the cluster: its members and who
+// currently holds which role. The harness implements it from the cluster and
+// ZooKeeper; nemesis never asks the node program anything.
+type World interface {
+	Nodes() []Target
+	ZKServers() []Target
+	// Controller returns the broker id named by /controller.
+	Controller(ctx context.Context) (int, error)
+	// ZKLeader returns the id of the ZooKeeper leader.
+	ZKLeader(ctx context.Context) (int, error)
+	// PartitionLeader returns the leader in a partition's state znode.
+	PartitionLeader(ctx context.Context, topic string, partition int32) (int, error)
+}
+
+// Nemesis applies faults to one run and remembers what it broke, so Heal can
+// undo everything: paused processes are resumed, killed ones started, links
+// healed. Every fault is recorded through the Recorder.
+type Nemesis struct {
+	World World
+	Net   *Net
+	Rec   *Recorder
+
+	mu     sync.Mutex
+	paused map[*docker.Container]string // container → fault id
+	killed map[*docker.Container]string
+	openNet []openFault // network faults in force, closed by Heal
+}
+
+// openFault pairs a recorded fault id with its name for the stop event.
+type openFault struct{ id, name string }
+
+// New returns a Nemesis for w recording into rec (which may be nil).
+func New(w World, rec *Recorder) *Nemesis {
+	return &Nemesis{World: w, Net: NewNet(), Rec: rec, paused: map[*docker.Container]string{}, killed: map[*docker.Container]string{}}
+}
+
+// PauseTarget SIGSTOPs t until ResumeTarget or Heal.
+func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
+	id := n.Rec.Start("pause", []string{t.Name}, "SIGSTOP")
+	if err := Pause(ctx, t.Container); err != nil {
+		n.Rec.Stop(id, "pause", []string{t.Name}, err)
+		return err
+	}
+	n.mu.Lock()
+	n.paused[t.Container] = id
+	n.mu.Unlock()
+	return nil
+}
+
+// ResumeTarget SIGCONTs t.
+func (n *Nemesis) ResumeTarget(ctx context.Context, t Target) error {
+	n.mu.Lock()
+	id, ok := n.paused[t.Container]
+	delete(n.paused, t.Container)
+	n.mu.Unlock()
+	err := Resume(ctx, t.Container)
+	if ok {
+		n.Rec.Stop(id, "pause", []string{t.Name}, err)
+	}
+	return err
+}
+
+// KillTarget SIGKILLs t; it stays down until StartTarget or Heal.
+func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
+	id := n.Rec.Start("kill", []string{t.Name}, "SIGKILL")
+	if err := Kill(ctx, t.Container); err != nil {
+		n.Rec.Stop(id, "kill", []string{t.Name}, err)
+		return err
+	}
+	n.mu.Lock()
+	n.killed[t.Container] = id
+	n.mu.Unlock()
+	return nil
+}
+
+// StartTarget starts a killed t again and re-applies the network faults that
+// involve it (a restarted container has a fresh network namespace).
+func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
+	n.mu.Lock()
+	id, ok := n.killed[t.Container]
+	delete(n.killed, t.Container)
+	n.mu.Unlock()
+	err := t.Container.Start(ctx)
+	if err == nil {
+		err = n.Net.Reapply(ctx, t.Container)
+	}
+	if ok {
+		n.Rec.Stop(id, "kill", []string{t.Name}, err)
+	}
+	return err
+}
+
+// BounceTarget kills and immediately restarts t, the fast restart that makes
+// a broker's re-registration look like nothing happened (KAFKA-7235).
+func (n *Nemesis) BounceTarget(ctx context.Context, t Target) (time.Duration, error) {
+	id := n.Rec.Start("bounce", []string{t.Name}, "SIGKILL then start")
+	gap, err := Bounce(ctx, t.Container)
+	if err == nil {
+		err = n.Net.Reapply(ctx, t.Container)
+	}
+	n.Rec.Stop(id, "bounce", []string{t.Name}, err)
+	return gap, err
+}
+
+// PartitionTargets cuts a from b in both directions until Heal.
+func (n *Nemesis) PartitionTargets(ctx context.Context, name string, a, b []Target) error {
+	names := append(targetNames(a), "|")
+	names = append(names, targetNames(b)...)
+	id := n.Rec.Start(name, names, "")
+	if err := n.Net.Partition(ctx, containers(a), containers(b)); err != nil {
+		n.Rec.Stop(id, name, names, err)
+		return err
+	}
+	n.mu.Lock()
+	n.openNet = append(n.openNet, openFault{id, name})
+	n.mu.Unlock()
+	return nil
+}
+
+// SlowLink shapes traffic from → to until Heal.
+func (n *Nemesis) SlowLink(ctx context.Context, from, to Target, s SlowSpec) error {
+	names := []string{from.Name, "->", to.Name}
+	id := n.Rec.Start("slow-link", names, fmt.Sprintf("rate=%dkbit loss=%.2f", s.RateKbit, s.Loss))
+	if err := n.Net.Slow(ctx, from.Container, to.Container, s); err != nil {
+		n.Rec.Stop(id, "slow-link", names, err)
+		return err
+	}
+	n.mu.Lock()
+	n.openNet = append(n.openNet, openFault{id, "slow-link"})
+	n.mu.Unlock()
+	return nil
+}
+
+// Heal undoes every fault in force: network faults first (so resumed and
+// restarted processes find a whole network), then resumes paused processes
+// and starts killed ones. It keeps going past failures and reports them all.
+func (n *Nemesis) Heal(ctx context.Context) error {
+	var errs []error
+	netErr := n.Net.HealAll(ctx)
+	errs = append(errs, netErr)
+	n.mu.Lock()
+	open := n.openNet
+	n.openNet = nil
+	paused := n.paused
+	killed := n.killed
+	n.paused = map[*docker.Container]string{}
+	n.killed = map[*docker.Container]string{}
+	n.mu.Unlock()
+	for _, f := range open {
+		n.Rec.Stop(f.id, f.name, nil, netErr)
+	}
+	for c, id := range paused {
+		err := Resume(ctx, c)
+		n.Rec.Stop(id, "pause", []string{c.Name}, err)
+		errs = append(errs, err)
+	}
+	for c, id := range killed {
+		err := c.Start(ctx)
+		n.Rec.Stop(id, "kill", []string{c.Name}, err)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func targetNames(ts []Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+func containers(ts []Target) []*docker.Container {
+	out := make([]*docker.Container, len(ts))
+	for i, t := range ts {
+		out[i] = t.Container
+	}
+	return out
+}
