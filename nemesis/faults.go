@@ -39,9 +39,9 @@ type Nemesis struct {
 	Net   *Net
 	Rec   *Recorder
 
-	mu     sync.Mutex
-	paused map[*docker.Container]string // container → fault id
-	killed map[*docker.Container]string
+	mu      sync.Mutex
+	paused  map[*docker.Container]string // container → fault id
+	killed  map[*docker.Container]string
 	openNet []openFault // network faults in force, closed by Heal
 }
 
