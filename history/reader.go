@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
 )
 
 // MaxLineBytes bounds one history line; a longer line is reported as bad
@@ -149,17 +151,38 @@ func ReadDir(runDir string) (*History, error) {
 		return nil, fmt.Errorf("history: no *.jsonl files in %s", dir)
 	}
 	sort.Strings(files)
+	// Decode files in parallel (one goroutine per file, bounded by the
+	// CPUs); report the first error in file order, so the message does not
+	// depend on scheduling.
+	type decoded struct {
+		evs   []Event
+		warns []Warning
+		err   error
+	}
+	out := make([]decoded, len(files))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			evs, w, err := ReadFile(f)
+			out[i] = decoded{evs, w, err}
+		}()
+	}
+	wg.Wait()
 	var (
 		sources  [][]Event
 		warnings []Warning
 	)
-	for _, f := range files {
-		evs, w, err := ReadFile(f)
-		warnings = append(warnings, w...)
-		if err != nil {
-			return nil, err
+	for _, d := range out {
+		warnings = append(warnings, d.warns...)
+		if d.err != nil {
+			return nil, d.err
 		}
-		sources = append(sources, evs)
+		sources = append(sources, d.evs)
 	}
 	h := Merge(sources...)
 	h.Files = files
