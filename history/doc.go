@@ -36,6 +36,34 @@
 // events by that index. Results of checking go to RUN_DIR/results.json (owned by
 // the check command, not by this package).
 //
+// # What writers must record for the checkers to judge
+//
+//   - Every event: Time from the host wall clock (the Writer stamps it when
+//     zero). A node writes node_start as the first line of each process;
+//     checkers use it to tell one process of a broker from the next.
+//   - Client ops: one invoke then exactly one ok / fail / info per Process;
+//     fail only when the operation certainly did not take effect, info when
+//     it may have (timeouts, lost connections). Produce values are unique per
+//     partition. Acks is -1 (AcksAll) for acks=all produces; only those are
+//     held to durability and linearizability. A read's ok lists the records
+//     returned from the fetch offset, consecutively; Final marks the final
+//     full reads after healing.
+//   - control_request: Verdict accepted or rejected (whole request), per
+//     partition ErrorCode, KnownControllerEpoch as it was before this
+//     request, OwnBrokerEpoch the czxid of the broker's live registration.
+//     BrokerEpoch -1 means the request carried none.
+//   - zk_write: Start (when issued), the writer's ControllerEpoch, Outcome,
+//     and Zxid (the znode's mzxid after an ok write) when known; State for
+//     partition-state writes. controller_elected: Zxid of /controller_epoch
+//     when known. With zxids the checker uses ZooKeeper's own order.
+//   - produce_ack: one per successful produce response (acks=all), with the
+//     leader epoch it was acknowledged under.
+//   - hw_checkpoint: every entry written, and Hosted = the partitions whose
+//     logs exist in the log directory at that moment (not the in-memory
+//     map), so a dropped partition can be told from a deleted one.
+//   - fault_start / fault_stop: one stop per start, with the same ID; a run
+//     whose faults never stopped gets unknown availability and liveness.
+//
 // # Crashes and bad input
 //
 // A Writer issues one write per line, so after a crash a line is complete or

@@ -27,8 +27,9 @@ type Writer struct {
 	err    error // first write error; later writes return it
 }
 
-// NewWriter returns a Writer stamping events with source and node (0 for
-// non-node sources).
+// NewWriter returns a Writer stamping events with source and, unless it is
+// 0, node (non-node sources pass 0; a node's events then keep their own
+// Node).
 func NewWriter(w io.Writer, source string, node int32) *Writer {
 	return &Writer{w: w, source: source, node: node, now: time.Now}
 }
@@ -45,8 +46,8 @@ func Create(path, source string, node int32) (*Writer, error) {
 	return NewWriter(f, source, node), nil
 }
 
-// Write stamps ev (V, Source, Node, Seq, and Time when zero) and appends it as
-// one line. It validates the event first, so a bad event is reported to the
+// Write stamps ev (V, Source, Seq, Time when zero, and Node when the Writer
+// has one) and appends it as one line. It validates the event first, so a bad event is reported to the
 // caller instead of poisoning the file.
 func (w *Writer) Write(ev Event) error {
 	w.mu.Lock()
@@ -56,7 +57,9 @@ func (w *Writer) Write(ev Event) error {
 	}
 	ev.V = SchemaVersion
 	ev.Source = w.source
-	ev.Node = w.node
+	if w.node != 0 {
+		ev.Node = w.node
+	}
 	if ev.Time == 0 {
 		ev.Time = w.now().UnixNano()
 	}
