@@ -56,8 +56,11 @@
 //     and Zxid (the znode's mzxid after an ok write) when known; State for
 //     partition-state writes. controller_elected: Zxid of /controller_epoch
 //     when known. With zxids the checker uses ZooKeeper's own order.
-//   - produce_ack: one per successful produce response (acks=all), with the
-//     leader epoch it was acknowledged under.
+//   - produce_append: only a leader appending a client's produce request,
+//     never a follower's replication fetch (two brokers appending at one
+//     leader epoch is what leader uniqueness hunts). produce_ack: one per
+//     successful produce response, with its acks and the leader epoch it
+//     was acknowledged under.
 //   - hw_checkpoint: every entry written, and Hosted = the partitions whose
 //     logs exist in the log directory at that moment (not the in-memory
 //     map), so a dropped partition can be told from a deleted one.
