@@ -229,7 +229,10 @@ type healInfo struct {
 }
 
 // heal finds when every fault was undone: the time of the last fault_stop,
-// provided every fault_start (by Fault.ID) has a stop.
+// provided every fault_start has a stop. Faults are keyed by (source, ID),
+// since nodes report their own failpoints as faults; a node's restart or
+// clean stop ends the failpoints it had open (the process that was paused
+// there is gone).
 func heal(h *history.History) healInfo {
 	hi := healInfo{healed: true, lastStop: -1, openIdx: -1}
 	if len(h.Events) == 0 {
@@ -237,17 +240,25 @@ func heal(h *history.History) healInfo {
 	}
 	hi.at = h.Events[0].Time
 	hi.end = h.Events[len(h.Events)-1].Time
-	open := map[string]int{}
+	type key struct{ src, id string }
+	open := map[key]int{}
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindFaultStart:
 			hi.faults++
-			open[e.Fault.ID] = e.Index
+			open[key{e.Source, e.Fault.ID}] = e.Index
 		case history.KindFaultStop:
-			delete(open, e.Fault.ID)
+			delete(open, key{e.Source, e.Fault.ID})
 			hi.at = e.Time
 			hi.lastStop = e.Index
+		case history.KindNodeStart, history.KindNodeStop:
+			for k := range open {
+				if k.src == e.Source {
+					delete(open, k)
+					hi.at = max(hi.at, e.Time)
+				}
+			}
 		}
 	}
 	for _, idx := range open {

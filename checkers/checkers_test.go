@@ -441,3 +441,21 @@ func TestLinearizable(t *testing.T) {
 		}},
 	})
 }
+
+func TestHealTreatsNodeRestartAsEndOfItsFailpoints(t *testing.T) {
+	b := hb.New()
+	b.Add(history.Event{Kind: history.KindFaultStart, Node: 1, Source: "n1", Fault: &history.Fault{ID: "fp1", Name: "failpoint", Failpoint: "controller-after-zk-write"}})
+	b.Add(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: "fp1", Name: "kill", Targets: []string{"n1"}}}) // same ID, other source
+	if hi := heal(b.History()); hi.healed {
+		t.Fatal("open faults reported healed")
+	}
+	b.Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: "fp1", Name: "kill"}})
+	if hi := heal(b.History()); hi.healed {
+		t.Fatal("the node's failpoint is still open")
+	}
+	restart := b.Start(1)
+	hi := heal(b.History())
+	if !hi.healed || hi.at != b.History().Events[restart].Time {
+		t.Fatalf("restart did not end the failpoint: %+v", hi)
+	}
+}

@@ -152,15 +152,15 @@ func visualize(h *history.History, parts []*partition, t0 int64, opts Options) (
 // annotations turns nemesis windows and marks into porcupine annotations.
 func annotations(h *history.History, t0 int64, marks []Mark) []porcupine.Annotation {
 	var out []porcupine.Annotation
-	open := map[string]*history.Event{}
+	open := map[string]*history.Event{} // by source and fault ID
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindFaultStart:
-			open[e.Fault.ID] = e
+			open[e.Source+"/"+e.Fault.ID] = e
 		case history.KindFaultStop:
-			if s, ok := open[e.Fault.ID]; ok {
-				delete(open, e.Fault.ID)
+			if s, ok := open[e.Source+"/"+e.Fault.ID]; ok {
+				delete(open, e.Source+"/"+e.Fault.ID)
 				out = append(out, faultAnnotation(s, e.Time-t0, t0))
 			}
 		}
