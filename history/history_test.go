@@ -224,3 +224,17 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// Every kind must map to a payload in Validate (a kind added to Kinds but
+// not to payloads would be unreadable).
+func TestEveryKindHasAPayload(t *testing.T) {
+	for _, k := range Kinds {
+		e := Event{V: 1, Time: 1, Kind: k, Op: &ClientOp{Type: OpInvoke, F: FRead}, Process: &Process{}, Registration: &Registration{},
+			Controller: &ControllerRun{}, ZKWrite: &ZKWrite{}, Control: &Control{}, Shutdown: &Shutdown{}, Role: &Role{},
+			Append: &Append{}, HW: &HWAdvance{}, ISR: &ISRChange{}, Checkpoint: &Checkpoint{}, Truncation: &Truncation{},
+			Watch: &Watch{}, Fault: &Fault{}, Phase: &Phase{}}
+		if want, n := e.payloads(); !want || n != 16 {
+			t.Errorf("kind %s: payload known %v, %d payloads counted", k, want, n)
+		}
+	}
+}

@@ -55,9 +55,14 @@ var ErrEmpty = errors.New("no events (empty or truncated file)")
 // except an unterminated last line that does not decode, which is skipped
 // with a Warning (a crash while writing it).
 func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
+	return decode(r, name, 0)
+}
+
+// decode is Decode with a capacity hint for the result.
+func decode(r io.Reader, name string, hint int) ([]Event, []Warning, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
-		evs   []Event
+		evs   = make([]Event, 0, hint)
 		warns []Warning
 		line  int
 	)
@@ -103,19 +108,24 @@ func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
 }
 
 // readLine returns one line including its '\n', or the unterminated rest
-// with io.EOF; lines longer than MaxLineBytes are an error.
+// with io.EOF; lines longer than MaxLineBytes are an error. The returned
+// slice is valid only until the next call (no copy for lines that fit in
+// the buffer, which is nearly all of them).
 func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
+	chunk, err := br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return chunk, err
+	}
+	buf := append([]byte(nil), chunk...)
 	for {
-		chunk, err := br.ReadSlice('\n')
+		chunk, err = br.ReadSlice('\n')
 		buf = append(buf, chunk...)
 		if len(buf) > MaxLineBytes {
 			return buf, fmt.Errorf("line longer than %d bytes", MaxLineBytes)
 		}
-		if err == bufio.ErrBufferFull {
-			continue
+		if err != bufio.ErrBufferFull {
+			return buf, err
 		}
-		return buf, err
 	}
 }
 
@@ -126,7 +136,11 @@ func ReadFile(path string) ([]Event, []Warning, error) {
 		return nil, nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	return Decode(f, path)
+	hint := 0
+	if fi, err := f.Stat(); err == nil {
+		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
+	}
+	return decode(f, path, hint)
 }
 
 // History is a merged run history: every event of every source, ordered by

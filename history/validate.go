@@ -17,43 +17,65 @@ var known = func() map[Kind]bool {
 // Known reports whether k is a kind of this schema version.
 func Known(k Kind) bool { return known[k] }
 
-// payloadFor returns whether the payload field the kind needs is set, and
-// how many payload fields are set in total.
+// payloads reports whether the payload field the kind needs is set, and how
+// many payload fields are set in total. (No allocation: it runs per line.)
 func (e *Event) payloads() (want bool, n int) {
-	set := map[Kind]bool{
-		KindOp:                 e.Op != nil,
-		KindNodeStart:          e.Process != nil,
-		KindNodeStop:           e.Process != nil,
-		KindBrokerRegistered:   e.Registration != nil,
-		KindControllerElected:  e.Controller != nil,
-		KindControllerResigned: e.Controller != nil,
-		KindZKWrite:            e.ZKWrite != nil,
-		KindControlSent:        e.Control != nil,
-		KindControlRequest:     e.Control != nil,
-		KindControlledShutdown: e.Shutdown != nil,
-		KindRoleChange:         e.Role != nil,
-		KindProduceAppend:      e.Append != nil,
-		KindProduceAck:         e.Append != nil,
-		KindHWAdvance:          e.HW != nil,
-		KindISRChange:          e.ISR != nil,
-		KindHWCheckpoint:       e.Checkpoint != nil,
-		KindTruncation:         e.Truncation != nil,
-		KindZKWatch:            e.Watch != nil,
-		KindFaultStart:         e.Fault != nil,
-		KindFaultStop:          e.Fault != nil,
-		KindPhase:              e.Phase != nil,
+	switch e.Kind {
+	case KindOp:
+		want = e.Op != nil
+	case KindNodeStart, KindNodeStop:
+		want = e.Process != nil
+	case KindBrokerRegistered:
+		want = e.Registration != nil
+	case KindControllerElected, KindControllerResigned:
+		want = e.Controller != nil
+	case KindZKWrite:
+		want = e.ZKWrite != nil
+	case KindControlSent, KindControlRequest:
+		want = e.Control != nil
+	case KindControlledShutdown:
+		want = e.Shutdown != nil
+	case KindRoleChange:
+		want = e.Role != nil
+	case KindProduceAppend, KindProduceAck:
+		want = e.Append != nil
+	case KindHWAdvance:
+		want = e.HW != nil
+	case KindISRChange:
+		want = e.ISR != nil
+	case KindHWCheckpoint:
+		want = e.Checkpoint != nil
+	case KindTruncation:
+		want = e.Truncation != nil
+	case KindZKWatch:
+		want = e.Watch != nil
+	case KindFaultStart, KindFaultStop:
+		want = e.Fault != nil
+	case KindPhase:
+		want = e.Phase != nil
 	}
-	for _, p := range []bool{
-		e.Op != nil, e.Process != nil, e.Registration != nil, e.Controller != nil,
-		e.ZKWrite != nil, e.Control != nil, e.Shutdown != nil, e.Role != nil,
-		e.Append != nil, e.HW != nil, e.ISR != nil, e.Checkpoint != nil,
-		e.Truncation != nil, e.Watch != nil, e.Fault != nil, e.Phase != nil,
-	} {
-		if p {
+	count := func(set bool) {
+		if set {
 			n++
 		}
 	}
-	return set[e.Kind], n
+	count(e.Op != nil)
+	count(e.Process != nil)
+	count(e.Registration != nil)
+	count(e.Controller != nil)
+	count(e.ZKWrite != nil)
+	count(e.Control != nil)
+	count(e.Shutdown != nil)
+	count(e.Role != nil)
+	count(e.Append != nil)
+	count(e.HW != nil)
+	count(e.ISR != nil)
+	count(e.Checkpoint != nil)
+	count(e.Truncation != nil)
+	count(e.Watch != nil)
+	count(e.Fault != nil)
+	count(e.Phase != nil)
+	return want, n
 }
 
 // ErrFutureVersion is wrapped by Validate for a record newer than SchemaVersion.
