@@ -1,0 +1,361 @@
+// Package workloads owns client traffic: processes that produce to and read
+// from Kafka partitions through an unmodified Kafka client (franz-go kgo),
+// recording every operation in Jepsen's shape (invoke, then ok, fail or info)
+// into the run's history, and the final full reads made after healing.
+//
+// It must not look at the system under test any other way (no ZooKeeper, no
+// node event logs) and must not judge results: checkers do that from history.
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Workload is one kind of client traffic; Run returns when ctx ends.
+type Workload interface {
+	Run(ctx context.Context) error
+}
+
+// LogConfig configures the log workload.
+type LogConfig struct {
+	Brokers    []string // host:port of the Kafka listeners
+	Topic      string
+	Partitions int32
+	Producers  int // concurrent producer processes
+	Readers    int // concurrent reader processes
+	Acks       int // history.AcksAll, AcksLeader or AcksNone
+	// OpTimeout bounds one operation; a produce that does not answer in
+	// time is recorded as info (it may still happen).
+	OpTimeout time.Duration
+	// Pause between a process's operations (0: back to back).
+	Pause time.Duration
+	Seed  uint64
+}
+
+// Log is the log workload: producers append unique values ("p3-17") to
+// random partitions, one operation at a time per process as in Jepsen;
+// readers fetch from random offsets below what they have seen. A process whose
+// operation ended in info is considered crashed and continues under a new
+// process number (the old one has an operation that may never end).
+type Log struct {
+	cfg  LogConfig
+	open func(name string) (*history.Writer, error)
+}
+
+// NewLog returns the workload. open creates the history writer of one client
+// source (e.g. RUN_DIR/history/client-3.jsonl).
+func NewLog(cfg LogConfig, open func(name string) (*history.Writer, error)) (*Log, error) {
+	if len(cfg.Brokers) == 0 || cfg.Topic == "" || cfg.Partitions < 1 {
+		return nil, errors.New("log workload: brokers, topic and partitions are required")
+	}
+	if cfg.Producers+cfg.Readers == 0 {
+		return nil, errors.New("log workload: no processes")
+	}
+	if cfg.OpTimeout == 0 {
+		cfg.OpTimeout = 5 * time.Second
+	}
+	if cfg.Acks == 0 && cfg.Producers > 0 {
+		cfg.Acks = history.AcksAll
+	}
+	return &Log{cfg: cfg, open: open}, nil
+}
+
+// Run starts every process and waits for them.
+func (l *Log) Run(ctx context.Context) error {
+	nproc := l.cfg.Producers + l.cfg.Readers
+	var wg sync.WaitGroup
+	errs := make([]error, nproc)
+	for i := 0; i < nproc; i++ {
+		w, err := l.open(fmt.Sprintf("client-%d", i))
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func(i int, w *history.Writer) {
+			defer wg.Done()
+			defer w.Close()
+			c := &client{cfg: l.cfg, w: w, proc: i, nproc: nproc, reader: i >= l.cfg.Producers,
+				rng: rand.New(rand.NewPCG(l.cfg.Seed, uint64(i)))}
+			errs[i] = c.run(ctx)
+		}(i, w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// client is one logical client slot; proc changes after each crash (info).
+type client struct {
+	cfg    LogConfig
+	w      *history.Writer
+	proc   int
+	nproc  int
+	reader bool
+	rng    *rand.Rand
+	kc     *kgo.Client
+	seq    int
+	seen   map[int32]int64 // highest offset known per partition
+}
+
+func (c *client) run(ctx context.Context) error {
+	c.seen = map[int32]int64{}
+	defer func() {
+		if c.kc != nil {
+			c.kc.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		if c.kc == nil {
+			kc, err := newKafkaClient(c.cfg)
+			if err != nil {
+				return err
+			}
+			c.kc = kc
+		}
+		p := c.rng.Int32N(c.cfg.Partitions)
+		var crashed bool
+		if c.reader {
+			crashed = c.read(ctx, p)
+		} else {
+			crashed = c.produce(ctx, p)
+		}
+		if crashed {
+			// A fresh client and process number: the old process has an
+			// operation whose outcome we will never learn.
+			c.kc.Close()
+			c.kc = nil
+			c.proc += c.nproc
+		}
+		if c.cfg.Pause > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(c.cfg.Pause):
+			}
+		}
+	}
+	return nil
+}
+
+func newKafkaClient(cfg LogConfig) (*kgo.Client, error) {
+	acks := kgo.AllISRAcks()
+	switch cfg.Acks {
+	case history.AcksLeader:
+		acks = kgo.LeaderAck()
+	case history.AcksNone:
+		acks = kgo.NoAck()
+	}
+	kc, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RequiredAcks(acks),
+		// The node program has no idempotent producer (no InitProducerID),
+		// as the history model assumes plain at-least-once appends.
+		kgo.DisableIdempotentWrite(),
+		kgo.ProducerLinger(0),
+		// The workload picks the partition; kgo's default partitioner would
+		// silently send the record elsewhere.
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// One try per record: an error from the broker is then a definite
+		// answer about that one request, which lets us record fail, not info.
+		kgo.RecordRetries(1),
+		kgo.RecordDeliveryTimeout(cfg.OpTimeout),
+		kgo.ProduceRequestTimeout(cfg.OpTimeout),
+		kgo.RequestRetries(2),
+		kgo.RetryTimeout(cfg.OpTimeout),
+		kgo.MetadataMinAge(250*time.Millisecond),
+		// ZooKeeper-era protocol: Kafka 3.0 is the last release whose
+		// requests all name topics (Fetch v13 switched to topic ids).
+		kgo.MaxVersions(kversion.V3_0_0()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return kc, nil
+}
+
+func (c *client) record(op history.ClientOp) {
+	c.w.Write(history.Event{Kind: history.KindOp, Op: &op})
+}
+
+// produce appends one unique value; it returns true when the outcome is
+// unknown (the process is then crashed).
+func (c *client) produce(ctx context.Context, p int32) bool {
+	c.seq++
+	val := fmt.Sprintf("p%d-%d", c.proc, c.seq)
+	base := history.ClientOp{Process: c.proc, F: history.FProduce, Topic: c.cfg.Topic, Partition: p, Value: val, Acks: c.cfg.Acks}
+	inv := base
+	inv.Type = history.OpInvoke
+	c.record(inv)
+
+	octx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	res := c.kc.ProduceSync(octx, &kgo.Record{Topic: c.cfg.Topic, Partition: p, Value: []byte(val)})
+	r, err := res.First()
+	done := base
+	switch {
+	case err == nil:
+		done.Type, done.Offset = history.OpOK, r.Offset
+		if r.Offset > c.seen[p] {
+			c.seen[p] = r.Offset
+		}
+	case definiteFailure(err):
+		done.Type = history.OpFail
+	default:
+		done.Type = history.OpInfo
+	}
+	if err != nil {
+		done.Error = err.Error()
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			done.ErrorCode = ke.Code
+		}
+	}
+	c.record(done)
+	return done.Type == history.OpInfo
+}
+
+// definiteFailure is true for errors that prove the record was not appended:
+// the broker answered our only try with an error raised before the append.
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT come after the
+// append, and anything without a broker answer (timeout, connection lost) may
+// have reached the log, so those are unknown.
+func definiteFailure(err error) bool {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return false
+	}
+	return true
+}
+
+// read fetches from an offset at or below the highest this process has
+// seen, through the partition's leader as the client's metadata knows it.
+// A read has no effect, so a failed read is a fail, never an info.
+func (c *client) read(ctx context.Context, p int32) bool {
+	from := int64(0)
+	if hi := c.seen[p]; hi > 0 {
+		from = c.rng.Int64N(hi + 1)
+	}
+	base := history.ClientOp{Process: c.proc, F: history.FRead, Topic: c.cfg.Topic, Partition: p, Offset: from}
+	inv := base
+	inv.Type = history.OpInvoke
+	c.record(inv)
+	octx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
+	defer cancel()
+	recs, err := fetch(octx, c.kc, c.cfg.Topic, p, from, 64<<10)
+	done := base
+	if err != nil {
+		done.Type, done.Error = history.OpFail, err.Error()
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			done.ErrorCode = ke.Code
+		}
+	} else {
+		done.Type, done.Records = history.OpOK, recs
+		if n := len(recs); n > 0 && recs[n-1].Offset > c.seen[p] {
+			c.seen[p] = recs[n-1].Offset
+		}
+	}
+	c.record(done)
+	return false
+}
+
+// fetch asks the partition's leader for records from offset, as a consumer
+// (ReplicaID -1: only records below the high watermark are returned).
+func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int64, maxBytes int32) ([]history.Record, error) {
+	leader, err := leaderOf(ctx, kc, topic, p)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	req.MinBytes = 1
+	req.MaxBytes = maxBytes
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = p
+	rp.FetchOffset = from
+	rp.PartitionMaxBytes = maxBytes
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := kc.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s-%d@%d from broker %d: %w", topic, p, from, leader, err)
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
+		return nil, err
+	}
+	for i := range fr.Topics {
+		for j := range fr.Topics[i].Partitions {
+			part := &fr.Topics[i].Partitions[j]
+			if part.Partition != p {
+				continue
+			}
+			if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+				return nil, err
+			}
+			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: topic, Partition: p, KeepControlRecords: false, Offset: from}, part, kgo.DefaultDecompressor(), nil)
+			if fp.Err != nil {
+				return nil, fmt.Errorf("decode fetch %s-%d: %w", topic, p, fp.Err)
+			}
+			var out []history.Record
+			for _, r := range fp.Records {
+				if r.Offset >= from {
+					out = append(out, history.Record{Offset: r.Offset, Value: string(r.Value)})
+				}
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("fetch %s-%d: partition missing from response", topic, p)
+}
+
+// leaderOf asks the cluster for the partition's leader (any broker answers
+// from its metadata cache).
+func leaderOf(ctx context.Context, kc *kgo.Client, topic string, p int32) (int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, kc)
+	if err != nil {
+		return 0, fmt.Errorf("metadata for %s: %w", topic, err)
+	}
+	for _, mt := range resp.Topics {
+		if mt.Topic == nil || *mt.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
+			return 0, fmt.Errorf("metadata for %s: %w", topic, err)
+		}
+		for _, mp := range mt.Partitions {
+			if mp.Partition == p {
+				if err := kerr.ErrorForCode(mp.ErrorCode); err != nil {
+					return 0, fmt.Errorf("metadata for %s-%d: %w", topic, p, err)
+				}
+				if mp.Leader < 0 {
+					return 0, kerr.LeaderNotAvailable
+				}
+				return mp.Leader, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("metadata for %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
+}

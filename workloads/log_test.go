@@ -1,0 +1,100 @@
+package workloads
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/history"
+	"go.uber.org/goleak"
+)
+
+// The workload runs against kfake, franz-go's in-process fake cluster (a
+// fake used only in this package's unit tests; the real runs use the node
+// program). The history it writes must be well-formed and, since the fake
+// neither loses nor reorders data, every checker must find it valid.
+func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+
+	dir := t.TempDir()
+	hdir := filepath.Join(dir, "history")
+	os.MkdirAll(hdir, 0o755)
+	open := func(name string) (*history.Writer, error) {
+		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
+	}
+	cfg := LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 3, Producers: 3, Readers: 2, OpTimeout: 2 * time.Second, Seed: 1}
+	wl, err := NewLog(cfg, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := wl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fw, _ := open("final")
+	if err := FinalReads(context.Background(), cfg, fw, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	fw.Close()
+
+	h, err := history.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, orphans := history.Operations(h)
+	if len(orphans) != 0 {
+		t.Fatalf("%d invocations without completion", len(orphans))
+	}
+	var produced, read, final int
+	for _, op := range ops {
+		switch {
+		case op.Op().F == history.FProduce && op.Outcome() == history.OpOK:
+			produced++
+		case op.Op().Final:
+			final++
+		case op.Op().F == history.FRead && op.Outcome() == history.OpOK:
+			read++
+		}
+	}
+	if produced < 10 || read < 5 || final < 3 {
+		t.Fatalf("too little traffic: %d produces ok, %d reads ok, %d final reads", produced, read, final)
+	}
+	results, verdict := checkers.Run(h, checkers.All(checkers.DefaultConfig()))
+	if verdict != checkers.Valid {
+		for _, r := range results {
+			t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+		}
+		t.Fatalf("verdict %s on a fake that loses nothing", verdict)
+	}
+	t.Logf("%d produces, %d reads, %d final reads; verdict %s", produced, read, final, verdict)
+}
+
+func TestDefiniteFailure(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{kerr.NotEnoughReplicas, true},
+		{kerr.NotLeaderForPartition, true},
+		{kerr.NotEnoughReplicasAfterAppend, false},
+		{kerr.RequestTimedOut, false},
+		{context.DeadlineExceeded, false},
+		{os.ErrClosed, false},
+	}
+	for _, tt := range tests {
+		if got := definiteFailure(tt.err); got != tt.want {
+			t.Errorf("%v: got %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
