@@ -15,6 +15,9 @@ import (
 const (
 	NodeBinaryPath = "/usr/local/bin/node-program"
 	NodeDir        = "/node" // bind mount of Node.Dir
+	// NodeHistoryDir is RUN_DIR/history, shared by every node, so a node's
+	// event log lands where history.ReadDir finds it and survives a crash.
+	NodeHistoryDir = "/history"
 	NodeKafkaPort  = 9092
 	NodeAdminPort  = 9093
 )
@@ -60,13 +63,17 @@ func (c *Cluster) StartNode(ctx context.Context, s NodeSpec) (*Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	hist := filepath.Join(c.RunDir, "history")
+	if err := os.MkdirAll(hist, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	n := &Node{ID: s.ID, IP: c.NodeIP(s.ID), Dir: dir}
 	ct, err := c.eng.StartContainer(ctx, docker.ContainerSpec{
 		RunID: c.RunID, Role: "node", Name: c.containerName(fmt.Sprintf("n%d", s.ID)),
 		Image: c.Image, Network: c.Network, IP: n.IP,
 		Cmd:   append([]string{NodeBinaryPath}, s.Args...),
 		Env:   s.Env,
-		Binds: []string{s.Binary + ":" + NodeBinaryPath + ":ro", dir + ":" + NodeDir},
+		Binds: []string{s.Binary + ":" + NodeBinaryPath + ":ro", dir + ":" + NodeDir, hist + ":" + NodeHistoryDir},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: node %d: %w", s.ID, err)

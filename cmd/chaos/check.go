@@ -1,48 +1,18 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/harness"
 )
 
 func init() { subcommands = append(subcommands, newCheckCmd) }
-
-// ResultsFile is written into the run directory by `chaos check`.
-const resultsFile = "results.json"
-
-// resultsSchema versions results.json.
-const resultsSchema = 1
-
-// checkReport is the content of RUN_DIR/results.json.
-type checkReport struct {
-	Schema    int                `json:"schema"`
-	RunDir    string             `json:"run_dir"`
-	CheckedAt time.Time          `json:"checked_at"`
-	Verdict   checkers.Verdict   `json:"verdict"`
-	Events    int                `json:"events"`
-	Files     []string           `json:"files"`
-	Warnings  []history.Warning  `json:"warnings,omitempty"`
-	Results   []checkers.Result  `json:"results"`
-	Config    checkConfigSummary `json:"config"`
-}
-
-type checkConfigSummary struct {
-	OfflineGrace         string `json:"offline_grace"`
-	LivenessGrace        string `json:"liveness_grace"`
-	MaxBadVersionRetries int    `json:"max_badversion_retries"`
-	LinearizeTimeout     string `json:"linearize_timeout"`
-}
 
 func newCheckCmd() *cobra.Command {
 	cfg := checkers.DefaultConfig()
@@ -77,33 +47,17 @@ names file and line), 3 unknown (a checker could not decide).`,
 // runCheck does the work of `chaos check` and maps the verdict to an exit
 // code error (nil for valid).
 func runCheck(out io.Writer, runDir string, cfg checkers.Config) error {
-	h, err := history.ReadDir(runDir)
+	rep, err := harness.Check(runDir, cfg)
 	if err != nil {
-		return withCode(exitBad, fmt.Errorf("check %s: %w", runDir, err))
-	}
-	results, verdict := checkers.Run(h, checkers.All(cfg))
-	rep := checkReport{
-		Schema:    resultsSchema,
-		RunDir:    runDir,
-		CheckedAt: time.Now().UTC(),
-		Verdict:   verdict,
-		Events:    len(h.Events),
-		Files:     h.Files,
-		Warnings:  h.Warnings,
-		Results:   results,
-		Config: checkConfigSummary{
-			OfflineGrace:         cfg.OfflineGrace.String(),
-			LivenessGrace:        cfg.LivenessGrace.String(),
-			MaxBadVersionRetries: cfg.MaxBadVersionRetries,
-			LinearizeTimeout:     cfg.LinearizeTimeout.String(),
-		},
-	}
-	path := filepath.Join(runDir, resultsFile)
-	if err := writeJSONAtomic(path, rep); err != nil {
 		return withCode(exitBad, err)
 	}
-	printSummary(out, rep, path)
-	switch verdict {
+	printSummary(out, rep, filepath.Join(runDir, harness.ResultsFile))
+	return verdictExit(rep.Verdict)
+}
+
+// verdictExit maps a verdict to the process exit status.
+func verdictExit(v checkers.Verdict) error {
+	switch v {
 	case checkers.Valid:
 		return nil
 	case checkers.Invalid:
@@ -113,7 +67,7 @@ func runCheck(out io.Writer, runDir string, cfg checkers.Config) error {
 	}
 }
 
-func printSummary(out io.Writer, rep checkReport, path string) {
+func printSummary(out io.Writer, rep *harness.Report, path string) {
 	fmt.Fprintf(out, "checked %d events from %d history files in %s\n", rep.Events, len(rep.Files), rep.RunDir)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
@@ -124,21 +78,4 @@ func printSummary(out io.Writer, rep checkReport, path string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "verdict: %s (details in %s)\n", rep.Verdict, path)
-}
-
-// writeJSONAtomic writes v to path via a temporary file and rename, so a
-// reader never sees half a results file.
-func writeJSONAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("rename %s: %w", tmp, err), os.Remove(tmp))
-	}
-	return nil
 }

@@ -1,0 +1,369 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/observer"
+	"github.com/zkchaos/zkchaos/workloads"
+)
+
+// RunConfig is everything one run needs. Zero values take the defaults a
+// nightly job uses.
+type RunConfig struct {
+	RunID  string
+	RunDir string
+	Seed   uint64
+
+	ZK        cluster.ZKOptions
+	Nodes     int      // brokers; default 3
+	Bugs      []string // node bug switches, e.g. "KAFKA-532"
+	NodeFlags []string // further node flags (failpoints, election policy, ...)
+	// ZKSessionTimeout is the brokers' session timeout: how long a paused
+	// controller keeps its role.
+	ZKSessionTimeout time.Duration
+
+	Topic      string // default "chaos"
+	Partitions int32  // default 3
+	RF         int    // replication factor; default min(3, Nodes)
+	Producers  int    // default 4
+	Readers    int    // default 2
+	Acks       int    // default acks=all
+
+	TimeLimit time.Duration       // workload + nemesis; default 30s
+	Faults    []nemesis.FaultKind // default: none (a fault-free run)
+	MinHold   time.Duration       // default 2s
+	MaxHold   time.Duration       // default 6s
+	// Schedule, when set, replays a stored schedule instead of planning one.
+	Schedule *nemesis.Schedule
+	// Settle is how long after healing the cluster gets to recover before
+	// the final reads; default 10s.
+	Settle time.Duration
+
+	Progress io.Writer `json:"-"`
+}
+
+func (c *RunConfig) defaults() {
+	if c.RunID == "" {
+		c.RunID = cluster.NewRunID()
+	}
+	if c.RunDir == "" {
+		c.RunDir = filepath.Join("runs", c.RunID)
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.ZKSessionTimeout == 0 {
+		c.ZKSessionTimeout = 3 * time.Second
+	}
+	if c.ZK.TickTime == 0 {
+		c.ZK.TickTime = 200 * time.Millisecond
+	}
+	if c.Topic == "" {
+		c.Topic = "chaos"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 3
+	}
+	if c.RF == 0 {
+		c.RF = min(3, c.Nodes)
+	}
+	if c.Producers == 0 && c.Readers == 0 {
+		c.Producers, c.Readers = 4, 2
+	}
+	if c.Acks == 0 {
+		c.Acks = history.AcksAll
+	}
+	if c.TimeLimit == 0 {
+		c.TimeLimit = 30 * time.Second
+	}
+	if c.MinHold == 0 {
+		c.MinHold = 2 * time.Second
+	}
+	if c.MaxHold == 0 {
+		c.MaxHold = 6 * time.Second
+	}
+	if c.Settle == 0 {
+		c.Settle = 10 * time.Second
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// Run is one chaos run: set-up, workload and nemesis, heal, final reads,
+// collection. It leaves in RunDir the history (history/*.jsonl), the
+// schedule executed (schedule.json), the run's configuration (run.json),
+// container logs (logs/) and every process's data, whatever happens; it
+// removes its containers and network on return, including on panic and on
+// ctx cancellation. Checking and reporting are separate steps over RunDir.
+func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
+	cfg.defaults()
+	abs, err := filepath.Abs(cfg.RunDir)
+	if err != nil {
+		return cfg.RunDir, fmt.Errorf("run dir: %w", err)
+	}
+	cfg.RunDir = abs
+	hdir := filepath.Join(abs, "history")
+	if err := EnsureDir(hdir); err != nil {
+		return abs, err
+	}
+	if err := writeJSON(filepath.Join(abs, "run.json"), cfg); err != nil {
+		return abs, err
+	}
+	hw, err := history.Create(filepath.Join(hdir, "harness.jsonl"), "harness", 0)
+	if err != nil {
+		return abs, err
+	}
+	defer hw.Close()
+	phase := func(name, mark string) {
+		hw.Write(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: name, Mark: mark}})
+		if mark == history.PhaseBegin {
+			fmt.Fprintf(cfg.Progress, "[%s] %s\n", time.Now().Format("15:04:05.000"), name)
+		}
+		hw.Sync()
+	}
+
+	// --- setup
+	phase(history.PhaseSetup, history.PhaseBegin)
+	env, err := StartEnv(ctx, EnvConfig{RunID: cfg.RunID, RunDir: abs, ZK: cfg.ZK, Progress: cfg.Progress})
+	if err != nil {
+		return abs, err
+	}
+	defer func() {
+		collectLogs(env.Cluster, filepath.Join(abs, "logs"))
+		if cerr := env.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	c := env.Cluster
+
+	zw, err := history.Create(filepath.Join(hdir, "zk.jsonl"), "zk", 0)
+	if err != nil {
+		return abs, err
+	}
+	defer zw.Close()
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watcher, err := observer.WatchZK(wctx, c.ZKConnect(), 10*time.Second, zw)
+	if err != nil {
+		stopWatch()
+		return abs, err
+	}
+	defer func() { stopWatch(); watcher.Wait() }()
+
+	bin, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
+	if err != nil {
+		return abs, err
+	}
+	for id := 1; id <= cfg.Nodes; id++ {
+		if _, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c, cfg, id)}); err != nil {
+			return abs, err
+		}
+	}
+	w, err := newWorld(c)
+	if err != nil {
+		return abs, err
+	}
+	defer w.close()
+	if err := createTopic(ctx, w.conn, cfg); err != nil {
+		return abs, err
+	}
+	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
+		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
+	}
+	phase(history.PhaseSetup, history.PhaseEnd)
+
+	// --- workload and nemesis, side by side for TimeLimit
+	nw, err := history.Create(filepath.Join(hdir, "nemesis.jsonl"), "nemesis", 0)
+	if err != nil {
+		return abs, err
+	}
+	defer nw.Close()
+	nem := nemesis.New(w, nemesis.NewRecorder(nw))
+	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
+	sched := nemesis.Plan(cfg.Seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
+	if cfg.Schedule != nil {
+		sched = *cfg.Schedule
+	}
+	if err := sched.Save(filepath.Join(abs, "schedule.json")); err != nil {
+		return abs, err
+	}
+	lc := workloads.LogConfig{
+		Brokers: brokerAddrs(c), Topic: cfg.Topic, Partitions: cfg.Partitions,
+		Producers: cfg.Producers, Readers: cfg.Readers, Acks: cfg.Acks, Seed: cfg.Seed,
+	}
+	open := func(name string) (*history.Writer, error) {
+		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
+	}
+	wl, err := workloads.NewLog(lc, open)
+	if err != nil {
+		return abs, err
+	}
+	phase(history.PhaseWorkload, history.PhaseBegin)
+	rctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
+	nerr := make(chan error, 1)
+	go func() { nerr <- nem.Run(rctx, sched) }()
+	werr := wl.Run(rctx)
+	cancel()
+	if err := errors.Join(werr, <-nerr); err != nil {
+		return abs, fmt.Errorf("workload: %w", err)
+	}
+	phase(history.PhaseWorkload, history.PhaseEnd)
+	if ctx.Err() != nil {
+		return abs, ctx.Err()
+	}
+
+	// --- heal, and give the cluster time to recover
+	phase(history.PhaseHeal, history.PhaseBegin)
+	if err := nem.Heal(ctx); err != nil {
+		return abs, fmt.Errorf("heal: %w", err)
+	}
+	waitLeaders(ctx, w, cfg, cfg.Settle) // not fatal: staying offline is a finding
+	phase(history.PhaseHeal, history.PhaseEnd)
+
+	// --- final reads
+	phase(history.PhaseFinalReads, history.PhaseBegin)
+	fw, err := open("final")
+	if err != nil {
+		return abs, err
+	}
+	lc.OpTimeout = 5 * time.Second
+	if err := workloads.FinalReads(ctx, lc, fw, 30*time.Second); err != nil {
+		fmt.Fprintf(cfg.Progress, "final reads incomplete: %v\n", err)
+	}
+	fw.Close()
+	phase(history.PhaseFinalReads, history.PhaseEnd)
+
+	phase(history.PhaseCollect, history.PhaseBegin)
+	phase(history.PhaseCollect, history.PhaseEnd)
+	return abs, nil
+}
+
+// nodeArgs are the flags of node id. Its event log goes straight into the
+// run's history folder.
+func nodeArgs(c *cluster.Cluster, cfg RunConfig, id int) []string {
+	args := []string{
+		"--id=" + strconv.Itoa(id),
+		"--zk=" + strings.Join(c.ZKConnect(), ","),
+		"--zk-session-timeout=" + cfg.ZKSessionTimeout.String(),
+		fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
+		fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
+		fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
+		"--data-dir=" + cluster.NodeDir + "/data",
+		fmt.Sprintf("--event-log=%s/n%d.jsonl", cluster.NodeHistoryDir, id),
+	}
+	if len(cfg.Bugs) > 0 {
+		args = append(args, "--bugs="+strings.Join(cfg.Bugs, ","))
+	}
+	return append(args, cfg.NodeFlags...)
+}
+
+func brokerAddrs(c *cluster.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes() {
+		out = append(out, n.KafkaAddr())
+	}
+	return out
+}
+
+// createTopic writes /brokers/topics/<topic> with a round-robin assignment,
+// as ZooKeeper-era admin tools did; the controller's watch does the rest.
+func createTopic(ctx context.Context, conn *zk.Conn, cfg RunConfig) error {
+	parts := map[string][]int{}
+	for p := 0; p < int(cfg.Partitions); p++ {
+		var reps []int
+		for r := 0; r < cfg.RF; r++ {
+			reps = append(reps, (p+r)%cfg.Nodes+1)
+		}
+		parts[strconv.Itoa(p)] = reps
+	}
+	b, _ := json.Marshal(map[string]any{"version": 2, "partitions": parts})
+	acl := zk.WorldACL(zk.PermAll)
+	for _, p := range []string{"/brokers", "/brokers/topics"} {
+		if _, err := conn.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	if _, err := conn.Create("/brokers/topics/"+cfg.Topic, b, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+	}
+	return nil
+}
+
+// waitLeaders waits until every partition's state znode names a leader.
+func waitLeaders(ctx context.Context, w *world, cfg RunConfig, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		var missing []string
+		for p := int32(0); p < cfg.Partitions; p++ {
+			if l, err := w.PartitionLeader(ctx, cfg.Topic, p); err != nil || l < 0 {
+				missing = append(missing, fmt.Sprintf("%s-%d", cfg.Topic, p))
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("partitions without a leader after %s: %s", within, strings.Join(missing, ", "))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// collectLogs saves every container's output under dir before the
+// containers are removed.
+func collectLogs(c *cluster.Cluster, dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	save := func(name string, ct *docker.Container) {
+		if ct == nil {
+			return
+		}
+		if logs, err := ct.Logs(ctx, 100000); err == nil {
+			os.WriteFile(filepath.Join(dir, name+".log"), []byte(logs+"\n"), 0o644)
+		}
+	}
+	for _, s := range c.ZKServers() {
+		save(fmt.Sprintf("zk%d", s.ID), s.Container)
+	}
+	for _, n := range c.Nodes() {
+		save(fmt.Sprintf("n%d", n.ID), n.Container)
+	}
+}
+
+func nodeLogTails(ctx context.Context, c *cluster.Cluster) string {
+	var b strings.Builder
+	for _, n := range c.Nodes() {
+		if l, err := n.Container.Logs(ctx, 10); err == nil {
+			fmt.Fprintf(&b, "\n--- last log lines of n%d:\n%s", n.ID, l)
+		}
+	}
+	return b.String()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
