@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/reports"
 )
 
 func init() { subcommands = append(subcommands, newCheckCmd) }
@@ -51,7 +52,7 @@ func runCheck(out io.Writer, runDir string, cfg checkers.Config) error {
 	if err != nil {
 		return withCode(exitBad, err)
 	}
-	printSummary(out, rep, filepath.Join(runDir, harness.ResultsFile))
+	printSummary(out, rep, filepath.Join(runDir, reports.ResultsFile))
 	return verdictExit(rep.Verdict)
 }
 
@@ -67,7 +68,7 @@ func verdictExit(v checkers.Verdict) error {
 	}
 }
 
-func printSummary(out io.Writer, rep *harness.Report, path string) {
+func printSummary(out io.Writer, rep *reports.Results, path string) {
 	fmt.Fprintf(out, "checked %d events from %d history files in %s\n", rep.Events, len(rep.Files), rep.RunDir)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)

@@ -1,0 +1,86 @@
+// Package reports owns what a run leaves for people and CI to read: the
+// results file (RUN_DIR/results.json, the checkers' verdicts), the HTML
+// failure report, the index of stored runs and JUnit XML.
+//
+// It renders from a run directory only (history, results, schedule, logs);
+// it never runs checks or containers.
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ResultsFile is the name of a run's check results inside its directory.
+const ResultsFile = "results.json"
+
+// ResultsSchema versions results.json.
+const ResultsSchema = 1
+
+// Results is the content of RUN_DIR/results.json: what every checker said
+// about the run's history. Reports (HTML, JUnit) are rendered from it.
+type Results struct {
+	Schema    int               `json:"schema"`
+	RunDir    string            `json:"run_dir"`
+	CheckedAt time.Time         `json:"checked_at"`
+	Verdict   checkers.Verdict  `json:"verdict"`
+	Events    int               `json:"events"`
+	Files     []string          `json:"files"`
+	Warnings  []history.Warning `json:"warnings,omitempty"`
+	Results   []checkers.Result `json:"results"`
+	Config    CheckConfig       `json:"config"`
+}
+
+// CheckConfig records the checker knobs a verdict was reached with.
+type CheckConfig struct {
+	OfflineGrace         string `json:"offline_grace"`
+	LivenessGrace        string `json:"liveness_grace"`
+	MaxBadVersionRetries int    `json:"max_badversion_retries"`
+	LinearizeTimeout     string `json:"linearize_timeout"`
+}
+
+// ReadResults loads RUN_DIR/results.json.
+func ReadResults(runDir string) (*Results, error) {
+	p := filepath.Join(runDir, ResultsFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if r.Schema > ResultsSchema {
+		return nil, fmt.Errorf("%s: results schema %d is newer than this build reads (%d)", p, r.Schema, ResultsSchema)
+	}
+	return &r, nil
+}
+
+// writeJSONAtomic writes v to path via a temporary file and rename, so a
+// reader never sees half a results file.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return errors.Join(fmt.Errorf("rename %s: %w", tmp, err), os.Remove(tmp))
+	}
+	return nil
+}
+
+// WriteResults stores r as RUN_DIR/results.json atomically.
+func WriteResults(runDir string, r *Results) error {
+	return writeJSONAtomic(filepath.Join(runDir, ResultsFile), r)
+}
