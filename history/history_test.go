@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -235,6 +237,46 @@ func TestEveryKindHasAPayload(t *testing.T) {
 			Watch: &Watch{}, Fault: &Fault{}, Phase: &Phase{}}
 		if want, n := e.payloads(); !want || n != 16 {
 			t.Errorf("kind %s: payload known %v, %d payloads counted", k, want, n)
+		}
+	}
+}
+
+// Merge must equal a stable sort by (Time, Source, source position, line),
+// whatever the order inside each source.
+func TestMergeMatchesReferenceOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	var sources [][]Event
+	for s := 0; s < 5; s++ {
+		var evs []Event
+		for i := 0; i < 200; i++ {
+			evs = append(evs, Event{Time: int64(rng.Intn(50)), Source: fmt.Sprintf("s%d", rng.Intn(3)), Seq: uint64(s*1000 + i), Kind: KindPhase})
+		}
+		sources = append(sources, evs)
+	}
+	type ref struct {
+		e        Event
+		src, pos int
+	}
+	var all []ref
+	for si, s := range sources {
+		for pi, e := range s {
+			all = append(all, ref{e, si, pi})
+		}
+	}
+	sort.SliceStable(all, func(a, b int) bool {
+		x, y := all[a], all[b]
+		if x.e.Time != y.e.Time {
+			return x.e.Time < y.e.Time
+		}
+		if x.e.Source != y.e.Source {
+			return x.e.Source < y.e.Source
+		}
+		return x.src < y.src
+	})
+	h := Merge(sources...)
+	for i := range all {
+		if h.Events[i].Seq != all[i].e.Seq || h.Events[i].Index != i {
+			t.Fatalf("position %d: got seq %d, want %d", i, h.Events[i].Seq, all[i].e.Seq)
 		}
 	}
 }

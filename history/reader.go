@@ -208,44 +208,81 @@ func ReadDir(runDir string) (*History, error) {
 // by Time, then Source, then the source's position in the argument list, then
 // the event's position in its source: stable and deterministic, and it keeps a
 // source's own order for equal timestamps. Events are copied; Index is set.
+//
+// Each source is nearly always already in order (its Writer stamps times as
+// it goes), so Merge stably sorts only a source that is not, then merges the
+// sources with a small heap: O(n log k) for k sources.
 func Merge(sources ...[]Event) *History {
-	type key struct{ src, pos int }
 	n := 0
-	for _, s := range sources {
+	srcs := make([][]Event, len(sources))
+	for i, s := range sources {
 		n += len(s)
-	}
-	evs := make([]Event, 0, n)
-	keys := make([]key, 0, n)
-	for si, s := range sources {
-		for pi := range s {
-			evs = append(evs, s[pi])
-			keys = append(keys, key{si, pi})
+		srcs[i] = s
+		if !sort.SliceIsSorted(s, func(a, b int) bool { return timeSourceLess(&s[a], &s[b]) }) {
+			c := append([]Event(nil), s...)
+			sort.SliceStable(c, func(a, b int) bool { return timeSourceLess(&c[a], &c[b]) })
+			srcs[i] = c
 		}
 	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(a, b int) bool {
-		ea, eb := &evs[idx[a]], &evs[idx[b]]
+	pos := make([]int, len(srcs))
+	less := func(a, b int) bool { // source a's next event before source b's?
+		ea, eb := &srcs[a][pos[a]], &srcs[b][pos[b]]
 		if ea.Time != eb.Time {
 			return ea.Time < eb.Time
 		}
 		if ea.Source != eb.Source {
 			return ea.Source < eb.Source
 		}
-		ka, kb := keys[idx[a]], keys[idx[b]]
-		if ka.src != kb.src {
-			return ka.src < kb.src
+		return a < b
+	}
+	heap := make([]int, 0, len(srcs))
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(heap) && less(heap[l], heap[m]) {
+				m = l
+			}
+			if r := l + 1; r < len(heap) && less(heap[r], heap[m]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			heap[i], heap[m] = heap[m], heap[i]
+			i = m
 		}
-		return ka.pos < kb.pos
-	})
-	out := make([]Event, n)
-	for i, j := range idx {
-		out[i] = evs[j]
-		out[i].Index = i
+	}
+	for i := range srcs {
+		if len(srcs[i]) > 0 {
+			heap = append(heap, i)
+		}
+	}
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	out := make([]Event, 0, n)
+	for len(heap) > 0 {
+		si := heap[0]
+		e := srcs[si][pos[si]]
+		e.Index = len(out)
+		out = append(out, e)
+		pos[si]++
+		if pos[si] == len(srcs[si]) {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+		}
+		if len(heap) > 0 {
+			down(0)
+		}
 	}
 	return &History{Events: out}
+}
+
+func timeSourceLess(a, b *Event) bool {
+	if a.Time != b.Time {
+		return a.Time < b.Time
+	}
+	return a.Source < b.Source
 }
 
 // New wraps events that are already in order (tests, generators) into a
