@@ -1,0 +1,293 @@
+// Package broker owns the broker half of a node: its registration in
+// /brokers/ids (whose czxid is its broker epoch), the control requests it
+// receives (LeaderAndIsr, StopReplica, UpdateMetadata) with Kafka's fencing
+// checks in Kafka's order, its partition map (ReplicaManager) and metadata
+// cache, and its side of controlled shutdown.
+//
+// It must not make controller decisions (controller/) and does not frame the
+// wire protocol (wire/). The data plane plugs in through DataPlane.
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/wire"
+)
+
+// Special leader epochs in StopReplica (LeaderAndIsr.NoEpoch, EpochDuringDelete).
+const (
+	NoEpoch           int32 = -1
+	EpochDuringDelete int32 = -2
+)
+
+// Broker is the control-plane state of one broker process.
+type Broker struct {
+	ID   int32
+	Bugs config.Bugs
+	Log  *eventlog.Log
+	Data DataPlane
+
+	Replicas *ReplicaManager
+	Metadata *MetadataCache
+
+	mu              sync.Mutex
+	brokerEpoch     int64 // czxid of our live registration; -1 before
+	controllerEpoch int32 // highest controller epoch seen; only rises
+}
+
+// New returns a broker with no registration yet.
+func New(id int32, bugs config.Bugs, log *eventlog.Log) *Broker {
+	return &Broker{ID: id, Bugs: bugs, Log: log, Data: NoDataPlane{},
+		Replicas: newReplicaManager(), Metadata: newMetadataCache(), brokerEpoch: -1}
+}
+
+// Epoch returns the broker epoch (czxid of the live registration), -1 if not
+// registered.
+func (b *Broker) Epoch() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.brokerEpoch
+}
+
+// SetEpoch records a new registration's czxid.
+func (b *Broker) SetEpoch(czxid int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.brokerEpoch = czxid
+}
+
+// KnownControllerEpoch is the highest controller epoch the broker has seen.
+func (b *Broker) KnownControllerEpoch() int32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.controllerEpoch
+}
+
+// checkRequest applies the whole-request checks in Kafka's order and, if the
+// request passes, raises the known controller epoch. It returns the error
+// code (0: accepted) and the state before the request, for the event log.
+// Caller holds b.mu.
+func (b *Broker) checkRequest(controllerEpoch int32, brokerEpoch int64) (code int16, known int32, own int64) {
+	known, own = b.controllerEpoch, b.brokerEpoch
+	// 1. KafkaApis.isBrokerEpochStale: -1 means "not carried" (old request
+	// versions); a larger epoch than ours is fine (the controller may have
+	// seen our new registration before we did).
+	if !b.Bugs.On(config.BugKafka7235) && brokerEpoch != -1 && brokerEpoch < own {
+		return wire.ErrStaleBrokerEpoch, known, own
+	}
+	// 2. ReplicaManager: an older controller epoch than the highest seen.
+	if !b.Bugs.On(config.BugKafka532) && controllerEpoch < known {
+		return wire.ErrStaleControllerEpoch, known, own
+	}
+	if controllerEpoch > b.controllerEpoch {
+		b.controllerEpoch = controllerEpoch
+	}
+	return wire.ErrNone, known, own
+}
+
+// HandleLeaderAndIsr serves a LeaderAndIsr request (ReplicaManager.becomeLeaderOrFollower).
+func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	brokerEpoch := req.BrokerEpoch
+	if req.Version < 2 {
+		brokerEpoch = -1
+	}
+	states := req.PartitionStates
+	if req.Version >= 2 {
+		states = nil
+		for _, t := range req.TopicStates {
+			for _, p := range t.PartitionStates {
+				p.Topic = t.Topic
+				states = append(states, p)
+			}
+		}
+	}
+	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
+	ev := history.Control{
+		API: history.APILeaderAndIsr, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
+		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
+		KnownControllerEpoch: known, OwnBrokerEpoch: own,
+	}
+	resp := kmsg.NewPtrLeaderAndISRResponse()
+	resp.SetVersion(req.Version)
+	perPartition := make([]int16, len(states))
+	if code != wire.ErrNone {
+		resp.ErrorCode = code
+		for i := range perPartition {
+			perPartition[i] = code
+		}
+	} else {
+		var roles []history.Role
+		for i, s := range states {
+			tp := history.TP(s.Topic, s.Partition)
+			cur := b.Replicas.leaderEpoch(tp)
+			switch {
+			case s.LeaderEpoch <= cur:
+				// Not newer than what we have: a stale or duplicate decision.
+				perPartition[i] = wire.ErrStaleControllerEpoch
+			case !slices.Contains(s.Replicas, b.ID):
+				perPartition[i] = wire.ErrUnknownTopicOrPart
+			default:
+				p := Partition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
+					ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch}
+				var err error
+				if s.Leader == b.ID {
+					p.Role = history.RoleLeader
+					err = b.Data.BecomeLeader(p)
+				} else {
+					p.Role = history.RoleFollower
+					err = b.Data.BecomeFollower(p)
+				}
+				if err != nil {
+					b.Log.Printf("LeaderAndIsr %s: data plane: %v", tp, err)
+					perPartition[i] = wire.ErrUnknownServerError
+					continue
+				}
+				b.Replicas.mu.Lock()
+				b.Replicas.partitions[tp] = &p
+				b.Replicas.mu.Unlock()
+				roles = append(roles, history.Role{Topic: p.Topic, Partition: p.Partition, Role: p.Role, Leader: p.Leader,
+					LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, ControllerEpoch: req.ControllerEpoch})
+			}
+		}
+		b.Replicas.mu.Lock()
+		first := !b.Replicas.hwStarted
+		b.Replicas.hwStarted = true
+		b.Replicas.mu.Unlock()
+		if first {
+			b.Data.StartHWCheckpoint()
+		}
+		defer func() {
+			for _, r := range roles {
+				b.Log.Role(r)
+			}
+		}()
+	}
+	for i, s := range states {
+		resp.Partitions = append(resp.Partitions, kmsg.LeaderAndISRResponseTopicPartition{Topic: s.Topic, Partition: s.Partition, ErrorCode: perPartition[i]})
+		ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader,
+			LeaderEpoch: s.LeaderEpoch, ISR: s.ISR, Replicas: s.Replicas, ZkVersion: s.ZKVersion, IsNew: s.IsNew, ErrorCode: perPartition[i]})
+	}
+	b.logVerdict(&ev, code)
+	return resp
+}
+
+func (b *Broker) logVerdict(ev *history.Control, code int16) {
+	ev.ErrorCode = code
+	ev.Verdict = history.VerdictAccepted
+	if code != wire.ErrNone {
+		ev.Verdict = history.VerdictRejected
+	}
+	b.Log.ControlRequest(*ev)
+}
+
+// HandleStopReplica serves a StopReplica request (ReplicaManager.stopReplicas).
+func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	brokerEpoch := req.BrokerEpoch
+	if req.Version < 1 {
+		brokerEpoch = -1
+	}
+	type part struct {
+		topic       string
+		partition   int32
+		leaderEpoch int32
+		delete      bool
+	}
+	var parts []part
+	for _, t := range req.Topics {
+		switch {
+		case req.Version == 0:
+			parts = append(parts, part{t.Topic, t.Partition, NoEpoch, req.DeletePartitions})
+		case req.Version <= 2:
+			for _, p := range t.Partitions {
+				parts = append(parts, part{t.Topic, p, NoEpoch, req.DeletePartitions})
+			}
+		default:
+			for _, p := range t.PartitionStates {
+				parts = append(parts, part{t.Topic, p.Partition, p.LeaderEpoch, p.Delete})
+			}
+		}
+	}
+	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
+	ev := history.Control{
+		API: history.APIStopReplica, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
+		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
+		DeletePartition: req.DeletePartitions, KnownControllerEpoch: known, OwnBrokerEpoch: own,
+	}
+	resp := kmsg.NewPtrStopReplicaResponse()
+	resp.SetVersion(req.Version)
+	resp.ErrorCode = code
+	for _, p := range parts {
+		tp := history.TP(p.topic, p.partition)
+		pc := code
+		if code == wire.ErrNone {
+			cur := b.Replicas.leaderEpoch(tp)
+			if p.leaderEpoch == NoEpoch || p.leaderEpoch == EpochDuringDelete || p.leaderEpoch > cur {
+				if err := b.Data.StopReplica(tp, p.delete); err != nil {
+					b.Log.Printf("StopReplica %s: data plane: %v", tp, err)
+					pc = wire.ErrUnknownServerError
+				} else {
+					b.Replicas.mu.Lock()
+					old, hosted := b.Replicas.partitions[tp]
+					if p.delete {
+						delete(b.Replicas.partitions, tp)
+					} else if hosted {
+						old.Role = history.RoleStopped
+					}
+					b.Replicas.mu.Unlock()
+					le := p.leaderEpoch
+					if hosted && le < 0 {
+						le = old.LeaderEpoch
+					}
+					defer b.Log.Role(history.Role{Topic: p.topic, Partition: p.partition, Role: history.RoleStopped,
+						Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
+				}
+			} else {
+				pc = wire.ErrFencedLeaderEpoch
+			}
+		}
+		resp.Partitions = append(resp.Partitions, kmsg.StopReplicaResponsePartition{Topic: p.topic, Partition: p.partition, ErrorCode: pc})
+		ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: p.topic, Partition: p.partition, Leader: -1,
+			LeaderEpoch: p.leaderEpoch, ErrorCode: pc})
+	}
+	b.logVerdict(&ev, code)
+	return resp
+}
+
+// HandleUpdateMetadata serves UpdateMetadata (ReplicaManager.maybeUpdateMetadataCache).
+func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	brokerEpoch := req.BrokerEpoch
+	if req.Version < 5 {
+		brokerEpoch = -1
+	}
+	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
+	ev := history.Control{
+		API: history.APIUpdateMetadata, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
+		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
+		KnownControllerEpoch: known, OwnBrokerEpoch: own,
+	}
+	if code == wire.ErrNone {
+		b.Metadata.update(req)
+	}
+	resp := kmsg.NewPtrUpdateMetadataResponse()
+	resp.SetVersion(req.Version)
+	resp.ErrorCode = code
+	b.logVerdict(&ev, code)
+	return resp
+}
+
+// String describes the broker for logs.
+func (b *Broker) String() string {
+	return fmt.Sprintf("broker %d (epoch %d, known controller epoch %d)", b.ID, b.Epoch(), b.KnownControllerEpoch())
+}

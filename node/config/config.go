@@ -1,0 +1,224 @@
+// Package config owns the node program's command line: every flag, the bug
+// switches and the offline-election policy, with validation that turns bad
+// input into a clear error (the entry point exits 2 on it).
+//
+// It must not start anything; it only describes how a node should run.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Bug switch names. Each restores a historical behaviour; all off is the
+// fixed, current Kafka behaviour. The names are part of the harness contract
+// and must not change.
+const (
+	// BugKafka532: brokers do not check the controller epoch, the controller's
+	// ZooKeeper writes are not conditional on /controller_epoch and it does
+	// not abort when a newer controller already wrote a partition state.
+	BugKafka532 = "KAFKA-532"
+	// BugKafka7235: no broker epoch. Brokers process control requests from a
+	// previous generation, the controller does not detect bounced brokers by
+	// czxid and does not check the epoch of ControlledShutdown.
+	BugKafka7235 = "KAFKA-7235"
+	// BugKafka16667: after failover the controller reads partition state
+	// through its own session without Sync and retries a BADVERSION write
+	// with its cached zkVersion forever.
+	BugKafka16667 = "KAFKA-16667"
+)
+
+// AllBugs lists every known switch.
+var AllBugs = []string{BugKafka532, BugKafka7235, BugKafka16667}
+
+// Offline-election policies (KAFKA-3861).
+const (
+	PolicyOffline  = "offline"   // Kafka's default: no live ISR member, no leader
+	PolicyUnclean  = "unclean"   // first live replica in assignment order
+	PolicyQueryLEO = "query-leo" // ask every replica its LEO; elect the largest only if all answer
+)
+
+// Policies lists every offline-election policy.
+var Policies = []string{PolicyOffline, PolicyUnclean, PolicyQueryLEO}
+
+// Bugs is the set of switched-on bugs.
+type Bugs map[string]bool
+
+// On reports whether bug name is switched on.
+func (b Bugs) On(name string) bool { return b[name] }
+
+// List returns the switched-on bugs, sorted.
+func (b Bugs) List() []string {
+	out := make([]string, 0, len(b))
+	for k, v := range b {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ParseBugs parses a comma-separated list of bug switches. An unknown name is
+// an error naming the known ones.
+func ParseBugs(s string) (Bugs, error) {
+	b := Bugs{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToUpper(strings.TrimSpace(f))
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(AllBugs, f) {
+			return nil, fmt.Errorf("unknown bug switch %q (known: %s)", f, strings.Join(AllBugs, ", "))
+		}
+		b[f] = true
+	}
+	return b, nil
+}
+
+// Config is one node's configuration.
+type Config struct {
+	BrokerID         int32
+	ZKServers        []string
+	ZKSessionTimeout time.Duration
+	ZKRequestTimeout time.Duration
+
+	Listen         string // Kafka listener, host:port
+	AdvertisedHost string // host written into /brokers/ids/<id>
+	AdvertisedPort int32
+	AdminListen    string // admin HTTP, host:port
+
+	DataDir  string
+	EventLog string // JSONL history file; "" disables
+
+	Bugs           Bugs
+	OfflinePolicy  string
+	Failpoints     string // name=action;name=action
+	MinInsyncRepl  int
+	ReplicaLagTime time.Duration
+
+	ControllerSocketTimeout  time.Duration
+	ControlledShutdownRetry  int
+	ControlledShutdownWait   time.Duration
+	ControlledShutdownOnTerm bool
+}
+
+// FailpointsEnv is the environment variable read for failpoints armed at
+// start, in addition to --failpoints (the flag wins for a name in both).
+const FailpointsEnv = "KAFKANODE_FAILPOINTS"
+
+// Parse parses args (without the program name). The error is ready to print;
+// flag.ErrHelp is returned for -h/--help after usage went to out.
+func Parse(args []string, out io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet("kafkanode", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var id int
+	var zkList, bugs string
+	var advertised string
+	fs.IntVar(&id, "id", -1, "broker id (required, >= 0)")
+	fs.StringVar(&zkList, "zk", "", "ZooKeeper servers, comma-separated host:port (required)")
+	fs.DurationVar(&c.ZKSessionTimeout, "zk-session-timeout", 4*time.Second, "ZooKeeper session timeout requested (the ensemble may clamp it)")
+	fs.DurationVar(&c.ZKRequestTimeout, "zk-request-timeout", 10*time.Second, "upper bound for one ZooKeeper call; a call that exceeds it has an unknown outcome")
+	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
+	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
+	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")
+	fs.StringVar(&c.DataDir, "data-dir", "/node/data", "data directory (logs and checkpoints; part 2)")
+	fs.StringVar(&c.EventLog, "event-log", "/node/events.jsonl", "history JSONL file this node appends its events to (\"\" disables)")
+	fs.StringVar(&bugs, "bugs", "", "bug switches to turn on, comma-separated: "+strings.Join(AllBugs, ", ")+" (default: none = fixed behaviour)")
+	fs.StringVar(&c.OfflinePolicy, "offline-election", PolicyOffline, "leader election when no ISR member is live: "+strings.Join(Policies, "|"))
+	fs.StringVar(&c.Failpoints, "failpoints", "", "failpoints armed at start: name=action;... (also $"+FailpointsEnv+"); actions: sleep(DUR), error, sigstop, pause, off; prefix N* to fire N times")
+	fs.IntVar(&c.MinInsyncRepl, "min-insync-replicas", 1, "min.insync.replicas (data plane, part 2)")
+	fs.DurationVar(&c.ReplicaLagTime, "replica-lag-time-max", 10*time.Second, "replica.lag.time.max.ms (data plane, part 2)")
+	fs.DurationVar(&c.ControllerSocketTimeout, "controller-socket-timeout", 5*time.Second, "timeout of one controller-to-broker request before it is retried")
+	fs.IntVar(&c.ControlledShutdownRetry, "controlled-shutdown-retries", 3, "controlled.shutdown.max.retries")
+	fs.DurationVar(&c.ControlledShutdownWait, "controlled-shutdown-backoff", time.Second, "controlled.shutdown.retry.backoff.ms")
+	fs.BoolVar(&c.ControlledShutdownOnTerm, "controlled-shutdown", true, "on SIGTERM/SIGINT, ask the controller to move leadership away before exiting")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var errs []error
+	if id < 0 || id > 1<<30 {
+		errs = append(errs, fmt.Errorf("--id: %d is not a valid broker id", id))
+	}
+	c.BrokerID = int32(id)
+	for _, s := range strings.Split(zkList, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				errs = append(errs, fmt.Errorf("--zk: %q: %v", s, err))
+			}
+			c.ZKServers = append(c.ZKServers, s)
+		}
+	}
+	if len(c.ZKServers) == 0 {
+		errs = append(errs, errors.New("--zk: at least one ZooKeeper server is required"))
+	}
+	b, err := ParseBugs(bugs)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--bugs: %w", err))
+	}
+	c.Bugs = b
+	if !slices.Contains(Policies, c.OfflinePolicy) {
+		errs = append(errs, fmt.Errorf("--offline-election: unknown policy %q (known: %s)", c.OfflinePolicy, strings.Join(Policies, ", ")))
+	}
+	if c.ZKSessionTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--zk-session-timeout: %s is too short", c.ZKSessionTimeout))
+	}
+	_, lport, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--listen: %v", err))
+	}
+	if advertised == "" {
+		host := firstIPv4()
+		advertised = net.JoinHostPort(host, lport)
+	}
+	ah, ap, err := net.SplitHostPort(advertised)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--advertised: %v", err))
+	} else {
+		var port int
+		if _, err := fmt.Sscanf(ap, "%d", &port); err != nil || port <= 0 || port > 65535 {
+			errs = append(errs, fmt.Errorf("--advertised: bad port %q", ap))
+		}
+		c.AdvertisedHost, c.AdvertisedPort = ah, int32(port)
+	}
+	if c.AdminListen == "" {
+		c.AdminListen = net.JoinHostPort(c.AdvertisedHost, "9093")
+	}
+	if env := os.Getenv(FailpointsEnv); env != "" {
+		if c.Failpoints == "" {
+			c.Failpoints = env
+		} else {
+			c.Failpoints = env + ";" + c.Failpoints
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// firstIPv4 is the first non-loopback IPv4 address of this host: in a node
+// container, its static address on the run's network.
+func firstIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}

@@ -1,0 +1,711 @@
+// Package controller owns the controller half of a node, modelled on
+// ZooKeeper-mode Kafka's KafkaController: election by the 2.1+ Multi
+// (ephemeral /controller + conditional /controller_epoch increment), the
+// single-threaded event loop, the controller context (live brokers with their
+// czxid epochs, assignments, partition states with cached zkVersions), the
+// partition and replica state machines (new → online, offline election with
+// a policy, controlled shutdown, preferred election), broker-change handling
+// with bounce detection, ISR-change notifications, and per-broker send
+// queues.
+//
+// Every controller write is fenced: Multi[CheckVersion(/controller_epoch, V),
+// op]; BADVERSION on the check means another controller exists and this one
+// resigns. The bug switches (config.Bug*) restore the historical behaviours.
+//
+// It must not touch the broker's own state (broker/) except through control
+// requests on the wire, exactly as in Kafka where the controller talks to its
+// own broker over the network.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/failpoint"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+	"github.com/zkchaos/zkchaos/node/zkutil"
+)
+
+// Config is what the controller needs from the node's configuration.
+type Config struct {
+	BrokerID      int32
+	Bugs          config.Bugs
+	OfflinePolicy string
+	SocketTimeout time.Duration // one controller-to-broker request
+	RetryBackoff  time.Duration
+	// LEOQuery asks a replica for its log end offset (query-leo policy).
+	// nil: every query fails, so query-leo never elects (part 1 has no log).
+	LEOQuery func(ctx context.Context, b brokerInfoPublic, tp history.TopicPartition) (int64, error)
+	// OnNewSession runs on the event loop when the ZooKeeper session was
+	// replaced, before re-election: the broker re-registers there, as
+	// Kafka's RegisterBrokerAndReelect event does.
+	OnNewSession func(ctx context.Context)
+}
+
+// brokerInfoPublic is the endpoint handed to LEOQuery.
+type brokerInfoPublic struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+// errControllerMoved is returned by a fenced write whose epoch check failed.
+var errControllerMoved = errors.New("controller moved")
+
+type partState struct {
+	st  zkdata.PartitionState
+	ver int32 // cached zkVersion of the state znode
+}
+
+// cctx is the ControllerContext: valid only while active, owned by the event
+// loop.
+type cctx struct {
+	live         map[int32]brokerInfo
+	shuttingDown map[int32]bool
+	assign       map[history.TopicPartition][]int32
+	state        map[history.TopicPartition]*partState
+	topics       map[string]bool
+}
+
+func newContext() *cctx {
+	return &cctx{live: map[int32]brokerInfo{}, shuttingDown: map[int32]bool{},
+		assign: map[history.TopicPartition][]int32{}, state: map[history.TopicPartition]*partState{}, topics: map[string]bool{}}
+}
+
+func (x *cctx) isLive(id int32) bool { _, ok := x.live[id]; return ok && !x.shuttingDown[id] }
+
+func (x *cctx) sortedTPs() []history.TopicPartition {
+	out := make([]history.TopicPartition, 0, len(x.assign))
+	for tp := range x.assign {
+		out = append(out, tp)
+	}
+	sortTPs(out)
+	return out
+}
+
+func sortTPs(tps []history.TopicPartition) {
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+}
+
+// Controller runs the election and, while elected, the controller logic.
+type Controller struct {
+	cfg  Config
+	sess *zkutil.Session
+	log  *eventlog.Log
+	fp   *failpoint.Registry
+
+	events *queue[event]
+	stop   chan struct{}
+	done   chan struct{}
+
+	// Owned by the event loop.
+	active         bool
+	epoch          int32
+	epochZkVersion int32
+	sessionID      int64 // session the current run (or election attempt) used
+	gen            int   // bumped on every failover and resignation; stale watches compare it
+	ctx            *cctx
+	chans          *channelManager
+
+	statusMu sync.Mutex
+	status   Status
+}
+
+// Status is a snapshot for the admin endpoint and tests.
+type Status struct {
+	Active         bool                     `json:"active"`
+	ControllerID   int32                    `json:"controller_id"` // last known active controller, -1 if none
+	Epoch          int32                    `json:"epoch"`
+	EpochZkVersion int32                    `json:"epoch_zk_version"`
+	LiveBrokers    map[int32]int64          `json:"live_brokers,omitempty"` // id → broker epoch
+	Partitions     []history.PartitionState `json:"partitions,omitempty"`
+	Bounces        int                      `json:"bounces_detected"`
+	QueuedEvents   int                      `json:"queued_events"`
+}
+
+type event interface{ name() string }
+
+type (
+	evElect            struct{ reason string }
+	evControllerChange struct{ gen int }
+	evBrokerChange     struct{ gen int }
+	evTopicChange      struct{ gen int }
+	evISRChange        struct{ gen int }
+	evPreferred        struct{ gen int }
+	evReassign         struct{ gen int }
+	evNewSession       struct{ id int64 }
+	evShutdown         struct {
+		id    int32
+		epoch int64
+		corr  int32
+		reply chan *kmsg.ControlledShutdownResponse
+	}
+)
+
+func (evElect) name() string            { return "Startup/Reelect" }
+func (evControllerChange) name() string { return "ControllerChange" }
+func (evBrokerChange) name() string     { return "BrokerChange" }
+func (evTopicChange) name() string      { return "TopicChange" }
+func (evISRChange) name() string        { return "IsrChangeNotification" }
+func (evPreferred) name() string        { return "PreferredReplicaLeaderElection" }
+func (evReassign) name() string         { return "PartitionReassignment" }
+func (evNewSession) name() string       { return "Expire" }
+func (evShutdown) name() string         { return "ControlledShutdown" }
+
+// New returns a controller; Run starts it.
+func New(cfg Config, sess *zkutil.Session, log *eventlog.Log, fp *failpoint.Registry) *Controller {
+	if cfg.SocketTimeout == 0 {
+		cfg.SocketTimeout = 5 * time.Second
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = 200 * time.Millisecond
+	}
+	c := &Controller{cfg: cfg, sess: sess, log: log, fp: fp, events: newQueue[event](),
+		stop: make(chan struct{}), done: make(chan struct{}), epoch: 0}
+	c.status.ControllerID = -1
+	return c
+}
+
+// Status returns the last published snapshot.
+func (c *Controller) Status() Status {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	s := c.status
+	s.QueuedEvents = c.events.len()
+	return s
+}
+
+// NewSession tells the controller the ZooKeeper session changed (expiry and
+// re-establishment): watches and ephemerals of the old one are gone.
+func (c *Controller) NewSession(id int64) { c.events.push(evNewSession{id}) }
+
+// Run elects and serves until ctx ends; then it resigns (deleting nothing:
+// closing the session removes /controller).
+func (c *Controller) Run(ctx context.Context) {
+	defer close(c.done)
+	c.events.push(evElect{reason: "startup"})
+	for {
+		ev, ok := c.events.pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				if c.active {
+					c.resign("shutdown")
+				}
+				return
+			case <-c.events.wake:
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			if c.active {
+				c.resign("shutdown")
+			}
+			return
+		}
+		c.process(ctx, ev)
+		c.publish()
+	}
+}
+
+// Done is closed when Run returned.
+func (c *Controller) Done() <-chan struct{} { return c.done }
+
+func (c *Controller) process(ctx context.Context, ev event) {
+	var err error
+	switch e := ev.(type) {
+	case evElect:
+		c.elect(ctx, e.reason)
+	case evNewSession:
+		if e.id == c.sessionID {
+			return
+		}
+		if c.active {
+			c.resign("session expired")
+		}
+		if c.cfg.OnNewSession != nil {
+			c.cfg.OnNewSession(ctx)
+		}
+		c.elect(ctx, "new zookeeper session")
+	case evControllerChange:
+		// ControllerChange and Reelect: resign if /controller is no
+		// longer ours, elect if it is gone.
+		id, _ := c.readController(ctx)
+		if c.active && id != c.cfg.BrokerID {
+			c.resign("controller moved (/controller changed)")
+		}
+		if !c.active {
+			c.elect(ctx, "/controller changed")
+		}
+	case evBrokerChange:
+		if e.gen != c.gen {
+			return
+		}
+		err = c.onBrokerChange(ctx)
+	case evTopicChange:
+		if e.gen != c.gen {
+			return
+		}
+		err = c.onTopicChange(ctx)
+	case evISRChange:
+		if e.gen != c.gen {
+			return
+		}
+		err = c.onISRChange(ctx)
+	case evPreferred:
+		if e.gen != c.gen {
+			return
+		}
+		err = c.onPreferredElection(ctx)
+	case evReassign:
+		if e.gen != c.gen {
+			return
+		}
+		err = c.onReassignment(ctx)
+	case evShutdown:
+		resp := c.onControlledShutdown(ctx, e)
+		e.reply <- resp
+	}
+	if errors.Is(err, errControllerMoved) {
+		c.resign("controller moved (epoch zkVersion check failed)")
+		c.elect(ctx, "after controller moved")
+	} else if err != nil {
+		c.log.Printf("controller: %s failed: %v", ev.name(), err)
+	}
+}
+
+func (c *Controller) publish() {
+	s := Status{Active: c.active, Epoch: c.epoch, EpochZkVersion: c.epochZkVersion}
+	c.statusMu.Lock()
+	s.ControllerID = c.status.ControllerID
+	s.Bounces = c.status.Bounces
+	c.statusMu.Unlock()
+	if c.active {
+		s.ControllerID = c.cfg.BrokerID
+		s.LiveBrokers = map[int32]int64{}
+		for id, b := range c.ctx.live {
+			s.LiveBrokers[id] = b.Epoch
+		}
+		for _, tp := range c.ctx.sortedTPs() {
+			if ps := c.ctx.state[tp]; ps != nil {
+				s.Partitions = append(s.Partitions, history.PartitionState{Topic: tp.Topic, Partition: tp.Partition,
+					Leader: ps.st.Leader, LeaderEpoch: ps.st.LeaderEpoch, ControllerEpoch: ps.st.ControllerEpoch,
+					ISR: ps.st.ISR, Replicas: c.ctx.assign[tp]})
+			}
+		}
+	}
+	c.statusMu.Lock()
+	c.status = s
+	c.statusMu.Unlock()
+}
+
+func (c *Controller) setKnownController(id int32) {
+	c.statusMu.Lock()
+	c.status.ControllerID = id
+	c.statusMu.Unlock()
+}
+
+// ---- election ---------------------------------------------------------
+
+func (c *Controller) readController(ctx context.Context) (int32, error) {
+	data, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]byte, error) {
+		d, _, err := conn.Get(zkdata.ControllerPath)
+		return d, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	id, err := zkdata.DecodeController(data)
+	if err != nil {
+		c.log.Printf("malformed %s: %v", zkdata.ControllerPath, err)
+	}
+	return id, err
+}
+
+// watchController sets an exists-watch on /controller (ControllerChangeHandler).
+func (c *Controller) watchController(ctx context.Context) {
+	_, _, ch, err := c.existsW(ctx, zkdata.ControllerPath)
+	if err != nil {
+		c.log.Printf("watch %s: %v (will retry on the next session event)", zkdata.ControllerPath, err)
+		return
+	}
+	c.waitWatch(ch, func() event { return evControllerChange{gen: c.gen} })
+}
+
+func (c *Controller) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		ok bool
+		st *zk.Stat
+		ch <-chan zk.Event
+	}
+	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+		ok, st, ch, err := conn.ExistsW(path)
+		return r{ok, st, ch}, err
+	})
+	return v.ok, v.st, v.ch, err
+}
+
+// waitWatch turns a one-shot watch into an event. A watch that ends because
+// the session ended (EventNotWatching) is dropped: the new session's
+// re-election re-registers every watch.
+func (c *Controller) waitWatch(ch <-chan zk.Event, mk func() event) {
+	if ch == nil {
+		return
+	}
+	go func() {
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNotWatching {
+				return
+			}
+			c.events.push(mk())
+		case <-c.stop:
+		}
+	}()
+}
+
+// elect runs KafkaController.elect: if no controller exists, try the 2.1+
+// Multi; either way leave a watch on /controller.
+func (c *Controller) elect(ctx context.Context, reason string) {
+	c.sessionID = c.sess.Conn.SessionID()
+	defer c.watchController(ctx)
+	id, err := c.readController(ctx)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && id == -1 {
+		c.log.Printf("elect (%s): read %s: %v", reason, zkdata.ControllerPath, err)
+		return
+	}
+	if id != -1 {
+		c.setKnownController(id)
+		return
+	}
+	epoch, ver, err := c.registerAndIncrementEpoch(ctx)
+	if err != nil {
+		c.log.Printf("elect (%s): lost or failed: %v", reason, err)
+		if id, err := c.readController(ctx); err == nil {
+			c.setKnownController(id)
+		}
+		return
+	}
+	c.active, c.epoch, c.epochZkVersion = true, epoch, ver
+	c.setKnownController(c.cfg.BrokerID)
+	c.log.ControllerElected(history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Reason: reason})
+	if err := c.onControllerFailover(ctx); err != nil {
+		if errors.Is(err, errControllerMoved) {
+			c.resign("controller moved during failover")
+			return
+		}
+		c.log.Printf("failover: %v", err)
+	}
+}
+
+// registerAndIncrementEpoch is KafkaZkClient.registerControllerAndIncrementControllerEpoch.
+func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int32, error) {
+	epoch, ver, err := c.readEpoch(ctx)
+	if errors.Is(err, zk.ErrNoNode) {
+		// First controller ever: create /controller_epoch = 0.
+		start := time.Now()
+		_, _, cerr := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (string, error) {
+			return conn.Create(zkdata.ControllerEpochPath, zkdata.EncodeControllerEpoch(0), 0, zk.WorldACL(zk.PermAll))
+		})
+		c.logWrite(start, zkdata.ControllerEpochPath, "create", false, -1, "0", nil, cerr, 0, 0)
+		if cerr != nil && !errors.Is(cerr, zk.ErrNodeExists) {
+			return 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerEpochPath, cerr)
+		}
+		epoch, ver, err = c.readEpoch(ctx)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	newEpoch := epoch + 1
+	ctrlData := zkdata.EncodeController(c.cfg.BrokerID, time.Now())
+	if c.cfg.Bugs.On(config.BugKafka532) {
+		// Pre-fix: separate, unguarded steps.
+		start := time.Now()
+		_, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (string, error) {
+			return conn.Create(zkdata.ControllerPath, ctrlData, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		})
+		c.logWrite(start, zkdata.ControllerPath, "create", false, -1, string(ctrlData), nil, err, newEpoch, -1)
+		if err != nil {
+			return 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerPath, err)
+		}
+		start = time.Now()
+		st, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (*zk.Stat, error) {
+			return conn.Set(zkdata.ControllerEpochPath, zkdata.EncodeControllerEpoch(newEpoch), -1)
+		})
+		c.logWrite(start, zkdata.ControllerEpochPath, "set", false, -1, fmt.Sprint(newEpoch), st, err, newEpoch, -1)
+		if err != nil {
+			return 0, 0, fmt.Errorf("set %s: %w", zkdata.ControllerEpochPath, err)
+		}
+		return newEpoch, st.Version, nil
+	}
+	start := time.Now()
+	res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
+		return conn.Multi(
+			&zk.CreateRequest{Path: zkdata.ControllerPath, Data: ctrlData, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: zkdata.ControllerEpochPath, Data: zkdata.EncodeControllerEpoch(newEpoch), Version: ver},
+		)
+	})
+	_, ferr := zkutil.MultiFailure(res, err)
+	var st *zk.Stat
+	if ferr == nil && len(res) == 2 {
+		st = res[1].Stat
+	}
+	c.logWrite(start, zkdata.ControllerEpochPath, "multi", true, ver, fmt.Sprint(newEpoch), st, ferr, newEpoch, ver)
+	if ferr == nil && st != nil {
+		return newEpoch, st.Version, nil
+	}
+	if errors.Is(ferr, zk.ErrNodeExists) || errors.Is(ferr, zk.ErrBadVersion) || zkutil.Retriable(ferr) || errors.Is(ferr, zkutil.ErrTimeout) {
+		// A retried Multi may have succeeded the first time: we won only
+		// if /controller names us and the epoch is the one we wrote.
+		id, _ := c.readController(ctx)
+		e2, v2, err2 := c.readEpoch(ctx)
+		if err2 == nil && id == c.cfg.BrokerID && e2 == newEpoch {
+			return newEpoch, v2, nil
+		}
+		return 0, 0, fmt.Errorf("controller election: %w (now /controller=%d, epoch %d)", ferr, id, e2)
+	}
+	return 0, 0, fmt.Errorf("controller election: %w", ferr)
+}
+
+func (c *Controller) readEpoch(ctx context.Context) (int32, int32, error) {
+	type r struct {
+		d  []byte
+		st *zk.Stat
+	}
+	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+		d, st, err := conn.Get(zkdata.ControllerEpochPath)
+		return r{d, st}, err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	e, err := zkdata.DecodeControllerEpoch(v.d)
+	if err != nil {
+		return 0, 0, err
+	}
+	return e, v.st.Version, nil
+}
+
+// resign is onControllerResignation.
+func (c *Controller) resign(reason string) {
+	if !c.active {
+		return
+	}
+	c.active = false
+	c.gen++
+	if c.chans != nil {
+		c.chans.shutdown()
+		c.chans = nil
+	}
+	c.ctx = nil
+	c.log.ControllerResigned(history.ControllerRun{Epoch: c.epoch, EpochZkVersion: c.epochZkVersion, Reason: reason})
+	c.setKnownController(-1)
+}
+
+// ---- fenced writes ------------------------------------------------------
+
+func (c *Controller) logWrite(start time.Time, path, op string, conditional bool, expected int32, data string, st *zk.Stat, err error, epoch, epochVer int32) {
+	w := history.ZKWrite{Start: start.UnixNano(), Path: path, Op: op, Conditional: conditional,
+		ControllerEpoch: epoch, EpochZkVersion: epochVer, ExpectedVersion: expected,
+		Outcome: zkutil.Outcome(err), Data: data}
+	if st != nil {
+		w.NewVersion, w.Zxid = st.Version, st.Mzxid
+	}
+	if err != nil {
+		w.Error = err.Error()
+	}
+	c.log.ZKWrite(w)
+}
+
+// fenced runs op guarded by CheckVersion(/controller_epoch) (or unguarded
+// with KAFKA-532). It returns the op's result, errControllerMoved when the
+// check failed, or the op's own error.
+func (c *Controller) fenced(ctx context.Context, op any) (zk.MultiResponse, error) {
+	if c.cfg.Bugs.On(config.BugKafka532) {
+		res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
+			return conn.Multi(op)
+		})
+		i, ferr := zkutil.MultiFailure(res, err)
+		_ = i
+		if ferr != nil || len(res) != 1 {
+			if ferr == nil {
+				ferr = errors.New("empty multi response")
+			}
+			return zk.MultiResponse{}, ferr
+		}
+		return res[0], nil
+	}
+	res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
+		return conn.Multi(&zk.CheckVersionRequest{Path: zkdata.ControllerEpochPath, Version: c.epochZkVersion}, op)
+	})
+	i, ferr := zkutil.MultiFailure(res, err)
+	switch {
+	case ferr == nil && len(res) == 2:
+		return res[1], nil
+	case ferr == nil:
+		return zk.MultiResponse{}, errors.New("short multi response")
+	case i == 0 && (errors.Is(ferr, zk.ErrBadVersion) || errors.Is(ferr, zk.ErrNoNode)):
+		return zk.MultiResponse{}, fmt.Errorf("%w: %w", errControllerMoved, ferr)
+	default:
+		return zk.MultiResponse{}, ferr
+	}
+}
+
+// writeState writes one partition state conditionally on its cached
+// zkVersion (or unconditionally with KAFKA-532), logging the write.
+func (c *Controller) writeState(ctx context.Context, tp history.TopicPartition, st zkdata.PartitionState, expected int32, attempt int) (int32, error) {
+	path := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
+	data := zkdata.EncodePartitionState(st)
+	if c.cfg.Bugs.On(config.BugKafka532) {
+		expected = -1
+	}
+	start := time.Now()
+	res, err := c.fenced(ctx, &zk.SetDataRequest{Path: path, Data: data, Version: expected})
+	hs := toHistoryState(tp, st, c.ctx.assign[tp])
+	w := history.ZKWrite{Start: start.UnixNano(), Path: path, Op: "set", Conditional: !c.cfg.Bugs.On(config.BugKafka532),
+		ControllerEpoch: c.epoch, EpochZkVersion: c.epochZkVersion, ExpectedVersion: expected,
+		Outcome: zkutil.Outcome(err), State: &hs, Attempt: attempt}
+	if errors.Is(err, errControllerMoved) {
+		w.Outcome = history.ZKBadVersion
+	}
+	if err != nil {
+		w.Error = err.Error()
+	} else if res.Stat != nil {
+		w.NewVersion, w.Zxid = res.Stat.Version, res.Stat.Mzxid
+	}
+	c.log.ZKWrite(w)
+	if err != nil {
+		return 0, err
+	}
+	if res.Stat == nil {
+		return 0, errors.New("set without stat")
+	}
+	return res.Stat.Version, nil
+}
+
+func toHistoryState(tp history.TopicPartition, st zkdata.PartitionState, replicas []int32) history.PartitionState {
+	return history.PartitionState{Topic: tp.Topic, Partition: tp.Partition, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+		ControllerEpoch: st.ControllerEpoch, ISR: slices.Clone(st.ISR), Replicas: slices.Clone(replicas)}
+}
+
+// readState reads a partition state znode, after Sync unless KAFKA-16667
+// (a ZooKeeper read is served by the session's server and may be stale).
+func (c *Controller) readState(ctx context.Context, tp history.TopicPartition, sync bool) (*partState, error) {
+	path := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
+	if sync {
+		if _, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (string, error) {
+			return conn.Sync(path)
+		}); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, fmt.Errorf("sync %s: %w", path, err)
+		}
+	}
+	type r struct {
+		d  []byte
+		st *zk.Stat
+	}
+	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+		d, st, err := conn.Get(path)
+		return r{d, st}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := zkdata.DecodePartitionState(tp.Topic, tp.Partition, v.d)
+	if err != nil {
+		return nil, err
+	}
+	return &partState{st: st, ver: v.st.Version}, nil
+}
+
+// decide computes a partition's new state from its current one; ok=false
+// means no change.
+type decide func(cur zkdata.PartitionState) (next zkdata.PartitionState, ok bool)
+
+// updateStates writes the decisions for tps, as
+// PartitionStateMachine/ReplicaStateMachine do through updateLeaderAndIsr.
+// It returns the partitions whose new state is in ZooKeeper. A failed epoch
+// check aborts everything with errControllerMoved.
+func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartition, fn decide) ([]history.TopicPartition, error) {
+	var done []history.TopicPartition
+	for _, tp := range tps {
+		ps := c.ctx.state[tp]
+		if ps == nil {
+			continue
+		}
+		if !c.cfg.Bugs.On(config.BugKafka532) && ps.st.ControllerEpoch > c.epoch {
+			// PartitionStateMachine: the path was already written by a
+			// newer controller; this one is a zombie for that partition.
+			c.log.Printf("aborted state change of %s: written by controller epoch %d > ours %d", tp, ps.st.ControllerEpoch, c.epoch)
+			continue
+		}
+		next, ok := fn(ps.st)
+		if !ok {
+			continue
+		}
+		next.ControllerEpoch = c.epoch
+		for attempt := 1; ; attempt++ {
+			ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
+			if err == nil {
+				ps.st, ps.ver = next, ver
+				done = append(done, tp)
+				break
+			}
+			if errors.Is(err, errControllerMoved) {
+				return done, err
+			}
+			if !errors.Is(err, zk.ErrBadVersion) {
+				c.log.Printf("write state %s: %v", tp, err)
+				break
+			}
+			if c.cfg.Bugs.On(config.BugKafka16667) {
+				// The bug: trust the cached zkVersion and retry forever.
+				select {
+				case <-ctx.Done():
+					return done, ctx.Err()
+				case <-c.stop:
+					return done, errors.New("stopping")
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
+			}
+			// Fixed: re-read (after Sync) and reconcile.
+			fresh, rerr := c.readState(ctx, tp, true)
+			if rerr != nil {
+				c.log.Printf("re-read %s after BADVERSION: %v", tp, rerr)
+				break
+			}
+			*ps = *fresh
+			if ps.st.ControllerEpoch > c.epoch {
+				c.log.Printf("aborted state change of %s: written by a newer controller (epoch %d > %d)", tp, ps.st.ControllerEpoch, c.epoch)
+				break
+			}
+			if attempt >= 5 {
+				c.log.Printf("giving up state change of %s after %d attempts", tp, attempt)
+				break
+			}
+			if next, ok = fn(ps.st); !ok {
+				break
+			}
+			next.ControllerEpoch = c.epoch
+		}
+	}
+	return done, nil
+}

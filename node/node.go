@@ -1,0 +1,367 @@
+// Package node assembles one node program process: event log, failpoints,
+// admin HTTP, the Kafka-protocol server, the ZooKeeper session, the broker's
+// registration and the controller, and their orderly shutdown (controlled
+// shutdown first, as a Kafka broker does on SIGTERM).
+//
+// Sub-packages own the pieces (see their doc comments); this package only
+// wires them. The harness never imports any of it: it runs cmd/kafkanode and
+// reads the event log.
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/broker"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/controller"
+	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/failpoint"
+	"github.com/zkchaos/zkchaos/node/wire"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+	"github.com/zkchaos/zkchaos/node/zkutil"
+)
+
+// ZKConnectTimeout bounds the wait for the first ZooKeeper session.
+var ZKConnectTimeout = 30 * time.Second
+
+// Node is one running node program.
+type Node struct {
+	cfg    *config.Config
+	log    *eventlog.Log
+	fp     *failpoint.Registry
+	broker *broker.Broker
+	ctrl   *controller.Controller
+	sess   *zkutil.Session
+	server *wire.Server
+
+	regMu     sync.Mutex
+	regSessID int64
+}
+
+// Run runs a node until ctx ends (SIGTERM), then shuts it down. stderr gets
+// the human log.
+func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) {
+	n := &Node{cfg: cfg}
+	var w *history.Writer
+	if cfg.EventLog != "" {
+		w, err = history.Create(cfg.EventLog, fmt.Sprintf("n%d", cfg.BrokerID), cfg.BrokerID)
+		if err != nil {
+			return fmt.Errorf("event log: %w", err)
+		}
+	}
+	n.log = eventlog.New(w, cfg.BrokerID, stderr)
+	defer n.log.Close()
+	incarnation := time.Now().UnixNano()
+	n.log.NodeStart(history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy})
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+	}
+
+	n.fp = failpoint.New()
+	fpIDs := map[string]string{}
+	var fpMu sync.Mutex
+	n.fp.OnHit = func(h failpoint.Hit) {
+		fpMu.Lock()
+		id := fmt.Sprintf("fp-n%d-%d-%s-%d", cfg.BrokerID, incarnation, h.Name, h.Seq)
+		fpIDs[h.Name] = id
+		fpMu.Unlock()
+		n.log.Failpoint(h.Phase == "start", id, h.Name, fmt.Sprintf("%s %s %s", h.Name, h.Action, h.Detail))
+		n.log.Sync()
+	}
+	if err := n.fp.ArmSpec(cfg.Failpoints); err != nil {
+		return fmt.Errorf("failpoints: %w", err)
+	}
+
+	n.broker = broker.New(cfg.BrokerID, cfg.Bugs, n.log)
+
+	// Admin HTTP first, so failpoints can be armed and released while the
+	// node is still starting (broker-before-register).
+	var admin *http.Server
+	if cfg.AdminListen != "off" {
+		ln, err := net.Listen("tcp", cfg.AdminListen)
+		if err != nil {
+			return fmt.Errorf("admin listener %s: %w", cfg.AdminListen, err)
+		}
+		admin = &http.Server{Handler: n.adminMux(), ReadHeaderTimeout: 5 * time.Second}
+		go admin.Serve(ln)
+		defer admin.Close()
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("kafka listener %s: %w", cfg.Listen, err)
+	}
+	n.server = wire.NewServer()
+	n.server.OnError = func(remote net.Addr, hdr *wire.RequestHeader, err error) {
+		if hdr != nil {
+			n.log.Printf("kafka request from %s (api %d v%d corr %d): %v", remote, hdr.APIKey, hdr.APIVersion, hdr.CorrelationID, err)
+		} else {
+			n.log.Printf("kafka connection from %s: %v", remote, err)
+		}
+	}
+	n.routes()
+	serveDone := make(chan struct{})
+	go func() {
+		defer close(serveDone)
+		if err := n.server.Serve(ln); err != nil {
+			n.log.Printf("kafka server: %v", err)
+		}
+	}()
+	defer func() { n.server.Close(); <-serveDone }()
+
+	// ZooKeeper.
+	n.sess, err = zkutil.Connect(cfg.ZKServers, cfg.ZKSessionTimeout, cfg.ZKRequestTimeout)
+	if err != nil {
+		return err
+	}
+	defer n.sess.Close()
+	cctx, cancel := context.WithTimeout(ctx, ZKConnectTimeout)
+	err = n.sess.WaitSession(cctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("zookeeper %v unreachable: %w", cfg.ZKServers, err)
+	}
+	n.log.Printf("zookeeper session 0x%x (timeout %s requested)", n.sess.Conn.SessionID(), cfg.ZKSessionTimeout)
+	for _, p := range zkdata.PersistentPaths {
+		if err := zkutil.EnsurePath(ctx, n.sess, p); err != nil {
+			return fmt.Errorf("zookeeper layout: %w", err)
+		}
+	}
+	if err := n.fp.Eval(ctx, failpoint.BrokerBeforeRegister); err != nil {
+		return fmt.Errorf("start-up aborted: %w", err)
+	}
+	if err := n.register(ctx); err != nil {
+		return err
+	}
+
+	n.ctrl = controller.New(controller.Config{
+		BrokerID: cfg.BrokerID, Bugs: cfg.Bugs, OfflinePolicy: cfg.OfflinePolicy,
+		SocketTimeout: cfg.ControllerSocketTimeout,
+		OnNewSession: func(ctx context.Context) {
+			if err := n.register(ctx); err != nil {
+				n.log.Printf("re-registration failed: %v", err)
+			}
+		},
+	}, n.sess, n.log, n.fp)
+	ctrlCtx, stopCtrl := context.WithCancel(context.Background())
+	go n.ctrl.Run(ctrlCtx)
+	defer func() {
+		stopCtrl()
+		<-n.ctrl.Done()
+		n.ctrl.Close()
+	}()
+	// A replaced session (expiry) means new ephemerals: tell the controller,
+	// whose event loop re-registers and re-elects.
+	var lastSess int64 = n.sess.Conn.SessionID()
+	var sessMu sync.Mutex
+	n.sess.OnEvent(func(ev zk.Event) {
+		if ev.Type != zk.EventSession || ev.State != zk.StateHasSession {
+			return
+		}
+		id := n.sess.Conn.SessionID()
+		sessMu.Lock()
+		changed := id != lastSess
+		lastSess = id
+		sessMu.Unlock()
+		if changed {
+			n.log.Printf("new zookeeper session 0x%x", id)
+			n.ctrl.NewSession(id)
+		}
+	})
+
+	<-ctx.Done()
+	n.log.Printf("shutting down")
+	if cfg.ControlledShutdownOnTerm {
+		n.controlledShutdown()
+	}
+	n.log.NodeStop(history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy, Reason: "signal"})
+	return nil
+}
+
+// register (re-)creates /brokers/ids/<id> for the current session.
+func (n *Node) register(ctx context.Context) error {
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	sid := n.sess.Conn.SessionID()
+	if sid == n.regSessID && n.broker.Epoch() > 0 {
+		return nil
+	}
+	czxid, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, n.log.Printf)
+	if err != nil {
+		return err
+	}
+	n.regSessID = sid
+	n.broker.SetEpoch(czxid)
+	n.log.Registered(history.Registration{BrokerID: n.cfg.BrokerID, BrokerEpoch: czxid, Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort})
+	return nil
+}
+
+func (n *Node) routes() {
+	n.server.Handle(4, 0, 4, func(_ context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return n.broker.HandleLeaderAndIsr(hdr, req.(*kmsg.LeaderAndISRRequest)), nil
+	})
+	n.server.Handle(5, 0, 3, func(_ context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return n.broker.HandleStopReplica(hdr, req.(*kmsg.StopReplicaRequest)), nil
+	})
+	n.server.Handle(6, 0, 6, func(_ context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return n.broker.HandleUpdateMetadata(hdr, req.(*kmsg.UpdateMetadataRequest)), nil
+	})
+	n.server.Handle(7, 0, 3, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		if n.ctrl == nil {
+			r := kmsg.NewPtrControlledShutdownResponse()
+			r.ErrorCode = wire.ErrNotController
+			return r, nil
+		}
+		return n.ctrl.ControlledShutdown(ctx, hdr, req.(*kmsg.ControlledShutdownRequest)), nil
+	})
+}
+
+// controlledShutdown is KafkaServer.controlledShutdown: ask the controller
+// to move leadership away, retrying while partitions remain.
+func (n *Node) controlledShutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n.cfg.ControlledShutdownRetry+1)*(n.cfg.ControllerSocketTimeout+n.cfg.ControlledShutdownWait))
+	defer cancel()
+	for attempt := 1; attempt <= n.cfg.ControlledShutdownRetry; attempt++ {
+		ok, err := n.controlledShutdownOnce(ctx)
+		if err != nil {
+			n.log.Printf("controlled shutdown attempt %d: %v", attempt, err)
+		}
+		if ok {
+			n.fp.Eval(ctx, failpoint.BrokerControlledShutdown)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.cfg.ControlledShutdownWait):
+		}
+	}
+	n.log.Printf("controlled shutdown did not complete; shutting down anyway")
+}
+
+func (n *Node) controlledShutdownOnce(ctx context.Context) (bool, error) {
+	data, err := zkutil.Call(ctx, n.sess, func(c *zk.Conn) ([]byte, error) {
+		d, _, err := c.Get(zkdata.ControllerPath)
+		return d, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("find controller: %w", err)
+	}
+	cid, err := zkdata.DecodeController(data)
+	if err != nil {
+		return false, err
+	}
+	reg, err := zkutil.Call(ctx, n.sess, func(c *zk.Conn) ([]byte, error) {
+		d, _, err := c.Get(zkdata.BrokerPath(cid))
+		return d, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("controller %d endpoint: %w", cid, err)
+	}
+	br, err := zkdata.DecodeBroker(cid, reg)
+	if err != nil {
+		return false, err
+	}
+	cl := wire.NewClient(net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))), fmt.Sprintf("broker-%d", n.cfg.BrokerID))
+	defer cl.Close()
+	req := kmsg.NewPtrControlledShutdownRequest()
+	req.SetVersion(3)
+	req.BrokerID = n.cfg.BrokerID
+	req.BrokerEpoch = n.broker.Epoch()
+	if n.cfg.Bugs.On(config.BugKafka7235) {
+		req.BrokerEpoch = -1
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.ControllerSocketTimeout*2)
+	defer cancel()
+	resp, err := cl.Request(rctx, req)
+	if err != nil {
+		return false, err
+	}
+	r := resp.(*kmsg.ControlledShutdownResponse)
+	n.log.Printf("controlled shutdown via controller %d: error %d, %d partitions remaining", cid, r.ErrorCode, len(r.PartitionsRemaining))
+	return r.ErrorCode == 0 && len(r.PartitionsRemaining) == 0, nil
+}
+
+// State is the admin /state document.
+type State struct {
+	BrokerID             int32              `json:"broker_id"`
+	BrokerEpoch          int64              `json:"broker_epoch"`
+	KnownControllerEpoch int32              `json:"known_controller_epoch"`
+	SessionID            string             `json:"zk_session_id"`
+	Bugs                 []string           `json:"bugs"`
+	Controller           *controller.Status `json:"controller,omitempty"`
+	Partitions           []broker.Partition `json:"partitions"`
+	Failpoints           map[string]string  `json:"failpoints"`
+}
+
+func (n *Node) state() State {
+	s := State{BrokerID: n.cfg.BrokerID, BrokerEpoch: n.broker.Epoch(), KnownControllerEpoch: n.broker.KnownControllerEpoch(),
+		Bugs: n.cfg.Bugs.List(), Partitions: n.broker.Replicas.All(), Failpoints: n.fp.Armed()}
+	if n.sess != nil {
+		s.SessionID = fmt.Sprintf("0x%x", n.sess.Conn.SessionID())
+	}
+	if n.ctrl != nil {
+		st := n.ctrl.Status()
+		s.Controller = &st
+	}
+	return s
+}
+
+func (n *Node) adminMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	writeJSON := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, n.state()) })
+	mux.HandleFunc("GET /failpoints", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, n.fp.Armed()) })
+	arm := func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		a, err := failpoint.ParseAction(string(body))
+		if err == nil {
+			err = n.fp.Arm(r.PathValue("name"), a)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n.log.Printf("failpoint %s armed: %s", r.PathValue("name"), a)
+		w.WriteHeader(http.StatusNoContent)
+	}
+	mux.HandleFunc("PUT /failpoints/{name}", arm)
+	mux.HandleFunc("POST /failpoints/{name}", arm)
+	mux.HandleFunc("DELETE /failpoints/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if err := n.fp.Disarm(r.PathValue("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /failpoints/{name}/release", func(w http.ResponseWriter, r *http.Request) {
+		if err := n.fp.Release(r.PathValue("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
+

@@ -1,0 +1,189 @@
+// Package zkutil owns the node program's ZooKeeper session: connecting with a
+// session-state callback (go-zookeeper's event channel drops events), bounded
+// calls (the library has no per-call timeout), retry of calls lost to a
+// connection or session change (as KafkaZkClient.retryRequestsUntilConnected
+// does), and the mapping of errors to history outcomes.
+//
+// It knows nothing about Kafka's znodes; zkdata does.
+package zkutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ErrTimeout means a call did not return within the request timeout: its
+// outcome is unknown (it may still take effect).
+var ErrTimeout = errors.New("zookeeper call timed out (outcome unknown)")
+
+// Session is one go-zookeeper connection. go-zookeeper re-establishes it
+// transparently; after an expiry the new connection has a NEW session and
+// every ephemeral of the old one is gone, which SessionID reveals.
+type Session struct {
+	Conn           *zk.Conn
+	RequestTimeout time.Duration
+
+	mu        sync.Mutex
+	listeners []func(zk.Event)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// Connect starts a session. Listeners added later hear every state event.
+func Connect(servers []string, sessionTimeout, requestTimeout time.Duration) (*Session, error) {
+	s := &Session{RequestTimeout: requestTimeout}
+	conn, _, err := zk.Connect(servers, sessionTimeout,
+		zk.WithLogger(quietLogger{}),
+		zk.WithEventCallback(s.dispatch))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper connect %v: %w", servers, err)
+	}
+	s.Conn = conn
+	return s, nil
+}
+
+// OnEvent adds a listener for session and watch events delivered through the
+// callback. It must not block: go-zookeeper calls it on its receive loop.
+func (s *Session) OnEvent(fn func(zk.Event)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners = append(s.listeners, fn)
+}
+
+func (s *Session) dispatch(ev zk.Event) {
+	s.mu.Lock()
+	ls := append([]func(zk.Event){}, s.listeners...)
+	s.mu.Unlock()
+	for _, fn := range ls {
+		fn(ev)
+	}
+}
+
+// WaitSession waits until the connection has a session.
+func (s *Session) WaitSession(ctx context.Context) error {
+	for s.Conn.State() != zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a zookeeper session (state %s): %w", s.Conn.State(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Close ends the session (its ephemerals go at once).
+func (s *Session) Close() { s.Conn.Close() }
+
+// Call runs fn bounded by the request timeout and ctx. On timeout fn keeps
+// running in the background until go-zookeeper answers or the connection
+// closes; the caller gets ErrTimeout and must treat the outcome as unknown.
+func Call[T any](ctx context.Context, s *Session, fn func(*zk.Conn) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn(s.Conn)
+		ch <- result{v, err}
+	}()
+	t := time.NewTimer(s.RequestTimeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-t.C:
+		var zero T
+		return zero, ErrTimeout
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	}
+}
+
+// Retriable reports whether err means the request did not reach (or was not
+// executed by) ZooKeeper on a session that still exists, so sending it again
+// on the current connection is safe.
+func Retriable(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+// Retry calls fn until it returns a non-retriable result, ctx ends or the
+// total time exceeds limit. attempt counts from 1.
+func Retry[T any](ctx context.Context, s *Session, limit time.Duration, fn func(c *zk.Conn, attempt int) (T, error)) (T, int, error) {
+	deadline := time.Now().Add(limit)
+	attempt := 0
+	for {
+		attempt++
+		a := attempt
+		v, err := Call(ctx, s, func(c *zk.Conn) (T, error) { return fn(c, a) })
+		if err == nil || !Retriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return v, attempt, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, attempt, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Outcome maps a ZooKeeper error to a history outcome.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return history.ZKOK
+	case errors.Is(err, zk.ErrBadVersion):
+		return history.ZKBadVersion
+	case errors.Is(err, zk.ErrNoNode):
+		return history.ZKNoNode
+	case errors.Is(err, zk.ErrNodeExists):
+		return history.ZKNodeExists
+	case errors.Is(err, ErrTimeout), Retriable(err):
+		return history.ZKConnectionLoss
+	default:
+		return history.ZKError
+	}
+}
+
+// MultiFailure returns the index of the first failed op of a Multi (or -1)
+// and its error.
+func MultiFailure(res []zk.MultiResponse, err error) (int, error) {
+	for i, r := range res {
+		if r.Error != nil {
+			return i, r.Error
+		}
+	}
+	if err != nil {
+		return -1, err
+	}
+	return -1, nil
+}
+
+// EnsurePath creates path and its parents (persistent, empty) if missing.
+func EnsurePath(ctx context.Context, s *Session, path string) error {
+	if path == "" || path == "/" {
+		return nil
+	}
+	for i := 1; i <= len(path); i++ {
+		if i == len(path) || path[i] == '/' {
+			p := path[:i]
+			_, _, err := Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (string, error) {
+				return c.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+			})
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return fmt.Errorf("create %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
