@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	hb "github.com/zkchaos/zkchaos/history/historytest"
@@ -457,5 +458,14 @@ func TestHealTreatsNodeRestartAsEndOfItsFailpoints(t *testing.T) {
 	hi := heal(b.History())
 	if !hi.healed || hi.at != b.History().Events[restart].Time {
 		t.Fatalf("restart did not end the failpoint: %+v", hi)
+	}
+}
+
+// Porcupine running out of time is unknown, never valid.
+func TestLinearizableTimeoutIsUnknown(t *testing.T) {
+	h := hb.Clean(hb.GenConfig{Partitions: 2, Processes: 5, Ops: 500, ReadRate: 0.3, Seed: 2})
+	r := Linearizable{Timeout: time.Nanosecond}.Check(h)
+	if r.Verdict != Unknown || !strings.Contains(r.Explanation, "ran out") {
+		t.Fatalf("got %s: %s", r.Verdict, r.Explanation)
 	}
 }
