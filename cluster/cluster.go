@@ -214,15 +214,18 @@ func (c *Cluster) startZK(ctx context.Context) error {
 }
 
 // zkCommand runs the JVM as PID 1 (exec, no shell), so SIGSTOP sent to the
-// container freezes ZooKeeper itself. Only zookeeper.jar and the conf dir are
-// on the classpath: adding every jar under /usr/share/java breaks slf4j.
+// container freezes ZooKeeper itself. The classpath names exactly one slf4j
+// binding (log4j 1.2, which Debian's log4j.properties configures): without
+// one ZooKeeper logs nothing at all, and with every jar under /usr/share/java
+// slf4j finds several bindings. Logs go to the console (container logs) and
+// to /zk/log/zookeeper.log on the bind mount, which outlives the container.
 func zkCommand(o ZKOptions) []string {
 	return []string{
 		"java",
 		fmt.Sprintf("-Xmx%dm", o.HeapMB), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
 		"-Dzookeeper.log.dir=/zk/log", "-Dzookeeper.root.logger=INFO,CONSOLE,ROLLINGFILE",
 		"-Dzookeeper.log.file=zookeeper.log",
-		"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar",
+		"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", "/zk/zoo.cfg",
 	}
 }
