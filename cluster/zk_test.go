@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestZooCfg(t *testing.T) {
+	o := ZKOptions{Servers: 3}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := zooCfg(o, []string{"10.0.0.11", "10.0.0.12", "10.0.0.13"})
+	for _, want := range []string{
+		"tickTime=200\n", "minSessionTimeout=400\n", "maxSessionTimeout=30000\n",
+		"server.1=10.0.0.11:2888:3888\n", "server.3=10.0.0.13:2888:3888\n",
+		"standaloneEnabled=false\n", "4lw.commands.whitelist=*\n",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("zoo.cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	single := zooCfg(o, []string{"10.0.0.11"})
+	if strings.Contains(single, "server.1=") {
+		t.Errorf("a single server must run standalone:\n%s", single)
+	}
+}
+
+func TestZKOptionsDefaultsAndErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      ZKOptions
+		wantErr string
+	}{
+		{"zero is three servers", ZKOptions{}, ""},
+		{"even ensemble", ZKOptions{Servers: 4}, "want 1, 3 or 5"},
+		{"tick too small", ZKOptions{TickTime: time.Millisecond}, "below 10ms"},
+		{"max below min", ZKOptions{MinSessionTimeout: 5 * time.Second, MaxSessionTimeout: time.Second}, "below min"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.in.defaults()
+			if tt.wantErr == "" {
+				if err != nil || tt.in.Servers != 3 {
+					t.Fatalf("err %v, servers %d", err, tt.in.Servers)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// fakeSrvr answers one `srvr` with reply.
+func fakeSrvr(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 4)
+			c.Read(buf)
+			c.Write([]byte(reply))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestZKSrvrParsing(t *testing.T) {
+	tests := []struct {
+		name     string
+		reply    string
+		wantMode string
+		wantZxid int64
+		wantErr  string
+	}{
+		{"leader", "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: 0x100000005\nMode: leader\nNode count: 5\n", "leader", 0x100000005, ""},
+		{"follower", "Zxid: 0x0\nMode: follower\n", "follower", 0, ""},
+		{"not serving", "This ZooKeeper instance is not currently serving requests\n", "", 0, "not serving"},
+		{"garbage", "hello\n", "", 0, "no Mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := ZKSrvr(context.Background(), fakeSrvr(t, tt.reply), time.Second)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || st.Mode != tt.wantMode || st.Zxid != tt.wantZxid {
+				t.Fatalf("got %+v, %v; want mode %s zxid %#x", st, err, tt.wantMode, tt.wantZxid)
+			}
+		})
+	}
+}
