@@ -110,11 +110,13 @@ func TestControllerFencing(t *testing.T) {
 			return nil
 		}},
 		{name: "write issued after election, no zxids", want: Invalid, explain: "was not fenced", build: func(b *hb.Builder) []int {
+			b.Add(history.Event{Kind: history.KindControllerElected, Node: 1, Controller: &history.ControllerRun{Epoch: 1}})
 			e2 := b.Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 2}})
 			w := zkWrite(b, 1, 1, 0, b.Now(), history.ZKOK)
 			return []int{e2, w}
 		}},
 		{name: "write issued before election, no zxids", want: Valid, build: func(b *hb.Builder) []int {
+			b.Add(history.Event{Kind: history.KindControllerElected, Node: 1, Controller: &history.ControllerRun{Epoch: 1}})
 			start := b.Now()
 			b.Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 2}})
 			zkWrite(b, 1, 1, 0, start, history.ZKOK)
@@ -128,6 +130,19 @@ func TestControllerFencing(t *testing.T) {
 		{name: "partition state epochs rise", want: Valid, build: func(b *hb.Builder) []int {
 			b.State(tp0, 1, 4, 3, 10, 1, 2)
 			b.State(tp0, 2, 5, 4, 11, 2)
+			return nil
+		}},
+		{name: "late-logged write without zxid is not ordered by time", want: Valid, build: func(b *hb.Builder) []int {
+			b.State(tp0, 2, 5, 4, 11, 2)
+			// A controller-1 write that landed earlier, logged late, no zxid.
+			b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Path: "/brokers/topics/t/partitions/0/state",
+				Op: "set", ControllerEpoch: 3, Outcome: history.ZKOK,
+				State: &history.PartitionState{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 4, ControllerEpoch: 3}}})
+			return nil
+		}},
+		{name: "ISR write by a leader is not a controller write", want: Valid, build: func(b *hb.Builder) []int {
+			elected(b, 2, 2, 20)
+			zkWrite(b, 3, 1, 30, 0, history.ZKOK) // broker 3 never ran as controller
 			return nil
 		}},
 	})

@@ -35,14 +35,20 @@ func (c ControllerFencing) Check(h *history.History) Result {
 	}
 	var elections []election
 	type psObs struct {
-		epoch int32
-		zxid  int64
-		time  int64
-		idx   int
+		epoch   int32
+		zxid    int64
+		time    int64
+		idx     int
+		watcher bool
 	}
 	states := map[history.TopicPartition][]psObs{}
 	var writes []*history.Event
 	accepted := 0
+	type nodeEpoch struct {
+		node  int32
+		epoch int32
+	}
+	ranAt := map[nodeEpoch]bool{} // node was elected controller at epoch
 
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -69,13 +75,14 @@ func (c ControllerFencing) Check(h *history.History) Result {
 			}
 		case history.KindControllerElected:
 			elections = append(elections, election{e.Controller.Epoch, e.Time, e.Controller.Zxid, e.Index})
+			ranAt[nodeEpoch{e.Node, e.Controller.Epoch}] = true
 		case history.KindZKWatch:
 			w := e.Watch
 			if w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
 				elections = append(elections, election{*w.ControllerEpoch, e.Time, w.Mzxid, e.Index})
 			}
 			if w.State != nil {
-				states[w.State.TP()] = append(states[w.State.TP()], psObs{w.State.ControllerEpoch, w.Mzxid, e.Time, e.Index})
+				states[w.State.TP()] = append(states[w.State.TP()], psObs{w.State.ControllerEpoch, w.Mzxid, e.Time, e.Index, true})
 			}
 		case history.KindZKWrite:
 			zw := e.ZKWrite
@@ -84,7 +91,7 @@ func (c ControllerFencing) Check(h *history.History) Result {
 			}
 			writes = append(writes, e)
 			if zw.State != nil {
-				states[zw.State.TP()] = append(states[zw.State.TP()], psObs{zw.State.ControllerEpoch, zw.Zxid, e.Time, e.Index})
+				states[zw.State.TP()] = append(states[zw.State.TP()], psObs{zw.State.ControllerEpoch, zw.Zxid, e.Time, e.Index, false})
 			}
 		}
 	}
@@ -97,7 +104,10 @@ func (c ControllerFencing) Check(h *history.History) Result {
 	sort.Slice(elections, func(a, b int) bool { return elections[a].time < elections[b].time })
 	for _, w := range writes {
 		zw := w.ZKWrite
-		if zw.ControllerEpoch <= 0 || zw.Path == "/controller" || zw.Path == "/controller_epoch" {
+		// Only writes of a controller, by the node that was elected at that
+		// epoch (a leader's ISR write carries no controller epoch).
+		if zw.ControllerEpoch <= 0 || zw.Path == "/controller" || zw.Path == "/controller_epoch" ||
+			!ranAt[nodeEpoch{w.Node, zw.ControllerEpoch}] {
 			continue
 		}
 		for _, el := range elections {
@@ -120,24 +130,33 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		}
 	}
 
-	// Partition-state controller_epoch never decreases, in ZooKeeper order
-	// (mzxid) when every observation has one, else in time order.
+	// Partition-state controller_epoch never decreases, in ZooKeeper order:
+	// by zxid, over the observations that have one; if none has, over the
+	// watcher's own observations in time order (one ZooKeeper session sees
+	// updates in order). Node-logged writes without a zxid are not ordered
+	// by time: a node paused between its write and its log line would make
+	// an old write look late.
 	tps := make([]history.TopicPartition, 0, len(states))
 	for tp := range states {
 		tps = append(tps, tp)
 	}
 	sort.Slice(tps, func(a, b int) bool { return tps[a].String() < tps[b].String() })
 	for _, tp := range tps {
-		obs := states[tp]
-		byZxid := true
-		for _, o := range obs {
-			if o.zxid == 0 {
-				byZxid = false
-				break
+		var withZxid, watched []psObs
+		for _, o := range states[tp] {
+			if o.zxid > 0 {
+				withZxid = append(withZxid, o)
+			} else if o.watcher {
+				watched = append(watched, o)
 			}
 		}
-		if byZxid {
+		obs := watched
+		if len(withZxid) > 0 {
+			obs = withZxid
 			sort.SliceStable(obs, func(a, b int) bool { return obs[a].zxid < obs[b].zxid })
+		}
+		if len(obs) == 0 {
+			continue
 		}
 		maxO := obs[0]
 		for _, o := range obs[1:] {
