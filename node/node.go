@@ -364,4 +364,3 @@ func (n *Node) adminMux() *http.ServeMux {
 	})
 	return mux
 }
-

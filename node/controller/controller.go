@@ -232,16 +232,18 @@ func (c *Controller) process(ctx context.Context, ev event) {
 	case evElect:
 		c.elect(ctx, e.reason)
 	case evNewSession:
-		if e.id == c.sessionID {
-			return
-		}
-		if c.active {
-			c.resign("session expired")
-		}
+		// RegisterBrokerAndReelect: our ephemerals died with the old
+		// session, so the broker registers again (new czxid) and the
+		// controller, if it was one, is not any more.
 		if c.cfg.OnNewSession != nil {
 			c.cfg.OnNewSession(ctx)
 		}
-		c.elect(ctx, "new zookeeper session")
+		if c.active && c.sessionID != e.id {
+			c.resign("session expired")
+		}
+		if !c.active {
+			c.elect(ctx, "new zookeeper session")
+		}
 	case evControllerChange:
 		// ControllerChange and Reelect: resign if /controller is no
 		// longer ours, elect if it is gone.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,8 +80,13 @@ func (l *Log) Emit(ev history.Event) {
 		}
 	}
 	if l.text != nil {
+		// The header is the writer's business; humans want kind + payload.
 		b, _ := json.Marshal(&ev)
-		l.Printf("%s", b)
+		s := string(b)
+		if i := strings.Index(s, `"kind":`); i > 0 {
+			s = "{" + s[i:]
+		}
+		l.Printf("%s", s)
 	}
 }
 
