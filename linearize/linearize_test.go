@@ -156,3 +156,12 @@ func BenchmarkPorcupineIllegal5000(b *testing.B) {
 		}
 	}
 }
+
+// A timeout gives Unknown for every partition it cut short, never Ok.
+func TestTimeoutIsUnknown(t *testing.T) {
+	h := hb.Clean(hb.GenConfig{Partitions: 2, Processes: 10, Ops: 2000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 5})
+	out := Check(h, Options{Timeout: time.Nanosecond})
+	if out.Result != porcupine.Unknown {
+		t.Fatalf("result %s, want Unknown", out.Result)
+	}
+}
