@@ -1,0 +1,787 @@
+package reports
+
+// This file owns the report's timeline: one pass over the history that
+// aggregates what is worth drawing (harness phases, fault windows, who was
+// controller at which epoch, each partition's leader and leader epoch, client
+// operation latencies and outcomes) and an inline SVG drawing of it.
+//
+// Size is bounded by pixels, not by events: spans narrower than a couple of
+// pixels are merged into one "busy" span, and the latency scatter is binned
+// into pixel cells (one square per occupied cell and outcome, coarsened until
+// at most maxPoints remain), drawn as one <path> per outcome. So a
+// million-event history costs the same few hundred kilobytes as a long quiet
+// one, and the drawing is deterministic.
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Drawing limits.
+const (
+	maxPoints     = 4000 // latency scatter squares, all outcomes together
+	maxMarkers    = 300  // violation markers
+	maxPartitions = 32   // partition lanes; more are summarised in a note
+	maxFaultRows  = 4    // rows for overlapping faults
+	minSpanPx     = 2.0  // narrower spans are merged
+)
+
+// span is an interval on one lane.
+type span struct {
+	from, to int64
+	label    string // drawn inside when it fits
+	title    string // tooltip
+	color    string
+	open     bool // never closed: drawn to the end with a dashed edge
+}
+
+// opPoint is one completed client operation: invoke time, latency, outcome.
+type opPoint struct {
+	t, lat  int64
+	outcome uint8
+}
+
+const (
+	outOK = iota
+	outFail
+	outInfo
+	nOutcomes
+)
+
+// marker is a violation event drawn on the timeline.
+type marker struct {
+	t      int64
+	title  string
+	anchor string
+}
+
+// timeline is the aggregate of a history that the SVG is drawn from.
+type timeline struct {
+	t0, t1   int64
+	phases   []span
+	faults   []span
+	zkCtrl   []span
+	nodes    []int32
+	ctrl     map[int32][]span
+	parts    []history.TopicPartition
+	state    map[history.TopicPartition][]span           // ZooKeeper's partition state
+	believed map[history.TopicPartition]map[int32][]span // brokers acting as leader
+	ops      []opPoint
+	counts   [nOutcomes]int
+	pending  int // invokes without a completion
+	markers  []marker
+	kinds    map[history.Kind]int
+	sources  map[string]int
+}
+
+// nodeColors are distinguishable colours for brokers n1, n2, ...
+var nodeColors = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"}
+
+func nodeColor(id int32) string {
+	if id <= 0 {
+		return "#bbbbbb"
+	}
+	return nodeColors[int(id-1)%len(nodeColors)]
+}
+
+// buildTimeline aggregates h in one pass. It keeps only small per-change
+// records and one opPoint per client operation.
+func buildTimeline(h *history.History) *timeline {
+	tl := &timeline{
+		ctrl:     map[int32][]span{},
+		state:    map[history.TopicPartition][]span{},
+		believed: map[history.TopicPartition]map[int32][]span{},
+		kinds:    map[history.Kind]int{},
+		sources:  map[string]int{},
+	}
+	if h == nil || len(h.Events) == 0 {
+		return tl
+	}
+	tl.t0, tl.t1 = h.Events[0].Time, h.Events[len(h.Events)-1].Time
+	rel := func(t int64) string { return relTime(t, tl.t0) }
+
+	type faultKey struct{ src, id string }
+	type openCtrl struct {
+		t     int64
+		epoch int32
+		zkv   int32
+	}
+	type openLead struct {
+		t     int64
+		epoch int32
+	}
+	type openState struct {
+		t             int64
+		leader, epoch int32
+		title         string
+	}
+	var (
+		phaseOpen  = map[string]int64{}
+		phaseOrder []string
+		faultOpen  = map[faultKey]*history.Event{}
+		ctrlOpen   = map[int32]openCtrl{}
+		nodeSeen   = map[int32]bool{}
+		leadOpen   = map[history.TopicPartition]map[int32]openLead{}
+		stOpen     = map[history.TopicPartition]*openState{}
+		writeState = map[history.TopicPartition][]*history.Event{} // fallback when the watcher saw nothing
+		sawWatch   = map[history.TopicPartition]bool{}
+		invokes    = map[int]int64{}
+		zkID       = int32(-2) // -2: not observed yet
+		zkEpoch    = int32(-1)
+		zkFrom     int64
+	)
+	closeFault := func(k faultKey, start *history.Event, end int64, open bool) {
+		f := start.Fault
+		label := f.Name
+		if f.Failpoint != "" {
+			label = f.Failpoint
+		}
+		if len(f.Targets) > 0 {
+			label += " " + strings.Join(f.Targets, ",")
+		}
+		title := fmt.Sprintf("%s [%s from %s] %s → %s", Summarize(start), k.src, rel(start.Time), rel(start.Time), rel(end))
+		if open {
+			title += " (never stopped)"
+		}
+		color := "#e15759"
+		if f.Failpoint != "" || f.Name == "failpoint" {
+			color = "#b07aa1"
+		}
+		tl.faults = append(tl.faults, span{from: start.Time, to: end, label: label, title: title, color: color, open: open})
+		delete(faultOpen, k)
+	}
+	closeCtrl := func(n int32, end int64, open bool, why string) {
+		o, ok := ctrlOpen[n]
+		if !ok {
+			return
+		}
+		tl.ctrl[n] = append(tl.ctrl[n], span{from: o.t, to: end, label: fmt.Sprintf("e%d", o.epoch), color: nodeColor(n), open: open,
+			title: fmt.Sprintf("n%d controller, epoch %d (zkVersion %d), %s → %s%s", n, o.epoch, o.zkv, rel(o.t), rel(end), why)})
+		delete(ctrlOpen, n)
+	}
+	closeLead := func(tp history.TopicPartition, n int32, end int64, open bool) {
+		o, ok := leadOpen[tp][n]
+		if !ok {
+			return
+		}
+		if tl.believed[tp] == nil {
+			tl.believed[tp] = map[int32][]span{}
+		}
+		tl.believed[tp][n] = append(tl.believed[tp][n], span{from: o.t, to: end, color: nodeColor(n), open: open,
+			title: fmt.Sprintf("n%d acts as leader of %s at leader epoch %d, %s → %s", n, tp, o.epoch, rel(o.t), rel(end))})
+		delete(leadOpen[tp], n)
+	}
+	closeState := func(tp history.TopicPartition, end int64, open bool) {
+		o := stOpen[tp]
+		if o == nil {
+			return
+		}
+		label, color := fmt.Sprintf("n%d·e%d", o.leader, o.epoch), nodeColor(o.leader)
+		if o.leader < 0 {
+			label, color = fmt.Sprintf("offline·e%d", o.epoch), "#d62728"
+		}
+		tl.state[tp] = append(tl.state[tp], span{from: o.t, to: end, label: label, color: color, open: open,
+			title: fmt.Sprintf("%s (ZooKeeper), %s → %s", o.title, rel(o.t), rel(end))})
+		delete(stOpen, tp)
+	}
+	setState := func(t int64, s *history.PartitionState) {
+		tp := s.TP()
+		if o := stOpen[tp]; o != nil && o.leader == s.Leader && o.epoch == s.LeaderEpoch {
+			return
+		}
+		closeState(tp, t, false)
+		stOpen[tp] = &openState{t: t, leader: s.Leader, epoch: s.LeaderEpoch, title: stateString(s)}
+	}
+	setZK := func(t int64, id, epoch int32) {
+		if id == zkID && epoch == zkEpoch {
+			return
+		}
+		if zkID != -2 {
+			tl.zkCtrl = append(tl.zkCtrl, zkSpan(zkFrom, t, zkID, zkEpoch, rel, false))
+		}
+		zkID, zkEpoch, zkFrom = id, epoch, t
+	}
+	processEnds := func(e *history.Event) { // a node process started or stopped: its roles end
+		closeCtrl(e.Node, e.Time, false, " (process ended)")
+		for tp := range leadOpen {
+			closeLead(tp, e.Node, e.Time, false)
+		}
+		for k, st := range faultOpen {
+			if k.src == e.Source {
+				closeFault(k, st, e.Time, false)
+			}
+		}
+	}
+
+	for i := range h.Events {
+		e := &h.Events[i]
+		tl.kinds[e.Kind]++
+		tl.sources[e.Source]++
+		if e.Node > 0 && e.Kind != history.KindOp {
+			nodeSeen[e.Node] = true
+		}
+		switch e.Kind {
+		case history.KindPhase:
+			if e.Phase.Mark == history.PhaseBegin {
+				if _, ok := phaseOpen[e.Phase.Name]; !ok {
+					phaseOrder = append(phaseOrder, e.Phase.Name)
+				}
+				phaseOpen[e.Phase.Name] = e.Time
+			} else if from, ok := phaseOpen[e.Phase.Name]; ok {
+				tl.phases = append(tl.phases, span{from: from, to: e.Time, label: e.Phase.Name, color: phaseColor(e.Phase.Name),
+					title: fmt.Sprintf("phase %s %s → %s", e.Phase.Name, rel(from), rel(e.Time))})
+				delete(phaseOpen, e.Phase.Name)
+			}
+		case history.KindFaultStart:
+			k := faultKey{e.Source, e.Fault.ID}
+			if prev, ok := faultOpen[k]; ok { // restarted without a stop: end the first at the second
+				closeFault(k, prev, e.Time, false)
+			}
+			faultOpen[k] = e
+		case history.KindFaultStop:
+			k := faultKey{e.Source, e.Fault.ID}
+			if st, ok := faultOpen[k]; ok {
+				closeFault(k, st, e.Time, false)
+			}
+		case history.KindNodeStart, history.KindNodeStop:
+			processEnds(e)
+		case history.KindControllerElected:
+			closeCtrl(e.Node, e.Time, false, " (elected again)")
+			ctrlOpen[e.Node] = openCtrl{t: e.Time, epoch: e.Controller.Epoch, zkv: e.Controller.EpochZkVersion}
+		case history.KindControllerResigned:
+			why := ""
+			if e.Controller.Reason != "" {
+				why = " (" + e.Controller.Reason + ")"
+			}
+			closeCtrl(e.Node, e.Time, false, why)
+		case history.KindRoleChange:
+			tp := e.Role.TP()
+			if leadOpen[tp] == nil {
+				leadOpen[tp] = map[int32]openLead{}
+			}
+			if o, ok := leadOpen[tp][e.Node]; ok && (e.Role.Role != history.RoleLeader || o.epoch != e.Role.LeaderEpoch) {
+				closeLead(tp, e.Node, e.Time, false)
+			}
+			if _, ok := leadOpen[tp][e.Node]; !ok && e.Role.Role == history.RoleLeader {
+				leadOpen[tp][e.Node] = openLead{t: e.Time, epoch: e.Role.LeaderEpoch}
+			}
+			if _, ok := tl.state[tp]; !ok {
+				tl.state[tp] = nil // make the partition known
+			}
+		case history.KindZKWatch:
+			w := e.Watch
+			switch {
+			case w.State != nil:
+				sawWatch[w.State.TP()] = true
+				setState(e.Time, w.State)
+			case w.Path == "/controller" && w.ControllerID != nil:
+				setZK(e.Time, *w.ControllerID, zkEpoch)
+			case w.Path == "/controller" && w.Type == history.WatchDeleted:
+				setZK(e.Time, -1, zkEpoch)
+			case w.ControllerEpoch != nil:
+				id := zkID
+				if id == -2 {
+					id = -1
+				}
+				setZK(e.Time, id, *w.ControllerEpoch)
+			}
+		case history.KindZKWrite:
+			if s := e.ZKWrite.State; s != nil && e.ZKWrite.Outcome == history.ZKOK {
+				writeState[s.TP()] = append(writeState[s.TP()], e)
+			}
+		case history.KindOp:
+			o := e.Op
+			if o.Type == history.OpInvoke {
+				invokes[o.Process] = e.Time
+				continue
+			}
+			start, ok := invokes[o.Process]
+			if !ok {
+				continue
+			}
+			delete(invokes, o.Process)
+			var out uint8
+			switch o.Type {
+			case history.OpOK:
+				out = outOK
+			case history.OpFail:
+				out = outFail
+			default:
+				out = outInfo
+			}
+			tl.counts[out]++
+			tl.ops = append(tl.ops, opPoint{t: start, lat: e.Time - start, outcome: out})
+		}
+	}
+	// The watcher is the authority on partition state; a controller's
+	// successful writes stand in for it when the run had no watcher.
+	for tp, ws := range writeState {
+		if sawWatch[tp] {
+			continue
+		}
+		for _, e := range ws {
+			setState(e.Time, e.ZKWrite.State)
+		}
+	}
+	for k, st := range faultOpen {
+		closeFault(k, st, tl.t1, true)
+	}
+	for n := range ctrlOpen {
+		closeCtrl(n, tl.t1, true, "")
+	}
+	for tp, m := range leadOpen {
+		for n := range m {
+			closeLead(tp, n, tl.t1, true)
+		}
+	}
+	for tp := range stOpen {
+		closeState(tp, tl.t1, true)
+	}
+	if zkID != -2 {
+		tl.zkCtrl = append(tl.zkCtrl, zkSpan(zkFrom, tl.t1, zkID, zkEpoch, rel, true))
+	}
+	for _, name := range phaseOrder {
+		if from, ok := phaseOpen[name]; ok {
+			tl.phases = append(tl.phases, span{from: from, to: tl.t1, label: name + " (unfinished)", color: phaseColor(name), open: true,
+				title: fmt.Sprintf("phase %s began %s and never ended", name, rel(from))})
+		}
+	}
+	tl.pending = len(invokes)
+	for n := range nodeSeen {
+		tl.nodes = append(tl.nodes, n)
+	}
+	for n := range tl.ctrl {
+		if !nodeSeen[n] {
+			tl.nodes = append(tl.nodes, n)
+		}
+	}
+	sort.Slice(tl.nodes, func(a, b int) bool { return tl.nodes[a] < tl.nodes[b] })
+	for tp := range tl.state {
+		tl.parts = append(tl.parts, tp)
+	}
+	for tp := range tl.believed {
+		if _, ok := tl.state[tp]; !ok {
+			tl.parts = append(tl.parts, tp)
+		}
+	}
+	sort.Slice(tl.parts, func(a, b int) bool {
+		if tl.parts[a].Topic != tl.parts[b].Topic {
+			return tl.parts[a].Topic < tl.parts[b].Topic
+		}
+		return tl.parts[a].Partition < tl.parts[b].Partition
+	})
+	sortSpans := func(s []span) {
+		sort.SliceStable(s, func(a, b int) bool { return s[a].from < s[b].from })
+	}
+	sortSpans(tl.faults)
+	sortSpans(tl.phases)
+	return tl
+}
+
+func zkSpan(from, to int64, id, epoch int32, rel func(int64) string, open bool) span {
+	label, color := fmt.Sprintf("n%d·e%d", id, epoch), nodeColor(id)
+	if id < 0 {
+		label, color = "none", "#dddddd"
+	}
+	if epoch < 0 {
+		label = fmt.Sprintf("n%d", id)
+	}
+	return span{from: from, to: to, label: label, color: color, open: open,
+		title: fmt.Sprintf("ZooKeeper /controller = %d, /controller_epoch = %d, %s → %s", id, epoch, rel(from), rel(to))}
+}
+
+func phaseColor(name string) string {
+	switch name {
+	case history.PhaseSetup:
+		return "#e8e8e8"
+	case history.PhaseWorkload:
+		return "#d7e9f7"
+	case history.PhaseHeal:
+		return "#dff2d8"
+	case history.PhaseFinalReads:
+		return "#fdf0c8"
+	case history.PhaseCollect:
+		return "#eee4f4"
+	}
+	return "#eeeeee"
+}
+
+// addMarkers records the events named in the violations of invalid checkers
+// (and the events of unknown ones, which point where to look), capped at
+// maxMarkers; anchor links each marker to its violation in the page.
+func (tl *timeline) addMarkers(h *history.History, res *Results) {
+	if h == nil || res == nil {
+		return
+	}
+	for ci, r := range res.Results {
+		for vi, v := range r.Violations {
+			for _, idx := range v.Events {
+				if len(tl.markers) >= maxMarkers {
+					return
+				}
+				if idx < 0 || idx >= len(h.Events) {
+					continue
+				}
+				e := &h.Events[idx]
+				tl.markers = append(tl.markers, marker{t: e.Time, anchor: violationAnchor(ci, vi),
+					title: fmt.Sprintf("%s: %s — event %d %s %s %s", r.Checker, v.Explanation, idx, e.Source, e.Kind, relTime(e.Time, tl.t0))})
+			}
+		}
+	}
+}
+
+func violationAnchor(checker, violation int) string { return fmt.Sprintf("v%d-%d", checker, violation) }
+
+// svgWriter lays out lanes top to bottom on a fixed-width canvas.
+type svgWriter struct {
+	b        strings.Builder
+	tl       *timeline
+	w        float64
+	left     float64
+	plotW    float64
+	y        float64
+	dur      float64
+	laneTops []float64 // for the alternating lane background
+}
+
+const (
+	svgWidth = 1200.0
+	svgLeft  = 150.0
+)
+
+func (s *svgWriter) x(t int64) float64 {
+	return s.left + float64(t-s.tl.t0)/s.dur*s.plotW
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// renderSVG draws the timeline; it returns "" for an empty history.
+func (tl *timeline) renderSVG() string {
+	if tl.t1 <= tl.t0 && len(tl.ops) == 0 && len(tl.faults) == 0 {
+		return ""
+	}
+	s := &svgWriter{tl: tl, w: svgWidth, left: svgLeft, plotW: svgWidth - svgLeft - 14, dur: float64(tl.t1 - tl.t0)}
+	if s.dur <= 0 {
+		s.dur = 1e9
+	}
+	var body strings.Builder
+	s.y = 24 // top axis labels
+	top := s.y
+
+	lane := func(label string, h float64, draw func(y, h float64)) {
+		fmt.Fprintf(&body, `<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="%s"/>`, s.y, s.w, h, laneBG(len(s.laneTops)))
+		fmt.Fprintf(&body, `<text x="6" y="%.1f" class="ll">%s</text>`, s.y+h/2+4, esc(label))
+		s.laneTops = append(s.laneTops, s.y)
+		draw(s.y, h)
+		s.y += h
+	}
+	section := func(title string) {
+		fmt.Fprintf(&body, `<text x="6" y="%.1f" class="sec">%s</text>`, s.y+14, esc(title))
+		s.y += 20
+	}
+
+	if len(tl.phases) > 0 {
+		lane("harness phases", 18, func(y, h float64) { s.spans(&body, tl.phases, y+2, h-4) })
+	}
+	// Faults: overlapping windows go to separate rows.
+	rows := packRows(tl.faults, maxFaultRows)
+	if len(tl.faults) > 0 {
+		for r, fs := range rows {
+			label := "faults"
+			if r > 0 {
+				label = ""
+			}
+			lane(label, 18, func(y, h float64) { s.spans(&body, fs, y+2, h-4) })
+		}
+	}
+	if len(tl.zkCtrl) > 0 || len(tl.nodes) > 0 {
+		section("controller (bars: node is controller, label = controller epoch)")
+	}
+	if len(tl.zkCtrl) > 0 {
+		lane("ZooKeeper /controller", 18, func(y, h float64) { s.spans(&body, tl.zkCtrl, y+2, h-4) })
+	}
+	for _, n := range tl.nodes {
+		lane(fmt.Sprintf("n%d controller", n), 18, func(y, h float64) { s.spans(&body, tl.ctrl[n], y+2, h-4) })
+	}
+	if len(tl.parts) > 0 {
+		section("partitions (top: ZooKeeper state leader·leader epoch; thin lines: brokers acting as leader)")
+	}
+	for i, tp := range tl.parts {
+		if i == maxPartitions {
+			fmt.Fprintf(&body, `<text x="6" y="%.1f" class="ll">… %d more partitions not drawn</text>`, s.y+14, len(tl.parts)-maxPartitions)
+			s.y += 20
+			break
+		}
+		nodes := tl.nodes
+		h := 18 + 5*float64(len(nodes)) + 2
+		lane(tp.String(), h, func(y, h float64) {
+			s.spans(&body, tl.state[tp], y+2, 14)
+			for k, n := range nodes {
+				s.spans(&body, tl.believed[tp][n], y+18+5*float64(k), 4)
+			}
+		})
+	}
+	if len(tl.ops) > 0 || tl.pending > 0 {
+		section(fmt.Sprintf("client operations: latency by invoke time (ok %d, fail %d, info %d, never completed %d)",
+			tl.counts[outOK], tl.counts[outFail], tl.counts[outInfo], tl.pending))
+		s.scatter(&body, 170)
+	}
+	bottom := s.y
+
+	var b strings.Builder
+	height := bottom + 26
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="100%%" class="tl" role="img" aria-label="run timeline">`, s.w, height)
+	b.WriteString(`<style>.ll{font:11px sans-serif;fill:#333}.sec{font:bold 11px sans-serif;fill:#555}.sl{font:10px sans-serif;fill:#fff;pointer-events:none}.ax{font:10px sans-serif;fill:#666}.sl.dk{fill:#222}</style>`)
+	// Lanes (with their opaque backgrounds) first, then the translucent
+	// fault shading over every lane, the axis grid, and markers on top.
+	b.WriteString(body.String())
+	for _, f := range tl.faults {
+		x0, x1 := s.x(f.from), s.x(f.to)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.09" pointer-events="none"/>`,
+			x0, top, math.Max(x1-x0, 1), bottom-top, f.color)
+	}
+	s.axis(&b, top, bottom)
+	s.drawMarkers(&b, top, bottom)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+func laneBG(i int) string {
+	if i%2 == 0 {
+		return "#fafafa"
+	}
+	return "#f2f2f2"
+}
+
+// packRows assigns overlapping spans to rows greedily (first row whose last
+// span ended), at most maxRows; extra overlaps share the last row.
+func packRows(spans []span, maxRows int) [][]span {
+	var rows [][]span
+	for _, sp := range spans {
+		placed := false
+		for r := range rows {
+			if rows[r][len(rows[r])-1].to <= sp.from {
+				rows[r] = append(rows[r], sp)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			if len(rows) < maxRows {
+				rows = append(rows, []span{sp})
+			} else {
+				rows[len(rows)-1] = append(rows[len(rows)-1], sp)
+			}
+		}
+	}
+	return rows
+}
+
+// spans draws one lane's spans, merging runs of spans narrower than
+// minSpanPx into one grey "busy" span so flapping state costs pixels, not
+// events.
+func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
+	var (
+		busyFrom, busyTo int64
+		busyN            int
+	)
+	flush := func() {
+		if busyN == 0 {
+			return
+		}
+		x0, x1 := s.x(busyFrom), s.x(busyTo)
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#888"><title>%d short intervals %s → %s</title></rect>`,
+			x0, y, math.Max(x1-x0, 1), h, busyN, relTime(busyFrom, s.tl.t0), relTime(busyTo, s.tl.t0))
+		busyN = 0
+	}
+	for _, sp := range spans {
+		x0, x1 := s.x(sp.from), s.x(sp.to)
+		if x1-x0 < minSpanPx {
+			if busyN > 0 && s.x(sp.from)-s.x(busyTo) > minSpanPx {
+				flush()
+			}
+			if busyN == 0 {
+				busyFrom = sp.from
+			}
+			busyTo = max(busyTo, sp.to)
+			busyN++
+			if s.x(busyTo)-s.x(busyFrom) >= minSpanPx {
+				flush()
+			}
+			continue
+		}
+		flush()
+		dash := ""
+		if sp.open {
+			dash = ` stroke="#000" stroke-dasharray="3 2" stroke-width="0.8"`
+		}
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" rx="2"%s><title>%s</title></rect>`,
+			x0, y, x1-x0, h, sp.color, dash, esc(sp.title))
+		if sp.label != "" && h >= 10 && float64(len(sp.label))*6+4 < x1-x0 {
+			cls := "sl"
+			if isLight(sp.color) {
+				cls = "sl dk"
+			}
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="%s">%s</text>`, x0+3, y+h-3.5, cls, esc(sp.label))
+		}
+	}
+	flush()
+}
+
+// isLight tells whether dark text reads better on colour c (#rrggbb).
+func isLight(c string) bool {
+	if len(c) != 7 || c[0] != '#' {
+		return false
+	}
+	var r, g, bl int
+	fmt.Sscanf(c[1:], "%02x%02x%02x", &r, &g, &bl)
+	return 0.299*float64(r)+0.587*float64(g)+0.114*float64(bl) > 170
+}
+
+// axis draws vertical grid lines and time labels at a round step.
+func (s *svgWriter) axis(b *strings.Builder, top, bottom float64) {
+	secs := s.dur / 1e9
+	step := niceStep(secs / 10)
+	for k := 0.0; k <= secs+1e-9; k += step {
+		x := s.left + k/secs*s.plotW
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-opacity="0.08"/>`, x, top, x, bottom)
+		label := fmt.Sprintf("+%gs", math.Round(k*1000)/1000)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="ax" text-anchor="middle">%s</text>`, x, top-8, label)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="ax" text-anchor="middle">%s</text>`, x, bottom+14, label)
+	}
+}
+
+// niceStep rounds v up to 1, 2 or 5 times a power of ten.
+func niceStep(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// drawMarkers draws violation markers, at most one per pixel column and
+// anchor, each linking to its violation.
+func (s *svgWriter) drawMarkers(b *strings.Builder, top, bottom float64) {
+	type key struct {
+		x      int
+		anchor string
+	}
+	seen := map[key]bool{}
+	for _, m := range s.tl.markers {
+		x := s.x(m.t)
+		k := key{int(x), m.anchor}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		fmt.Fprintf(b, `<a href="#%s"><g><title>%s</title><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7b2cbf" stroke-width="1.5" stroke-dasharray="4 2"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="transparent" stroke-width="6"/><path d="M%.1f %.1fl-5 -7h10z" fill="#7b2cbf"/></g></a>`,
+			m.anchor, esc(m.title), x, top, x, bottom, x, top, x, bottom, x, top)
+	}
+}
+
+// scatter draws client operation latency (log scale) against invoke time,
+// binned into pixel cells.
+func (s *svgWriter) scatter(b *strings.Builder, h float64) {
+	y0 := s.y
+	fmt.Fprintf(b, `<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#fcfcfc"/>`, y0, s.w, h)
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, p := range s.tl.ops {
+		lo, hi = min(lo, p.lat), max(hi, p.lat)
+	}
+	const floor = int64(100_000) // 0.1 ms: below this latency is noise
+	lo = max(lo, floor)
+	if hi < lo*10 {
+		hi = lo * 10
+	}
+	llo, lhi := math.Log10(float64(lo)), math.Log10(float64(hi))
+	pad := 6.0
+	yOf := func(lat int64) float64 {
+		l := math.Log10(float64(max(lat, floor)))
+		return y0 + h - pad - (l-llo)/(lhi-llo)*(h-2*pad)
+	}
+	// decade grid lines
+	for d := math.Ceil(llo); d <= lhi; d++ {
+		y := yOf(int64(math.Pow(10, d)))
+		fmt.Fprintf(b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#000" stroke-opacity="0.1"/><text x="%.0f" y="%.1f" class="ax" text-anchor="end">%s</text>`,
+			s.left, y, s.w, y, s.left-4, y+3, latLabel(math.Pow(10, d)))
+	}
+	fmt.Fprintf(b, `<text x="6" y="%.1f" class="ll">latency (log)</text>`, y0+14)
+
+	cell := 3.0
+	type ckey struct {
+		cx, cy int
+		out    uint8
+	}
+	var cells map[ckey]int
+	for {
+		cells = make(map[ckey]int, min(len(s.tl.ops), 2*maxPoints))
+		for _, p := range s.tl.ops {
+			k := ckey{int((s.x(p.t) - s.left) / cell), int((yOf(p.lat) - y0) / cell), p.outcome}
+			cells[k]++
+		}
+		if len(cells) <= maxPoints || cell > 64 {
+			break
+		}
+		cell *= 2
+	}
+	keys := make([]ckey, 0, len(cells))
+	for k := range cells {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].out != keys[b].out {
+			return keys[a].out < keys[b].out
+		}
+		if keys[a].cx != keys[b].cx {
+			return keys[a].cx < keys[b].cx
+		}
+		return keys[a].cy < keys[b].cy
+	})
+	colors := [nOutcomes]string{"#2ca02c", "#d62728", "#ff7f0e"}
+	names := [nOutcomes]string{"ok", "fail", "info (unknown outcome)"}
+	sz := math.Max(2, cell-1)
+	// ok first so fail and info draw on top.
+	for _, out := range []uint8{outOK, outInfo, outFail} {
+		var d strings.Builder
+		n := 0
+		for _, k := range keys {
+			if k.out != out {
+				continue
+			}
+			x := s.left + float64(k.cx)*cell
+			y := y0 + float64(k.cy)*cell
+			fmt.Fprintf(&d, "M%.0f %.0fh%.0fv%.0fh-%.0fz", x, y, sz, sz, sz)
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(b, `<path d="%s" fill="%s" fill-opacity="0.75"><title>%s: %d operations</title></path>`, d.String(), colors[out], names[out], s.tl.counts[out])
+	}
+	if len(s.tl.ops) > len(keys) {
+		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" class="ax" text-anchor="end">%d operations binned into %d cells of %.0f px</text>`,
+			s.w-4, y0+12, len(s.tl.ops), len(keys), cell)
+	}
+	s.y += h
+}
+
+func latLabel(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%gs", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%gms", ns/1e6)
+	}
+	return fmt.Sprintf("%gµs", ns/1e3)
+}
