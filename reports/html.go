@@ -67,6 +67,7 @@ func WriteHTML(w io.Writer, runDir string) error {
 }
 
 type pageData struct {
+	Version          string
 	ID, Dir          string
 	Verdict, VClass  string
 	Seed, Bugs       string
@@ -131,7 +132,7 @@ func verdictClass(v string) string {
 }
 
 func buildPage(r *run) *pageData {
-	d := &pageData{ID: r.id, Dir: r.dir, Verdict: NotChecked, Seed: "?", Bugs: "none (every fix on)", TimeLimit: "?", Faults: "?"}
+	d := &pageData{Version: reportVersion, ID: r.id, Dir: r.dir, Verdict: NotChecked, Seed: "?", Bugs: "none (every fix on)", TimeLimit: "?", Faults: "?"}
 	if r.info != nil {
 		ri := r.info
 		d.Seed = fmt.Sprint(ri.Seed)
@@ -307,7 +308,7 @@ func humanSize(n int64) string {
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"size": humanSize}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="zkchaos reports">
+<meta name="generator" content="{{.Version}}">
 <title>{{.Verdict}} — run {{.ID}}</title>
 <style>
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:#222;background:#fff}
