@@ -66,7 +66,7 @@ type junitCase struct {
 type junitMessage struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
 }
 
 // WriteJUnit writes runs as JUnit XML with the default options.

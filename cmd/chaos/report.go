@@ -1,0 +1,101 @@
+package main
+
+// This file owns `chaos report`: re-render the HTML report of stored runs
+// and, for CI, write their JUnit XML. The work lives in reports/.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkchaos/zkchaos/reports"
+)
+
+func init() { subcommands = append(subcommands, newReportCmd) }
+
+func newReportCmd() *cobra.Command {
+	var (
+		junit          string
+		unknownAsError bool
+	)
+	cmd := &cobra.Command{
+		Use:   "report RUN_DIR...",
+		Short: "Render RUN_DIR/report.html (one self-contained page) for stored runs; optionally JUnit XML",
+		Long: `report reads each run directory (history, results.json, run.json, schedule.json,
+logs) and writes RUN_DIR/report.html: the verdict, the replay command, every
+checker's explanation, the events behind each violation and a timeline of
+faults, controllers, partition leaders and client latencies. It prints the
+path of each report. It does not re-check: run 'chaos check RUN_DIR' first
+to refresh results.json; a run without results.json renders as not checked.
+
+With --junit FILE it also writes JUnit XML: one testsuite per run, one
+testcase per checker (invalid: failure with the replay command; unknown:
+skipped, or error with --unknown-as-error; not checked: error).
+
+Exit status: 0 every report written, 2 bad input (the message names the file).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(cmd.OutOrStdout(), args, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
+		},
+	}
+	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML for the runs to this file ('-' for stdout)")
+	cmd.Flags().BoolVar(&unknownAsError, "unknown-as-error", false, "in JUnit, report an unknown verdict as an error instead of skipped")
+	return cmd
+}
+
+// runReport renders every run, going on past a bad one so one corrupt run
+// does not hide the others' reports, and returns exit 2 if any failed.
+func runReport(out io.Writer, dirs []string, junit string, opt reports.JUnitOptions) error {
+	var (
+		errs []error
+		sums []reports.RunSummary
+	)
+	for _, dir := range dirs {
+		p, err := reports.RenderHTML(dir)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Fprintln(out, p)
+		}
+		if junit == "" {
+			continue
+		}
+		s, serr := reports.LoadSummary(dir)
+		if serr != nil {
+			s.Problem = serr.Error()
+		} else if err != nil {
+			s.Problem = err.Error()
+		}
+		sums = append(sums, s)
+	}
+	if junit != "" {
+		if err := writeJUnitFile(out, junit, sums, opt); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return withCode(exitBad, errors.Join(errs...))
+	}
+	return nil
+}
+
+func writeJUnitFile(out io.Writer, path string, sums []reports.RunSummary, opt reports.JUnitOptions) error {
+	if path == "-" {
+		return reports.WriteJUnitWith(out, sums, opt)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	if err := reports.WriteJUnitWith(f, sums, opt); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	return nil
+}
