@@ -42,6 +42,11 @@ type RunConfig struct {
 	Producers  int    // default 4
 	Readers    int    // default 2
 	Acks       int    // default acks=all
+	// NoWorkload runs the control plane alone: brokers, controller and
+	// nemesis, no client traffic and no final reads. The fencing, leader and
+	// liveness checkers still have the node event logs and the ZooKeeper
+	// watcher's history to judge.
+	NoWorkload bool
 
 	TimeLimit time.Duration       // workload + nemesis; default 30s
 	Faults    []nemesis.FaultKind // default: none (a fault-free run)
@@ -187,12 +192,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	phase(history.PhaseSetup, history.PhaseEnd)
 
 	// --- workload and nemesis, side by side for TimeLimit
-	nw, err := history.Create(filepath.Join(hdir, "nemesis.jsonl"), "nemesis", 0)
-	if err != nil {
-		return abs, err
-	}
-	defer nw.Close()
-	nem := nemesis.New(w, nemesis.NewRecorder(nw))
+	rec := nemesis.NewFileRecorder(filepath.Join(hdir, "nemesis.jsonl"))
+	defer rec.Close()
+	nem := nemesis.New(w, rec)
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
 	sched := nemesis.Plan(cfg.Seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
 	if cfg.Schedule != nil {
@@ -208,9 +210,11 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	open := func(name string) (*history.Writer, error) {
 		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
 	}
-	wl, err := workloads.NewLog(lc, open)
-	if err != nil {
-		return abs, err
+	var wl workloads.Workload = idle{}
+	if !cfg.NoWorkload {
+		if wl, err = workloads.NewLog(lc, open); err != nil {
+			return abs, err
+		}
 	}
 	phase(history.PhaseWorkload, history.PhaseBegin)
 	rctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
@@ -235,6 +239,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	phase(history.PhaseHeal, history.PhaseEnd)
 
 	// --- final reads
+	if cfg.NoWorkload {
+		return abs, nil
+	}
 	phase(history.PhaseFinalReads, history.PhaseBegin)
 	fw, err := open("final")
 	if err != nil {
@@ -250,6 +257,14 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	phase(history.PhaseCollect, history.PhaseBegin)
 	phase(history.PhaseCollect, history.PhaseEnd)
 	return abs, nil
+}
+
+// idle is the workload of a control-plane-only run: it waits out the time.
+type idle struct{}
+
+func (idle) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
 }
 
 // nodeArgs are the flags of node id. Its event log goes straight into the

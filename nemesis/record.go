@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -11,12 +12,51 @@ import (
 // nemesis applies is in the run's history and the checkers and report can
 // shade its window. A nil Recorder records nothing.
 type Recorder struct {
-	w    *history.Writer
 	next atomic.Int64
+
+	mu   sync.Mutex
+	w    *history.Writer
+	path string // with NewFileRecorder: created on the first fault
 }
 
-// NewRecorder records into w (typically RUN_DIR/history/nemesis.jsonl).
+// NewRecorder records into w.
 func NewRecorder(w *history.Writer) *Recorder { return &Recorder{w: w} }
+
+// NewFileRecorder records into the history file at path, creating it only
+// when the first fault happens: a history file with no events is bad input
+// to the reader, and a run without faults has nothing to say here.
+func NewFileRecorder(path string) *Recorder { return &Recorder{path: path} }
+
+// Close closes the file of a NewFileRecorder, if it was created.
+func (r *Recorder) Close() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w == nil {
+		return nil
+	}
+	return r.w.Close()
+}
+
+func (r *Recorder) write(ev history.Event) {
+	r.mu.Lock()
+	if r.w == nil && r.path != "" {
+		w, err := history.Create(r.path, "nemesis", 0)
+		if err != nil {
+			r.mu.Unlock()
+			return // the fault still happens; the run's own error paths report I/O trouble
+		}
+		r.w = w
+	}
+	w := r.w
+	r.mu.Unlock()
+	if w != nil {
+		w.Write(ev)
+		w.Sync()
+	}
+}
 
 // Start records that fault name began on targets and returns its id for Stop.
 func (r *Recorder) Start(name string, targets []string, detail string) string {
@@ -24,7 +64,7 @@ func (r *Recorder) Start(name string, targets []string, detail string) string {
 		return ""
 	}
 	id := fmt.Sprintf("f%d", r.next.Add(1))
-	r.w.Write(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}})
+	r.write(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}})
 	return id
 }
 
@@ -38,5 +78,5 @@ func (r *Recorder) Stop(id, name string, targets []string, err error) {
 	if err != nil {
 		f.Error = err.Error()
 	}
-	r.w.Write(history.Event{Kind: history.KindFaultStop, Fault: f})
+	r.write(history.Event{Kind: history.KindFaultStop, Fault: f})
 }

@@ -101,6 +101,7 @@ error, 3 some run unknown.`,
 	f.IntVar(&cfg.Nodes, "nodes", 3, "brokers")
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
 	f.Int32Var(&cfg.Partitions, "partitions", 3, "partitions of the workload topic")
+	f.BoolVar(&cfg.NoWorkload, "no-workload", false, "control plane only: no client traffic (fencing, leader and liveness checkers still run)")
 	f.IntVar(&cfg.Producers, "producers", 4, "producer processes")
 	f.IntVar(&cfg.Readers, "readers", 2, "reader processes")
 	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
@@ -125,6 +126,9 @@ func replayFlags(rc harness.RunConfig) string {
 	}
 	for _, f := range rc.NodeFlags {
 		fmt.Fprintf(&b, " --node-flag=%s", f)
+	}
+	if rc.NoWorkload {
+		b.WriteString(" --no-workload")
 	}
 	fmt.Fprintf(&b, " --nodes %d --zk %d --partitions %d --producers %d --readers %d --session-timeout %s",
 		rc.Nodes, rc.ZK.Servers, rc.Partitions, rc.Producers, rc.Readers, rc.ZKSessionTimeout)
