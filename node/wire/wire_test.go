@@ -1,0 +1,189 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// serve starts a server with an UpdateMetadata handler (versions 0..6) that
+// echoes the controller epoch as the error code, so a test can see the body
+// was decoded.
+func serve(t *testing.T) (*Server, string) {
+	t.Helper()
+	s := NewServer()
+	s.Handle(6, 0, 6, func(_ context.Context, _ *ConnInfo, _ RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		r := kmsg.NewPtrUpdateMetadataResponse()
+		r.ErrorCode = int16(req.(*kmsg.UpdateMetadataRequest).ControllerEpoch)
+		return r, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); s.Serve(ln) }()
+	t.Cleanup(func() { s.Close(); <-done })
+	return s, ln.Addr().String()
+}
+
+func TestRoundTripEveryVersion(t *testing.T) {
+	_, addr := serve(t)
+	c := NewClient(addr, "test")
+	defer c.Close()
+	// v0-v5 use the v1 header, v6 is flexible (v2 header with tags).
+	for v := int16(0); v <= 6; v++ {
+		req := kmsg.NewPtrUpdateMetadataRequest()
+		req.SetVersion(v)
+		req.ControllerEpoch = 40 + int32(v)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := c.Request(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if got := resp.(*kmsg.UpdateMetadataResponse).ErrorCode; got != 40+int16(v) {
+			t.Fatalf("v%d: echoed %d", v, got)
+		}
+	}
+}
+
+func TestApiVersionsListsRoutes(t *testing.T) {
+	_, addr := serve(t)
+	c := NewClient(addr, "test")
+	defer c.Close()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+	resp, err := c.Request(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[int16][2]int16{}
+	for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		keys[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if keys[6] != [2]int16{0, 6} || keys[18] != [2]int16{0, 3} {
+		t.Fatalf("api keys %v", keys)
+	}
+}
+
+// rawRequest writes a hand-made frame and returns the response frame, or
+// io.EOF when the server closed the connection.
+func rawRequest(t *testing.T, addr string, frame []byte) ([]byte, error) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
+	if _, err := conn.Write(append(out, frame...)); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, err
+	}
+	resp := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err = io.ReadFull(conn, resp)
+	return resp, err
+}
+
+func header(key, version int16, corr int32) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(key))
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+}
+
+func TestUnsupportedRequestsNeverHang(t *testing.T) {
+	s, addr := serve(t)
+	var reported []error
+	s.OnError = func(_ net.Addr, _ *RequestHeader, err error) { reported = append(reported, err) }
+
+	// ApiVersions at a version we do not speak: v0 answer with 35.
+	resp, err := rawRequest(t, addr, append(header(18, 99, 7), 0))
+	if err != nil {
+		t.Fatalf("ApiVersions v99: %v", err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(resp)); corr != 7 {
+		t.Fatalf("correlation %d", corr)
+	}
+	av := kmsg.NewPtrApiVersionsResponse()
+	av.SetVersion(0)
+	if err := av.ReadFrom(resp[4:]); err != nil || av.ErrorCode != ErrUnsupportedVersion {
+		t.Fatalf("ApiVersions v99 answer: %+v %v", av, err)
+	}
+
+	tests := []struct {
+		name  string
+		frame []byte
+	}{
+		{"unknown api key", header(9999, 0, 1)},
+		{"unregistered api", header(0, 3, 2)},    // Produce: not served in part 1
+		{"version above range", header(6, 7, 3)}, // UpdateMetadata v7
+		{"truncated body", header(6, 6, 4)},      // flexible, no tags, no body
+		{"short header", []byte{0, 6, 0}},        // below 8 bytes
+		{"bad client id length", append(header(6, 0, 5)[:8], 0x7f, 0xff)},
+	}
+	for _, tt := range tests {
+		if _, err := rawRequest(t, addr, tt.frame); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			var ne net.Error
+			if !errors.As(err, &ne) || ne.Timeout() {
+				t.Errorf("%s: want the connection closed, got %v", tt.name, err)
+			}
+		}
+	}
+	if len(reported) < len(tests) {
+		t.Errorf("only %d of %d bad requests were reported", len(reported), len(tests))
+	}
+}
+
+func TestParseRequestFlexibleTags(t *testing.T) {
+	req := kmsg.NewPtrLeaderAndISRRequest()
+	req.SetVersion(4)
+	req.ControllerEpoch, req.BrokerEpoch = 5, 77
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 9)[4:]
+	// Insert one unknown header tag (tag 3, 2 bytes) where the formatter
+	// wrote "no tags": after key, version, correlation, client id "c".
+	hdrLen := 2 + 2 + 4 + 2 + 1
+	tagged := append(append([]byte{}, frame[:hdrLen]...), 1, 3, 2, 0xaa, 0xbb)
+	tagged = append(tagged, frame[hdrLen+1:]...)
+	for name, f := range map[string][]byte{"plain": frame, "with header tag": tagged} {
+		got, err := ParseRequest(f, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		l := got.Body.(*kmsg.LeaderAndISRRequest)
+		if got.Header.CorrelationID != 9 || *got.Header.ClientID != "c" || l.ControllerEpoch != 5 || l.BrokerEpoch != 77 {
+			t.Fatalf("%s: %+v %+v", name, got.Header, l)
+		}
+	}
+}
+
+func TestControlledShutdownV0HasNoClientID(t *testing.T) {
+	// Request header v0: key, version, correlation id, then the body
+	// (BrokerID) with no client id in between.
+	frame := binary.BigEndian.AppendUint16(nil, 7)
+	frame = binary.BigEndian.AppendUint16(frame, 0)
+	frame = binary.BigEndian.AppendUint32(frame, 1)
+	frame = binary.BigEndian.AppendUint32(frame, 3)
+	got, err := ParseRequest(frame, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Header.ClientID != nil || got.Body.(*kmsg.ControlledShutdownRequest).BrokerID != 3 {
+		t.Fatalf("%+v", got)
+	}
+}
