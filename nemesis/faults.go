@@ -40,17 +40,20 @@ type Nemesis struct {
 	Rec   *Recorder
 
 	mu      sync.Mutex
-	paused  map[*docker.Container]string // container → fault id
-	killed  map[*docker.Container]string
+	paused  map[*docker.Container]openFault // container → its fault
+	killed  map[*docker.Container]openFault
 	openNet []openFault // network faults in force, closed by Heal
 }
 
-// openFault pairs a recorded fault id with its name for the stop event.
-type openFault struct{ id, name string }
+// openFault remembers a recorded fault for its stop event.
+type openFault struct {
+	id, name string
+	targets  []string
+}
 
 // New returns a Nemesis for w recording into rec (which may be nil).
 func New(w World, rec *Recorder) *Nemesis {
-	return &Nemesis{World: w, Net: NewNet(), Rec: rec, paused: map[*docker.Container]string{}, killed: map[*docker.Container]string{}}
+	return &Nemesis{World: w, Net: NewNet(), Rec: rec, paused: map[*docker.Container]openFault{}, killed: map[*docker.Container]openFault{}}
 }
 
 // PauseTarget SIGSTOPs t until ResumeTarget or Heal.
@@ -61,7 +64,7 @@ func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 		return err
 	}
 	n.mu.Lock()
-	n.paused[t.Container] = id
+	n.paused[t.Container] = openFault{id, "pause", []string{t.Name}}
 	n.mu.Unlock()
 	return nil
 }
@@ -69,12 +72,12 @@ func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 // ResumeTarget SIGCONTs t.
 func (n *Nemesis) ResumeTarget(ctx context.Context, t Target) error {
 	n.mu.Lock()
-	id, ok := n.paused[t.Container]
+	f, ok := n.paused[t.Container]
 	delete(n.paused, t.Container)
 	n.mu.Unlock()
 	err := Resume(ctx, t.Container)
 	if ok {
-		n.Rec.Stop(id, "pause", []string{t.Name}, err)
+		n.Rec.Stop(f.id, f.name, f.targets, err)
 	}
 	return err
 }
@@ -87,7 +90,7 @@ func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
 		return err
 	}
 	n.mu.Lock()
-	n.killed[t.Container] = id
+	n.killed[t.Container] = openFault{id, "kill", []string{t.Name}}
 	n.mu.Unlock()
 	return nil
 }
@@ -96,7 +99,7 @@ func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
 // involve it (a restarted container has a fresh network namespace).
 func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
 	n.mu.Lock()
-	id, ok := n.killed[t.Container]
+	f, ok := n.killed[t.Container]
 	delete(n.killed, t.Container)
 	n.mu.Unlock()
 	err := t.Container.Start(ctx)
@@ -104,7 +107,7 @@ func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
 		err = n.Net.Reapply(ctx, t.Container)
 	}
 	if ok {
-		n.Rec.Stop(id, "kill", []string{t.Name}, err)
+		n.Rec.Stop(f.id, f.name, f.targets, err)
 	}
 	return err
 }
@@ -131,7 +134,7 @@ func (n *Nemesis) PartitionTargets(ctx context.Context, name string, a, b []Targ
 		return err
 	}
 	n.mu.Lock()
-	n.openNet = append(n.openNet, openFault{id, name})
+	n.openNet = append(n.openNet, openFault{id, name, names})
 	n.mu.Unlock()
 	return nil
 }
@@ -145,7 +148,7 @@ func (n *Nemesis) SlowLink(ctx context.Context, from, to Target, s SlowSpec) err
 		return err
 	}
 	n.mu.Lock()
-	n.openNet = append(n.openNet, openFault{id, "slow-link"})
+	n.openNet = append(n.openNet, openFault{id, "slow-link", names})
 	n.mu.Unlock()
 	return nil
 }
@@ -162,20 +165,20 @@ func (n *Nemesis) Heal(ctx context.Context) error {
 	n.openNet = nil
 	paused := n.paused
 	killed := n.killed
-	n.paused = map[*docker.Container]string{}
-	n.killed = map[*docker.Container]string{}
+	n.paused = map[*docker.Container]openFault{}
+	n.killed = map[*docker.Container]openFault{}
 	n.mu.Unlock()
 	for _, f := range open {
-		n.Rec.Stop(f.id, f.name, nil, netErr)
+		n.Rec.Stop(f.id, f.name, f.targets, netErr)
 	}
-	for c, id := range paused {
+	for c, f := range paused {
 		err := Resume(ctx, c)
-		n.Rec.Stop(id, "pause", []string{c.Name}, err)
+		n.Rec.Stop(f.id, f.name, f.targets, err)
 		errs = append(errs, err)
 	}
-	for c, id := range killed {
+	for c, f := range killed {
 		err := c.Start(ctx)
-		n.Rec.Stop(id, "kill", []string{c.Name}, err)
+		n.Rec.Stop(f.id, f.name, f.targets, err)
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
