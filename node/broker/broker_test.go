@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/wire"
+)
+
+func lai(controllerEpoch int32, brokerEpoch int64, leaderEpoch int32, replicas ...int32) *kmsg.LeaderAndISRRequest {
+	r := kmsg.NewPtrLeaderAndISRRequest()
+	r.SetVersion(4)
+	r.ControllerID, r.ControllerEpoch, r.BrokerEpoch = 9, controllerEpoch, brokerEpoch
+	t := kmsg.NewLeaderAndISRRequestTopicState()
+	t.Topic = "t"
+	p := kmsg.NewLeaderAndISRRequestTopicPartition()
+	p.Leader, p.LeaderEpoch, p.ISR, p.Replicas = replicas[0], leaderEpoch, replicas, replicas
+	t.PartitionStates = append(t.PartitionStates, p)
+	r.TopicStates = append(r.TopicStates, t)
+	return r
+}
+
+// The broker's state before each case: own epoch 100, known controller
+// epoch 5, t-0 at leader epoch 3.
+func primed(t *testing.T, bugs string) *Broker {
+	t.Helper()
+	b, err := config.ParseBugs(bugs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := New(1, b, nil)
+	br.SetEpoch(100)
+	if r := br.HandleLeaderAndIsr(wire.RequestHeader{}, lai(5, 100, 3, 1, 2)); r.ErrorCode != 0 || r.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("priming: %+v", r)
+	}
+	return br
+}
+
+func TestLeaderAndIsrChecksInKafkaOrder(t *testing.T) {
+	tests := []struct {
+		name          string
+		bugs          string
+		ctrlEpoch     int32
+		brokerEpoch   int64
+		leaderEpoch   int32
+		replicas      []int32
+		wantTop       int16
+		wantPartition int16
+		wantKnown     int32 // known controller epoch afterwards
+	}{
+		{"fresh", "", 5, 100, 4, []int32{1, 2}, 0, 0, 5},
+		{"newer controller", "", 6, 100, 4, []int32{2, 1}, 0, 0, 6},
+		{"not carried (-1)", "", 5, -1, 4, []int32{1}, 0, 0, 5},
+		{"broker epoch newer than ours", "", 5, 101, 4, []int32{1}, 0, 0, 5},
+		{"stale broker epoch", "", 5, 99, 4, []int32{1}, wire.ErrStaleBrokerEpoch, wire.ErrStaleBrokerEpoch, 5},
+		{"stale broker epoch wins over stale controller", "", 4, 99, 4, []int32{1}, wire.ErrStaleBrokerEpoch, wire.ErrStaleBrokerEpoch, 5},
+		{"stale controller epoch", "", 4, 100, 4, []int32{1}, wire.ErrStaleControllerEpoch, wire.ErrStaleControllerEpoch, 5},
+		{"same leader epoch", "", 5, 100, 3, []int32{1}, 0, wire.ErrStaleControllerEpoch, 5},
+		{"older leader epoch", "", 6, 100, 2, []int32{1}, 0, wire.ErrStaleControllerEpoch, 6},
+		{"not a replica", "", 5, 100, 4, []int32{2, 3}, 0, wire.ErrUnknownTopicOrPart, 5},
+		{"KAFKA-7235 accepts old generation", "KAFKA-7235", 5, 99, 4, []int32{1}, 0, 0, 5},
+		{"KAFKA-532 accepts stale controller", "KAFKA-532", 4, 100, 4, []int32{1}, 0, 0, 5},
+		{"KAFKA-532 keeps the leader epoch check", "KAFKA-532", 4, 100, 3, []int32{1}, 0, wire.ErrStaleControllerEpoch, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := primed(t, tt.bugs)
+			r := b.HandleLeaderAndIsr(wire.RequestHeader{APIVersion: 4}, lai(tt.ctrlEpoch, tt.brokerEpoch, tt.leaderEpoch, tt.replicas...))
+			if r.ErrorCode != tt.wantTop || r.Partitions[0].ErrorCode != tt.wantPartition {
+				t.Fatalf("errors top %d partition %d, want %d %d", r.ErrorCode, r.Partitions[0].ErrorCode, tt.wantTop, tt.wantPartition)
+			}
+			if got := b.KnownControllerEpoch(); got != tt.wantKnown {
+				t.Fatalf("known controller epoch %d, want %d", got, tt.wantKnown)
+			}
+			p, _ := b.Replicas.Get(history.TP("t", 0))
+			applied := tt.wantTop == 0 && tt.wantPartition == 0
+			want := int32(3) // primed
+			if applied {
+				want = tt.leaderEpoch
+			}
+			if p.LeaderEpoch != want {
+				t.Fatalf("applied=%v but partition at leader epoch %d, want %d", applied, p.LeaderEpoch, want)
+			}
+			if applied && (p.Role == history.RoleLeader) != (tt.replicas[0] == 1) {
+				t.Fatalf("role %s with leader %d", p.Role, tt.replicas[0])
+			}
+		})
+	}
+}
+
+func TestStopReplicaLeaderEpochFencing(t *testing.T) {
+	stop := func(ctrlEpoch int32, brokerEpoch int64, leaderEpoch int32) *kmsg.StopReplicaRequest {
+		r := kmsg.NewPtrStopReplicaRequest()
+		r.SetVersion(3)
+		r.ControllerEpoch, r.BrokerEpoch = ctrlEpoch, brokerEpoch
+		tp := kmsg.NewStopReplicaRequestTopic()
+		tp.Topic = "t"
+		ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+		ps.LeaderEpoch = leaderEpoch
+		tp.PartitionStates = append(tp.PartitionStates, ps)
+		r.Topics = append(r.Topics, tp)
+		return r
+	}
+	tests := []struct {
+		name                 string
+		bugs                 string
+		ctrl                 int32
+		brokerEpoch          int64
+		leaderEpoch          int32
+		wantTop, wantPartErr int16
+	}{
+		{"newer leader epoch", "", 5, 100, 4, 0, 0},
+		{"no epoch (-1)", "", 5, 100, -1, 0, 0},
+		{"during delete (-2)", "", 5, 100, -2, 0, 0},
+		{"same leader epoch", "", 5, 100, 3, 0, wire.ErrFencedLeaderEpoch},
+		{"older leader epoch", "", 5, 100, 1, 0, wire.ErrFencedLeaderEpoch},
+		{"stale broker epoch", "", 5, 50, 4, wire.ErrStaleBrokerEpoch, wire.ErrStaleBrokerEpoch},
+		{"stale controller epoch", "", 3, 100, 4, wire.ErrStaleControllerEpoch, wire.ErrStaleControllerEpoch},
+		{"KAFKA-7235: previous generation stops the replica", "KAFKA-7235", 5, 50, 4, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := primed(t, tt.bugs)
+			r := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, stop(tt.ctrl, tt.brokerEpoch, tt.leaderEpoch))
+			if r.ErrorCode != tt.wantTop || r.Partitions[0].ErrorCode != tt.wantPartErr {
+				t.Fatalf("errors %d/%d, want %d/%d", r.ErrorCode, r.Partitions[0].ErrorCode, tt.wantTop, tt.wantPartErr)
+			}
+			p, _ := b.Replicas.Get(history.TP("t", 0))
+			if stopped := p.Role == history.RoleStopped; stopped != (tt.wantTop == 0 && tt.wantPartErr == 0) {
+				t.Fatalf("role %s", p.Role)
+			}
+		})
+	}
+}
+
+func TestUpdateMetadataFencing(t *testing.T) {
+	um := func(ctrl int32, be int64) *kmsg.UpdateMetadataRequest {
+		r := kmsg.NewPtrUpdateMetadataRequest()
+		r.SetVersion(6)
+		r.ControllerID, r.ControllerEpoch, r.BrokerEpoch = 2, ctrl, be
+		return r
+	}
+	b := primed(t, "")
+	for _, tt := range []struct {
+		ctrl int32
+		be   int64
+		want int16
+	}{{5, 100, 0}, {4, 100, wire.ErrStaleControllerEpoch}, {5, 7, wire.ErrStaleBrokerEpoch}, {7, 100, 0}} {
+		if got := b.HandleUpdateMetadata(wire.RequestHeader{}, um(tt.ctrl, tt.be)).ErrorCode; got != tt.want {
+			t.Errorf("controller epoch %d broker epoch %d: %d, want %d", tt.ctrl, tt.be, got, tt.want)
+		}
+	}
+	if b.Metadata.ControllerEpoch != 7 {
+		t.Fatalf("metadata cache controller epoch %d", b.Metadata.ControllerEpoch)
+	}
+}
+
+func TestOldVersionsCarryNoBrokerEpoch(t *testing.T) {
+	b := primed(t, "")
+	r := kmsg.NewPtrLeaderAndISRRequest()
+	r.SetVersion(1)
+	r.ControllerEpoch, r.BrokerEpoch = 5, 1 // BrokerEpoch is not on the wire before v2
+	p := kmsg.NewLeaderAndISRRequestTopicPartition()
+	p.Topic, p.Leader, p.LeaderEpoch, p.ISR, p.Replicas = "u", 1, 0, []int32{1}, []int32{1}
+	r.PartitionStates = append(r.PartitionStates, p)
+	if resp := b.HandleLeaderAndIsr(wire.RequestHeader{APIVersion: 1}, r); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("v1 request: %+v", resp)
+	}
+}

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	base := []string{"--id=2", "--zk=10.0.0.11:2181,10.0.0.12:2181", "--advertised=10.0.0.102:9092"}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+		check   func(*Config) bool
+	}{
+		{"defaults are the fixed behaviour", base, "", func(c *Config) bool {
+			return c.BrokerID == 2 && len(c.ZKServers) == 2 && len(c.Bugs.List()) == 0 && c.OfflinePolicy == PolicyOffline &&
+				c.AdminListen == "10.0.0.102:9093" && c.AdvertisedPort == 9092
+		}},
+		{"bugs", append(base, "--bugs=kafka-532, KAFKA-7235"), "", func(c *Config) bool {
+			return c.Bugs.On(BugKafka532) && c.Bugs.On(BugKafka7235) && !c.Bugs.On(BugKafka16667)
+		}},
+		{"policy", append(base, "--offline-election=query-leo"), "", func(c *Config) bool { return c.OfflinePolicy == PolicyQueryLEO }},
+		{"session timeout", append(base, "--zk-session-timeout=750ms"), "", func(c *Config) bool { return c.ZKSessionTimeout == 750*time.Millisecond }},
+		{"unknown bug", append(base, "--bugs=KAFKA-1"), `unknown bug switch "KAFKA-1"`, nil},
+		{"unknown policy", append(base, "--offline-election=random"), `unknown policy "random"`, nil},
+		{"missing id", base[1:], "--id", nil},
+		{"missing zk", []string{"--id=1"}, "--zk", nil},
+		{"bad zk address", []string{"--id=1", "--zk=nohost"}, "--zk", nil},
+		{"unknown flag", append(base, "--nope"), "flag provided but not defined", nil},
+		{"stray argument", append(base, "extra"), "unexpected arguments", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+func TestFailpointsFromEnvironment(t *testing.T) {
+	t.Setenv(FailpointsEnv, "broker-before-register=pause")
+	c, err := Parse([]string{"--id=1", "--zk=h:1", "--failpoints=controller-after-zk-write=error"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Failpoints != "broker-before-register=pause;controller-after-zk-write=error" {
+		t.Fatalf("failpoints %q", c.Failpoints)
+	}
+}

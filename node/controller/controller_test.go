@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+)
+
+func TestRemoveFromISRNeverEmpties(t *testing.T) {
+	tests := []struct{ isr, dead, want []int32 }{
+		{[]int32{1, 2, 3}, []int32{2}, []int32{1, 3}},
+		{[]int32{1, 2}, []int32{1, 2}, []int32{1, 2}},
+		{[]int32{3}, []int32{3}, []int32{3}},
+		{[]int32{1, 2}, nil, []int32{1, 2}},
+	}
+	for _, tt := range tests {
+		if got := removeFromISR(tt.isr, tt.dead); !slices.Equal(got, tt.want) {
+			t.Errorf("removeFromISR(%v, %v) = %v, want %v", tt.isr, tt.dead, got, tt.want)
+		}
+	}
+}
+
+func TestOfflineLeaderPolicies(t *testing.T) {
+	tp := history.TP("t", 0)
+	tests := []struct {
+		name       string
+		policy     string
+		live       []int32
+		isr        []int32
+		leo        map[int32]int64 // nil: queries fail
+		wantLeader int32
+		wantISR    []int32
+		wantOK     bool
+	}{
+		{"clean: first live ISR member in assignment order", config.PolicyOffline, []int32{2, 3}, []int32{1, 3, 2}, nil, 2, []int32{3, 2}, true},
+		{"offline: no live ISR member", config.PolicyOffline, []int32{2, 3}, []int32{1}, nil, -1, nil, false},
+		{"unclean: first live replica", config.PolicyUnclean, []int32{3, 2}, []int32{1}, nil, 2, []int32{2}, true},
+		{"query-leo: all answer, largest wins", config.PolicyQueryLEO, []int32{1, 2, 3}, []int32{9}, map[int32]int64{1: 5, 2: 9, 3: 7}, 2, []int32{2}, true},
+		{"query-leo: a replica is down", config.PolicyQueryLEO, []int32{2, 3}, []int32{1}, map[int32]int64{2: 9, 3: 7}, -1, nil, false},
+		{"query-leo: a replica does not answer", config.PolicyQueryLEO, []int32{1, 2, 3}, []int32{9}, map[int32]int64{1: 5, 3: 7}, -1, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Controller{cfg: Config{OfflinePolicy: tt.policy}, ctx: newContext()}
+			c.ctx.assign[tp] = []int32{1, 2, 3}
+			for _, id := range tt.live {
+				c.ctx.live[id] = brokerInfo{ID: id}
+			}
+			if tt.leo != nil {
+				c.cfg.LEOQuery = func(_ context.Context, b brokerInfoPublic, _ history.TopicPartition) (int64, error) {
+					if v, ok := tt.leo[b.ID]; ok {
+						return v, nil
+					}
+					return 0, errors.New("no answer")
+				}
+			}
+			l, isr, ok := c.offlineLeader(context.Background(), tp, zkdata.PartitionState{Leader: -1, ISR: tt.isr})
+			if ok != tt.wantOK || l != tt.wantLeader || !slices.Equal(isr, tt.wantISR) {
+				t.Fatalf("got leader %d isr %v ok %v, want %d %v %v", l, isr, ok, tt.wantLeader, tt.wantISR, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestShuttingDownBrokerIsNotElected(t *testing.T) {
+	tp := history.TP("t", 0)
+	c := &Controller{cfg: Config{OfflinePolicy: config.PolicyOffline}, ctx: newContext()}
+	c.ctx.assign[tp] = []int32{1, 2, 3}
+	for _, id := range []int32{2, 3} {
+		c.ctx.live[id] = brokerInfo{ID: id}
+	}
+	c.ctx.shuttingDown[2] = true
+	l, _, ok := c.offlineLeader(context.Background(), tp, zkdata.PartitionState{Leader: -1, ISR: []int32{1, 2, 3}})
+	if !ok || l != 3 {
+		t.Fatalf("leader %d ok %v, want 3", l, ok)
+	}
+}
+
+func TestQueueIsFIFOAndUnbounded(t *testing.T) {
+	q := newQueue[int]()
+	for i := 0; i < 10000; i++ {
+		q.push(i)
+	}
+	for i := 0; i < 10000; i++ {
+		if v, ok := q.pop(); !ok || v != i {
+			t.Fatalf("pop %d: %d %v", i, v, ok)
+		}
+	}
+	if _, ok := q.pop(); ok {
+		t.Fatal("pop from empty queue")
+	}
+}
