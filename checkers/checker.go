@@ -232,7 +232,8 @@ type healInfo struct {
 // provided every fault_start has a stop. Faults are keyed by (source, ID),
 // since nodes report their own failpoints as faults; a node's restart or
 // clean stop ends the failpoints it had open (the process that was paused
-// there is gone).
+// there is gone), and the end of the harness's heal phase ends every fault
+// still open.
 func heal(h *history.History) healInfo {
 	hi := healInfo{healed: true, lastStop: -1, openIdx: -1}
 	if len(h.Events) == 0 {
@@ -258,6 +259,13 @@ func heal(h *history.History) healInfo {
 					delete(open, k)
 					hi.at = max(hi.at, e.Time)
 				}
+			}
+		case history.KindPhase:
+			// The harness's heal phase undoes every fault; its end closes
+			// whatever the nemesis did not report stopping.
+			if e.Phase.Name == history.PhaseHeal && e.Phase.Mark == history.PhaseEnd && len(open) > 0 {
+				clear(open)
+				hi.at = max(hi.at, e.Time)
 			}
 		}
 	}

@@ -484,3 +484,16 @@ func TestLinearizableTimeoutIsUnknown(t *testing.T) {
 		t.Fatalf("got %s: %s", r.Verdict, r.Explanation)
 	}
 }
+
+func TestHealPhaseEndClosesOpenFaults(t *testing.T) {
+	b := hb.New()
+	b.Fault(true, "f1", "kill", "n2")
+	if heal(b.History()).healed {
+		t.Fatal("open fault reported healed")
+	}
+	end := b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseHeal, Mark: history.PhaseEnd}})
+	hi := heal(b.History())
+	if !hi.healed || hi.at != b.History().Events[end].Time {
+		t.Fatalf("heal phase end did not heal: %+v", hi)
+	}
+}
