@@ -1,0 +1,62 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/internal/dockertest"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// A control-plane run with every fix on, under controller faults, leaves a
+// complete run directory and a valid verdict; its containers are gone after.
+func TestControlPlaneRunUnderFaults(t *testing.T) {
+	dockertest.Require(t)
+	dir := t.TempDir()
+	cfg := RunConfig{
+		RunID:      "t-run-" + cluster.NewRunID()[16:],
+		RunDir:     dir,
+		Seed:       11,
+		NoWorkload: true,
+		TimeLimit:  20 * time.Second,
+		Faults:     []nemesis.FaultKind{nemesis.PauseController, nemesis.BounceNode, nemesis.IsolateController},
+		MinHold:    2 * time.Second,
+		MaxHold:    4 * time.Second,
+	}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	got, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"run.json", "schedule.json", "history/harness.jsonl", "history/zk.jsonl", "history/n1.jsonl", "history/nemesis.jsonl", "logs/zk1.log", "logs/n1.log"} {
+		if _, err := os.Stat(filepath.Join(got, f)); err != nil {
+			t.Errorf("run dir lacks %s: %v", f, err)
+		}
+	}
+	rep, err := Check(got, checkers.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != checkers.Valid {
+		for _, r := range rep.Results {
+			t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+		}
+		t.Fatalf("verdict %s with every fix on", rep.Verdict)
+	}
+	eng, err := docker.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if n, err := eng.CountLabelled(context.Background(), cfg.RunID); err != nil || n.Containers+n.Networks != 0 {
+		t.Fatalf("run left %d containers and %d networks (err %v)", n.Containers, n.Networks, err)
+	}
+}
