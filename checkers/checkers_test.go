@@ -449,6 +449,11 @@ func TestLinearizable(t *testing.T) {
 			r := b.ReadOK(3, tp0, 0, false, history.Record{Offset: 0, Value: "zz"})
 			return []int{r}
 		}},
+		{name: "acknowledged offsets out of real-time order", want: Invalid, explain: "cannot be placed", build: func(b *hb.Builder) []int {
+			i, _ := produceOK(b, 1, "a", 1) // offset 1 acknowledged before offset 0's produce began
+			produceOK(b, 2, "b", 0)
+			return []int{i}
+		}},
 		{name: "stale empty read after an acknowledged produce", want: Invalid, explain: "not linearizable", build: func(b *hb.Builder) []int {
 			produceOK(b, 1, "a", 0)
 			b.Read(3, tp0, 0, false)

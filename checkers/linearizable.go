@@ -44,6 +44,8 @@ func (c Linearizable) Check(h *history.History) Result {
 		case porcupine.Illegal:
 			if len(p.Suspects) > 0 {
 				r.violate(p.Suspects, "partition %s is not linearizable: read event %d returned a value that no produce wrote there, or nothing where an acknowledged produce had written.", p.Partition, p.Suspects[0])
+			} else if len(p.Stuck) > 0 {
+				r.violate(p.Stuck, "partition %s is not linearizable: no order of its %d produces and reads fits one log; the first operation that cannot be placed is the one invoked at event %d.", p.Partition, p.Ops, p.Stuck[0])
 			} else {
 				r.violate(nil, "partition %s is not linearizable: no order of its %d produces and reads fits one log (see the visualization).", p.Partition, p.Ops)
 			}

@@ -55,6 +55,10 @@ type PartitionOutcome struct {
 	// produced at that offset, or nothing where an earlier-acknowledged
 	// produce had written: the likely culprits when Result is Illegal.
 	Suspects []int `json:"suspects,omitempty"`
+	// Stuck is, for an Illegal partition without suspects, the invoke
+	// index of the operation porcupine could not place: the earliest-
+	// returning one outside its longest partial linearization.
+	Stuck []int `json:"stuck,omitempty"`
 }
 
 // Outcome is the result of a check.
@@ -105,6 +109,11 @@ func Check(h *history.History, opts Options) Outcome {
 	}
 	wg.Wait()
 
+	for _, p := range parts {
+		if p.out.Result == porcupine.Illegal && len(p.out.Suspects) == 0 && len(p.ops) <= maxDiagnoseOps {
+			p.out.Stuck = stuck(p, min(10*time.Second, max(time.Until(deadline), time.Second)))
+		}
+	}
 	o := Outcome{Result: porcupine.Ok}
 	for _, p := range parts {
 		o.Partitions = append(o.Partitions, p.out)
@@ -120,6 +129,50 @@ func Check(h *history.History, opts Options) Outcome {
 	}
 	o.Elapsed = time.Since(start)
 	return o
+}
+
+// maxDiagnoseOps bounds the partitions re-checked verbosely to name the
+// operation porcupine got stuck on.
+const maxDiagnoseOps = 20_000
+
+// stuck re-checks an illegal partition with linearization info and returns
+// the invoke index of the operation that could not be placed: among the
+// operations outside the longest partial linearization, the one that must
+// have taken effect first (earliest return).
+func stuck(p *partition, timeout time.Duration) []int {
+	res, info := porcupine.CheckOperationsVerbose(logModel, p.ops, timeout)
+	if res != porcupine.Illegal {
+		return nil
+	}
+	partials := info.PartialLinearizations()
+	if len(partials) == 0 {
+		return nil
+	}
+	var longest []int
+	for _, l := range partials[0] {
+		if len(l) > len(longest) {
+			longest = l
+		}
+	}
+	in := make([]bool, len(p.ops))
+	for _, id := range longest {
+		if id >= 0 && id < len(in) {
+			in[id] = true
+		}
+	}
+	best := -1
+	for id, op := range p.ops {
+		if !in[id] && (best < 0 || op.Return < p.ops[best].Return) {
+			best = id
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	if idx, ok := p.ops[best].Metadata.(int); ok {
+		return []int{idx}
+	}
+	return nil
 }
 
 // visualize draws the first illegal partition (else the first unknown,
