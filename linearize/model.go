@@ -11,7 +11,9 @@
 // at o; Read(o) → the consecutive records from o (possibly fewer than the
 // log holds, as a fetch may stop early), or nothing when the log ends at or
 // before o. Because every produce that enters the model has a definite
-// offset (acknowledged, or resolved from a read), the value at each offset
+// offset (acknowledged; resolved from the read that observed it; or, for an
+// unknown produce nobody observed, placed in an offset gap below an
+// acknowledged one, see fillGaps), the value at each offset
 // is fixed by the history itself, so the model's state is just the log's
 // length: Equal and Hash are trivial and porcupine's cache is small. A
 // produce at offset o is legal only when the length is o; a read is legal
@@ -20,7 +22,13 @@
 // legal).
 //
 // Produce values must be unique per partition (the workload's job): they
-// are how an unknown produce is recognized in a read.
+// are how an unknown produce is recognized in a read. Only acks=all
+// produces that completed ok are taken as definite; an ok with weaker acks,
+// an info, a missing completion, or NOT_ENOUGH_REPLICAS_AFTER_APPEND is an
+// unknown outcome, and a fail is dropped. Unknown produces no read observed
+// and no gap needs are dropped; this is what keeps porcupine from searching
+// over open-ended operations, which on histories with faults would run until
+// its timeout.
 package linearize
 
 import (
