@@ -33,9 +33,6 @@ import (
 	"github.com/zkchaos/zkchaos/node/zkutil"
 )
 
-// ZKConnectTimeout bounds the wait for the first ZooKeeper session.
-var ZKConnectTimeout = 30 * time.Second
-
 // Node is one running node program.
 type Node struct {
 	cfg    *config.Config
@@ -129,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 		return err
 	}
 	defer n.sess.Close()
-	cctx, cancel := context.WithTimeout(ctx, ZKConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, cfg.ZKConnectTimeout)
 	err = n.sess.WaitSession(cctx)
 	cancel()
 	if err != nil {

@@ -90,6 +90,7 @@ type Config struct {
 	ZKServers        []string
 	ZKSessionTimeout time.Duration
 	ZKRequestTimeout time.Duration
+	ZKConnectTimeout time.Duration
 
 	Listen         string // Kafka listener, host:port
 	AdvertisedHost string // host written into /brokers/ids/<id>
@@ -128,6 +129,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&zkList, "zk", "", "ZooKeeper servers, comma-separated host:port (required)")
 	fs.DurationVar(&c.ZKSessionTimeout, "zk-session-timeout", 4*time.Second, "ZooKeeper session timeout requested (the ensemble may clamp it)")
 	fs.DurationVar(&c.ZKRequestTimeout, "zk-request-timeout", 10*time.Second, "upper bound for one ZooKeeper call; a call that exceeds it has an unknown outcome")
+	fs.DurationVar(&c.ZKConnectTimeout, "zk-connect-timeout", 30*time.Second, "how long start-up waits for a first ZooKeeper session before failing (exit 1)")
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")

@@ -124,6 +124,12 @@ type Controller struct {
 
 	statusMu sync.Mutex
 	status   Status
+
+	// A /controller watch is outstanding for session cwSession, so
+	// repeated elections do not stack duplicate watches.
+	cwMu      sync.Mutex
+	cwPending bool
+	cwSession int64
 }
 
 // Status is a snapshot for the admin endpoint and tests.
@@ -344,12 +350,37 @@ func (c *Controller) readController(ctx context.Context) (int32, error) {
 
 // watchController sets an exists-watch on /controller (ControllerChangeHandler).
 func (c *Controller) watchController(ctx context.Context) {
+	sid := c.sess.Conn.SessionID()
+	c.cwMu.Lock()
+	if c.cwPending && c.cwSession == sid {
+		c.cwMu.Unlock()
+		return
+	}
+	c.cwPending, c.cwSession = true, sid
+	c.cwMu.Unlock()
+	unset := func() {
+		c.cwMu.Lock()
+		if c.cwSession == sid {
+			c.cwPending = false
+		}
+		c.cwMu.Unlock()
+	}
 	_, _, ch, err := c.existsW(ctx, zkdata.ControllerPath)
 	if err != nil {
+		unset()
 		c.log.Printf("watch %s: %v (will retry on the next session event)", zkdata.ControllerPath, err)
 		return
 	}
-	c.waitWatch(ch, func() event { return evControllerChange{gen: c.gen} })
+	go func() {
+		select {
+		case ev := <-ch:
+			unset()
+			if ev.Type != zk.EventNotWatching {
+				c.events.push(evControllerChange{})
+			}
+		case <-c.stop:
+		}
+	}()
 }
 
 func (c *Controller) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
