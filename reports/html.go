@@ -357,7 +357,7 @@ a{color:#1a5fb4}
 
 <h2>Checkers</h2>
 {{if .Checkers}}<table>
-<tr><th>checker</th><th>verdict</th><th>explanation</th></tr>
+<tr><th style="width:170px">checker</th><th style="width:90px">verdict</th><th>explanation</th></tr>
 {{range .Checkers}}<tr><td class="mono nw">{{.Name}}</td><td><span class="badge {{.VClass}}">{{.Verdict}}</span></td><td>{{.Explanation}}{{if .Anchor}} <a href="#{{.Anchor}}">{{.NViolations}} violation(s) ↓</a>{{end}}
 {{if .Undecided}}<ul>{{range .Undecided}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Details}}<details><summary>details</summary><pre class="cmd">{{.Details}}</pre></details>{{end}}</td></tr>
@@ -365,7 +365,7 @@ a{color:#1a5fb4}
 {{else}}<p class="note">Not checked yet: this run has no results.json. Run <code>chaos check {{.Dir}}</code>, then <code>chaos report {{.Dir}}</code>.</p>{{end}}
 
 <h2>Timeline</h2>
-{{if .Timeline}}<p class="legend"><span><i style="background:#e15759;opacity:.6"></i>fault window</span><span><i style="background:#b07aa1;opacity:.6"></i>failpoint</span><span><i style="background:#7b2cbf"></i>violation event (click)</span><span><i style="background:#888"></i>many short intervals</span>{{range .Nodes}}<span><i style="background:{{.Color}}"></i>{{.Name}}</span>{{end}}<span><i style="background:#2ca02c"></i>ok</span><span><i style="background:#d62728"></i>fail</span><span><i style="background:#ff7f0e"></i>info</span></p>
+{{if .Timeline}}<p class="legend"><span><i style="background:#e15759;opacity:.6"></i>fault window</span><span><i style="background:#d4a017;opacity:.6"></i>failpoint</span><span><i style="background:#7b2cbf"></i>violation event (click)</span><span><i style="background:#888"></i>many short intervals</span>{{range .Nodes}}<span><i style="background:{{.Color}}"></i>{{.Name}}</span>{{end}}<span><i style="background:#2ca02c"></i>ok</span><span><i style="background:#d62728"></i>fail</span><span><i style="background:#ff7f0e"></i>info</span></p>
 <div class="tlwrap">{{.Timeline}}</div>
 <p class="muted">Time is relative to the first event of the history; hover a bar for its details. Dashed edges: never ended before the history did.</p>
 {{else}}<p class="muted">No events to draw.</p>{{end}}
@@ -373,7 +373,7 @@ a{color:#1a5fb4}
 {{if .Violations}}<h2>Violations</h2>
 {{range .Violations}}<h3 id="{{.Anchor}}" class="mono">{{.Name}}</h3>
 {{range .Items}}<div class="viol" id="{{.Anchor}}"><div>{{.Explanation}}</div>
-{{if .Events}}<table class="ev">{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono">{{.Time}}</td><td class="mono">{{.Source}}</td><td class="mono">{{.Kind}}</td><td class="mono">{{.Summary}}</td>{{end}}</tr>
+{{if .Events}}<table class="ev">{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono nw">{{.Time}}</td><td class="mono nw">{{.Source}}</td><td class="mono nw">{{.Kind}}</td><td class="mono">{{.Summary}}</td>{{end}}</tr>
 {{end}}{{if .MoreEvents}}<tr><td colspan="5" class="muted">… {{.MoreEvents}} more events</td></tr>{{end}}</table>{{end}}</div>
 {{end}}{{if .More}}<p class="muted">… and {{.More}} more violations (see results.json).</p>{{end}}
 {{end}}{{end}}

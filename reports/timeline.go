@@ -80,7 +80,10 @@ type timeline struct {
 }
 
 // nodeColors are distinguishable colours for brokers n1, n2, ...
-var nodeColors = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"}
+//
+// They avoid the hues that carry meaning elsewhere on the page: green, red
+// and orange (operation outcomes, faults) and gold (failpoints).
+var nodeColors = []string{"#4e79a7", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#1f3b73", "#bcbd22"}
 
 func nodeColor(id int32) string {
 	if id <= 0 {
@@ -150,7 +153,7 @@ func buildTimeline(h *history.History) *timeline {
 		}
 		color := "#e15759"
 		if f.Failpoint != "" || f.Name == "failpoint" {
-			color = "#b07aa1"
+			color = "#d4a017"
 		}
 		tl.faults = append(tl.faults, span{from: start.Time, to: end, label: label, title: title, color: color, open: open})
 		delete(faultOpen, k)
@@ -527,9 +530,15 @@ func (tl *timeline) renderSVG() string {
 		})
 	}
 	if len(tl.ops) > 0 || tl.pending > 0 {
-		section(fmt.Sprintf("client operations: latency by invoke time (ok %d, fail %d, info %d, never completed %d)",
-			tl.counts[outOK], tl.counts[outFail], tl.counts[outInfo], tl.pending))
-		s.scatter(&body, 170)
+		title := fmt.Sprintf("client operations: latency by invoke time (ok %d, fail %d, info %d, never completed %d)",
+			tl.counts[outOK], tl.counts[outFail], tl.counts[outInfo], tl.pending)
+		var plot strings.Builder
+		if note := s.scatter(&plot, 170, s.y+20); note != "" {
+			title += "; " + note
+		}
+		section(title)
+		body.WriteString(plot.String())
+		s.y += 170
 	}
 	bottom := s.y
 
@@ -617,8 +626,8 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 		}
 		flush()
 		dash := ""
-		if sp.open {
-			dash = ` stroke="#000" stroke-dasharray="3 2" stroke-width="0.8"`
+		if sp.open && h >= 10 {
+			dash = ` stroke="#000" stroke-opacity="0.45" stroke-dasharray="3 2" stroke-width="0.8"`
 		}
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" rx="2"%s><title>%s</title></rect>`,
 			x0, y, x1-x0, h, sp.color, dash, esc(sp.title))
@@ -673,27 +682,44 @@ func niceStep(v float64) float64 {
 // drawMarkers draws violation markers, at most one per pixel column and
 // anchor, each linking to its violation.
 func (s *svgWriter) drawMarkers(b *strings.Builder, top, bottom float64) {
-	type key struct {
-		x      int
-		anchor string
+	// One marker per pixel column: a column shared by several violations
+	// links to the first; its tooltip says how many more are there.
+	type col struct {
+		m    marker
+		more int
 	}
-	seen := map[key]bool{}
+	var cols []*col
+	byX := map[int]*col{}
 	for _, m := range s.tl.markers {
-		x := s.x(m.t)
-		k := key{int(x), m.anchor}
-		if seen[k] {
+		x := int(s.x(m.t))
+		if c := byX[x]; c != nil {
+			c.more++
 			continue
 		}
-		seen[k] = true
-		fmt.Fprintf(b, `<a href="#%s"><g><title>%s</title><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7b2cbf" stroke-width="1.5" stroke-dasharray="4 2"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="transparent" stroke-width="6"/><path d="M%.1f %.1fl-5 -7h10z" fill="#7b2cbf"/></g></a>`,
-			m.anchor, esc(m.title), x, top, x, bottom, x, top, x, bottom, x, top)
+		c := &col{m: m}
+		byX[x] = c
+		cols = append(cols, c)
+	}
+	// Many markers would hide the lanes: then only the triangles stay
+	// strong and the lines fade.
+	opacity := 0.7
+	if len(cols) > 40 {
+		opacity = 0.25
+	}
+	for _, c := range cols {
+		m, x := c.m, s.x(c.m.t)
+		if c.more > 0 {
+			m.title += fmt.Sprintf(" (and %d more violation events here)", c.more)
+		}
+		fmt.Fprintf(b, `<a href="#%s"><g><title>%s</title><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#7b2cbf" stroke-width="1.2" stroke-opacity="%.2f" stroke-dasharray="4 2"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="transparent" stroke-width="6"/><path d="M%.1f %.1fl-5 -7h10z" fill="#7b2cbf"/></g></a>`,
+			m.anchor, esc(m.title), x, top, x, bottom, opacity, x, top, x, bottom, x, top)
 	}
 }
 
-// scatter draws client operation latency (log scale) against invoke time,
-// binned into pixel cells.
-func (s *svgWriter) scatter(b *strings.Builder, h float64) {
-	y0 := s.y
+// scatter draws client operation latency (log scale) against invoke time
+// at y0, binned into pixel cells; it returns a note when binning merged
+// operations.
+func (s *svgWriter) scatter(b *strings.Builder, h, y0 float64) string {
 	fmt.Fprintf(b, `<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#fcfcfc"/>`, y0, s.w, h)
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, p := range s.tl.ops {
@@ -770,10 +796,9 @@ func (s *svgWriter) scatter(b *strings.Builder, h float64) {
 		fmt.Fprintf(b, `<path d="%s" fill="%s" fill-opacity="0.75"><title>%s: %d operations</title></path>`, d.String(), colors[out], names[out], s.tl.counts[out])
 	}
 	if len(s.tl.ops) > len(keys) {
-		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" class="ax" text-anchor="end">%d operations binned into %d cells of %.0f px</text>`,
-			s.w-4, y0+12, len(s.tl.ops), len(keys), cell)
+		return fmt.Sprintf("drawn as %d squares of %.0f px cells", len(keys), cell)
 	}
-	s.y += h
+	return ""
 }
 
 func latLabel(ns float64) string {

@@ -1,0 +1,153 @@
+package reports
+
+import (
+	"fmt"
+	"math/rand"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// failover builds a small history with what the timeline draws: phases, a
+// pause of the controller (n1) during which n2 is elected, a leader change
+// of t-0 seen by ZooKeeper and acted on by two brokers at once, client
+// operations with every outcome, a failpoint ended by a restart, and a
+// fault that never stopped.
+func failover() (*history.History, map[string]int) {
+	b := historytest.New()
+	tp := history.TP("t", 0)
+	at := map[string]int{}
+	b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}})
+	for n := int32(1); n <= 3; n++ {
+		b.Start(n)
+	}
+	b.Add(history.Event{Kind: history.KindControllerElected, Node: 1, Controller: &history.ControllerRun{Epoch: 1, EpochZkVersion: 1}})
+	b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller", Type: history.WatchCreated, ControllerID: ptr(int32(1))}})
+	b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller_epoch", Type: history.WatchChanged, ControllerEpoch: ptr(int32(1))}})
+	b.State(tp, 1, 1, 1, 100, 1, 2, 3)
+	b.Add(history.Event{Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: 1, LeaderEpoch: 1}})
+	b.At(100)
+	b.Produce(1, tp, "a")
+	b.At(110)
+	b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+	b.At(200)
+	at["pause"] = b.Fault(true, "f1", "pause", "n1")
+	b.Produce(2, tp, "b")
+	b.Add(history.Event{Kind: history.KindFaultStart, Node: 3, Fault: &history.Fault{ID: "fp1", Name: "failpoint", Failpoint: "beforeLeaderAndIsr"}})
+	b.At(300)
+	b.Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 2, EpochZkVersion: 2}})
+	b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller", Type: history.WatchCreated, ControllerID: ptr(int32(2))}})
+	b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller_epoch", Type: history.WatchChanged, ControllerEpoch: ptr(int32(2))}})
+	b.State(tp, 2, 2, 2, 200, 2, 3)
+	at["lead2"] = b.Add(history.Event{Kind: history.KindRoleChange, Node: 2, Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: 2, LeaderEpoch: 2}})
+	b.At(400)
+	b.Complete(2, history.OpInfo, tp, history.FProduce, 0)
+	b.Produce(3, tp, "c")
+	b.At(420)
+	b.Complete(3, history.OpFail, tp, history.FProduce, 0)
+	b.At(500)
+	b.Fault(false, "f1", "pause", "n1")
+	b.Add(history.Event{Kind: history.KindControllerResigned, Node: 1, Controller: &history.ControllerRun{Epoch: 1, Reason: "session expired"}})
+	b.Add(history.Event{Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: "t", Role: history.RoleFollower, Leader: 2, LeaderEpoch: 2}})
+	b.At(600)
+	b.Start(3) // restart ends n3's failpoint
+	b.Fault(true, "f2", "partition-halves", "n1", "n2")
+	b.Produce(4, tp, "d") // never completes
+	b.At(1000)
+	b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseEnd}})
+	return b.History(), at
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestTimelineAggregates(t *testing.T) {
+	h, _ := failover()
+	tl := buildTimeline(h)
+	ms := historytest.Ms
+	type want struct {
+		name string
+		got  []span
+		exp  []string // "from-to label" in ms from T0, open marked with *
+	}
+	str := func(ss []span) []string {
+		var out []string
+		for _, s := range ss {
+			o := ""
+			if s.open {
+				o = "*"
+			}
+			out = append(out, fmt.Sprintf("%d-%d %s%s", (s.from-historytest.T0)/ms, (s.to-historytest.T0)/ms, s.label, o))
+		}
+		return out
+	}
+	tp := history.TP("t", 0)
+	cases := []want{
+		{"phases", tl.phases, []string{"0-1000 workload"}},
+		{"faults", tl.faults, []string{"200-500 pause n1", "202-600 beforeLeaderAndIsr", "601-1000 partition-halves n1,n2*"}},
+		{"n1 controller", tl.ctrl[1], []string{"4-501 e1"}},
+		{"n2 controller", tl.ctrl[2], []string{"300-1000 e2*"}},
+		{"zk controller", tl.zkCtrl, []string{"5-6 n1", "6-301 n1·e1", "301-302 n2·e1", "302-1000 n2·e2*"}},
+		{"t-0 state", tl.state[tp], []string{"7-303 n1·e1", "303-1000 n2·e2*"}},
+		{"t-0 n1 leads", tl.believed[tp][1], []string{"8-502 "}},
+		{"t-0 n2 leads", tl.believed[tp][2], []string{"304-1000 *"}},
+	}
+	for _, c := range cases {
+		if g := strings.Join(str(c.got), "; "); g != strings.Join(c.exp, "; ") {
+			t.Errorf("%s: got %s\nwant %s", c.name, g, strings.Join(c.exp, "; "))
+		}
+	}
+	if tl.counts != [nOutcomes]int{1, 1, 1} || tl.pending != 1 {
+		t.Errorf("op counts %v pending %d", tl.counts, tl.pending)
+	}
+	if fmt.Sprint(tl.nodes) != "[1 2 3]" {
+		t.Errorf("nodes %v", tl.nodes)
+	}
+}
+
+func TestTimelineMarkersLinkViolations(t *testing.T) {
+	h, at := failover()
+	res := &Results{Results: []checkers.Result{{Checker: "leader-uniqueness", Verdict: "invalid",
+		Violations: []checkers.Violation{{Explanation: "two leaders", Events: []int{at["lead2"], 99999, -3}}}}}}
+	tl := buildTimeline(h)
+	tl.addMarkers(h, res)
+	if len(tl.markers) != 1 || tl.markers[0].anchor != "v0-0" || !strings.Contains(tl.markers[0].title, "two leaders") {
+		t.Fatalf("markers %+v", tl.markers)
+	}
+	svg := tl.renderSVG()
+	if !strings.Contains(svg, `href="#v0-0"`) {
+		t.Fatal("marker does not link to its violation")
+	}
+}
+
+// TestTimelineBoundedByPixels: flapping state and huge op counts cost a
+// bounded number of SVG elements.
+func TestTimelineBoundedByPixels(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	b := historytest.New()
+	tp := history.TP("t", 0)
+	for i := 0; i < 20_000; i++ { // a leader change every millisecond
+		b.State(tp, int32(1+i%3), int32(i), 1, int64(i))
+	}
+	h := b.History()
+	tl := buildTimeline(h)
+	for i := 0; i < 300_000; i++ {
+		tl.ops = append(tl.ops, opPoint{t: tl.t0 + rng.Int63n(tl.t1-tl.t0), lat: 1e5 + rng.Int63n(1e10), outcome: uint8(rng.Intn(nOutcomes))})
+	}
+	svg := tl.renderSVG()
+	rects := strings.Count(svg, "<rect")
+	squares := strings.Count(svg, "h") // upper bound on path squares
+	t.Logf("svg %d bytes, %d rects", len(svg), rects)
+	if rects > 1200 {
+		t.Errorf("%d rects for 20k state changes", rects)
+	}
+	if squares > 3*maxPoints+5000 || len(svg) > 600_000 {
+		t.Errorf("svg %d bytes", len(svg))
+	}
+	if !strings.Contains(svg, "short intervals") {
+		t.Error("flapping not merged into a busy span")
+	}
+}
