@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/reports"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd) }
@@ -23,6 +24,7 @@ func newRunCmd() *cobra.Command {
 		bugs    string
 		replay  string
 		runsDir string
+		junit   string
 	)
 	check := checkers.DefaultConfig()
 	cmd := &cobra.Command{
@@ -64,6 +66,7 @@ error, 3 some run unknown.`,
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
 			first := cfg.Seed
+			var dirs []string
 			for i := 0; i < seeds; i++ {
 				rc := cfg
 				rc.Seed = first + uint64(i)
@@ -78,11 +81,31 @@ error, 3 some run unknown.`,
 				if err != nil {
 					return withCode(exitBad, err)
 				}
-				printSummary(cmd.OutOrStdout(), rep, filepath.Join(dir, "results.json"))
+				printSummary(cmd.OutOrStdout(), rep, filepath.Join(dir, reports.ResultsFile))
+				page, err := reports.RenderHTML(dir)
+				if err != nil {
+					return withCode(exitBad, fmt.Errorf("report of %s: %w", dir, err))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", page)
 				if rep.Verdict != checkers.Valid {
-					fmt.Fprintf(cmd.OutOrStdout(), "replay: chaos run --replay %s %s\n", filepath.Join(dir, "schedule.json"), replayFlags(rc))
+					info, _ := reports.ReadRunInfo(dir)
+					fmt.Fprintf(cmd.OutOrStdout(), "replay: %s\n", reports.ReplayCommand(dir, info, true))
 				}
 				overall = checkers.Combine(overall, rep.Verdict)
+				dirs = append(dirs, dir)
+			}
+			if junit != "" {
+				var sums []reports.RunSummary
+				for _, d := range dirs {
+					sum, err := reports.LoadSummary(d)
+					if err != nil {
+						return withCode(exitBad, fmt.Errorf("junit: %w", err))
+					}
+					sums = append(sums, sum)
+				}
+				if err := writeJUnitFile(cmd.OutOrStdout(), junit, sums, reports.JUnitOptions{UnknownAsError: true}); err != nil {
+					return withCode(exitBad, err)
+				}
 			}
 			return verdictExit(overall)
 		},
@@ -98,6 +121,7 @@ error, 3 some run unknown.`,
 	f.StringSliceVar(&cfg.NodeFlags, "node-flag", nil, "extra flag for every node program (repeatable), e.g. --node-flag=--offline-election=unclean")
 	f.StringVar(&replay, "replay", "", "replay a stored schedule.json (sets seed and time limit)")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per seed")
+	f.StringVar(&junit, "junit", "", "write JUnit XML of every run (one testsuite per run, one testcase per checker) to this file")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "brokers")
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
 	f.Int32Var(&cfg.Partitions, "partitions", 3, "partitions of the workload topic")
@@ -117,21 +141,3 @@ func kindNames() []string {
 	}
 	return out
 }
-
-// replayFlags are the flags besides --replay that recreate rc's cluster.
-func replayFlags(rc harness.RunConfig) string {
-	var b strings.Builder
-	if len(rc.Bugs) > 0 {
-		fmt.Fprintf(&b, " --bugs %s", strings.Join(rc.Bugs, ","))
-	}
-	for _, f := range rc.NodeFlags {
-		fmt.Fprintf(&b, " --node-flag=%s", f)
-	}
-	if rc.NoWorkload {
-		b.WriteString(" --no-workload")
-	}
-	fmt.Fprintf(&b, " --nodes %d --zk %d --partitions %d --producers %d --readers %d --session-timeout %s",
-		rc.Nodes, rc.ZK.Servers, rc.Partitions, rc.Producers, rc.Readers, rc.ZKSessionTimeout)
-	return strings.TrimSpace(b.String())
-}
-
