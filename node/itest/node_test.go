@@ -383,3 +383,69 @@ func TestFailpointsStopAtWindow(t *testing.T) {
 	e.admin(w, "POST", "/failpoints/"+failpoint.BrokerControlledShutdown+"/release", "")
 	e.waitEvent(w, 20*time.Second, "node_stop", 0, isKind(history.KindNodeStop))
 }
+
+// KAFKA-16667 mechanism: the controller's cached zkVersion of a partition
+// state goes stale (here an outside write, as a leader's ISR update whose
+// notification the controller has not processed yet; in the seed, a stale
+// read through a lagging ZooKeeper follower). Fixed: BADVERSION → re-read →
+// the election completes. KAFKA-16667: it retries the cached version forever.
+func TestStaleCachedZkVersion(t *testing.T) {
+	for _, m := range []struct{ name, bugs string }{{"fixed", ""}, {"KAFKA-16667", "KAFKA-16667"}} {
+		t.Run(m.name, func(t *testing.T) {
+			e := setup(t, m.bugs, nil)
+			ctx := ctxT(t)
+			e.waitAllRegistered()
+			e.createTopic("t", 3)
+			c := e.controller(30 * time.Second)
+			e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
+				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
+			})
+			v := other(c)
+			// t-p is led by p%3+1; pick the partition v leads and rewrite its
+			// state behind the controller's back (same content, new version).
+			p := int32((v + 2) % 3)
+			path := zkdata.PartitionStatePath("t", p)
+			d, st, err := e.zk.Get(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.zk.Set(path, d, st.Version); err != nil {
+				t.Fatal(err)
+			}
+			n0 := len(e.events(c))
+			if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
+				t.Fatal(err)
+			}
+			first, idx := e.waitEvent(c, 20*time.Second, "state write after the broker died", n0, func(ev history.Event) bool {
+				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path
+			})
+			if first.ZKWrite.Outcome != history.ZKBadVersion || first.ZKWrite.ExpectedVersion != st.Version {
+				t.Fatalf("first write %+v, want badversion against cached version %d", *first.ZKWrite, st.Version)
+			}
+			if m.bugs == "" {
+				ok, _ := e.waitEvent(c, 10*time.Second, "successful retry", idx+1, func(ev history.Event) bool {
+					return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path && ev.ZKWrite.Outcome == history.ZKOK
+				})
+				if ok.ZKWrite.ExpectedVersion != st.Version+1 || ok.ZKWrite.State.Leader == int32(v) {
+					t.Fatalf("retry %+v, want expected version %d and a new leader", *ok.ZKWrite, st.Version+1)
+				}
+				return
+			}
+			time.Sleep(3 * time.Second)
+			evs := e.events(c)
+			attempts := 0
+			for _, ev := range evs[idx:] {
+				if ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path {
+					if ev.ZKWrite.Outcome != history.ZKBadVersion || ev.ZKWrite.ExpectedVersion != st.Version {
+						t.Fatalf("KAFKA-16667: write %+v, want the same stale version again", *ev.ZKWrite)
+					}
+					attempts++
+				}
+			}
+			if attempts < 3 {
+				t.Fatalf("KAFKA-16667: %d attempts in 3s, want the controller stuck retrying", attempts)
+			}
+			t.Logf("KAFKA-16667: %d BADVERSION retries with cached version %d", attempts, st.Version)
+		})
+	}
+}
