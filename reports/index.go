@@ -199,15 +199,15 @@ th{background:#f6f6f6}
 .mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
 .badge{display:inline-block;padding:1px 8px;border-radius:4px;color:#fff;font-weight:600;font-size:12px;text-transform:uppercase}
 .valid{background:#2e7d32}.invalid{background:#c62828}.unknown{background:#ef6c00}.none{background:#757575}
-.muted{color:#777}.prob{color:#c62828}
+.muted{color:#777}.prob{color:#c62828;font-size:12px}.nw{white-space:nowrap}
 a{color:#1a5fb4}
 </style></head><body><main>
 <h1>{{.Title}}</h1>
 <p>{{len .Rows}} runs: {{.Invalid}} invalid, {{.Unknown}} unknown, {{.Valid}} valid, {{.Other}} not checked or unreadable.</p>
 {{if .Rows}}<table>
 <tr><th>started (UTC)</th><th>run</th><th>verdict</th><th>seed</th><th>bug switches</th><th>failing checkers</th><th>events</th></tr>
-{{range .Rows}}<tr><td class="mono">{{.When}}</td><td class="mono"><a href="{{.Link}}">{{.ID}}</a> <a class="muted" href="{{.ID}}/">files</a></td>
-<td><span class="badge {{.VClass}}">{{.Verdict}}</span>{{if .Problem}}<div class="prob">{{.Problem}}</div>{{end}}</td>
+{{range .Rows}}<tr><td class="mono nw">{{.When}}</td><td class="mono nw"><a href="{{.Link}}">{{.ID}}</a> <a class="muted" href="{{.ID}}/">files</a></td>
+<td>{{if .Problem}}<span class="badge none">unreadable</span><div class="prob">{{.Problem}}</div>{{else}}<span class="badge {{.VClass}}">{{.Verdict}}</span>{{end}}</td>
 <td class="mono">{{.SeedS}}</td><td>{{.BugsS}}</td><td class="mono">{{.FailS}}</td><td>{{if .Events}}{{.Events}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No runs yet.</p>{{end}}
 </main></body></html>
