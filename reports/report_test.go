@@ -385,3 +385,21 @@ func TestReplayCommand(t *testing.T) {
 
 var _ = errors.New
 var _ io.Writer
+
+// FuzzRenderHTML: whatever a history file and results.json hold, rendering
+// returns a page or an error, never a panic.
+func FuzzRenderHTML(f *testing.F) {
+	lines, _ := os.ReadFile(filepath.Join(kafka532, "history", "n2.jsonl"))
+	f.Add(lines, []byte(`{"schema":1,"verdict":"invalid","events":3,"results":[{"checker":"x","verdict":"invalid","violations":[{"explanation":"e","events":[0,2,5,-1]}]}]}`))
+	f.Add([]byte(`{"v":1,"ts":5,"src":"n1","kind":"fault_stop","fault":{"id":"a"}}`+"\n"), []byte(`{}`))
+	f.Add([]byte(`{"v":1,"ts":-5,"src":"zk","kind":"zk_watch","watch":{"path":"/controller","type":"deleted"}}`+"\n"), []byte(`null`))
+	f.Add([]byte(`{"v":1,"ts":1,"src":"c","kind":"op","op":{"type":"invoke","process":1,"f":"read"}}`+"\n"+
+		`{"v":1,"ts":9223372036854775807,"src":"c","kind":"op","op":{"type":"ok","process":1,"f":"read"}}`+"\n"), []byte(`{"schema":1}`))
+	f.Fuzz(func(t *testing.T, hist, results []byte) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "history"), 0o755)
+		os.WriteFile(filepath.Join(dir, "history", "a.jsonl"), hist, 0o644)
+		os.WriteFile(filepath.Join(dir, ResultsFile), results, 0o644)
+		RenderHTML(dir) // must not panic
+	})
+}
