@@ -54,6 +54,12 @@ type RunConfig struct {
 	MaxHold   time.Duration       // default 6s
 	// Schedule, when set, replays a stored schedule instead of planning one.
 	Schedule *nemesis.Schedule
+	// Driver, when set, replaces the fault schedule: a scenario drives the
+	// exact fault window of a historical bug. The workload phase ends when
+	// it returns (or at TimeLimit).
+	Driver Driver `json:"-"`
+	// Scenario names the driver in run.json and reports.
+	Scenario string `json:",omitempty"`
 	// Settle is how long after healing the cluster gets to recover before
 	// the final reads; default 10s.
 	Settle time.Duration
@@ -196,13 +202,18 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	defer rec.Close()
 	nem := nemesis.New(w, rec)
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
-	sched := nemesis.Plan(cfg.Seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
-	if cfg.Schedule != nil {
-		sched = *cfg.Schedule
+	driver := cfg.Driver
+	if driver == nil {
+		sched := nemesis.Plan(cfg.Seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
+		if cfg.Schedule != nil {
+			sched = *cfg.Schedule
+		}
+		if err := sched.Save(filepath.Join(abs, "schedule.json")); err != nil {
+			return abs, err
+		}
+		driver = scheduleDriver{sched}
 	}
-	if err := sched.Save(filepath.Join(abs, "schedule.json")); err != nil {
-		return abs, err
-	}
+	live := &Live{Cluster: c, Nemesis: nem, World: w, RunDir: abs, Progress: cfg.Progress}
 	lc := workloads.LogConfig{
 		Brokers: brokerAddrs(c), Topic: cfg.Topic, Partitions: cfg.Partitions,
 		Producers: cfg.Producers, Readers: cfg.Readers, Acks: cfg.Acks, Seed: cfg.Seed,
@@ -218,11 +229,11 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 	phase(history.PhaseWorkload, history.PhaseBegin)
 	rctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
-	nerr := make(chan error, 1)
-	go func() { nerr <- nem.Run(rctx, sched) }()
-	werr := wl.Run(rctx)
+	werr := make(chan error, 1)
+	go func() { werr <- wl.Run(rctx) }()
+	derr := driver.Drive(rctx, live)
 	cancel()
-	if err := errors.Join(werr, <-nerr); err != nil {
+	if err := errors.Join(derr, <-werr); err != nil {
 		return abs, fmt.Errorf("workload: %w", err)
 	}
 	phase(history.PhaseWorkload, history.PhaseEnd)

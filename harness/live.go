@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// Driver runs during the workload phase, beside client traffic, and breaks
+// things: the seeded schedule of a nightly run, or a scenario that hits the
+// exact window of a historical bug.
+type Driver interface {
+	Drive(ctx context.Context, live *Live) error
+}
+
+// scheduleDriver runs a seeded fault schedule.
+type scheduleDriver struct{ s nemesis.Schedule }
+
+func (d scheduleDriver) Drive(ctx context.Context, l *Live) error { return l.Nemesis.Run(ctx, d.s) }
+
+// Live is a running cluster as a driver sees it. Everything it offers goes
+// through containers, ZooKeeper, the node's admin port or the node's event
+// log: a driver never reaches into the node program's internals.
+type Live struct {
+	Cluster  *cluster.Cluster
+	Nemesis  *nemesis.Nemesis
+	World    nemesis.World
+	RunDir   string
+	Progress io.Writer
+}
+
+// Note prints a step of a scenario for the person watching.
+func (l *Live) Note(format string, args ...any) {
+	fmt.Fprintf(l.Progress, "[%s]   %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// Node returns broker id as a nemesis target.
+func (l *Live) Node(id int) (nemesis.Target, error) {
+	n := l.Cluster.Node(id)
+	if n == nil {
+		return nemesis.Target{}, fmt.Errorf("no node %d", id)
+	}
+	return nemesis.Target{Name: fmt.Sprintf("n%d", id), Container: n.Container}, nil
+}
+
+// ArmFailpoint arms failpoint name on node id with action (e.g. "1*sigstop")
+// over the node's admin HTTP port.
+func (l *Live) ArmFailpoint(ctx context.Context, id int, name, action string) error {
+	return l.admin(ctx, id, http.MethodPut, "/failpoints/"+name, action)
+}
+
+// ReleaseFailpoint lets a node waiting in failpoint name go on.
+func (l *Live) ReleaseFailpoint(ctx context.Context, id int, name string) error {
+	return l.admin(ctx, id, http.MethodPost, "/failpoints/"+name+"/release", "")
+}
+
+func (l *Live) admin(ctx context.Context, id int, method, path, body string) error {
+	n := l.Cluster.Node(id)
+	if n == nil {
+		return fmt.Errorf("no node %d", id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+n.AdminAddr()+path, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("node %d admin %s %s: %w", id, method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("node %d admin %s %s: %s: %s", id, method, path, resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// WaitEvent polls the run's history files until an event matching match
+// appears after since (Unix ns), or within passes. Node event logs are
+// written one line per event, so polling the files sees what the nodes saw.
+func (l *Live) WaitEvent(ctx context.Context, since int64, within time.Duration, what string, match func(*history.Event) bool) (*history.Event, error) {
+	deadline := time.Now().Add(within)
+	for {
+		if e := l.findEvent(since, match); e != nil {
+			return e, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("waited %s for %s", within, what)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (l *Live) findEvent(since int64, match func(*history.Event) bool) *history.Event {
+	files, _ := filepath.Glob(filepath.Join(l.RunDir, "history", "*.jsonl"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		evs, _, err := history.Decode(fh, f)
+		fh.Close()
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			continue
+		}
+		for i := range evs {
+			if evs[i].Time >= since && match(&evs[i]) {
+				return &evs[i]
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+func init() { register(kafka532{}) }
+
+// kafka532 is KAFKA-532: a controller paused past its ZooKeeper session
+// between reading the cluster state and acting on it comes back as a zombie.
+// A new controller has been elected at a higher epoch meanwhile; the zombie's
+// writes and LeaderAndIsr requests carry its old epoch. Before the fix,
+// brokers did not check the controller epoch and the zombie's ZooKeeper
+// writes were unconditional, so brokers obeyed both controllers.
+type kafka532 struct{}
+
+const failpointBrokerChange = "controller-before-broker-change"
+
+func (kafka532) Name() string { return "KAFKA-532" }
+
+func (kafka532) Summary() string {
+	return "a paused controller resumes as a zombie; brokers obey its stale controller epoch"
+}
+
+func (kafka532) Catches() string { return "controller-fencing" }
+
+func (k kafka532) Config(fixed bool) harness.RunConfig {
+	cfg := harness.RunConfig{
+		Scenario:   k.Name(),
+		Nodes:      3,
+		Partitions: 3,
+		// Short sessions so the paused controller loses its role quickly.
+		ZKSessionTimeout: 2 * time.Second,
+		TimeLimit:        90 * time.Second,
+		NoWorkload:       true,
+		Driver:           kafka532Driver{},
+	}
+	if !fixed {
+		cfg.Bugs = []string{"KAFKA-532"}
+	}
+	return cfg
+}
+
+type kafka532Driver struct{}
+
+// Drive: arm the controller to stop when a broker change arrives, kill a
+// broker to trigger it, freeze the controller there (SIGSTOP, as a GC pause)
+// until another broker is elected controller, bring the killed broker back
+// so the new controller acts, then let the zombie go on.
+func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
+	start := time.Now().UnixNano()
+	c, err := l.World.Controller(ctx)
+	if err != nil {
+		return fmt.Errorf("KAFKA-532: find controller: %w", err)
+	}
+	l.Note("controller is n%d; arming %s on it", c, failpointBrokerChange)
+	if err := l.ArmFailpoint(ctx, c, failpointBrokerChange, "1*sigstop"); err != nil {
+		return err
+	}
+	victim := c%3 + 1
+	vt, err := l.Node(victim)
+	if err != nil {
+		return err
+	}
+	ct, err := l.Node(c)
+	if err != nil {
+		return err
+	}
+	l.Note("killing n%d so the controller handles a broker change", victim)
+	if err := l.Nemesis.KillTarget(ctx, vt); err != nil {
+		return err
+	}
+	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
+		return e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == failpointBrokerChange
+	}); err != nil {
+		return err
+	}
+	l.Note("n%d stopped at its failpoint; freezing it with SIGSTOP", c)
+	if err := l.Nemesis.PauseTarget(ctx, ct); err != nil {
+		return err
+	}
+	elected, err := l.WaitEvent(ctx, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
+		return e.Kind == history.KindControllerElected && int(e.Node) != c
+	})
+	if err != nil {
+		return err
+	}
+	l.Note("n%d elected controller at epoch %d while n%d is frozen", elected.Node, elected.Controller.Epoch, c)
+	l.Note("restarting n%d so the new controller sends it leadership", victim)
+	since := time.Now().UnixNano() // before the start: the request can beat StartTarget's return
+	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
+		return err
+	}
+	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
+		return e.Kind == history.KindControlRequest && e.Control != nil && e.Control.API == history.APILeaderAndIsr &&
+			e.Control.ControllerEpoch == elected.Controller.Epoch
+	}); err != nil {
+		return err
+	}
+	l.Note("resuming the zombie n%d (controller epoch %d is stale now)", c, elected.Controller.Epoch-1)
+	if err := l.Nemesis.ResumeTarget(ctx, ct); err != nil {
+		return err
+	}
+	// The zombie goes on from its failpoint: it reads the broker set, makes
+	// leader decisions, writes them and sends LeaderAndIsr. Give it time to
+	// do all of that (or to resign, when fixed).
+	since = time.Now().UnixNano()
+	l.WaitEvent(ctx, since, 20*time.Second, "the zombie's resignation", func(e *history.Event) bool {
+		return e.Kind == history.KindControllerResigned && int(e.Node) == c
+	})
+	time.Sleep(3 * time.Second)
+	return nil
+}
