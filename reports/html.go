@@ -81,6 +81,8 @@ type pageData struct {
 	Checkers         []checkerRow
 	Violations       []checkerViolations
 	Timeline         template.HTML
+	Zoom             template.HTML // the first violation up close
+	ZoomCaption      string
 	Nodes            []legendItem
 	Links            []fileLink
 	Kinds            []kindCount
@@ -228,6 +230,10 @@ func buildPage(r *run) *pageData {
 	tl := buildTimeline(h)
 	tl.addMarkers(h, r.results)
 	d.Timeline = template.HTML(tl.renderSVG()) // built from escaped parts only
+	if from, to, caption, ok := tl.zoomWindow(h, r.results); ok {
+		d.Zoom = template.HTML(tl.renderWindow(from, to))
+		d.ZoomCaption = caption
+	}
 	for _, n := range tl.nodes {
 		d.Nodes = append(d.Nodes, legendItem{Name: fmt.Sprintf("n%d", n), Color: nodeColor(n)})
 	}
@@ -368,6 +374,8 @@ a{color:#1a5fb4}
 {{if .Timeline}}<p class="legend"><span><i style="background:#e15759;opacity:.6"></i>fault window</span><span><i style="background:#d4a017;opacity:.6"></i>failpoint</span><span><i style="background:#7b2cbf"></i>violation event (click)</span><span><i style="background:#888"></i>many short intervals</span>{{range .Nodes}}<span><i style="background:{{.Color}}"></i>{{.Name}}</span>{{end}}<span><i style="background:#2ca02c"></i>ok</span><span><i style="background:#d62728"></i>fail</span><span><i style="background:#ff7f0e"></i>info</span></p>
 <div class="tlwrap">{{.Timeline}}</div>
 <p class="muted">Time is relative to the first event of the history; hover a bar for its details. Dashed edges: never ended before the history did.</p>
+{{if .Zoom}}<h3>Up close: {{.ZoomCaption}}</h3>
+<div class="tlwrap">{{.Zoom}}</div>{{end}}
 {{else}}<p class="muted">No events to draw.</p>{{end}}
 
 {{if .Violations}}<h2>Violations</h2>

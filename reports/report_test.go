@@ -193,6 +193,23 @@ func TestReportRendersRuns(t *testing.T) {
 			want: []string{"<svg", "partition-halves n1,n2", "n2·e2", "session expired", "ZooKeeper /controller"},
 		},
 		{
+			name: "long run zooms on the first violation",
+			setup: func(t *testing.T) string {
+				dir := t.TempDir()
+				h, bad := longRun()
+				writeHistory(t, dir, h)
+				writeRunInfo(t, dir, sampleInfo("long"))
+				r := &Results{Schema: ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+					{Checker: "leader-uniqueness", Verdict: checkers.Invalid, Explanation: "n1 leads at epoch 1 after epoch 2",
+						Violations: []checkers.Violation{{Explanation: "n1 leads at epoch 1 after epoch 2", Events: []int{bad}}}}}}
+				if err := WriteResults(dir, r); err != nil {
+					t.Fatal(err)
+				}
+				return dir
+			},
+			want: []string{"Up close: &#43;29.000s → &#43;34.000s, around the first violation of leader-uniqueness", `href="#v0-0"`},
+		},
+		{
 			name: "not checked yet",
 			setup: func(t *testing.T) string {
 				return copyRun(t, kafka532)
@@ -227,7 +244,7 @@ func TestReportRendersRuns(t *testing.T) {
 	// The bug switch of the not-checked case comes from no run.json; fix the
 	// expectation: without run.json, bugs are read from node_start events,
 	// which the testdata does not carry.
-	cases[3].want = []string{"not checked", "Not checked yet", "no run.json"}
+	cases[4].want = []string{"not checked", "Not checked yet", "no run.json"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			page := render(t, c.setup(t))

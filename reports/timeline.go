@@ -438,6 +438,45 @@ func (tl *timeline) addMarkers(h *history.History, res *Results) {
 	}
 }
 
+// zoomWindow picks the stretch of the run worth a closer look: the events of
+// the first violation of the first invalid checker, reaching back to the
+// start of the fault that was active (or last began) shortly before, padded
+// by a second. ok is false when there is no violation or the window would
+// cover most of the run anyway.
+func (tl *timeline) zoomWindow(h *history.History, res *Results) (from, to int64, caption string, ok bool) {
+	if h == nil || res == nil {
+		return 0, 0, "", false
+	}
+	for _, r := range res.Results {
+		for _, v := range r.Violations {
+			a, b := int64(math.MaxInt64), int64(math.MinInt64)
+			for _, idx := range v.Events {
+				if idx >= 0 && idx < len(h.Events) {
+					a, b = min(a, h.Events[idx].Time), max(b, h.Events[idx].Time)
+				}
+			}
+			if a > b {
+				continue
+			}
+			const lookBack = int64(10e9) // a fault that began this long before still explains it
+			for _, f := range tl.faults {
+				if f.from <= a && f.from >= a-lookBack {
+					a = min(a, f.from)
+					break
+				}
+			}
+			const pad = int64(1e9)
+			from, to = max(tl.t0, a-pad), min(tl.t1, b+pad)
+			if tl.t1 <= tl.t0 || float64(to-from) > 0.5*float64(tl.t1-tl.t0) {
+				return 0, 0, "", false
+			}
+			caption = fmt.Sprintf("%s → %s, around the first violation of %s: %s", relTime(from, tl.t0), relTime(to, tl.t0), r.Checker, v.Explanation)
+			return from, to, caption, true
+		}
+	}
+	return 0, 0, "", false
+}
+
 func violationAnchor(checker, violation int) string { return fmt.Sprintf("v%d-%d", checker, violation) }
 
 // svgWriter lays out lanes top to bottom on a fixed-width canvas.
@@ -450,6 +489,8 @@ type svgWriter struct {
 	y        float64
 	dur      float64
 	laneTops []float64 // for the alternating lane background
+	// from and to are the window drawn: the whole run, or a zoom.
+	from, to int64
 }
 
 const (
@@ -458,19 +499,33 @@ const (
 )
 
 func (s *svgWriter) x(t int64) float64 {
-	return s.left + float64(t-s.tl.t0)/s.dur*s.plotW
+	return s.left + float64(t-s.from)/s.dur*s.plotW
 }
+
+// in tells whether [a, b] overlaps the drawn window.
+func (s *svgWriter) in(a, b int64) bool { return b >= s.from && a <= s.to }
+
+// clip limits [a, b] to the drawn window.
+func (s *svgWriter) clip(a, b int64) (int64, int64) { return max(a, s.from), min(b, s.to) }
 
 func esc(s string) string { return html.EscapeString(s) }
 
-// renderSVG draws the timeline; it returns "" for an empty history.
+// renderSVG draws the whole run; it returns "" for an empty history.
 func (tl *timeline) renderSVG() string {
 	if tl.t1 <= tl.t0 && len(tl.ops) == 0 && len(tl.faults) == 0 {
 		return ""
 	}
-	s := &svgWriter{tl: tl, w: svgWidth, left: svgLeft, plotW: svgWidth - svgLeft - 14, dur: float64(tl.t1 - tl.t0)}
+	return tl.renderWindow(tl.t0, tl.t1)
+}
+
+// renderWindow draws the time window [from, to] of the run: the same lanes,
+// clipped, with the latency scatter re-binned at the window's resolution.
+// Time labels stay relative to the run's start.
+func (tl *timeline) renderWindow(from, to int64) string {
+	s := &svgWriter{tl: tl, w: svgWidth, left: svgLeft, plotW: svgWidth - svgLeft - 14, from: from, to: to, dur: float64(to - from)}
 	if s.dur <= 0 {
 		s.dur = 1e9
+		s.to = s.from + 1e9
 	}
 	var body strings.Builder
 	s.y = 24 // top axis labels
@@ -530,8 +585,17 @@ func (tl *timeline) renderSVG() string {
 		})
 	}
 	if len(tl.ops) > 0 || tl.pending > 0 {
-		title := fmt.Sprintf("client operations: latency by invoke time (ok %d, fail %d, info %d, never completed %d)",
-			tl.counts[outOK], tl.counts[outFail], tl.counts[outInfo], tl.pending)
+		counts := tl.counts
+		if s.from > tl.t0 || s.to < tl.t1 {
+			counts = [nOutcomes]int{}
+			for _, p := range tl.ops {
+				if s.in(p.t, p.t) {
+					counts[p.outcome]++
+				}
+			}
+		}
+		title := fmt.Sprintf("client operations: latency by invoke time (ok %d, fail %d, info %d, never completed %d in the run)",
+			counts[outOK], counts[outFail], counts[outInfo], tl.pending)
 		var plot strings.Builder
 		if note := s.scatter(&plot, 170, s.y+20); note != "" {
 			title += "; " + note
@@ -550,7 +614,10 @@ func (tl *timeline) renderSVG() string {
 	// fault shading over every lane, the axis grid, and markers on top.
 	b.WriteString(body.String())
 	for _, f := range tl.faults {
-		x0, x1 := s.x(f.from), s.x(f.to)
+		if !s.in(f.from, f.to) {
+			continue
+		}
+		x0, x1 := s.x(max(f.from, s.from)), s.x(min(f.to, s.to))
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.09" pointer-events="none"/>`,
 			x0, top, math.Max(x1-x0, 1), bottom-top, f.color)
 	}
@@ -609,6 +676,10 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 		busyN = 0
 	}
 	for _, sp := range spans {
+		if !s.in(sp.from, sp.to) {
+			continue
+		}
+		sp.from, sp.to = s.clip(sp.from, sp.to)
 		x0, x1 := s.x(sp.from), s.x(sp.to)
 		if x1-x0 < minSpanPx {
 			if busyN > 0 && s.x(sp.from)-s.x(busyTo) > minSpanPx {
@@ -656,10 +727,11 @@ func isLight(c string) bool {
 func (s *svgWriter) axis(b *strings.Builder, top, bottom float64) {
 	secs := s.dur / 1e9
 	step := niceStep(secs / 10)
-	for k := 0.0; k <= secs+1e-9; k += step {
-		x := s.left + k/secs*s.plotW
+	off := float64(s.from-s.tl.t0) / 1e9 // window start, seconds since the run's start
+	for k := math.Ceil(off/step-1e-9) * step; k <= off+secs+1e-9; k += step {
+		x := s.left + (k-off)/secs*s.plotW
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-opacity="0.08"/>`, x, top, x, bottom)
-		label := fmt.Sprintf("+%gs", math.Round(k*1000)/1000)
+		label := fmt.Sprintf("+%gs", math.Abs(math.Round(k*1000)/1000)) // Abs: no "+-0s"
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="ax" text-anchor="middle">%s</text>`, x, top-8, label)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="ax" text-anchor="middle">%s</text>`, x, bottom+14, label)
 	}
@@ -691,6 +763,9 @@ func (s *svgWriter) drawMarkers(b *strings.Builder, top, bottom float64) {
 	var cols []*col
 	byX := map[int]*col{}
 	for _, m := range s.tl.markers {
+		if !s.in(m.t, m.t) {
+			continue
+		}
 		x := int(s.x(m.t))
 		if c := byX[x]; c != nil {
 			c.more++
@@ -721,6 +796,8 @@ func (s *svgWriter) drawMarkers(b *strings.Builder, top, bottom float64) {
 // operations.
 func (s *svgWriter) scatter(b *strings.Builder, h, y0 float64) string {
 	fmt.Fprintf(b, `<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#fcfcfc"/>`, y0, s.w, h)
+	// The latency axis spans every operation of the run, so a zoom keeps
+	// the whole run's scale and the two plots compare.
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, p := range s.tl.ops {
 		lo, hi = min(lo, p.lat), max(hi, p.lat)
@@ -749,10 +826,18 @@ func (s *svgWriter) scatter(b *strings.Builder, h, y0 float64) string {
 		cx, cy int
 		out    uint8
 	}
-	var cells map[ckey]int
+	var (
+		cells    map[ckey]int
+		inWindow int
+	)
 	for {
 		cells = make(map[ckey]int, min(len(s.tl.ops), 2*maxPoints))
+		inWindow = 0
 		for _, p := range s.tl.ops {
+			if !s.in(p.t, p.t) {
+				continue
+			}
+			inWindow++
 			k := ckey{int((s.x(p.t) - s.left) / cell), int((yOf(p.lat) - y0) / cell), p.outcome}
 			cells[k]++
 		}
@@ -795,7 +880,7 @@ func (s *svgWriter) scatter(b *strings.Builder, h, y0 float64) string {
 		}
 		fmt.Fprintf(b, `<path d="%s" fill="%s" fill-opacity="0.75"><title>%s: %d operations</title></path>`, d.String(), colors[out], names[out], s.tl.counts[out])
 	}
-	if len(s.tl.ops) > len(keys) {
+	if inWindow > len(keys) {
 		return fmt.Sprintf("drawn as %d squares of %.0f px cells", len(keys), cell)
 	}
 	return ""

@@ -151,3 +151,71 @@ func TestTimelineBoundedByPixels(t *testing.T) {
 		t.Error("flapping not merged into a busy span")
 	}
 }
+
+// longRun is a 60-second history: steady traffic, a controller pause from
+// 30 s to 35 s with a failover at 32 s, and ops that fail during it.
+func longRun() (*history.History, int) {
+	b := historytest.New()
+	tp := history.TP("t", 0)
+	b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}})
+	b.Add(history.Event{Kind: history.KindControllerElected, Node: 1, Controller: &history.ControllerRun{Epoch: 1}})
+	b.State(tp, 1, 1, 1, 10, 1, 2, 3)
+	var bad int
+	for ms := int64(100); ms < 60_000; ms += 100 {
+		switch ms {
+		case 30_000:
+			b.At(ms).Fault(true, "f1", "pause-controller", "n1")
+		case 32_000:
+			b.At(ms).Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 2}})
+			b.State(tp, 2, 2, 2, 20, 2, 3)
+		case 33_000:
+			bad = b.At(ms).Add(history.Event{Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: 1, LeaderEpoch: 1}})
+		case 35_000:
+			b.At(ms).Fault(false, "f1", "pause-controller", "n1")
+		}
+		b.At(ms).Produce(int(ms), tp, fmt.Sprint(ms))
+		typ := history.OpOK
+		if ms > 30_000 && ms < 35_000 {
+			typ = history.OpInfo
+		}
+		b.At(ms+5+ms%37).Complete(int(ms), typ, tp, history.FProduce, ms)
+	}
+	b.At(60_000).Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseEnd}})
+	return b.History(), bad
+}
+
+func TestTimelineZoomOnFirstViolation(t *testing.T) {
+	h, bad := longRun()
+	res := &Results{Results: []checkers.Result{
+		{Checker: "availability", Verdict: "valid"},
+		{Checker: "leader-uniqueness", Verdict: "invalid", Violations: []checkers.Violation{{Explanation: "n1 leads at epoch 1 after epoch 2", Events: []int{bad}}}},
+	}}
+	tl := buildTimeline(h)
+	tl.addMarkers(h, res)
+	from, to, caption, ok := tl.zoomWindow(h, res)
+	if !ok {
+		t.Fatal("no zoom window")
+	}
+	// From a second before the pause (30 s) to a second after the event (33 s).
+	rel := func(x int64) int64 { return (x - historytest.T0) / historytest.Ms }
+	if rel(from) != 29_000 || rel(to) != 34_000 || !strings.Contains(caption, "leader-uniqueness") {
+		t.Fatalf("window %d..%d ms %q", rel(from), rel(to), caption)
+	}
+	svg := tl.renderWindow(from, to)
+	for _, w := range []string{`href="#v1-0"`, "+30s", "+33s", "pause-controller n1"} {
+		if !strings.Contains(svg, w) {
+			t.Errorf("zoom lacks %q", w)
+		}
+	}
+	if strings.Contains(svg, "+40s") {
+		t.Error("zoom draws outside its window")
+	}
+	// No violation, or one spanning most of the run: no zoom.
+	if _, _, _, ok := tl.zoomWindow(h, &Results{}); ok {
+		t.Error("zoom without violations")
+	}
+	wide := &Results{Results: []checkers.Result{{Checker: "x", Verdict: "invalid", Violations: []checkers.Violation{{Events: []int{0, len(h.Events) - 1}}}}}}
+	if _, _, _, ok := tl.zoomWindow(h, wide); ok {
+		t.Error("zoom on a violation spanning the run")
+	}
+}
