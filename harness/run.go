@@ -80,6 +80,9 @@ func (c *RunConfig) defaults() {
 	if c.ZKSessionTimeout == 0 {
 		c.ZKSessionTimeout = 3 * time.Second
 	}
+	if c.ZK.Servers == 0 {
+		c.ZK.Servers = 3
+	}
 	if c.ZK.TickTime == 0 {
 		c.ZK.TickTime = 200 * time.Millisecond
 	}
