@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # The project's main job, the most complete end-to-end run it has so far: on a
 # fresh machine it installs what is missing, builds the base image without a
-# registry, starts a real 3-server ZooKeeper ensemble and three broker
-# containers (the node program), lets the nemesis pause, isolate and bounce
-# the controller and brokers and isolate the ZooKeeper leader on a seeded
-# schedule, heals, and checks the recorded history (controller and broker
-# fencing, leader uniqueness, availability, liveness). The run directory under
-# runs/ keeps the history, the schedule, logs and results.json.
+# registry, and reproduces KAFKA-532 on a real 3-server ZooKeeper ensemble and
+# three broker containers (the node program): the controller is frozen with
+# SIGSTOP at its failpoint until another broker takes over, then resumes as a
+# zombie and the brokers obey its stale controller epoch. It prints the
+# checker's explanation and the path of the HTML report, then runs the same
+# scenario with every fix on, which must pass.
 #
-# Client traffic joins when the node program's data plane lands (issue 4);
-# until then the run is control-plane only (--no-workload).
-set -euo pipefail
+# Exit status 0 when the bug is reproduced with its switch on and not with the
+# fix; anything else fails. Run directories go to runs/.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh || exit 2
 export TESTCONTAINERS_RYUK_DISABLED=true
-go run ./cmd/chaos run --no-workload \
-  --faults pause-controller,bounce-node,bounce-controller,isolate-controller,isolate-zk-leader \
-  --time-limit "${TIME_LIMIT:-30s}" --seed "${SEED:-1}" "$@"
+go build -o bin/chaos ./cmd/chaos || exit 2
+
+bin/chaos repro KAFKA-532 "$@"
+bug=$?
+bin/chaos repro KAFKA-532 --fixed "$@"
+fixed=$?
+if [ "$bug" -eq 1 ] && [ "$fixed" -eq 0 ]; then
+  echo "main job: KAFKA-532 reproduced with the bug switch on, and passes with the fix"
+  exit 0
+fi
+echo "main job: expected exit 1 (reproduced) then 0 (fixed), got $bug then $fixed" >&2
+exit 1
