@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +19,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // serve starts a server with an UpdateMetadata handler (versions 0..6) that
 // echoes the controller epoch as the error code, so a test can see the body
 // was decoded.
-func serve(t *testing.T) (*Server, string) {
+func serve(t *testing.T, onError ...func(net.Addr, *RequestHeader, error)) (*Server, string) {
 	t.Helper()
 	s := NewServer()
+	if len(onError) > 0 {
+		s.OnError = onError[0]
+	}
 	s.Handle(6, 0, 6, func(_ context.Context, _ *ConnInfo, _ RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		r := kmsg.NewPtrUpdateMetadataResponse()
 		r.ErrorCode = int16(req.(*kmsg.UpdateMetadataRequest).ControllerEpoch)
@@ -108,9 +112,13 @@ func header(key, version int16, corr int32) []byte {
 }
 
 func TestUnsupportedRequestsNeverHang(t *testing.T) {
-	s, addr := serve(t)
+	var mu sync.Mutex
 	var reported []error
-	s.OnError = func(_ net.Addr, _ *RequestHeader, err error) { reported = append(reported, err) }
+	_, addr := serve(t, func(_ net.Addr, _ *RequestHeader, err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	})
 
 	// ApiVersions at a version we do not speak: v0 answer with 35.
 	resp, err := rawRequest(t, addr, append(header(18, 99, 7), 0))
@@ -145,6 +153,9 @@ func TestUnsupportedRequestsNeverHang(t *testing.T) {
 			}
 		}
 	}
+	time.Sleep(50 * time.Millisecond) // the server reports after closing
+	mu.Lock()
+	defer mu.Unlock()
 	if len(reported) < len(tests) {
 		t.Errorf("only %d of %d bad requests were reported", len(reported), len(tests))
 	}
