@@ -665,14 +665,23 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 	var (
 		busyFrom, busyTo int64
 		busyN            int
+		busy             span // the first merged span
+		busyColor        string
 	)
+	// A merged run keeps its colour when every span in it had the same
+	// one (a short fault stays red), else it turns grey; a run of one span
+	// keeps its tooltip.
 	flush := func() {
 		if busyN == 0 {
 			return
 		}
 		x0, x1 := s.x(busyFrom), s.x(busyTo)
-		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#888"><title>%d short intervals %s → %s</title></rect>`,
-			x0, y, math.Max(x1-x0, 1), h, busyN, relTime(busyFrom, s.tl.t0), relTime(busyTo, s.tl.t0))
+		title := fmt.Sprintf("%d short intervals %s → %s", busyN, relTime(busyFrom, s.tl.t0), relTime(busyTo, s.tl.t0))
+		if busyN == 1 {
+			title = busy.title
+		}
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
+			x0, y, math.Max(x1-x0, 1), h, busyColor, esc(title))
 		busyN = 0
 	}
 	for _, sp := range spans {
@@ -686,7 +695,9 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 				flush()
 			}
 			if busyN == 0 {
-				busyFrom = sp.from
+				busyFrom, busy, busyColor = sp.from, sp, sp.color
+			} else if sp.color != busyColor {
+				busyColor = "#888"
 			}
 			busyTo = max(busyTo, sp.to)
 			busyN++
