@@ -44,16 +44,17 @@ type Config struct {
 	SocketTimeout time.Duration // one controller-to-broker request
 	RetryBackoff  time.Duration
 	// LEOQuery asks a replica for its log end offset (query-leo policy).
-	// nil: every query fails, so query-leo never elects (part 1 has no log).
-	LEOQuery func(ctx context.Context, b brokerInfoPublic, tp history.TopicPartition) (int64, error)
+	// nil: every query fails, so query-leo never elects. ListOffsetsLEO is
+	// the wire implementation.
+	LEOQuery func(ctx context.Context, b ReplicaEndpoint, tp history.TopicPartition) (int64, error)
 	// OnNewSession runs on the event loop when the ZooKeeper session was
 	// replaced, before re-election: the broker re-registers there, as
 	// Kafka's RegisterBrokerAndReelect event does.
 	OnNewSession func(ctx context.Context)
 }
 
-// brokerInfoPublic is the endpoint handed to LEOQuery.
-type brokerInfoPublic struct {
+// ReplicaEndpoint is the endpoint handed to LEOQuery.
+type ReplicaEndpoint struct {
 	ID   int32
 	Host string
 	Port int32
@@ -429,7 +430,7 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 		c.setKnownController(id)
 		return
 	}
-	epoch, ver, err := c.registerAndIncrementEpoch(ctx)
+	epoch, ver, zxid, err := c.registerAndIncrementEpoch(ctx)
 	if err != nil {
 		c.log.Printf("elect (%s): lost or failed: %v", reason, err)
 		if id, err := c.readController(ctx); err == nil {
@@ -439,7 +440,7 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 	}
 	c.active, c.epoch, c.epochZkVersion = true, epoch, ver
 	c.setKnownController(c.cfg.BrokerID)
-	c.log.ControllerElected(history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Reason: reason})
+	c.log.ControllerElected(history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Zxid: zxid, Reason: reason})
 	if err := c.onControllerFailover(ctx); err != nil {
 		if errors.Is(err, errControllerMoved) {
 			c.resign("controller moved during failover")
@@ -450,7 +451,9 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 }
 
 // registerAndIncrementEpoch is KafkaZkClient.registerControllerAndIncrementControllerEpoch.
-func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int32, error) {
+// It returns the new epoch, its zkVersion and the mzxid of /controller_epoch
+// (0 if unknown), which orders the election among ZooKeeper writes.
+func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int32, int64, error) {
 	epoch, ver, err := c.readEpoch(ctx)
 	if errors.Is(err, zk.ErrNoNode) {
 		// First controller ever: create /controller_epoch = 0.
@@ -460,12 +463,12 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 		})
 		c.logWrite(start, zkdata.ControllerEpochPath, "create", false, -1, "0", nil, cerr, 0, 0)
 		if cerr != nil && !errors.Is(cerr, zk.ErrNodeExists) {
-			return 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerEpochPath, cerr)
+			return 0, 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerEpochPath, cerr)
 		}
 		epoch, ver, err = c.readEpoch(ctx)
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	newEpoch := epoch + 1
 	ctrlData := zkdata.EncodeController(c.cfg.BrokerID, time.Now())
@@ -477,7 +480,7 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 		})
 		c.logWrite(start, zkdata.ControllerPath, "create", false, -1, string(ctrlData), nil, err, newEpoch, -1)
 		if err != nil {
-			return 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerPath, err)
+			return 0, 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerPath, err)
 		}
 		start = time.Now()
 		st, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (*zk.Stat, error) {
@@ -485,9 +488,9 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 		})
 		c.logWrite(start, zkdata.ControllerEpochPath, "set", false, -1, fmt.Sprint(newEpoch), st, err, newEpoch, -1)
 		if err != nil {
-			return 0, 0, fmt.Errorf("set %s: %w", zkdata.ControllerEpochPath, err)
+			return 0, 0, 0, fmt.Errorf("set %s: %w", zkdata.ControllerEpochPath, err)
 		}
-		return newEpoch, st.Version, nil
+		return newEpoch, st.Version, st.Mzxid, nil
 	}
 	start := time.Now()
 	res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
@@ -503,7 +506,7 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 	}
 	c.logWrite(start, zkdata.ControllerEpochPath, "multi", true, ver, fmt.Sprint(newEpoch), st, ferr, newEpoch, ver)
 	if ferr == nil && st != nil {
-		return newEpoch, st.Version, nil
+		return newEpoch, st.Version, st.Mzxid, nil
 	}
 	if errors.Is(ferr, zk.ErrNodeExists) || errors.Is(ferr, zk.ErrBadVersion) || zkutil.Retriable(ferr) || errors.Is(ferr, zkutil.ErrTimeout) {
 		// A retried Multi may have succeeded the first time: we won only
@@ -511,11 +514,11 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 		id, _ := c.readController(ctx)
 		e2, v2, err2 := c.readEpoch(ctx)
 		if err2 == nil && id == c.cfg.BrokerID && e2 == newEpoch {
-			return newEpoch, v2, nil
+			return newEpoch, v2, 0, nil
 		}
-		return 0, 0, fmt.Errorf("controller election: %w (now /controller=%d, epoch %d)", ferr, id, e2)
+		return 0, 0, 0, fmt.Errorf("controller election: %w (now /controller=%d, epoch %d)", ferr, id, e2)
 	}
-	return 0, 0, fmt.Errorf("controller election: %w", ferr)
+	return 0, 0, 0, fmt.Errorf("controller election: %w", ferr)
 }
 
 func (c *Controller) readEpoch(ctx context.Context) (int32, int32, error) {

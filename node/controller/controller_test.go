@@ -3,8 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/node/wire"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/config"
@@ -52,7 +56,7 @@ func TestOfflineLeaderPolicies(t *testing.T) {
 				c.ctx.live[id] = brokerInfo{ID: id}
 			}
 			if tt.leo != nil {
-				c.cfg.LEOQuery = func(_ context.Context, b brokerInfoPublic, _ history.TopicPartition) (int64, error) {
+				c.cfg.LEOQuery = func(_ context.Context, b ReplicaEndpoint, _ history.TopicPartition) (int64, error) {
 					if v, ok := tt.leo[b.ID]; ok {
 						return v, nil
 					}
@@ -93,5 +97,43 @@ func TestQueueIsFIFOAndUnbounded(t *testing.T) {
 	}
 	if _, ok := q.pop(); ok {
 		t.Fatal("pop from empty queue")
+	}
+}
+
+func TestListOffsetsLEO(t *testing.T) {
+	s := wire.NewServer()
+	s.Handle(2, 0, 5, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+		req := r.(*kmsg.ListOffsetsRequest)
+		resp := kmsg.NewPtrListOffsetsResponse()
+		if req.ReplicaID != -2 || req.Topics[0].Partitions[0].Timestamp != -1 {
+			return nil, errors.New("not a debug LEO query")
+		}
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = req.Topics[0].Topic
+		rp := kmsg.NewListOffsetsResponseTopicPartition()
+		rp.Partition, rp.Offset = req.Topics[0].Partitions[0].Partition, 42
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Close()
+	port := int32(ln.Addr().(*net.TCPAddr).Port)
+	q := ListOffsetsLEO("test")
+	leo, err := q(context.Background(), ReplicaEndpoint{ID: 1, Host: "127.0.0.1", Port: port}, history.TP("t", 3))
+	if err != nil || leo != 42 {
+		t.Fatalf("LEO %d, %v", leo, err)
+	}
+	// A broker without ListOffsets (part 1) closes the connection: an error.
+	s2 := wire.NewServer()
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	go s2.Serve(ln2)
+	defer s2.Close()
+	if _, err := q(context.Background(), ReplicaEndpoint{ID: 2, Host: "127.0.0.1", Port: int32(ln2.Addr().(*net.TCPAddr).Port)}, history.TP("t", 3)); err == nil {
+		t.Fatal("want an error from a broker that does not serve ListOffsets")
 	}
 }

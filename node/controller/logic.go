@@ -311,7 +311,7 @@ func (c *Controller) offlineLeader(ctx context.Context, tp history.TopicPartitio
 				return -1, nil, false
 			}
 			qctx, cancel := context.WithTimeout(ctx, c.cfg.SocketTimeout)
-			leo, err := c.cfg.LEOQuery(qctx, brokerInfoPublic{ID: b.ID, Host: b.Host, Port: b.Port}, tp)
+			leo, err := c.cfg.LEOQuery(qctx, ReplicaEndpoint{ID: b.ID, Host: b.Host, Port: b.Port}, tp)
 			cancel()
 			if err != nil {
 				c.log.Printf("query-leo for %s: replica %d: %v; partition stays offline", tp, r, err)

@@ -45,10 +45,12 @@ func TestControllerFailover(t *testing.T) {
 	}
 	checkEpochZnode(t, e, elected.Controller)
 
-	killed := time.Now()
 	if err := nemesis.Kill(ctx, e.node(c).Container); err != nil {
 		t.Fatal(err)
 	}
+	// Measured from when the engine reports the process gone: its session
+	// timer started at its last heartbeat, no later than that.
+	killed := time.Now()
 	var next history.Event
 	var nextID int
 	deadline := time.Now().Add(20 * time.Second)
@@ -99,6 +101,9 @@ func checkEpochZnode(t *testing.T, e *env, run *history.ControllerRun) {
 	epoch, err := zkdata.DecodeControllerEpoch(d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if run.Zxid != 0 && run.Zxid != st.Mzxid {
+		t.Fatalf("node logged election zxid %d, /controller_epoch mzxid is %d", run.Zxid, st.Mzxid)
 	}
 	if epoch != run.Epoch || st.Version != run.EpochZkVersion {
 		t.Fatalf("/controller_epoch = %d (zkVersion %d), node logged epoch %d zkVersion %d", epoch, st.Version, run.Epoch, run.EpochZkVersion)
