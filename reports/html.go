@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
@@ -28,6 +29,7 @@ const (
 	maxEventsShown     = 20 // per violation
 	maxWarningsShown   = 20
 	maxDetailBytes     = 2000
+	maxFaultsListed    = 100
 )
 
 // NotChecked is the verdict shown for a run without results.json.
@@ -81,6 +83,8 @@ type pageData struct {
 	Checkers         []checkerRow
 	Violations       []checkerViolations
 	Timeline         template.HTML
+	FaultRows        []faultRow
+	MoreFaults       int
 	Zoom             template.HTML // the first violation up close
 	ZoomCaption      string
 	Nodes            []legendItem
@@ -111,10 +115,16 @@ type violationItem struct {
 type eventRow struct {
 	Index                       int
 	Time, Source, Kind, Summary string
+	During                      string // faults active at the event
 	Missing                     bool
 }
 
 type legendItem struct{ Name, Color string }
+
+type faultRow struct {
+	Label, From, To, Held, Title string
+	Open                         bool
+}
 
 type kindCount struct {
 	Name  string
@@ -176,6 +186,11 @@ func buildPage(r *run) *pageData {
 		}
 	}
 
+	// The timeline comes first: violation rows name the faults active at
+	// each event.
+	tl := buildTimeline(h)
+	tl.addMarkers(h, r.results)
+
 	if res := r.results; res != nil {
 		d.Verdict = string(res.Verdict)
 		if !res.CheckedAt.IsZero() {
@@ -216,7 +231,7 @@ func buildPage(r *run) *pageData {
 							item.MoreEvents = len(v.Events) - ei
 							break
 						}
-						item.Events = append(item.Events, eventRowOf(h, idx, t0))
+						item.Events = append(item.Events, eventRowOf(h, idx, t0, tl))
 					}
 					cv.Items = append(cv.Items, item)
 				}
@@ -227,8 +242,6 @@ func buildPage(r *run) *pageData {
 	}
 	d.VClass = verdictClass(d.Verdict)
 
-	tl := buildTimeline(h)
-	tl.addMarkers(h, r.results)
 	d.Timeline = template.HTML(tl.renderSVG()) // built from escaped parts only
 	if from, to, caption, ok := tl.zoomWindow(h, r.results); ok {
 		d.Zoom = template.HTML(tl.renderWindow(from, to))
@@ -236,6 +249,15 @@ func buildPage(r *run) *pageData {
 	}
 	for _, n := range tl.nodes {
 		d.Nodes = append(d.Nodes, legendItem{Name: fmt.Sprintf("n%d", n), Color: nodeColor(n)})
+	}
+	for i, f := range tl.faults {
+		if i == maxFaultsListed {
+			d.MoreFaults = len(tl.faults) - i
+			break
+		}
+		row := faultRow{Label: f.label, From: relTime(f.from, t0), To: relTime(f.to, t0),
+			Held: time.Duration(f.to - f.from).Round(time.Millisecond).String(), Title: f.title, Open: f.open}
+		d.FaultRows = append(d.FaultRows, row)
 	}
 	for k, n := range tl.kinds {
 		d.Kinds = append(d.Kinds, kindCount{string(k), n})
@@ -261,12 +283,13 @@ func buildPage(r *run) *pageData {
 
 // eventRowOf renders event idx of h; an index outside the history (results
 // from another history) is shown as missing instead of panicking.
-func eventRowOf(h *history.History, idx int, t0 int64) eventRow {
+func eventRowOf(h *history.History, idx int, t0 int64, tl *timeline) eventRow {
 	if h == nil || idx < 0 || idx >= len(h.Events) {
 		return eventRow{Index: idx, Missing: true}
 	}
 	e := &h.Events[idx]
-	return eventRow{Index: idx, Time: relTime(e.Time, t0), Source: e.Source, Kind: string(e.Kind), Summary: Summarize(e)}
+	return eventRow{Index: idx, Time: relTime(e.Time, t0), Source: e.Source, Kind: string(e.Kind), Summary: Summarize(e),
+		During: tl.activeFaults(e.Time)}
 }
 
 func historyBugs(h *history.History) []string {
@@ -335,10 +358,12 @@ button{font:inherit;font-size:12px;padding:4px 10px;cursor:pointer}
 .note{background:#fff7e0;border-left:4px solid #f0b400;padding:6px 10px;margin:6px 0}
 .viol{border-left:4px solid #c62828;padding:2px 0 2px 12px;margin:12px 0}
 .viol:target{background:#fbeaea}
-.ev td{font-size:12.5px}
+.ev{table-layout:fixed}
+.ev td{font-size:12.5px;overflow-wrap:anywhere}
 .ev td.i{color:#777;white-space:nowrap}
 .muted{color:#777}
 .nw{white-space:nowrap}
+.during{font-family:system-ui,sans-serif;font-size:11px;background:#fde2e2;color:#8a1c1c;border-radius:3px;padding:0 4px;white-space:nowrap}
 .legend span{display:inline-flex;align-items:center;gap:4px;margin-right:14px;font-size:12px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px}
 .tlwrap{border:1px solid #ddd;overflow-x:auto}
@@ -378,10 +403,15 @@ a{color:#1a5fb4}
 <div class="tlwrap">{{.Zoom}}</div>{{end}}
 {{else}}<p class="muted">No events to draw.</p>{{end}}
 
+{{if .FaultRows}}<h2>Faults</h2>
+<table><tr><th>fault</th><th>from</th><th>to</th><th>held</th><th>what</th></tr>
+{{range .FaultRows}}<tr><td class="mono nw">{{.Label}}</td><td class="mono">{{.From}}</td><td class="mono">{{.To}}{{if .Open}} <span class="badge invalid">never stopped</span>{{end}}</td><td class="mono">{{.Held}}</td><td class="muted">{{.Title}}</td></tr>
+{{end}}{{if .MoreFaults}}<tr><td colspan="5" class="muted">… {{.MoreFaults}} more faults</td></tr>{{end}}</table>{{end}}
+
 {{if .Violations}}<h2>Violations</h2>
 {{range .Violations}}<h3 id="{{.Anchor}}" class="mono">{{.Name}}</h3>
 {{range .Items}}<div class="viol" id="{{.Anchor}}"><div>{{.Explanation}}</div>
-{{if .Events}}<table class="ev">{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono nw">{{.Time}}</td><td class="mono nw">{{.Source}}</td><td class="mono nw">{{.Kind}}</td><td class="mono">{{.Summary}}</td>{{end}}</tr>
+{{if .Events}}<table class="ev"><colgroup><col style="width:56px"><col style="width:76px"><col style="width:80px"><col style="width:150px"><col></colgroup>{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono nw">{{.Time}}</td><td class="mono nw">{{.Source}}</td><td class="mono nw">{{.Kind}}</td><td class="mono">{{.Summary}}{{if .During}} <span class="during">during {{.During}}</span>{{end}}</td>{{end}}</tr>
 {{end}}{{if .MoreEvents}}<tr><td colspan="5" class="muted">… {{.MoreEvents}} more events</td></tr>{{end}}</table>{{end}}</div>
 {{end}}{{if .More}}<p class="muted">… and {{.More}} more violations (see results.json).</p>{{end}}
 {{end}}{{end}}

@@ -165,7 +165,8 @@ func TestReportRendersRuns(t *testing.T) {
 				return dir
 			},
 			want: []string{`class="badge invalid">invalid`, "broker-fencing", "KAFKA-532", "chaos run --seed 42 --replay ",
-				"schedule.json", `href="logs/n1.log"`, "<svg", "control_request", "LeaderAndIsr", "pause n1", "+0.0"},
+				"schedule.json", `href="logs/n1.log"`, "<svg", "control_request", "LeaderAndIsr", "pause n1", "+0.0",
+				"<h2>Faults</h2>", `<span class="during">during pause n1</span>`},
 		},
 		{
 			name: "valid generated run",

@@ -147,7 +147,7 @@ func buildTimeline(h *history.History) *timeline {
 		if len(f.Targets) > 0 {
 			label += " " + strings.Join(f.Targets, ",")
 		}
-		title := fmt.Sprintf("%s [%s from %s] %s → %s", Summarize(start), k.src, rel(start.Time), rel(start.Time), rel(end))
+		title := fmt.Sprintf("%s, by %s, %s → %s", Summarize(start), k.src, rel(start.Time), rel(end))
 		if open {
 			title += " (never stopped)"
 		}
@@ -475,6 +475,20 @@ func (tl *timeline) zoomWindow(h *history.History, res *Results) (from, to int64
 		}
 	}
 	return 0, 0, "", false
+}
+
+// activeFaults names the faults active at time t ("pause n1, slow-zk-follower zk2").
+func (tl *timeline) activeFaults(t int64) string {
+	var out []string
+	for _, f := range tl.faults {
+		if f.from > t {
+			break // sorted by start
+		}
+		if t <= f.to {
+			out = append(out, f.label)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func violationAnchor(checker, violation int) string { return fmt.Sprintf("v%d-%d", checker, violation) }
