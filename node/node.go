@@ -6,6 +6,23 @@
 // Sub-packages own the pieces (see their doc comments); this package only
 // wires them. The harness never imports any of it: it runs cmd/kafkanode and
 // reads the event log.
+//
+// The process's interfaces, for the harness:
+//   - Kafka listener (--listen): LeaderAndIsr v0-4, StopReplica v0-3,
+//     UpdateMetadata v0-6, ControlledShutdown v0-3, ApiVersions v0-3. Other
+//     APIs or versions close the connection (ApiVersions answers v0 with
+//     UNSUPPORTED_VERSION), as Kafka does.
+//   - Admin HTTP (--admin-listen): GET /state (broker epoch, known
+//     controller epoch, partition map, controller status with live brokers
+//     and bounces detected, armed failpoints); GET /failpoints;
+//     PUT|POST /failpoints/{name} with an action as body; DELETE
+//     /failpoints/{name}; POST /failpoints/{name}/release.
+//   - Event log (--event-log): history JSONL, source "n<id>": node_start,
+//     node_stop, broker_registered, controller_elected, controller_resigned,
+//     zk_write, control_sent, control_request, controlled_shutdown,
+//     role_change, and fault_start/fault_stop (Name "failpoint") when a
+//     failpoint fires.
+//   - Signals: SIGTERM/SIGINT → controlled shutdown, then exit 0.
 package node
 
 import (

@@ -112,6 +112,10 @@ type Config struct {
 	ControlledShutdownOnTerm bool
 }
 
+// failpointNames mirrors failpoint.Names for the usage text (config must
+// not import the packages it configures).
+var failpointNames = []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown"}
+
 // FailpointsEnv is the environment variable read for failpoints armed at
 // start, in addition to --failpoints (the flag wins for a name in both).
 const FailpointsEnv = "KAFKANODE_FAILPOINTS"
@@ -144,6 +148,18 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.IntVar(&c.ControlledShutdownRetry, "controlled-shutdown-retries", 3, "controlled.shutdown.max.retries")
 	fs.DurationVar(&c.ControlledShutdownWait, "controlled-shutdown-backoff", time.Second, "controlled.shutdown.retry.backoff.ms")
 	fs.BoolVar(&c.ControlledShutdownOnTerm, "controlled-shutdown", true, "on SIGTERM/SIGINT, ask the controller to move leadership away before exiting")
+	fs.Usage = func() {
+		fmt.Fprintf(out, `kafkanode: a ZooKeeper-mode Kafka broker (any node may become the controller).
+
+Failpoints (--failpoints, $%s, or PUT/DELETE http://ADMIN/failpoints/NAME,
+POST .../NAME/release): %s.
+Admin HTTP also serves GET /state and GET /failpoints.
+Events go to --event-log as history JSONL (schema: package history).
+
+Flags:
+`, FailpointsEnv, strings.Join(failpointNames, ", "))
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

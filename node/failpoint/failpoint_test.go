@@ -126,3 +126,15 @@ func TestSigstopAsPID1Holds(t *testing.T) {
 		t.Fatal("no start report")
 	}
 }
+
+func TestNamesAreTheIssueWindows(t *testing.T) {
+	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown"}
+	if len(Names) != len(want) {
+		t.Fatalf("names %v", Names)
+	}
+	for i := range want {
+		if Names[i] != want[i] {
+			t.Fatalf("names %v, want %v (config's usage text lists them too)", Names, want)
+		}
+	}
+}
