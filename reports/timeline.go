@@ -92,9 +92,30 @@ func nodeColor(id int32) string {
 	return nodeColors[int(id-1)%len(nodeColors)]
 }
 
-// buildTimeline aggregates h in one pass. It keeps only small per-change
-// records and one opPoint per client operation.
+// buildTimeline aggregates a merged history in one pass.
 func buildTimeline(h *history.History) *timeline {
+	b := newBuilder()
+	if h != nil {
+		for i := range h.Events {
+			b.add(&h.Events[i])
+		}
+	}
+	return b.finish()
+}
+
+// builder aggregates events into a timeline. Events of one source must come
+// in that source's order; different sources may come one after the other
+// (file by file) rather than interleaved, because every open interval is
+// keyed by what owns it (a node, a fault's source and id, the watcher), and
+// titles get their times only when drawn, once the run's start is known.
+// It keeps only small per-change records and one opPoint per client
+// operation, never the events themselves.
+type builder struct {
+	add    func(e *history.Event)
+	finish func() *timeline
+}
+
+func newBuilder() *builder {
 	tl := &timeline{
 		ctrl:     map[int32][]span{},
 		state:    map[history.TopicPartition][]span{},
@@ -102,12 +123,6 @@ func buildTimeline(h *history.History) *timeline {
 		kinds:    map[history.Kind]int{},
 		sources:  map[string]int{},
 	}
-	if h == nil || len(h.Events) == 0 {
-		return tl
-	}
-	tl.t0, tl.t1 = h.Events[0].Time, h.Events[len(h.Events)-1].Time
-	rel := func(t int64) string { return relTime(t, tl.t0) }
-
 	type faultKey struct{ src, id string }
 	type openCtrl struct {
 		t     int64
@@ -126,19 +141,20 @@ func buildTimeline(h *history.History) *timeline {
 	var (
 		phaseOpen  = map[string]int64{}
 		phaseOrder []string
-		faultOpen  = map[faultKey]*history.Event{}
+		faultOpen  = map[faultKey]history.Event{} // copies: a held pointer would pin a whole file's events
 		ctrlOpen   = map[int32]openCtrl{}
 		nodeSeen   = map[int32]bool{}
 		leadOpen   = map[history.TopicPartition]map[int32]openLead{}
 		stOpen     = map[history.TopicPartition]*openState{}
-		writeState = map[history.TopicPartition][]*history.Event{} // fallback when the watcher saw nothing
+		writeState = map[history.TopicPartition][]stateWrite{} // fallback when the watcher saw nothing
 		sawWatch   = map[history.TopicPartition]bool{}
 		invokes    = map[int]int64{}
 		zkID       = int32(-2) // -2: not observed yet
 		zkEpoch    = int32(-1)
 		zkFrom     int64
+		seen       bool // any event yet (t0, t1 valid)
 	)
-	closeFault := func(k faultKey, start *history.Event, end int64, open bool) {
+	closeFault := func(k faultKey, start history.Event, end int64, open bool) {
 		f := start.Fault
 		label := f.Name
 		if f.Failpoint != "" {
@@ -147,10 +163,7 @@ func buildTimeline(h *history.History) *timeline {
 		if len(f.Targets) > 0 {
 			label += " " + strings.Join(f.Targets, ",")
 		}
-		title := fmt.Sprintf("%s, by %s, %s → %s", Summarize(start), k.src, rel(start.Time), rel(end))
-		if open {
-			title += " (never stopped)"
-		}
+		title := fmt.Sprintf("%s, by %s", Summarize(&start), k.src)
 		color := "#e15759"
 		if f.Failpoint != "" || f.Name == "failpoint" {
 			color = "#d4a017"
@@ -164,7 +177,7 @@ func buildTimeline(h *history.History) *timeline {
 			return
 		}
 		tl.ctrl[n] = append(tl.ctrl[n], span{from: o.t, to: end, label: fmt.Sprintf("e%d", o.epoch), color: nodeColor(n), open: open,
-			title: fmt.Sprintf("n%d controller, epoch %d (zkVersion %d), %s → %s%s", n, o.epoch, o.zkv, rel(o.t), rel(end), why)})
+			title: fmt.Sprintf("n%d controller, epoch %d (zkVersion %d)%s", n, o.epoch, o.zkv, why)})
 		delete(ctrlOpen, n)
 	}
 	closeLead := func(tp history.TopicPartition, n int32, end int64, open bool) {
@@ -176,7 +189,7 @@ func buildTimeline(h *history.History) *timeline {
 			tl.believed[tp] = map[int32][]span{}
 		}
 		tl.believed[tp][n] = append(tl.believed[tp][n], span{from: o.t, to: end, color: nodeColor(n), open: open,
-			title: fmt.Sprintf("n%d acts as leader of %s at leader epoch %d, %s → %s", n, tp, o.epoch, rel(o.t), rel(end))})
+			title: fmt.Sprintf("n%d acts as leader of %s at leader epoch %d", n, tp, o.epoch)})
 		delete(leadOpen[tp], n)
 	}
 	closeState := func(tp history.TopicPartition, end int64, open bool) {
@@ -189,7 +202,7 @@ func buildTimeline(h *history.History) *timeline {
 			label, color = fmt.Sprintf("offline·e%d", o.epoch), "#d62728"
 		}
 		tl.state[tp] = append(tl.state[tp], span{from: o.t, to: end, label: label, color: color, open: open,
-			title: fmt.Sprintf("%s (ZooKeeper), %s → %s", o.title, rel(o.t), rel(end))})
+			title: o.title + " (ZooKeeper)"})
 		delete(stOpen, tp)
 	}
 	setState := func(t int64, s *history.PartitionState) {
@@ -205,7 +218,7 @@ func buildTimeline(h *history.History) *timeline {
 			return
 		}
 		if zkID != -2 {
-			tl.zkCtrl = append(tl.zkCtrl, zkSpan(zkFrom, t, zkID, zkEpoch, rel, false))
+			tl.zkCtrl = append(tl.zkCtrl, zkSpan(zkFrom, t, zkID, zkEpoch, false))
 		}
 		zkID, zkEpoch, zkFrom = id, epoch, t
 	}
@@ -221,8 +234,15 @@ func buildTimeline(h *history.History) *timeline {
 		}
 	}
 
-	for i := range h.Events {
-		e := &h.Events[i]
+	b := &builder{}
+	b.add = func(e *history.Event) {
+		if !seen || e.Time < tl.t0 {
+			tl.t0 = e.Time
+		}
+		if !seen || e.Time > tl.t1 {
+			tl.t1 = e.Time
+		}
+		seen = true
 		tl.kinds[e.Kind]++
 		tl.sources[e.Source]++
 		if e.Node > 0 && e.Kind != history.KindOp {
@@ -237,7 +257,7 @@ func buildTimeline(h *history.History) *timeline {
 				phaseOpen[e.Phase.Name] = e.Time
 			} else if from, ok := phaseOpen[e.Phase.Name]; ok {
 				tl.phases = append(tl.phases, span{from: from, to: e.Time, label: e.Phase.Name, color: phaseColor(e.Phase.Name),
-					title: fmt.Sprintf("phase %s %s → %s", e.Phase.Name, rel(from), rel(e.Time))})
+					title: "phase " + e.Phase.Name})
 				delete(phaseOpen, e.Phase.Name)
 			}
 		case history.KindFaultStart:
@@ -245,7 +265,7 @@ func buildTimeline(h *history.History) *timeline {
 			if prev, ok := faultOpen[k]; ok { // restarted without a stop: end the first at the second
 				closeFault(k, prev, e.Time, false)
 			}
-			faultOpen[k] = e
+			faultOpen[k] = *e
 		case history.KindFaultStop:
 			k := faultKey{e.Source, e.Fault.ID}
 			if st, ok := faultOpen[k]; ok {
@@ -295,17 +315,17 @@ func buildTimeline(h *history.History) *timeline {
 			}
 		case history.KindZKWrite:
 			if s := e.ZKWrite.State; s != nil && e.ZKWrite.Outcome == history.ZKOK {
-				writeState[s.TP()] = append(writeState[s.TP()], e)
+				writeState[s.TP()] = append(writeState[s.TP()], stateWrite{t: e.Time, src: e.Source, seq: e.Seq, state: s})
 			}
 		case history.KindOp:
 			o := e.Op
 			if o.Type == history.OpInvoke {
 				invokes[o.Process] = e.Time
-				continue
+				return
 			}
 			start, ok := invokes[o.Process]
 			if !ok {
-				continue
+				return
 			}
 			delete(invokes, o.Process)
 			var out uint8
@@ -323,70 +343,90 @@ func buildTimeline(h *history.History) *timeline {
 	}
 	// The watcher is the authority on partition state; a controller's
 	// successful writes stand in for it when the run had no watcher.
-	for tp, ws := range writeState {
-		if sawWatch[tp] {
-			continue
+	b.finish = func() *timeline {
+		for tp, ws := range writeState {
+			if sawWatch[tp] {
+				continue
+			}
+			// Writes come from several nodes, possibly file by file: put
+			// them in time order first.
+			sort.SliceStable(ws, func(a, b int) bool {
+				if ws[a].t != ws[b].t {
+					return ws[a].t < ws[b].t
+				}
+				return ws[a].src < ws[b].src
+			})
+			for _, w := range ws {
+				setState(w.t, w.state)
+			}
 		}
-		for _, e := range ws {
-			setState(e.Time, e.ZKWrite.State)
+		for k, st := range faultOpen {
+			closeFault(k, st, tl.t1, true)
 		}
-	}
-	for k, st := range faultOpen {
-		closeFault(k, st, tl.t1, true)
-	}
-	for n := range ctrlOpen {
-		closeCtrl(n, tl.t1, true, "")
-	}
-	for tp, m := range leadOpen {
-		for n := range m {
-			closeLead(tp, n, tl.t1, true)
+		for n := range ctrlOpen {
+			closeCtrl(n, tl.t1, true, "")
 		}
-	}
-	for tp := range stOpen {
-		closeState(tp, tl.t1, true)
-	}
-	if zkID != -2 {
-		tl.zkCtrl = append(tl.zkCtrl, zkSpan(zkFrom, tl.t1, zkID, zkEpoch, rel, true))
-	}
-	for _, name := range phaseOrder {
-		if from, ok := phaseOpen[name]; ok {
-			tl.phases = append(tl.phases, span{from: from, to: tl.t1, label: name + " (unfinished)", color: phaseColor(name), open: true,
-				title: fmt.Sprintf("phase %s began %s and never ended", name, rel(from))})
+		for tp, m := range leadOpen {
+			for n := range m {
+				closeLead(tp, n, tl.t1, true)
+			}
 		}
-	}
-	tl.pending = len(invokes)
-	for n := range nodeSeen {
-		tl.nodes = append(tl.nodes, n)
-	}
-	for n := range tl.ctrl {
-		if !nodeSeen[n] {
+		for tp := range stOpen {
+			closeState(tp, tl.t1, true)
+		}
+		if zkID != -2 {
+			tl.zkCtrl = append(tl.zkCtrl, zkSpan(zkFrom, tl.t1, zkID, zkEpoch, true))
+		}
+		for _, name := range phaseOrder {
+			if from, ok := phaseOpen[name]; ok {
+				tl.phases = append(tl.phases, span{from: from, to: tl.t1, label: name + " (unfinished)", color: phaseColor(name), open: true,
+					title: "phase " + name})
+			}
+		}
+		tl.pending = len(invokes)
+		for n := range nodeSeen {
 			tl.nodes = append(tl.nodes, n)
 		}
-	}
-	sort.Slice(tl.nodes, func(a, b int) bool { return tl.nodes[a] < tl.nodes[b] })
-	for tp := range tl.state {
-		tl.parts = append(tl.parts, tp)
-	}
-	for tp := range tl.believed {
-		if _, ok := tl.state[tp]; !ok {
+		for n := range tl.ctrl {
+			if !nodeSeen[n] {
+				tl.nodes = append(tl.nodes, n)
+			}
+		}
+		sort.Slice(tl.nodes, func(a, b int) bool { return tl.nodes[a] < tl.nodes[b] })
+		for tp := range tl.state {
 			tl.parts = append(tl.parts, tp)
 		}
-	}
-	sort.Slice(tl.parts, func(a, b int) bool {
-		if tl.parts[a].Topic != tl.parts[b].Topic {
-			return tl.parts[a].Topic < tl.parts[b].Topic
+		for tp := range tl.believed {
+			if _, ok := tl.state[tp]; !ok {
+				tl.parts = append(tl.parts, tp)
+			}
 		}
-		return tl.parts[a].Partition < tl.parts[b].Partition
-	})
-	sortSpans := func(s []span) {
-		sort.SliceStable(s, func(a, b int) bool { return s[a].from < s[b].from })
+		sort.Slice(tl.parts, func(a, b int) bool {
+			if tl.parts[a].Topic != tl.parts[b].Topic {
+				return tl.parts[a].Topic < tl.parts[b].Topic
+			}
+			return tl.parts[a].Partition < tl.parts[b].Partition
+		})
+		sortSpans := func(s []span) {
+			sort.SliceStable(s, func(a, b int) bool { return s[a].from < s[b].from })
+		}
+		sortSpans(tl.faults)
+		sortSpans(tl.phases)
+		return tl
 	}
-	sortSpans(tl.faults)
-	sortSpans(tl.phases)
-	return tl
+	return b
 }
 
-func zkSpan(from, to int64, id, epoch int32, rel func(int64) string, open bool) span {
+// stateWrite is a controller's successful partition-state write, kept for
+// when the run had no watcher.
+type stateWrite struct {
+	t     int64
+	src   string
+	seq   uint64
+	state *history.PartitionState
+}
+
+func zkSpan(from, to int64, id, epoch int32, open bool) span {
 	label, color := fmt.Sprintf("n%d·e%d", id, epoch), nodeColor(id)
 	if id < 0 {
 		label, color = "none", "#dddddd"
@@ -395,7 +435,7 @@ func zkSpan(from, to int64, id, epoch int32, rel func(int64) string, open bool) 
 		label = fmt.Sprintf("n%d", id)
 	}
 	return span{from: from, to: to, label: label, color: color, open: open,
-		title: fmt.Sprintf("ZooKeeper /controller = %d, /controller_epoch = %d, %s → %s", id, epoch, rel(from), rel(to))}
+		title: fmt.Sprintf("ZooKeeper /controller = %d, /controller_epoch = %d", id, epoch)}
 }
 
 func phaseColor(name string) string {
@@ -692,7 +732,7 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 		x0, x1 := s.x(busyFrom), s.x(busyTo)
 		title := fmt.Sprintf("%d short intervals %s → %s", busyN, relTime(busyFrom, s.tl.t0), relTime(busyTo, s.tl.t0))
 		if busyN == 1 {
-			title = busy.title
+			title = s.spanTitle(busy)
 		}
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 			x0, y, math.Max(x1-x0, 1), h, busyColor, esc(title))
@@ -702,6 +742,7 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 		if !s.in(sp.from, sp.to) {
 			continue
 		}
+		orig := sp
 		sp.from, sp.to = s.clip(sp.from, sp.to)
 		x0, x1 := s.x(sp.from), s.x(sp.to)
 		if x1-x0 < minSpanPx {
@@ -709,7 +750,7 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 				flush()
 			}
 			if busyN == 0 {
-				busyFrom, busy, busyColor = sp.from, sp, sp.color
+				busyFrom, busy, busyColor = sp.from, orig, sp.color
 			} else if sp.color != busyColor {
 				busyColor = "#888"
 			}
@@ -726,7 +767,7 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 			dash = ` stroke="#000" stroke-opacity="0.45" stroke-dasharray="3 2" stroke-width="0.8"`
 		}
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" rx="2"%s><title>%s</title></rect>`,
-			x0, y, x1-x0, h, sp.color, dash, esc(sp.title))
+			x0, y, x1-x0, h, sp.color, dash, esc(s.spanTitle(orig)))
 		if sp.label != "" && h >= 10 && float64(len(sp.label))*6+4 < x1-x0 {
 			cls := "sl"
 			if isLight(sp.color) {
@@ -736,6 +777,17 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 		}
 	}
 	flush()
+}
+
+// spanTitle is a span's tooltip: what it is and when, relative to the run's
+// start (titles are stored without times so a builder fed file by file need
+// not know the start yet).
+func (s *svgWriter) spanTitle(sp span) string {
+	t := fmt.Sprintf("%s, %s → %s", sp.title, relTime(sp.from, s.tl.t0), relTime(sp.to, s.tl.t0))
+	if sp.open {
+		t += " (not ended when the history ends)"
+	}
+	return t
 }
 
 // isLight tells whether dark text reads better on colour c (#rrggbb).
