@@ -225,9 +225,6 @@ func (l *Log) recoverSegment(seg *segment, last bool, transitions *[]checkpoint.
 			switch {
 			case length < minBatchLength:
 				verr = fmt.Errorf("batch length %d below minimum %d", length, minBatchLength)
-			case length+logOverhead > int64(l.opts.MaxBatchBytes)+logOverhead && length+logOverhead > fileSize-pos:
-				// A huge length that also runs past the end: do not allocate it.
-				verr = fmt.Errorf("batch length %d runs past the end of the file", length)
 			case pos+logOverhead+length > fileSize:
 				verr = fmt.Errorf("batch of %d bytes runs past the end of the file (%d bytes left)", length+logOverhead, fileSize-pos)
 			default:
@@ -415,11 +412,13 @@ func (l *Log) appendLocked(data []byte, headers []BatchHeader) (AppendInfo, erro
 	}
 	if changed {
 		if err := l.epochs.flush(); err != nil {
+			// The cache in memory is ahead of its file; stop writing.
+			l.failed = err
 			return AppendInfo{}, fmt.Errorf("storage: append to %s: %w", l.dir, err)
 		}
 	}
 	// Write runs of batches that fit in the active segment with one write each.
-	start := 0
+	start, off := 0, int64(0)
 	for start < len(headers) {
 		seg := l.active()
 		if seg.size > 0 && seg.size+headers[start].Size() > l.opts.SegmentBytes {
@@ -433,14 +432,10 @@ func (l *Log) appendLocked(data []byte, headers []BatchHeader) (AppendInfo, erro
 			bytes += headers[end].Size()
 			end++
 		}
-		off := int64(0)
-		for _, h := range headers[:start] {
-			off += h.Size()
-		}
 		if err := l.writeRun(seg, data[off:off+bytes], headers[start:end]); err != nil {
 			return AppendInfo{}, err
 		}
-		start = end
+		start, off = end, off+bytes
 	}
 	if l.opts.SyncOnAppend {
 		if err := l.active().f.Sync(); err != nil {
