@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
@@ -159,7 +160,7 @@ func (e *env) controller(within time.Duration) int {
 	e.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		if d, _, err := e.zk.Get(zkdata.ControllerPath); err == nil {
+		if d, _, err := e.get(zkdata.ControllerPath); err == nil {
 			if id, err := zkdata.DecodeController(d); err == nil {
 				return int(id)
 			}
@@ -251,4 +252,39 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// checkHistory merges the run's history and runs one checker over it: the
+// node's events must be what the checkers read (one schema).
+func (e *env) checkHistory(c checkers.Checker) checkers.Result {
+	e.t.Helper()
+	h, err := history.ReadDir(e.c.RunDir)
+	if err != nil {
+		e.t.Fatalf("history of the run: %v", err)
+	}
+	res, _ := checkers.Run(h, []checkers.Checker{c})
+	return res[0]
+}
+
+func (e *env) expectVerdict(c checkers.Checker, bugs string) {
+	e.t.Helper()
+	r := e.checkHistory(c)
+	want := checkers.Valid
+	if bugs != "" {
+		want = checkers.Invalid
+	}
+	e.t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+	if r.Verdict != want {
+		e.t.Fatalf("%s checker: %s, want %s (%s)", r.Checker, r.Verdict, want, r.Explanation)
+	}
+}
+
+// get reads a znode after Sync: the test's session may sit on a follower
+// that has not applied the latest write yet (ZooKeeper reads are not
+// linearizable).
+func (e *env) get(path string) ([]byte, *zk.Stat, error) {
+	if _, err := e.zk.Sync(path); err != nil && err != zk.ErrNoNode {
+		return nil, nil, err
+	}
+	return e.zk.Get(path)
 }

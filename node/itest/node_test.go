@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/node/failpoint"
@@ -94,7 +95,7 @@ func TestControllerFailover(t *testing.T) {
 
 func checkEpochZnode(t *testing.T, e *env, run *history.ControllerRun) {
 	t.Helper()
-	d, st, err := e.zk.Get(zkdata.ControllerEpochPath)
+	d, st, err := e.get(zkdata.ControllerEpochPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +165,10 @@ func TestZombieController(t *testing.T) {
 				if !strings.Contains(res.Controller.Reason, "controller moved") {
 					t.Fatalf("resigned for %q, want controller moved", res.Controller.Reason)
 				}
-				return
-			}
-			if wr.ZKWrite.Conditional || wr.ZKWrite.Outcome != history.ZKOK {
+			} else if wr.ZKWrite.Conditional || wr.ZKWrite.Outcome != history.ZKOK {
 				t.Fatalf("KAFKA-532: zombie write conditional=%v outcome %s, want an unconditional write that succeeds", wr.ZKWrite.Conditional, wr.ZKWrite.Outcome)
 			}
+			e.expectVerdict(checkers.ControllerFencing{}, m.bugs)
 		})
 	}
 }
@@ -198,11 +198,10 @@ func TestStaleControllerEpoch(t *testing.T) {
 				if resp.ErrorCode != wire.ErrStaleControllerEpoch || ev.Control.Verdict != history.VerdictRejected || ev.Control.ErrorCode != wire.ErrStaleControllerEpoch {
 					t.Fatalf("fixed: response error %d, logged %s/%d; want rejected with 11", resp.ErrorCode, ev.Control.Verdict, ev.Control.ErrorCode)
 				}
-				return
-			}
-			if resp.ErrorCode != 0 || len(resp.Partitions) != 1 || resp.Partitions[0].ErrorCode != 0 || ev.Control.Verdict != history.VerdictAccepted {
+			} else if resp.ErrorCode != 0 || len(resp.Partitions) != 1 || resp.Partitions[0].ErrorCode != 0 || ev.Control.Verdict != history.VerdictAccepted {
 				t.Fatalf("KAFKA-532: response %+v, logged %s; want accepted", resp, ev.Control.Verdict)
 			}
+			e.expectVerdict(checkers.ControllerFencing{}, m.bugs)
 		})
 	}
 }
@@ -223,7 +222,7 @@ func TestBrokerEpoch(t *testing.T) {
 			elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
 			b := other(c)
 			for id := 1; id <= 3; id++ {
-				_, st, err := e.zk.Get(zkdata.BrokerPath(int32(id)))
+				_, st, err := e.get(zkdata.BrokerPath(int32(id)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -246,7 +245,7 @@ func TestBrokerEpoch(t *testing.T) {
 			if newEpoch <= regs[b] {
 				t.Fatalf("new broker epoch %d not above old %d", newEpoch, regs[b])
 			}
-			if _, st, err := e.zk.Get(zkdata.BrokerPath(int32(b))); err != nil || st.Czxid != newEpoch {
+			if _, st, err := e.get(zkdata.BrokerPath(int32(b))); err != nil || st.Czxid != newEpoch {
 				t.Fatalf("after restart /brokers/ids/%d czxid %v (err %v), logged %d", b, st, err, newEpoch)
 			}
 			e.admin(c, "POST", "/failpoints/"+failpoint.ControllerBeforeBrokerChange+"/release", "")
@@ -302,11 +301,10 @@ func TestBrokerEpoch(t *testing.T) {
 				if csr.ErrorCode != wire.ErrStaleBrokerEpoch || sev.Shutdown.Verdict != history.VerdictRejected || sev.Shutdown.CachedBrokerEpoch != newEpoch {
 					t.Fatalf("fixed: stale ControlledShutdown answered %d, logged %+v; want refused with 77 against cached %d", csr.ErrorCode, *sev.Shutdown, newEpoch)
 				}
-				return
-			}
-			if csr.ErrorCode == wire.ErrStaleBrokerEpoch || sev.Shutdown.Verdict != history.VerdictAccepted {
+			} else if csr.ErrorCode == wire.ErrStaleBrokerEpoch || sev.Shutdown.Verdict != history.VerdictAccepted {
 				t.Fatalf("KAFKA-7235: stale ControlledShutdown answered %d (%s), want accepted", csr.ErrorCode, sev.Shutdown.Verdict)
 			}
+			e.expectVerdict(checkers.BrokerFencing{}, m.bugs)
 		})
 	}
 }
@@ -324,6 +322,7 @@ func TestFailpointsStopAtWindow(t *testing.T) {
 	if _, ok := e.findEvent(3, 0, isKind(history.KindBrokerRegistered)); ok {
 		t.Fatal("n3 registered although held at broker-before-register")
 	}
+	e.zk.Sync(zkdata.BrokerPath(3))
 	if ok, _, _ := e.zk.Exists(zkdata.BrokerPath(3)); ok {
 		t.Fatal("/brokers/ids/3 exists although n3 is held before registering")
 	}
@@ -410,7 +409,7 @@ func TestStaleCachedZkVersion(t *testing.T) {
 			// state behind the controller's back (same content, new version).
 			p := int32((v + 2) % 3)
 			path := zkdata.PartitionStatePath("t", p)
-			d, st, err := e.zk.Get(path)
+			d, st, err := e.get(path)
 			if err != nil {
 				t.Fatal(err)
 			}
