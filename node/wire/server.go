@@ -195,7 +195,7 @@ func (s *Server) serveConn(c net.Conn) {
 		s.mu.Lock()
 		rt := s.routes[req.Header.APIKey]
 		s.mu.Unlock()
-		resp, err := rt.fn(s.ctx, info, req.Header, req.Body)
+		resp, err := s.call(rt.fn, info, req)
 		if err != nil {
 			s.report(info.Remote, &req.Header, fmt.Errorf("handler: %w", err))
 			return
@@ -211,6 +211,17 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 	}
+}
+
+// call runs a handler, turning a panic into an error: input from the network
+// must never take the node down, whatever a handler's bug.
+func (s *Server) call(fn HandlerFunc, info *ConnInfo, req Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("handler panic on %s v%d: %v", kmsg.NameForKey(req.Header.APIKey), req.Header.APIVersion, p)
+		}
+	}()
+	return fn(s.ctx, info, req.Header, req.Body)
 }
 
 func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {

@@ -198,3 +198,34 @@ func TestControlledShutdownV0HasNoClientID(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+func TestHandlerPanicClosesOnlyTheConnection(t *testing.T) {
+	var mu sync.Mutex
+	var reported []error
+	s, addr := serve(t, func(_ net.Addr, _ *RequestHeader, err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	})
+	s.Handle(5, 0, 3, func(context.Context, *ConnInfo, RequestHeader, kmsg.Request) (kmsg.Response, error) {
+		panic("boom")
+	})
+	c := NewClient(addr, "t")
+	defer c.Close()
+	req := kmsg.NewPtrStopReplicaRequest()
+	req.SetVersion(3)
+	if _, err := c.Request(context.Background(), req); err == nil {
+		t.Fatal("want the connection closed")
+	}
+	// The server still serves.
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.SetVersion(6)
+	if _, err := c.Request(context.Background(), um); err != nil {
+		t.Fatalf("after a handler panic: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) == 0 {
+		t.Fatal("panic not reported")
+	}
+}
