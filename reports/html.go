@@ -163,7 +163,8 @@ func buildPage(r *run) *pageData {
 		if len(ri.NodeFlags) > 0 {
 			d.Topology += ", node flags " + strings.Join(ri.NodeFlags, " ")
 		}
-	} else if bugs := historyBugs(r.hist); len(bugs) > 0 {
+	} else if r.hist != nil && len(r.hist.bugs) > 0 {
+		bugs := r.hist.bugs
 		d.Bugs = strings.Join(bugs, ", ") + " (from node_start events)"
 	} else {
 		d.Bugs = "?"
@@ -172,23 +173,23 @@ func buildPage(r *run) *pageData {
 	d.Notes = r.notes
 
 	var t0 int64
-	var h = r.hist
-	if h != nil && len(h.Events) > 0 {
-		t0 = h.Events[0].Time
-		d.Events = len(h.Events)
-		d.Files = len(h.Files)
-		for i, w := range h.Warnings {
+	tl := r.tl
+	var h eventLookup = histLookup{}
+	if r.hist != nil {
+		h = r.hist
+		t0 = tl.t0
+		d.Events = r.hist.count()
+		d.Files = len(r.hist.files)
+		for i, w := range r.hist.warnings {
 			if i == maxWarningsShown {
-				d.MoreWarnings = len(h.Warnings) - i
+				d.MoreWarnings = len(r.hist.warnings) - i
 				break
 			}
 			d.Warnings = append(d.Warnings, w.String())
 		}
 	}
 
-	// The timeline comes first: violation rows name the faults active at
-	// each event.
-	tl := buildTimeline(h)
+	// Markers first: violation rows and the timeline share them.
 	tl.addMarkers(h, r.results)
 
 	if res := r.results; res != nil {
@@ -275,7 +276,7 @@ func buildPage(r *run) *pageData {
 			d.Links = append(d.Links, fileLink{Name: f, Size: sz})
 		}
 	}
-	if h != nil {
+	if r.hist != nil {
 		d.Links = append(d.Links, fileLink{Name: history.HistoryDir + "/", Size: -1})
 	}
 	return d
@@ -283,35 +284,13 @@ func buildPage(r *run) *pageData {
 
 // eventRowOf renders event idx of h; an index outside the history (results
 // from another history) is shown as missing instead of panicking.
-func eventRowOf(h *history.History, idx int, t0 int64, tl *timeline) eventRow {
-	if h == nil || idx < 0 || idx >= len(h.Events) {
+func eventRowOf(h eventLookup, idx int, t0 int64, tl *timeline) eventRow {
+	e := h.event(idx)
+	if e == nil {
 		return eventRow{Index: idx, Missing: true}
 	}
-	e := &h.Events[idx]
 	return eventRow{Index: idx, Time: relTime(e.Time, t0), Source: e.Source, Kind: string(e.Kind), Summary: Summarize(e),
 		During: tl.activeFaults(e.Time)}
-}
-
-func historyBugs(h *history.History) []string {
-	if h == nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []string
-	for i := range h.Events {
-		e := &h.Events[i]
-		if e.Kind != history.KindNodeStart || e.Process == nil {
-			continue
-		}
-		for _, b := range e.Process.Bugs {
-			if !seen[b] {
-				seen[b] = true
-				out = append(out, b)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func fileSize(p string) int64 {

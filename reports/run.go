@@ -12,10 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -146,9 +144,12 @@ func shellQuote(s string) string {
 type run struct {
 	dir     string
 	id      string
-	info    *RunInfo         // nil: no run.json
-	results *Results         // nil: not checked yet
-	hist    *history.History // nil: no history folder
+	info    *RunInfo // nil: no run.json
+	results *Results // nil: not checked yet
+	// hist is the history as the report sees it: the events results.json
+	// names, the count, files and skipped lines (nil: no history folder).
+	hist *scanned
+	tl   *timeline // aggregated while the history was read
 	// notes are problems worth showing that did not stop rendering.
 	notes       []string
 	hasSchedule bool
@@ -189,8 +190,9 @@ func loadRun(runDir string) (*run, error) {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	hdir := filepath.Join(runDir, history.HistoryDir)
+	b := newBuilder()
 	if _, err := os.Stat(hdir); err == nil {
-		if r.hist, err = readHistory(runDir); err != nil {
+		if r.hist, err = scanHistory(runDir, b, wantedEvents(r.results)); err != nil {
 			return nil, err
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
@@ -198,15 +200,16 @@ func loadRun(runDir string) (*run, error) {
 	} else {
 		return nil, fmt.Errorf("history: %w", err)
 	}
+	r.tl = b.finish()
 	if r.info == nil && r.results == nil && r.hist == nil {
 		return nil, fmt.Errorf("%s: not a run directory (no %s/, %s or %s)", runDir, history.HistoryDir, ResultsFile, RunConfigFile)
 	}
 	if r.info == nil {
 		r.notes = append(r.notes, "no run.json: seed, bug switches and the replay command are unknown")
 	}
-	if r.results != nil && r.hist != nil && r.results.Events != 0 && r.results.Events != len(r.hist.Events) {
+	if r.results != nil && r.hist != nil && r.results.Events != 0 && r.results.Events != r.hist.count() {
 		r.notes = append(r.notes, fmt.Sprintf("results.json was computed over %d events but the history now has %d: event references may point at the wrong events; run `chaos check` again",
-			r.results.Events, len(r.hist.Events)))
+			r.results.Events, r.hist.count()))
 	}
 	_, err = os.Stat(filepath.Join(runDir, ScheduleFile))
 	r.hasSchedule = err == nil
@@ -222,54 +225,17 @@ func loadRun(runDir string) (*run, error) {
 	return r, nil
 }
 
-// readHistory reads RUN_DIR/history like history.ReadDir, with the same
-// file order and merge (so event indices match the checkers'), but it
-// tolerates what a crashed run leaves: an empty history file is skipped with
-// a warning instead of failing the whole report. Any other bad record is an
-// error naming file and line.
-func readHistory(runDir string) (*history.History, error) {
-	dir := filepath.Join(runDir, history.HistoryDir)
-	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil {
-		return nil, fmt.Errorf("history: list %s: %w", dir, err)
+// wantedEvents lists the merged indices of every event results.json
+// names: the only events a report shows one by one.
+func wantedEvents(res *Results) []int {
+	if res == nil {
+		return nil
 	}
-	sort.Strings(files)
-	type decoded struct {
-		evs   []history.Event
-		warns []history.Warning
-		err   error
-	}
-	out := make([]decoded, len(files))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			evs, w, err := history.ReadFile(f)
-			out[i] = decoded{evs, w, err}
-		}()
-	}
-	wg.Wait()
-	var (
-		sources [][]history.Event
-		warns   []history.Warning
-	)
-	for i, d := range out {
-		warns = append(warns, d.warns...)
-		if d.err != nil {
-			if errors.Is(d.err, history.ErrEmpty) {
-				warns = append(warns, history.Warning{File: files[i], Message: "empty history file skipped (the run stopped early?)"})
-				continue
-			}
-			return nil, fmt.Errorf("history: %w", d.err)
+	var out []int
+	for _, r := range res.Results {
+		for _, v := range r.Violations {
+			out = append(out, v.Events...)
 		}
-		sources = append(sources, d.evs)
 	}
-	h := history.Merge(sources...)
-	h.Files = files
-	h.Warnings = warns
-	return h, nil
+	return out
 }

@@ -407,8 +407,20 @@ func newBuilder() *builder {
 			}
 			return tl.parts[a].Partition < tl.parts[b].Partition
 		})
+		// Spans of several sources share these lanes: order them fully,
+		// so the drawing does not depend on the order sources were read in.
 		sortSpans := func(s []span) {
-			sort.SliceStable(s, func(a, b int) bool { return s[a].from < s[b].from })
+			sort.SliceStable(s, func(a, b int) bool {
+				switch {
+				case s[a].from != s[b].from:
+					return s[a].from < s[b].from
+				case s[a].to != s[b].to:
+					return s[a].to < s[b].to
+				case s[a].label != s[b].label:
+					return s[a].label < s[b].label
+				}
+				return s[a].title < s[b].title
+			})
 		}
 		sortSpans(tl.faults)
 		sortSpans(tl.phases)
@@ -457,7 +469,7 @@ func phaseColor(name string) string {
 // addMarkers records the events named in the violations of invalid checkers
 // (and the events of unknown ones, which point where to look), capped at
 // maxMarkers; anchor links each marker to its violation in the page.
-func (tl *timeline) addMarkers(h *history.History, res *Results) {
+func (tl *timeline) addMarkers(h eventLookup, res *Results) {
 	if h == nil || res == nil {
 		return
 	}
@@ -467,10 +479,10 @@ func (tl *timeline) addMarkers(h *history.History, res *Results) {
 				if len(tl.markers) >= maxMarkers {
 					return
 				}
-				if idx < 0 || idx >= len(h.Events) {
+				e := h.event(idx)
+				if e == nil {
 					continue
 				}
-				e := &h.Events[idx]
 				tl.markers = append(tl.markers, marker{t: e.Time, anchor: violationAnchor(ci, vi),
 					title: fmt.Sprintf("%s: %s — event %d %s %s %s", r.Checker, v.Explanation, idx, e.Source, e.Kind, relTime(e.Time, tl.t0))})
 			}
@@ -483,7 +495,7 @@ func (tl *timeline) addMarkers(h *history.History, res *Results) {
 // start of the fault that was active (or last began) shortly before, padded
 // by a second. ok is false when there is no violation or the window would
 // cover most of the run anyway.
-func (tl *timeline) zoomWindow(h *history.History, res *Results) (from, to int64, caption string, ok bool) {
+func (tl *timeline) zoomWindow(h eventLookup, res *Results) (from, to int64, caption string, ok bool) {
 	if h == nil || res == nil {
 		return 0, 0, "", false
 	}
@@ -491,8 +503,8 @@ func (tl *timeline) zoomWindow(h *history.History, res *Results) (from, to int64
 		for _, v := range r.Violations {
 			a, b := int64(math.MaxInt64), int64(math.MinInt64)
 			for _, idx := range v.Events {
-				if idx >= 0 && idx < len(h.Events) {
-					a, b = min(a, h.Events[idx].Time), max(b, h.Events[idx].Time)
+				if e := h.event(idx); e != nil {
+					a, b = min(a, e.Time), max(b, e.Time)
 				}
 			}
 			if a > b {

@@ -113,7 +113,7 @@ func TestTimelineMarkersLinkViolations(t *testing.T) {
 	res := &Results{Results: []checkers.Result{{Checker: "leader-uniqueness", Verdict: "invalid",
 		Violations: []checkers.Violation{{Explanation: "two leaders", Events: []int{at["lead2"], 99999, -3}}}}}}
 	tl := buildTimeline(h)
-	tl.addMarkers(h, res)
+	tl.addMarkers(histLookup{h}, res)
 	if len(tl.markers) != 1 || tl.markers[0].anchor != "v0-0" || !strings.Contains(tl.markers[0].title, "two leaders") {
 		t.Fatalf("markers %+v", tl.markers)
 	}
@@ -191,8 +191,8 @@ func TestTimelineZoomOnFirstViolation(t *testing.T) {
 		{Checker: "leader-uniqueness", Verdict: "invalid", Violations: []checkers.Violation{{Explanation: "n1 leads at epoch 1 after epoch 2", Events: []int{bad}}}},
 	}}
 	tl := buildTimeline(h)
-	tl.addMarkers(h, res)
-	from, to, caption, ok := tl.zoomWindow(h, res)
+	tl.addMarkers(histLookup{h}, res)
+	from, to, caption, ok := tl.zoomWindow(histLookup{h}, res)
 	if !ok {
 		t.Fatal("no zoom window")
 	}
@@ -211,11 +211,11 @@ func TestTimelineZoomOnFirstViolation(t *testing.T) {
 		t.Error("zoom draws outside its window")
 	}
 	// No violation, or one spanning most of the run: no zoom.
-	if _, _, _, ok := tl.zoomWindow(h, &Results{}); ok {
+	if _, _, _, ok := tl.zoomWindow(histLookup{h}, &Results{}); ok {
 		t.Error("zoom without violations")
 	}
 	wide := &Results{Results: []checkers.Result{{Checker: "x", Verdict: "invalid", Violations: []checkers.Violation{{Events: []int{0, len(h.Events) - 1}}}}}}
-	if _, _, _, ok := tl.zoomWindow(h, wide); ok {
+	if _, _, _, ok := tl.zoomWindow(histLookup{h}, wide); ok {
 		t.Error("zoom on a violation spanning the run")
 	}
 }

@@ -1,0 +1,305 @@
+package reports
+
+// This file owns reading a run's history for a report without holding it:
+// files are decoded a few at a time (history.Decode, so errors and skipped
+// lines are exactly the checkers'), fed to the timeline builder and
+// dropped. What stays per event is a 24-byte merge key and an 8-byte line
+// offset, enough to number events exactly as history.Merge does and to
+// re-read the few events that results.json names (by merged index) from
+// their lines afterwards. Memory is then bounded by the largest files, not
+// by the history.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// eventLookup gives the events a report shows, by merged index.
+type eventLookup interface {
+	count() int
+	// event returns event i, or nil when i is outside the history or was
+	// not loaded.
+	event(i int) *history.Event
+}
+
+// histLookup serves events from a merged history held in memory.
+type histLookup struct{ h *history.History }
+
+func (l histLookup) count() int {
+	if l.h == nil {
+		return 0
+	}
+	return len(l.h.Events)
+}
+
+func (l histLookup) event(i int) *history.Event {
+	if l.h == nil || i < 0 || i >= len(l.h.Events) {
+		return nil
+	}
+	return &l.h.Events[i]
+}
+
+// scanned is what a streamed read of a history leaves.
+type scanned struct {
+	files    []string
+	warnings []history.Warning
+	n        int
+	events   map[int]*history.Event // the wanted events, by merged index
+	bugs     []string               // bug switches named by node_start events
+}
+
+func (s *scanned) count() int                 { return s.n }
+func (s *scanned) event(i int) *history.Event { return s.events[i] }
+
+// mergeKey orders events as history.Merge does: by time, source, file, and
+// position within the (time-sorted) file.
+type mergeKey struct {
+	t    int64
+	src  int32 // interned source name; ranked by name before sorting
+	file int32
+	pos  int32 // position in the file after sorting by time
+}
+
+// fileScan is one decoded history file.
+type fileScan struct {
+	evs   []history.Event
+	warns []history.Warning
+	lines []int64 // byte offset of each decoded event's line, file order
+	err   error
+}
+
+// decodeFile decodes one file and notes where each event's line starts,
+// skipping blank lines as history.Decode does.
+func decodeFile(path string) fileScan {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fileScan{err: fmt.Errorf("history: %w", err)}
+	}
+	evs, warns, err := history.Decode(bytes.NewReader(data), path)
+	if err != nil {
+		return fileScan{warns: warns, err: err}
+	}
+	lines := make([]int64, 0, len(evs))
+	for off := 0; off < len(data) && len(lines) < len(evs); {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data) - off
+		}
+		if len(bytes.TrimSpace(data[off:off+end])) > 0 {
+			lines = append(lines, int64(off))
+		}
+		off += end + 1
+	}
+	if len(lines) != len(evs) {
+		return fileScan{err: fmt.Errorf("history: %s: %d events but %d lines", path, len(evs), len(lines))}
+	}
+	return fileScan{evs: evs, warns: warns, lines: lines}
+}
+
+// scanHistory reads RUN_DIR/history into b and loads the events whose
+// merged indices are in want. Like readHistory, an empty file is skipped
+// with a warning and any other bad record is an error naming file and line.
+func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
+	dir := filepath.Join(runDir, history.HistoryDir)
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("history: list %s: %w", dir, err)
+	}
+	sort.Strings(files)
+	sc := &scanned{files: files, events: map[int]*history.Event{}}
+
+	// Decode ahead in parallel, at most GOMAXPROCS files in memory; feed
+	// the builder in file order.
+	slots := make([]chan fileScan, len(files))
+	for i := range slots {
+		slots[i] = make(chan fileScan, 1)
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	go func() {
+		for i, f := range files {
+			sem <- struct{}{}
+			go func() { slots[i] <- decodeFile(f) }()
+		}
+	}()
+
+	var (
+		keys     []mergeKey
+		srcIDs   = map[string]int32{}
+		srcNames []string
+		lines    = make([][]int64, len(files))
+		perms    = make([][]int32, len(files)) // sorted position → file position, for unsorted files
+		firstErr error
+		bugSeen  = map[string]bool{}
+	)
+	for i := range files {
+		fs := <-slots[i]
+		if firstErr != nil {
+			<-sem
+			continue // drain, so the decoders finish
+		}
+		sc.warnings = append(sc.warnings, fs.warns...)
+		if fs.err != nil {
+			if errors.Is(fs.err, history.ErrEmpty) {
+				sc.warnings = append(sc.warnings, history.Warning{File: files[i], Message: "empty history file skipped (the run stopped early?)"})
+			} else {
+				firstErr = fs.err
+			}
+			<-sem
+			continue
+		}
+		evs := fs.evs
+		order := make([]int32, len(evs))
+		for j := range order {
+			order[j] = int32(j)
+		}
+		less := func(a, b int32) int {
+			ea, eb := &evs[a], &evs[b]
+			if ea.Time != eb.Time {
+				if ea.Time < eb.Time {
+					return -1
+				}
+				return 1
+			}
+			if ea.Source != eb.Source {
+				if ea.Source < eb.Source {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		}
+		if !slices.IsSortedFunc(order, less) {
+			slices.SortStableFunc(order, less) // what history.Merge does to an unsorted source
+			perms[i] = order
+		}
+		lines[i] = fs.lines
+		for j, o := range order {
+			e := &evs[o]
+			id, ok := srcIDs[e.Source]
+			if !ok {
+				id = int32(len(srcNames))
+				srcIDs[e.Source] = id
+				srcNames = append(srcNames, e.Source)
+			}
+			keys = append(keys, mergeKey{t: e.Time, src: id, file: int32(i), pos: int32(j)})
+			if e.Kind == history.KindNodeStart && e.Process != nil {
+				for _, bug := range e.Process.Bugs {
+					if !bugSeen[bug] {
+						bugSeen[bug] = true
+						sc.bugs = append(sc.bugs, bug)
+					}
+				}
+			}
+			b.add(e)
+		}
+		<-sem
+	}
+	if firstErr != nil {
+		return nil, fmt.Errorf("history: %w", firstErr)
+	}
+	sort.Strings(sc.bugs)
+
+	// Number events as history.Merge does.
+	rank := make([]int32, len(srcNames))
+	byName := make([]int32, len(srcNames))
+	for i := range byName {
+		byName[i] = int32(i)
+	}
+	slices.SortFunc(byName, func(a, b int32) int { return cmpString(srcNames[a], srcNames[b]) })
+	for r, id := range byName {
+		rank[id] = int32(r)
+	}
+	slices.SortFunc(keys, func(a, b mergeKey) int {
+		switch {
+		case a.t != b.t:
+			return cmpInt64(a.t, b.t)
+		case a.src != b.src:
+			return int(rank[a.src] - rank[b.src])
+		case a.file != b.file:
+			return int(a.file - b.file)
+		}
+		return int(a.pos - b.pos)
+	})
+	sc.n = len(keys)
+
+	// Re-read the wanted events from their lines, file by file.
+	type at struct {
+		index int
+		off   int64
+	}
+	perFile := map[int32][]at{}
+	for _, g := range want {
+		if g < 0 || g >= len(keys) {
+			continue
+		}
+		k := keys[g]
+		orig := k.pos
+		if p := perms[k.file]; p != nil {
+			orig = p[k.pos]
+		}
+		perFile[k.file] = append(perFile[k.file], at{g, lines[k.file][orig]})
+	}
+	for fi, ats := range perFile {
+		if err := readEvents(files[fi], ats, sc.events, func(a at) (int, int64) { return a.index, a.off }); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+// readEvents decodes the lines at the given offsets of path into out.
+func readEvents[A any](path string, ats []A, out map[int]*history.Event, get func(A) (int, int64)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	for _, a := range ats {
+		idx, off := get(a)
+		if _, ok := out[idx]; ok {
+			continue
+		}
+		line, err := bufio.NewReader(io.NewSectionReader(f, off, history.MaxLineBytes+1)).ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("history: %s: re-read: %w", path, err)
+		}
+		var ev history.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("history: %s: re-read at byte %d: %w (did the file change?)", path, off, err)
+		}
+		ev.Index = idx
+		out[idx] = &ev
+	}
+	return nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
