@@ -244,12 +244,12 @@ func TestTruncateTo(t *testing.T) {
 		steps      []step
 		wantEpochs []checkpoint.EpochEntry
 	}{
-		{"no-op at LEO", []step{{60, 60}}, []checkpoint.EpochEntry{{0, 0}, {2, 30}, {5, 45}}},
-		{"batch boundary", []step{{42, 42}}, []checkpoint.EpochEntry{{0, 0}, {2, 30}}},
-		{"mid batch drops the batch", []step{{40, 39}}, []checkpoint.EpochEntry{{0, 0}, {2, 30}}},
-		{"epoch start", []step{{45, 45}}, []checkpoint.EpochEntry{{0, 0}, {2, 30}}},
+		{"no-op at LEO", []step{{60, 60}}, []checkpoint.EpochEntry{ep(0, 0), ep(2, 30), ep(5, 45)}},
+		{"batch boundary", []step{{42, 42}}, []checkpoint.EpochEntry{ep(0, 0), ep(2, 30)}},
+		{"mid batch drops the batch", []step{{40, 39}}, []checkpoint.EpochEntry{ep(0, 0), ep(2, 30)}},
+		{"epoch start", []step{{45, 45}}, []checkpoint.EpochEntry{ep(0, 0), ep(2, 30)}},
 		{"to zero", []step{{0, 0}}, nil},
-		{"twice", []step{{50, 48}, {31, 30}}, []checkpoint.EpochEntry{{0, 0}}},
+		{"twice", []step{{50, 48}, {31, 30}}, []checkpoint.EpochEntry{ep(0, 0)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -367,4 +367,8 @@ func TestEpochFileFormat(t *testing.T) {
 	if want := "0\n2\n0 0\n3 6\n"; string(data) != want {
 		t.Fatalf("leader-epoch-checkpoint %q, want %q", data, want)
 	}
+}
+
+func ep(epoch int32, start int64) checkpoint.EpochEntry {
+	return checkpoint.EpochEntry{Epoch: epoch, StartOffset: start}
 }

@@ -121,6 +121,22 @@ func parseLines(name string, data []byte, fields int) ([][]string, error) {
 	return out, nil
 }
 
+// validTopic applies Kafka's topic name rule (Topic.validate: 1 to 249
+// characters of [a-zA-Z0-9._-]), so names never contain the separators of
+// the file format.
+func validTopic(t string) error {
+	if t == "" || len(t) > 249 {
+		return fmt.Errorf("topic name %q: length must be 1 to 249", t)
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q: illegal character %q", t, c)
+		}
+	}
+	return nil
+}
+
 // ParseReplicationOffsets parses the contents of a
 // replication-offset-checkpoint file; name is used in errors only.
 // Duplicate partitions, negative partitions or offsets, and non-numeric
@@ -134,8 +150,8 @@ func ParseReplicationOffsets(name string, data []byte) (map[TopicPartition]int64
 	out := make(map[TopicPartition]int64, len(lines))
 	for i, f := range lines {
 		line := i + 3
-		if f[0] == "" {
-			return nil, &ParseError{File: name, Line: line, Reason: "empty topic name"}
+		if err := validTopic(f[0]); err != nil {
+			return nil, &ParseError{File: name, Line: line, Reason: err.Error()}
 		}
 		p, err := strconv.ParseInt(f[1], 10, 32)
 		if err != nil || p < 0 {
@@ -161,8 +177,8 @@ func ParseReplicationOffsets(name string, data []byte) (map[TopicPartition]int64
 func FormatReplicationOffsets(hws map[TopicPartition]int64) ([]byte, error) {
 	tps := make([]TopicPartition, 0, len(hws))
 	for tp, hw := range hws {
-		if tp.Topic == "" || strings.ContainsAny(tp.Topic, " \t\r\n") {
-			return nil, fmt.Errorf("checkpoint: topic name %q cannot be written (empty or whitespace)", tp.Topic)
+		if err := validTopic(tp.Topic); err != nil {
+			return nil, fmt.Errorf("checkpoint: cannot write: %w", err)
 		}
 		if tp.Partition < 0 {
 			return nil, fmt.Errorf("checkpoint: %s: negative partition", tp)
