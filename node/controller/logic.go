@@ -169,6 +169,21 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	if err := c.onNewPartitions(ctx, newParts); err != nil {
 		return err
 	}
+	// ReplicaStateMachine.startup moves replicas on dead brokers to
+	// OfflineReplica (out of the ISR, leader -1 if they led), then
+	// PartitionStateMachine.startup elects where it can.
+	var dead []int32
+	for _, tp := range c.ctx.sortedTPs() {
+		for _, r := range c.ctx.assign[tp] {
+			if _, ok := c.ctx.live[r]; !ok && !slices.Contains(dead, r) {
+				dead = append(dead, r)
+			}
+		}
+	}
+	slices.Sort(dead)
+	if err := c.onBrokerFailure(ctx, dead); err != nil {
+		return err
+	}
 	if err := c.electOffline(ctx); err != nil {
 		return err
 	}

@@ -56,12 +56,22 @@ type env struct {
 // nodeEnv adds environment variables per node (failpoints armed at start).
 func setup(t *testing.T, bugs string, nodeEnv map[int]map[string]string) *env {
 	t.Helper()
+	var extra []string
+	if bugs != "" {
+		extra = append(extra, "--bugs="+bugs)
+	}
+	return setupArgs(t, extra, nodeEnv)
+}
+
+// setupArgs is setup with arbitrary extra node flags.
+func setupArgs(t *testing.T, extra []string, nodeEnv map[int]map[string]string) *env {
+	t.Helper()
 	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 3, TickTime: 100 * time.Millisecond, SyncLimit: 5}})
 	e := &env{t: t, c: c, bin: nodeBinary(t)}
 	e.zk = clustertest.Connect(t, c.ZKConnect(), 10*time.Second, nil)
 	clustertest.WaitConnected(t, e.zk, 15*time.Second)
 	for id := 1; id <= 3; id++ {
-		e.startNode(id, bugs, nodeEnv[id])
+		e.startNode(id, extra, nodeEnv[id])
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -75,7 +85,7 @@ func setup(t *testing.T, bugs string, nodeEnv map[int]map[string]string) *env {
 	return e
 }
 
-func (e *env) startNode(id int, bugs string, envv map[string]string) {
+func (e *env) startNode(id int, extra []string, envv map[string]string) {
 	e.t.Helper()
 	c := e.c
 	args := []string{
@@ -88,9 +98,7 @@ func (e *env) startNode(id int, bugs string, envv map[string]string) {
 		"--data-dir=" + cluster.NodeDir + "/data",
 		fmt.Sprintf("--event-log=%s/n%d.jsonl", cluster.NodeHistoryDir, id),
 	}
-	if bugs != "" {
-		args = append(args, "--bugs="+bugs)
-	}
+	args = append(args, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: e.bin, Args: args, Env: envv}); err != nil {

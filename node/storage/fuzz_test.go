@@ -199,4 +199,15 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	}
 	zeros := append(append([]byte(nil), l...), make([]byte, 64)...)
 	write("FuzzRecovery", 10, zeros)
+	for i, b := range batches[:3] {
+		h := decodeHeader(b)
+		dir := filepath.Join("testdata", "fuzz", "FuzzRecords")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nint32(%d)\n", b[BatchHeaderSize:], h.NumRecords)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
