@@ -79,32 +79,59 @@ type fileScan struct {
 	err   error
 }
 
-// decodeFile decodes one file and notes where each event's line starts,
-// skipping blank lines as history.Decode does.
+// decodeFile decodes one file (history.ReadFile, which sizes its result
+// from the file size) and notes where each event's line starts, skipping
+// blank lines as the decoder does. The offsets come from a second,
+// streaming pass over the file (served from the page cache), so the file's
+// bytes are never held whole.
 func decodeFile(path string) fileScan {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fileScan{err: fmt.Errorf("history: %w", err)}
-	}
-	evs, warns, err := history.Decode(bytes.NewReader(data), path)
+	evs, warns, err := history.ReadFile(path)
 	if err != nil {
 		return fileScan{warns: warns, err: err}
 	}
-	lines := make([]int64, 0, len(evs))
-	for off := 0; off < len(data) && len(lines) < len(evs); {
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			end = len(data) - off
-		}
-		if len(bytes.TrimSpace(data[off:off+end])) > 0 {
-			lines = append(lines, int64(off))
-		}
-		off += end + 1
-	}
-	if len(lines) != len(evs) {
-		return fileScan{err: fmt.Errorf("history: %s: %d events but %d lines", path, len(evs), len(lines))}
+	lines, err := lineOffsets(path, len(evs))
+	if err != nil {
+		return fileScan{err: err}
 	}
 	return fileScan{evs: evs, warns: warns, lines: lines}
+}
+
+// lineOffsets returns the byte offsets of the first n non-blank lines.
+func lineOffsets(path string, n int) ([]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	lines := make([]int64, 0, n)
+	var off int64
+	blank := true // the current line so far is blank
+	start := int64(0)
+	for len(lines) < n {
+		chunk, err := br.ReadSlice('\n')
+		if len(bytes.TrimSpace(chunk)) > 0 {
+			blank = false
+		}
+		off += int64(len(chunk))
+		if err == bufio.ErrBufferFull {
+			continue // a long line: keep reading it
+		}
+		if !blank {
+			lines = append(lines, start)
+		}
+		start, blank = off, true
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history: %s: %w", path, err)
+		}
+	}
+	if len(lines) != n {
+		return nil, fmt.Errorf("history: %s: %d events but %d lines (did the file change?)", path, n, len(lines))
+	}
+	return lines, nil
 }
 
 // scanHistory reads RUN_DIR/history into b and loads the events whose
@@ -125,11 +152,20 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	for i := range slots {
 		slots[i] = make(chan fileScan, 1)
 	}
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	// cpu bounds decoders running; held bounds files decoded and not yet
+	// aggregated (one more than the decoders, so decoding goes on while
+	// the builder works through a file).
+	cpu := make(chan struct{}, runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0)+1)
 	go func() {
 		for i, f := range files {
 			sem <- struct{}{}
-			go func() { slots[i] <- decodeFile(f) }()
+			cpu <- struct{}{}
+			go func() {
+				fs := decodeFile(f)
+				<-cpu
+				slots[i] <- fs
+			}()
 		}
 	}()
 
