@@ -504,35 +504,11 @@ func (l *Log) Read(from int64, maxBytes int, maxOffset int64) ([]byte, error) {
 		return nil, nil
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > from }) - 1
-	var hbuf [headerPrefix]byte
 	for ; i < len(l.segs); i++ {
-		seg := l.segs[i]
-		start, err := seg.findBatch(from, hbuf[:])
-		if err != nil {
-			return nil, err
+		out, more, err := l.segs[i].read(from, maxBytes, maxOffset, l.opts.IndexIntervalBytes)
+		if err != nil || !more {
+			return out, err
 		}
-		end := start
-		for end < seg.size {
-			_, size, last, err := seg.readPrefix(end, hbuf[:])
-			if err != nil {
-				return nil, err
-			}
-			if last >= maxOffset || (end > start && end-start+size > int64(maxBytes)) {
-				break
-			}
-			end += size
-		}
-		if end == start {
-			if start < seg.size {
-				return nil, nil // the next batch reaches maxOffset
-			}
-			continue // from is at this segment's end; try the next one
-		}
-		out := make([]byte, end-start)
-		if _, err := seg.f.ReadAt(out, start); err != nil {
-			return nil, fmt.Errorf("storage: read %s at %d: %w", seg.path, start, err)
-		}
-		return out, nil
 	}
 	return nil, nil
 }

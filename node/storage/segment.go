@@ -129,3 +129,71 @@ func (s *segment) truncateIndex(pos int64) {
 	}
 	s.sinceIndex = pos - last
 }
+
+// read serves Log.Read from this segment. It reads one chunk starting at the
+// indexed position — enough for the index gap plus maxBytes — and walks the
+// batch headers in memory, so a typical fetch costs one pread; headers or
+// batches beyond the chunk are read separately. more reports that from lies
+// at or past this segment's end, so the caller should try the next segment.
+func (s *segment) read(from int64, maxBytes int, maxOffset, interval int64) (out []byte, more bool, err error) {
+	pos0 := s.lookup(from)
+	n := interval + int64(maxBytes) + headerPrefix
+	if n > s.size-pos0 {
+		n = s.size - pos0
+	}
+	chunk := make([]byte, n)
+	if _, err := s.f.ReadAt(chunk, pos0); err != nil {
+		return nil, false, fmt.Errorf("storage: read %s at %d: %w", s.path, pos0, err)
+	}
+	var hbuf [headerPrefix]byte
+	header := func(pos int64) (size, last int64, err error) {
+		if rel := pos - pos0; rel+headerPrefix <= int64(len(chunk)) {
+			h := chunk[rel:]
+			be := binary.BigEndian
+			base := int64(be.Uint64(h))
+			size = int64(int32(be.Uint32(h[8:]))) + logOverhead
+			if size < BatchHeaderSize || pos+size > s.size {
+				return 0, 0, fmt.Errorf("storage: %s position %d: batch size %d inconsistent with segment size %d", s.path, pos, size, s.size)
+			}
+			return size, base + int64(int32(be.Uint32(h[23:]))), nil
+		}
+		_, size, last, err = s.readPrefix(pos, hbuf[:])
+		return size, last, err
+	}
+	start := pos0
+	for start < s.size {
+		size, last, err := header(start)
+		if err != nil {
+			return nil, false, err
+		}
+		if last >= from {
+			break
+		}
+		start += size
+	}
+	if start >= s.size {
+		return nil, true, nil
+	}
+	end := start
+	for end < s.size {
+		size, last, err := header(end)
+		if err != nil {
+			return nil, false, err
+		}
+		if last >= maxOffset || (end > start && end-start+size > int64(maxBytes)) {
+			break
+		}
+		end += size
+	}
+	if end == start {
+		return nil, false, nil // the next batch reaches maxOffset
+	}
+	if end-pos0 <= int64(len(chunk)) {
+		return chunk[start-pos0 : end-pos0 : end-pos0], false, nil
+	}
+	out = make([]byte, end-start)
+	if _, err := s.f.ReadAt(out, start); err != nil {
+		return nil, false, fmt.Errorf("storage: read %s at %d: %w", s.path, start, err)
+	}
+	return out, false, nil
+}
