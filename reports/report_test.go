@@ -2,9 +2,7 @@ package reports
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -400,9 +398,6 @@ func TestReplayCommand(t *testing.T) {
 		}
 	}
 }
-
-var _ = errors.New
-var _ io.Writer
 
 // FuzzRenderHTML: whatever a history file and results.json hold, rendering
 // returns a page or an error, never a panic.

@@ -951,6 +951,9 @@ func (s *svgWriter) scatter(b *strings.Builder, h, y0 float64) string {
 	colors := [nOutcomes]string{"#2ca02c", "#d62728", "#ff7f0e"}
 	names := [nOutcomes]string{"ok", "fail", "info (unknown outcome)"}
 	sz := math.Max(2, cell-1)
+	if inWindow < 500 {
+		sz = 4 // few operations: make each one easy to see
+	}
 	// ok first so fail and info draw on top.
 	for _, out := range []uint8{outOK, outInfo, outFail} {
 		var d strings.Builder
