@@ -34,9 +34,12 @@ func (c *epochCache) latest() (checkpoint.EpochEntry, bool) {
 // every appended batch and when a broker becomes leader. It changes nothing
 // when the epoch is already the latest (its first offset is already known).
 // An epoch lower than the latest is ignored and reported as a warning: Kafka
-// logs and ignores it too. A new epoch whose start offset lies below existing
-// entries first removes those (they describe offsets that were overwritten),
-// which is the later Kafka behaviour that keeps the cache monotonic.
+// logs and ignores it too. A new epoch first removes the entries starting at
+// or after its start offset (later Kafka versions do the same): they describe
+// offsets that were overwritten, or an epoch that never wrote a batch (a
+// leader that was assigned its epoch at the LEO and appended nothing), and
+// keeping them would make OffsetForLeaderEpoch name an epoch that holds no
+// data.
 // changed reports whether the file must be rewritten.
 func (c *epochCache) assign(epoch int32, startOffset int64) (changed bool, warning string) {
 	if epoch < 0 {
@@ -52,7 +55,7 @@ func (c *epochCache) assign(epoch int32, startOffset int64) (changed bool, warni
 		}
 	}
 	i := len(c.entries)
-	for i > 0 && c.entries[i-1].StartOffset > startOffset {
+	for i > 0 && c.entries[i-1].StartOffset >= startOffset {
 		i--
 	}
 	c.entries = append(c.entries[:i], checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset})
