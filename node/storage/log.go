@@ -500,6 +500,9 @@ func (l *Log) Read(from int64, maxBytes int, maxOffset int64) ([]byte, error) {
 	if maxOffset < 0 || maxOffset > leo {
 		maxOffset = leo
 	}
+	if maxBytes < 0 {
+		maxBytes = 0
+	}
 	if from >= maxOffset {
 		return nil, nil
 	}

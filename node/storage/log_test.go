@@ -117,6 +117,7 @@ func TestRead(t *testing.T) {
 		{"mid batch returns containing batch", 12, one, -1, 10, 1, nil},
 		{"last offset of batch", 14, one, -1, 10, 1, nil},
 		{"maxBytes below one batch still returns one", 0, 1, -1, 0, 1, nil},
+		{"negative maxBytes", 0, -5, -1, 0, 1, nil},
 		{"maxBytes for three", 30, 3*one + one/2, -1, 30, 3, nil},
 		{"stops at segment end", 0, 1 << 20, -1, 0, 4000 / one, nil},
 		{"maxOffset holds back straddling batch", 10, 1 << 20, 17, 10, 1, nil},

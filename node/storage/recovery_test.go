@@ -283,3 +283,28 @@ func TestRecoveryDropsEpochsAtLEO(t *testing.T) {
 		t.Fatalf("epochs %v, want %v", l.Epochs(), want)
 	}
 }
+
+// A crash in the middle of TruncateTo (segments are deleted newest first)
+// leaves a prefix of the log; it opens cleanly, and a stale temporary epoch
+// checkpoint is ignored.
+func TestRecoveryAfterPartialSegmentDeletion(t *testing.T) {
+	opts := Options{SegmentBytes: 2048}
+	dir, all := buildLog(t, opts)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	os.Remove(segs[len(segs)-1])
+	os.WriteFile(filepath.Join(dir, checkpoint.LeaderEpochFile+".tmp"), []byte("0\n9"), 0o644)
+	l := mustOpen(t, dir, opts)
+	defer l.Close()
+	wantLEO, _ := parseSegmentName(filepath.Base(segs[len(segs)-1]))
+	if l.LogEndOffset() != wantLEO {
+		t.Fatalf("LEO %d, want %d", l.LogEndOffset(), wantLEO)
+	}
+	if got := readAll(t, l); !bytes.HasPrefix(all, got) {
+		t.Fatal("remaining log is not a prefix")
+	}
+	for _, e := range l.Epochs() {
+		if e.StartOffset >= wantLEO {
+			t.Fatalf("epoch entry %v beyond LEO", e)
+		}
+	}
+}
