@@ -201,6 +201,9 @@ func loadRun(runDir string) (*run, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	r.tl = b.finish()
+	if r.hist != nil && r.hist.count() == 0 && len(r.hist.warnings) == 0 {
+		r.notes = append(r.notes, "history/ holds no *.jsonl events")
+	}
 	if r.info == nil && r.results == nil && r.hist == nil {
 		return nil, fmt.Errorf("%s: not a run directory (no %s/, %s or %s)", runDir, history.HistoryDir, ResultsFile, RunConfigFile)
 	}

@@ -135,8 +135,9 @@ func lineOffsets(path string, n int) ([]int64, error) {
 }
 
 // scanHistory reads RUN_DIR/history into b and loads the events whose
-// merged indices are in want. Like readHistory, an empty file is skipped
-// with a warning and any other bad record is an error naming file and line.
+// merged indices are in want. Unlike history.ReadDir, an empty file (a run
+// that stopped early) is skipped with a warning; any other bad record is an
+// error naming file and line, as there.
 func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	dir := filepath.Join(runDir, history.HistoryDir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))

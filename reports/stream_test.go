@@ -39,6 +39,14 @@ func TestScanMatchesReadDir(t *testing.T) {
 		}, "\n") + "\n" + `{"v":1,"ts":`,
 		"zzz-late.jsonl": line(t0+5*historytest.Ms, "client-0", 0, "phase", phase("collect", "begin")) + "\n",
 	}
+	// A final read returning 20,000 records: one line far longer than any
+	// read buffer.
+	var recs []string
+	for i := 0; i < 20_000; i++ {
+		recs = append(recs, fmt.Sprintf(`{"offset":%d,"value":"value-%d"}`, i, i))
+	}
+	raw["final-big.jsonl"] = "\n" + line(t0+7*historytest.Ms, "final", 0, "op",
+		`"op":{"type":"ok","process":7,"f":"read","topic":"t","partition":0,"final":true,"records":[`+strings.Join(recs, ",")+`]}`) + "\n"
 	for name, content := range raw {
 		if err := os.WriteFile(filepath.Join(dir, "history", name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -62,7 +70,8 @@ func TestScanMatchesReadDir(t *testing.T) {
 	}
 	for i := range h.Events {
 		want, got := &h.Events[i], sc.event(i)
-		if got == nil || got.Index != i || got.Time != want.Time || got.Source != want.Source || got.Seq != want.Seq || got.Kind != want.Kind {
+		if got == nil || got.Index != i || got.Time != want.Time || got.Source != want.Source || got.Seq != want.Seq || got.Kind != want.Kind ||
+			(want.Op != nil && len(got.Op.Records) != len(want.Op.Records)) {
 			t.Fatalf("event %d: got %+v, want %+v", i, got, want)
 		}
 	}

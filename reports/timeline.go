@@ -148,8 +148,8 @@ func newBuilder() *builder {
 		stOpen     = map[history.TopicPartition]*openState{}
 		writeState = map[history.TopicPartition][]stateWrite{} // fallback when the watcher saw nothing
 		sawWatch   = map[history.TopicPartition]bool{}
-		invokes    = map[int]int64{}
-		zkID       = int32(-2) // -2: not observed yet
+		invokes    = map[procKey]int64{} // pending invokes, paired as history.Operations does
+		zkID       = int32(-2)           // -2: not observed yet
 		zkEpoch    = int32(-1)
 		zkFrom     int64
 		seen       bool // any event yet (t0, t1 valid)
@@ -320,14 +320,19 @@ func newBuilder() *builder {
 		case history.KindOp:
 			o := e.Op
 			if o.Type == history.OpInvoke {
-				invokes[o.Process] = e.Time
+				k := procKey{e.Source, o.Process}
+				if _, busy := invokes[k]; busy {
+					tl.pending++ // a second invoke on a busy process: the first never completed
+				}
+				invokes[k] = e.Time
 				return
 			}
-			start, ok := invokes[o.Process]
+			k := procKey{e.Source, o.Process}
+			start, ok := invokes[k]
 			if !ok {
 				return
 			}
-			delete(invokes, o.Process)
+			delete(invokes, k)
 			var out uint8
 			switch o.Type {
 			case history.OpOK:
@@ -383,7 +388,7 @@ func newBuilder() *builder {
 					title: "phase " + name})
 			}
 		}
-		tl.pending = len(invokes)
+		tl.pending += len(invokes)
 		for n := range nodeSeen {
 			tl.nodes = append(tl.nodes, n)
 		}
@@ -427,6 +432,12 @@ func newBuilder() *builder {
 		return tl
 	}
 	return b
+}
+
+// procKey identifies a client process: its writer and process number.
+type procKey struct {
+	src  string
+	proc int
 }
 
 // stateWrite is a controller's successful partition-state write, kept for
