@@ -25,5 +25,8 @@
 // producer state, time index, LogAppendTime, and the records inside
 // compressed batches (their CRC is checked; the records are not
 // decompressed and walked, so a compressed batch whose inner records are
-// malformed but whose CRC matches is accepted).
+// malformed but whose CRC matches is accepted). A crash inside
+// TruncateFullyAndStartAt after the last segment was deleted and before the
+// new one exists reopens as an empty log at offset 0 rather than at the
+// requested offset; the follower's next fetch corrects it.
 package storage
