@@ -139,6 +139,20 @@ func (n *Nemesis) PartitionTargets(ctx context.Context, name string, a, b []Targ
 	return nil
 }
 
+// DropLink loses every packet from → to (one way) until Heal.
+func (n *Nemesis) DropLink(ctx context.Context, from, to Target) error {
+	names := []string{from.Name, "->", to.Name}
+	id := n.Rec.Start("drop-link", names, "one-way")
+	if err := n.Net.Drop(ctx, from.Container, to.Container); err != nil {
+		n.Rec.Stop(id, "drop-link", names, err)
+		return err
+	}
+	n.mu.Lock()
+	n.openNet = append(n.openNet, openFault{id, "drop-link", names})
+	n.mu.Unlock()
+	return nil
+}
+
 // SlowLink shapes traffic from → to until Heal.
 func (n *Nemesis) SlowLink(ctx context.Context, from, to Target, s SlowSpec) error {
 	names := []string{from.Name, "->", to.Name}
