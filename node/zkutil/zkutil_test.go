@@ -1,0 +1,49 @@
+package zkutil
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+func TestOutcome(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, history.ZKOK},
+		{zk.ErrBadVersion, history.ZKBadVersion},
+		{fmt.Errorf("controller moved: %w", zk.ErrBadVersion), history.ZKBadVersion},
+		{zk.ErrNoNode, history.ZKNoNode},
+		{zk.ErrNodeExists, history.ZKNodeExists},
+		{ErrTimeout, history.ZKConnectionLoss},
+		{zk.ErrConnectionClosed, history.ZKConnectionLoss},
+		{zk.ErrSessionExpired, history.ZKConnectionLoss},
+		{errors.New("other"), history.ZKError},
+	}
+	for _, tt := range tests {
+		if got := Outcome(tt.err); got != tt.want {
+			t.Errorf("Outcome(%v) = %s, want %s", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestMultiFailure(t *testing.T) {
+	i, err := MultiFailure([]zk.MultiResponse{{Error: zk.ErrBadVersion}, {Error: zk.ErrAPIError}}, zk.ErrBadVersion)
+	if i != 0 || !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("check failed: %d %v", i, err)
+	}
+	i, err = MultiFailure([]zk.MultiResponse{{}, {Error: zk.ErrNoNode}}, zk.ErrNoNode)
+	if i != 1 || !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("op failed: %d %v", i, err)
+	}
+	if i, err = MultiFailure(nil, zk.ErrConnectionClosed); i != -1 || !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("lost: %d %v", i, err)
+	}
+	if i, err = MultiFailure([]zk.MultiResponse{{}, {}}, nil); i != -1 || err != nil {
+		t.Fatalf("ok: %d %v", i, err)
+	}
+}
