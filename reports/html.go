@@ -169,7 +169,7 @@ func buildPage(r *run) *pageData {
 	} else {
 		d.Bugs = "?"
 	}
-	d.Replay = ReplayCommand(r.dir, r.info, r.hasSchedule)
+	d.Replay = ReplayCommand(absDir(r.dir), r.info, r.hasSchedule)
 	d.Notes = r.notes
 
 	var t0 int64

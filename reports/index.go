@@ -78,7 +78,7 @@ func LoadSummary(runDir string) (RunSummary, error) {
 		s.Seed, s.HasSeed, s.Bugs, s.Faults = info.Seed, true, info.Bugs, info.Faults
 	}
 	_, serr := os.Stat(filepath.Join(runDir, ScheduleFile))
-	s.Replay = ReplayCommand(runDir, info, serr == nil)
+	s.Replay = ReplayCommand(absDir(runDir), info, serr == nil)
 	if _, err := os.Stat(filepath.Join(runDir, ResultsFile)); err == nil {
 		if s.Results, err = ReadResults(runDir); err != nil {
 			return s, err

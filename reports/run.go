@@ -129,6 +129,15 @@ func ReplayCommand(runDir string, info *RunInfo, haveSchedule bool) string {
 	return b.String()
 }
 
+// absDir makes a run directory absolute for commands a person copies from
+// a report opened anywhere (a browser has no working directory).
+func absDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
 // shellQuote quotes s for a POSIX shell when it needs it, so a copied
 // command works even for run directories with spaces.
 func shellQuote(s string) string {
