@@ -149,7 +149,7 @@ type event interface{ name() string }
 
 type (
 	evElect            struct{ reason string }
-	evControllerChange struct{ gen int }
+	evControllerChange struct{}
 	evBrokerChange     struct{ gen int }
 	evTopicChange      struct{ gen int }
 	evISRChange        struct{ gen int }
@@ -579,8 +579,7 @@ func (c *Controller) fenced(ctx context.Context, op any) (zk.MultiResponse, erro
 		res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
 			return conn.Multi(op)
 		})
-		i, ferr := zkutil.MultiFailure(res, err)
-		_ = i
+		_, ferr := zkutil.MultiFailure(res, err)
 		if ferr != nil || len(res) != 1 {
 			if ferr == nil {
 				ferr = errors.New("empty multi response")

@@ -251,7 +251,7 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 		}
 		data := zkdata.EncodePartitionState(st)
 		start := time.Now()
-		res, err := c.fenced(ctx, &zk.CreateRequest{Path: p, Data: data, Acl: zk.WorldACL(zk.PermAll)})
+		_, err := c.fenced(ctx, &zk.CreateRequest{Path: p, Data: data, Acl: zk.WorldACL(zk.PermAll)})
 		hs := toHistoryState(tp, st, c.ctx.assign[tp])
 		w := history.ZKWrite{Start: start.UnixNano(), Path: p, Op: "create", Conditional: !c.cfg.Bugs.On(config.BugKafka532),
 			ControllerEpoch: c.epoch, EpochZkVersion: c.epochZkVersion, ExpectedVersion: -1, Outcome: zkutil.Outcome(err), State: &hs}
@@ -262,7 +262,6 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 			w.Error = err.Error()
 		}
 		c.log.ZKWrite(w)
-		_ = res
 		switch {
 		case err == nil:
 			c.ctx.state[tp] = &partState{st: st, ver: 0}
@@ -865,7 +864,7 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		})
 	}
 	if errors.Is(err, errControllerMoved) {
-		c.events.push(evControllerChange{gen: c.gen})
+		c.events.push(evControllerChange{})
 		return finish(wire.ErrNotController)
 	}
 	for _, tp := range led {
