@@ -115,7 +115,9 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 		}
 		for attempt := 1; ; attempt++ {
 			if attempt == 1 {
-				m.c.log.ControlSent(describeSent(req, sq.broker.ID))
+				ev := describeSent(req, sq.broker.ID)
+				ev.CorrelationID = sq.client.NextCorrelationID()
+				m.c.log.ControlSent(ev)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), m.c.cfg.SocketTimeout)
 			go func() {

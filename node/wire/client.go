@@ -29,6 +29,14 @@ func NewClient(addr, clientID string) *Client { return &Client{addr: addr, clien
 // Addr is the server address.
 func (c *Client) Addr() string { return c.addr }
 
+// NextCorrelationID is the id the next Request will carry (for logging a
+// request before it is sent; the client is used by one goroutine at a time).
+func (c *Client) NextCorrelationID() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.corr + 1
+}
+
 // Close drops the connection.
 func (c *Client) Close() {
 	c.mu.Lock()
