@@ -680,6 +680,11 @@ func (tl *timeline) renderWindow(from, to int64) string {
 		section(title)
 		body.WriteString(plot.String())
 		s.y += 170
+		if len(tl.ops) > 0 {
+			section("client throughput: completed operations per second, stacked by outcome")
+			s.throughput(&body, 60)
+			s.y += 60
+		}
 	}
 	bottom := s.y
 
@@ -987,6 +992,62 @@ func (s *svgWriter) scatter(b *strings.Builder, h, y0 float64) string {
 		return fmt.Sprintf("drawn as %d squares of %.0f px cells", len(keys), cell)
 	}
 	return ""
+}
+
+// throughput draws completions per second in buckets of a few pixels,
+// stacked ok, info, fail: a dip or a red band during a fault window is the
+// availability story at a glance. One <path> per outcome.
+func (s *svgWriter) throughput(b *strings.Builder, h float64) {
+	y0 := s.y
+	fmt.Fprintf(b, `<rect x="0" y="%.1f" width="%.0f" height="%.1f" fill="#fcfcfc"/>`, y0, s.w, h)
+	const bw = 4.0 // bucket width, px
+	nb := int(s.plotW/bw) + 1
+	counts := make([][nOutcomes]int, nb)
+	for _, p := range s.tl.ops {
+		done := p.t + p.lat
+		if !s.in(done, done) {
+			continue
+		}
+		i := min(nb-1, max(0, int((s.x(done)-s.left)/bw)))
+		counts[i][p.outcome]++
+	}
+	peak := 0
+	for _, c := range counts {
+		peak = max(peak, c[outOK]+c[outInfo]+c[outFail])
+	}
+	if peak == 0 {
+		return
+	}
+	bucketSecs := s.dur / 1e9 * bw / s.plotW
+	scale := (h - 4) / float64(peak)
+	colors := [nOutcomes]string{"#2ca02c", "#d62728", "#ff7f0e"}
+	var paths [nOutcomes]strings.Builder
+	for i, c := range counts {
+		base := y0 + h
+		x := s.left + float64(i)*bw
+		for _, out := range []uint8{outOK, outInfo, outFail} {
+			if c[out] == 0 {
+				continue
+			}
+			hh := float64(c[out]) * scale
+			fmt.Fprintf(&paths[out], "M%.0f %.1fh%.0fv%.1fh-%.0fz", x, base-hh, bw, hh, bw)
+			base -= hh
+		}
+	}
+	for _, out := range []uint8{outOK, outInfo, outFail} {
+		if paths[out].Len() > 0 {
+			fmt.Fprintf(b, `<path d="%s" fill="%s" fill-opacity="0.8"/>`, paths[out].String(), colors[out])
+		}
+	}
+	fmt.Fprintf(b, `<text x="%.0f" y="%.1f" class="ax" text-anchor="end">%s ops/s</text><text x="%.0f" y="%.1f" class="ax" text-anchor="end">0</text>`,
+		s.left-4, y0+10, rateLabel(float64(peak)/bucketSecs), s.left-4, y0+h)
+}
+
+func rateLabel(r float64) string {
+	if r >= 100 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
 }
 
 func latLabel(ns float64) string {
