@@ -6,6 +6,7 @@ package reports
 // so listing hundreds of runs stays instant.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"html/template"
@@ -134,6 +135,29 @@ func Index(runsDir string) ([]RunSummary, error) {
 		return out[a].ID > out[b].ID
 	})
 	return out, nil
+}
+
+// IndexFile is the static index WriteIndexFile writes into a runs folder.
+const IndexFile = "index.html"
+
+// WriteIndexFile writes RUNS_DIR/index.html listing its runs, so a runs
+// folder kept as a CI artifact can be browsed without `chaos serve` (each
+// run's report must have been rendered).
+func WriteIndexFile(runsDir string) (string, error) {
+	runs, err := Index(runsDir)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	abs, _ := filepath.Abs(runsDir)
+	if err := WriteIndexHTML(&buf, "chaos runs in "+abs, runs); err != nil {
+		return "", err
+	}
+	p := filepath.Join(runsDir, IndexFile)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("runs index: %w", err)
+	}
+	return p, nil
 }
 
 type indexRow struct {

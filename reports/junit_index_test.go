@@ -190,6 +190,13 @@ func TestIndex(t *testing.T) {
 	if _, err := Index(filepath.Join(runs, "missing")); err == nil {
 		t.Fatal("missing runs dir: no error")
 	}
+	p, err := WriteIndexFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), `href="20261202-010000-aaaaaa/report.html"`) {
+		t.Fatal("static index lacks the run's link")
+	}
 }
 
 func TestServe(t *testing.T) {

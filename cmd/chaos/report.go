@@ -20,6 +20,7 @@ func newReportCmd() *cobra.Command {
 	var (
 		junit          string
 		unknownAsError bool
+		index          string
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUN_DIR...",
@@ -35,12 +36,25 @@ With --junit FILE it also writes JUnit XML: one testsuite per run, one
 testcase per checker (invalid: failure with the replay command; unknown:
 skipped, or error with --unknown-as-error; not checked: error).
 
+With --index RUNS_DIR it also writes RUNS_DIR/index.html listing every run
+there (verdict, seed, bug switches, link to each report), so a runs folder
+kept as a CI artifact can be browsed without 'chaos serve'.
+
 Exit status: 0 every report written, 2 bad input (the message names the file).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd.OutOrStdout(), args, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
+			err := runReport(cmd.OutOrStdout(), args, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
+			if index != "" {
+				p, ierr := reports.WriteIndexFile(index)
+				if ierr != nil {
+					return withCode(exitBad, errors.Join(err, ierr))
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), p)
+			}
+			return err
 		},
 	}
+	cmd.Flags().StringVar(&index, "index", "", "also write RUNS_DIR/index.html listing the runs in RUNS_DIR")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML for the runs to this file ('-' for stdout)")
 	cmd.Flags().BoolVar(&unknownAsError, "unknown-as-error", false, "in JUnit, report an unknown verdict as an error instead of skipped")
 	return cmd

@@ -182,3 +182,21 @@ func TestServeCommandRefusesRemote(t *testing.T) {
 		}
 	}
 }
+
+// TestReportCommandIndex: --index writes a static runs index next to the
+// rendered reports.
+func TestReportCommandIndex(t *testing.T) {
+	run := storedRun(t, true)
+	runs := filepath.Dir(run)
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"report", run, "--index", runs})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("exit %d: %v", exitCode(err), err)
+	}
+	b, err := os.ReadFile(filepath.Join(runs, reports.IndexFile))
+	if err != nil || !strings.Contains(string(b), "kafka-532/report.html") || !strings.Contains(out.String(), reports.IndexFile) {
+		t.Fatalf("index: %v\n%s\n%s", err, b, out.String())
+	}
+}
