@@ -54,6 +54,8 @@ type RunInfo struct {
 	MinHold          time.Duration `json:"MinHold"`
 	MaxHold          time.Duration `json:"MaxHold"`
 	Settle           time.Duration `json:"Settle"`
+	NoWorkload       bool          `json:"NoWorkload"`
+	Scenario         string        `json:"Scenario"`
 }
 
 // ReadRunInfo loads RUN_DIR/run.json. A missing file is (nil, nil): runs
@@ -78,11 +80,19 @@ func ReadRunInfo(runDir string) (*RunInfo, error) {
 // place that knows the `chaos run` flag syntax, so when the CLI changes its
 // flags only this function changes. With the stored schedule the replay
 // repeats the exact faults (--replay sets seed and time limit from it);
-// without one it re-plans from the seed. It mirrors replayFlags in
-// cmd/chaos/run.go. A nil info yields "" (nothing to replay from).
+// without one it re-plans from the seed. A scenario run replays as
+// `chaos repro NAME` (with --fixed when no bug switch was on): its driver,
+// not a schedule, decides the faults. A nil info yields "" (nothing to
+// replay from).
 func ReplayCommand(runDir string, info *RunInfo, haveSchedule bool) string {
 	if info == nil {
 		return ""
+	}
+	if info.Scenario != "" {
+		if len(info.Bugs) == 0 {
+			return "chaos repro " + shellQuote(info.Scenario) + " --fixed"
+		}
+		return "chaos repro " + shellQuote(info.Scenario)
 	}
 	var b strings.Builder
 	b.WriteString("chaos run")
@@ -120,7 +130,9 @@ func ReplayCommand(runDir string, info *RunInfo, haveSchedule bool) string {
 	if info.Partitions > 0 {
 		fmt.Fprintf(&b, " --partitions %d", info.Partitions)
 	}
-	if info.Producers > 0 || info.Readers > 0 {
+	if info.NoWorkload {
+		b.WriteString(" --no-workload")
+	} else if info.Producers > 0 || info.Readers > 0 {
 		fmt.Fprintf(&b, " --producers %d --readers %d", info.Producers, info.Readers)
 	}
 	if info.ZKSessionTimeout > 0 {
