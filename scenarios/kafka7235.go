@@ -1,0 +1,112 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+func init() { register(kafka7235{}) }
+
+// kafka7235 is KAFKA-7235 / KIP-380: the controller has a request queued for
+// broker B when B restarts so fast that the controller's view of
+// /brokers/ids looks unchanged. The queued request, built for B's previous
+// incarnation, reaches the new process. Without broker epochs the new
+// process obeys it, and the controller never notices the bounce.
+type kafka7235 struct{}
+
+func (kafka7235) Name() string { return "KAFKA-7235" }
+
+func (kafka7235) Summary() string {
+	return "a control request queued for a broker's previous incarnation is obeyed by the restarted process"
+}
+
+func (kafka7235) Catches() string { return "broker-fencing" }
+
+func (k kafka7235) Config(fixed bool) harness.RunConfig {
+	cfg := harness.RunConfig{
+		Scenario:         k.Name(),
+		Nodes:            3,
+		Partitions:       3,
+		ZKSessionTimeout: 3 * time.Second,
+		TimeLimit:        90 * time.Second,
+		NoWorkload:       true,
+		Driver:           kafka7235Driver{},
+		// A short socket timeout makes the controller retry the queued
+		// request (on a new connection, to the new process) soon after the
+		// link heals.
+		NodeFlags: []string{"--controller-socket-timeout=2s"},
+	}
+	if !fixed {
+		cfg.Bugs = []string{"KAFKA-7235"}
+	}
+	return cfg
+}
+
+type kafka7235Driver struct{}
+
+// Drive: cut the controller's link to broker B so its requests to B queue;
+// kill a third broker so the controller elects new leaders and queues a
+// LeaderAndIsr for B; hold the controller before it handles broker changes;
+// bounce B; then heal the link so the queued request reaches B's new process.
+func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
+	start := time.Now().UnixNano()
+	c, err := l.World.Controller(ctx)
+	if err != nil {
+		return fmt.Errorf("KAFKA-7235: find controller: %w", err)
+	}
+	b, x := c%3+1, (c+1)%3+1
+	ct, _ := l.Node(c)
+	bt, _ := l.Node(b)
+	xt, _ := l.Node(x)
+
+	l.Note("controller n%d; cutting its link to n%d so requests for n%d queue", c, b, b)
+	if err := l.Nemesis.DropLink(ctx, ct, bt); err != nil {
+		return err
+	}
+	l.Note("killing n%d: the controller elects new leaders and queues a LeaderAndIsr for n%d", x, b)
+	if err := l.Nemesis.KillTarget(ctx, xt); err != nil {
+		return err
+	}
+	queued, err := l.WaitEvent(ctx, start, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
+		return e.Kind == history.KindControlSent && int(e.Node) == c && e.Control != nil &&
+			e.Control.API == history.APILeaderAndIsr && int(e.Control.TargetBroker) == b
+	})
+	if err != nil {
+		return err
+	}
+	l.Note("LeaderAndIsr for n%d queued with broker epoch %d; holding the controller before broker changes", b, queued.Control.BrokerEpoch)
+	if err := l.ArmFailpoint(ctx, c, failpointBrokerChange, "1*pause"); err != nil {
+		return err
+	}
+	since := time.Now().UnixNano()
+	if _, err := l.Nemesis.BounceTarget(ctx, bt); err != nil {
+		return err
+	}
+	reg, err := l.WaitEvent(ctx, since, 30*time.Second, "the bounced broker's re-registration", func(e *history.Event) bool {
+		return e.Kind == history.KindBrokerRegistered && int(e.Node) == b
+	})
+	if err != nil {
+		return err
+	}
+	l.Note("n%d restarted with broker epoch %d; healing the link so the queued request gets through", b, reg.Registration.BrokerEpoch)
+	since = time.Now().UnixNano()
+	if err := l.Nemesis.Heal(ctx); err != nil {
+		return err
+	}
+	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the queued request at the new process", func(e *history.Event) bool {
+		return e.Kind == history.KindControlRequest && int(e.Node) == b && e.Control != nil &&
+			e.Control.BrokerEpoch == queued.Control.BrokerEpoch
+	}); err != nil {
+		return err
+	}
+	l.Note("the request from n%d's previous incarnation reached the new process; releasing the controller", b)
+	if err := l.ReleaseFailpoint(ctx, c, failpointBrokerChange); err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Second)
+	return nil
+}
