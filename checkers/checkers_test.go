@@ -64,6 +64,12 @@ func lai(ctrlEpoch int32, brokerEpoch int64, verdict string, known int32) histor
 	return c
 }
 
+// sent records controller node ctrl handing c to the network for target.
+func sent(b *hb.Builder, ctrl, target int32, c history.Control) int {
+	c.Verdict, c.TargetBroker = "", target
+	return b.Add(history.Event{Kind: history.KindControlSent, Node: ctrl, Control: &c})
+}
+
 func elected(b *hb.Builder, node, epoch int32, zxid int64) int {
 	return b.Add(history.Event{Kind: history.KindControllerElected, Node: node, Controller: &history.ControllerRun{Epoch: epoch, EpochZkVersion: epoch, Zxid: zxid}})
 }
@@ -182,6 +188,26 @@ func TestBrokerFencing(t *testing.T) {
 		{name: "no broker epoch", want: Invalid, explain: "carrying no broker epoch", build: func(b *hb.Builder) []int {
 			b.Register(2, 50)
 			return []int{b.Control(2, lai(1, -1, history.VerdictAccepted, 0))}
+		}},
+		{name: "no broker epoch, queued for the previous process", want: Invalid, explain: "queued for its previous process", build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			c := lai(1, -1, history.VerdictAccepted, 0)
+			q := sent(b, 1, 2, c)
+			b.Start(2)
+			r2 := b.Register(2, 80)
+			got := b.Control(2, c)
+			return []int{q, r2, got}
+		}},
+		{name: "no broker epoch, sent again after the restart", want: Invalid, explain: "carrying no broker epoch", build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			c := lai(1, -1, history.VerdictAccepted, 0)
+			sent(b, 1, 2, c)
+			b.Start(2)
+			b.Register(2, 80)
+			sent(b, 1, 2, c)
+			return []int{b.Control(2, c)}
 		}},
 		{name: "old epoch before the new process registered", want: Invalid, explain: "of an earlier process", build: func(b *hb.Builder) []int {
 			r1 := b.Register(2, 50)

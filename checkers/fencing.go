@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -206,10 +207,21 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			latest[id] = reg{epoch, idx}
 		}
 	}
+	// sent remembers the newest control_sent of each distinct request, so a
+	// request received without a broker epoch can be traced to when the
+	// controller queued it. Correlation ids cannot pair them: a request
+	// retried on a new connection gets a new one.
+	sent := map[string]int{}
+	// unfenced are accepted requests without a broker epoch that were not
+	// traced to an earlier incarnation; they are reported after the traced
+	// ones, which say more.
+	var unfenced []*history.Event
 	checked, shutdowns := 0, 0
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
+		case history.KindControlSent:
+			sent[sentKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
 		case history.KindNodeStart:
 			delete(current, e.Node)
 		case history.KindBrokerRegistered:
@@ -232,9 +244,13 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			cur, registered := current[e.Node]
 			switch {
 			case cr.BrokerEpoch == -1:
-				r.violate([]int{e.Index},
-					"%s accepted %s (correlation id %d, %s) from controller %d carrying no broker epoch (-1), so a request meant for an earlier process could not be told apart.",
-					nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.ControllerID)
+				if s, ok := sent[sentKey(cr.ControllerID, e.Node, cr)]; ok && registered && s < cur.idx {
+					r.violate([]int{s, cur.idx, e.Index},
+						"%s accepted %s (%s) that controller %d queued for its previous process (event %d, before this process registered at event %d): with no broker epoch in the request it could not tell.",
+						nodeName(e.Node), cr.API, ev(e), cr.ControllerID, s, cur.idx)
+					continue
+				}
+				unfenced = append(unfenced, e)
 			case registered && cr.BrokerEpoch < cur.epoch:
 				evs := []int{cur.idx, e.Index}
 				from := ""
@@ -273,7 +289,24 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 		}
 	}
+	for _, e := range unfenced {
+		r.violate([]int{e.Index},
+			"%s accepted %s (correlation id %d, %s) from controller %d carrying no broker epoch (-1), so a request meant for an earlier process could not be told apart.",
+			nodeName(e.Node), e.Control.API, e.Control.CorrelationID, ev(e), e.Control.ControllerID)
+	}
 	r.detail("accepted_control_requests", checked)
 	r.detail("accepted_controlled_shutdowns", shutdowns)
 	return r.result(fmt.Sprintf("%d accepted control requests and %d controlled shutdowns carried current broker epochs.", checked, shutdowns))
+}
+
+// sentKey identifies a control request by what it says, for pairing a
+// broker's receipt with the controller's send: the controller, its epoch, the
+// target, the API and every partition's leader and leader epoch.
+func sentKey(controller, target int32, c *history.Control) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%d|%d|%s", controller, c.ControllerEpoch, target, c.API)
+	for _, p := range c.Partitions {
+		fmt.Fprintf(&b, "|%s-%d:%d@%d", p.Topic, p.Partition, p.Leader, p.LeaderEpoch)
+	}
+	return b.String()
 }
