@@ -8,10 +8,13 @@
 // reads the event log.
 //
 // The process's interfaces, for the harness:
-//   - Kafka listener (--listen): LeaderAndIsr v0-4, StopReplica v0-3,
-//     UpdateMetadata v0-6, ControlledShutdown v0-3, ApiVersions v0-3. Other
-//     APIs or versions close the connection (ApiVersions answers v0 with
-//     UNSUPPORTED_VERSION), as Kafka does.
+//   - Kafka listener (--listen): Produce v3-9, Fetch v4-12, ListOffsets
+//     v1-6, Metadata v0-11, OffsetForLeaderEpoch v0-3 (package dataplane),
+//     LeaderAndIsr v0-4, StopReplica v0-3, UpdateMetadata v0-6,
+//     ControlledShutdown v0-3, ApiVersions v0-3. Other APIs or versions
+//     close the connection (ApiVersions answers v0 with
+//     UNSUPPORTED_VERSION), as Kafka does. No InitProducerID: clients must
+//     disable the idempotent producer.
 //   - Admin HTTP (--admin-listen): GET /state (broker epoch, known
 //     controller epoch, partition map, controller status with live brokers
 //     and bounces detected, armed failpoints); GET /failpoints;
@@ -20,8 +23,9 @@
 //   - Event log (--event-log): history JSONL, source "n<id>": node_start,
 //     node_stop, broker_registered, controller_elected, controller_resigned,
 //     zk_write, control_sent, control_request, controlled_shutdown,
-//     role_change, and fault_start/fault_stop (Name "failpoint") when a
-//     failpoint fires.
+//     role_change, produce_append, produce_ack, hw_advance, isr_change,
+//     hw_checkpoint, truncation, and fault_start/fault_stop (Name
+//     "failpoint") when a failpoint fires.
 //   - Signals: SIGTERM/SIGINT → controlled shutdown, then exit 0.
 package node
 
@@ -43,6 +47,7 @@ import (
 	"github.com/zkchaos/zkchaos/node/broker"
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/controller"
+	"github.com/zkchaos/zkchaos/node/dataplane"
 	"github.com/zkchaos/zkchaos/node/eventlog"
 	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/wire"
@@ -56,6 +61,7 @@ type Node struct {
 	log    *eventlog.Log
 	fp     *failpoint.Registry
 	broker *broker.Broker
+	data   *dataplane.Manager
 	ctrl   *controller.Controller
 	sess   *zkutil.Session
 	server *wire.Server
@@ -101,6 +107,18 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	}
 
 	n.broker = broker.New(cfg.BrokerID, cfg.Bugs, n.log)
+	// The data plane opens every log on disk before the node listens: a
+	// corrupt log is a start-up error naming the file (LogManager.loadLogs).
+	n.data, err = dataplane.Open(dataplane.Config{
+		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, MinISR: cfg.MinInsyncRepl,
+		LagTime: cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
+		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes,
+	}, n.log, n.broker.Metadata)
+	if err != nil {
+		return err
+	}
+	defer n.data.Close()
+	n.broker.Data = n.data
 
 	// Admin HTTP first, so failpoints can be armed and released while the
 	// node is still starting (broker-before-register).
@@ -128,6 +146,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 		}
 	}
 	n.routes()
+	n.data.Routes(n.server)
 	serveDone := make(chan struct{})
 	go func() {
 		defer close(serveDone)
@@ -150,6 +169,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 		return fmt.Errorf("zookeeper %v unreachable: %w", cfg.ZKServers, err)
 	}
 	n.log.Printf("zookeeper session 0x%x (timeout %s requested)", n.sess.Conn.SessionID(), cfg.ZKSessionTimeout)
+	n.data.SetSession(n.sess)
 	for _, p := range zkdata.PersistentPaths {
 		if err := zkutil.EnsurePath(ctx, n.sess, p); err != nil {
 			return fmt.Errorf("zookeeper layout: %w", err)
@@ -203,6 +223,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	if cfg.ControlledShutdownOnTerm {
 		n.controlledShutdown()
 	}
+	// Fetchers stop, the last checkpoint is written, logs are closed.
+	n.data.Close()
 	n.log.NodeStop(history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy, Reason: "signal"})
 	return nil
 }
@@ -321,11 +343,16 @@ type State struct {
 	Controller           *controller.Status `json:"controller,omitempty"`
 	Partitions           []broker.Partition `json:"partitions"`
 	Failpoints           map[string]string  `json:"failpoints"`
+	// Logs is the data plane's view: every log on disk with HW and LEO.
+	Logs []dataplane.PartitionInfo `json:"logs"`
 }
 
 func (n *Node) state() State {
 	s := State{BrokerID: n.cfg.BrokerID, BrokerEpoch: n.broker.Epoch(), KnownControllerEpoch: n.broker.KnownControllerEpoch(),
 		Bugs: n.cfg.Bugs.List(), Partitions: n.broker.Replicas.All(), Failpoints: n.fp.Armed()}
+	if n.data != nil {
+		s.Logs = n.data.Hosted()
+	}
 	if n.sess != nil {
 		s.SessionID = fmt.Sprintf("0x%x", n.sess.Conn.SessionID())
 	}

@@ -10,7 +10,9 @@ package broker
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -109,6 +111,10 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 			}
 		}
 	}
+	liveLeaders := map[int32]string{}
+	for _, l := range req.LiveLeaders {
+		liveLeaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+	}
 	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
 	ev := history.Control{
 		API: history.APILeaderAndIsr, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
@@ -136,7 +142,8 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 				perPartition[i] = wire.ErrUnknownTopicOrPart
 			default:
 				p := Partition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
-					ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch}
+					ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch,
+					LeaderAddr: liveLeaders[s.Leader]}
 				var err error
 				if s.Leader == b.ID {
 					p.Role = history.RoleLeader

@@ -68,3 +68,18 @@ func (m *MetadataCache) Snapshot() (map[int32]LiveBroker, map[history.TopicParti
 	}
 	return bs, ps
 }
+
+// Controller is the controller id the last UpdateMetadata named (-1: none yet).
+func (m *MetadataCache) Controller() int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ControllerID
+}
+
+// Broker returns a live broker's endpoint.
+func (m *MetadataCache) Broker(id int32) (LiveBroker, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.Brokers[id]
+	return b, ok
+}

@@ -19,6 +19,9 @@ type Partition struct {
 	Replicas        []int32
 	ZkVersion       int32
 	ControllerEpoch int32
+	// LeaderAddr is the leader's host:port from the request's LiveLeaders
+	// ("" if absent), where a follower's fetcher connects.
+	LeaderAddr string `json:",omitempty"`
 }
 
 // TP returns the partition's name.

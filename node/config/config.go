@@ -106,6 +106,12 @@ type Config struct {
 	MinInsyncRepl  int
 	ReplicaLagTime time.Duration
 
+	// Data plane (issue 4).
+	HWCheckpointInterval time.Duration
+	ReplicaFetchWait     time.Duration
+	MessageMaxBytes      int
+	SegmentBytes         int64
+
 	ControllerSocketTimeout  time.Duration
 	ControlledShutdownRetry  int
 	ControlledShutdownWait   time.Duration
@@ -142,8 +148,12 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&bugs, "bugs", "", "bug switches to turn on, comma-separated: "+strings.Join(AllBugs, ", ")+" (default: none = fixed behaviour)")
 	fs.StringVar(&c.OfflinePolicy, "offline-election", PolicyOffline, "leader election when no ISR member is live: "+strings.Join(Policies, "|"))
 	fs.StringVar(&c.Failpoints, "failpoints", "", "failpoints armed at start: name=action;... (also $"+FailpointsEnv+"); actions: sleep(DUR), error, sigstop, pause, off; prefix N* to fire N times")
-	fs.IntVar(&c.MinInsyncRepl, "min-insync-replicas", 1, "min.insync.replicas (data plane, part 2)")
-	fs.DurationVar(&c.ReplicaLagTime, "replica-lag-time-max", 10*time.Second, "replica.lag.time.max.ms (data plane, part 2)")
+	fs.IntVar(&c.MinInsyncRepl, "min-insync-replicas", 1, "min.insync.replicas: acks=all produces need at least this many in-sync replicas")
+	fs.DurationVar(&c.ReplicaLagTime, "replica-lag-time-max", 10*time.Second, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
+	fs.DurationVar(&c.HWCheckpointInterval, "hw-checkpoint-interval", time.Second, "replica.high.watermark.checkpoint.interval.ms: how often replication-offset-checkpoint is written")
+	fs.DurationVar(&c.ReplicaFetchWait, "replica-fetch-wait-max", 500*time.Millisecond, "replica.fetch.wait.max.ms: a follower fetch's long poll")
+	fs.IntVar(&c.MessageMaxBytes, "message-max-bytes", 1048588, "message.max.bytes: largest record batch accepted (MESSAGE_TOO_LARGE above)")
+	fs.Int64Var(&c.SegmentBytes, "log-segment-bytes", 64<<20, "log.segment.bytes: size at which a partition log rolls a new segment")
 	fs.DurationVar(&c.ControllerSocketTimeout, "controller-socket-timeout", 5*time.Second, "timeout of one controller-to-broker request before it is retried")
 	fs.IntVar(&c.ControlledShutdownRetry, "controlled-shutdown-retries", 3, "controlled.shutdown.max.retries")
 	fs.DurationVar(&c.ControlledShutdownWait, "controlled-shutdown-backoff", time.Second, "controlled.shutdown.retry.backoff.ms")
@@ -189,6 +199,15 @@ Flags:
 	c.Bugs = b
 	if !slices.Contains(Policies, c.OfflinePolicy) {
 		errs = append(errs, fmt.Errorf("--offline-election: unknown policy %q (known: %s)", c.OfflinePolicy, strings.Join(Policies, ", ")))
+	}
+	if c.MinInsyncRepl < 1 {
+		errs = append(errs, fmt.Errorf("--min-insync-replicas: %d must be at least 1", c.MinInsyncRepl))
+	}
+	if c.ReplicaLagTime < 10*time.Millisecond || c.HWCheckpointInterval < time.Millisecond || c.ReplicaFetchWait < 0 {
+		errs = append(errs, errors.New("--replica-lag-time-max, --hw-checkpoint-interval and --replica-fetch-wait-max must be positive"))
+	}
+	if c.MessageMaxBytes < 1024 || c.SegmentBytes < 1024 {
+		errs = append(errs, errors.New("--message-max-bytes and --log-segment-bytes must be at least 1024"))
 	}
 	if c.ZKSessionTimeout < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--zk-session-timeout: %s is too short", c.ZKSessionTimeout))

@@ -21,12 +21,22 @@ import (
 const (
 	ErrNone                 int16 = 0
 	ErrUnknownServerError   int16 = -1
+	ErrOffsetOutOfRange     int16 = 1
+	ErrCorruptMessage       int16 = 2
 	ErrUnknownTopicOrPart   int16 = 3
+	ErrLeaderNotAvailable   int16 = 5
 	ErrNotLeaderForPart     int16 = 6
+	ErrRequestTimedOut      int16 = 7
+	ErrMessageTooLarge      int16 = 10
 	ErrStaleControllerEpoch int16 = 11
-	ErrNotController        int16 = 41
+	ErrNotEnoughReplicas    int16 = 19
+	ErrNotEnoughReplicasAA  int16 = 20 // NOT_ENOUGH_REPLICAS_AFTER_APPEND
+	ErrInvalidRequiredAcks  int16 = 21
 	ErrUnsupportedVersion   int16 = 35
+	ErrNotController        int16 = 41
+	ErrKafkaStorageError    int16 = 56
 	ErrFencedLeaderEpoch    int16 = 74
+	ErrUnknownLeaderEpoch   int16 = 76
 	ErrStaleBrokerEpoch     int16 = 77
 )
 

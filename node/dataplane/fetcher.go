@@ -1,0 +1,264 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/storage"
+	"github.com/zkchaos/zkchaos/node/wire"
+)
+
+// replicaFetchMaxBytes is replica.fetch.max.bytes.
+const replicaFetchMaxBytes = 1 << 20
+
+// fetcher is one follower partition's ReplicaFetcherThread: it first
+// truncates (KIP-101/KIP-279), then fetches from the leader with
+// ReplicaID = own id and appends what it gets.
+type fetcher struct {
+	p      *partition
+	leader int32
+	epoch  int32
+	addr   string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	ctx    context.Context
+}
+
+func newFetcher(parent context.Context, p *partition, leader, epoch int32, addr string) *fetcher {
+	ctx, cancel := context.WithCancel(parent)
+	return &fetcher{p: p, leader: leader, epoch: epoch, addr: addr, done: make(chan struct{}), ctx: ctx, cancel: cancel}
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *fetcher) logf(format string, args ...any) {
+	f.p.m.log.Printf("fetcher %s (leader %d, epoch %d): %s", f.p.tp, f.leader, f.epoch, fmt.Sprintf(format, args...))
+}
+
+// run runs the fetcher until stop.
+func (f *fetcher) run() {
+	defer close(f.done)
+	defer f.cancel()
+	f.loop(f.ctx)
+}
+
+// current reports whether f is still the partition's fetcher; caller holds p.mu.
+func (f *fetcher) currentLocked() bool {
+	return f.p.fetcher == f && f.ctx.Err() == nil && f.p.role == history.RoleFollower && f.p.leaderEpoch == f.epoch
+}
+
+func (f *fetcher) loop(ctx context.Context) {
+	m := f.p.m
+	cl := (*wire.Client)(nil)
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	backoff := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+			return true
+		}
+	}
+	truncated := false
+	for ctx.Err() == nil {
+		if cl == nil {
+			addr := f.addr
+			if addr == "" {
+				if b, ok := m.meta.Broker(f.leader); ok {
+					addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+				}
+			}
+			if addr == "" {
+				if !backoff() {
+					return
+				}
+				continue
+			}
+			cl = wire.NewClient(addr, fmt.Sprintf("replica-%d", m.cfg.BrokerID))
+		}
+		if !truncated {
+			if err := f.truncate(ctx, cl); err != nil {
+				if ctx.Err() == nil {
+					f.logf("truncation: %v", err)
+				}
+				if !backoff() {
+					return
+				}
+				continue
+			}
+			truncated = true
+		}
+		again, err := f.fetchOnce(ctx, cl)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.logf("%v", err)
+			if !backoff() {
+				return
+			}
+		}
+		if again {
+			truncated = false
+		}
+	}
+}
+
+// truncate is the follower's truncation on becoming follower: ask the leader
+// for the end offset of our latest epoch (OffsetForLeaderEpoch) and cut the
+// log there (KIP-279: at most our own end offset for the epoch the leader
+// answered); without epoch information, cut at the high watermark.
+func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
+	p := f.p
+	latest := p.log.LatestEpoch()
+	target, reason := int64(-1), ""
+	if latest == storage.UndefinedEpoch {
+		p.mu.Lock()
+		target, reason = p.hw, "high-watermark (no local leader epoch)"
+		p.mu.Unlock()
+	} else {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(3)
+		req.ReplicaID = p.m.cfg.BrokerID
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = p.tp.Topic
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.tp.Partition, f.epoch, latest
+		t.Partitions = append(t.Partitions, rp)
+		req.Topics = append(req.Topics, t)
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := cl.Request(rctx, req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("OffsetForLeaderEpoch: %w", err)
+		}
+		r := resp.(*kmsg.OffsetForLeaderEpochResponse)
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return errors.New("OffsetForLeaderEpoch: malformed response")
+		}
+		pr := r.Topics[0].Partitions[0]
+		if pr.ErrorCode != 0 {
+			return fmt.Errorf("OffsetForLeaderEpoch: error %d", pr.ErrorCode)
+		}
+		switch {
+		case pr.EndOffset < 0:
+			p.mu.Lock()
+			target, reason = p.hw, "high-watermark (leader has no epoch information)"
+			p.mu.Unlock()
+		case pr.LeaderEpoch == latest:
+			target, reason = pr.EndOffset, fmt.Sprintf("leader-epoch (leader's end offset for epoch %d)", latest)
+		default:
+			_, own := p.log.EndOffsetFor(pr.LeaderEpoch)
+			target = pr.EndOffset
+			if own >= 0 && own < target {
+				target = own
+			}
+			reason = fmt.Sprintf("leader-epoch (leader answered epoch %d end offset %d for our epoch %d)", pr.LeaderEpoch, pr.EndOffset, latest)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !f.currentLocked() {
+		return context.Canceled
+	}
+	from := p.log.LogEndOffset()
+	if target < 0 || target >= from {
+		return nil
+	}
+	to, err := p.log.TruncateTo(target)
+	if err != nil {
+		return fmt.Errorf("truncate to %d: %w", target, err)
+	}
+	f.logf("truncated log from %d to %d: %s", from, to, reason)
+	p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
+		Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
+	if p.hw > to {
+		p.setHWLocked(to)
+	}
+	p.notifyLocked()
+	return nil
+}
+
+// fetchOnce sends one replica fetch and appends its records. again reports
+// that the follower must truncate before fetching on (out of range).
+func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (again bool, err error) {
+	p := f.p
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = p.m.cfg.BrokerID
+	req.MaxWaitMillis = int32(p.m.cfg.FetchMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = replicaFetchMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = p.tp.Topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = p.tp.Partition
+	rp.CurrentLeaderEpoch = f.epoch
+	rp.FetchOffset = p.log.LogEndOffset()
+	rp.LogStartOffset = p.log.LogStartOffset()
+	rp.PartitionMaxBytes = replicaFetchMaxBytes
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	rctx, cancel := context.WithTimeout(ctx, p.m.cfg.FetchMaxWait+10*time.Second)
+	resp, err := cl.Request(rctx, req)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("fetch at %d: %w", rp.FetchOffset, err)
+	}
+	r := resp.(*kmsg.FetchResponse)
+	if r.ErrorCode != 0 {
+		return false, fmt.Errorf("fetch: error %d", r.ErrorCode)
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return false, errors.New("fetch: malformed response")
+	}
+	pr := &r.Topics[0].Partitions[0]
+	switch pr.ErrorCode {
+	case 0:
+	case wire.ErrOffsetOutOfRange:
+		return true, fmt.Errorf("fetch at %d: offset out of range on the leader", rp.FetchOffset)
+	default:
+		return false, fmt.Errorf("fetch at %d: error %d", rp.FetchOffset, pr.ErrorCode)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !f.currentLocked() {
+		return false, context.Canceled
+	}
+	if p.log.LogEndOffset() != rp.FetchOffset {
+		return false, nil // truncated meanwhile; fetch again from the new end
+	}
+	if len(pr.RecordBatches) > 0 {
+		if _, err := p.log.AppendAsFollower(pr.RecordBatches); err != nil {
+			if errors.Is(err, storage.ErrNonContiguous) {
+				return true, err
+			}
+			return false, err
+		}
+	}
+	// Follower HW = min(leader HW, own LEO); it moves with the leader's,
+	// which only grows while this leader leads.
+	hw := min(pr.HighWatermark, p.log.LogEndOffset())
+	if hw > p.hw {
+		p.setHWLocked(hw)
+	}
+	if len(pr.RecordBatches) > 0 || hw != p.hw {
+		p.notifyLocked()
+	}
+	return false, nil
+}

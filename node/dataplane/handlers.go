@@ -1,0 +1,520 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/storage"
+	"github.com/zkchaos/zkchaos/node/wire"
+)
+
+// Client API keys and the versions served. Produce from v3 and Fetch from v4
+// (record batch v2 only, as storage keeps); the maxima are Kafka 3.0's, the
+// last release whose Fetch names topics rather than topic ids.
+const (
+	keyProduce        int16 = 0
+	keyFetch          int16 = 1
+	keyListOffsets    int16 = 2
+	keyMetadata       int16 = 3
+	keyOffsetForEpoch int16 = 23
+)
+
+// maxFetchWait caps a client's MaxWaitMillis.
+const maxFetchWait = 5 * time.Second
+
+// Routes registers the client APIs on s.
+func (m *Manager) Routes(s *wire.Server) {
+	s.Handle(keyProduce, 3, 9, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return m.Produce(ctx, req.(*kmsg.ProduceRequest)), nil
+	})
+	s.Handle(keyFetch, 4, 12, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return m.Fetch(ctx, req.(*kmsg.FetchRequest)), nil
+	})
+	s.Handle(keyListOffsets, 1, 6, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return m.ListOffsets(req.(*kmsg.ListOffsetsRequest)), nil
+	})
+	s.Handle(keyMetadata, 0, 11, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return m.Metadata(req.(*kmsg.MetadataRequest)), nil
+	})
+	s.Handle(keyOffsetForEpoch, 0, 3, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return m.OffsetForLeaderEpoch(req.(*kmsg.OffsetForLeaderEpochRequest)), nil
+	})
+}
+
+// checkEpochLocked is Partition.checkCurrentLeaderEpoch: -1 skips the check.
+func (p *partition) checkEpochLocked(current int32) int16 {
+	switch {
+	case current < 0 || current == p.leaderEpoch:
+		return wire.ErrNone
+	case current < p.leaderEpoch:
+		return wire.ErrFencedLeaderEpoch
+	default:
+		return wire.ErrUnknownLeaderEpoch
+	}
+}
+
+type pendingAck struct {
+	p     *partition
+	resp  *kmsg.ProduceResponseTopicPartition
+	epoch int32
+	base  int64
+	last  int64
+}
+
+// Produce is KafkaApis.handleProduceRequest + ReplicaManager.appendRecords.
+// acks=0 returns nil (no response is sent).
+func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Response {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(req.Version)
+	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	var pending []pendingAck
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		ot := kmsg.NewProduceResponseTopic()
+		ot.Topic = rt.Topic
+		ot.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			op := &ot.Partitions[pi]
+			*op = kmsg.NewProduceResponseTopicPartition()
+			op.Partition, op.BaseOffset, op.LogAppendTime, op.LogStartOffset = rp.Partition, -1, -1, -1
+			if !validAcks {
+				op.ErrorCode = wire.ErrInvalidRequiredAcks
+				continue
+			}
+			p := m.get(history.TP(rt.Topic, rp.Partition))
+			if p == nil {
+				op.ErrorCode = wire.ErrUnknownTopicOrPart
+				continue
+			}
+			code, info, epoch := p.appendAsLeader(rp.Records, req.Acks)
+			op.ErrorCode = code
+			if code != wire.ErrNone {
+				continue
+			}
+			op.BaseOffset, op.LogStartOffset = info.FirstOffset, p.log.LogStartOffset()
+			if req.Acks == -1 {
+				pending = append(pending, pendingAck{p: p, resp: op, epoch: epoch, base: info.FirstOffset, last: info.LastOffset})
+			} else if req.Acks == 1 {
+				m.logAck(p, info.FirstOffset, info.LastOffset, epoch, 1)
+			}
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for _, pa := range pending {
+		code := pa.p.waitCommitted(ctx, pa.epoch, pa.last, deadline)
+		if pa.resp != nil {
+			pa.resp.ErrorCode = code
+			if code != wire.ErrNone {
+				pa.resp.BaseOffset = -1
+			}
+		}
+		if code == wire.ErrNone {
+			m.logAck(pa.p, pa.base, pa.last, pa.epoch, -1)
+		}
+	}
+	return resp
+}
+
+func (m *Manager) logAck(p *partition, base, last int64, epoch int32, acks int) {
+	m.log.Emit(history.Event{Kind: history.KindProduceAck, Append: &history.Append{
+		Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: base, LastOffset: last, LeaderEpoch: epoch, Acks: acks}})
+}
+
+// appendAsLeader is Partition.appendRecordsToLeader.
+func (p *partition) appendAsLeader(records []byte, acks int16) (int16, storage.AppendInfo, int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != history.RoleLeader {
+		return wire.ErrNotLeaderForPart, storage.AppendInfo{}, 0
+	}
+	if acks == -1 && len(p.isr) < p.m.cfg.MinISR {
+		return wire.ErrNotEnoughReplicas, storage.AppendInfo{}, 0
+	}
+	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
+	switch {
+	case err == nil:
+	case errors.Is(err, storage.ErrCorruptBatch):
+		return wire.ErrCorruptMessage, info, 0
+	case errors.Is(err, storage.ErrBatchTooLarge):
+		return wire.ErrMessageTooLarge, info, 0
+	default:
+		p.m.log.Printf("%s: append: %v", p.tp, err)
+		return wire.ErrKafkaStorageError, info, 0
+	}
+	for _, w := range info.Warnings {
+		p.m.log.Printf("%s: %s", p.tp, w)
+	}
+	p.m.log.Emit(history.Event{Kind: history.KindProduceAppend, Append: &history.Append{
+		Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset,
+		LeaderEpoch: p.leaderEpoch, Acks: int(acks)}})
+	p.maybeIncrementHWLocked()
+	p.notifyLocked()
+	return wire.ErrNone, info, p.leaderEpoch
+}
+
+// waitCommitted is DelayedProduce: wait until the HW passes last. If the ISR
+// is then below min.insync.replicas the answer is
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND. Losing leadership, or the deadline,
+// answers REQUEST_TIMED_OUT (see the package doc).
+func (p *partition) waitCommitted(ctx context.Context, epoch int32, last int64, deadline time.Time) int16 {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		if p.role != history.RoleLeader || p.leaderEpoch != epoch {
+			p.mu.Unlock()
+			return wire.ErrRequestTimedOut
+		}
+		if p.hw > last {
+			code := wire.ErrNone
+			if len(p.isr) < p.m.cfg.MinISR {
+				code = wire.ErrNotEnoughReplicasAA
+			}
+			p.mu.Unlock()
+			return code
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			return wire.ErrRequestTimedOut
+		case <-ctx.Done():
+			return wire.ErrRequestTimedOut
+		}
+	}
+}
+
+// Fetch is KafkaApis.handleFetchRequest: a replica fetch (ReplicaID >= 0)
+// reads up to the LEO and updates the leader's view of that follower; a
+// consumer fetch reads up to the HW. Both long-poll up to MaxWaitMillis when
+// there is nothing to return.
+func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(req.Version)
+	replica := req.ReplicaID >= 0
+	now := time.Now()
+	type slot struct {
+		p   *partition
+		in  *kmsg.FetchRequestTopicPartition
+		out *kmsg.FetchResponseTopicPartition
+	}
+	var slots []slot
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		ot := kmsg.NewFetchResponseTopic()
+		ot.Topic = rt.Topic
+		ot.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		resp.Topics = append(resp.Topics, ot)
+	}
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		for pi := range rt.Partitions {
+			in := &rt.Partitions[pi]
+			out := &resp.Topics[ti].Partitions[pi]
+			*out = kmsg.NewFetchResponseTopicPartition()
+			out.Partition, out.HighWatermark, out.LastStableOffset, out.LogStartOffset = in.Partition, -1, -1, -1
+			p := m.get(history.TP(rt.Topic, in.Partition))
+			if p == nil {
+				out.ErrorCode = wire.ErrUnknownTopicOrPart
+				continue
+			}
+			p.mu.Lock()
+			code := wire.ErrNone
+			switch {
+			case p.role != history.RoleLeader:
+				code = wire.ErrNotLeaderForPart
+			default:
+				code = p.checkEpochLocked(in.CurrentLeaderEpoch)
+			}
+			if code == wire.ErrNone && (in.FetchOffset < p.log.LogStartOffset() || in.FetchOffset > p.log.LogEndOffset()) {
+				code = wire.ErrOffsetOutOfRange
+			}
+			if code == wire.ErrNone && replica {
+				if _, ok := p.followers[req.ReplicaID]; ok {
+					p.updateFollowerLocked(req.ReplicaID, in.FetchOffset, now)
+				}
+			}
+			p.mu.Unlock()
+			out.ErrorCode = code
+			if code == wire.ErrNone {
+				slots = append(slots, slot{p, in, out})
+			}
+		}
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 1 << 20
+	}
+	read := func() int {
+		total := 0
+		for _, s := range slots {
+			s.p.mu.Lock()
+			hw, start := s.p.hw, s.p.log.LogStartOffset()
+			s.p.mu.Unlock()
+			limit := hw
+			if replica {
+				limit = -1
+			}
+			pmax := min(int(s.in.PartitionMaxBytes), maxBytes-total)
+			s.out.HighWatermark, s.out.LastStableOffset, s.out.LogStartOffset = hw, hw, start
+			if total > 0 && pmax <= 0 {
+				// Only the response's first batch may exceed the limits (KIP-74).
+				s.out.RecordBatches = nil
+				continue
+			}
+			data, err := s.p.log.Read(s.in.FetchOffset, pmax, limit)
+			if err != nil {
+				if errors.Is(err, storage.ErrOffsetOutOfRange) {
+					s.out.ErrorCode = wire.ErrOffsetOutOfRange
+				} else {
+					s.out.ErrorCode = wire.ErrKafkaStorageError
+				}
+				s.out.RecordBatches = nil
+				continue
+			}
+			s.out.RecordBatches = data
+			total += len(data)
+		}
+		return total
+	}
+	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait)
+	deadline := time.Now().Add(wait)
+	for {
+		var chans []chan struct{}
+		for _, s := range slots {
+			s.p.mu.Lock()
+			chans = append(chans, s.p.changed)
+			s.p.mu.Unlock()
+		}
+		n := read()
+		if n > 0 || n >= int(req.MinBytes) || len(slots) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		if !waitAny(ctx, chans, deadline) {
+			read()
+			break
+		}
+	}
+	return resp
+}
+
+// waitAny waits until one of chans is closed (true) or the deadline or ctx
+// (false).
+func waitAny(ctx context.Context, chans []chan struct{}, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+			return true
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	any := make(chan struct{})
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, c := range chans {
+		go func(c chan struct{}) {
+			select {
+			case <-c:
+				select {
+				case any <- struct{}{}:
+				case <-stop:
+				}
+			case <-stop:
+			}
+		}(c)
+	}
+	select {
+	case <-any:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ListOffsets is KafkaApis.handleListOffsetRequest: earliest (-2) and latest
+// (-1) only. A consumer (ReplicaID -1) must ask the leader and gets the HW
+// as latest; the debugging id -2 (the controller's query-leo) or a replica
+// id is answered by any replica with its LEO.
+func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	resp.SetVersion(req.Version)
+	for _, rt := range req.Topics {
+		ot := kmsg.NewListOffsetsResponseTopic()
+		ot.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewListOffsetsResponseTopicPartition()
+			op.Partition, op.Timestamp, op.Offset, op.LeaderEpoch = rp.Partition, -1, -1, -1
+			p := m.get(history.TP(rt.Topic, rp.Partition))
+			if p == nil {
+				op.ErrorCode = wire.ErrUnknownTopicOrPart
+				ot.Partitions = append(ot.Partitions, op)
+				continue
+			}
+			p.mu.Lock()
+			consumer := req.ReplicaID == -1
+			switch {
+			case consumer && p.role != history.RoleLeader:
+				op.ErrorCode = wire.ErrNotLeaderForPart
+			case consumer:
+				op.ErrorCode = p.checkEpochLocked(rp.CurrentLeaderEpoch)
+			}
+			if op.ErrorCode == wire.ErrNone {
+				op.LeaderEpoch = p.leaderEpoch
+				if op.LeaderEpoch < 0 {
+					op.LeaderEpoch = p.log.LatestEpoch()
+				}
+				switch rp.Timestamp {
+				case -2:
+					op.Offset = p.log.LogStartOffset()
+				case -1:
+					op.Offset = p.log.LogEndOffset()
+					if consumer {
+						op.Offset = p.hw
+					}
+				default:
+					// No time index: no offset for a timestamp.
+				}
+				if req.Version == 0 && op.Offset >= 0 {
+					op.OldStyleOffsets = []int64{op.Offset}
+				}
+			}
+			p.mu.Unlock()
+			ot.Partitions = append(ot.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	return resp
+}
+
+// OffsetForLeaderEpoch is KafkaApis.handleOffsetForLeaderEpochRequest,
+// served by the leader (any replica for the debugging id -2).
+func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	resp.SetVersion(req.Version)
+	replicaID := req.ReplicaID
+	if req.Version < 3 {
+		replicaID = -1 // older versions are only sent by followers
+	}
+	for _, rt := range req.Topics {
+		ot := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		ot.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			op.Partition, op.LeaderEpoch, op.EndOffset = rp.Partition, -1, -1
+			p := m.get(history.TP(rt.Topic, rp.Partition))
+			if p == nil {
+				op.ErrorCode = wire.ErrUnknownTopicOrPart
+				ot.Partitions = append(ot.Partitions, op)
+				continue
+			}
+			p.mu.Lock()
+			if replicaID != -2 && p.role != history.RoleLeader {
+				op.ErrorCode = wire.ErrNotLeaderForPart
+			} else if replicaID != -2 {
+				op.ErrorCode = p.checkEpochLocked(rp.CurrentLeaderEpoch)
+			}
+			if op.ErrorCode == wire.ErrNone {
+				op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)
+			}
+			p.mu.Unlock()
+			ot.Partitions = append(ot.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	return resp
+}
+
+// Metadata answers from the metadata cache UpdateMetadata fills
+// (MetadataCache.getTopicMetadata).
+func (m *Manager) Metadata(req *kmsg.MetadataRequest) kmsg.Response {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(req.Version)
+	brokers, parts := m.meta.Snapshot()
+	resp.ControllerID = m.meta.Controller()
+	ids := make([]int32, 0, len(brokers))
+	for id := range brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		b := brokers[id]
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.ID, b.Host, b.Port
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	byTopic := map[string][]history.PartitionState{}
+	for _, ps := range parts {
+		byTopic[ps.Topic] = append(byTopic[ps.Topic], ps)
+	}
+	var topics []string
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		for t := range byTopic {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				topics = append(topics, *t.Topic)
+			}
+		}
+	}
+	for _, t := range topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		ps := byTopic[t]
+		if len(ps) == 0 {
+			mt.ErrorCode = wire.ErrUnknownTopicOrPart
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Partition < ps[j].Partition })
+		for _, s := range ps {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader, mp.LeaderEpoch = s.Partition, s.Leader, s.LeaderEpoch
+			mp.Replicas, mp.ISR = slices.Clone(s.Replicas), slices.Clone(s.ISR)
+			if mp.Replicas == nil {
+				mp.Replicas = []int32{}
+			}
+			if mp.ISR == nil {
+				mp.ISR = []int32{}
+			}
+			for _, r := range s.Replicas {
+				if _, live := brokers[r]; !live {
+					mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+				}
+			}
+			if s.Leader < 0 {
+				mp.ErrorCode = wire.ErrLeaderNotAvailable
+			} else if _, live := brokers[s.Leader]; !live {
+				mp.ErrorCode = wire.ErrLeaderNotAvailable
+				mp.Leader = -1
+			}
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}

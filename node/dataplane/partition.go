@@ -1,0 +1,340 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/broker"
+	"github.com/zkchaos/zkchaos/node/storage"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+	"github.com/zkchaos/zkchaos/node/zkutil"
+)
+
+// remote is the leader's view of one follower (Kafka's Replica).
+type remote struct {
+	leo                int64 // -1: unknown since we became leader
+	lastCaughtUp       time.Time
+	lastFetchTime      time.Time
+	lastFetchLeaderLEO int64
+}
+
+// partition is one hosted partition (Kafka's Partition).
+type partition struct {
+	m   *Manager
+	tp  history.TopicPartition
+	log *storage.Log
+
+	mu sync.Mutex
+	// inMemory: the partition received a LeaderAndIsr in this process, i.e.
+	// it is in Kafka's in-memory partition map (KAFKA-7235).
+	inMemory        bool
+	role            string
+	leader          int32
+	leaderEpoch     int32
+	leaderAddr      string
+	isr             []int32
+	replicas        []int32
+	zkVersion       int32
+	controllerEpoch int32
+	hw              int64
+	epochStart      int64 // LEO when this replica became leader
+	followers       map[int32]*remote
+	changed         chan struct{} // closed and replaced when LEO, HW or role change
+	isrBusy         bool
+	fetcher         *fetcher
+}
+
+func newPartition(m *Manager, tp history.TopicPartition, l *storage.Log) *partition {
+	return &partition{m: m, tp: tp, log: l, leader: -1, leaderEpoch: -1, hw: l.LogStartOffset(), changed: make(chan struct{})}
+}
+
+// notifyLocked wakes every waiter (long-polling fetches, acks=all produces).
+func (p *partition) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// initLocked puts the partition into the in-memory map: its high watermark
+// comes from the checkpoint file as it is now, or the log start offset if
+// the file does not have it (Partition.createLogIfNotExists).
+func (p *partition) initLocked() {
+	if p.inMemory {
+		return
+	}
+	p.inMemory = true
+	hw := p.m.checkpointedHW(p.tp)
+	start, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
+	if hw < start {
+		hw = start
+	}
+	if hw > leo {
+		hw = leo
+	}
+	p.hw = hw
+	p.m.log.Printf("%s: high watermark %d at creation (log [%d, %d))", p.tp, hw, start, leo)
+}
+
+func (p *partition) applyStateLocked(bp broker.Partition) {
+	p.leader, p.leaderEpoch, p.leaderAddr = bp.Leader, bp.LeaderEpoch, bp.LeaderAddr
+	p.isr, p.replicas = slices.Clone(bp.ISR), slices.Clone(bp.Replicas)
+	p.zkVersion, p.controllerEpoch = bp.ZkVersion, bp.ControllerEpoch
+}
+
+func (p *partition) makeLeader(bp broker.Partition) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.initLocked()
+	if w, err := p.log.AssignEpoch(bp.LeaderEpoch); err != nil {
+		return fmt.Errorf("%s: assign leader epoch %d: %w", p.tp, bp.LeaderEpoch, err)
+	} else if w != "" {
+		p.m.log.Printf("%s: %s", p.tp, w)
+	}
+	p.applyStateLocked(bp)
+	p.role = history.RoleLeader
+	p.epochStart = p.log.LogEndOffset()
+	now := time.Now()
+	p.followers = map[int32]*remote{}
+	for _, r := range p.replicas {
+		if r == p.m.cfg.BrokerID {
+			continue
+		}
+		// Partition.makeLeader: follower LEOs are unknown until they fetch;
+		// ISR members count as caught up now, others never.
+		st := &remote{leo: -1, lastFetchLeaderLEO: -1}
+		if slices.Contains(p.isr, r) {
+			st.lastCaughtUp = now
+		}
+		p.followers[r] = st
+	}
+	p.maybeIncrementHWLocked()
+	p.notifyLocked()
+	return nil
+}
+
+func (p *partition) makeFollower(bp broker.Partition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.initLocked()
+	p.applyStateLocked(bp)
+	p.role = history.RoleFollower
+	p.followers = nil
+	p.notifyLocked()
+}
+
+// setHWLocked moves the high watermark and records it.
+func (p *partition) setHWLocked(hw int64) {
+	if hw == p.hw {
+		return
+	}
+	old := p.hw
+	p.hw = hw
+	p.m.log.Emit(history.Event{Kind: history.KindHWAdvance, HW: &history.HWAdvance{
+		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch}})
+}
+
+// maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW: HW = min LEO
+// over the ISR, only forward; a member whose LEO is unknown holds it.
+func (p *partition) maybeIncrementHWLocked() bool {
+	if p.role != history.RoleLeader {
+		return false
+	}
+	hw := p.log.LogEndOffset()
+	for _, id := range p.isr {
+		if id == p.m.cfg.BrokerID {
+			continue
+		}
+		r := p.followers[id]
+		if r == nil || r.leo < 0 {
+			return false
+		}
+		hw = min(hw, r.leo)
+	}
+	if hw > p.hw {
+		p.setHWLocked(hw)
+		p.notifyLocked()
+		return true
+	}
+	return false
+}
+
+// updateFollowerLocked records a replica fetch at fetchOffset
+// (Replica.updateFetchState) and may expand the ISR.
+func (p *partition) updateFollowerLocked(id int32, fetchOffset int64, now time.Time) {
+	r := p.followers[id]
+	if r == nil {
+		return
+	}
+	leo := p.log.LogEndOffset()
+	if fetchOffset >= leo {
+		r.lastCaughtUp = now
+	} else if r.lastFetchLeaderLEO >= 0 && fetchOffset >= r.lastFetchLeaderLEO {
+		r.lastCaughtUp = r.lastFetchTime
+	}
+	r.lastFetchLeaderLEO, r.lastFetchTime = leo, now
+	r.leo = fetchOffset
+	// Partition.maybeExpandIsr: a follower at or past the HW (and past the
+	// start of our epoch) rejoins.
+	if !slices.Contains(p.isr, id) && r.leo >= p.hw && r.leo >= p.epochStart && !p.isrBusy {
+		newISR := append(slices.Clone(p.isr), id)
+		slices.Sort(newISR)
+		p.startISRWriteLocked(history.ISRExpand, newISR)
+	}
+	p.maybeIncrementHWLocked()
+}
+
+// maybeShrinkISR is Partition.maybeShrinkIsr.
+func (p *partition) maybeShrinkISR(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != history.RoleLeader || p.isrBusy {
+		return
+	}
+	var keep []int32
+	var out []int32
+	for _, id := range p.isr {
+		r := p.followers[id]
+		if id != p.m.cfg.BrokerID && r != nil && now.Sub(r.lastCaughtUp) > p.m.cfg.LagTime {
+			out = append(out, id)
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if len(out) == 0 {
+		return
+	}
+	p.m.log.Printf("%s: shrinking ISR %v to %v: %v not caught up for %s", p.tp, p.isr, keep, out, p.m.cfg.LagTime)
+	p.startISRWriteLocked(history.ISRShrink, keep)
+}
+
+// startISRWriteLocked writes the new ISR to the partition state znode in
+// the background (the fetch path must not wait on ZooKeeper).
+func (p *partition) startISRWriteLocked(action string, newISR []int32) {
+	sess := p.m.session()
+	if sess == nil || p.m.ctx.Err() != nil {
+		return
+	}
+	p.isrBusy = true
+	old := slices.Clone(p.isr)
+	epoch, ctrlEpoch, ver := p.leaderEpoch, p.controllerEpoch, p.zkVersion
+	p.m.wg.Add(1)
+	go func() {
+		defer p.m.wg.Done()
+		p.writeISR(sess, action, old, newISR, epoch, ctrlEpoch, ver)
+	}()
+}
+
+// writeISR is Partition.updateIsr (pre-2.7): a conditional write of the
+// state znode at our cached zkVersion, then an ISR change notification.
+func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []int32, epoch, ctrlEpoch, ver int32) {
+	defer func() {
+		p.mu.Lock()
+		p.isrBusy = false
+		p.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(p.m.ctx, sess.RequestTimeout)
+	defer cancel()
+	path := zkdata.PartitionStatePath(p.tp.Topic, p.tp.Partition)
+	state := zkdata.PartitionState{Leader: p.m.cfg.BrokerID, LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
+	data := zkdata.EncodePartitionState(state)
+	start := time.Now()
+	st, err := zkutil.Call(ctx, sess, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, ver) })
+	ps := &history.PartitionState{Topic: p.tp.Topic, Partition: p.tp.Partition, Leader: p.m.cfg.BrokerID,
+		LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
+	zw := history.ZKWrite{Start: start.UnixNano(), Path: path, Op: "set", ExpectedVersion: ver,
+		Outcome: zkutil.Outcome(err), Data: string(data), State: ps}
+	newVer := int32(-1)
+	if err == nil {
+		zw.NewVersion, zw.Zxid = st.Version, st.Mzxid
+		newVer = st.Version
+	} else {
+		zw.Error = err.Error()
+	}
+	p.m.log.ZKWrite(zw)
+	if errors.Is(err, zk.ErrBadVersion) {
+		// Partition.checkLeaderAndIsrZkData: if ZooKeeper already holds
+		// exactly what we wanted (our earlier write whose answer was lost),
+		// take its version; otherwise wait for the controller's
+		// LeaderAndIsr.
+		type got struct {
+			d  []byte
+			st *zk.Stat
+		}
+		g, gerr := zkutil.Call(ctx, sess, func(c *zk.Conn) (got, error) {
+			d, st, err := c.Get(path)
+			return got{d, st}, err
+		})
+		if gerr == nil && g.st != nil {
+			if cur, derr := zkdata.DecodePartitionState(p.tp.Topic, p.tp.Partition, g.d); derr == nil &&
+				cur.Leader == p.m.cfg.BrokerID && cur.LeaderEpoch == epoch && slices.Equal(cur.ISR, newISR) {
+				newVer, err = g.st.Version, nil
+			}
+		}
+		if err != nil {
+			p.m.log.Printf("%s: cached zkVersion %d not equal to that in zookeeper, skip updating ISR", p.tp, ver)
+		}
+	}
+	ic := history.ISRChange{Topic: p.tp.Topic, Partition: p.tp.Partition, Action: action, Old: old, New: newISR,
+		LeaderEpoch: epoch, ZkVersion: newVer, Outcome: zkutil.Outcome(err)}
+	p.m.log.Emit(history.Event{Kind: history.KindISRChange, ISR: &ic})
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	if p.role == history.RoleLeader && p.leaderEpoch == epoch {
+		p.isr, p.zkVersion = slices.Clone(newISR), newVer
+		if action == history.ISRExpand {
+			for _, id := range newISR {
+				if r := p.followers[id]; r != nil && r.lastCaughtUp.IsZero() {
+					r.lastCaughtUp = time.Now()
+				}
+			}
+		}
+		p.maybeIncrementHWLocked()
+		p.notifyLocked()
+	}
+	p.mu.Unlock()
+	// ReplicaManager.recordIsrChange → /isr_change_notification/isr_change_<seq>.
+	note := zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition}})
+	npath := zkdata.ISRChangePath + "/" + zkdata.ISRChangePrefix
+	nstart := time.Now()
+	created, nerr := zkutil.Call(ctx, sess, func(c *zk.Conn) (string, error) {
+		return c.Create(npath, note, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	})
+	nw := history.ZKWrite{Start: nstart.UnixNano(), Path: npath, Op: "create", ExpectedVersion: -1, Outcome: zkutil.Outcome(nerr), Data: string(note)}
+	if nerr != nil {
+		nw.Error = nerr.Error()
+	} else {
+		nw.Path = created
+	}
+	p.m.log.ZKWrite(nw)
+}
+
+func (p *partition) startFetcher(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := newFetcher(ctx, p, p.leader, p.leaderEpoch, p.leaderAddr)
+	p.fetcher = f
+	p.m.wg.Add(1)
+	go func() {
+		defer p.m.wg.Done()
+		f.run()
+	}()
+}
+
+// stopFetcher stops the partition's fetcher and waits for it, so that it
+// appends nothing after a role change. Caller must not hold p.mu.
+func (p *partition) stopFetcher() {
+	p.mu.Lock()
+	f := p.fetcher
+	p.fetcher = nil
+	p.mu.Unlock()
+	if f != nil {
+		f.stop()
+	}
+}
