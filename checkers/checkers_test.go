@@ -209,6 +209,19 @@ func TestBrokerFencing(t *testing.T) {
 			sent(b, 1, 2, c)
 			return []int{b.Control(2, c)}
 		}},
+		{name: "own epoch acted on before its registration line", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			b.Start(2)
+			// The watcher sees the new znode; the broker answers a request
+			// carrying it before logging broker_registered.
+			b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
+				Brokers: []history.BrokerZnode{{ID: 2, Czxid: 80}}}})
+			c := lai(1, 80, history.VerdictAccepted, 0)
+			b.Control(2, c)
+			b.Register(2, 80)
+			return nil
+		}},
 		{name: "old epoch before the new process registered", want: Invalid, explain: "of an earlier process", build: func(b *hb.Builder) []int {
 			r1 := b.Register(2, 50)
 			b.Start(2)

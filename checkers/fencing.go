@@ -216,6 +216,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 	// traced to an earlier incarnation; they are reported after the traced
 	// ones, which say more.
 	var unfenced []*history.Event
+	started := map[int32]int{} // node → its latest node_start
 	checked, shutdowns := 0, 0
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -224,6 +225,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			sent[sentKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
 		case history.KindNodeStart:
 			delete(current, e.Node)
+			started[e.Node] = e.Index
 		case history.KindBrokerRegistered:
 			id := e.Registration.BrokerID
 			if id == 0 {
@@ -262,7 +264,11 @@ func (c BrokerFencing) Check(h *history.History) Result {
 					"%s accepted %s (correlation id %d, %s) from controller %d with stale broker epoch %d%s while its live registration has czxid %d (event %d).",
 					nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.ControllerID, cr.BrokerEpoch, from, cur.epoch, cur.idx)
 			case !registered:
-				if old, ok := past[e.Node][cr.BrokerEpoch]; ok {
+				// The broker can learn its czxid (the create's reply) and
+				// act on a request before its broker_registered line is
+				// written, while the watcher already saw the znode: only an
+				// epoch registered before this process started is stale.
+				if old, ok := past[e.Node][cr.BrokerEpoch]; ok && old < started[e.Node] {
 					r.violate([]int{old, e.Index},
 						"%s accepted %s (correlation id %d, %s) carrying broker epoch %d of an earlier process (registered at event %d) before registering itself.",
 						nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.BrokerEpoch, old)
