@@ -61,6 +61,7 @@ func (p *partition) checkEpochLocked(current int32) int16 {
 type pendingAck struct {
 	p     *partition
 	resp  *kmsg.ProduceResponseTopicPartition
+	gen   uint64
 	epoch int32
 	base  int64
 	last  int64
@@ -92,14 +93,14 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = wire.ErrUnknownTopicOrPart
 				continue
 			}
-			code, info, epoch := p.appendAsLeader(rp.Records, req.Acks)
+			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks)
 			op.ErrorCode = code
 			if code != wire.ErrNone {
 				continue
 			}
 			op.BaseOffset, op.LogStartOffset = info.FirstOffset, p.log.LogStartOffset()
 			if req.Acks == -1 {
-				pending = append(pending, pendingAck{p: p, resp: op, epoch: epoch, base: info.FirstOffset, last: info.LastOffset})
+				pending = append(pending, pendingAck{p: p, resp: op, gen: gen, epoch: epoch, base: info.FirstOffset, last: info.LastOffset})
 			} else if req.Acks == 1 {
 				m.logAck(p, info.FirstOffset, info.LastOffset, epoch, 1)
 			}
@@ -115,7 +116,7 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 	}
 	deadline := time.Now().Add(timeout)
 	for _, pa := range pending {
-		code := pa.p.waitCommitted(ctx, pa.epoch, pa.last, deadline)
+		code := pa.p.waitCommitted(ctx, pa.gen, pa.last, deadline)
 		if pa.resp != nil {
 			pa.resp.ErrorCode = code
 			if code != wire.ErrNone {
@@ -135,25 +136,25 @@ func (m *Manager) logAck(p *partition, base, last int64, epoch int32, acks int) 
 }
 
 // appendAsLeader is Partition.appendRecordsToLeader.
-func (p *partition) appendAsLeader(records []byte, acks int16) (int16, storage.AppendInfo, int32) {
+func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.role != history.RoleLeader {
-		return wire.ErrNotLeaderForPart, storage.AppendInfo{}, 0
+		return wire.ErrNotLeaderForPart, info, 0, 0
 	}
 	if acks == -1 && len(p.isr) < p.m.cfg.MinISR {
-		return wire.ErrNotEnoughReplicas, storage.AppendInfo{}, 0
+		return wire.ErrNotEnoughReplicas, info, 0, 0
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
 	switch {
 	case err == nil:
 	case errors.Is(err, storage.ErrCorruptBatch):
-		return wire.ErrCorruptMessage, info, 0
+		return wire.ErrCorruptMessage, info, 0, 0
 	case errors.Is(err, storage.ErrBatchTooLarge):
-		return wire.ErrMessageTooLarge, info, 0
+		return wire.ErrMessageTooLarge, info, 0, 0
 	default:
 		p.m.log.Printf("%s: append: %v", p.tp, err)
-		return wire.ErrKafkaStorageError, info, 0
+		return wire.ErrKafkaStorageError, info, 0, 0
 	}
 	for _, w := range info.Warnings {
 		p.m.log.Printf("%s: %s", p.tp, w)
@@ -163,19 +164,20 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (int16, storage.A
 		LeaderEpoch: p.leaderEpoch, Acks: int(acks)}})
 	p.maybeIncrementHWLocked()
 	p.notifyLocked()
-	return wire.ErrNone, info, p.leaderEpoch
+	return wire.ErrNone, info, p.leaderEpoch, p.leaderGen
 }
 
 // waitCommitted is DelayedProduce: wait until the HW passes last. If the ISR
 // is then below min.insync.replicas the answer is
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND. Losing leadership, or the deadline,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND. Losing leadership (a new leader epoch
+// while still leading is fine: a leader never truncates), or the deadline,
 // answers REQUEST_TIMED_OUT (see the package doc).
-func (p *partition) waitCommitted(ctx context.Context, epoch int32, last int64, deadline time.Time) int16 {
+func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, deadline time.Time) int16 {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
 		p.mu.Lock()
-		if p.role != history.RoleLeader || p.leaderEpoch != epoch {
+		if p.role != history.RoleLeader || p.leaderGen != gen {
 			p.mu.Unlock()
 			return wire.ErrRequestTimedOut
 		}

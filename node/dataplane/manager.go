@@ -271,6 +271,9 @@ func (m *Manager) StopReplica(tp history.TopicPartition, del bool) error {
 	}
 	p.stopFetcher()
 	p.mu.Lock()
+	if p.role == history.RoleLeader {
+		p.leaderGen++
+	}
 	p.role = history.RoleStopped
 	p.notifyLocked()
 	p.mu.Unlock()

@@ -48,6 +48,9 @@ type partition struct {
 	changed         chan struct{} // closed and replaced when LEO, HW or role change
 	isrBusy         bool
 	fetcher         *fetcher
+	// leaderGen counts the times this replica stopped leading; a pending
+	// acks=all produce is only completed within one leadership.
+	leaderGen uint64
 }
 
 func newPartition(m *Manager, tp history.TopicPartition, l *storage.Log) *partition {
@@ -122,6 +125,9 @@ func (p *partition) makeFollower(bp broker.Partition) {
 	defer p.mu.Unlock()
 	p.initLocked()
 	p.applyStateLocked(bp)
+	if p.role == history.RoleLeader {
+		p.leaderGen++
+	}
 	p.role = history.RoleFollower
 	p.followers = nil
 	p.notifyLocked()
