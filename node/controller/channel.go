@@ -33,19 +33,44 @@ func (b brokerInfo) addr() string { return net.JoinHostPort(b.Host, strconv.Itoa
 type sendQueue struct {
 	broker brokerInfo
 	q      *queue[kmsg.Request]
-	client *wire.Client
-	stop   chan struct{}
+	client requester
+	// ctx ends when the queue is removed: it aborts the request in flight
+	// (dial, write or read) and the retry backoff.
+	ctx    context.Context
+	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+// requester is the connection a send thread uses: *wire.Client, or a fake in
+// tests.
+type requester interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	NextCorrelationID() int32
+	Close()
+}
+
+// defaultStopWait bounds how long removing a broker's queue waits for its
+// send thread to finish. removeBroker runs on the controller's event loop,
+// which must never wait on a broker's network (Kafka's controller thread
+// never does): removal aborts the request in flight, so the thread normally
+// exits at once; a thread still busy after the bound is abandoned, and it
+// sends nothing more once it returns.
+const defaultStopWait = time.Second
 
 type channelManager struct {
 	c      *Controller
 	mu     sync.Mutex
 	queues map[int32]*sendQueue
+	// newClient connects a queue to its broker (wire.NewClient).
+	newClient func(b brokerInfo) requester
+	stopWait  time.Duration
 }
 
 func newChannelManager(c *Controller) *channelManager {
-	return &channelManager{c: c, queues: map[int32]*sendQueue{}}
+	return &channelManager{c: c, queues: map[int32]*sendQueue{}, stopWait: defaultStopWait,
+		newClient: func(b brokerInfo) requester {
+			return wire.NewClient(b.addr(), fmt.Sprintf("controller-%d", c.cfg.BrokerID))
+		}}
 }
 
 func (m *channelManager) addBroker(b brokerInfo) {
@@ -54,14 +79,15 @@ func (m *channelManager) addBroker(b brokerInfo) {
 	if _, ok := m.queues[b.ID]; ok {
 		return
 	}
-	sq := &sendQueue{broker: b, q: newQueue[kmsg.Request](),
-		client: wire.NewClient(b.addr(), fmt.Sprintf("controller-%d", m.c.cfg.BrokerID)),
-		stop:   make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	sq := &sendQueue{broker: b, q: newQueue[kmsg.Request](), client: m.newClient(b),
+		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.queues[b.ID] = sq
 	go m.sendThread(sq)
 }
 
-// removeBroker stops a broker's send thread and drops what was queued.
+// removeBroker stops a broker's send thread and drops what was queued. It
+// returns within stopWait whatever the broker's network does.
 func (m *channelManager) removeBroker(id int32) {
 	m.mu.Lock()
 	sq, ok := m.queues[id]
@@ -70,23 +96,48 @@ func (m *channelManager) removeBroker(id int32) {
 	if !ok {
 		return
 	}
-	close(sq.stop)
+	stopQueue(sq)
+	m.awaitQueue(sq, time.Now().Add(m.stopWait))
+}
+
+// stopQueue aborts a queue's request in flight without waiting for it.
+func stopQueue(sq *sendQueue) {
+	sq.cancel()
 	sq.client.Close()
-	<-sq.done
+}
+
+// awaitQueue waits until deadline for a stopped queue's send thread, then
+// drops the queue's requests either way.
+func (m *channelManager) awaitQueue(sq *sendQueue, deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-sq.done:
+	case <-t.C:
+		m.c.log.Printf("send thread for broker %d (%s) still busy after %s; abandoning it (it sends nothing more)",
+			sq.broker.ID, sq.broker.addr(), m.stopWait)
+	}
 	if n := len(sq.q.drain()); n > 0 {
-		m.c.log.Printf("dropped %d queued requests for broker %d", n, id)
+		m.c.log.Printf("dropped %d queued requests for broker %d", n, sq.broker.ID)
 	}
 }
 
+// shutdown removes every queue, stopping them all before waiting, so it
+// takes at most one stopWait in all.
 func (m *channelManager) shutdown() {
 	m.mu.Lock()
-	ids := make([]int32, 0, len(m.queues))
-	for id := range m.queues {
-		ids = append(ids, id)
+	qs := make([]*sendQueue, 0, len(m.queues))
+	for id, sq := range m.queues {
+		qs = append(qs, sq)
+		delete(m.queues, id)
 	}
 	m.mu.Unlock()
-	for _, id := range ids {
-		m.removeBroker(id)
+	for _, sq := range qs {
+		stopQueue(sq)
+	}
+	deadline := time.Now().Add(m.stopWait)
+	for _, sq := range qs {
+		m.awaitQueue(sq, deadline)
 	}
 }
 
@@ -104,29 +155,30 @@ func (m *channelManager) send(id int32, req kmsg.Request) {
 func (m *channelManager) sendThread(sq *sendQueue) {
 	defer close(sq.done)
 	for {
+		// A removed queue sends nothing more, even if its thread was
+		// abandoned in the middle of a request and only returns now.
+		if sq.ctx.Err() != nil {
+			return
+		}
 		req, ok := sq.q.pop()
 		if !ok {
 			select {
-			case <-sq.stop:
+			case <-sq.ctx.Done():
 				return
 			case <-sq.q.wake:
 				continue
 			}
 		}
 		for attempt := 1; ; attempt++ {
+			if sq.ctx.Err() != nil {
+				return
+			}
 			if attempt == 1 {
 				ev := describeSent(req, sq.broker.ID)
 				ev.CorrelationID = sq.client.NextCorrelationID()
 				m.c.log.ControlSent(ev)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), m.c.cfg.SocketTimeout)
-			go func() {
-				select {
-				case <-sq.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
+			ctx, cancel := context.WithTimeout(sq.ctx, m.c.cfg.SocketTimeout)
 			resp, err := sq.client.Request(ctx, req)
 			cancel()
 			if err == nil {
@@ -134,7 +186,7 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 				break
 			}
 			select {
-			case <-sq.stop:
+			case <-sq.ctx.Done():
 				return
 			case <-time.After(m.c.cfg.RetryBackoff):
 			}

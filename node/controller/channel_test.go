@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// stuckClient is a connection whose request never returns until released,
+// whatever its context or Close say: the worst a broker's network can do to
+// a send thread.
+type stuckClient struct {
+	entered  chan struct{} // one value per Request call
+	release  chan struct{}
+	requests atomic.Int32
+}
+
+func (s *stuckClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	s.requests.Add(1)
+	s.entered <- struct{}{}
+	<-s.release
+	return nil, errors.New("released")
+}
+func (s *stuckClient) NextCorrelationID() int32 { return 1 }
+func (s *stuckClient) Close()                   {}
+
+// removeBroker runs on the event loop: a send thread stuck on a broker that
+// does not answer must not hold it beyond the bound, and the abandoned
+// thread must send nothing more once it comes back.
+func TestRemoveBrokerDoesNotWaitForAStuckSend(t *testing.T) {
+	c := &Controller{cfg: Config{SocketTimeout: time.Hour, RetryBackoff: time.Millisecond}}
+	m := newChannelManager(c)
+	m.stopWait = 50 * time.Millisecond
+	sc := &stuckClient{entered: make(chan struct{}, 10), release: make(chan struct{})}
+	m.newClient = func(brokerInfo) requester { return sc }
+	m.addBroker(brokerInfo{ID: 2, Host: "127.0.0.1", Port: 1})
+	m.send(2, kmsg.NewPtrLeaderAndISRRequest())
+	m.send(2, kmsg.NewPtrUpdateMetadataRequest())
+	select {
+	case <-sc.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the send thread never sent")
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { m.removeBroker(2); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		close(sc.release)
+		t.Fatal("removeBroker waited for a send stuck on an unresponsive broker")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("removeBroker took %s with a %s bound", d, m.stopWait)
+	}
+	close(sc.release)
+	time.Sleep(100 * time.Millisecond)
+	if n := sc.requests.Load(); n != 1 {
+		t.Fatalf("the removed queue made %d requests, want 1 (nothing after removal)", n)
+	}
+}
+
+// With the real client, removing a broker aborts a request in flight to a
+// peer that accepted the connection but never answers (a SIGKILLed broker's
+// address, a one-way cut), long before the socket timeout.
+func TestRemoveBrokerAbortsRequestToSilentBroker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	got := make(chan net.Conn, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		var b [1]byte
+		conn.Read(b[:])
+		got <- conn
+		io.Copy(io.Discard, conn)
+	}()
+	defer func() { ln.Close(); wg.Wait() }()
+
+	c := &Controller{cfg: Config{SocketTimeout: time.Minute, RetryBackoff: time.Millisecond}}
+	m := newChannelManager(c)
+	m.addBroker(brokerInfo{ID: 3, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)})
+	m.send(3, kmsg.NewPtrLeaderAndISRRequest())
+	var peer net.Conn
+	select {
+	case peer = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request never reached the peer")
+	}
+	defer peer.Close()
+	start := time.Now()
+	m.removeBroker(3)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("removeBroker took %s: it waited on the silent broker", d)
+	}
+}
