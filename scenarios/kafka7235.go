@@ -49,9 +49,12 @@ func (k kafka7235) Config(fixed bool) harness.RunConfig {
 type kafka7235Driver struct{}
 
 // Drive: cut the controller's link to broker B so its requests to B queue;
-// kill a third broker so the controller elects new leaders and queues a
-// LeaderAndIsr for B; hold the controller before it handles broker changes;
-// bounce B; then heal the link so the queued request reaches B's new process.
+// kill a third broker X so the controller queues a LeaderAndIsr for B (X
+// replicates every partition, and the controller tells the surviving
+// replicas of a dead replica's partitions whether or not X was in an ISR or
+// led anything: X may not have caught up yet, and then no state changes);
+// hold the controller before it handles broker changes; bounce B; then heal
+// the link so the queued request reaches B's new process.
 func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	start := time.Now().UnixNano()
 	c, err := l.World.Controller(ctx)
@@ -67,7 +70,7 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.DropLink(ctx, ct, bt); err != nil {
 		return err
 	}
-	l.Note("killing n%d: the controller elects new leaders and queues a LeaderAndIsr for n%d", x, b)
+	l.Note("killing n%d: the controller queues a LeaderAndIsr for n%d (a surviving replica of n%d's partitions)", x, b, x)
 	if err := l.Nemesis.KillTarget(ctx, xt); err != nil {
 		return err
 	}

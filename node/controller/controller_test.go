@@ -137,3 +137,62 @@ func TestListOffsetsLEO(t *testing.T) {
 		t.Fatal("want an error from a broker that does not serve ListOffsets")
 	}
 }
+
+// A dead broker that was in no ISR and led nothing (a replica that had not
+// caught up) changes no partition state, but the surviving replicas still
+// get a LeaderAndIsr, as Kafka's OfflineReplica transition sends one for
+// every partition of the dead replica. Before, the controller then queued no
+// LeaderAndIsr at all (the KAFKA-7235 scenario waited for one in vain).
+func TestBrokerFailureTellsSurvivingReplicasEvenWithoutStateChange(t *testing.T) {
+	c := &Controller{cfg: Config{OfflinePolicy: config.PolicyOffline}, ctx: newContext(), active: true, epoch: 1}
+	c.chans = newChannelManager(c)
+	for _, id := range []int32{1, 2} {
+		c.ctx.live[id] = brokerInfo{ID: id, Epoch: int64(100 + id)}
+		// Queues without send threads: the test reads what was queued.
+		c.chans.queues[id] = &sendQueue{broker: c.ctx.live[id], q: newQueue[kmsg.Request]()}
+	}
+	tp0, tp1 := history.TP("t", 0), history.TP("t", 1)
+	c.ctx.assign[tp0] = []int32{1, 2, 3}
+	c.ctx.assign[tp1] = []int32{2, 3, 1}
+	c.ctx.state[tp0] = &partState{st: zkdata.PartitionState{Leader: 1, LeaderEpoch: 4, ControllerEpoch: 1, ISR: []int32{1, 2}}, ver: 7}
+	c.ctx.state[tp1] = &partState{st: zkdata.PartitionState{Leader: 2, LeaderEpoch: 5, ControllerEpoch: 1, ISR: []int32{2, 1}}, ver: 8}
+	// Broker 3 is gone (onBrokerChange removed it from live); no state
+	// changes, so nothing touches ZooKeeper (c.sess is nil).
+	if err := c.onBrokerFailure(context.Background(), []int32{3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{1, 2} {
+		var lai *kmsg.LeaderAndISRRequest
+		um := false
+		for _, r := range c.chans.queues[id].q.drain() {
+			switch r := r.(type) {
+			case *kmsg.LeaderAndISRRequest:
+				lai = r
+			case *kmsg.UpdateMetadataRequest:
+				um = true
+			}
+		}
+		if lai == nil {
+			t.Fatalf("broker %d got no LeaderAndIsr after broker 3 died", id)
+		}
+		if lai.BrokerEpoch != int64(100+id) {
+			t.Errorf("broker %d: LeaderAndIsr with broker epoch %d", id, lai.BrokerEpoch)
+		}
+		var got []int32
+		for _, ts := range lai.TopicStates {
+			for _, p := range ts.PartitionStates {
+				got = append(got, p.Partition)
+				want := c.ctx.state[history.TP(ts.Topic, p.Partition)].st
+				if p.Leader != want.Leader || p.LeaderEpoch != want.LeaderEpoch || !slices.Equal(p.ISR, want.ISR) {
+					t.Errorf("broker %d: %s-%d sent as leader %d epoch %d ISR %v, state is %+v", id, ts.Topic, p.Partition, p.Leader, p.LeaderEpoch, p.ISR, want)
+				}
+			}
+		}
+		if !slices.Equal(got, []int32{0, 1}) {
+			t.Errorf("broker %d: LeaderAndIsr for partitions %v, want [0 1]", id, got)
+		}
+		if !um {
+			t.Errorf("broker %d got no UpdateMetadata", id)
+		}
+	}
+}

@@ -508,6 +508,15 @@ func (c *Controller) onBrokerStartup(ctx context.Context, ids []int32) error {
 
 // onBrokerFailure: partitions led by a dead broker get a new leader (or
 // leader -1), dead followers leave the ISR (never emptying it).
+//
+// Every surviving replica of every partition with a replica on a dead broker
+// gets a LeaderAndIsr, whether or not its state changed, as Kafka's
+// OfflineReplica transition sends one for the partitions where the dead
+// replica was not in the ISR too (doRemoveReplicasFromIsr returns them with
+// their current state), and UpdateMetadata goes to every live broker either
+// way. Before, a dead broker that led nothing and was in no ISR (it had not
+// caught up yet) made the controller send nothing at all, so the other
+// brokers never heard of the death from it.
 func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 	if len(ids) == 0 {
 		return nil
@@ -539,7 +548,13 @@ func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 			}
 			return zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
 		}
-	}, nil)
+	}, func(b *batch, changed []history.TopicPartition) {
+		for _, tp := range tps {
+			if c.ctx.state[tp] != nil && !slices.Contains(changed, tp) {
+				b.leaderAndIsr(c.liveReplicas(tp), tp, false)
+			}
+		}
+	})
 }
 
 // removeFromISR drops ids from isr unless that would empty it.
