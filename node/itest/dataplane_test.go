@@ -251,8 +251,8 @@ func TestDataPlaneAckedWritesSurviveLeaderKill(t *testing.T) {
 	start := time.Now()
 	for i := 0; i < total; i++ {
 		if i == total/2 {
-			// Midway: SIGKILL partition 0's leader, then restart it.
-			wg.Wait()
+			// Midway, with records in flight: SIGKILL partition 0's
+			// leader, then restart it.
 			t.Logf("killing n%d (leader of %s-0) after %d records", victim, dpTopic, i)
 			if err := nemesis.Kill(ctx, e.node(victim).Container); err != nil {
 				t.Fatal(err)
