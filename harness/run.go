@@ -187,6 +187,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 			return abs, err
 		}
 	}
+	if err := nodesAlive(ctx, c); err != nil {
+		return abs, err
+	}
 	w, err := newWorld(c)
 	if err != nil {
 		return abs, err
@@ -374,6 +377,24 @@ func collectLogs(c *cluster.Cluster, dir string) {
 	for _, n := range c.Nodes() {
 		save(fmt.Sprintf("n%d", n.ID), n.Container)
 	}
+}
+
+// nodesAlive catches a node program that refused its flags (an unknown bug
+// switch, a bad failpoint spec): it exits at once with status 2, and its own
+// message says what was wrong.
+func nodesAlive(ctx context.Context, c *cluster.Cluster) error {
+	time.Sleep(300 * time.Millisecond)
+	for _, n := range c.Nodes() {
+		st, err := n.Container.State(ctx)
+		if err != nil {
+			return err
+		}
+		if !st.Running {
+			logs, _ := n.Container.Logs(ctx, 10)
+			return fmt.Errorf("node %d exited with status %d at start-up:\n%s", n.ID, st.ExitCode, logs)
+		}
+	}
+	return nil
 }
 
 func nodeLogTails(ctx context.Context, c *cluster.Cluster) string {
