@@ -15,7 +15,7 @@
 //     close the connection (ApiVersions answers v0 with
 //     UNSUPPORTED_VERSION), as Kafka does. No InitProducerID: clients must
 //     disable the idempotent producer.
-//   - Admin HTTP (--admin-listen): GET /state (broker epoch, known
+//   - Admin HTTP (--admin-listen): GET /debug/pprof/...; GET /state (broker epoch, known
 //     controller epoch, partition map, controller status with live brokers
 //     and bounces detected, armed failpoints); GET /failpoints;
 //     PUT|POST /failpoints/{name} with an action as body; DELETE
@@ -36,6 +36,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync"
@@ -370,6 +371,10 @@ func (n *Node) adminMux() *http.ServeMux {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, n.state()) })
+	// Profiles for benchmarks (BENCHMARKS.md): the admin port is bound to
+	// the container's own address.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /failpoints", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, n.fp.Armed()) })
 	arm := func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1024))

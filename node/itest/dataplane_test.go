@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -558,4 +560,89 @@ func TestDataPlaneHWCheckpoint(t *testing.T) {
 			e.expectVerdict(checkers.HWCheckpoint{}, m.bugs)
 		})
 	}
+}
+
+// TestDataPlaneBenchmark is the BENCHMARKS.md data-plane figure, not a timed
+// test: ZKCHAOS_BENCH=1 go test ./node/itest -run TestDataPlaneBenchmark -v.
+// Acknowledged-produce throughput and latency with acks=all, RF=3,
+// min.insync.replicas=2, through kgo with batching; ZKCHAOS_BENCH_PROFILE
+// names a file for a CPU profile of partition 0's leader taken meanwhile.
+func TestDataPlaneBenchmark(t *testing.T) {
+	if os.Getenv("ZKCHAOS_BENCH") == "" {
+		t.Skip("set ZKCHAOS_BENCH=1")
+	}
+	e := setupArgs(t, []string{"--min-insync-replicas=2"}, nil)
+	ctx := ctxT(t)
+	e.waitAllRegistered()
+	e.createTopic(dpTopic, 3)
+	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	envInt := func(name string, def int) int {
+		var v int
+		if _, err := fmt.Sscan(os.Getenv(name), &v); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	total := envInt("ZKCHAOS_BENCH_RECORDS", 2000000)
+	inflight := envInt("ZKCHAOS_BENCH_INFLIGHT", 10000) // records the producer may have outstanding
+	const valueLen = 100
+	linger := time.Duration(envInt("ZKCHAOS_BENCH_LINGER_MS", 5)) * time.Millisecond
+	if os.Getenv("ZKCHAOS_BENCH_LINGER_MS") == "0" {
+		linger = 0
+	}
+	kc := e.kgoClient(kgo.AllISRAcks(), linger, 10)
+	// Warm up connections and metadata.
+	for p := int32(0); p < 3; p++ {
+		if err := kc.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("warm")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profDone := make(chan struct{})
+	if path := os.Getenv("ZKCHAOS_BENCH_PROFILE"); path != "" {
+		go func() {
+			defer close(profDone)
+			resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + e.node(int(md[0].Leader)).AdminAddr() + "/debug/pprof/profile?seconds=10")
+			if err != nil {
+				t.Errorf("profile: %v", err)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			os.WriteFile(path, b, 0o644)
+		}()
+	} else {
+		close(profDone)
+	}
+	value := bytes.Repeat([]byte("v"), valueLen)
+	lat := make([]time.Duration, 0, total)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, inflight)
+	failed := 0
+	start := time.Now()
+	for i := 0; i < total; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		t0 := time.Now()
+		kc.Produce(ctx, &kgo.Record{Partition: int32(i % 3), Value: value}, func(_ *kgo.Record, err error) {
+			d := time.Since(t0)
+			mu.Lock()
+			if err != nil {
+				failed++
+			} else {
+				lat = append(lat, d)
+			}
+			mu.Unlock()
+			<-sem
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	<-profDone
+	slices.Sort(lat)
+	pct := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	t.Logf("acks=all RF=3 min.insync=2, %d-byte values, linger %s, %d in flight: %d acknowledged (%d failed) in %s = %.0f records/s (%.1f MB/s of values); latency p50 %s p99 %s max %s",
+		valueLen, linger, inflight, len(lat), failed, el.Round(time.Millisecond), float64(len(lat))/el.Seconds(),
+		float64(len(lat)*valueLen)/el.Seconds()/1e6, pct(0.5).Round(100*time.Microsecond), pct(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(time.Millisecond))
 }
