@@ -2,6 +2,8 @@ package checkers
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -37,13 +39,20 @@ func (c Linearizable) Check(h *history.History) Result {
 		}
 	}
 	out := linearize.Check(h, opts)
-	ops := 0
+	ops, dups := 0, 0
+	var examples []linearize.Duplicate
 	for _, p := range out.Partitions {
 		ops += p.Ops
+		dups += p.Duplicates
+		for _, d := range p.DuplicateExamples {
+			if len(examples) < maxDuplicateExamples {
+				examples = append(examples, d)
+			}
+		}
 		switch p.Result {
 		case porcupine.Illegal:
 			if len(p.Suspects) > 0 {
-				r.violate(p.Suspects, "partition %s is not linearizable: read event %d returned a value that no produce wrote there, or nothing where an acknowledged produce had written.", p.Partition, p.Suspects[0])
+				r.violate(p.Suspects, "partition %s is not linearizable: read event %d returned a value that no produce wrote there (or that its produce wrote only after the read), or nothing where an acknowledged produce had written.", p.Partition, p.Suspects[0])
 			} else if len(p.Stuck) > 0 {
 				r.violate(p.Stuck, "partition %s is not linearizable: no order of its %d produces and reads fits one log; the first operation that cannot be placed is the one invoked at event %d.", p.Partition, p.Ops, p.Stuck[0])
 			} else {
@@ -55,11 +64,61 @@ func (c Linearizable) Check(h *history.History) Result {
 	}
 	r.detail("partitions", out.Partitions)
 	r.detail("elapsed_ms", out.Elapsed.Milliseconds())
+	// Duplicates are reported whatever the verdict, but never make it
+	// invalid: a non-idempotent producer's resends are at-least-once
+	// delivery, not a fencing or durability failure.
+	r.detail("duplicates", dups)
+	if len(examples) > 0 {
+		r.detail("duplicate_examples", examples)
+	}
 	if out.Visualization != "" {
 		r.detail("visualization", out.Visualization)
 	}
 	if out.Note != "" {
 		r.detail("note", out.Note)
 	}
-	return r.result(fmt.Sprintf("all %d partitions (%d operations) are linearizable as a log.", len(out.Partitions), ops))
+	ok := fmt.Sprintf("all %d partitions (%d operations) are linearizable as a log.", len(out.Partitions), ops)
+	if dups > 0 {
+		ok = fmt.Sprintf("all %d partitions (%d operations) are linearizable as a log; %d duplicate %s from client resends (values %s).",
+			len(out.Partitions), ops, dups, plural(dups, "append", "appends"), duplicateList(examples, dups))
+	}
+	return r.result(ok)
+}
+
+// maxDuplicateExamples caps the duplicate appends described in the details.
+const maxDuplicateExamples = 10
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// duplicateList names the first examples' values with their offsets, e.g.
+// `"p1-4" at offsets 4 and 5 of chaos-0`, and how many more there are, so
+// the valid verdict itself says where to look.
+func duplicateList(examples []linearize.Duplicate, total int) string {
+	parts := make([]string, 0, len(examples))
+	shown := 0
+	for _, d := range examples {
+		offs := make([]string, len(d.Offsets))
+		for i, o := range d.Offsets {
+			offs[i] = strconv.FormatInt(o, 10)
+		}
+		list := strings.Join(offs, ", ")
+		if n := len(offs); n > 1 {
+			list = strings.Join(offs[:n-1], ", ") + " and " + offs[n-1]
+		}
+		parts = append(parts, fmt.Sprintf("%q at offsets %s of %s", d.Value, list, d.Partition))
+		shown += len(d.Offsets) - 1
+		if len(parts) == 3 {
+			break
+		}
+	}
+	s := strings.Join(parts, "; ")
+	if total > shown {
+		s += fmt.Sprintf("; %d more", total-shown)
+	}
+	return s
 }

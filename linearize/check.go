@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -55,10 +56,28 @@ type PartitionOutcome struct {
 	// produced at that offset, or nothing where an earlier-acknowledged
 	// produce had written: the likely culprits when Result is Illegal.
 	Suspects []int `json:"suspects,omitempty"`
+	// Duplicates counts extra appends of one produce's value: a value read
+	// at an offset other than its acknowledged one, or an unknown produce
+	// read at several offsets. A non-idempotent producer's resend does
+	// that (at-least-once), so each copy is modelled as another append by
+	// the same operation and reported here, never as a violation itself.
+	Duplicates        int         `json:"duplicates,omitempty"`
+	DuplicateExamples []Duplicate `json:"duplicate_examples,omitempty"`
 	// Stuck is, for an Illegal partition without suspects, the invoke
 	// index of the operation porcupine could not place: the earliest-
 	// returning one outside its longest partial linearization.
 	Stuck []int `json:"stuck,omitempty"`
+}
+
+// Duplicate describes one produce whose value was appended more than once.
+type Duplicate struct {
+	Partition    string  `json:"partition"`
+	Value        string  `json:"value"`
+	Offsets      []int64 `json:"offsets"`      // every offset the value was at, ascending
+	Acknowledged int64   `json:"acknowledged"` // the acknowledged offset, -1 for an unknown produce
+	// Events are the produce's invoke and completion and the first read
+	// that returned each copy.
+	Events []int `json:"events"`
 }
 
 // Outcome is the result of a check.
@@ -304,10 +323,13 @@ func unknownProduce(op history.Operation) bool {
 }
 
 // prod is a produce entering the model, at a definite absolute offset.
+// dup marks an extra copy of an operation's value (a client resend that
+// was appended again), as opposed to its primary append.
 type prod struct {
 	op     history.Operation
 	offset int64
 	ret    int64
+	dup    bool
 }
 
 // maxGapFill bounds the offsets scanned for gaps, so a garbage offset in a
@@ -345,68 +367,177 @@ func (p *partition) fillGaps(prods *[]prod, unseen []history.Operation, base int
 		if held[off] {
 			continue
 		}
-		*prods = append(*prods, prod{unseen[next], off, math.MaxInt64})
+		*prods = append(*prods, prod{op: unseen[next], offset: off, ret: math.MaxInt64})
 		next++
 		p.out.Unresolved++
 	}
 	p.out.Dropped += len(unseen) - next
 }
 
+// sighting is where reads observed one value: for each offset it was
+// returned at, the earliest return among those reads. A value normally
+// sits at one offset, kept inline; further offsets (duplicate appends) are
+// rare and go to more, so the common case allocates nothing extra.
+type sighting struct {
+	first obsAt
+	more  []obsAt
+}
+
+// obsAt is one (value, offset) observation: the earliest return time of a
+// read that returned the value there, and that read's completion index.
+type obsAt struct {
+	offset int64
+	ret    int64
+	read   int
+}
+
+// note records o and reports whether s changed (so the caller, holding a
+// copy from the map, knows to store it back).
+func (s *sighting) note(o obsAt) bool {
+	if s.first.offset == o.offset {
+		if o.ret < s.first.ret {
+			s.first = o
+			return true
+		}
+		return false
+	}
+	for i := range s.more {
+		if s.more[i].offset == o.offset {
+			if o.ret < s.more[i].ret {
+				s.more[i] = o
+				return true
+			}
+			return false
+		}
+	}
+	s.more = append(s.more, o)
+	return true
+}
+
+// all returns every observation, the inline one first.
+func (s sighting) all() []obsAt {
+	if len(s.more) == 0 {
+		return []obsAt{s.first}
+	}
+	return append([]obsAt{s.first}, s.more...)
+}
+
+// maxDuplicateExamples caps the duplicate appends described per partition;
+// the rest are only counted.
+const maxDuplicateExamples = 5
+
 func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64, clientID func(history.Operation) int) *partition {
 	p := &partition{out: PartitionOutcome{Partition: tp.String()}}
-	// What reads observed: value → offset and the earliest return time.
-	type obs struct {
-		offset int64
-		ret    int64
-	}
-	observed := map[string]obs{}
+	observed := map[string]sighting{}
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue
 		}
-		ret := op.Complete.Time - t0
+		o := obsAt{ret: op.Complete.Time - t0, read: op.Complete.Index}
 		for _, r := range op.Records() {
-			if o, ok := observed[r.Value]; !ok || ret < o.ret {
-				observed[r.Value] = obs{r.Offset, ret}
+			o.offset = r.Offset
+			s, ok := observed[r.Value]
+			if !ok {
+				observed[r.Value] = sighting{first: o}
+				continue
+			}
+			if s.note(o) {
+				observed[r.Value] = s
 			}
 		}
 	}
 
 	var (
-		prods  []prod
+		prods  []prod              // primary appends: acknowledged or resolved
+		copies []prod              // duplicate appends (client resends)
 		unseen []history.Operation // unknown produces no read observed
+		// early holds reads that returned a value before its produce was
+		// invoked: no resend explains that, so they stay suspects.
+		early map[int]bool
 	)
+	// place gives an observed append the interval [invoke, first read that
+	// returned it there]; observed before invoked, it gets an open return
+	// so the model rejects the read, and the read is named as a suspect.
+	place := func(op history.Operation, o obsAt) int64 {
+		if o.ret < op.Invoke.Time-t0 {
+			if early == nil {
+				early = map[int]bool{}
+			}
+			early[o.read] = true
+			return math.MaxInt64
+		}
+		return o.ret
+	}
 	base := int64(math.MaxInt64)
 	for _, op := range ops {
 		if op.Op().F != history.FProduce {
 			continue
 		}
+		n := len(copies)
+		var primary obsAt
+		s, seen := observed[op.Op().Value]
 		switch {
 		case !unknownProduce(op):
 			if op.Outcome() != history.OpOK {
 				continue // failed: certainly did not happen
 			}
-			prods = append(prods, prod{op, op.Offset(), op.Complete.Time - t0})
+			prods = append(prods, prod{op: op, offset: op.Offset(), ret: op.Complete.Time - t0})
+			if !seen || (len(s.more) == 0 && s.first.offset == op.Offset() && s.first.ret >= op.Invoke.Time-t0) {
+				break // the common case: read only where acknowledged, after the invoke
+			}
+			// Every offset it was read at other than the acknowledged one
+			// is a duplicate append of this op: a non-idempotent producer's
+			// resend, which may land anywhere from the invoke on (even
+			// after the acknowledged copy, if the first attempt was
+			// delayed) and no later than the first read that saw it.
+			for _, o := range s.all() {
+				if o.offset == op.Offset() {
+					if o.ret < op.Invoke.Time-t0 {
+						place(op, o) // only to flag the read
+					}
+					continue
+				}
+				copies = append(copies, prod{op: op, offset: o.offset, ret: place(op, o), dup: true})
+			}
 		default:
-			o, seen := observed[op.Op().Value]
 			if !seen {
 				unseen = append(unseen, op)
 				continue
 			}
-			ret := o.ret
-			if ret < op.Invoke.Time-t0 {
-				ret = math.MaxInt64 // observed before invoked: let the model reject it
+			// An unknown produce read at several offsets was appended at
+			// each: the earliest-observed append is taken as the primary,
+			// the others as duplicates, all placed the same way.
+			all := s.all()
+			primary = all[0]
+			for _, o := range all[1:] {
+				if o.ret < primary.ret {
+					primary = o
+				}
 			}
-			prods = append(prods, prod{op, o.offset, ret})
+			prods = append(prods, prod{op: op, offset: primary.offset, ret: place(op, primary)})
 			p.out.Resolved++
+			for _, o := range all {
+				if o.offset != primary.offset {
+					copies = append(copies, prod{op: op, offset: o.offset, ret: place(op, o), dup: true})
+				}
+			}
 		}
-		if off := prods[len(prods)-1].offset; off < base {
-			base = off
+		base = min(base, prods[len(prods)-1].offset)
+		for _, c := range copies[n:] {
+			base = min(base, c.offset)
+		}
+		if len(copies) > n {
+			p.noteDuplicate(op, prods[len(prods)-1], copies[n:], s)
 		}
 	}
 	if base == math.MaxInt64 {
 		base = 0
 	}
+	// Primaries before copies: where a copy and another op's primary claim
+	// one offset the table keeps the primary, so the read that saw the copy
+	// there is the suspect (the model rejects two appends at one offset
+	// either way).
+	prods = append(prods, copies...)
 	p.fillGaps(&prods, unseen, base)
 	t := &table{tp: tp.String(), base: base, values: map[int64]string{}}
 	p.t = t
@@ -424,16 +555,16 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		}
 		p.ops = append(p.ops, porcupine.Operation{
 			ClientId: clientID(pr.op),
-			Input:    input{kind: produceOp, value: pr.op.Op().Value, t: t, event: pr.op.Invoke.Index},
+			Input:    input{kind: produceOp, value: pr.op.Op().Value, dup: pr.dup, t: t, event: pr.op.Invoke.Index},
 			Call:     pr.op.Invoke.Time - t0,
 			Output:   out,
 			Return:   pr.ret,
 			Metadata: pr.op.Invoke.Index,
 		})
 	}
-	// Acknowledged produces by return time, with the running maximum
-	// offset, to spot empty reads that began after a later offset was
-	// acknowledged (stale reads).
+	// Acknowledged (or observed) appends by return time, with the running
+	// maximum offset, to spot empty reads that began after a later offset
+	// was acknowledged (stale reads).
 	type ackAt struct{ ret, maxOff int64 }
 	var acked []ackAt
 	for _, pr := range prods {
@@ -458,7 +589,7 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		}
 		start := op.Op().Offset
 		var recs []rec
-		suspect := false
+		suspect := early[op.Complete.Index]
 		for _, r := range op.Records() {
 			if r.Offset < base {
 				continue // written before the workload: cannot be judged
@@ -489,4 +620,33 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 	}
 	p.out.Ops = len(p.ops)
 	return p
+}
+
+// noteDuplicate counts op's extra appends and describes the first few:
+// every offset its value was at, the acknowledged one, and the events that
+// show it (the produce's invoke and completion, and the first read that
+// saw each copy).
+func (p *partition) noteDuplicate(op history.Operation, primary prod, copies []prod, s sighting) {
+	p.out.Duplicates += len(copies)
+	if len(p.out.DuplicateExamples) >= maxDuplicateExamples {
+		return
+	}
+	d := Duplicate{Partition: p.out.Partition, Value: op.Op().Value, Acknowledged: -1,
+		Offsets: []int64{primary.offset}, Events: []int{op.Invoke.Index}}
+	if !unknownProduce(op) {
+		d.Acknowledged = primary.offset
+	}
+	if op.Complete != nil {
+		d.Events = append(d.Events, op.Complete.Index)
+	}
+	for _, c := range copies {
+		d.Offsets = append(d.Offsets, c.offset)
+	}
+	for _, o := range s.all() {
+		d.Events = append(d.Events, o.read)
+	}
+	sort.Slice(d.Offsets, func(a, b int) bool { return d.Offsets[a] < d.Offsets[b] })
+	sort.Ints(d.Events)
+	d.Events = slices.Compact(d.Events)
+	p.out.DuplicateExamples = append(p.out.DuplicateExamples, d)
 }

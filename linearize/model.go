@@ -22,7 +22,17 @@
 // legal).
 //
 // Produce values must be unique per partition (the workload's job): they
-// are how an unknown produce is recognized in a read. Only acks=all
+// are how an unknown produce is recognized in a read, and how a duplicate
+// append is told from a wrong value. A non-idempotent producer may append
+// one record twice (its first attempt was appended but the response was
+// lost, and the resend was appended again, possibly by a new leader), so a
+// value read at an offset other than its acknowledged one, or an unknown
+// produce read at several offsets, enters the model as one more produce of
+// that value by the same operation at the offset read, from the op's invoke
+// to the first read that returned it there. Such duplicates are counted,
+// not judged: at-least-once delivery allows them. What a resend cannot
+// explain stays illegal: a copy read before its op was invoked, a copy at an
+// offset another produce holds, or one the real-time order cannot fit. Only acks=all
 // produces that completed ok are taken as definite; an ok with weaker acks,
 // an info, a missing completion, or NOT_ENOUGH_REPLICAS_AFTER_APPEND is an
 // unknown outcome, and a fail is dropped. Unknown produces no read observed
@@ -56,6 +66,7 @@ type table struct {
 type input struct {
 	kind   opKind
 	value  string // produce
+	dup    bool   // produce: a duplicate append of value (a client resend)
 	offset int64  // read: relative start offset
 	t      *table
 	event  int // history index of the invoke
@@ -116,10 +127,14 @@ var logModel = porcupine.Model{
 		i, o := in.(input), out.(output)
 		switch i.kind {
 		case produceOp:
-			if o.offset < 0 {
-				return fmt.Sprintf("produce(%q) → ?", i.value)
+			what := fmt.Sprintf("%q", i.value)
+			if i.dup {
+				what += ", duplicate"
 			}
-			return fmt.Sprintf("produce(%q) → %d", i.value, o.offset+i.t.base)
+			if o.offset < 0 {
+				return fmt.Sprintf("produce(%s) → ?", what)
+			}
+			return fmt.Sprintf("produce(%s) → %d", what, o.offset+i.t.base)
 		default:
 			if len(o.records) == 0 {
 				return fmt.Sprintf("read(%d) → none", i.offset+i.t.base)
