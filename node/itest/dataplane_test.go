@@ -646,3 +646,105 @@ func TestDataPlaneBenchmark(t *testing.T) {
 		valueLen, linger, inflight, len(lat), failed, el.Round(time.Millisecond), float64(len(lat))/el.Seconds(),
 		float64(len(lat)*valueLen)/el.Seconds()/1e6, pct(0.5).Round(100*time.Microsecond), pct(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(time.Millisecond))
 }
+
+// KAFKA-3861 on real logs: the followers are partitioned from the leader
+// (still registered in ZooKeeper), the leader shrinks the ISR to itself
+// (acks=all then fails with 19), and the leader dies. offline and query-leo
+// (a replica — the dead leader — cannot answer) leave the partition
+// offline although the followers hold every acknowledged write; unclean
+// elects a follower, which serves them all.
+func TestDataPlaneShrunkISRLeaderCrash(t *testing.T) {
+	for _, policy := range []string{"offline", "unclean", "query-leo"} {
+		t.Run(policy, func(t *testing.T) {
+			e := setupArgs(t, []string{"--offline-election=" + policy, "--min-insync-replicas=2", "--replica-lag-time-max=2s"}, nil)
+			ctx := ctxT(t)
+			e.waitAllRegistered()
+			e.createTopic(dpTopic, 1)
+			md := e.waitHealthy(dpTopic, 1, 60*time.Second)
+			leader := int(md[0].Leader)
+			kc := e.kgoClient(kgo.AllISRAcks(), 0, 0)
+			acked := map[int64]string{}
+			for i := 0; i < 20; i++ {
+				v := fmt.Sprintf("a-%d", i)
+				r, err := kc.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).First()
+				if err != nil {
+					t.Fatal(err)
+				}
+				acked[r.Offset] = v
+			}
+			var followers []*docker.Container
+			for id := 1; id <= 3; id++ {
+				if id != leader {
+					followers = append(followers, e.node(id).Container)
+				}
+			}
+			net := nemesis.NewNet()
+			t.Cleanup(func() { net.HealAll(context.Background()) })
+			n0 := len(e.events(leader))
+			if err := net.Partition(ctx, []*docker.Container{e.node(leader).Container}, followers); err != nil {
+				t.Fatal(err)
+			}
+			e.waitEvent(leader, 20*time.Second, "ISR shrunk to the leader", n0, func(ev history.Event) bool {
+				return ev.Kind == history.KindISRChange && ev.ISR.Outcome == history.ZKOK && len(ev.ISR.New) == 1 && ev.ISR.New[0] == int32(leader)
+			})
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := kc.ProduceSync(pctx, &kgo.Record{Partition: 0, Value: []byte("rejected")}).FirstErr()
+			cancel()
+			if !errors.Is(err, kerr.NotEnoughReplicas) {
+				t.Fatalf("acks=all with ISR [%d]: %v, want NOT_ENOUGH_REPLICAS", leader, err)
+			}
+			if err := nemesis.Kill(ctx, e.node(leader).Container); err != nil {
+				t.Fatal(err)
+			}
+			if err := net.HealAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			path := zkdata.PartitionStatePath(dpTopic, 0)
+			var st zkdata.PartitionState
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if d, _, err := e.get(path); err == nil {
+					st, _ = zkdata.DecodePartitionState(dpTopic, 0, d)
+					if st.Leader != int32(leader) {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("leader n%d still in the state znode: %+v", leader, st)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(3 * time.Second) // let any further election land
+			d, _, _ := e.get(path)
+			st, _ = zkdata.DecodePartitionState(dpTopic, 0, d)
+			t.Logf("%s: state after the leader died: %s", policy, d)
+			for _, f := range []int{other(leader), other(leader, other(leader))} {
+				t.Logf("%s: n%d holds [%d, %d) of %s-0", policy, f, 0, e.logs(f)[0].LEO, dpTopic)
+				if e.logs(f)[0].LEO < int64(len(acked)) {
+					t.Fatalf("follower n%d lacks acknowledged records: LEO %d", f, e.logs(f)[0].LEO)
+				}
+			}
+			if policy != "unclean" {
+				if st.Leader != -1 {
+					t.Fatalf("%s: leader %d, want offline (-1)", policy, st.Leader)
+				}
+				return
+			}
+			// The unclean leader starts with ISR [itself]; the other
+			// follower may have rejoined since.
+			if st.Leader < 0 || st.Leader == int32(leader) || !slices.Contains(st.ISR, st.Leader) || slices.Contains(st.ISR, int32(leader)) {
+				t.Fatalf("unclean: state %+v, want a follower leading", st)
+			}
+			e.waitEvent(int(st.Leader), 15*time.Second, "became leader", 0, func(ev history.Event) bool {
+				return ev.Kind == history.KindRoleChange && ev.Role.Role == history.RoleLeader && ev.Role.LeaderEpoch == st.LeaderEpoch
+			})
+			got := e.consume(int(st.Leader), 0)
+			for off, v := range acked {
+				if got[off] != v {
+					t.Fatalf("unclean leader n%d: offset %d = %q, acknowledged %q", st.Leader, off, got[off], v)
+				}
+			}
+			t.Logf("unclean: n%d leads and serves all %d acknowledged records", st.Leader, len(acked))
+		})
+	}
+}
