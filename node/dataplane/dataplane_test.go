@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,13 +41,82 @@ func batch(vals ...string) []byte {
 
 func newManager(t testing.TB, dir string, bugs config.Bugs, minISR int) *Manager {
 	t.Helper()
-	m, err := Open(Config{BrokerID: 1, DataDir: dir, Bugs: bugs, MinISR: minISR, LagTime: time.Second,
+	return newManagerID(t, 1, dir, bugs, minISR)
+}
+
+func newManagerID(t testing.TB, id int32, dir string, bugs config.Bugs, minISR int) *Manager {
+	t.Helper()
+	m, err := Open(Config{BrokerID: id, DataDir: dir, Bugs: bugs, MinISR: minISR, LagTime: time.Second,
 		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096}, nil, broker.New(1, bugs, nil).Metadata)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
 	return m
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A follower with a divergent log (appended as leader of epoch 0) truncates
+// it via OffsetForLeaderEpoch when it follows the epoch-3 leader, then
+// replicates; acks=all completes and the follower's HW follows the leader's.
+func TestFollowerTruncatesAndReplicates(t *testing.T) {
+	m1 := newManagerID(t, 1, t.TempDir(), nil, 2)
+	m2 := newManagerID(t, 2, t.TempDir(), nil, 2)
+	srv := wire.NewServer()
+	m1.Routes(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	if err := m2.BecomeLeader(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	m2.cfg.MinISR = 1
+	for i := 0; i < 5; i++ {
+		if r := produce(m2, 0, 1, time.Second, batch("diverged")); r.ErrorCode != 0 {
+			t.Fatalf("produce on n2: %d", r.ErrorCode)
+		}
+	}
+	lead(t, m1, 0, 1) // epoch 3, ISR [1]
+	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != wire.ErrNotEnoughReplicas {
+		t.Fatalf("acks=all with ISR [1] < 2: %d", r.ErrorCode)
+	}
+	m1.cfg.MinISR = 1
+	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != 0 {
+		t.Fatalf("produce on n1: %d", r.ErrorCode)
+	}
+	if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: ln.Addr().String()}); err != nil {
+		t.Fatal(err)
+	}
+	l1, l2 := m1.get(history.TP("t", 0)), m2.get(history.TP("t", 0))
+	eventually(t, "follower truncated and caught up", func() bool { return l2.log.LogEndOffset() == 2 && l2.log.LatestEpoch() == 3 })
+	// The follower's fetches expand the ISR only with ZooKeeper; take it in.
+	l1.mu.Lock()
+	l1.isr = []int32{1, 2}
+	l1.mu.Unlock()
+	m1.cfg.MinISR = 2
+	if r := produce(m1, 0, -1, 2*time.Second, batch("c")); r.ErrorCode != 0 || r.BaseOffset != 2 {
+		t.Fatalf("acks=all with the follower in the ISR: %+v", r)
+	}
+	eventually(t, "follower HW 3", func() bool { l2.mu.Lock(); defer l2.mu.Unlock(); return l2.hw == 3 })
+	a, _ := l1.log.Read(0, 1<<20, -1)
+	b, _ := l2.log.Read(0, 1<<20, -1)
+	if string(a) != string(b) {
+		t.Fatalf("replica logs differ: %d vs %d bytes", len(a), len(b))
+	}
 }
 
 func lead(t testing.TB, m *Manager, p int32, isr ...int32) {

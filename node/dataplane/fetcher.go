@@ -102,18 +102,22 @@ func (f *fetcher) loop(ctx context.Context) {
 			}
 			truncated = true
 		}
-		again, err := f.fetchOnce(ctx, cl)
+		outOfRange, err := f.fetchOnce(ctx, cl)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			f.logf("%v", err)
-			if !backoff() {
-				return
+		}
+		if outOfRange {
+			// ReplicaFetcherThread.handleOffsetOutOfRange: truncate to the
+			// leader's log end offset if ours is beyond it.
+			if err := f.handleOutOfRange(ctx, cl); err != nil && ctx.Err() == nil {
+				f.logf("offset out of range: %v", err)
 			}
 		}
-		if again {
-			truncated = false
+		if err != nil && !backoff() {
+			return
 		}
 	}
 }
@@ -193,9 +197,82 @@ func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
 	return nil
 }
 
-// fetchOnce sends one replica fetch and appends its records. again reports
-// that the follower must truncate before fetching on (out of range).
-func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (again bool, err error) {
+// handleOutOfRange asks the leader for its log start and end offsets
+// (ListOffsets with our replica id) and truncates to its end if our log is
+// longer, or restarts the log at its start if ours ends before it.
+func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
+	p := f.p
+	ask := func(ts int64) (int64, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(5)
+		req.ReplicaID = p.m.cfg.BrokerID
+		t := kmsg.NewListOffsetsRequestTopic()
+		t.Topic = p.tp.Topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.tp.Partition, ts, f.epoch
+		t.Partitions = append(t.Partitions, rp)
+		req.Topics = append(req.Topics, t)
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := cl.Request(rctx, req)
+		if err != nil {
+			return 0, err
+		}
+		r := resp.(*kmsg.ListOffsetsResponse)
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return 0, errors.New("ListOffsets: malformed response")
+		}
+		if c := r.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			return 0, fmt.Errorf("ListOffsets: error %d", c)
+		}
+		return r.Topics[0].Partitions[0].Offset, nil
+	}
+	leaderEnd, err := ask(-1)
+	if err != nil {
+		return err
+	}
+	leaderStart, err := ask(-2)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !f.currentLocked() {
+		return context.Canceled
+	}
+	from := p.log.LogEndOffset()
+	switch {
+	case from > leaderEnd:
+		to, err := p.log.TruncateTo(leaderEnd)
+		if err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("offset-out-of-range (leader's log end offset %d)", leaderEnd)
+		f.logf("truncated log from %d to %d: %s", from, to, reason)
+		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
+			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
+		if p.hw > to {
+			p.setHWLocked(to)
+		}
+	case from < leaderStart:
+		if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("offset-out-of-range (behind the leader's log start %d)", leaderStart)
+		f.logf("restarted log at %d (was [.., %d)): %s", leaderStart, from, reason)
+		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
+			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: leaderStart, Reason: reason, LeaderEpoch: f.epoch}})
+		if p.hw < leaderStart {
+			p.setHWLocked(leaderStart)
+		}
+	}
+	p.notifyLocked()
+	return nil
+}
+
+// fetchOnce sends one replica fetch and appends its records. outOfRange
+// reports that the leader does not have our fetch offset.
+func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (outOfRange bool, err error) {
 	p := f.p
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
@@ -245,9 +322,6 @@ func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (again bool, e
 	}
 	if len(pr.RecordBatches) > 0 {
 		if _, err := p.log.AppendAsFollower(pr.RecordBatches); err != nil {
-			if errors.Is(err, storage.ErrNonContiguous) {
-				return true, err
-			}
 			return false, err
 		}
 	}
