@@ -391,27 +391,23 @@ type obsAt struct {
 	read   int
 }
 
-// note records o and reports whether s changed (so the caller, holding a
-// copy from the map, knows to store it back).
-func (s *sighting) note(o obsAt) bool {
+// note records o, keeping the earliest return per offset.
+func (s *sighting) note(o obsAt) {
 	if s.first.offset == o.offset {
 		if o.ret < s.first.ret {
 			s.first = o
-			return true
 		}
-		return false
+		return
 	}
 	for i := range s.more {
 		if s.more[i].offset == o.offset {
 			if o.ret < s.more[i].ret {
 				s.more[i] = o
-				return true
 			}
-			return false
+			return
 		}
 	}
 	s.more = append(s.more, o)
-	return true
 }
 
 // all returns every observation, the inline one first.
@@ -428,7 +424,20 @@ const maxDuplicateExamples = 5
 
 func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64, clientID func(history.Operation) int) *partition {
 	p := &partition{out: PartitionOutcome{Partition: tp.String()}}
-	observed := map[string]sighting{}
+	// What reads observed, by value. The map holds only an index into
+	// sights: reads return long runs of records, and a small map value
+	// keeps this loop (a good part of the whole check) as cheap as it was
+	// before duplicates were tracked.
+	// Values are (almost) all produced here, so the produce count sizes
+	// both up front instead of growing them record by record.
+	nprod := 0
+	for _, op := range ops {
+		if op.Op().F == history.FProduce {
+			nprod++
+		}
+	}
+	observed := make(map[string]int32, nprod)
+	sights := make([]sighting, 0, nprod)
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue
@@ -436,14 +445,12 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		o := obsAt{ret: op.Complete.Time - t0, read: op.Complete.Index}
 		for _, r := range op.Records() {
 			o.offset = r.Offset
-			s, ok := observed[r.Value]
-			if !ok {
-				observed[r.Value] = sighting{first: o}
+			if i, ok := observed[r.Value]; ok {
+				sights[i].note(o)
 				continue
 			}
-			if s.note(o) {
-				observed[r.Value] = s
-			}
+			observed[r.Value] = int32(len(sights))
+			sights = append(sights, sighting{first: o})
 		}
 	}
 
@@ -475,7 +482,11 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		}
 		n := len(copies)
 		var primary obsAt
-		s, seen := observed[op.Op().Value]
+		var s sighting
+		i, seen := observed[op.Op().Value]
+		if seen {
+			s = sights[i]
+		}
 		switch {
 		case !unknownProduce(op):
 			if op.Outcome() != history.OpOK {

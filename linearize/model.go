@@ -65,8 +65,8 @@ type table struct {
 // input is a porcupine operation input.
 type input struct {
 	kind   opKind
+	dup    bool   // produce: a duplicate append of value (a client resend); next to kind, in its padding
 	value  string // produce
-	dup    bool   // produce: a duplicate append of value (a client resend)
 	offset int64  // read: relative start offset
 	t      *table
 	event  int // history index of the invoke
