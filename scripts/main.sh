@@ -2,7 +2,8 @@
 # The project's main job, the most complete end-to-end run it has so far: on a
 # fresh machine it installs what is missing, builds the base image without a
 # registry, and reproduces KAFKA-532 on a real 3-server ZooKeeper ensemble and
-# three broker containers (the node program): the controller is frozen with
+# three broker containers (the node program) while acks=all producers and
+# readers run through a real Kafka client: the controller is frozen with
 # SIGSTOP at its failpoint until another broker takes over, then resumes as a
 # zombie and the brokers obey its stale controller epoch. It prints the
 # checker's explanation and the path of the HTML report, then runs the same
