@@ -27,8 +27,9 @@ type Partition struct {
 // TP returns the partition's name.
 func (p *Partition) TP() history.TopicPartition { return history.TP(p.Topic, p.Partition) }
 
-// DataPlane is what the replica log and replication (part 2) plug in: the
-// control plane tells it about role changes after the fencing checks passed.
+// DataPlane is what the replica log and replication (package dataplane)
+// plug in: the control plane tells it about role changes after the fencing
+// checks passed.
 // Calls come one request at a time, in request order.
 type DataPlane interface {
 	BecomeLeader(p Partition) error
@@ -39,7 +40,7 @@ type DataPlane interface {
 	StartHWCheckpoint()
 }
 
-// NoDataPlane is the part-1 data plane: it does nothing.
+// NoDataPlane does nothing (unit tests of the control plane alone).
 type NoDataPlane struct{}
 
 func (NoDataPlane) BecomeLeader(Partition) error                   { return nil }
@@ -47,8 +48,8 @@ func (NoDataPlane) BecomeFollower(Partition) error                 { return nil 
 func (NoDataPlane) StopReplica(history.TopicPartition, bool) error { return nil }
 func (NoDataPlane) StartHWCheckpoint()                             {}
 
-// ReplicaManager is the broker's partition map. The data plane (part 2) will
-// read it to serve Produce and Fetch; the control plane alone writes it.
+// ReplicaManager is the broker's partition map as the control plane sees it;
+// the data plane keeps its own per-partition state (HW, followers, logs).
 type ReplicaManager struct {
 	mu         sync.Mutex
 	partitions map[history.TopicPartition]*Partition
