@@ -314,6 +314,60 @@ func TestHWCheckpointHosted(t *testing.T) {
 	}
 }
 
+// Metadata answers from the cache UpdateMetadata fills: brokers, leaders,
+// ISR, offline replicas; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+func TestMetadata(t *testing.T) {
+	b := broker.New(1, nil, nil)
+	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir()}, nil, b.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.SetVersion(6)
+	um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 2, 1, -1
+	for _, id := range []int32{1, 2} {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = id
+		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		ep.Host, ep.Port = fmt.Sprintf("10.0.0.%d", id), 9092
+		lb.Endpoints = append(lb.Endpoints, ep)
+		um.LiveBrokers = append(um.LiveBrokers, lb)
+	}
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "t"
+	for p, leader := range []int32{1, -1} {
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Partition, ps.Leader, ps.LeaderEpoch, ps.ISR, ps.Replicas = int32(p), leader, 4, []int32{1}, []int32{1, 2, 3}
+		ts.PartitionStates = append(ts.PartitionStates, ps)
+	}
+	um.TopicStates = append(um.TopicStates, ts)
+	if r := b.HandleUpdateMetadata(wire.RequestHeader{}, um); r.ErrorCode != 0 {
+		t.Fatalf("UpdateMetadata: %d", r.ErrorCode)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	for _, name := range []string{"t", "nope"} {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, mt)
+	}
+	resp := m.Metadata(req).(*kmsg.MetadataResponse)
+	if resp.ControllerID != 2 || len(resp.Brokers) != 2 || resp.Brokers[1].Host != "10.0.0.2" {
+		t.Fatalf("brokers %+v controller %d", resp.Brokers, resp.ControllerID)
+	}
+	p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	if p0.ErrorCode != 0 || p0.Leader != 1 || p0.LeaderEpoch != 4 || fmt.Sprint(p0.OfflineReplicas) != "[3]" {
+		t.Fatalf("partition 0: %+v", p0)
+	}
+	if p1.ErrorCode != wire.ErrLeaderNotAvailable || p1.Leader != -1 {
+		t.Fatalf("partition 1 without leader: %+v", p1)
+	}
+	if resp.Topics[1].ErrorCode != wire.ErrUnknownTopicOrPart {
+		t.Fatalf("unknown topic: %d", resp.Topics[1].ErrorCode)
+	}
+}
+
 // A log missing from the checkpoint starts with HW = log start.
 func TestHWWithoutCheckpointStartsAtLogStart(t *testing.T) {
 	dir := t.TempDir()
@@ -364,6 +418,36 @@ func fuzzSeeds() [][]byte {
 		req.Topics = append(req.Topics, rt)
 		out = append(out, f.AppendRequest(nil, req, 1)[4:])
 	}
+	for _, r := range []kmsg.Request{
+		func() kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.SetVersion(9)
+			t := kmsg.NewMetadataRequestTopic()
+			t.Topic = kmsg.StringPtr("t")
+			r.Topics = append(r.Topics, t)
+			return r
+		}(),
+		func() kmsg.Request {
+			r := kmsg.NewPtrListOffsetsRequest()
+			r.SetVersion(5)
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = "t"
+			t.Partitions = append(t.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+			r.Topics = append(r.Topics, t)
+			return r
+		}(),
+		func() kmsg.Request {
+			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			r.SetVersion(3)
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = "t"
+			t.Partitions = append(t.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
+			r.Topics = append(r.Topics, t)
+			return r
+		}(),
+	} {
+		out = append(out, f.AppendRequest(nil, r, 3)[4:])
+	}
 	for _, v := range []int16{4, 11, 12} {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(v)
@@ -393,9 +477,10 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	}
 }
 
-// FuzzProduceFetch: no Produce or Fetch frame panics the decoder, the
-// handlers or the response encoder (run with go test -fuzz=FuzzProduceFetch
-// ./node/dataplane).
+// FuzzProduceFetch: no client request frame (Produce, Fetch, and also
+// Metadata, ListOffsets, OffsetForLeaderEpoch) panics the decoder, the
+// handlers or the response encoder (run with go test
+// -fuzz=FuzzProduceFetch ./node/dataplane).
 func FuzzProduceFetch(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s)
@@ -405,7 +490,7 @@ func FuzzProduceFetch(f *testing.F) {
 	srv := wire.NewServer()
 	m.Routes(srv)
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		req, err := wire.ParseRequest(frame, func(key, v int16) bool { return (key == 0 || key == 1) && srv.Supports(key, v) })
+		req, err := wire.ParseRequest(frame, func(key, v int16) bool { return key != wire.ApiVersionsKey && srv.Supports(key, v) })
 		if err != nil {
 			return
 		}
@@ -417,6 +502,12 @@ func FuzzProduceFetch(f *testing.F) {
 		case *kmsg.FetchRequest:
 			r.MaxWaitMillis = 0
 			resp = m.Fetch(context.Background(), r)
+		case *kmsg.MetadataRequest:
+			resp = m.Metadata(r)
+		case *kmsg.ListOffsetsRequest:
+			resp = m.ListOffsets(r)
+		case *kmsg.OffsetForLeaderEpochRequest:
+			resp = m.OffsetForLeaderEpoch(r)
 		}
 		if resp != nil {
 			resp.SetVersion(req.Header.APIVersion)
