@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
@@ -451,78 +450,6 @@ func TestStaleCachedZkVersion(t *testing.T) {
 				t.Fatalf("KAFKA-16667: %d attempts in 3s, want the controller stuck retrying", attempts)
 			}
 			t.Logf("KAFKA-16667: %d BADVERSION retries with cached version %d", attempts, st.Version)
-		})
-	}
-}
-
-// KAFKA-3861 policies on the control plane: the ISR shrinks to the leader
-// (its followers died), the followers come back (alive, not in the ISR), then
-// the leader dies. offline: no leader; unclean: the first live replica leads;
-// query-leo: part 1 brokers do not answer ListOffsets, so it stays offline.
-func TestOfflineElectionPolicies(t *testing.T) {
-	for _, m := range []struct {
-		policy     string
-		wantLeader func(int32) bool
-	}{
-		{"offline", func(l int32) bool { return l == -1 }},
-		{"unclean", func(l int32) bool { return l == 2 || l == 3 }},
-		{"query-leo", func(l int32) bool { return l == -1 }},
-	} {
-		t.Run(m.policy, func(t *testing.T) {
-			e := setupArgs(t, []string{"--offline-election=" + m.policy}, nil)
-			ctx := ctxT(t)
-			e.waitAllRegistered()
-			if _, err := e.zk.Create(zkdata.TopicPath("t"), zkdata.EncodeTopic(map[int32][]int32{0: {1, 2, 3}}), 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
-			}
-			path := zkdata.PartitionStatePath("t", 0)
-			state := func(what string, ok func(zkdata.PartitionState) bool) zkdata.PartitionState {
-				t.Helper()
-				deadline := time.Now().Add(30 * time.Second)
-				for {
-					if d, _, err := e.get(path); err == nil {
-						if st, err := zkdata.DecodePartitionState("t", 0, d); err == nil && ok(st) {
-							return st
-						}
-					}
-					if time.Now().After(deadline) {
-						d, _, _ := e.get(path)
-						t.Fatalf("partition state never %s: %s", what, d)
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}
-			state("led by 1", func(s zkdata.PartitionState) bool { return s.Leader == 1 && len(s.ISR) == 3 })
-			for _, id := range []int{2, 3} {
-				if err := nemesis.Kill(ctx, e.node(id).Container); err != nil {
-					t.Fatal(err)
-				}
-			}
-			state("shrunk to [1]", func(s zkdata.PartitionState) bool { return s.Leader == 1 && len(s.ISR) == 1 && s.ISR[0] == 1 })
-			for _, id := range []int{2, 3} {
-				n0 := len(e.events(id))
-				if err := e.node(id).Container.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				e.waitEvent(id, 30*time.Second, "re-registration", n0, isKind(history.KindBrokerRegistered))
-			}
-			if err := nemesis.Kill(ctx, e.node(1).Container); err != nil {
-				t.Fatal(err)
-			}
-			st := state("without leader 1", func(s zkdata.PartitionState) bool { return s.Leader != 1 })
-			time.Sleep(2 * time.Second) // let any further election land
-			d, _, _ := e.get(path)
-			st, _ = zkdata.DecodePartitionState("t", 0, d)
-			t.Logf("%s: after the last ISR member died: %s", m.policy, d)
-			if !m.wantLeader(st.Leader) {
-				t.Fatalf("%s: leader %d", m.policy, st.Leader)
-			}
-			if st.Leader == -1 && !(len(st.ISR) == 1 && st.ISR[0] == 1) {
-				t.Fatalf("offline partition should keep its last ISR [1], got %v", st.ISR)
-			}
-			if st.Leader != -1 && !(len(st.ISR) == 1 && st.ISR[0] == st.Leader) {
-				t.Fatalf("unclean leader %d should have ISR [leader], got %v", st.Leader, st.ISR)
-			}
 		})
 	}
 }
