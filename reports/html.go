@@ -155,11 +155,19 @@ func buildPage(r *run) *pageData {
 			d.TimeLimit = ri.TimeLimit.String()
 		}
 		d.Faults = "none"
-		if len(ri.Faults) > 0 {
+		switch {
+		case ri.Scenario != "":
+			// A scenario's driver, not a schedule, decides the faults.
+			d.Faults = "driven by scenario " + ri.Scenario + " (see the faults lane)"
+		case len(ri.Faults) > 0:
 			d.Faults = strings.Join(ri.Faults, ", ")
 		}
-		d.Topology = fmt.Sprintf("%d brokers, %d ZooKeeper servers, topic %s × %d partitions (RF %d), %d producers, %d readers, session timeout %s",
-			ri.Nodes, ri.ZK.Servers, ri.Topic, ri.Partitions, ri.RF, ri.Producers, ri.Readers, ri.ZKSessionTimeout)
+		clients := fmt.Sprintf("%d producers, %d readers", ri.Producers, ri.Readers)
+		if ri.NoWorkload {
+			clients = "no client workload"
+		}
+		d.Topology = fmt.Sprintf("%d brokers, %d ZooKeeper servers, topic %s × %d partitions (RF %d), %s, session timeout %s",
+			ri.Nodes, ri.ZK.Servers, ri.Topic, ri.Partitions, ri.RF, clients, ri.ZKSessionTimeout)
 		if len(ri.NodeFlags) > 0 {
 			d.Topology += ", node flags " + strings.Join(ri.NodeFlags, " ")
 		}

@@ -3,6 +3,8 @@ package reports
 import (
 	"strings"
 	"testing"
+
+	hb "github.com/zkchaos/zkchaos/history/historytest"
 )
 
 func TestReplayCommandForScenariosAndControlPlaneRuns(t *testing.T) {
@@ -23,5 +25,25 @@ func TestReplayCommandForScenariosAndControlPlaneRuns(t *testing.T) {
 				t.Fatalf("got %q; want it to contain %q and not %q", got, tt.want, tt.not)
 			}
 		})
+	}
+}
+
+func TestHeaderNamesTheScenarioAndAbsentWorkload(t *testing.T) {
+	dir := t.TempDir()
+	b := hb.New()
+	b.Start(1)
+	b.Register(1, 10)
+	writeHistory(t, dir, b.History())
+	ri := sampleInfo("r-scenario")
+	ri.Scenario, ri.NoWorkload, ri.Faults = "KAFKA-532", true, nil
+	writeRunInfo(t, dir, ri)
+	var sb strings.Builder
+	if err := WriteHTML(&sb, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"driven by scenario KAFKA-532", "no client workload", "chaos repro KAFKA-532"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
 	}
 }
