@@ -2,7 +2,6 @@ package observer_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -92,7 +91,7 @@ func TestWatcherRecordsFencingZnodes(t *testing.T) {
 	if t.Failed() {
 		evs, _, _ := history.ReadFile(file)
 		for _, e := range evs {
-			t.Log(fmt.Sprintf("%+v", *e.Watch))
+			t.Logf("%+v", *e.Watch)
 		}
 	}
 }

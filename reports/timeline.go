@@ -558,7 +558,6 @@ func violationAnchor(checker, violation int) string { return fmt.Sprintf("v%d-%d
 
 // svgWriter lays out lanes top to bottom on a fixed-width canvas.
 type svgWriter struct {
-	b        strings.Builder
 	tl       *timeline
 	w        float64
 	left     float64

@@ -144,17 +144,6 @@ func (r *reader) skipTags() {
 	}
 }
 
-// isFlexible reports whether key at version uses the flexible (v2) request
-// header. It is false for unknown keys.
-func isFlexible(key, version int16) bool {
-	req := kmsg.RequestForKey(key)
-	if req == nil {
-		return false
-	}
-	req.SetVersion(version)
-	return req.IsFlexible()
-}
-
 // ParseRequest decodes one request frame (without its 4-byte size prefix).
 // supported says whether the server serves key at version; a request it does
 // not serve still yields its header (so an answer can carry the correlation
