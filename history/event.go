@@ -170,6 +170,16 @@ type ClientOp struct {
 	Final     bool     `json:"final,omitempty"`
 	Error     string   `json:"error,omitempty"`
 	ErrorCode int16    `json:"error_code,omitempty"`
+
+	// Who answered a read (set on a read's ok/fail/info when known): the
+	// broker the fetch was sent to, the leader epoch the client sent as the
+	// partition's current leader epoch and the broker accepted (nil: unknown,
+	// e.g. an older history), and the high watermark the response carried.
+	// Explanations name them; the linearizability and known-anomaly checks
+	// use them to tell a lagging new leader (KAFKA-2334) from a lost write.
+	Broker      int32  `json:"broker,omitempty"`
+	LeaderEpoch *int32 `json:"leader_epoch,omitempty"`
+	HW          *int64 `json:"hw,omitempty"`
 }
 
 // TP returns the op's partition.
