@@ -11,7 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -112,9 +115,21 @@ func Call[T any](ctx context.Context, s *Session, fn func(*zk.Conn) (T, error)) 
 // Retriable reports whether err means the request did not reach (or was not
 // executed by) ZooKeeper on a session that still exists, so sending it again
 // on the current connection is safe.
+//
+// go-zookeeper hands a request the raw socket error when the connection
+// breaks under it (a write to a server that already closed an expired
+// session fails with EPIPE), not ErrConnectionClosed. Kafka's client treats
+// every such loss as CONNECTIONLOSS and retries once reconnected, so a
+// controller resumed after a long pause goes on with its work in the new
+// session instead of giving it up; KAFKA-532's zombie depends on that.
 func Retriable(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
+	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // Retry calls fn until it returns a non-retriable result, ctx ends or the

@@ -3,6 +3,10 @@ package zkutil
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -45,5 +49,32 @@ func TestMultiFailure(t *testing.T) {
 	}
 	if i, err = MultiFailure([]zk.MultiResponse{{}, {}}, nil); i != -1 || err != nil {
 		t.Fatalf("ok: %d %v", i, err)
+	}
+}
+
+// A resumed zombie controller's first read hits the socket its expired
+// session left behind; go-zookeeper returns the raw write error. It must be
+// retried like any connection loss, and a ZooKeeper verdict must not be.
+func TestRetriable(t *testing.T) {
+	brokenPipe := fmt.Errorf("children of /brokers/ids: %w", &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)})
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection closed", zk.ErrConnectionClosed, true},
+		{"session expired", zk.ErrSessionExpired, true},
+		{"broken pipe", brokenPipe, true},
+		{"reset", syscall.ECONNRESET, true},
+		{"eof", fmt.Errorf("read: %w", io.EOF), true},
+		{"bad version", zk.ErrBadVersion, false},
+		{"no node", zk.ErrNoNode, false},
+		{"timeout", ErrTimeout, false},
+		{"other", errors.New("other"), false},
+	}
+	for _, tt := range tests {
+		if got := Retriable(tt.err); got != tt.want {
+			t.Errorf("%s: Retriable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
 	}
 }
