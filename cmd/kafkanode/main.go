@@ -1,6 +1,6 @@
 // Command kafkanode is the node program: a Go re-implementation of a
 // ZooKeeper-mode Kafka broker that any instance of may become the controller
-// (see node/ and ../shared/KAFKA-MODEL.md). It is built static
+// (see node/ and docs/KAFKA-MODEL.md). It is built static
 // (CGO_ENABLED=0) and runs as PID 1 in a node container.
 //
 // Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime

@@ -1,0 +1,229 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+)
+
+// ---- topics, ISR notifications, admin paths ---------------------------------
+
+func (c *Controller) onTopicChange(ctx context.Context) error {
+	if !c.active {
+		return nil
+	}
+	added, err := c.readTopics(ctx)
+	if err != nil {
+		return err
+	}
+	var tps []history.TopicPartition
+	for _, tp := range c.ctx.sortedTPs() {
+		if slices.Contains(added, tp.Topic) {
+			tps = append(tps, tp)
+		}
+	}
+	return c.onNewPartitions(ctx, tps)
+}
+
+func (c *Controller) onISRChange(ctx context.Context) error {
+	if !c.active {
+		return nil
+	}
+	gen := c.gen
+	kids, err := c.childrenW(ctx, zkdata.ISRChangePath, func() event { return evISRChange{gen: gen} })
+	if err != nil {
+		return err
+	}
+	var tps []history.TopicPartition
+	for _, k := range kids {
+		p := zkdata.ISRChangePath + "/" + k
+		d, _, err := c.get(ctx, p)
+		if err == nil {
+			if got, derr := zkdata.DecodeTopicPartitions(p, d); derr == nil {
+				for _, tp := range got {
+					tps = append(tps, history.TP(tp.Topic, tp.Partition))
+				}
+			}
+		}
+		start := time.Now()
+		_, err = c.fenced(ctx, &zk.DeleteRequest{Path: p, Version: -1})
+		c.logWrite(start, p, "delete", !c.cfg.Bugs.On(config.BugKafka532), -1, "", nil, err, c.epoch, c.epochZkVersion)
+		if errors.Is(err, errControllerMoved) {
+			return err
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	var refreshed []history.TopicPartition
+	for _, tp := range tps {
+		if _, ok := c.ctx.assign[tp]; !ok {
+			continue
+		}
+		ps, err := c.readState(ctx, tp, !c.cfg.Bugs.On(config.BugKafka16667))
+		if err != nil {
+			c.log.Printf("ISR change %s: %v", tp, err)
+			continue
+		}
+		c.ctx.state[tp] = ps
+		refreshed = append(refreshed, tp)
+	}
+	c.sendUpdateMetadata(brokerIDs(c.ctx.live), refreshed)
+	return nil
+}
+
+func (c *Controller) onPreferredElection(ctx context.Context) error {
+	if !c.active {
+		return nil
+	}
+	gen := c.gen
+	defer c.watchExists(ctx, zkdata.PreferredElectionPath, func() event { return evPreferred{gen: gen} })
+	d, st, err := c.get(ctx, zkdata.PreferredElectionPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tps, perr := zkdata.DecodeTopicPartitions(zkdata.PreferredElectionPath, d)
+	if perr != nil {
+		c.log.Printf("%v (deleting it)", perr)
+	}
+	var list []history.TopicPartition
+	for _, tp := range tps {
+		list = append(list, history.TP(tp.Topic, tp.Partition))
+	}
+	sortTPs(list)
+	err = c.changeAndSend(ctx, list, func(tp history.TopicPartition) decide {
+		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
+			as := c.ctx.assign[tp]
+			if len(as) == 0 || cur.Leader == as[0] || !c.ctx.isLive(as[0]) || !slices.Contains(cur.ISR, as[0]) {
+				return cur, false
+			}
+			return zkdata.PartitionState{Leader: as[0], LeaderEpoch: cur.LeaderEpoch + 1, ISR: cur.ISR}, true
+		}
+	}, nil)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	_, err = c.fenced(ctx, &zk.DeleteRequest{Path: zkdata.PreferredElectionPath, Version: st.Version})
+	c.logWrite(start, zkdata.PreferredElectionPath, "delete", !c.cfg.Bugs.On(config.BugKafka532), st.Version, "", nil, err, c.epoch, c.epochZkVersion)
+	return err
+}
+
+// onReassignment handles /admin/reassign_partitions for partitions whose new
+// replica set is a reordering or subset of the current one (no data to
+// move): assignment rewritten, leader moved if it is not in the new set,
+// removed replicas stopped and deleted. A reassignment that adds replicas
+// needs replica catch-up (the data plane, part 2) and is left in place.
+func (c *Controller) onReassignment(ctx context.Context) error {
+	if !c.active {
+		return nil
+	}
+	gen := c.gen
+	defer c.watchExists(ctx, zkdata.ReassignPartitionsPath, func() event { return evReassign{gen: gen} })
+	d, st, err := c.get(ctx, zkdata.ReassignPartitionsPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parts, err := zkdata.DecodeReassignment(d)
+	if err != nil {
+		c.log.Printf("%v", err)
+		return nil
+	}
+	pending := false
+	for _, rp := range parts {
+		tp := history.TP(rp.Topic, rp.Partition)
+		old, ok := c.ctx.assign[tp]
+		if !ok {
+			continue
+		}
+		grows := false
+		for _, r := range rp.Replicas {
+			if !slices.Contains(old, r) {
+				grows = true
+			}
+		}
+		if grows {
+			c.log.Printf("reassignment of %s to %v adds replicas: needs the data plane (part 2); left pending", tp, rp.Replicas)
+			pending = true
+			continue
+		}
+		if err := c.reassignShrink(ctx, tp, old, rp.Replicas); err != nil {
+			return err
+		}
+	}
+	if pending {
+		return nil
+	}
+	start := time.Now()
+	_, err = c.fenced(ctx, &zk.DeleteRequest{Path: zkdata.ReassignPartitionsPath, Version: st.Version})
+	c.logWrite(start, zkdata.ReassignPartitionsPath, "delete", !c.cfg.Bugs.On(config.BugKafka532), st.Version, "", nil, err, c.epoch, c.epochZkVersion)
+	return err
+}
+
+func (c *Controller) reassignShrink(ctx context.Context, tp history.TopicPartition, old, target []int32) error {
+	removed := []int32{}
+	for _, r := range old {
+		if !slices.Contains(target, r) {
+			removed = append(removed, r)
+		}
+	}
+	err := c.changeAndSend(ctx, []history.TopicPartition{tp}, func(tp history.TopicPartition) decide {
+		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
+			isr := []int32{}
+			for _, r := range cur.ISR {
+				if slices.Contains(target, r) {
+					isr = append(isr, r)
+				}
+			}
+			leader := cur.Leader
+			if !slices.Contains(target, leader) {
+				leader = -1
+				for _, r := range target {
+					if c.ctx.isLive(r) && slices.Contains(isr, r) {
+						leader = r
+						break
+					}
+				}
+			}
+			if len(isr) == 0 {
+				return cur, false
+			}
+			return zkdata.PartitionState{Leader: leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
+		}
+	}, func(b *batch, changed []history.TopicPartition) {
+		for _, r := range removed {
+			if _, ok := c.ctx.live[r]; ok {
+				b.stopReplica(r, tp, true, c.ctx.state[tp].st.LeaderEpoch)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	// Rewrite the topic's assignment.
+	c.ctx.assign[tp] = slices.Clone(target)
+	as := map[int32][]int32{}
+	for p, r := range c.ctx.assign {
+		if p.Topic == tp.Topic {
+			as[p.Partition] = r
+		}
+	}
+	pth := zkdata.TopicPath(tp.Topic)
+	data := zkdata.EncodeTopic(as)
+	start := time.Now()
+	res, err := c.fenced(ctx, &zk.SetDataRequest{Path: pth, Data: data, Version: -1})
+	c.logWrite(start, pth, "set", !c.cfg.Bugs.On(config.BugKafka532), -1, string(data), res.Stat, err, c.epoch, c.epochZkVersion)
+	return err
+}

@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+)
+
+// ---- request batches ----------------------------------------------------------
+
+// batch is ControllerBrokerRequestBatch: requests per broker, sent together
+// with this controller's epoch and each broker's cached broker epoch.
+type batch struct {
+	c     *Controller
+	lai   map[int32]map[history.TopicPartition]bool // broker → partitions (isNew)
+	stop  map[int32][]kmsg.StopReplicaRequestTopic
+	um    map[int32][]history.TopicPartition
+	umAll map[int32]bool
+}
+
+func (c *Controller) newBatch() *batch {
+	return &batch{c: c, lai: map[int32]map[history.TopicPartition]bool{}, stop: map[int32][]kmsg.StopReplicaRequestTopic{},
+		um: map[int32][]history.TopicPartition{}, umAll: map[int32]bool{}}
+}
+
+func (b *batch) leaderAndIsr(brokers []int32, tp history.TopicPartition, isNew bool) {
+	for _, id := range brokers {
+		if b.lai[id] == nil {
+			b.lai[id] = map[history.TopicPartition]bool{}
+		}
+		b.lai[id][tp] = isNew
+	}
+}
+
+func (b *batch) stopReplica(id int32, tp history.TopicPartition, del bool, leaderEpoch int32) {
+	t := kmsg.NewStopReplicaRequestTopic()
+	t.Topic = tp.Topic
+	ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+	ps.Partition, ps.LeaderEpoch, ps.Delete = tp.Partition, leaderEpoch, del
+	t.PartitionStates = append(t.PartitionStates, ps)
+	b.stop[id] = append(b.stop[id], t)
+}
+
+// updateMetadata adds partitions (nil: all) for brokers.
+func (b *batch) updateMetadata(brokers []int32, tps []history.TopicPartition) {
+	for _, id := range brokers {
+		if tps == nil {
+			b.umAll[id] = true
+		}
+		b.um[id] = append(b.um[id], tps...)
+	}
+}
+
+func (c *Controller) sendUpdateMetadata(brokers []int32, tps []history.TopicPartition) {
+	b := c.newBatch()
+	b.updateMetadata(brokers, tps)
+	b.send()
+}
+
+func (b *batch) brokerEpoch(id int32) int64 {
+	c := b.c
+	if c.cfg.Bugs.On(config.BugKafka7235) {
+		return -1 // no broker epoch before KIP-380
+	}
+	if bi, ok := c.ctx.live[id]; ok {
+		return bi.Epoch
+	}
+	return -1
+}
+
+func (b *batch) send() {
+	c := b.c
+	liveLeaders := func() []kmsg.LeaderAndISRRequestLiveLeader {
+		var out []kmsg.LeaderAndISRRequestLiveLeader
+		for _, id := range brokerIDs(c.ctx.live) {
+			bi := c.ctx.live[id]
+			l := kmsg.NewLeaderAndISRRequestLiveLeader()
+			l.BrokerID, l.Host, l.Port = bi.ID, bi.Host, bi.Port
+			out = append(out, l)
+		}
+		return out
+	}
+	for _, id := range sortedKeys(b.lai) {
+		req := kmsg.NewPtrLeaderAndISRRequest()
+		req.SetVersion(4)
+		req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.cfg.BrokerID, c.epoch, b.brokerEpoch(id)
+		byTopic := map[string]*kmsg.LeaderAndISRRequestTopicState{}
+		var order []string
+		tps := make([]history.TopicPartition, 0, len(b.lai[id]))
+		for tp := range b.lai[id] {
+			tps = append(tps, tp)
+		}
+		sortTPs(tps)
+		for _, tp := range tps {
+			ps := c.ctx.state[tp]
+			if ps == nil {
+				continue
+			}
+			ts, ok := byTopic[tp.Topic]
+			if !ok {
+				t := kmsg.NewLeaderAndISRRequestTopicState()
+				t.Topic = tp.Topic
+				ts = &t
+				byTopic[tp.Topic] = ts
+				order = append(order, tp.Topic)
+			}
+			p := kmsg.NewLeaderAndISRRequestTopicPartition()
+			p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
+			p.ISR, p.ZKVersion, p.Replicas, p.IsNew = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp]), b.lai[id][tp]
+			ts.PartitionStates = append(ts.PartitionStates, p)
+		}
+		for _, t := range order {
+			req.TopicStates = append(req.TopicStates, *byTopic[t])
+		}
+		req.LiveLeaders = liveLeaders()
+		if len(req.TopicStates) > 0 {
+			c.chans.send(id, req)
+		}
+	}
+	for _, id := range sortedKeys(b.stop) {
+		req := kmsg.NewPtrStopReplicaRequest()
+		req.SetVersion(3)
+		req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.cfg.BrokerID, c.epoch, b.brokerEpoch(id)
+		req.Topics = b.stop[id]
+		c.chans.send(id, req)
+	}
+	for _, id := range sortedKeys(b.um) {
+		req := kmsg.NewPtrUpdateMetadataRequest()
+		req.SetVersion(6)
+		req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.cfg.BrokerID, c.epoch, b.brokerEpoch(id)
+		tps := b.um[id]
+		if b.umAll[id] {
+			tps = c.ctx.sortedTPs()
+		}
+		byTopic := map[string]int{}
+		for _, tp := range tps {
+			ps := c.ctx.state[tp]
+			if ps == nil {
+				continue
+			}
+			i, ok := byTopic[tp.Topic]
+			if !ok {
+				t := kmsg.NewUpdateMetadataRequestTopicState()
+				t.Topic = tp.Topic
+				req.TopicStates = append(req.TopicStates, t)
+				i = len(req.TopicStates) - 1
+				byTopic[tp.Topic] = i
+			}
+			p := kmsg.NewUpdateMetadataRequestTopicPartition()
+			p.Topic, p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Topic, tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
+			p.ISR, p.ZKVersion, p.Replicas = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp])
+			for _, r := range c.ctx.assign[tp] {
+				if _, ok := c.ctx.live[r]; !ok {
+					p.OfflineReplicas = append(p.OfflineReplicas, r)
+				}
+			}
+			req.TopicStates[i].PartitionStates = append(req.TopicStates[i].PartitionStates, p)
+		}
+		for _, lid := range brokerIDs(c.ctx.live) {
+			bi := c.ctx.live[lid]
+			lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+			lb.ID = bi.ID
+			ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = bi.Host, bi.Port, "PLAINTEXT", 0
+			lb.Endpoints = append(lb.Endpoints, ep)
+			req.LiveBrokers = append(req.LiveBrokers, lb)
+		}
+		c.chans.send(id, req)
+	}
+}
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	out := make([]int32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// onResponse is called by send threads; responses are only logged (Kafka's
+// controller uses them for topic deletion, which the node does not model).
+func (c *Controller) onResponse(broker int32, req kmsg.Request, resp kmsg.Response) {
+	var code int16
+	switch r := resp.(type) {
+	case *kmsg.LeaderAndISRResponse:
+		code = r.ErrorCode
+	case *kmsg.StopReplicaResponse:
+		code = r.ErrorCode
+	case *kmsg.UpdateMetadataResponse:
+		code = r.ErrorCode
+	}
+	if code != 0 {
+		c.log.Printf("broker %d answered %s with error %d", broker, kmsg.NameForKey(req.Key()), code)
+	}
+}
+
+// Close stops watch goroutines and send threads; call after Run returned.
+func (c *Controller) Close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	if c.chans != nil {
+		c.chans.shutdown()
+	}
+}

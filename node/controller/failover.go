@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+	"github.com/zkchaos/zkchaos/node/zkutil"
+)
+
+// ---- failover -----------------------------------------------------------
+
+// onControllerFailover loads the context, starts the send queues and tells
+// every broker the current state with this controller's epoch.
+func (c *Controller) onControllerFailover(ctx context.Context) error {
+	c.gen++
+	c.ctx = newContext()
+	c.chans = newChannelManager(c)
+	gen := c.gen
+	for _, p := range []string{zkdata.ISRChangePath, zkdata.AdminPath} {
+		if err := zkutil.EnsurePath(ctx, c.sess, p); err != nil {
+			return err
+		}
+	}
+	live, err := c.readBrokers(ctx)
+	if err != nil {
+		return err
+	}
+	c.ctx.live = live
+	if _, err := c.readTopics(ctx); err != nil {
+		return err
+	}
+	// Partition states. Fixed: Sync first so the read is not older than
+	// the election. KAFKA-16667: read through our session as it is.
+	sync := !c.cfg.Bugs.On(config.BugKafka16667)
+	var newParts []history.TopicPartition
+	for _, tp := range c.ctx.sortedTPs() {
+		ps, err := c.readState(ctx, tp, sync)
+		if errors.Is(err, zk.ErrNoNode) {
+			newParts = append(newParts, tp)
+			continue
+		}
+		if err != nil {
+			c.log.Printf("failover: %s: %v", tp, err)
+			continue
+		}
+		c.ctx.state[tp] = ps
+	}
+	for _, b := range live {
+		c.chans.addBroker(b)
+	}
+	c.log.Printf("controller failover: epoch %d, live brokers %v, %d partitions", c.epoch, brokerIDs(live), len(c.ctx.assign))
+	// Watches for the admin paths and ISR notifications.
+	if _, err := c.childrenW(ctx, zkdata.ISRChangePath, func() event { return evISRChange{gen: gen} }); err != nil {
+		return err
+	}
+	c.watchExists(ctx, zkdata.PreferredElectionPath, func() event { return evPreferred{gen: gen} })
+	c.watchExists(ctx, zkdata.ReassignPartitionsPath, func() event { return evReassign{gen: gen} })
+
+	c.sendUpdateMetadata(brokerIDs(live), nil)
+	if err := c.onNewPartitions(ctx, newParts); err != nil {
+		return err
+	}
+	// ReplicaStateMachine.startup moves replicas on dead brokers to
+	// OfflineReplica (out of the ISR, leader -1 if they led), then
+	// PartitionStateMachine.startup elects where it can.
+	var dead []int32
+	for _, tp := range c.ctx.sortedTPs() {
+		for _, r := range c.ctx.assign[tp] {
+			if _, ok := c.ctx.live[r]; !ok && !slices.Contains(dead, r) {
+				dead = append(dead, r)
+			}
+		}
+	}
+	slices.Sort(dead)
+	if err := c.onBrokerFailure(ctx, dead); err != nil {
+		return err
+	}
+	if err := c.electOffline(ctx); err != nil {
+		return err
+	}
+	// ReplicaStateMachine.startup: every live replica learns the current
+	// state of its partitions from this controller.
+	b := c.newBatch()
+	for _, tp := range c.ctx.sortedTPs() {
+		if c.ctx.state[tp] != nil {
+			b.leaderAndIsr(c.liveReplicas(tp), tp, false)
+		}
+	}
+	b.send()
+	c.events.push(evISRChange{gen: gen})
+	c.events.push(evPreferred{gen: gen})
+	c.events.push(evReassign{gen: gen})
+	return nil
+}
+
+func (c *Controller) watchExists(ctx context.Context, p string, mk func() event) {
+	_, _, ch, err := c.existsW(ctx, p)
+	if err != nil {
+		c.log.Printf("watch %s: %v", p, err)
+		return
+	}
+	c.waitWatch(ch, mk)
+}
+
+func brokerIDs(m map[int32]brokerInfo) []int32 {
+	out := make([]int32, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *Controller) liveReplicas(tp history.TopicPartition) []int32 {
+	var out []int32
+	for _, r := range c.ctx.assign[tp] {
+		if _, ok := c.ctx.live[r]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
