@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
 	driver := cfg.Driver
 	if driver == nil {
-		sched := nemesis.Plan(cfg.Seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
+		sched := nemesis.Plan(cfg.Seed, nemesis.Topology{Nodes: cfg.Nodes, ZKServers: cfg.ZK.Servers}, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
 		if cfg.Schedule != nil {
 			sched = *cfg.Schedule
 		}

@@ -27,7 +27,7 @@ func TestZooKeeperFaultScheduleHeals(t *testing.T) {
 	}
 	n := nemesis.New(w, nemesis.NewRecorder(hw))
 	kinds := []nemesis.FaultKind{nemesis.IsolateZKLeader, nemesis.PauseZKFollower, nemesis.SlowZKFollowerLink}
-	s := nemesis.Plan(5, 14*time.Second, time.Second, 2*time.Second, kinds)
+	s := nemesis.Plan(5, nemesis.Topology{Nodes: 0, ZKServers: 3}, 14*time.Second, time.Second, 2*time.Second, kinds)
 	if len(s.Steps) < 3 {
 		t.Fatalf("plan has %d steps; want at least 3", len(s.Steps))
 	}
