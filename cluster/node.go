@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/zkchaos/zkchaos/rundir"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -63,7 +64,7 @@ func (c *Cluster) StartNode(ctx context.Context, s NodeSpec) (*Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	hist := filepath.Join(c.RunDir, "history")
+	hist := filepath.Join(c.RunDir, rundir.HistoryDir)
 	if err := os.MkdirAll(hist, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

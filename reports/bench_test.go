@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/zkchaos/zkchaos/rundir"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,9 +34,9 @@ func BenchmarkRenderHTML1M(b *testing.B) {
 		}
 		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
 	}
-	r := &Results{Schema: ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
 		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
-	if err := WriteResults(dir, r); err != nil {
+	if err := rundir.WriteResults(dir, r); err != nil {
 		b.Fatal(err)
 	}
 	var histBytes int64

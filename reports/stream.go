@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zkchaos/zkchaos/rundir"
 	"io"
 	"os"
 	"path/filepath"
@@ -139,7 +140,7 @@ func lineOffsets(path string, n int) ([]int64, error) {
 // that stopped early) is skipped with a warning; any other bad record is an
 // error naming file and line, as there.
 func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
-	dir := filepath.Join(runDir, history.HistoryDir)
+	dir := filepath.Join(runDir, rundir.HistoryDir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("history: list %s: %w", dir, err)

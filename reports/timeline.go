@@ -14,6 +14,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/zkchaos/zkchaos/rundir"
 	"html"
 	"math"
 	"sort"
@@ -480,7 +481,7 @@ func phaseColor(name string) string {
 // addMarkers records the events named in the violations of invalid checkers
 // (and the events of unknown ones, which point where to look), capped at
 // maxMarkers; anchor links each marker to its violation in the page.
-func (tl *timeline) addMarkers(h eventLookup, res *Results) {
+func (tl *timeline) addMarkers(h eventLookup, res *rundir.Results) {
 	if h == nil || res == nil {
 		return
 	}
@@ -506,7 +507,7 @@ func (tl *timeline) addMarkers(h eventLookup, res *Results) {
 // start of the fault that was active (or last began) shortly before, padded
 // by a second. ok is false when there is no violation or the window would
 // cover most of the run anyway.
-func (tl *timeline) zoomWindow(h eventLookup, res *Results) (from, to int64, caption string, ok bool) {
+func (tl *timeline) zoomWindow(h eventLookup, res *rundir.Results) (from, to int64, caption string, ok bool) {
 	if h == nil || res == nil {
 		return 0, 0, "", false
 	}
