@@ -3,12 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"net/netip"
 	"os"
 	"path/filepath"
 
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // In-container paths of a node. The harness reads the same files on the host

@@ -3,11 +3,11 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // ErrBadHistory wraps every error that comes from an unreadable history, so

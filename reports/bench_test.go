@@ -2,13 +2,13 @@ package reports
 
 import (
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // BenchmarkRenderHTML1M renders the report of a run directory holding a

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"html/template"
 	"io"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // Caps on what the page lists.

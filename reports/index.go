@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"html/template"
 	"io"
 	"io/fs"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // RunSummary is what the index and JUnit need about one run.

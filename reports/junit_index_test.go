@@ -3,7 +3,6 @@ package reports
 import (
 	"bytes"
 	"encoding/xml"
-	"github.com/zkchaos/zkchaos/rundir"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // junitDoc mirrors the JUnit shape CI tools read, decoded independently of

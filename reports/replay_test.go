@@ -1,11 +1,11 @@
 package reports
 
 import (
-	"github.com/zkchaos/zkchaos/rundir"
 	"strings"
 	"testing"
 
 	hb "github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func TestReplayCommandForScenariosAndControlPlaneRuns(t *testing.T) {

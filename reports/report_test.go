@@ -3,7 +3,6 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // kafka532 is the stored KAFKA-532-shaped invalid run of `chaos check`.

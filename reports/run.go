@@ -7,11 +7,12 @@ package reports
 import (
 	"errors"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // absDir makes a run directory absolute for commands a person copies from

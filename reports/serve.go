@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"io/fs"
 	"log"
 	"net"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // reportVersion is stamped into every report; a report from another version

@@ -14,13 +14,13 @@ package reports
 
 import (
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"html"
 	"math"
 	"sort"
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // Drawing limits.

@@ -2,10 +2,10 @@ package reports
 
 import (
 	"fmt"
-	"github.com/zkchaos/zkchaos/rundir"
 	"math/rand"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 	"strings"
 	"testing"
 
