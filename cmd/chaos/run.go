@@ -10,6 +10,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/reports"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -56,28 +57,20 @@ error, 3 some run unknown.`,
 				rc.Seed = first + uint64(i)
 				rc.RunID = cluster.NewRunID()
 				rc.RunDir = filepath.Join(o.runsDir, rc.RunID)
-				dir, err := harness.Run(cmd.Context(), rc)
+				out, err := pipeline.Execute(cmd.Context(), rc, pipeline.Options{Check: &o.check})
+				if out.Results != nil {
+					printSummary(cmd.OutOrStdout(), out.Results, filepath.Join(out.Dir, rundir.ResultsFile))
+				}
 				if err != nil {
-					return withCode(exitBad, fmt.Errorf("run seed %d (partial history and logs kept in %s): %w", rc.Seed, dir, err))
+					return withCode(exitBad, fmt.Errorf("run seed %d: %w", rc.Seed, err))
 				}
-				check := o.check
-				check.VisualizePath = filepath.Join(dir, rundir.LinearizeFile)
-				rep, err := harness.Check(dir, check)
-				if err != nil {
-					return withCode(exitBad, err)
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", out.Report)
+				if out.Verdict() != checkers.Valid {
+					info, _ := rundir.ReadInfo(out.Dir)
+					fmt.Fprintf(cmd.OutOrStdout(), "replay: %s\n", rundir.ReplayCommand(out.Dir, info, true))
 				}
-				printSummary(cmd.OutOrStdout(), rep, filepath.Join(dir, rundir.ResultsFile))
-				page, err := reports.RenderHTML(dir)
-				if err != nil {
-					return withCode(exitBad, fmt.Errorf("report of %s: %w", dir, err))
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", page)
-				if rep.Verdict != checkers.Valid {
-					info, _ := rundir.ReadInfo(dir)
-					fmt.Fprintf(cmd.OutOrStdout(), "replay: %s\n", rundir.ReplayCommand(dir, info, true))
-				}
-				overall = checkers.Combine(overall, rep.Verdict)
-				dirs = append(dirs, dir)
+				overall = checkers.Combine(overall, out.Verdict())
+				dirs = append(dirs, out.Dir)
 			}
 			if o.junit != "" {
 				var sums []reports.RunSummary
