@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -124,7 +125,6 @@ func newBuilder() *builder {
 		kinds:    map[history.Kind]int{},
 		sources:  map[string]int{},
 	}
-	type faultKey struct{ src, id string }
 	type openCtrl struct {
 		t     int64
 		epoch int32
@@ -142,36 +142,19 @@ func newBuilder() *builder {
 	var (
 		phaseOpen  = map[string]int64{}
 		phaseOrder []string
-		faultOpen  = map[faultKey]history.Event{} // copies: a held pointer would pin a whole file's events
+		faults     = history.FaultWindows{ProcessEnds: true}
 		ctrlOpen   = map[int32]openCtrl{}
 		nodeSeen   = map[int32]bool{}
 		leadOpen   = map[history.TopicPartition]map[int32]openLead{}
 		stOpen     = map[history.TopicPartition]*openState{}
 		writeState = map[history.TopicPartition][]stateWrite{} // fallback when the watcher saw nothing
 		sawWatch   = map[history.TopicPartition]bool{}
-		invokes    = map[procKey]int64{} // pending invokes, paired as history.Operations does
-		zkID       = int32(-2)           // -2: not observed yet
+		invokes    history.OpPairer[int64] // invoke times
+		zkID       = int32(-2)             // -2: not observed yet
 		zkEpoch    = int32(-1)
 		zkFrom     int64
 		seen       bool // any event yet (t0, t1 valid)
 	)
-	closeFault := func(k faultKey, start history.Event, end int64, open bool) {
-		f := start.Fault
-		label := f.Name
-		if f.Failpoint != "" {
-			label = f.Failpoint
-		}
-		if len(f.Targets) > 0 {
-			label += " " + strings.Join(f.Targets, ",")
-		}
-		title := fmt.Sprintf("%s, by %s", Summarize(&start), k.src)
-		color := "#e15759"
-		if f.Failpoint != "" || f.Name == "failpoint" {
-			color = "#d4a017"
-		}
-		tl.faults = append(tl.faults, span{from: start.Time, to: end, label: label, title: title, color: color, open: open})
-		delete(faultOpen, k)
-	}
 	closeCtrl := func(n int32, end int64, open bool, why string) {
 		o, ok := ctrlOpen[n]
 		if !ok {
@@ -228,11 +211,7 @@ func newBuilder() *builder {
 		for tp := range leadOpen {
 			closeLead(tp, e.Node, e.Time, false)
 		}
-		for k, st := range faultOpen {
-			if k.src == e.Source {
-				closeFault(k, st, e.Time, false)
-			}
-		}
+		faults.Add(e)
 	}
 
 	b := &builder{}
@@ -261,17 +240,8 @@ func newBuilder() *builder {
 					title: "phase " + e.Phase.Name})
 				delete(phaseOpen, e.Phase.Name)
 			}
-		case history.KindFaultStart:
-			k := faultKey{e.Source, e.Fault.ID}
-			if prev, ok := faultOpen[k]; ok { // restarted without a stop: end the first at the second
-				closeFault(k, prev, e.Time, false)
-			}
-			faultOpen[k] = *e
-		case history.KindFaultStop:
-			k := faultKey{e.Source, e.Fault.ID}
-			if st, ok := faultOpen[k]; ok {
-				closeFault(k, st, e.Time, false)
-			}
+		case history.KindFaultStart, history.KindFaultStop:
+			faults.Add(e)
 		case history.KindNodeStart, history.KindNodeStop:
 			processEnds(e)
 		case history.KindControllerElected:
@@ -321,19 +291,15 @@ func newBuilder() *builder {
 		case history.KindOp:
 			o := e.Op
 			if o.Type == history.OpInvoke {
-				k := procKey{e.Source, o.Process}
-				if _, busy := invokes[k]; busy {
+				if invokes.Invoke(e, e.Time) {
 					tl.pending++ // a second invoke on a busy process: the first never completed
 				}
-				invokes[k] = e.Time
 				return
 			}
-			k := procKey{e.Source, o.Process}
-			start, ok := invokes[k]
+			start, ok := invokes.Complete(e)
 			if !ok {
 				return
 			}
-			delete(invokes, k)
 			var out uint8
 			switch o.Type {
 			case history.OpOK:
@@ -366,8 +332,8 @@ func newBuilder() *builder {
 				setState(w.t, w.state)
 			}
 		}
-		for k, st := range faultOpen {
-			closeFault(k, st, tl.t1, true)
+		for _, w := range faults.Finish(tl.t1) {
+			tl.faults = append(tl.faults, faultSpan(w))
 		}
 		for n := range ctrlOpen {
 			closeCtrl(n, tl.t1, true, "")
@@ -389,7 +355,7 @@ func newBuilder() *builder {
 					title: "phase " + name})
 			}
 		}
-		tl.pending += len(invokes)
+		tl.pending += invokes.Pending()
 		for n := range nodeSeen {
 			tl.nodes = append(tl.nodes, n)
 		}
@@ -407,12 +373,7 @@ func newBuilder() *builder {
 				tl.parts = append(tl.parts, tp)
 			}
 		}
-		sort.Slice(tl.parts, func(a, b int) bool {
-			if tl.parts[a].Topic != tl.parts[b].Topic {
-				return tl.parts[a].Topic < tl.parts[b].Topic
-			}
-			return tl.parts[a].Partition < tl.parts[b].Partition
-		})
+		slices.SortFunc(tl.parts, history.TopicPartition.Compare)
 		// Spans of several sources share these lanes: order them fully,
 		// so the drawing does not depend on the order sources were read in.
 		sortSpans := func(s []span) {
@@ -435,10 +396,23 @@ func newBuilder() *builder {
 	return b
 }
 
-// procKey identifies a client process: its writer and process number.
-type procKey struct {
-	src  string
-	proc int
+// faultSpan draws one fault window: red for the nemesis, gold for a
+// failpoint.
+func faultSpan(w history.FaultWindow) span {
+	f := w.Start.Fault
+	label := f.Name
+	if f.Failpoint != "" {
+		label = f.Failpoint
+	}
+	if len(f.Targets) > 0 {
+		label += " " + strings.Join(f.Targets, ",")
+	}
+	title := fmt.Sprintf("%s, by %s", Summarize(&w.Start), w.Start.Source)
+	color := "#e15759"
+	if f.Failpoint != "" || f.Name == "failpoint" {
+		color = "#d4a017"
+	}
+	return span{from: w.Start.Time, to: w.End, label: label, title: title, color: color, open: w.Open}
 }
 
 // stateWrite is a controller's successful partition-state write, kept for
