@@ -26,7 +26,7 @@ type Fault struct {
 	doc  string
 	// needs says what the topology must have; nil means any run.
 	needs  func(Topology) error
-	inject func(ctx context.Context, n *Nemesis, pick int) (Heal, error)
+	inject injector
 }
 
 // Name is the fault's catalogue name, as --faults and schedule.json spell it.
@@ -51,7 +51,7 @@ func (f Fault) Available(t Topology) error {
 // pick chooses among candidates (a random broker, one follower); the same
 // pick in a replay chooses the same position.
 func (f Fault) Inject(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-	return f.inject(ctx, n, pick)
+	return f.inject(ctx, n, f.kind, pick)
 }
 
 // Lookup returns the fault named k.
@@ -83,102 +83,84 @@ func needZK(min int) func(Topology) error {
 
 // faults is the catalogue, in the order of Catalogue.
 var faults = []Fault{
-	{PauseController, "SIGSTOP the controller (GC-pause lookalike)", needNodes(1), func(ctx context.Context, n *Nemesis, _ int) (Heal, error) {
-		t, err := n.controller(ctx, PauseController)
+	{PauseController, "SIGSTOP the controller (GC-pause lookalike)", needNodes(1), onBroker(theController, pauseHeal)},
+	{PauseNode, "SIGSTOP a random broker", needNodes(1), onBroker(aBroker, pauseHeal)},
+	{KillNode, "SIGKILL a random broker; restarted at the end of the fault", needNodes(1), onBroker(aBroker, killHeal)},
+	{BounceNode, "kill a random broker and restart it at once", needNodes(1), onBroker(aBroker, bounceHeal)},
+	{BounceController, "kill the controller and restart it at once", needNodes(1), onBroker(theController, bounceHeal)},
+	{IsolateNode, "cut a random broker from ZooKeeper and the other brokers", needNodes(1), onBroker(aBroker, isolateHeal)},
+	{IsolateController, "cut the controller from ZooKeeper and the other brokers", needNodes(1), onBroker(theController, isolateHeal)},
+	{PartitionHalves, "brokers split in two groups; ZooKeeper stays with the larger", needNodes(2), partitionHalves},
+	{IsolateZKLeader, "cut the ZooKeeper leader from its followers", needZK(2), func(ctx context.Context, n *Nemesis, k FaultKind, _ int) (Heal, error) {
+		l, rest, err := n.zkLeader(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		return n.pauseHeal(ctx, t)
+		return n.partitionHeal(ctx, k, []Target{l}, rest)
 	}},
-	{PauseNode, "SIGSTOP a random broker", needNodes(1), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		t, err := pickOne(PauseNode, n.World.Nodes(), pick)
-		if err != nil {
-			return nil, err
-		}
-		return n.pauseHeal(ctx, t)
-	}},
-	{KillNode, "SIGKILL a random broker; restarted at the end of the fault", needNodes(1), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		t, err := pickOne(KillNode, n.World.Nodes(), pick)
-		if err != nil {
-			return nil, err
-		}
-		if err := n.KillTarget(ctx, t); err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context) error { return n.StartTarget(ctx, t) }, nil
-	}},
-	{BounceNode, "kill a random broker and restart it at once", needNodes(1), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		t, err := pickOne(BounceNode, n.World.Nodes(), pick)
-		if err != nil {
-			return nil, err
-		}
-		return n.bounceHeal(ctx, t)
-	}},
-	{BounceController, "kill the controller and restart it at once", needNodes(1), func(ctx context.Context, n *Nemesis, _ int) (Heal, error) {
-		t, err := n.controller(ctx, BounceController)
-		if err != nil {
-			return nil, err
-		}
-		return n.bounceHeal(ctx, t)
-	}},
-	{IsolateNode, "cut a random broker from ZooKeeper and the other brokers", needNodes(1), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		t, err := pickOne(IsolateNode, n.World.Nodes(), pick)
-		if err != nil {
-			return nil, err
-		}
-		return n.isolateHeal(ctx, IsolateNode, t)
-	}},
-	{IsolateController, "cut the controller from ZooKeeper and the other brokers", needNodes(1), func(ctx context.Context, n *Nemesis, _ int) (Heal, error) {
-		t, err := n.controller(ctx, IsolateController)
-		if err != nil {
-			return nil, err
-		}
-		return n.isolateHeal(ctx, IsolateController, t)
-	}},
-	{PartitionHalves, "brokers split in two groups; ZooKeeper stays with the larger", needNodes(2), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		nodes := n.World.Nodes()
-		if len(nodes) < 2 {
-			return nil, fmt.Errorf("%s: needs two brokers", PartitionHalves)
-		}
-		shuffled := slices.Clone(nodes)
-		r := rand.New(rand.NewPCG(uint64(pick), 7))
-		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		small := shuffled[:len(shuffled)/2]
-		big := append(slices.Clone(shuffled[len(shuffled)/2:]), n.World.ZKServers()...)
-		return n.partitionHeal(ctx, PartitionHalves, small, big)
-	}},
-	{IsolateZKLeader, "cut the ZooKeeper leader from its followers", needZK(2), func(ctx context.Context, n *Nemesis, _ int) (Heal, error) {
-		l, rest, err := n.zkLeader(ctx, IsolateZKLeader)
-		if err != nil {
-			return nil, err
-		}
-		return n.partitionHeal(ctx, IsolateZKLeader, []Target{l}, rest)
-	}},
-	{PauseZKFollower, "SIGSTOP one ZooKeeper follower", needZK(2), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		_, rest, err := n.zkLeader(ctx, PauseZKFollower)
-		if err != nil {
-			return nil, err
-		}
-		f, err := pickOne(PauseZKFollower, rest, pick)
-		if err != nil {
-			return nil, err
-		}
-		return n.pauseHeal(ctx, f)
-	}},
-	{SlowZKFollowerLink, "slow the link from the ZooKeeper leader to one follower", needZK(2), func(ctx context.Context, n *Nemesis, pick int) (Heal, error) {
-		l, rest, err := n.zkLeader(ctx, SlowZKFollowerLink)
-		if err != nil {
-			return nil, err
-		}
-		f, err := pickOne(SlowZKFollowerLink, rest, pick)
-		if err != nil {
-			return nil, err
-		}
+	{PauseZKFollower, "SIGSTOP one ZooKeeper follower", needZK(2), onZKFollower(func(ctx context.Context, n *Nemesis, k FaultKind, _, f Target) (Heal, error) {
+		return pauseHeal(ctx, n, k, f)
+	})},
+	{SlowZKFollowerLink, "slow the link from the ZooKeeper leader to one follower", needZK(2), onZKFollower(func(ctx context.Context, n *Nemesis, _ FaultKind, l, f Target) (Heal, error) {
 		if err := n.SlowLink(ctx, l, f, SlowSpec{RateKbit: 64, Loss: 0.85}); err != nil {
 			return nil, err
 		}
 		return n.Heal, nil
-	}},
+	})},
+}
+
+// injector starts a fault of kind k; pick chooses among candidates.
+type injector func(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error)
+
+// chooser picks the broker a fault hits.
+type chooser func(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Target, error)
+
+func aBroker(_ context.Context, n *Nemesis, k FaultKind, pick int) (Target, error) {
+	return pickOne(k, n.World.Nodes(), pick)
+}
+
+func theController(ctx context.Context, n *Nemesis, k FaultKind, _ int) (Target, error) {
+	return n.controller(ctx, k)
+}
+
+// onBroker is a fault that does do to the broker choose picks.
+func onBroker(choose chooser, do func(ctx context.Context, n *Nemesis, k FaultKind, t Target) (Heal, error)) injector {
+	return func(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
+		t, err := choose(ctx, n, k, pick)
+		if err != nil {
+			return nil, err
+		}
+		return do(ctx, n, k, t)
+	}
+}
+
+// onZKFollower is a fault that does do to the ZooKeeper leader l and the
+// follower f that pick chooses.
+func onZKFollower(do func(ctx context.Context, n *Nemesis, k FaultKind, l, f Target) (Heal, error)) injector {
+	return func(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
+		l, rest, err := n.zkLeader(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		f, err := pickOne(k, rest, pick)
+		if err != nil {
+			return nil, err
+		}
+		return do(ctx, n, k, l, f)
+	}
+}
+
+func partitionHalves(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
+	nodes := n.World.Nodes()
+	if len(nodes) < 2 {
+		return nil, fmt.Errorf("%s: needs two brokers", k)
+	}
+	shuffled := slices.Clone(nodes)
+	r := rand.New(rand.NewPCG(uint64(pick), 7))
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	small := shuffled[:len(shuffled)/2]
+	big := append(slices.Clone(shuffled[len(shuffled)/2:]), n.World.ZKServers()...)
+	return n.partitionHeal(ctx, k, small, big)
 }
 
 func pickOne(k FaultKind, ts []Target, pick int) (Target, error) {
@@ -208,22 +190,29 @@ func (n *Nemesis) zkLeader(ctx context.Context, k FaultKind) (Target, []Target, 
 	return l, without(zks, l), err
 }
 
-func (n *Nemesis) pauseHeal(ctx context.Context, t Target) (Heal, error) {
+func pauseHeal(ctx context.Context, n *Nemesis, _ FaultKind, t Target) (Heal, error) {
 	if err := n.PauseTarget(ctx, t); err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) error { return n.ResumeTarget(ctx, t) }, nil
 }
 
+func killHeal(ctx context.Context, n *Nemesis, _ FaultKind, t Target) (Heal, error) {
+	if err := n.KillTarget(ctx, t); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return n.StartTarget(ctx, t) }, nil
+}
+
 // bounceHeal: a bounce is over when it returns; there is nothing to undo.
-func (n *Nemesis) bounceHeal(ctx context.Context, t Target) (Heal, error) {
+func bounceHeal(ctx context.Context, n *Nemesis, _ FaultKind, t Target) (Heal, error) {
 	if _, err := n.BounceTarget(ctx, t); err != nil {
 		return nil, err
 	}
 	return func(context.Context) error { return nil }, nil
 }
 
-func (n *Nemesis) isolateHeal(ctx context.Context, k FaultKind, t Target) (Heal, error) {
+func isolateHeal(ctx context.Context, n *Nemesis, k FaultKind, t Target) (Heal, error) {
 	rest := append(without(n.World.Nodes(), t), n.World.ZKServers()...)
 	return n.partitionHeal(ctx, k, []Target{t}, rest)
 }
