@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // In-container paths of a node. The harness reads the same files on the host
@@ -63,7 +64,7 @@ func (c *Cluster) StartNode(ctx context.Context, s NodeSpec) (*Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	hist := filepath.Join(c.RunDir, "history")
+	hist := filepath.Join(c.RunDir, rundir.HistoryDir)
 	if err := os.MkdirAll(hist, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

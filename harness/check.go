@@ -7,7 +7,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // ErrBadHistory wraps every error that comes from an unreadable history, so
@@ -16,14 +16,14 @@ var ErrBadHistory = errors.New("bad history")
 
 // Check reads RUN_DIR's history, runs every checker and writes
 // RUN_DIR/results.json. It needs no Docker: any stored run can be re-checked.
-func Check(runDir string, cfg checkers.Config) (*reports.Results, error) {
+func Check(runDir string, cfg checkers.Config) (*rundir.Results, error) {
 	h, err := history.ReadDir(runDir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: check %s: %w", ErrBadHistory, runDir, err)
 	}
 	results, verdict := checkers.Run(h, checkers.All(cfg))
-	rep := &reports.Results{
-		Schema:    reports.ResultsSchema,
+	rep := &rundir.Results{
+		Schema:    rundir.ResultsSchema,
 		RunDir:    runDir,
 		CheckedAt: time.Now().UTC(),
 		Verdict:   verdict,
@@ -31,14 +31,14 @@ func Check(runDir string, cfg checkers.Config) (*reports.Results, error) {
 		Files:     h.Files,
 		Warnings:  h.Warnings,
 		Results:   results,
-		Config: reports.CheckConfig{
+		Config: rundir.CheckConfig{
 			OfflineGrace:         cfg.OfflineGrace.String(),
 			LivenessGrace:        cfg.LivenessGrace.String(),
 			MaxBadVersionRetries: cfg.MaxBadVersionRetries,
 			LinearizeTimeout:     cfg.LinearizeTimeout.String(),
 		},
 	}
-	if err := reports.WriteResults(runDir, rep); err != nil {
+	if err := rundir.WriteResults(runDir, rep); err != nil {
 		return rep, err
 	}
 	return rep, nil

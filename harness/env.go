@@ -1,9 +1,12 @@
-// Package harness runs one chaos run end to end: it owns the run directory,
-// the order of phases (set-up → workload and nemesis → heal → final reads →
-// collect → check → report) and the exit status. It composes cluster/,
-// nemesis/, workloads/, history/ and the checkers; it talks to the node
-// program only through its container, ZooKeeper, the Kafka protocol and the
-// node's event log, never through its Go packages.
+// Package harness runs one chaos run and records it: the order of its
+// phases (set-up → workload and nemesis → heal → final reads → collect),
+// what it writes into the run directory (whose layout is rundir's), and
+// Check, which judges a stored history and writes results.json. It composes
+// cluster/, nemesis/, workloads/, history/ and the checkers; it talks to the
+// node program only through its container, ZooKeeper, the Kafka protocol and
+// the node's event log, never through its Go packages. Rendering reports is
+// reports/', the run → check → render sequence is pipeline/'s and the exit
+// status is cmd/chaos's.
 package harness
 
 import (

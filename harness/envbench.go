@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // EnvFigures are the measured costs of the environment and its faults. They
@@ -49,10 +50,10 @@ func MeasureEnv(ctx context.Context, runDir string, reps int, out io.Writer) (En
 		return f, err
 	}
 	defer eng.Close()
-	if err := EnsureDir(filepath.Join(runDir, "history")); err != nil {
+	if err := EnsureDir(filepath.Join(runDir, rundir.HistoryDir)); err != nil {
 		return f, err
 	}
-	hw, err := history.Create(filepath.Join(runDir, "history", "nemesis.jsonl"), "nemesis", 0)
+	hw, err := history.Create(filepath.Join(runDir, rundir.HistoryDir, "nemesis.jsonl"), "nemesis", 0)
 	if err != nil {
 		return f, err
 	}

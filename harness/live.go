@@ -15,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // Driver runs during the workload phase, beside client traffic, and breaks
@@ -109,7 +110,7 @@ func (l *Live) WaitEvent(ctx context.Context, since int64, within time.Duration,
 }
 
 func (l *Live) findEvent(since int64, match func(*history.Event) bool) *history.Event {
-	files, _ := filepath.Glob(filepath.Join(l.RunDir, "history", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(l.RunDir, rundir.HistoryDir, "*.jsonl"))
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observer"
+	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -57,14 +58,14 @@ type RunConfig struct {
 	// Driver, when set, replaces the fault schedule: a scenario drives the
 	// exact fault window of a historical bug. The workload phase ends when
 	// it returns (or at TimeLimit).
-	Driver Driver `json:"-"`
+	Driver Driver
 	// Scenario names the driver in run.json and reports.
-	Scenario string `json:",omitempty"`
+	Scenario string
 	// Settle is how long after healing the cluster gets to recover before
 	// the final reads; default 10s.
 	Settle time.Duration
 
-	Progress io.Writer `json:"-"`
+	Progress io.Writer
 }
 
 func (c *RunConfig) defaults() {
@@ -118,6 +119,23 @@ func (c *RunConfig) defaults() {
 	}
 }
 
+// Info is what run.json records of c (after defaults): the parameters a
+// report shows and a replay repeats.
+func (c *RunConfig) Info() rundir.Info {
+	var faults []string
+	for _, k := range c.Faults {
+		faults = append(faults, string(k))
+	}
+	return rundir.Info{
+		RunID: c.RunID, RunDir: c.RunDir, Seed: c.Seed,
+		ZK:    rundir.ZK{Servers: c.ZK.Servers, TickTime: c.ZK.TickTime},
+		Nodes: c.Nodes, Bugs: c.Bugs, NodeFlags: c.NodeFlags, ZKSessionTimeout: c.ZKSessionTimeout,
+		Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, Producers: c.Producers, Readers: c.Readers,
+		Acks: c.Acks, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
+		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
+	}
+}
+
 // Run is one chaos run: set-up, workload and nemesis, heal, final reads,
 // collection. It leaves in RunDir the history (history/*.jsonl), the
 // schedule executed (schedule.json), the run's configuration (run.json),
@@ -131,11 +149,11 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return cfg.RunDir, fmt.Errorf("run dir: %w", err)
 	}
 	cfg.RunDir = abs
-	hdir := filepath.Join(abs, "history")
+	hdir := filepath.Join(abs, rundir.HistoryDir)
 	if err := EnsureDir(hdir); err != nil {
 		return abs, err
 	}
-	if err := writeJSON(filepath.Join(abs, "run.json"), cfg); err != nil {
+	if err := rundir.WriteInfo(abs, cfg.Info()); err != nil {
 		return abs, err
 	}
 	hw, err := history.Create(filepath.Join(hdir, "harness.jsonl"), "harness", 0)
@@ -158,7 +176,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer func() {
-		collectLogs(env.Cluster, filepath.Join(abs, "logs"))
+		collectLogs(env.Cluster, filepath.Join(abs, rundir.LogsDir))
 		if cerr := env.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -210,11 +228,11 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
 	driver := cfg.Driver
 	if driver == nil {
-		sched := nemesis.Plan(cfg.Seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
+		sched := nemesis.Plan(cfg.Seed, nemesis.Topology{Nodes: cfg.Nodes, ZKServers: cfg.ZK.Servers}, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
 		if cfg.Schedule != nil {
 			sched = *cfg.Schedule
 		}
-		if err := sched.Save(filepath.Join(abs, "schedule.json")); err != nil {
+		if err := sched.Save(filepath.Join(abs, rundir.ScheduleFile)); err != nil {
 			return abs, err
 		}
 		driver = scheduleDriver{sched}
@@ -405,15 +423,4 @@ func nodeLogTails(ctx context.Context, c *cluster.Cluster) string {
 		}
 	}
 	return b.String()
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

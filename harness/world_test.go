@@ -27,7 +27,7 @@ func TestZooKeeperFaultScheduleHeals(t *testing.T) {
 	}
 	n := nemesis.New(w, nemesis.NewRecorder(hw))
 	kinds := []nemesis.FaultKind{nemesis.IsolateZKLeader, nemesis.PauseZKFollower, nemesis.SlowZKFollowerLink}
-	s := nemesis.Plan(5, 14*time.Second, time.Second, 2*time.Second, kinds)
+	s := nemesis.Plan(5, nemesis.Topology{Nodes: 0, ZKServers: 3}, 14*time.Second, time.Second, 2*time.Second, kinds)
 	if len(s.Steps) < 3 {
 		t.Fatalf("plan has %d steps; want at least 3", len(s.Steps))
 	}
@@ -43,28 +43,22 @@ func TestZooKeeperFaultScheduleHeals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := map[string]string{}
-	starts := 0
 	for _, e := range evs {
-		f := e.Fault
-		if f.Error != "" {
+		if f := e.Fault; f.Error != "" {
 			t.Errorf("fault %s %s failed: %s", f.ID, f.Name, f.Error)
 		}
-		switch e.Kind {
-		case history.KindFaultStart:
-			open[f.ID] = f.Name
-			starts++
-		case history.KindFaultStop:
-			if _, ok := open[f.ID]; !ok {
-				t.Errorf("fault_stop %s without a start", f.ID)
-			}
-			delete(open, f.ID)
+	}
+	windows, orphans := history.FaultWindowsOf(history.New(evs), false, false)
+	for _, i := range orphans {
+		t.Errorf("fault_stop %s without a start", evs[i].Fault.ID)
+	}
+	starts := len(windows)
+	for _, w := range windows {
+		if !w.Stopped {
+			t.Errorf("fault %s %s never stopped", w.Start.Fault.ID, w.Start.Fault.Name)
 		}
 	}
 	if starts != len(s.Steps) {
 		t.Errorf("%d faults recorded, %d planned", starts, len(s.Steps))
-	}
-	if len(open) != 0 {
-		t.Errorf("faults never stopped: %v", open)
 	}
 }

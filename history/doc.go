@@ -31,10 +31,11 @@
 // for example client-0.jsonl, client-1.jsonl, n1.jsonl, n2.jsonl, n3.jsonl,
 // zk.jsonl (the ZooKeeper watcher), nemesis.jsonl and harness.jsonl. Every
 // *.jsonl file in that folder is read; other files are ignored. ReadDir merges
-// them into one History ordered by (ts, src, seq), which is stable and
-// deterministic, and numbers the events 0..n-1 (Event.Index). Checkers refer to
-// events by that index. Results of checking go to RUN_DIR/results.json (owned by
-// the check command, not by this package).
+// them into one History ordered by ts, then src, then file (in name order),
+// then position in the file (MergeKey), which is stable and deterministic,
+// and numbers the events 0..n-1 (Event.Index). Checkers refer to events by
+// that index. Results of checking go to RUN_DIR/results.json (its format is
+// rundir's, not this package's).
 //
 // # What writers must record for the checkers to judge
 //

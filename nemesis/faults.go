@@ -58,13 +58,34 @@ func New(w World, rec *Recorder) *Nemesis {
 
 // PauseTarget SIGSTOPs t until ResumeTarget or Heal.
 func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
-	id := n.Rec.Start("pause", []string{t.Name}, "SIGSTOP")
-	if err := Pause(ctx, t.Container); err != nil {
-		n.Rec.Stop(id, "pause", []string{t.Name}, err)
+	f, err := n.record("pause", []string{t.Name}, "SIGSTOP", func() error { return Pause(ctx, t.Container) })
+	if err != nil {
 		return err
 	}
 	n.mu.Lock()
-	n.paused[t.Container] = openFault{id, "pause", []string{t.Name}}
+	n.paused[t.Container] = f
+	n.mu.Unlock()
+	return nil
+}
+
+// record records the start of fault name on targets and does it; when that
+// fails, the stop is recorded at once with the error.
+func (n *Nemesis) record(name string, targets []string, detail string, do func() error) (openFault, error) {
+	id := n.Rec.Start(name, targets, detail)
+	if err := do(); err != nil {
+		n.Rec.Stop(id, name, targets, err)
+		return openFault{}, err
+	}
+	return openFault{id, name, targets}, nil
+}
+
+// holdNet keeps a network fault in force until Heal.
+func (n *Nemesis) holdNet(f openFault, err error) error {
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.openNet = append(n.openNet, f)
 	n.mu.Unlock()
 	return nil
 }
@@ -84,13 +105,12 @@ func (n *Nemesis) ResumeTarget(ctx context.Context, t Target) error {
 
 // KillTarget SIGKILLs t; it stays down until StartTarget or Heal.
 func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
-	id := n.Rec.Start("kill", []string{t.Name}, "SIGKILL")
-	if err := Kill(ctx, t.Container); err != nil {
-		n.Rec.Stop(id, "kill", []string{t.Name}, err)
+	f, err := n.record("kill", []string{t.Name}, "SIGKILL", func() error { return Kill(ctx, t.Container) })
+	if err != nil {
 		return err
 	}
 	n.mu.Lock()
-	n.killed[t.Container] = openFault{id, "kill", []string{t.Name}}
+	n.killed[t.Container] = f
 	n.mu.Unlock()
 	return nil
 }
@@ -128,43 +148,20 @@ func (n *Nemesis) BounceTarget(ctx context.Context, t Target) (time.Duration, er
 func (n *Nemesis) PartitionTargets(ctx context.Context, name string, a, b []Target) error {
 	names := append(targetNames(a), "|")
 	names = append(names, targetNames(b)...)
-	id := n.Rec.Start(name, names, "")
-	if err := n.Net.Partition(ctx, containers(a), containers(b)); err != nil {
-		n.Rec.Stop(id, name, names, err)
-		return err
-	}
-	n.mu.Lock()
-	n.openNet = append(n.openNet, openFault{id, name, names})
-	n.mu.Unlock()
-	return nil
+	return n.holdNet(n.record(name, names, "", func() error { return n.Net.Partition(ctx, containers(a), containers(b)) }))
 }
 
 // DropLink loses every packet from → to (one way) until Heal.
 func (n *Nemesis) DropLink(ctx context.Context, from, to Target) error {
 	names := []string{from.Name, "->", to.Name}
-	id := n.Rec.Start("drop-link", names, "one-way")
-	if err := n.Net.Drop(ctx, from.Container, to.Container); err != nil {
-		n.Rec.Stop(id, "drop-link", names, err)
-		return err
-	}
-	n.mu.Lock()
-	n.openNet = append(n.openNet, openFault{id, "drop-link", names})
-	n.mu.Unlock()
-	return nil
+	return n.holdNet(n.record("drop-link", names, "one-way", func() error { return n.Net.Drop(ctx, from.Container, to.Container) }))
 }
 
 // SlowLink shapes traffic from → to until Heal.
 func (n *Nemesis) SlowLink(ctx context.Context, from, to Target, s SlowSpec) error {
 	names := []string{from.Name, "->", to.Name}
-	id := n.Rec.Start("slow-link", names, fmt.Sprintf("rate=%dkbit loss=%.2f", s.RateKbit, s.Loss))
-	if err := n.Net.Slow(ctx, from.Container, to.Container, s); err != nil {
-		n.Rec.Stop(id, "slow-link", names, err)
-		return err
-	}
-	n.mu.Lock()
-	n.openNet = append(n.openNet, openFault{id, "slow-link", names})
-	n.mu.Unlock()
-	return nil
+	detail := fmt.Sprintf("rate=%dkbit loss=%.2f", s.RateKbit, s.Loss)
+	return n.holdNet(n.record("slow-link", names, detail, func() error { return n.Net.Slow(ctx, from.Container, to.Container, s) }))
 }
 
 // Heal undoes every fault in force: network faults first (so resumed and

@@ -1,6 +1,9 @@
 // Package nemesis owns faults: the low-level primitives that break a running
 // cluster (process pause, kill, restart, fast bounce, network partitions,
-// slow links) and undo them. Schedules of faults build on these.
+// slow links) and undo them, the catalogue of faults as values (fault.go:
+// each with its name, what it needs of the topology, and Inject returning
+// its heal) and seeded schedules that draw only among the faults a run's
+// topology can take.
 //
 // Network faults are applied from OUTSIDE the target, by entering its network
 // namespace from the host (nsenter), never by exec into the container: a

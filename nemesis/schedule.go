@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,26 +17,29 @@ import (
 // so a replayed schedule hits the same roles even if ids differ.
 type FaultKind string
 
-// The fault catalogue.
+// The fault catalogue's names; what each does is its Fault's Doc.
 const (
-	PauseController    FaultKind = "pause-controller"   // SIGSTOP the controller (GC-pause lookalike)
-	PauseNode          FaultKind = "pause-node"         // SIGSTOP a random broker
-	KillNode           FaultKind = "kill-node"          // SIGKILL a random broker; restarted at the end of the fault
-	BounceNode         FaultKind = "bounce-node"        // kill and restart at once
-	BounceController   FaultKind = "bounce-controller"  // kill and restart the controller at once
-	IsolateNode        FaultKind = "isolate-node"       // cut a broker from ZooKeeper and the other brokers
-	IsolateController  FaultKind = "isolate-controller" // the same, for the controller
-	PartitionHalves    FaultKind = "partition-halves"   // brokers split in two groups; ZooKeeper stays with the larger
-	IsolateZKLeader    FaultKind = "isolate-zk-leader"  // cut the ZooKeeper leader from its followers
-	PauseZKFollower    FaultKind = "pause-zk-follower"  // SIGSTOP one ZooKeeper follower
-	SlowZKFollowerLink FaultKind = "slow-zk-follower"   // slow the link from the ZooKeeper leader to one follower
+	PauseController    FaultKind = "pause-controller"
+	PauseNode          FaultKind = "pause-node"
+	KillNode           FaultKind = "kill-node"
+	BounceNode         FaultKind = "bounce-node"
+	BounceController   FaultKind = "bounce-controller"
+	IsolateNode        FaultKind = "isolate-node"
+	IsolateController  FaultKind = "isolate-controller"
+	PartitionHalves    FaultKind = "partition-halves"
+	IsolateZKLeader    FaultKind = "isolate-zk-leader"
+	PauseZKFollower    FaultKind = "pause-zk-follower"
+	SlowZKFollowerLink FaultKind = "slow-zk-follower"
 )
 
-// Catalogue lists every fault kind.
-var Catalogue = []FaultKind{
-	PauseController, PauseNode, KillNode, BounceNode, BounceController, IsolateNode,
-	IsolateController, PartitionHalves, IsolateZKLeader, PauseZKFollower, SlowZKFollowerLink,
-}
+// Catalogue lists every fault kind, in the order of the fault values.
+var Catalogue = func() []FaultKind {
+	out := make([]FaultKind, len(faults))
+	for i, f := range faults {
+		out[i] = f.kind
+	}
+	return out
+}()
 
 // ParseKinds parses a comma-separated list of fault kinds ("all" for every
 // kind), naming the first unknown one.
@@ -80,12 +84,17 @@ type Schedule struct {
 	Seed  uint64        `json:"seed"`
 	Total time.Duration `json:"total_ns"`
 	Steps []Step        `json:"steps"`
+	// Skipped names the requested kinds the run's topology could not take,
+	// with the reason; informational, replay ignores it.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
-// Plan makes the schedule for seed: faults from kinds, each held for
-// [minHold, maxHold], separated by quiet gaps of [minHold/2, maxHold], all
-// inside total.
-func Plan(seed uint64, total, minHold, maxHold time.Duration, kinds []FaultKind) Schedule {
+// Plan makes the schedule for seed on a run of topology topo: faults drawn
+// from the kinds available on topo, each held for [minHold, maxHold],
+// separated by quiet gaps of [minHold/2, maxHold], all inside total. Kinds
+// the topology cannot take are listed in Skipped with the reason and never
+// drawn, so a planned step does not fail for want of a target.
+func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kinds []FaultKind) Schedule {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration {
 		if hi <= lo {
@@ -94,13 +103,26 @@ func Plan(seed uint64, total, minHold, maxHold time.Duration, kinds []FaultKind)
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
 	s := Schedule{Seed: seed, Total: total}
+	var usable []FaultKind
+	for _, k := range kinds {
+		f, ok := Lookup(k)
+		if !ok {
+			s.Skipped = append(s.Skipped, fmt.Sprintf("unknown fault %q", k))
+			continue
+		}
+		if err := f.Available(topo); err != nil {
+			s.Skipped = append(s.Skipped, err.Error())
+			continue
+		}
+		usable = append(usable, k)
+	}
 	at := between(minHold/2, maxHold)
-	for len(kinds) > 0 {
+	for len(usable) > 0 {
 		hold := between(minHold, maxHold)
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: kinds[r.IntN(len(kinds))], Hold: hold, Pick: r.IntN(1 << 16)})
+		s.Steps = append(s.Steps, Step{At: at, Kind: usable[r.IntN(len(usable))], Hold: hold, Pick: r.IntN(1 << 16)})
 		at += hold + between(minHold/2, maxHold)
 	}
 	return s
@@ -147,12 +169,18 @@ func (n *Nemesis) Run(ctx context.Context, s Schedule) error {
 		if !sleepUntil(ctx, start.Add(st.At)) {
 			return nil
 		}
-		err := n.Apply(ctx, st)
+		heal, err := n.Apply(ctx, st)
 		if err != nil && ctx.Err() != nil {
 			return nil
 		}
 		sleepUntil(ctx, start.Add(st.At+st.Hold))
-		if err := n.Heal(context.WithoutCancel(ctx)); err != nil {
+		var herr error
+		if heal != nil {
+			herr = heal(context.WithoutCancel(ctx))
+		}
+		// Heal whatever else is in force: a fault that failed half-way
+		// leaves nothing behind for the next step.
+		if err := errors.Join(herr, n.Heal(context.WithoutCancel(ctx))); err != nil {
 			return fmt.Errorf("heal after %s: %w", st.Kind, err)
 		}
 	}
@@ -173,95 +201,17 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// Apply starts one step's fault; Heal ends it.
-func (n *Nemesis) Apply(ctx context.Context, st Step) error {
-	nodes, zks := n.World.Nodes(), n.World.ZKServers()
-	pick := func(ts []Target) (Target, error) {
-		if len(ts) == 0 {
-			return Target{}, fmt.Errorf("%s: no candidates", st.Kind)
-		}
-		return ts[st.Pick%len(ts)], nil
+// Apply starts one step's fault and returns its heal.
+func (n *Nemesis) Apply(ctx context.Context, st Step) (Heal, error) {
+	f, ok := Lookup(st.Kind)
+	if !ok {
+		return nil, fmt.Errorf("unknown fault %q", st.Kind)
 	}
-	controller := func() (Target, error) {
-		id, err := n.World.Controller(ctx)
-		if err != nil {
-			return Target{}, fmt.Errorf("%s: %w", st.Kind, err)
-		}
-		return byName(nodes, fmt.Sprintf("n%d", id))
+	topo := Topology{Nodes: len(n.World.Nodes()), ZKServers: len(n.World.ZKServers())}
+	if err := f.Available(topo); err != nil {
+		return nil, err
 	}
-	zkLeader := func() (Target, []Target, error) {
-		id, err := n.World.ZKLeader(ctx)
-		if err != nil {
-			return Target{}, nil, fmt.Errorf("%s: %w", st.Kind, err)
-		}
-		l, err := byName(zks, fmt.Sprintf("zk%d", id))
-		return l, without(zks, l), err
-	}
-	switch st.Kind {
-	case PauseController, PauseNode:
-		t, err := controller()
-		if st.Kind == PauseNode {
-			t, err = pick(nodes)
-		}
-		if err != nil {
-			return err
-		}
-		return n.PauseTarget(ctx, t)
-	case KillNode:
-		t, err := pick(nodes)
-		if err != nil {
-			return err
-		}
-		return n.KillTarget(ctx, t)
-	case BounceNode, BounceController:
-		t, err := pick(nodes)
-		if st.Kind == BounceController {
-			t, err = controller()
-		}
-		if err != nil {
-			return err
-		}
-		_, err = n.BounceTarget(ctx, t)
-		return err
-	case IsolateNode, IsolateController:
-		t, err := pick(nodes)
-		if st.Kind == IsolateController {
-			t, err = controller()
-		}
-		if err != nil {
-			return err
-		}
-		return n.PartitionTargets(ctx, string(st.Kind), []Target{t}, append(without(nodes, t), zks...))
-	case PartitionHalves:
-		if len(nodes) < 2 {
-			return fmt.Errorf("%s: needs two brokers", st.Kind)
-		}
-		shuffled := slices.Clone(nodes)
-		r := rand.New(rand.NewPCG(uint64(st.Pick), 7))
-		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		small := shuffled[:len(shuffled)/2]
-		return n.PartitionTargets(ctx, string(st.Kind), small, append(slices.Clone(shuffled[len(shuffled)/2:]), zks...))
-	case IsolateZKLeader:
-		l, rest, err := zkLeader()
-		if err != nil {
-			return err
-		}
-		return n.PartitionTargets(ctx, string(st.Kind), []Target{l}, rest)
-	case PauseZKFollower, SlowZKFollowerLink:
-		l, rest, err := zkLeader()
-		if err != nil {
-			return err
-		}
-		f, err := pick(rest)
-		if err != nil {
-			return err
-		}
-		if st.Kind == PauseZKFollower {
-			return n.PauseTarget(ctx, f)
-		}
-		return n.SlowLink(ctx, l, f, SlowSpec{RateKbit: 64, Loss: 0.85})
-	}
-	return fmt.Errorf("unknown fault %q", st.Kind)
+	return f.Inject(ctx, n, st.Pick)
 }
 
 func byName(ts []Target, name string) (Target, error) {

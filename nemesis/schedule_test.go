@@ -1,6 +1,8 @@
 package nemesis
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,8 +26,8 @@ func TestPlanIsSeededAndBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := Plan(tt.seed, tt.total, tt.min, tt.max, tt.kinds)
-			b := Plan(tt.seed, tt.total, tt.min, tt.max, tt.kinds)
+			a := Plan(tt.seed, full, tt.total, tt.min, tt.max, tt.kinds)
+			b := Plan(tt.seed, full, tt.total, tt.min, tt.max, tt.kinds)
 			if !reflect.DeepEqual(a, b) {
 				t.Fatal("same seed gave different schedules")
 			}
@@ -47,7 +49,7 @@ func TestPlanIsSeededAndBounded(t *testing.T) {
 			}
 		})
 	}
-	if reflect.DeepEqual(Plan(1, time.Minute, time.Second, 5*time.Second, Catalogue), Plan(2, time.Minute, time.Second, 5*time.Second, Catalogue)) {
+	if reflect.DeepEqual(Plan(1, full, time.Minute, time.Second, 5*time.Second, Catalogue), Plan(2, full, time.Minute, time.Second, 5*time.Second, Catalogue)) {
 		t.Error("different seeds gave the same schedule")
 	}
 }
@@ -79,7 +81,7 @@ func TestParseKinds(t *testing.T) {
 
 func TestScheduleRoundTripAndBadFiles(t *testing.T) {
 	dir := t.TempDir()
-	s := Plan(42, time.Minute, time.Second, 4*time.Second, Catalogue)
+	s := Plan(42, full, time.Minute, time.Second, 4*time.Second, Catalogue)
 	p := filepath.Join(dir, "schedule.json")
 	if err := s.Save(p); err != nil {
 		t.Fatal(err)
@@ -99,4 +101,115 @@ func TestScheduleRoundTripAndBadFiles(t *testing.T) {
 			t.Errorf("%s: err %v should name the file", name, err)
 		}
 	}
+}
+
+// full is a topology every fault applies to.
+var full = Topology{Nodes: 3, ZKServers: 3}
+
+func TestFaultAvailability(t *testing.T) {
+	tests := []struct {
+		kind FaultKind
+		topo Topology
+		want bool
+	}{
+		{PauseController, Topology{Nodes: 1, ZKServers: 1}, true},
+		{PauseController, Topology{Nodes: 0, ZKServers: 3}, false},
+		{PartitionHalves, Topology{Nodes: 1, ZKServers: 3}, false},
+		{PartitionHalves, Topology{Nodes: 2, ZKServers: 1}, true},
+		{IsolateZKLeader, Topology{Nodes: 3, ZKServers: 1}, false},
+		{IsolateZKLeader, full, true},
+		{PauseZKFollower, Topology{Nodes: 3, ZKServers: 1}, false},
+		{SlowZKFollowerLink, Topology{Nodes: 3, ZKServers: 1}, false},
+		{SlowZKFollowerLink, full, true},
+	}
+	for _, tt := range tests {
+		f, ok := Lookup(tt.kind)
+		if !ok {
+			t.Fatalf("%s not in the catalogue", tt.kind)
+		}
+		err := f.Available(tt.topo)
+		if (err == nil) != tt.want {
+			t.Errorf("%s on %+v: available=%v (%v), want %v", tt.kind, tt.topo, err == nil, err, tt.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), string(tt.kind)) {
+			t.Errorf("%s: error %q does not name the fault", tt.kind, err)
+		}
+	}
+	for _, k := range Catalogue {
+		f, _ := Lookup(k)
+		if f.Name() != k || f.Doc() == "" || f.Available(full) != nil {
+			t.Errorf("%s: name %q, doc %q, available on %+v: %v", k, f.Name(), f.Doc(), full, f.Available(full))
+		}
+	}
+}
+
+// A fault the topology cannot take is never planned, whatever the seed, and
+// the schedule says why it was left out.
+func TestPlanPicksOnlyAvailableFaults(t *testing.T) {
+	topos := []Topology{{Nodes: 1, ZKServers: 1}, {Nodes: 3, ZKServers: 1}, {Nodes: 1, ZKServers: 3}, {Nodes: 0, ZKServers: 3}}
+	for _, topo := range topos {
+		for seed := uint64(0); seed < 50; seed++ {
+			s := Plan(seed, topo, time.Minute, time.Second, 2*time.Second, Catalogue)
+			for i, st := range s.Steps {
+				f, _ := Lookup(st.Kind)
+				if err := f.Available(topo); err != nil {
+					t.Fatalf("%+v seed %d: step %d is %s, which is unavailable: %v", topo, seed, i, st.Kind, err)
+				}
+			}
+			if len(s.Skipped) == 0 {
+				t.Fatalf("%+v seed %d: nothing skipped", topo, seed)
+			}
+		}
+	}
+	if s := Plan(1, Topology{Nodes: 3, ZKServers: 1}, time.Minute, time.Second, 2*time.Second, []FaultKind{IsolateZKLeader}); len(s.Steps) != 0 || len(s.Skipped) != 1 {
+		t.Errorf("only an unavailable kind: %d steps, skipped %q", len(s.Steps), s.Skipped)
+	}
+	// With every kind available the draw is the one a run had before faults
+	// were values, so stored schedules and seeds keep their meaning.
+	a := Plan(9, full, time.Minute, time.Second, 3*time.Second, Catalogue)
+	if len(a.Skipped) != 0 {
+		t.Errorf("full topology skipped %q", a.Skipped)
+	}
+}
+
+// A replayed step whose fault the running cluster cannot take fails before
+// touching anything, with the reason.
+func TestApplyRefusesUnavailableFault(t *testing.T) {
+	n := New(fakeWorld{nodes: 1, zks: 1}, nil)
+	for _, k := range []FaultKind{PartitionHalves, IsolateZKLeader, PauseZKFollower} {
+		if _, err := n.Apply(t.Context(), Step{Kind: k}); err == nil || !strings.Contains(err.Error(), "needs") {
+			t.Errorf("%s on one broker and one ZooKeeper server: err %v", k, err)
+		}
+	}
+	if _, err := n.Apply(t.Context(), Step{Kind: "melt-cpu"}); err == nil {
+		t.Error("unknown fault applied")
+	}
+}
+
+// Schedules written before Skipped existed load and replay unchanged.
+func TestLoadScheduleWithoutSkipped(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "schedule.json")
+	old := `{"seed":3,"total_ns":60000000000,"steps":[{"at_ns":1000000000,"kind":"pause-controller","hold_ns":2000000000,"pick":17}]}`
+	if err := os.WriteFile(p, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadSchedule(p)
+	want := Schedule{Seed: 3, Total: time.Minute, Steps: []Step{{At: time.Second, Kind: PauseController, Hold: 2 * time.Second, Pick: 17}}}
+	if err != nil || !reflect.DeepEqual(s, want) {
+		t.Fatalf("got %+v, %v; want %+v", s, err, want)
+	}
+}
+
+type fakeWorld struct{ nodes, zks int }
+
+func (w fakeWorld) Nodes() []Target     { return make([]Target, w.nodes) }
+func (w fakeWorld) ZKServers() []Target { return make([]Target, w.zks) }
+func (fakeWorld) Controller(context.Context) (int, error) {
+	return 0, errors.New("fake world has no controller")
+}
+func (fakeWorld) ZKLeader(context.Context) (int, error) {
+	return 0, errors.New("fake world has no ZooKeeper leader")
+}
+func (fakeWorld) PartitionLeader(context.Context, string, int32) (int, error) {
+	return 0, errors.New("fake world has no partitions")
 }

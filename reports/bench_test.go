@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // BenchmarkRenderHTML1M renders the report of a run directory holding a
@@ -33,9 +34,9 @@ func BenchmarkRenderHTML1M(b *testing.B) {
 		}
 		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
 	}
-	r := &Results{Schema: ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
 		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
-	if err := WriteResults(dir, r); err != nil {
+	if err := rundir.WriteResults(dir, r); err != nil {
 		b.Fatal(err)
 	}
 	var histBytes int64

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // Caps on what the page lists.
@@ -44,7 +44,7 @@ func RenderHTML(runDir string) (string, error) {
 	if err := WriteHTML(&buf, runDir); err != nil {
 		return "", err
 	}
-	path := filepath.Join(runDir, ReportFile)
+	path := filepath.Join(runDir, rundir.ReportFile)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
@@ -177,7 +177,7 @@ func buildPage(r *run) *pageData {
 	} else {
 		d.Bugs = "?"
 	}
-	d.Replay = ReplayCommand(absDir(r.dir), r.info, r.hasSchedule)
+	d.Replay = rundir.ReplayCommand(absDir(r.dir), r.info, r.hasSchedule)
 	d.Notes = r.notes
 
 	var t0 int64
@@ -276,16 +276,16 @@ func buildPage(r *run) *pageData {
 	})
 
 	if r.hasLinear {
-		d.Links = append(d.Links, fileLink{Name: LinearizeFile, Size: fileSize(filepath.Join(r.dir, LinearizeFile))})
+		d.Links = append(d.Links, fileLink{Name: rundir.LinearizeFile, Size: fileSize(filepath.Join(r.dir, rundir.LinearizeFile))})
 	}
 	d.Links = append(d.Links, r.logs...)
-	for _, f := range []string{ResultsFile, ScheduleFile, RunConfigFile} {
+	for _, f := range []string{rundir.ResultsFile, rundir.ScheduleFile, rundir.RunFile} {
 		if sz := fileSize(filepath.Join(r.dir, f)); sz >= 0 {
 			d.Links = append(d.Links, fileLink{Name: f, Size: sz})
 		}
 	}
 	if r.hist != nil {
-		d.Links = append(d.Links, fileLink{Name: history.HistoryDir + "/", Size: -1})
+		d.Links = append(d.Links, fileLink{Name: rundir.HistoryDir + "/", Size: -1})
 	}
 	return d
 }

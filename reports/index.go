@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // RunSummary is what the index and JUnit need about one run.
@@ -32,10 +32,10 @@ type RunSummary struct {
 	HasSeed bool // Seed is known (run.json present)
 	Bugs    []string
 	Faults  []string
-	Verdict string   // valid, invalid, unknown or NotChecked
-	Results *Results // nil: not checked
-	Replay  string   // command that replays the run; "" without run.json
-	Report  string   // path of report.html ("" when not rendered yet)
+	Verdict string          // valid, invalid, unknown or NotChecked
+	Results *rundir.Results // nil: not checked
+	Replay  string          // command that replays the run; "" without run.json
+	Report  string          // path of report.html ("" when not rendered yet)
 	// Problem is set when the run could not be read or finished (a corrupt
 	// results.json, a harness error); the run is then an error in JUnit and
 	// flagged in the index instead of hiding the other runs.
@@ -65,10 +65,10 @@ func LoadSummary(runDir string) (RunSummary, error) {
 		return s, fmt.Errorf("run dir: %w", err)
 	}
 	s.Time = fi.ModTime()
-	if ri, err := os.Stat(filepath.Join(runDir, RunConfigFile)); err == nil {
+	if ri, err := os.Stat(filepath.Join(runDir, rundir.RunFile)); err == nil {
 		s.Time = ri.ModTime() // written when the run starts
 	}
-	info, err := ReadRunInfo(runDir)
+	info, err := rundir.ReadInfo(runDir)
 	if err != nil {
 		return s, err
 	}
@@ -78,25 +78,25 @@ func LoadSummary(runDir string) (RunSummary, error) {
 		}
 		s.Seed, s.HasSeed, s.Bugs, s.Faults = info.Seed, true, info.Bugs, info.Faults
 	}
-	_, serr := os.Stat(filepath.Join(runDir, ScheduleFile))
-	s.Replay = ReplayCommand(absDir(runDir), info, serr == nil)
-	if _, err := os.Stat(filepath.Join(runDir, ResultsFile)); err == nil {
-		if s.Results, err = ReadResults(runDir); err != nil {
+	_, serr := os.Stat(filepath.Join(runDir, rundir.ScheduleFile))
+	s.Replay = rundir.ReplayCommand(absDir(runDir), info, serr == nil)
+	if _, err := os.Stat(filepath.Join(runDir, rundir.ResultsFile)); err == nil {
+		if s.Results, err = rundir.ReadResults(runDir); err != nil {
 			return s, err
 		}
 		s.Verdict = string(s.Results.Verdict)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return s, fmt.Errorf("results: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(runDir, ReportFile)); err == nil {
-		s.Report = filepath.Join(runDir, ReportFile)
+	if _, err := os.Stat(filepath.Join(runDir, rundir.ReportFile)); err == nil {
+		s.Report = filepath.Join(runDir, rundir.ReportFile)
 	}
 	return s, nil
 }
 
 // isRunDir tells whether dir looks like a run directory.
 func isRunDir(dir string) bool {
-	for _, f := range []string{RunConfigFile, ResultsFile, history.HistoryDir} {
+	for _, f := range []string{rundir.RunFile, rundir.ResultsFile, rundir.HistoryDir} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}
@@ -177,7 +177,7 @@ func WriteIndexHTML(w io.Writer, title string, runs []RunSummary) error {
 		Valid, Invalid, Unknown, Other int
 	}{Title: title}
 	for _, r := range runs {
-		row := indexRow{RunSummary: r, Link: url.PathEscape(r.ID) + "/" + ReportFile, When: r.Time.UTC().Format("2006-01-02 15:04:05"),
+		row := indexRow{RunSummary: r, Link: url.PathEscape(r.ID) + "/" + rundir.ReportFile, When: r.Time.UTC().Format("2006-01-02 15:04:05"),
 			VClass: verdictClass(r.Verdict), SeedS: "?", BugsS: "none", FailS: strings.Join(r.Failing(), ", ")}
 		if r.HasSeed {
 			row.SeedS = fmt.Sprint(r.Seed)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // junitDoc mirrors the JUnit shape CI tools read, decoded independently of
@@ -51,8 +52,8 @@ type junitDoc struct {
 }
 
 func TestJUnit(t *testing.T) {
-	results := func(vs ...checkers.Verdict) *Results {
-		r := &Results{Schema: ResultsSchema, Verdict: checkers.Valid}
+	results := func(vs ...checkers.Verdict) *rundir.Results {
+		r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Valid}
 		for i, v := range vs {
 			cr := checkers.Result{Checker: []string{"controller-fencing", "durability", "linearizable"}[i], Verdict: v, Explanation: "because <" + string(v) + "> & so"}
 			if v == checkers.Invalid {
@@ -146,14 +147,14 @@ func runsFolder(t *testing.T) string {
 	check(t, inv)
 	mk("20261202-020000-bbbbbb")
 	bad := mk("20261202-030000-cccccc")
-	os.WriteFile(filepath.Join(bad, ResultsFile), []byte("{"), 0o644)
+	os.WriteFile(filepath.Join(bad, rundir.ResultsFile), []byte("{"), 0o644)
 	os.MkdirAll(filepath.Join(runs, "not-a-run"), 0o755)
 	os.WriteFile(filepath.Join(runs, "stray.txt"), []byte("x"), 0o644)
 	// Deterministic times: bbbbbb newest.
 	for name, h := range map[string]int{"20261202-010000-aaaaaa": 1, "20261202-020000-bbbbbb": 3, "20261202-030000-cccccc": 2} {
 		tm := time.Date(2026, 12, 2, h, 0, 0, 0, time.UTC)
 		os.Chtimes(filepath.Join(runs, name), tm, tm)
-		os.Chtimes(filepath.Join(runs, name, RunConfigFile), tm, tm)
+		os.Chtimes(filepath.Join(runs, name, rundir.RunFile), tm, tm)
 	}
 	return runs
 }
@@ -171,7 +172,7 @@ func TestIndex(t *testing.T) {
 	if strings.Join(ids, " ") != "20261202-020000-bbbbbb 20261202-030000-cccccc 20261202-010000-aaaaaa" {
 		t.Fatalf("order %v", ids)
 	}
-	if idx[0].Verdict != NotChecked || idx[1].Problem == "" || !strings.Contains(idx[1].Problem, ResultsFile) {
+	if idx[0].Verdict != NotChecked || idx[1].Problem == "" || !strings.Contains(idx[1].Problem, rundir.ResultsFile) {
 		t.Fatalf("entries %+v %+v", idx[0], idx[1])
 	}
 	a := idx[2]
@@ -231,7 +232,7 @@ func TestServe(t *testing.T) {
 		{"GET", run + "results.json", 200, `"verdict": "invalid"`},
 		{"GET", run + "history/", 200, "n1.jsonl"},
 		{"GET", "/20261202-020000-bbbbbb/report.html", 200, "Not checked yet"},
-		{"GET", "/20261202-030000-cccccc/report.html", 500, ResultsFile},
+		{"GET", "/20261202-030000-cccccc/report.html", 500, rundir.ResultsFile},
 		{"GET", "/../../etc/passwd", 404, ""},
 		{"GET", "/nope/report.html", 404, ""},
 		{"POST", run + "report.html", 405, "read-only"},
@@ -249,12 +250,12 @@ func TestServe(t *testing.T) {
 		t.Fatal("just-rendered report counts as outdated")
 	}
 	future := time.Now().Add(time.Hour)
-	os.Chtimes(filepath.Join(rd, ResultsFile), future, future)
+	os.Chtimes(filepath.Join(rd, rundir.ResultsFile), future, future)
 	if !ReportOutdated(rd) {
 		t.Fatal("report older than results.json is not outdated")
 	}
-	os.WriteFile(filepath.Join(rd, ReportFile), []byte("<html>old renderer</html>"), 0o644)
-	os.Chtimes(filepath.Join(rd, ReportFile), future.Add(time.Hour), future.Add(time.Hour))
+	os.WriteFile(filepath.Join(rd, rundir.ReportFile), []byte("<html>old renderer</html>"), 0o644)
+	os.Chtimes(filepath.Join(rd, rundir.ReportFile), future.Add(time.Hour), future.Add(time.Hour))
 	if !ReportOutdated(rd) {
 		t.Fatal("report of another renderer version is not outdated")
 	}

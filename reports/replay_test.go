@@ -5,22 +5,23 @@ import (
 	"testing"
 
 	hb "github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func TestReplayCommandForScenariosAndControlPlaneRuns(t *testing.T) {
 	tests := []struct {
 		name string
-		info RunInfo
+		info rundir.Info
 		want string
 		not  string
 	}{
-		{"scenario with its bug", RunInfo{Scenario: "KAFKA-532", Bugs: []string{"KAFKA-532"}}, "chaos repro KAFKA-532", "--fixed"},
-		{"scenario fixed", RunInfo{Scenario: "KAFKA-532"}, "chaos repro KAFKA-532 --fixed", "chaos run"},
-		{"control plane only", RunInfo{Seed: 4, NoWorkload: true, Producers: 4, Readers: 2}, "--no-workload", "--producers"},
+		{"scenario with its bug", rundir.Info{Scenario: "KAFKA-532", Bugs: []string{"KAFKA-532"}}, "chaos repro KAFKA-532", "--fixed"},
+		{"scenario fixed", rundir.Info{Scenario: "KAFKA-532"}, "chaos repro KAFKA-532 --fixed", "chaos run"},
+		{"control plane only", rundir.Info{Seed: 4, NoWorkload: true, Producers: 4, Readers: 2}, "--no-workload", "--producers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ReplayCommand("/runs/r1", &tt.info, true)
+			got := rundir.ReplayCommand("/runs/r1", &tt.info, true)
 			if !strings.Contains(got, tt.want) || (tt.not != "" && strings.Contains(got, tt.not)) {
 				t.Fatalf("got %q; want it to contain %q and not %q", got, tt.want, tt.not)
 			}

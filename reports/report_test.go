@@ -12,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // kafka532 is the stored KAFKA-532-shaped invalid run of `chaos check`.
@@ -47,7 +48,7 @@ func copyRun(t testing.TB, src string) string {
 // as a run's writers would.
 func writeHistory(t testing.TB, dir string, h *history.History) {
 	t.Helper()
-	hd := filepath.Join(dir, history.HistoryDir)
+	hd := filepath.Join(dir, rundir.HistoryDir)
 	if err := os.MkdirAll(hd, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func writeHistory(t testing.TB, dir string, h *history.History) {
 
 // check runs every checker over the run's history and stores results.json,
 // as harness.Check does.
-func check(t testing.TB, dir string) *Results {
+func check(t testing.TB, dir string) *rundir.Results {
 	t.Helper()
 	h, err := history.ReadDir(dir)
 	if err != nil {
@@ -84,27 +85,27 @@ func check(t testing.TB, dir string) *Results {
 	cfg := checkers.DefaultConfig()
 	cfg.LinearizeTimeout = 10 * time.Second
 	res, v := checkers.Run(h, checkers.All(cfg))
-	r := &Results{Schema: ResultsSchema, RunDir: dir, CheckedAt: time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC),
+	r := &rundir.Results{Schema: rundir.ResultsSchema, RunDir: dir, CheckedAt: time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC),
 		Verdict: v, Events: len(h.Events), Files: h.Files, Warnings: h.Warnings, Results: res}
-	if err := WriteResults(dir, r); err != nil {
+	if err := rundir.WriteResults(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func writeRunInfo(t testing.TB, dir string, ri RunInfo) {
+func writeRunInfo(t testing.TB, dir string, ri rundir.Info) {
 	t.Helper()
 	b, err := json.Marshal(ri)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, RunConfigFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.RunFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func sampleInfo(id string) RunInfo {
-	ri := RunInfo{RunID: id, Seed: 42, Nodes: 3, Bugs: []string{"KAFKA-532"}, ZKSessionTimeout: 3 * time.Second,
+func sampleInfo(id string) rundir.Info {
+	ri := rundir.Info{RunID: id, Seed: 42, Nodes: 3, Bugs: []string{"KAFKA-532"}, ZKSessionTimeout: 3 * time.Second,
 		Topic: "t", Partitions: 1, RF: 3, Producers: 4, Readers: 2, TimeLimit: 30 * time.Second,
 		Faults: []string{"pause-controller"}, MinHold: 2 * time.Second, MaxHold: 6 * time.Second}
 	ri.ZK.Servers = 3
@@ -117,7 +118,7 @@ func render(t testing.TB, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != filepath.Join(dir, ReportFile) {
+	if p != filepath.Join(dir, rundir.ReportFile) {
 		t.Fatalf("path %s", p)
 	}
 	b, err := os.ReadFile(p)
@@ -151,11 +152,11 @@ func TestReportRendersRuns(t *testing.T) {
 			setup: func(t *testing.T) string {
 				dir := copyRun(t, kafka532)
 				writeRunInfo(t, dir, sampleInfo("kafka-532"))
-				if err := os.WriteFile(filepath.Join(dir, ScheduleFile), []byte(`{"seed":42,"total_ns":30000000000,"steps":[]}`), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, rundir.ScheduleFile), []byte(`{"seed":42,"total_ns":30000000000,"steps":[]}`), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				os.MkdirAll(filepath.Join(dir, LogsDir), 0o755)
-				os.WriteFile(filepath.Join(dir, LogsDir, "n1.log"), []byte("hello\n"), 0o644)
+				os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755)
+				os.WriteFile(filepath.Join(dir, rundir.LogsDir, "n1.log"), []byte("hello\n"), 0o644)
 				r := check(t, dir)
 				if r.Verdict != checkers.Invalid {
 					t.Fatalf("testdata verdict %s", r.Verdict)
@@ -198,10 +199,10 @@ func TestReportRendersRuns(t *testing.T) {
 				h, bad := longRun()
 				writeHistory(t, dir, h)
 				writeRunInfo(t, dir, sampleInfo("long"))
-				r := &Results{Schema: ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+				r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
 					{Checker: "leader-uniqueness", Verdict: checkers.Invalid, Explanation: "n1 leads at epoch 1 after epoch 2",
 						Violations: []checkers.Violation{{Explanation: "n1 leads at epoch 1 after epoch 2", Events: []int{bad}}}}}}
-				if err := WriteResults(dir, r); err != nil {
+				if err := rundir.WriteResults(dir, r); err != nil {
 					t.Fatal(err)
 				}
 				return dir
@@ -271,14 +272,14 @@ func TestReportBadInput(t *testing.T) {
 		{"not a run dir", func(t *testing.T) string { return t.TempDir() }, "not a run directory"},
 		{"corrupt results.json", func(t *testing.T) string {
 			dir := copyRun(t, kafka532)
-			os.WriteFile(filepath.Join(dir, ResultsFile), []byte(`{"schema":1,"verdict":`), 0o644)
+			os.WriteFile(filepath.Join(dir, rundir.ResultsFile), []byte(`{"schema":1,"verdict":`), 0o644)
 			return dir
-		}, ResultsFile},
+		}, rundir.ResultsFile},
 		{"corrupt run.json", func(t *testing.T) string {
 			dir := copyRun(t, kafka532)
-			os.WriteFile(filepath.Join(dir, RunConfigFile), []byte(`[1,2`), 0o644)
+			os.WriteFile(filepath.Join(dir, rundir.RunFile), []byte(`[1,2`), 0o644)
 			return dir
-		}, RunConfigFile},
+		}, rundir.RunFile},
 		{"bad history line", func(t *testing.T) string {
 			dir := copyRun(t, kafka532)
 			os.WriteFile(filepath.Join(dir, "history", "zk.jsonl"), []byte("{\"v\":1,\"ts\":1,\"src\":\"zk\",\"kind\":\"zk_watch\"}\n{}\n"), 0o644)
@@ -286,7 +287,7 @@ func TestReportBadInput(t *testing.T) {
 		}, "zk.jsonl:1"},
 		{"results from the future", func(t *testing.T) string {
 			dir := copyRun(t, kafka532)
-			os.WriteFile(filepath.Join(dir, ResultsFile), []byte(`{"schema":99}`), 0o644)
+			os.WriteFile(filepath.Join(dir, rundir.ResultsFile), []byte(`{"schema":99}`), 0o644)
 			return dir
 		}, "newer"},
 	}
@@ -300,7 +301,7 @@ func TestReportBadInput(t *testing.T) {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q does not name %q", err, c.want)
 			}
-			if _, serr := os.Stat(filepath.Join(dir, ReportFile)); serr == nil {
+			if _, serr := os.Stat(filepath.Join(dir, rundir.ReportFile)); serr == nil {
 				t.Fatal("a report was written despite the error")
 			}
 		})
@@ -311,10 +312,10 @@ func TestReportBadInput(t *testing.T) {
 // not panic; the page says the event is missing.
 func TestReportEventIndicesOutOfRange(t *testing.T) {
 	dir := copyRun(t, kafka532)
-	r := &Results{Schema: ResultsSchema, Verdict: checkers.Invalid, Events: 5, Results: []checkers.Result{{
+	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: 5, Results: []checkers.Result{{
 		Checker: "broker-fencing", Verdict: checkers.Invalid, Explanation: "bad",
 		Violations: []checkers.Violation{{Explanation: "bad", Events: []int{-1, 3, 1_000_000}}}}}}
-	if err := WriteResults(dir, r); err != nil {
+	if err := rundir.WriteResults(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	page := render(t, dir)
@@ -345,9 +346,9 @@ func TestReportSizeBound100k(t *testing.T) {
 		}
 		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
 	}
-	r := &Results{Schema: ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
 		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
-	if err := WriteResults(dir, r); err != nil {
+	if err := rundir.WriteResults(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	page := render(t, dir)
@@ -382,7 +383,7 @@ func TestReplayCommand(t *testing.T) {
 	ri.NodeFlags = []string{"--offline-election=unclean"}
 	cases := []struct {
 		dir      string
-		info     *RunInfo
+		info     *rundir.Info
 		schedule bool
 		want     string
 	}{
@@ -392,9 +393,9 @@ func TestReplayCommand(t *testing.T) {
 		{"runs/a", nil, true, ""},
 	}
 	for _, c := range cases {
-		got := ReplayCommand(c.dir, c.info, c.schedule)
+		got := rundir.ReplayCommand(c.dir, c.info, c.schedule)
 		if !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
-			t.Errorf("ReplayCommand(%q) = %q, want prefix %q", c.dir, got, c.want)
+			t.Errorf("rundir.ReplayCommand(%q) = %q, want prefix %q", c.dir, got, c.want)
 		}
 	}
 }
@@ -412,7 +413,7 @@ func FuzzRenderHTML(f *testing.F) {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, "history"), 0o755)
 		os.WriteFile(filepath.Join(dir, "history", "a.jsonl"), hist, 0o644)
-		os.WriteFile(filepath.Join(dir, ResultsFile), results, 0o644)
+		os.WriteFile(filepath.Join(dir, rundir.ResultsFile), results, 0o644)
 		RenderHTML(dir) // must not panic
 	})
 }

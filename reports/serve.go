@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // reportVersion is stamped into every report; a report from another version
@@ -83,7 +83,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2)
 	id := parts[0]
-	if len(parts) == 2 && parts[1] == ReportFile && id != "." && id != ".." {
+	if len(parts) == 2 && parts[1] == rundir.ReportFile && id != "." && id != ".." {
 		runDir := filepath.Join(s.dir, id)
 		if fi, err := os.Stat(runDir); err != nil || !fi.IsDir() {
 			http.NotFound(w, r)
@@ -141,7 +141,7 @@ func (s *Server) ensureReport(runDir string) error {
 // another renderer version, or is older than a file it is rendered from
 // (results.json, run.json, schedule.json, the history files, the logs).
 func ReportOutdated(runDir string) bool {
-	rp := filepath.Join(runDir, ReportFile)
+	rp := filepath.Join(runDir, rundir.ReportFile)
 	fi, err := os.Stat(rp)
 	if err != nil {
 		return true
@@ -153,12 +153,12 @@ func ReportOutdated(runDir string) bool {
 		si, err := os.Stat(p)
 		return err == nil && si.ModTime().After(fi.ModTime())
 	}
-	for _, f := range []string{ResultsFile, RunConfigFile, ScheduleFile, LinearizeFile, history.HistoryDir, LogsDir} {
+	for _, f := range []string{rundir.ResultsFile, rundir.RunFile, rundir.ScheduleFile, rundir.LinearizeFile, rundir.HistoryDir, rundir.LogsDir} {
 		if newer(filepath.Join(runDir, f)) {
 			return true
 		}
 	}
-	hs, _ := filepath.Glob(filepath.Join(runDir, history.HistoryDir, "*.jsonl"))
+	hs, _ := filepath.Glob(filepath.Join(runDir, rundir.HistoryDir, "*.jsonl"))
 	for _, h := range hs {
 		if newer(h) {
 			return true

@@ -3,7 +3,7 @@ package reports
 // This file owns reading a run's history for a report without holding it:
 // files are decoded a few at a time (history.Decode, so errors and skipped
 // lines are exactly the checkers'), fed to the timeline builder and
-// dropped. What stays per event is a 24-byte merge key and an 8-byte line
+// dropped. What stays per event is a 24-byte merge key (history.MergeKey) and an 8-byte line
 // offset, enough to number events exactly as history.Merge does and to
 // re-read the few events that results.json names (by merged index) from
 // their lines afterwards. Memory is then bounded by the largest files, not
@@ -12,6 +12,7 @@ package reports
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // eventLookup gives the events a report shows, by merged index.
@@ -61,15 +63,6 @@ type scanned struct {
 
 func (s *scanned) count() int                 { return s.n }
 func (s *scanned) event(i int) *history.Event { return s.events[i] }
-
-// mergeKey orders events as history.Merge does: by time, source, file, and
-// position within the (time-sorted) file.
-type mergeKey struct {
-	t    int64
-	src  int32 // interned source name; ranked by name before sorting
-	file int32
-	pos  int32 // position in the file after sorting by time
-}
 
 // fileScan is one decoded history file.
 type fileScan struct {
@@ -139,7 +132,7 @@ func lineOffsets(path string, n int) ([]int64, error) {
 // that stopped early) is skipped with a warning; any other bad record is an
 // error naming file and line, as there.
 func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
-	dir := filepath.Join(runDir, history.HistoryDir)
+	dir := filepath.Join(runDir, rundir.HistoryDir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("history: list %s: %w", dir, err)
@@ -171,7 +164,7 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	}()
 
 	var (
-		keys     []mergeKey
+		keys     []history.MergeKey
 		srcIDs   = map[string]int32{}
 		srcNames []string
 		lines    = make([][]int64, len(files))
@@ -200,22 +193,7 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 		for j := range order {
 			order[j] = int32(j)
 		}
-		less := func(a, b int32) int {
-			ea, eb := &evs[a], &evs[b]
-			if ea.Time != eb.Time {
-				if ea.Time < eb.Time {
-					return -1
-				}
-				return 1
-			}
-			if ea.Source != eb.Source {
-				if ea.Source < eb.Source {
-					return -1
-				}
-				return 1
-			}
-			return 0
-		}
+		less := func(a, b int32) int { return history.CompareInSource(&evs[a], &evs[b]) }
 		if !slices.IsSortedFunc(order, less) {
 			slices.SortStableFunc(order, less) // what history.Merge does to an unsorted source
 			perms[i] = order
@@ -229,7 +207,8 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 				srcIDs[e.Source] = id
 				srcNames = append(srcNames, e.Source)
 			}
-			keys = append(keys, mergeKey{t: e.Time, src: id, file: int32(i), pos: int32(j)})
+			// SourceRank holds the interned id until every name is known.
+			keys = append(keys, history.MergeKey{Time: e.Time, SourceRank: id, File: int32(i), Pos: int32(j)})
 			if e.Kind == history.KindNodeStart && e.Process != nil {
 				for _, bug := range e.Process.Bugs {
 					if !bugSeen[bug] {
@@ -247,27 +226,20 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	}
 	sort.Strings(sc.bugs)
 
-	// Number events as history.Merge does.
+	// Number events as history.Merge does: sources ranked by name.
 	rank := make([]int32, len(srcNames))
 	byName := make([]int32, len(srcNames))
 	for i := range byName {
 		byName[i] = int32(i)
 	}
-	slices.SortFunc(byName, func(a, b int32) int { return cmpString(srcNames[a], srcNames[b]) })
+	slices.SortFunc(byName, func(a, b int32) int { return cmp.Compare(srcNames[a], srcNames[b]) })
 	for r, id := range byName {
 		rank[id] = int32(r)
 	}
-	slices.SortFunc(keys, func(a, b mergeKey) int {
-		switch {
-		case a.t != b.t:
-			return cmpInt64(a.t, b.t)
-		case a.src != b.src:
-			return int(rank[a.src] - rank[b.src])
-		case a.file != b.file:
-			return int(a.file - b.file)
-		}
-		return int(a.pos - b.pos)
-	})
+	for i := range keys {
+		keys[i].SourceRank = rank[keys[i].SourceRank]
+	}
+	slices.SortFunc(keys, history.MergeKey.Compare)
 	sc.n = len(keys)
 
 	// Re-read the wanted events from their lines, file by file.
@@ -281,11 +253,11 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 			continue
 		}
 		k := keys[g]
-		orig := k.pos
-		if p := perms[k.file]; p != nil {
-			orig = p[k.pos]
+		orig := k.Pos
+		if p := perms[k.File]; p != nil {
+			orig = p[k.Pos]
 		}
-		perFile[k.file] = append(perFile[k.file], at{g, lines[k.file][orig]})
+		perFile[k.File] = append(perFile[k.File], at{g, lines[k.File][orig]})
 	}
 	for fi, ats := range perFile {
 		if err := readEvents(files[fi], ats, sc.events, func(a at) (int, int64) { return a.index, a.off }); err != nil {
@@ -319,24 +291,4 @@ func readEvents[A any](path string, ats []A, out map[int]*history.Event, get fun
 		out[idx] = &ev
 	}
 	return nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 	"strings"
 	"testing"
 
@@ -110,7 +111,7 @@ func TestTimelineAggregates(t *testing.T) {
 
 func TestTimelineMarkersLinkViolations(t *testing.T) {
 	h, at := failover()
-	res := &Results{Results: []checkers.Result{{Checker: "leader-uniqueness", Verdict: "invalid",
+	res := &rundir.Results{Results: []checkers.Result{{Checker: "leader-uniqueness", Verdict: "invalid",
 		Violations: []checkers.Violation{{Explanation: "two leaders", Events: []int{at["lead2"], 99999, -3}}}}}}
 	tl := buildTimeline(h)
 	tl.addMarkers(histLookup{h}, res)
@@ -186,7 +187,7 @@ func longRun() (*history.History, int) {
 
 func TestTimelineZoomOnFirstViolation(t *testing.T) {
 	h, bad := longRun()
-	res := &Results{Results: []checkers.Result{
+	res := &rundir.Results{Results: []checkers.Result{
 		{Checker: "availability", Verdict: "valid"},
 		{Checker: "leader-uniqueness", Verdict: "invalid", Violations: []checkers.Violation{{Explanation: "n1 leads at epoch 1 after epoch 2", Events: []int{bad}}}},
 	}}
@@ -211,10 +212,10 @@ func TestTimelineZoomOnFirstViolation(t *testing.T) {
 		t.Error("zoom draws outside its window")
 	}
 	// No violation, or one spanning most of the run: no zoom.
-	if _, _, _, ok := tl.zoomWindow(histLookup{h}, &Results{}); ok {
+	if _, _, _, ok := tl.zoomWindow(histLookup{h}, &rundir.Results{}); ok {
 		t.Error("zoom without violations")
 	}
-	wide := &Results{Results: []checkers.Result{{Checker: "x", Verdict: "invalid", Violations: []checkers.Violation{{Events: []int{0, len(h.Events) - 1}}}}}}
+	wide := &rundir.Results{Results: []checkers.Result{{Checker: "x", Verdict: "invalid", Violations: []checkers.Violation{{Events: []int{0, len(h.Events) - 1}}}}}}
 	if _, _, _, ok := tl.zoomWindow(histLookup{h}, wide); ok {
 		t.Error("zoom on a violation spanning the run")
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func init() { subcommands = append(subcommands, newCheckCmd) }
@@ -31,7 +31,7 @@ names file and line), 3 unknown (a checker could not decide).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if visualize {
-				cfg.VisualizePath = filepath.Join(args[0], "linearizability.html")
+				cfg.VisualizePath = filepath.Join(args[0], rundir.LinearizeFile)
 			}
 			return runCheck(cmd.OutOrStdout(), args[0], cfg)
 		},
@@ -52,7 +52,7 @@ func runCheck(out io.Writer, runDir string, cfg checkers.Config) error {
 	if err != nil {
 		return withCode(exitBad, err)
 	}
-	printSummary(out, rep, filepath.Join(runDir, reports.ResultsFile))
+	printSummary(out, rep, filepath.Join(runDir, rundir.ResultsFile))
 	return verdictExit(rep.Verdict)
 }
 
@@ -68,7 +68,7 @@ func verdictExit(v checkers.Verdict) error {
 	}
 }
 
-func printSummary(out io.Writer, rep *reports.Results, path string) {
+func printSummary(out io.Writer, rep *rundir.Results, path string) {
 	fmt.Fprintf(out, "checked %d events from %d history files in %s\n", rep.Events, len(rep.Files), rep.RunDir)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // writeRun writes per-source history files into a fresh run directory.
@@ -108,7 +108,7 @@ func TestCheckCommand(t *testing.T) {
 			if !strings.Contains(out.String(), tc.inOutput) {
 				t.Errorf("output lacks %q:\n%s", tc.inOutput, out.String())
 			}
-			b, err := os.ReadFile(filepath.Join(dir, reports.ResultsFile))
+			b, err := os.ReadFile(filepath.Join(dir, rundir.ResultsFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestCheckCommandTruncatedLastLineIsAWarning(t *testing.T) {
 	if !strings.Contains(out.String(), "warning: ") || !strings.Contains(out.String(), "client-0.jsonl:3") {
 		t.Fatalf("no warning naming the line:\n%s", out.String())
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, reports.ResultsFile))
+	b, _ := os.ReadFile(filepath.Join(dir, rundir.ResultsFile))
 	if !strings.Contains(string(b), "unterminated last line skipped") {
 		t.Fatalf("results.json does not state the skipped line")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // storedRun copies testdata/kafka-532 into a temporary run directory,
@@ -38,7 +39,7 @@ func TestReportCommand(t *testing.T) {
 	checked := storedRun(t, true)
 	unchecked := storedRun(t, false)
 	corrupt := storedRun(t, false)
-	os.WriteFile(filepath.Join(corrupt, reports.ResultsFile), []byte(`{"verdict":`), 0o644)
+	os.WriteFile(filepath.Join(corrupt, rundir.ResultsFile), []byte(`{"verdict":`), 0o644)
 	cases := []struct {
 		name    string
 		dirs    []string
@@ -59,7 +60,7 @@ func TestReportCommand(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, d := range c.reports {
-				os.Remove(filepath.Join(d, reports.ReportFile))
+				os.Remove(filepath.Join(d, rundir.ReportFile))
 			}
 			var out bytes.Buffer
 			junit := ""
@@ -79,7 +80,7 @@ func TestReportCommand(t *testing.T) {
 				}
 			}
 			for _, d := range c.reports {
-				if _, err := os.Stat(filepath.Join(d, reports.ReportFile)); err != nil {
+				if _, err := os.Stat(filepath.Join(d, rundir.ReportFile)); err != nil {
 					t.Errorf("no report in %s", d)
 				}
 			}

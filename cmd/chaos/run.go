@@ -4,29 +4,33 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd) }
 
-func newRunCmd() *cobra.Command {
-	var (
-		cfg     harness.RunConfig
-		seeds   int
-		faults  string
-		bugs    string
-		replay  string
-		runsDir string
-		junit   string
-	)
-	check := checkers.DefaultConfig()
+// runOptions are the flags of `chaos run`: the run's own (rundir.RunFlags,
+// the ones a replay command repeats) and those of the batch.
+type runOptions struct {
+	run     rundir.RunFlags
+	seeds   int
+	runsDir string
+	junit   string
+	check   checkers.Config
+}
+
+func newRunCmd() *cobra.Command { return newRunCmdWith(&runOptions{}) }
+
+func newRunCmdWith(o *runOptions) *cobra.Command {
+	o.check = checkers.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run chaos: real ZooKeeper and brokers, a Kafka client workload, a seeded fault schedule, then check",
@@ -40,28 +44,9 @@ Exit status: 0 every run valid, 1 some run invalid, 2 bad input or harness
 error, 3 some run unknown.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if faults != "none" {
-				kinds, err := nemesis.ParseKinds(faults)
-				if err != nil {
-					return withCode(exitBad, fmt.Errorf("--faults: %w", err))
-				}
-				cfg.Faults = kinds
-			}
-			if bugs != "" {
-				cfg.Bugs = strings.Split(bugs, ",")
-			}
-			if replay != "" {
-				s, err := nemesis.LoadSchedule(replay)
-				if err != nil {
-					return withCode(exitBad, fmt.Errorf("--replay: %w", err))
-				}
-				cfg.Schedule = &s
-				cfg.Seed = s.Seed
-				cfg.TimeLimit = s.Total
-				seeds = 1
-			}
-			if seeds < 1 {
-				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
+			cfg, seeds, err := o.config()
+			if err != nil {
+				return withCode(exitBad, err)
 			}
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
@@ -71,30 +56,23 @@ error, 3 some run unknown.`,
 				rc := cfg
 				rc.Seed = first + uint64(i)
 				rc.RunID = cluster.NewRunID()
-				rc.RunDir = filepath.Join(runsDir, rc.RunID)
-				dir, err := harness.Run(cmd.Context(), rc)
+				rc.RunDir = filepath.Join(o.runsDir, rc.RunID)
+				out, err := pipeline.Execute(cmd.Context(), rc, pipeline.Options{Check: &o.check})
+				if out.Results != nil {
+					printSummary(cmd.OutOrStdout(), out.Results, filepath.Join(out.Dir, rundir.ResultsFile))
+				}
 				if err != nil {
-					return withCode(exitBad, fmt.Errorf("run seed %d (partial history and logs kept in %s): %w", rc.Seed, dir, err))
+					return withCode(exitBad, fmt.Errorf("run seed %d: %w", rc.Seed, err))
 				}
-				check.VisualizePath = filepath.Join(dir, "linearizability.html")
-				rep, err := harness.Check(dir, check)
-				if err != nil {
-					return withCode(exitBad, err)
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", out.Report)
+				if out.Verdict() != checkers.Valid {
+					info, _ := rundir.ReadInfo(out.Dir)
+					fmt.Fprintf(cmd.OutOrStdout(), "replay: %s\n", rundir.ReplayCommand(out.Dir, info, true))
 				}
-				printSummary(cmd.OutOrStdout(), rep, filepath.Join(dir, reports.ResultsFile))
-				page, err := reports.RenderHTML(dir)
-				if err != nil {
-					return withCode(exitBad, fmt.Errorf("report of %s: %w", dir, err))
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", page)
-				if rep.Verdict != checkers.Valid {
-					info, _ := reports.ReadRunInfo(dir)
-					fmt.Fprintf(cmd.OutOrStdout(), "replay: %s\n", reports.ReplayCommand(dir, info, true))
-				}
-				overall = checkers.Combine(overall, rep.Verdict)
-				dirs = append(dirs, dir)
+				overall = checkers.Combine(overall, out.Verdict())
+				dirs = append(dirs, out.Dir)
 			}
-			if junit != "" {
+			if o.junit != "" {
 				var sums []reports.RunSummary
 				for _, d := range dirs {
 					sum, err := reports.LoadSummary(d)
@@ -103,7 +81,7 @@ error, 3 some run unknown.`,
 					}
 					sums = append(sums, sum)
 				}
-				if err := writeJUnitFile(cmd.OutOrStdout(), junit, sums, reports.JUnitOptions{UnknownAsError: true}); err != nil {
+				if err := writeJUnitFile(cmd.OutOrStdout(), o.junit, sums, reports.JUnitOptions{UnknownAsError: true}); err != nil {
 					return withCode(exitBad, err)
 				}
 			}
@@ -111,27 +89,50 @@ error, 3 some run unknown.`,
 		},
 	}
 	f := cmd.Flags()
-	f.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the first run (fault schedule and workload)")
-	f.IntVar(&seeds, "seeds", 1, "number of runs, with seeds seed, seed+1, ...")
-	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "workload and nemesis duration per run")
-	f.StringVar(&faults, "faults", "all", "fault kinds, comma-separated, 'all' or 'none': "+strings.Join(kindNames(), ", "))
-	f.DurationVar(&cfg.MinHold, "min-hold", 2*time.Second, "shortest time a fault is held")
-	f.DurationVar(&cfg.MaxHold, "max-hold", 6*time.Second, "longest time a fault is held")
-	f.StringVar(&bugs, "bugs", "", "node bug switches to turn on, comma-separated (e.g. KAFKA-532); default: every fix on")
-	f.StringSliceVar(&cfg.NodeFlags, "node-flag", nil, "extra flag for every node program (repeatable), e.g. --node-flag=--offline-election=unclean")
-	f.StringVar(&replay, "replay", "", "replay a stored schedule.json (sets seed and time limit)")
-	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per seed")
-	f.StringVar(&junit, "junit", "", "write JUnit XML of every run (one testsuite per run, one testcase per checker) to this file")
-	f.IntVar(&cfg.Nodes, "nodes", 3, "brokers")
-	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
-	f.Int32Var(&cfg.Partitions, "partitions", 3, "partitions of the workload topic")
-	f.BoolVar(&cfg.NoWorkload, "no-workload", false, "control plane only: no client traffic (fencing, leader and liveness checkers still run)")
-	f.IntVar(&cfg.Producers, "producers", 4, "producer processes")
-	f.IntVar(&cfg.Readers, "readers", 2, "reader processes")
-	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
-	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
-	f.DurationVar(&check.LivenessGrace, "liveness-grace", check.LivenessGrace, "time the controller has after healing to finish pending work")
+	o.run.Register(f, kindNames())
+	f.IntVar(&o.seeds, "seeds", 1, "number of runs, with seeds seed, seed+1, ...")
+	f.StringVar(&o.runsDir, "runs", "runs", "directory that receives one run directory per seed")
+	f.StringVar(&o.junit, "junit", "", "write JUnit XML of every run (one testsuite per run, one testcase per checker) to this file")
+	f.DurationVar(&o.check.OfflineGrace, "offline-grace", o.check.OfflineGrace, "a partition without a leader this long after healing is invalid")
+	f.DurationVar(&o.check.LivenessGrace, "liveness-grace", o.check.LivenessGrace, "time the controller has after healing to finish pending work")
 	return cmd
+}
+
+// config turns the parsed flags into the configuration of the first run and
+// the number of runs; errors name the flag.
+func (o *runOptions) config() (harness.RunConfig, int, error) {
+	r := o.run
+	cfg := harness.RunConfig{
+		Seed: r.Seed, TimeLimit: r.TimeLimit, MinHold: r.MinHold, MaxHold: r.MaxHold,
+		NodeFlags: r.NodeFlags, Nodes: r.Nodes, Partitions: r.Partitions, NoWorkload: r.NoWorkload,
+		Producers: r.Producers, Readers: r.Readers, ZKSessionTimeout: r.SessionTimeout,
+	}
+	cfg.ZK.Servers = r.ZK
+	seeds := o.seeds
+	if r.Faults != rundir.FaultsNone {
+		kinds, err := nemesis.ParseKinds(r.Faults)
+		if err != nil {
+			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagFaults, err)
+		}
+		cfg.Faults = kinds
+	}
+	if r.Bugs != "" {
+		cfg.Bugs = strings.Split(r.Bugs, ",")
+	}
+	if r.Replay != "" {
+		s, err := nemesis.LoadSchedule(r.Replay)
+		if err != nil {
+			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagReplay, err)
+		}
+		cfg.Schedule = &s
+		cfg.Seed = s.Seed
+		cfg.TimeLimit = s.Total
+		seeds = 1
+	}
+	if seeds < 1 {
+		return cfg, 0, fmt.Errorf("--seeds %d: want at least 1", seeds)
+	}
+	return cfg, seeds, nil
 }
 
 func kindNames() []string {

@@ -1,14 +1,7 @@
-// Package reports owns what a run leaves for people and CI to read: the
-// results file (RUN_DIR/results.json, the checkers' verdicts), the HTML
-// failure report, the index of stored runs and JUnit XML.
-//
-// It renders from a run directory only (history, results, schedule, logs);
-// it never runs checks or containers.
-package reports
+package rundir
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,9 +10,6 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 )
-
-// ResultsFile is the name of a run's check results inside its directory.
-const ResultsFile = "results.json"
 
 // ResultsSchema versions results.json.
 const ResultsSchema = 1
@@ -61,23 +51,6 @@ func ReadResults(runDir string) (*Results, error) {
 		return nil, fmt.Errorf("%s: results schema %d is newer than this build reads (%d)", p, r.Schema, ResultsSchema)
 	}
 	return &r, nil
-}
-
-// writeJSONAtomic writes v to path via a temporary file and rename, so a
-// reader never sees half a results file.
-func writeJSONAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("rename %s: %w", tmp, err), os.Remove(tmp))
-	}
-	return nil
 }
 
 // WriteResults stores r as RUN_DIR/results.json atomically.

@@ -1,0 +1,99 @@
+// Package pipeline is one chaos run from start to verdict, written once for
+// every caller (chaos run, chaos repro, the scenario tests): harness.Run
+// records the run, harness.Check judges its history (with porcupine's
+// visualization), reports.RenderHTML writes the report.
+//
+// It owns the order of those stages and nothing else: what a run does is
+// harness's, what a verdict means is checkers', what a report shows is
+// reports'; the exit status and what to print stay with cmd/chaos. It is
+// the one package that imports harness, checkers and reports together.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
+)
+
+// Options tune the stages after the run.
+type Options struct {
+	// Check are the checker knobs; the zero value means
+	// checkers.DefaultConfig(). Its VisualizePath is set by Finish.
+	Check *checkers.Config
+	// NoVisualize skips porcupine's page (RUN_DIR/linearizability.html).
+	NoVisualize bool
+}
+
+// Outcome is what a run left and what the checkers said.
+type Outcome struct {
+	Dir     string          // the run directory (absolute once the run started)
+	Results *rundir.Results // nil when the run or its check failed
+	Report  string          // path of report.html; "" when not rendered
+}
+
+// Verdict is the run's overall verdict (Unknown when it was never checked).
+func (o Outcome) Verdict() checkers.Verdict {
+	if o.Results == nil {
+		return checkers.Unknown
+	}
+	return o.Results.Verdict
+}
+
+// Result returns what checker said, or nil when it did not run: a caller
+// that expects a checker to fire (a scenario) can tell "did not fire" from
+// "does not exist".
+func (o Outcome) Result(checker string) *checkers.Result {
+	if o.Results == nil {
+		return nil
+	}
+	for i := range o.Results.Results {
+		if o.Results.Results[i].Checker == checker {
+			return &o.Results.Results[i]
+		}
+	}
+	return nil
+}
+
+// Execute runs cfg (containers, workload, faults or a scenario's driver),
+// then Finish. The returned Outcome names the run directory even on error,
+// so the partial history and logs can be found; an error from the run
+// itself says so.
+func Execute(ctx context.Context, cfg harness.RunConfig, opt Options) (Outcome, error) {
+	dir, err := harness.Run(ctx, cfg)
+	if err != nil {
+		return Outcome{Dir: dir}, fmt.Errorf("partial history and logs kept in %s: %w", dir, err)
+	}
+	return Finish(dir, opt)
+}
+
+// Finish checks a stored run (writing results.json and, unless told not
+// to, porcupine's visualization) and renders its HTML report. It needs no
+// Docker. A history that cannot be read is an error wrapping
+// harness.ErrBadHistory.
+func Finish(dir string, opt Options) (Outcome, error) {
+	out := Outcome{Dir: dir}
+	check := checkers.DefaultConfig()
+	if opt.Check != nil {
+		check = *opt.Check
+	}
+	check.VisualizePath = ""
+	if !opt.NoVisualize {
+		check.VisualizePath = filepath.Join(dir, rundir.LinearizeFile)
+	}
+	res, err := harness.Check(dir, check)
+	if err != nil {
+		return out, err
+	}
+	out.Results = res
+	page, err := reports.RenderHTML(dir)
+	if err != nil {
+		return out, fmt.Errorf("report of %s: %w", dir, err)
+	}
+	out.Report = page
+	return out, nil
+}

@@ -1,0 +1,72 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Info is RUN_DIR/run.json: what a run was asked to do, written when it
+// starts. Its fields are chosen for the report, the runs index and the
+// replay command; the keys are those run.json has always had, so runs stored
+// by earlier builds read the same. Durations are in nanoseconds.
+type Info struct {
+	RunID  string `json:"RunID"`
+	RunDir string `json:"RunDir"`
+	Seed   uint64 `json:"Seed"`
+	ZK     ZK     `json:"ZK"`
+	Nodes  int    `json:"Nodes"`
+	// Bugs are the node bug switches turned on; none means every fix on.
+	Bugs             []string      `json:"Bugs"`
+	NodeFlags        []string      `json:"NodeFlags"`
+	ZKSessionTimeout time.Duration `json:"ZKSessionTimeout"`
+	Topic            string        `json:"Topic"`
+	Partitions       int32         `json:"Partitions"`
+	RF               int           `json:"RF"`
+	Producers        int           `json:"Producers"`
+	Readers          int           `json:"Readers"`
+	Acks             int           `json:"Acks"`
+	NoWorkload       bool          `json:"NoWorkload"`
+	TimeLimit        time.Duration `json:"TimeLimit"`
+	// Faults are the fault kinds a schedule was planned from; empty means a
+	// fault-free run (or a scenario, whose driver decides the faults).
+	Faults  []string      `json:"Faults"`
+	MinHold time.Duration `json:"MinHold"`
+	MaxHold time.Duration `json:"MaxHold"`
+	Settle  time.Duration `json:"Settle"`
+	// Scenario names the regression scenario that drove the run, if any.
+	Scenario string `json:"Scenario,omitempty"`
+}
+
+// ZK is the ZooKeeper ensemble of a run.
+type ZK struct {
+	Servers  int           `json:"Servers"`
+	TickTime time.Duration `json:"TickTime,omitempty"`
+}
+
+// WriteInfo stores info as RUN_DIR/run.json.
+func WriteInfo(runDir string, info Info) error {
+	return writeJSONAtomic(filepath.Join(runDir, RunFile), info)
+}
+
+// ReadInfo loads RUN_DIR/run.json. A missing file is (nil, nil): runs
+// stored before run.json existed, and hand-made test runs, have none.
+func ReadInfo(runDir string) (*Info, error) {
+	p := filepath.Join(runDir, RunFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run config: %w", err)
+	}
+	var ri Info
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return &ri, nil
+}
