@@ -25,6 +25,8 @@ func newRunCmd() *cobra.Command {
 		replay  string
 		runsDir string
 		junit   string
+		shardS  string
+		dryRun  bool
 	)
 	check := checkers.DefaultConfig()
 	cmd := &cobra.Command{
@@ -63,13 +65,26 @@ error, 3 some run unknown.`,
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
 			}
+			list, sh, err := selectSeeds(cfg.Seed, seeds, shardS, cmd.Flags().Changed("seed"), replay != "")
+			if err != nil {
+				return withCode(exitBad, err)
+			}
+			if dryRun {
+				for _, seed := range list {
+					label := ""
+					if shardS != "" {
+						label = " (shard " + sh.String() + ")"
+					}
+					printSchedule(cmd.OutOrStdout(), planFor(seed, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults, cfg.Schedule), label)
+				}
+				return nil
+			}
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
-			first := cfg.Seed
 			var dirs []string
-			for i := 0; i < seeds; i++ {
+			for _, seed := range list {
 				rc := cfg
-				rc.Seed = first + uint64(i)
+				rc.Seed = seed
 				rc.RunID = cluster.NewRunID()
 				rc.RunDir = filepath.Join(runsDir, rc.RunID)
 				dir, err := harness.Run(cmd.Context(), rc)
@@ -113,6 +128,8 @@ error, 3 some run unknown.`,
 	f := cmd.Flags()
 	f.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the first run (fault schedule and workload)")
 	f.IntVar(&seeds, "seeds", 1, "number of runs, with seeds seed, seed+1, ...")
+	f.StringVar(&shardS, "shard", "", "run only shard I/N of the seed list (I from 1; needs --seed), for a CI matrix")
+	f.BoolVar(&dryRun, "dry-run", false, "print the fault schedule of each seed and exit, without Docker")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "workload and nemesis duration per run")
 	f.StringVar(&faults, "faults", "all", "fault kinds, comma-separated, 'all' or 'none': "+strings.Join(kindNames(), ", "))
 	f.DurationVar(&cfg.MinHold, "min-hold", 2*time.Second, "shortest time a fault is held")
