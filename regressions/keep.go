@@ -109,7 +109,8 @@ func Trim(h *history.History, opt Options) (*Trimmed, error) {
 
 	n := len(h.Events)
 	// A client operation is an invoke and its completion; keeping one half
-	// would make an operation the run never had, so both go or stay.
+	// would make an operation the run never had, so both go or stay (and
+	// the reduction removes both of a pair together).
 	partner := make([]int, n)
 	for i := range partner {
 		partner[i] = -1
@@ -118,6 +119,23 @@ func Trim(h *history.History, opt Options) (*Trimmed, error) {
 	for _, o := range ops {
 		if o.Invoke != nil && o.Complete != nil {
 			partner[o.Invoke.Index], partner[o.Complete.Index] = o.Complete.Index, o.Invoke.Index
+		}
+	}
+	// A fault's start and stop likewise: a fault that never stops reads as
+	// one the nemesis failed to heal.
+	starts := map[string]int{}
+	for i, e := range h.Events {
+		if e.Fault == nil || e.Fault.ID == "" {
+			continue
+		}
+		k := e.Source + "\x00" + e.Fault.ID
+		switch e.Kind {
+		case history.KindFaultStart:
+			starts[k] = i
+		case history.KindFaultStop:
+			if j, ok := starts[k]; ok && partner[j] < 0 {
+				partner[i], partner[j] = j, i
+			}
 		}
 	}
 	keep := make([]bool, n)

@@ -3,6 +3,7 @@ package regressions
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,10 @@ func TestTrim(t *testing.T) {
 			if noise > 20 {
 				t.Fatalf("kept %d of the unrelated broker's 200 events", noise)
 			}
+			// A kept fault start keeps its stop, a kept op its other half.
+			if err := pairsIntact(h, tr.Events); err != nil {
+				t.Fatal(err)
+			}
 			// Stored and read back, it fails the same way.
 			dir := filepath.Join(t.TempDir(), "kept")
 			if err := Save(dir, t.TempDir(), tr); err != nil {
@@ -155,6 +160,37 @@ func TestTrim(t *testing.T) {
 				t.Fatal("Save over an existing regression succeeded")
 			}
 		})
+	}
+}
+
+// A fault that starts right next to a blamed event is kept with its stop,
+// even when the stop is far away and nothing else needs it.
+func TestTrimKeepsAFaultWhole(t *testing.T) {
+	base := syntheticRun(t)
+	r := checkers.ControllerFencing{}.Check(base)
+	if len(r.Events) == 0 {
+		t.Fatal("fixture has no blamed events")
+	}
+	at := base.Events[r.Events[0]].Time
+	last := base.Events[len(base.Events)-1].Time
+	f := func(kind history.Kind, ts int64) history.Event {
+		return history.Event{V: 1, Time: ts, Source: "nemesis-x", Kind: kind, Fault: &history.Fault{ID: "fx", Name: "pause", Targets: []string{"n2"}}}
+	}
+	h := history.Merge(base.Events, []history.Event{f(history.KindFaultStart, at), f(history.KindFaultStop, last+1e9)})
+	tr, err := Trim(h, Options{Config: checkers.DefaultConfig(), Context: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, stop bool
+	for _, e := range tr.Events {
+		start = start || e.Source == "nemesis-x" && e.Kind == history.KindFaultStart
+		stop = stop || e.Source == "nemesis-x" && e.Kind == history.KindFaultStop
+	}
+	if !start || !stop {
+		t.Fatalf("fault next to the violation: start kept %v, stop kept %v; want both", start, stop)
+	}
+	if err := pairsIntact(h, tr.Events); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -193,4 +229,36 @@ func copyTree(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pairsIntact checks that every kept fault_start whose stop is in the full
+// history kept that stop too, and every kept client op its partner.
+func pairsIntact(full *history.History, kept []history.Event) error {
+	type id struct {
+		src string
+		seq uint64
+	}
+	in := map[id]bool{}
+	for _, e := range kept {
+		in[id{e.Source, e.Seq}] = true
+	}
+	starts := map[string]history.Event{}
+	for _, e := range full.Events {
+		if e.Fault == nil {
+			continue
+		}
+		k := e.Source + "/" + e.Fault.ID
+		if e.Kind == history.KindFaultStart {
+			starts[k] = e
+		} else if st, ok := starts[k]; ok && in[id{st.Source, st.Seq}] != in[id{e.Source, e.Seq}] {
+			return fmt.Errorf("fault %s: start kept %v, stop kept %v", k, in[id{st.Source, st.Seq}], in[id{e.Source, e.Seq}])
+		}
+	}
+	ops, _ := history.Operations(full)
+	for _, o := range ops {
+		if o.Complete != nil && in[id{o.Invoke.Source, o.Invoke.Seq}] != in[id{o.Complete.Source, o.Complete.Seq}] {
+			return fmt.Errorf("operation at event %d kept without its other half", o.Invoke.Index)
+		}
+	}
+	return nil
 }
