@@ -31,6 +31,11 @@ type Options struct {
 	// Tail is how long a shortened run goes on after its last fault ends
 	// (default 5s): time for the effects of the fault to show.
 	Tail time.Duration
+	// Tries is how many replays a candidate gets before it counts as
+	// passing (default 1). A failure that depends on timing can pass a
+	// replay of the very schedule that failed; more tries trade budget for
+	// fewer false "passes".
+	Tries int
 	// Log, if set, gets one line per replay.
 	Log func(format string, args ...any)
 }
@@ -64,32 +69,39 @@ func key(s nemesis.Schedule) string {
 	return b.String()
 }
 
-// fails replays s once (never the same schedule twice).
+// fails replays s up to Tries times, stopping at the first failure; a
+// schedule is never judged twice.
 func (x *search) fails(s nemesis.Schedule) (bool, error) {
 	k := key(s)
 	if v, ok := x.cache[k]; ok {
 		return v, nil
 	}
-	if x.runs >= x.opt.Budget {
-		return false, errBudget
-	}
-	if err := x.ctx.Err(); err != nil {
-		return false, err
-	}
-	x.runs++
-	v, err := x.run(x.ctx, s)
-	if err != nil {
-		return false, fmt.Errorf("replay %d: %w", x.runs, err)
-	}
-	x.cache[k] = v
-	if x.opt.Log != nil {
-		verdict := "passes"
-		if v {
-			verdict = "still fails"
+	for try := 1; try <= x.opt.Tries; try++ {
+		if x.runs >= x.opt.Budget {
+			return false, errBudget
 		}
-		x.opt.Log("replay %d/%d: %s → %s", x.runs, x.opt.Budget, Describe(s), verdict)
+		if err := x.ctx.Err(); err != nil {
+			return false, err
+		}
+		x.runs++
+		v, err := x.run(x.ctx, s)
+		if err != nil {
+			return false, fmt.Errorf("replay %d: %w", x.runs, err)
+		}
+		if x.opt.Log != nil {
+			verdict := "passes"
+			if v {
+				verdict = "still fails"
+			}
+			x.opt.Log("replay %d/%d (try %d/%d): %s → %s", x.runs, x.opt.Budget, try, x.opt.Tries, Describe(s), verdict)
+		}
+		if v {
+			x.cache[k] = true
+			return true, nil
+		}
 	}
-	return v, nil
+	x.cache[k] = false
+	return false, nil
 }
 
 // Shrink returns the smallest schedule it finds for which run still fails,
@@ -103,6 +115,9 @@ func (x *search) fails(s nemesis.Schedule) (bool, error) {
 func Shrink(ctx context.Context, s nemesis.Schedule, run Runner, opt Options) (Result, error) {
 	if opt.Budget <= 0 {
 		opt.Budget = 20
+	}
+	if opt.Tries <= 0 {
+		opt.Tries = 1
 	}
 	if opt.MinHold <= 0 {
 		opt.MinHold = 500 * time.Millisecond

@@ -158,3 +158,31 @@ func TestShrinkNeverReplaysASchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A failure that shows only on some replays (here every third one that has
+// the pause): with Tries >= 3 each candidate with the pause fails within its
+// tries, so the needed fault is found exactly.
+func TestShrinkWithTriesOnAFlakyFailure(t *testing.T) {
+	start := sched(nemesis.BounceNode, nemesis.PauseController, nemesis.IsolateNode, nemesis.PauseNode)
+	for _, tt := range []struct {
+		tries     int
+		wantSteps int
+	}{{3, 1}, {6, 1}} {
+		n := 0
+		// Fails on every third replay that holds the controller pause.
+		run := func(_ context.Context, s nemesis.Schedule) (bool, error) {
+			if !has(s, nemesis.PauseController, time.Second) {
+				return false, nil
+			}
+			n++
+			return n%3 == 0, nil
+		}
+		res, err := Shrink(context.Background(), start, run, Options{Budget: 40, Tries: tt.tries})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Schedule.Steps) != tt.wantSteps || !has(res.Schedule, nemesis.PauseController, time.Second) {
+			t.Errorf("tries %d: kept %s, want %d steps with the pause", tt.tries, Describe(res.Schedule), tt.wantSteps)
+		}
+	}
+}

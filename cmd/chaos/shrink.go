@@ -108,6 +108,7 @@ input (not a failing scheduled run) or harness error.`,
 	f.StringVar(&checker, "checker", "", "checker that must keep failing (default: the first invalid one in RUN_DIR/results.json)")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per replay")
 	f.DurationVar(&opt.MinHold, "min-hold", 500*time.Millisecond, "shortest hold a fault is cut to")
+	f.IntVar(&opt.Tries, "tries", 1, "replays a candidate gets before it counts as passing (for failures that depend on timing)")
 	f.DurationVar(&opt.Tail, "tail", 5*time.Second, "time a shortened run goes on after its last fault")
 	return cmd
 }
