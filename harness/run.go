@@ -119,6 +119,17 @@ func (c *RunConfig) defaults() {
 	}
 }
 
+// Plan is the fault schedule a run of c executes: the stored one when c
+// replays, otherwise the one its seed draws for its topology. `chaos run
+// --dry-run` prints exactly this, so it needs no Docker.
+func (c RunConfig) Plan() nemesis.Schedule {
+	if c.Schedule != nil {
+		return *c.Schedule
+	}
+	c.defaults()
+	return nemesis.Plan(c.Seed, nemesis.Topology{Nodes: c.Nodes, ZKServers: c.ZK.Servers}, c.TimeLimit, c.MinHold, c.MaxHold, c.Faults)
+}
+
 // Info is what run.json records of c (after defaults): the parameters a
 // report shows and a replay repeats.
 func (c *RunConfig) Info() rundir.Info {
@@ -134,6 +145,28 @@ func (c *RunConfig) Info() rundir.Info {
 		Acks: c.Acks, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
 		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
 	}
+}
+
+// ConfigFromInfo is the inverse of Info: the configuration that repeats a
+// stored run (its seed, topology, workload and fault kinds; the schedule and
+// a scenario's driver are the caller's to set). Fault kinds this build no
+// longer knows are an error naming them.
+func ConfigFromInfo(info rundir.Info) (RunConfig, error) {
+	c := RunConfig{
+		Seed: info.Seed, ZK: cluster.ZKOptions{Servers: info.ZK.Servers, TickTime: info.ZK.TickTime},
+		Nodes: info.Nodes, Bugs: info.Bugs, NodeFlags: info.NodeFlags, ZKSessionTimeout: info.ZKSessionTimeout,
+		Topic: info.Topic, Partitions: info.Partitions, RF: info.RF, Producers: info.Producers, Readers: info.Readers,
+		Acks: info.Acks, NoWorkload: info.NoWorkload, TimeLimit: info.TimeLimit,
+		MinHold: info.MinHold, MaxHold: info.MaxHold, Settle: info.Settle, Scenario: info.Scenario,
+	}
+	if len(info.Faults) > 0 {
+		kinds, err := nemesis.ParseKinds(strings.Join(info.Faults, ","))
+		if err != nil {
+			return c, fmt.Errorf("run.json of %s: %w", info.RunDir, err)
+		}
+		c.Faults = kinds
+	}
+	return c, nil
 }
 
 // Run is one chaos run: set-up, workload and nemesis, heal, final reads,
@@ -228,10 +261,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
 	driver := cfg.Driver
 	if driver == nil {
-		sched := nemesis.Plan(cfg.Seed, nemesis.Topology{Nodes: cfg.Nodes, ZKServers: cfg.ZK.Servers}, cfg.TimeLimit, cfg.MinHold, cfg.MaxHold, cfg.Faults)
-		if cfg.Schedule != nil {
-			sched = *cfg.Schedule
-		}
+		sched := cfg.Plan()
 		if err := sched.Save(filepath.Join(abs, rundir.ScheduleFile)); err != nil {
 			return abs, err
 		}

@@ -10,6 +10,10 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v iptables >/dev/null || need+=(iptables)
 command -v tc >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
+# The report's browser test (cmd/chaos TestReportInBrowser) drives headless
+# Chromium; any Chrome already installed (CI runners have one) will do.
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
+  command -v google-chrome >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

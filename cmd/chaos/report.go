@@ -40,9 +40,20 @@ With --index RUNS_DIR it also writes RUNS_DIR/index.html listing every run
 there (verdict, seed, bug switches, link to each report), so a runs folder
 kept as a CI artifact can be browsed without 'chaos serve'.
 
+With --index RUNS_DIR and no RUN_DIR it re-renders nothing: it indexes the
+runs already in RUNS_DIR and, with --junit, writes one JUnit file over all of
+them. That is the merge step of a sharded nightly job: gather every shard's
+run directories into one folder, then 'chaos report --index DIR --junit FILE'.
+
 Exit status: 0 every report written, 2 bad input (the message names the file).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				if index == "" {
+					return withCode(exitBad, errors.New("report: name at least one RUN_DIR, or --index RUNS_DIR to index the runs already there"))
+				}
+				return runIndexOnly(cmd.OutOrStdout(), index, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
+			}
 			err := runReport(cmd.OutOrStdout(), args, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
 			if index != "" {
 				p, ierr := reports.WriteIndexFile(index)
@@ -92,6 +103,28 @@ func runReport(out io.Writer, dirs []string, junit string, opt reports.JUnitOpti
 	}
 	if len(errs) > 0 {
 		return withCode(exitBad, errors.Join(errs...))
+	}
+	return nil
+}
+
+// runIndexOnly writes RUNS_DIR/index.html and, when junit is set, one JUnit
+// file over every run in runsDir, from their run.json and results.json. A run
+// that cannot be read is listed (and is a JUnit error) rather than dropped.
+func runIndexOnly(out io.Writer, runsDir, junit string, opt reports.JUnitOptions) error {
+	p, err := reports.WriteIndexFile(runsDir)
+	if err != nil {
+		return withCode(exitBad, err)
+	}
+	fmt.Fprintln(out, p)
+	if junit == "" {
+		return nil
+	}
+	runs, err := reports.Index(runsDir)
+	if err != nil {
+		return withCode(exitBad, err)
+	}
+	if err := writeJUnitFile(out, junit, runs, opt); err != nil {
+		return withCode(exitBad, err)
 	}
 	return nil
 }

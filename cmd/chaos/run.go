@@ -25,6 +25,8 @@ type runOptions struct {
 	runsDir string
 	junit   string
 	check   checkers.Config
+	shard   string // --shard I/N
+	dryRun  bool
 }
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(&runOptions{}) }
@@ -48,13 +50,28 @@ error, 3 some run unknown.`,
 			if err != nil {
 				return withCode(exitBad, err)
 			}
+			list, sh, err := selectSeeds(cfg.Seed, seeds, o.shard, cmd.Flags().Changed(rundir.FlagSeed), o.run.Replay != "")
+			if err != nil {
+				return withCode(exitBad, err)
+			}
+			if o.dryRun {
+				for _, seed := range list {
+					label := ""
+					if o.shard != "" {
+						label = " (shard " + sh.String() + ")"
+					}
+					rc := cfg
+					rc.Seed = seed
+					printSchedule(cmd.OutOrStdout(), rc.Plan(), label)
+				}
+				return nil
+			}
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
-			first := cfg.Seed
 			var dirs []string
-			for i := 0; i < seeds; i++ {
+			for _, seed := range list {
 				rc := cfg
-				rc.Seed = first + uint64(i)
+				rc.Seed = seed
 				rc.RunID = cluster.NewRunID()
 				rc.RunDir = filepath.Join(o.runsDir, rc.RunID)
 				out, err := pipeline.Execute(cmd.Context(), rc, pipeline.Options{Check: &o.check})
@@ -91,6 +108,8 @@ error, 3 some run unknown.`,
 	f := cmd.Flags()
 	o.run.Register(f, kindNames())
 	f.IntVar(&o.seeds, "seeds", 1, "number of runs, with seeds seed, seed+1, ...")
+	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the seed list (I from 1; needs --seed), for a CI matrix")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the fault schedule of each seed and exit, without Docker")
 	f.StringVar(&o.runsDir, "runs", "runs", "directory that receives one run directory per seed")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML of every run (one testsuite per run, one testcase per checker) to this file")
 	f.DurationVar(&o.check.OfflineGrace, "offline-grace", o.check.OfflineGrace, "a partition without a leader this long after healing is invalid")

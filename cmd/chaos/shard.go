@@ -1,0 +1,106 @@
+package main
+
+// This file owns how `chaos run` picks its seeds (--seeds and --shard) and
+// what --dry-run prints. Sharding exists so a CI matrix can split one night's
+// seed list across machines: every shard computes the same list from --seed
+// and --seeds and keeps its own slice, with no coordinator between them.
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// shard is one part of a seed list: Index of Count, 1-based as people (and
+// CI matrices) count.
+type shard struct {
+	Index, Count int
+}
+
+// parseShard reads "I/N" with 1 <= I <= N. The empty string is the whole
+// list (shard 1/1).
+func parseShard(s string) (shard, error) {
+	if s == "" {
+		return shard{1, 1}, nil
+	}
+	i, n, ok := strings.Cut(s, "/")
+	if !ok {
+		return shard{}, fmt.Errorf("--shard %q: want I/N, e.g. 1/4", s)
+	}
+	idx, err := strconv.Atoi(strings.TrimSpace(i))
+	if err != nil {
+		return shard{}, fmt.Errorf("--shard %q: shard index %q is not a number", s, i)
+	}
+	cnt, err := strconv.Atoi(strings.TrimSpace(n))
+	if err != nil {
+		return shard{}, fmt.Errorf("--shard %q: shard count %q is not a number", s, n)
+	}
+	if cnt < 1 {
+		return shard{}, fmt.Errorf("--shard %q: shard count must be at least 1", s)
+	}
+	if idx < 1 || idx > cnt {
+		return shard{}, fmt.Errorf("--shard %q: shard index must be between 1 and %d", s, cnt)
+	}
+	return shard{idx, cnt}, nil
+}
+
+func (s shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// seeds returns this shard's seeds out of first, first+1, ..., first+n-1:
+// the ones at positions Index-1, Index-1+Count, ... Shards interleave rather
+// than take contiguous blocks so that each gets a share of every part of the
+// list and their sizes differ by at most one; together the shards hold every
+// seed exactly once.
+func (s shard) seeds(first uint64, n int) []uint64 {
+	var out []uint64
+	for j := s.Index - 1; j < n; j += s.Count {
+		out = append(out, first+uint64(j))
+	}
+	return out
+}
+
+// printSchedule writes one seed's schedule as a table a person can read
+// and diff: each fault's start, hold, end and pick (the position among
+// candidates that chooses a random broker or follower).
+func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
+	fmt.Fprintf(out, "seed %d%s: %d faults in %s\n", s.Seed, label, len(s.Steps), s.Total)
+	if len(s.Steps) == 0 {
+		fmt.Fprintln(out, "  (no faults: the workload runs undisturbed)")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tstart\thold\tend\tfault\tpick")
+	for i, st := range s.Steps {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\n", i+1, st.At.Round(time.Millisecond), st.Hold.Round(time.Millisecond),
+			(st.At + st.Hold).Round(time.Millisecond), st.Kind, st.Pick)
+	}
+	tw.Flush()
+}
+
+// selectSeeds applies --shard to the seed list of --seed and --seeds. A
+// shard needs an explicit --seed: the default seed comes from the clock, and
+// shards on different machines would then split different lists.
+func selectSeeds(first uint64, n int, shardFlag string, seedSet, replaying bool) ([]uint64, shard, error) {
+	sh, err := parseShard(shardFlag)
+	if err != nil {
+		return nil, sh, err
+	}
+	if shardFlag != "" {
+		if replaying {
+			return nil, sh, fmt.Errorf("--shard %s: --replay is a single run and cannot be sharded", sh)
+		}
+		if !seedSet {
+			return nil, sh, fmt.Errorf("--shard %s needs an explicit --seed, so that every shard splits the same seed list", sh)
+		}
+	}
+	list := sh.seeds(first, n)
+	if len(list) == 0 {
+		return nil, sh, fmt.Errorf("--shard %s: --seeds %d leaves this shard no seed (use at most %d shards)", sh, n, n)
+	}
+	return list, sh, nil
+}
