@@ -11,7 +11,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // MaxLineBytes bounds one history line; a longer line is reported as bad
@@ -38,11 +42,15 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Warning is a problem the reader could safely step over (the skipped line is
-// named so results can state it).
+// named so results can state it), or a fact about the input a reader of the
+// results should know, such as a source's wall clock stepping back.
 type Warning struct {
 	File    string `json:"file"`
 	Line    int    `json:"line"`
 	Message string `json:"message"`
+	// ClockStepBack, for a clock warning, is how far the source's wall
+	// clock went back at Line, in nanoseconds.
+	ClockStepBack int64 `json:"clock_step_back_ns,omitempty"`
 }
 
 func (w Warning) String() string { return fmt.Sprintf("%s:%d: %s", w.File, w.Line, w.Message) }
@@ -50,21 +58,35 @@ func (w Warning) String() string { return fmt.Sprintf("%s:%d: %s", w.File, w.Lin
 // ErrEmpty is wrapped when a history file holds no events.
 var ErrEmpty = errors.New("no events (empty or truncated file)")
 
+// maxClockWarnings bounds the clock step-back warnings listed per file; the
+// rest are summed up in one more warning.
+const maxClockWarnings = 10
+
 // Decode reads one source's JSON lines from r; name is used in errors. Events
 // come back in file order with Index unset. A bad line is a *LineError,
 // except an unterminated last line that does not decode, which is skipped
 // with a Warning (a crash while writing it).
+//
+// Beyond what Event.Validate checks, every line must be valid UTF-8 (without
+// lone UTF-16 surrogates in \u escapes, which encoding/json would replace
+// silently) and its seq must be above the previous line's, so (src, seq) is
+// unique. A timestamp below the previous line's is not an error: the file
+// order is the true order of one source and wall clocks step; it is reported
+// as a Warning with the size of the step.
 func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
-	return decode(r, name, 0)
+	return decode(r, name, "", 0)
 }
 
-// decode is Decode with a capacity hint for the result.
-func decode(r io.Reader, name string, hint int) ([]Event, []Warning, error) {
+// decode is Decode that also requires every event's src to be source (when
+// not empty), with a capacity hint for the result.
+func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
 		evs   = make([]Event, 0, hint)
 		warns []Warning
 		line  int
+		steps int   // clock step-backs seen
+		worst int64 // largest step-back
 	)
 	for {
 		b, err := readLine(br)
@@ -84,7 +106,10 @@ func decode(r io.Reader, name string, hint int) ([]Event, []Warning, error) {
 			continue
 		}
 		var ev Event
-		derr := json.Unmarshal(b, &ev)
+		derr := checkText(b)
+		if derr == nil {
+			derr = unmarshal(b, &ev)
+		}
 		if derr == nil {
 			derr = ev.Validate()
 		}
@@ -96,15 +121,117 @@ func decode(r io.Reader, name string, hint int) ([]Event, []Warning, error) {
 			}
 			return nil, nil, &LineError{File: name, Line: line, Err: derr}
 		}
+		if source != "" && ev.Source != source {
+			return nil, nil, &LineError{File: name, Line: line,
+				Err: fmt.Errorf("src %q in the file of source %q (each source has one file, named after it)", ev.Source, source)}
+		}
+		if n := len(evs); n > 0 {
+			prev := &evs[n-1]
+			if ev.Seq <= prev.Seq {
+				return nil, nil, &LineError{File: name, Line: line,
+					Err: fmt.Errorf("seq %d after seq %d: a source's seq must be unique and increasing", ev.Seq, prev.Seq)}
+			}
+			if back := prev.Time - ev.Time; back > 0 {
+				steps++
+				worst = max(worst, back)
+				if steps <= maxClockWarnings {
+					warns = append(warns, Warning{File: name, Line: line, ClockStepBack: back,
+						Message: fmt.Sprintf("%s's wall clock stepped back %s (seq %d after seq %d); file order kept",
+							ev.Source, time.Duration(back), ev.Seq, prev.Seq)})
+				}
+			}
+		}
 		evs = append(evs, ev)
 		if !terminated {
 			break
 		}
 	}
+	if steps > maxClockWarnings {
+		warns = append(warns, Warning{File: name, Line: line, ClockStepBack: worst,
+			Message: fmt.Sprintf("%d more wall-clock step-backs in this file (largest of all %s); file order kept",
+				steps-maxClockWarnings, time.Duration(worst))})
+	}
 	if len(evs) == 0 {
 		return nil, warns, &LineError{File: name, Line: line, Err: ErrEmpty}
 	}
 	return evs, warns, nil
+}
+
+// checkText rejects a line that is not valid UTF-8 or whose \u escapes hold
+// a lone UTF-16 surrogate: encoding/json would turn either into U+FFFD and a
+// value would silently differ from what was written.
+func checkText(b []byte) error {
+	if !utf8.Valid(b) {
+		i := 0
+		for i < len(b) {
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("not valid UTF-8 (byte %d of the line)", i+1)
+	}
+	for i := bytes.IndexByte(b, '\\'); i >= 0 && i < len(b); {
+		if i+1 >= len(b) {
+			return nil
+		}
+		if b[i+1] != 'u' {
+			i = nextBackslash(b, i+2)
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		if !ok {
+			return nil // malformed escape: the JSON decoder names it
+		}
+		switch {
+		case utf16.IsSurrogate(rune(r)) && r < 0xdc00:
+			// A high surrogate must be followed by an escaped low one.
+			if lo, ok := hex4(b, i+8); ok && i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' && lo >= 0xdc00 && lo <= 0xdfff {
+				i = nextBackslash(b, i+12)
+				continue
+			}
+			return fmt.Errorf("lone UTF-16 surrogate \\u%04x at byte %d of the line", r, i+1)
+		case utf16.IsSurrogate(rune(r)):
+			return fmt.Errorf("lone UTF-16 surrogate \\u%04x at byte %d of the line", r, i+1)
+		}
+		i = nextBackslash(b, i+6)
+	}
+	return nil
+}
+
+func nextBackslash(b []byte, from int) int {
+	if from >= len(b) {
+		return -1
+	}
+	j := bytes.IndexByte(b[from:], '\\')
+	if j < 0 {
+		return -1
+	}
+	return from + j
+}
+
+// hex4 parses the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (uint16, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var v uint16
+	for _, c := range b[i : i+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint16(d)
+	}
+	return v, true
 }
 
 // readLine returns one line including its '\n', or the unterminated rest
@@ -140,18 +267,36 @@ func ReadFile(path string) ([]Event, []Warning, error) {
 	if fi, err := f.Stat(); err == nil {
 		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
 	}
-	return decode(f, path, hint)
+	return decode(f, path, "", hint)
 }
 
-// History is a merged run history: every event of every source, ordered by
-// (Time, Source, file, line), with Event.Index equal to its position.
+// ReadSource is ReadFile for a file of a run directory, whose events must
+// all name the file's source (client-0.jsonl holds src "client-0").
+func ReadSource(path string) ([]Event, []Warning, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	hint := 0
+	if fi, err := f.Stat(); err == nil {
+		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
+	}
+	return decode(f, path, strings.TrimSuffix(filepath.Base(path), ".jsonl"), hint)
+}
+
+// History is a merged run history: every event of every source, with
+// Event.Index equal to its position. Each source's events keep their file
+// order; events of different sources are ordered by Time (see Merge).
 type History struct {
 	Events   []Event   `json:"-"`
 	Files    []string  `json:"files"`
 	Warnings []Warning `json:"warnings,omitempty"`
 }
 
-// ReadDir reads every *.jsonl file in RUN_DIR/history and merges them.
+// ReadDir reads every *.jsonl file in RUN_DIR/history and merges them. Each
+// file holds one source, named after it (client-0.jsonl holds src
+// "client-0"), so a source cannot be split across files.
 func ReadDir(runDir string) (*History, error) {
 	dir := filepath.Join(runDir, HistoryDir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
@@ -182,7 +327,7 @@ func ReadDir(runDir string) (*History, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			evs, w, err := ReadFile(f)
+			evs, w, err := ReadSource(f)
 			out[i] = decoded{evs, w, err}
 		}()
 	}
@@ -204,38 +349,67 @@ func ReadDir(runDir string) (*History, error) {
 	return h, nil
 }
 
-// Merge orders the events of several sources into one History. The order is
-// by Time, then Source, then the source's position in the argument list, then
-// the event's position in its source: stable and deterministic, and it keeps a
-// source's own order for equal timestamps. Events are copied; Index is set.
-//
-// Each source is nearly always already in order (its Writer stamps times as
-// it goes), so Merge stably sorts only a source that is not, then merges the
-// sources with a small heap: O(n log k) for k sources.
+// Merge orders the events of several sources into one History. Within a
+// source the argument order is the true order and is kept even where its
+// timestamps step back (a wall clock is not monotonic); across sources the
+// next events are ordered by Time, then Source, then the source's position
+// in the argument list, which is deterministic. Events are copied; Index is
+// set. It is a k-way merge with a small heap: O(n log k) for k sources.
 func Merge(sources ...[]Event) *History {
 	n := 0
-	srcs := make([][]Event, len(sources))
-	for i, s := range sources {
+	for _, s := range sources {
 		n += len(s)
-		srcs[i] = s
-		if !sort.SliceIsSorted(s, func(a, b int) bool { return timeSourceLess(&s[a], &s[b]) }) {
-			c := append([]Event(nil), s...)
-			sort.SliceStable(c, func(a, b int) bool { return timeSourceLess(&c[a], &c[b]) })
-			srcs[i] = c
-		}
 	}
-	pos := make([]int, len(srcs))
-	less := func(a, b int) bool { // source a's next event before source b's?
-		ea, eb := &srcs[a][pos[a]], &srcs[b][pos[b]]
-		if ea.Time != eb.Time {
-			return ea.Time < eb.Time
+	out := make([]Event, 0, n)
+	interleave(len(sources), func(s int) int { return len(sources[s]) },
+		func(s, i int) (int64, string) { return sources[s][i].Time, sources[s][i].Source },
+		func(s, i int) {
+			e := sources[s][i]
+			e.Index = len(out)
+			out = append(out, e)
+		})
+	return &History{Events: out}
+}
+
+// SourcePos names one event of a merge's input: the source's position in
+// the argument list and the event's position in that source.
+type SourcePos struct{ Source, Pos int32 }
+
+// MergeOrder returns the order in which Merge takes the events of sources
+// known only by their timestamps (file order) and names, one name per
+// source: element i is the event Merge numbers i. It lets a reader that
+// does not hold whole events (reports streams them) number them exactly as
+// the checkers see them.
+func MergeOrder(times [][]int64, names []string) []SourcePos {
+	n := 0
+	for _, t := range times {
+		n += len(t)
+	}
+	out := make([]SourcePos, 0, n)
+	interleave(len(times), func(s int) int { return len(times[s]) },
+		func(s, i int) (int64, string) { return times[s][i], names[s] },
+		func(s, i int) { out = append(out, SourcePos{int32(s), int32(i)}) })
+	return out
+}
+
+// interleave is the k-way merge behind Merge and MergeOrder: it emits every
+// event of k sources, each source in its own order, taking at each step the
+// least next event by (time, source name, source position) from a heap.
+func interleave(k int, length func(s int) int, key func(s, i int) (int64, string), emit func(s, i int)) {
+	pos := make([]int, k)
+	t := make([]int64, k) // key of each source's next event
+	name := make([]string, k)
+	load := func(s int) { t[s], name[s] = key(s, pos[s]) }
+	less := func(a, b int) bool {
+		if t[a] != t[b] {
+			return t[a] < t[b]
 		}
-		if ea.Source != eb.Source {
-			return ea.Source < eb.Source
+		if name[a] != name[b] {
+			return name[a] < name[b]
 		}
 		return a < b
 	}
-	heap := make([]int, 0, len(srcs))
+	heap := make([]int, 0, k)
 	down := func(i int) {
 		for {
 			l, m := 2*i+1, i
@@ -252,37 +426,29 @@ func Merge(sources ...[]Event) *History {
 			i = m
 		}
 	}
-	for i := range srcs {
-		if len(srcs[i]) > 0 {
-			heap = append(heap, i)
+	for s := 0; s < k; s++ {
+		if length(s) > 0 {
+			load(s)
+			heap = append(heap, s)
 		}
 	}
 	for i := len(heap)/2 - 1; i >= 0; i-- {
 		down(i)
 	}
-	out := make([]Event, 0, n)
 	for len(heap) > 0 {
-		si := heap[0]
-		e := srcs[si][pos[si]]
-		e.Index = len(out)
-		out = append(out, e)
-		pos[si]++
-		if pos[si] == len(srcs[si]) {
+		s := heap[0]
+		emit(s, pos[s])
+		pos[s]++
+		if pos[s] == length(s) {
 			heap[0] = heap[len(heap)-1]
 			heap = heap[:len(heap)-1]
+		} else {
+			load(s)
 		}
 		if len(heap) > 0 {
 			down(0)
 		}
 	}
-	return &History{Events: out}
-}
-
-func timeSourceLess(a, b *Event) bool {
-	if a.Time != b.Time {
-		return a.Time < b.Time
-	}
-	return a.Source < b.Source
 }
 
 // New wraps events that are already in order (tests, generators) into a
@@ -293,3 +459,6 @@ func New(evs []Event) *History {
 	}
 	return &History{Events: evs}
 }
+
+// unmarshal decodes one line into ev.
+func unmarshal(b []byte, ev *Event) error { return json.Unmarshal(b, ev) }

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -62,13 +61,10 @@ type scanned struct {
 func (s *scanned) count() int                 { return s.n }
 func (s *scanned) event(i int) *history.Event { return s.events[i] }
 
-// mergeKey orders events as history.Merge does: by time, source, file, and
-// position within the (time-sorted) file.
+// mergeKey locates an event: its file and its position in the file.
 type mergeKey struct {
-	t    int64
-	src  int32 // interned source name; ranked by name before sorting
 	file int32
-	pos  int32 // position in the file after sorting by time
+	pos  int32
 }
 
 // fileScan is one decoded history file.
@@ -85,7 +81,7 @@ type fileScan struct {
 // streaming pass over the file (served from the page cache), so the file's
 // bytes are never held whole.
 func decodeFile(path string) fileScan {
-	evs, warns, err := history.ReadFile(path)
+	evs, warns, err := history.ReadSource(path)
 	if err != nil {
 		return fileScan{warns: warns, err: err}
 	}
@@ -172,10 +168,9 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 
 	var (
 		keys     []mergeKey
-		srcIDs   = map[string]int32{}
-		srcNames []string
 		lines    = make([][]int64, len(files))
-		perms    = make([][]int32, len(files)) // sorted position → file position, for unsorted files
+		times    = make([][]int64, len(files))
+		names    = make([]string, len(files))
 		firstErr error
 		bugSeen  = map[string]bool{}
 	)
@@ -196,40 +191,15 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 			continue
 		}
 		evs := fs.evs
-		order := make([]int32, len(evs))
-		for j := range order {
-			order[j] = int32(j)
+		times[i] = make([]int64, len(evs))
+		for j := range evs {
+			times[i][j] = evs[j].Time
 		}
-		less := func(a, b int32) int {
-			ea, eb := &evs[a], &evs[b]
-			if ea.Time != eb.Time {
-				if ea.Time < eb.Time {
-					return -1
-				}
-				return 1
-			}
-			if ea.Source != eb.Source {
-				if ea.Source < eb.Source {
-					return -1
-				}
-				return 1
-			}
-			return 0
-		}
-		if !slices.IsSortedFunc(order, less) {
-			slices.SortStableFunc(order, less) // what history.Merge does to an unsorted source
-			perms[i] = order
-		}
+		names[i] = evs[0].Source
 		lines[i] = fs.lines
-		for j, o := range order {
-			e := &evs[o]
-			id, ok := srcIDs[e.Source]
-			if !ok {
-				id = int32(len(srcNames))
-				srcIDs[e.Source] = id
-				srcNames = append(srcNames, e.Source)
-			}
-			keys = append(keys, mergeKey{t: e.Time, src: id, file: int32(i), pos: int32(j)})
+		for j := range evs {
+			e := &evs[j]
+			keys = append(keys, mergeKey{file: int32(i), pos: int32(j)})
 			if e.Kind == history.KindNodeStart && e.Process != nil {
 				for _, bug := range e.Process.Bugs {
 					if !bugSeen[bug] {
@@ -247,27 +217,15 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	}
 	sort.Strings(sc.bugs)
 
-	// Number events as history.Merge does.
-	rank := make([]int32, len(srcNames))
-	byName := make([]int32, len(srcNames))
-	for i := range byName {
-		byName[i] = int32(i)
+	// Number events as history.Merge does (each file is one source, in
+	// file order).
+	byFile := make([][]mergeKey, len(files))
+	for _, k := range keys {
+		byFile[k.file] = append(byFile[k.file], k)
 	}
-	slices.SortFunc(byName, func(a, b int32) int { return cmpString(srcNames[a], srcNames[b]) })
-	for r, id := range byName {
-		rank[id] = int32(r)
+	for i, sp := range history.MergeOrder(times, names) {
+		keys[i] = byFile[sp.Source][sp.Pos]
 	}
-	slices.SortFunc(keys, func(a, b mergeKey) int {
-		switch {
-		case a.t != b.t:
-			return cmpInt64(a.t, b.t)
-		case a.src != b.src:
-			return int(rank[a.src] - rank[b.src])
-		case a.file != b.file:
-			return int(a.file - b.file)
-		}
-		return int(a.pos - b.pos)
-	})
 	sc.n = len(keys)
 
 	// Re-read the wanted events from their lines, file by file.
@@ -281,11 +239,7 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 			continue
 		}
 		k := keys[g]
-		orig := k.pos
-		if p := perms[k.file]; p != nil {
-			orig = p[k.pos]
-		}
-		perFile[k.file] = append(perFile[k.file], at{g, lines[k.file][orig]})
+		perFile[k.file] = append(perFile[k.file], at{g, lines[k.file][k.pos]})
 	}
 	for fi, ats := range perFile {
 		if err := readEvents(files[fi], ats, sc.events, func(a at) (int, int64) { return a.index, a.off }); err != nil {
@@ -319,24 +273,4 @@ func readEvents[A any](path string, ats []A, out map[int]*history.Event, get fun
 		out[idx] = &ev
 	}
 	return nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
