@@ -242,6 +242,11 @@ func (o *ClientOp) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	return w.to(o)
+}
+
+// to sets o from the decoded wire form.
+func (w *clientOpJSON) to(o *ClientOp) error {
 	*o = ClientOp{Type: w.Type, Process: w.Process, F: w.F, Topic: w.Topic, Partition: w.Partition,
 		Value: w.Value, Offset: w.Offset, Acks: w.Acks, Records: w.Records, Final: w.Final, Error: w.Error,
 		ErrorCode: w.ErrorCode, Broker: w.Broker, LeaderEpoch: w.LeaderEpoch, HW: w.HW}

@@ -121,7 +121,7 @@ func TestDecodeBadInput(t *testing.T) {
 	}{
 		{name: "good", in: good + "\n", wantEvs: 1},
 		{name: "empty file", in: "", wantErr: "no events", wantLine: 0},
-		{name: "malformed middle", in: good + "\n{not json\n" + good + "\n", wantLine: 2, wantErr: "invalid character"},
+		{name: "malformed middle", in: good + "\n{not json\n" + good + "\n", wantLine: 2, wantErr: "json: expected"},
 		{name: "unknown kind", in: good + "\n" + strings.Replace(good, `"phase","phase"`, `"warp","phase"`, 1) + "\n", wantLine: 2, wantErr: "unknown event kind"},
 		{name: "future version", in: strings.Replace(good, `"v":1`, `"v":9`, 1) + "\n", wantLine: 1, wantErr: "from the future"},
 		{name: "missing payload", in: strings.Replace(good, `"phase":{`, `"fault":{`, 1) + "\n", wantLine: 1, wantErr: "without its payload"},

@@ -3,7 +3,6 @@ package history
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // MaxLineBytes bounds one history line; a longer line is reported as bad
@@ -108,7 +109,7 @@ func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, err
 		var ev Event
 		derr := checkText(b)
 		if derr == nil {
-			derr = unmarshal(b, &ev)
+			derr = decodeEvent(b, &ev)
 		}
 		if derr == nil {
 			derr = ev.Validate()
@@ -460,5 +461,54 @@ func New(evs []Event) *History {
 	return &History{Events: evs}
 }
 
-// unmarshal decodes one line into ev.
-func unmarshal(b []byte, ev *Event) error { return json.Unmarshal(b, ev) }
+// unmarshal is the JSON decoder of every line: segmentio/encoding, which
+// decodes the same JSON into the same values as encoding/json 2 to 5 times
+// faster with less memory; BenchmarkDecoders compares it with encoding/json,
+// goccy/go-json and bytedance/sonic on one corpus. It would replace invalid
+// UTF-8 silently like encoding/json, so checkText runs first.
+var unmarshal = segjson.Unmarshal
+
+// eventJSON is Event as decoded: the same fields, with the client op in its
+// wire form, so the line decodes in one pass with no json.Unmarshaler in
+// the way (which would make any decoder scan an op twice).
+type eventJSON struct {
+	V            int            `json:"v"`
+	Time         int64          `json:"ts"`
+	Source       string         `json:"src"`
+	Seq          uint64         `json:"seq"`
+	Node         int32          `json:"node"`
+	Kind         Kind           `json:"kind"`
+	Op           *clientOpJSON  `json:"op"`
+	Process      *Process       `json:"process"`
+	Registration *Registration  `json:"registration"`
+	Controller   *ControllerRun `json:"controller"`
+	ZKWrite      *ZKWrite       `json:"zk_write"`
+	Control      *Control       `json:"control"`
+	Shutdown     *Shutdown      `json:"shutdown"`
+	Role         *Role          `json:"role"`
+	Append       *Append        `json:"append"`
+	HW           *HWAdvance     `json:"hw"`
+	ISR          *ISRChange     `json:"isr"`
+	Checkpoint   *Checkpoint    `json:"checkpoint"`
+	Truncation   *Truncation    `json:"truncation"`
+	Watch        *Watch         `json:"watch"`
+	Fault        *Fault         `json:"fault"`
+	Phase        *Phase         `json:"phase"`
+}
+
+// decodeEvent decodes one line into ev.
+func decodeEvent(b []byte, ev *Event) error {
+	var w eventJSON
+	if err := unmarshal(b, &w); err != nil {
+		return err
+	}
+	*ev = Event{V: w.V, Time: w.Time, Source: w.Source, Seq: w.Seq, Node: w.Node, Kind: w.Kind,
+		Process: w.Process, Registration: w.Registration, Controller: w.Controller, ZKWrite: w.ZKWrite,
+		Control: w.Control, Shutdown: w.Shutdown, Role: w.Role, Append: w.Append, HW: w.HW, ISR: w.ISR,
+		Checkpoint: w.Checkpoint, Truncation: w.Truncation, Watch: w.Watch, Fault: w.Fault, Phase: w.Phase}
+	if w.Op != nil {
+		ev.Op = new(ClientOp)
+		return w.Op.to(ev.Op)
+	}
+	return nil
+}
