@@ -77,3 +77,21 @@ func BenchmarkDecoders(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadDir1M reads the generated 1M-event run directory
+// (historytest.Bench1M, one file per source): parallel decoding and merge.
+func BenchmarkReadDir1M(b *testing.B) {
+	dir := b.TempDir()
+	if err := historytest.WriteRunDir(dir, historytest.Clean(historytest.Bench1M)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h, err := history.ReadDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(h.Events)), "events")
+	}
+}

@@ -75,19 +75,54 @@ const maxClockWarnings = 10
 // order is the true order of one source and wall clocks step; it is reported
 // as a Warning with the size of the step.
 func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
-	return decode(r, name, "", 0)
+	return decodeFlat(r, name, "", 0)
 }
 
-// decode is Decode that also requires every event's src to be source (when
-// not empty), with a capacity hint for the result.
-func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, error) {
+// decodeFlat is Decode that also requires every event's src to be source
+// (when not empty), with a capacity hint for the result.
+func decodeFlat(r io.Reader, name, source string, hint int) ([]Event, []Warning, error) {
+	evs := make([]Event, 0, hint)
+	warns, err := decode(r, name, source, func(e Event) { evs = append(evs, e) })
+	if err != nil {
+		return nil, warns, err
+	}
+	return evs, warns, nil
+}
+
+// chunkLen is the length of the chunks ReadDir decodes into: the merge
+// drops each chunk once it has copied it, so a run's events are not held
+// twice at the peak.
+const chunkLen = 1 << 13
+
+// decodeChunks is decodeFlat into chunks of chunkLen events.
+func decodeChunks(r io.Reader, name, source string) ([][]Event, []Warning, error) {
+	var chunks [][]Event
+	warns, err := decode(r, name, source, func(e Event) {
+		if n := len(chunks); n == 0 || len(chunks[n-1]) == chunkLen {
+			chunks = append(chunks, make([]Event, 0, chunkLen))
+		}
+		c := &chunks[len(chunks)-1]
+		*c = append(*c, e)
+	})
+	if err != nil {
+		return nil, warns, err
+	}
+	return chunks, warns, nil
+}
+
+// decode reads the lines of r, checks each, and hands every event to add in
+// file order.
+func decode(r io.Reader, name, source string, add func(Event)) ([]Warning, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
-		evs   = make([]Event, 0, hint)
-		warns []Warning
-		line  int
-		steps int   // clock step-backs seen
-		worst int64 // largest step-back
+		n       int // events added
+		prev    Event
+		warns   []Warning
+		line    int
+		steps   int   // clock step-backs seen
+		worst   int64 // largest step-back
+		intern  string
+		scratch = new(eventJSON)
 	)
 	for {
 		b, err := readLine(br)
@@ -96,7 +131,7 @@ func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, err
 		}
 		line++
 		if err != nil && err != io.EOF {
-			return nil, nil, &LineError{File: name, Line: line, Err: err}
+			return nil, &LineError{File: name, Line: line, Err: err}
 		}
 		terminated := err == nil
 		if terminated {
@@ -109,7 +144,7 @@ func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, err
 		var ev Event
 		derr := checkText(b)
 		if derr == nil {
-			derr = decodeEvent(b, &ev)
+			derr = decodeEvent(b, &ev, scratch)
 		}
 		if derr == nil {
 			derr = ev.Validate()
@@ -120,16 +155,22 @@ func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, err
 					Message: fmt.Sprintf("unterminated last line skipped (cut short by a crash?): %v", derr)})
 				break
 			}
-			return nil, nil, &LineError{File: name, Line: line, Err: derr}
+			return nil, &LineError{File: name, Line: line, Err: derr}
 		}
 		if source != "" && ev.Source != source {
-			return nil, nil, &LineError{File: name, Line: line,
+			return nil, &LineError{File: name, Line: line,
 				Err: fmt.Errorf("src %q in the file of source %q (each source has one file, named after it)", ev.Source, source)}
 		}
-		if n := len(evs); n > 0 {
-			prev := &evs[n-1]
+		// One string per source, not one per event.
+		if ev.Source == intern {
+			ev.Source = intern
+		} else {
+			intern = ev.Source
+		}
+		ev.Kind = internKind(ev.Kind)
+		if n > 0 {
 			if ev.Seq <= prev.Seq {
-				return nil, nil, &LineError{File: name, Line: line,
+				return nil, &LineError{File: name, Line: line,
 					Err: fmt.Errorf("seq %d after seq %d: a source's seq must be unique and increasing", ev.Seq, prev.Seq)}
 			}
 			if back := prev.Time - ev.Time; back > 0 {
@@ -142,7 +183,9 @@ func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, err
 				}
 			}
 		}
-		evs = append(evs, ev)
+		add(ev)
+		n++
+		prev.Seq, prev.Time = ev.Seq, ev.Time
 		if !terminated {
 			break
 		}
@@ -152,10 +195,21 @@ func decode(r io.Reader, name, source string, hint int) ([]Event, []Warning, err
 			Message: fmt.Sprintf("%d more wall-clock step-backs in this file (largest of all %s); file order kept",
 				steps-maxClockWarnings, time.Duration(worst))})
 	}
-	if len(evs) == 0 {
-		return nil, warns, &LineError{File: name, Line: line, Err: ErrEmpty}
+	if n == 0 {
+		return warns, &LineError{File: name, Line: line, Err: ErrEmpty}
 	}
-	return evs, warns, nil
+	return warns, nil
+}
+
+// internKind returns the package's own string for a known kind, so decoded
+// events do not each hold a copy.
+func internKind(k Kind) Kind {
+	for _, c := range Kinds {
+		if c == k {
+			return c
+		}
+	}
+	return k
 }
 
 // checkText rejects a line that is not valid UTF-8 or whose \u escapes hold
@@ -268,7 +322,7 @@ func ReadFile(path string) ([]Event, []Warning, error) {
 	if fi, err := f.Stat(); err == nil {
 		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
 	}
-	return decode(f, path, "", hint)
+	return decodeFlat(f, path, "", hint)
 }
 
 // ReadSource is ReadFile for a file of a run directory, whose events must
@@ -283,8 +337,11 @@ func ReadSource(path string) ([]Event, []Warning, error) {
 	if fi, err := f.Stat(); err == nil {
 		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
 	}
-	return decode(f, path, strings.TrimSuffix(filepath.Base(path), ".jsonl"), hint)
+	return decodeFlat(f, path, sourceOf(path), hint)
 }
+
+// sourceOf is the source a run-directory file holds: its name without .jsonl.
+func sourceOf(path string) string { return strings.TrimSuffix(filepath.Base(path), ".jsonl") }
 
 // History is a merged run history: every event of every source, with
 // Event.Index equal to its position. Each source's events keep their file
@@ -315,9 +372,9 @@ func ReadDir(runDir string) (*History, error) {
 	// CPUs); report the first error in file order, so the message does not
 	// depend on scheduling.
 	type decoded struct {
-		evs   []Event
-		warns []Warning
-		err   error
+		chunks [][]Event
+		warns  []Warning
+		err    error
 	}
 	out := make([]decoded, len(files))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -328,13 +385,19 @@ func ReadDir(runDir string) (*History, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			evs, w, err := ReadSource(f)
-			out[i] = decoded{evs, w, err}
+			fh, err := os.Open(f)
+			if err != nil {
+				out[i] = decoded{err: fmt.Errorf("history: %w", err)}
+				return
+			}
+			defer fh.Close()
+			chunks, w, err := decodeChunks(fh, f, sourceOf(f))
+			out[i] = decoded{chunks, w, err}
 		}()
 	}
 	wg.Wait()
 	var (
-		sources  [][]Event
+		sources  [][][]Event
 		warnings []Warning
 	)
 	for _, d := range out {
@@ -342,9 +405,9 @@ func ReadDir(runDir string) (*History, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		sources = append(sources, d.evs)
+		sources = append(sources, d.chunks)
 	}
-	h := Merge(sources...)
+	h := mergeChunks(sources)
 	h.Files = files
 	h.Warnings = warnings
 	return h, nil
@@ -368,6 +431,35 @@ func Merge(sources ...[]Event) *History {
 			e := sources[s][i]
 			e.Index = len(out)
 			out = append(out, e)
+		})
+	return &History{Events: out}
+}
+
+// mergeChunks is Merge over sources decoded into chunks; each chunk is
+// released as soon as its last event has been copied.
+func mergeChunks(sources [][][]Event) *History {
+	n := 0
+	lens := make([]int, len(sources))
+	for s, cs := range sources {
+		for _, c := range cs {
+			lens[s] += len(c)
+		}
+		n += lens[s]
+	}
+	out := make([]Event, 0, n)
+	interleave(len(sources), func(s int) int { return lens[s] },
+		func(s, i int) (int64, string) {
+			e := &sources[s][i/chunkLen][i%chunkLen]
+			return e.Time, e.Source
+		},
+		func(s, i int) {
+			c := sources[s][i/chunkLen]
+			e := c[i%chunkLen]
+			e.Index = len(out)
+			out = append(out, e)
+			if i%chunkLen == len(c)-1 {
+				sources[s][i/chunkLen] = nil
+			}
 		})
 	return &History{Events: out}
 }
@@ -496,10 +588,10 @@ type eventJSON struct {
 	Phase        *Phase         `json:"phase"`
 }
 
-// decodeEvent decodes one line into ev.
-func decodeEvent(b []byte, ev *Event) error {
-	var w eventJSON
-	if err := unmarshal(b, &w); err != nil {
+// decodeEvent decodes one line into ev, using w (reset here) as scratch.
+func decodeEvent(b []byte, ev *Event, w *eventJSON) error {
+	*w = eventJSON{}
+	if err := unmarshal(b, w); err != nil {
 		return err
 	}
 	*ev = Event{V: w.V, Time: w.Time, Source: w.Source, Seq: w.Seq, Node: w.Node, Kind: w.Kind,
