@@ -61,7 +61,7 @@ var ErrEmpty = errors.New("no events (empty or truncated file)")
 
 // maxClockWarnings bounds the clock step-back warnings listed per file; the
 // rest are summed up in one more warning.
-const maxClockWarnings = 10
+const maxClockWarnings = 1
 
 // Decode reads one source's JSON lines from r; name is used in errors. Events
 // come back in file order with Index unset. A bad line is a *LineError,
