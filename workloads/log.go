@@ -141,13 +141,11 @@ type client struct {
 	rng    *rand.Rand
 	kc     *kgo.Client
 	seq    int
-	seen   map[int32]int64 // producer: highest offset acknowledged per partition
 	next   map[int32]int64 // reader: offset after the last record read per partition
 	reads  int
 }
 
 func (c *client) run(ctx context.Context) error {
-	c.seen = map[int32]int64{}
 	c.next = map[int32]int64{}
 	every := c.cfg.ProduceEvery
 	if c.reader {
@@ -264,9 +262,6 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 	switch {
 	case err == nil:
 		done.Type, done.Offset = history.OpOK, r.Offset
-		if r.Offset > c.seen[p] {
-			c.seen[p] = r.Offset
-		}
 	case definiteFailure(err):
 		done.Type = history.OpFail
 	default:
@@ -324,6 +319,12 @@ func (c *client) read(ctx context.Context, p int32) bool {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
 			done.ErrorCode = ke.Code
+		}
+		if errors.Is(err, kerr.OffsetOutOfRange) && from == c.next[p] {
+			// The log ends below where this process stopped (it was
+			// truncated): step the tail back a poll at a time until it
+			// is inside the log again.
+			c.next[p] = max(0, from-readMaxRecords)
 		}
 	} else {
 		done.Type, done.Records = history.OpOK, res.records
