@@ -237,6 +237,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"phase","phase":{"name":"setup","mark":"begin"}}` + "\n"))
 	f.Add([]byte(`{"v":1,"ts":5,"src":"c","kind":"op","op":{"type":"ok","f":"read","records":[{"offset":1,"value":"x"}]}}`))
 	f.Add([]byte("{\n\n}"))
+	f.Add([]byte(readOK(`"from":5,"values":["a\ud83d\ude00","b\\u0041"],"hw":7`) + "\n" + readOK(`"values":["\udbff"]`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, _, err := Decode(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -249,6 +250,13 @@ func FuzzDecode(f *testing.F) {
 		for i := range evs {
 			if verr := evs[i].Validate(); verr != nil {
 				t.Fatalf("decoded an invalid event: %v", verr)
+			}
+			if i > 0 && evs[i].Seq <= evs[i-1].Seq {
+				t.Fatalf("seq %d after %d accepted", evs[i].Seq, evs[i-1].Seq)
+			}
+			if op := evs[i].Op; op != nil && bytes.Contains([]byte(fmt.Sprint(op.Records)), []byte("\uFFFD")) && !bytes.Contains(data, []byte("\uFFFD")) &&
+				!bytes.Contains(bytes.ToLower(data), []byte(`\ufffd`)) {
+				t.Fatalf("a value changed into U+FFFD: %+v", op.Records)
 			}
 		}
 	})
