@@ -3,8 +3,9 @@ package reports
 // This file owns reading a run's history for a report without holding it:
 // files are decoded a few at a time (history.Decode, so errors and skipped
 // lines are exactly the checkers'), fed to the timeline builder and
-// dropped. What stays per event is a 24-byte merge key and an 8-byte line
-// offset, enough to number events exactly as history.Merge does and to
+// dropped. What stays per event is an 8-byte merge key, an 8-byte time and
+// an 8-byte line offset, enough to number events exactly as history.Merge
+// does (history.MergeOrder) and to
 // re-read the few events that results.json names (by merged index) from
 // their lines afterwards. Memory is then bounded by the largest files, not
 // by the history.

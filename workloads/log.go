@@ -51,7 +51,7 @@ type LogConfig struct {
 }
 
 // Default pacing of the log workload: 100 produces/s per producer and 50
-// reads/s per reader (with 4 producers and 2 readers about 1.3 MB of history
+// reads/s per reader (with 4 producers and 2 readers, about 0.4 MB of history
 // per second of workload, node events included).
 const (
 	DefaultProduceEvery = 10 * time.Millisecond
