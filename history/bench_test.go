@@ -2,7 +2,12 @@ package history_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
+
+	"github.com/bytedance/sonic"
+	gojson "github.com/goccy/go-json"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
@@ -28,5 +33,65 @@ func BenchmarkDecode100k(b *testing.B) {
 		if _, _, err := history.Decode(bytes.NewReader(buf.Bytes()), "bench"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecoders compares JSON decoders on one corpus, decoding every
+// line through the reader (UTF-8 and field validation included):
+// encoding/json against goccy/go-json, segmentio/encoding and
+// bytedance/sonic. The reader uses the winner (see history.unmarshal).
+func BenchmarkDecoders(b *testing.B) {
+	h := historytest.Clean(historytest.GenConfig{Partitions: 4, Processes: 10, Ops: 6_500, UnknownRate: 0.05,
+		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
+	var buf bytes.Buffer
+	w := history.NewWriter(&buf, "bench", 0)
+	for _, e := range h.Events {
+		if err := w.Write(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	decoders := []struct {
+		name string
+		f    func([]byte, any) error
+	}{
+		{"encoding-json", json.Unmarshal},
+		{"goccy-go-json", gojson.Unmarshal},
+		{"segmentio-encoding", segjson.Unmarshal},
+		{"sonic", sonic.Unmarshal},
+	}
+	for _, d := range decoders {
+		b.Run(d.name, func(b *testing.B) {
+			defer history.SetUnmarshal(d.f)()
+			evs, _, err := history.Decode(bytes.NewReader(buf.Bytes()), "bench")
+			if err != nil || len(evs) != len(h.Events) {
+				b.Fatalf("%d events, %v", len(evs), err)
+			}
+			b.SetBytes(int64(buf.Len()))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, _, err := history.Decode(bytes.NewReader(buf.Bytes()), "bench"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadDir1M reads the generated 1M-event run directory
+// (historytest.Bench1M, one file per source): parallel decoding and merge.
+func BenchmarkReadDir1M(b *testing.B) {
+	dir := b.TempDir()
+	if err := historytest.WriteRunDir(dir, historytest.Clean(historytest.Bench1M)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h, err := history.ReadDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(h.Events)), "events")
 	}
 }

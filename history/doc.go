@@ -16,8 +16,9 @@
 //
 // v is the schema version (SchemaVersion); ts is wall-clock Unix nanoseconds from
 // the host clock (containers share the host kernel, so sources are comparable);
-// src names the writer; seq counts lines per source from 0 and breaks ties in
-// time; node is the broker id for node events. Exactly one payload object,
+// src names the writer; seq counts lines per source from 0 and goes up by one
+// per line, across restarts of the writing process (Create continues it);
+// node is the broker id for node events (omitted for other sources). Exactly one payload object,
 // named after the kind's family, carries the facts (see Kind for the table).
 // The schema only grows: fields and kinds are added, never renamed or removed;
 // a reader rejects a version newer than it knows.
@@ -30,12 +31,27 @@
 //
 // for example client-0.jsonl, client-1.jsonl, n1.jsonl, n2.jsonl, n3.jsonl,
 // zk.jsonl (the ZooKeeper watcher), nemesis.jsonl and harness.jsonl. Every
-// *.jsonl file in that folder is read; other files are ignored. ReadDir merges
-// them into one History ordered by ts, then src, then file (in name order),
-// then position in the file (MergeKey), which is stable and deterministic,
-// and numbers the events 0..n-1 (Event.Index). Checkers refer to events by
-// that index. Results of checking go to RUN_DIR/results.json (its format is
-// rundir's, not this package's).
+// *.jsonl file in that folder is read; other files are ignored. A file holds
+// exactly one source, the one it is named after.
+//
+// ReadDir merges them into one History and numbers the events 0..n-1
+// (Event.Index); checkers refer to events by that index. Within one source
+// the file order is the true order: a writer appends in the order things
+// happened, while its wall clock may step back (NTP, or goroutines stamping
+// ts before taking the file's lock), so a source is never re-sorted and a
+// step back is a Warning with its size and line. ts only orders events of
+// different sources: the merge takes, at each step, the earliest next event
+// of any source (ties by src), which is deterministic. Results of checking go
+// to RUN_DIR/results.json (its format is rundir's, not this package's).
+//
+// # Reads on disk
+//
+// A read's records are nearly always consecutive, so they are written as the
+// list of values from the first offset: {"f":"read","offset":4887,
+// "values":["p6-3038","p6-3039"]} says offset 4887 held p6-3038 and 4888
+// held p6-3039 ("from" gives the first offset when it differs from the fetch
+// offset). Records with gaps are written as "records" [{"offset","value"}],
+// as every read was before. Either way ClientOp.Records holds them.
 //
 // # What writers must record for the checkers to judge
 //
@@ -73,6 +89,10 @@
 // A Writer issues one write per line, so after a crash a line is complete or
 // absent, except that the very last line of a file may be cut short. The Reader
 // therefore skips an unterminated, undecodable last line with a Warning and
-// treats every other bad record (malformed JSON, unknown kind, missing payload,
-// a version from the future, an empty file) as an error naming file and line.
+// treats every other bad record as an error naming file and line: malformed
+// JSON, unknown kind, missing payload, a version from the future, an empty
+// file, a line that is not valid UTF-8 or escapes a lone UTF-16 surrogate
+// (checked on the raw bytes: JSON decoders silently turn both into U+FFFD), a
+// negative offset or high watermark, a src other than the file's source, and a
+// seq not above the previous line's ((src, seq) is unique and increasing).
 package history

@@ -1,6 +1,10 @@
 package history
 
-import "fmt"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
 
 // SchemaVersion is the version this package writes and the newest it reads.
 // Bump it only when old readers would misread new files; adding an optional
@@ -79,10 +83,10 @@ type Event struct {
 	_ struct{} // force keyed literals, so fields can be added safely
 
 	V      int    `json:"v"`
-	Time   int64  `json:"ts"`   // wall-clock Unix nanoseconds, host clock
-	Source string `json:"src"`  // writer name, e.g. "client-0", "n2", "zk", "nemesis", "harness"
-	Seq    uint64 `json:"seq"`  // per-source line counter from 0; breaks ties in Time
-	Node   int32  `json:"node"` // broker id of the writing node; 0 for non-node sources
+	Time   int64  `json:"ts"`             // wall-clock Unix nanoseconds, host clock
+	Source string `json:"src"`            // writer name, e.g. "client-0", "n2", "zk", "nemesis", "harness"
+	Seq    uint64 `json:"seq"`            // per-source line counter from 0; breaks ties in Time
+	Node   int32  `json:"node,omitempty"` // broker id of the writing node; 0 (omitted) for non-node sources
 	Kind   Kind   `json:"kind"`
 
 	// Index is the event's position in a merged History (0-based, unique).
@@ -184,6 +188,100 @@ type ClientOp struct {
 
 // TP returns the op's partition.
 func (o *ClientOp) TP() TopicPartition { return TP(o.Topic, o.Partition) }
+
+// clientOpJSON is ClientOp as written. A read's records, which are almost
+// always consecutive, are written compactly as "values" (the record values
+// in offset order) starting at "from" (omitted when it equals the fetch
+// offset): {"f":"read","offset":4887,"values":["p6-3038","p6-3039"]} means
+// offset 4887 held p6-3038 and 4888 held p6-3039. Records that are not
+// consecutive are written as "records" [{"offset":..,"value":..}], which is
+// also how histories written before this encoding store every read.
+type clientOpJSON struct {
+	Type        OpType   `json:"type"`
+	Process     int      `json:"process"`
+	F           string   `json:"f"`
+	Topic       string   `json:"topic"`
+	Partition   int32    `json:"partition"`
+	Value       string   `json:"value,omitempty"`
+	Offset      int64    `json:"offset"`
+	Acks        int      `json:"acks,omitempty"`
+	From        *int64   `json:"from,omitempty"`
+	Values      []string `json:"values,omitempty"`
+	Records     []Record `json:"records,omitempty"`
+	Final       bool     `json:"final,omitempty"`
+	Error       string   `json:"error,omitempty"`
+	ErrorCode   int16    `json:"error_code,omitempty"`
+	Broker      int32    `json:"broker,omitempty"`
+	LeaderEpoch *int32   `json:"leader_epoch,omitempty"`
+	HW          *int64   `json:"hw,omitempty"`
+}
+
+// MarshalJSON writes the op with its records in the compact form when they
+// are consecutive (see clientOpJSON).
+func (o *ClientOp) MarshalJSON() ([]byte, error) {
+	w := clientOpJSON{Type: o.Type, Process: o.Process, F: o.F, Topic: o.Topic, Partition: o.Partition,
+		Value: o.Value, Offset: o.Offset, Acks: o.Acks, Final: o.Final, Error: o.Error, ErrorCode: o.ErrorCode,
+		Broker: o.Broker, LeaderEpoch: o.LeaderEpoch, HW: o.HW}
+	if consecutive(o.Records) {
+		if from := o.Records[0].Offset; from != o.Offset {
+			w.From = &from
+		}
+		w.Values = make([]string, len(o.Records))
+		for i, r := range o.Records {
+			w.Values[i] = r.Value
+		}
+	} else {
+		w.Records = o.Records
+	}
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON reads either form of a read's records.
+func (o *ClientOp) UnmarshalJSON(b []byte) error {
+	var w clientOpJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	return w.to(o)
+}
+
+// to sets o from the decoded wire form.
+func (w *clientOpJSON) to(o *ClientOp) error {
+	*o = ClientOp{Type: w.Type, Process: w.Process, F: w.F, Topic: w.Topic, Partition: w.Partition,
+		Value: w.Value, Offset: w.Offset, Acks: w.Acks, Records: w.Records, Final: w.Final, Error: w.Error,
+		ErrorCode: w.ErrorCode, Broker: w.Broker, LeaderEpoch: w.LeaderEpoch, HW: w.HW}
+	if w.Values == nil {
+		if w.From != nil {
+			return errors.New(`op has "from" without "values"`)
+		}
+		return nil
+	}
+	if w.Records != nil {
+		return errors.New(`op has both "records" and "values"`)
+	}
+	from := w.Offset
+	if w.From != nil {
+		from = *w.From
+	}
+	o.Records = make([]Record, len(w.Values))
+	for i, v := range w.Values {
+		o.Records[i] = Record{Offset: from + int64(i), Value: v}
+	}
+	return nil
+}
+
+// consecutive reports whether recs is non-empty and its offsets go up by one.
+func consecutive(recs []Record) bool {
+	if len(recs) == 0 {
+		return false
+	}
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Offset != recs[i-1].Offset+1 {
+			return false
+		}
+	}
+	return true
+}
 
 // Record is one record as read back: its offset and value.
 type Record struct {

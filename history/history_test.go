@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -104,8 +103,14 @@ func TestFileRoundTripAndSync(t *testing.T) {
 	}
 }
 
+// readOK is a read completion line of source c with the given record fields.
+func readOK(fields string) string {
+	return `{"v":1,"ts":9,"src":"c","seq":0,"kind":"op","op":{"type":"ok","process":1,"f":"read","topic":"t","partition":0,"offset":4,` + fields + `}}`
+}
+
 func TestDecodeBadInput(t *testing.T) {
 	good := `{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"phase","phase":{"name":"setup","mark":"begin"}}`
+	good1 := strings.Replace(good, `"seq":0`, `"seq":1`, 1)
 	tests := []struct {
 		name      string
 		in        string
@@ -116,14 +121,30 @@ func TestDecodeBadInput(t *testing.T) {
 	}{
 		{name: "good", in: good + "\n", wantEvs: 1},
 		{name: "empty file", in: "", wantErr: "no events", wantLine: 0},
-		{name: "malformed middle", in: good + "\n{not json\n" + good + "\n", wantLine: 2, wantErr: "invalid character"},
+		{name: "malformed middle", in: good + "\n{not json\n" + good + "\n", wantLine: 2, wantErr: "json: expected"},
 		{name: "unknown kind", in: good + "\n" + strings.Replace(good, `"phase","phase"`, `"warp","phase"`, 1) + "\n", wantLine: 2, wantErr: "unknown event kind"},
 		{name: "future version", in: strings.Replace(good, `"v":1`, `"v":9`, 1) + "\n", wantLine: 1, wantErr: "from the future"},
 		{name: "missing payload", in: strings.Replace(good, `"phase":{`, `"fault":{`, 1) + "\n", wantLine: 1, wantErr: "without its payload"},
 		{name: "truncated last line", in: good + "\n" + good[:30], wantEvs: 1, wantWarns: 1},
 		{name: "only truncated line", in: good[:30], wantErr: "no events", wantLine: 1},
-		{name: "unterminated good last line", in: good + "\n" + good, wantEvs: 2},
-		{name: "blank line", in: good + "\n\n" + good + "\n", wantEvs: 2, wantWarns: 1},
+		{name: "unterminated good last line", in: good + "\n" + good1, wantEvs: 2},
+		{name: "blank line", in: good + "\n\n" + good1 + "\n", wantEvs: 2, wantWarns: 1},
+		{name: "clock steps back", in: good + "\n" + strings.Replace(good1, `"ts":5`, `"ts":3`, 1) + "\n", wantEvs: 2, wantWarns: 1},
+		{name: "repeated seq", in: good + "\n" + good + "\n", wantLine: 2, wantErr: "seq 0 after seq 0"},
+		{name: "seq goes back", in: good1 + "\n" + good + "\n", wantLine: 2, wantErr: "unique and increasing"},
+		{name: "invalid UTF-8 value", in: good + "\n" + readOK(`"values":["p1-`+"\xff"+`"]`) + "\n", wantLine: 2, wantErr: "not valid UTF-8"},
+		{name: "lone surrogate escape", in: readOK(`"values":["p1-\ud800"]`) + "\n", wantLine: 1, wantErr: "lone UTF-16 surrogate"},
+		{name: "lone low surrogate escape", in: readOK(`"values":["\udc00x"]`) + "\n", wantLine: 1, wantErr: "lone UTF-16 surrogate"},
+		{name: "surrogate pair escape", in: readOK(`"values":["\ud83d\ude00","a\\udc00"]`) + "\n", wantEvs: 1},
+		{name: "negative read offset", in: strings.Replace(readOK(`"values":["a"]`), `"offset":4`, `"offset":-4`, 1) + "\n", wantLine: 1, wantErr: "negative offset -4"},
+		{name: "negative record offset", in: readOK(`"records":[{"offset":-1,"value":"a"}]`) + "\n", wantLine: 1, wantErr: "negative record offset"},
+		{name: "negative from", in: readOK(`"from":-2,"values":["a"]`) + "\n", wantLine: 1, wantErr: "negative record offset"},
+		{name: "negative hw", in: readOK(`"values":["a"],"hw":-1`) + "\n", wantLine: 1, wantErr: "negative hw"},
+		{name: "negative append offset", in: `{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"produce_append","append":{"topic":"t","partition":0,"base_offset":-3,"last_offset":0,"leader_epoch":0,"acks":-1}}` + "\n", wantLine: 1, wantErr: "negative base_offset"},
+		{name: "negative truncation", in: `{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"truncation","truncation":{"topic":"t","partition":0,"from":5,"to":-1}}` + "\n", wantLine: 1, wantErr: "negative to offset"},
+		{name: "negative checkpoint hw", in: `{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"hw_checkpoint","checkpoint":{"entries":[{"topic":"t","partition":0,"hw":-7}]}}` + "\n", wantLine: 1, wantErr: "negative checkpoint hw"},
+		{name: "from without values", in: readOK(`"from":2`) + "\n", wantLine: 1, wantErr: `"from" without "values"`},
+		{name: "records and values", in: readOK(`"values":["a"],"records":[{"offset":4,"value":"a"}]`) + "\n", wantLine: 1, wantErr: `both "records" and "values"`},
 		{name: "missing ts", in: strings.Replace(good, `"ts":5`, `"ts":0`, 1) + "\n", wantLine: 1, wantErr: "timestamp"},
 		{name: "bad op type", in: `{"v":1,"ts":5,"src":"c","kind":"op","op":{"type":"maybe","f":"produce"}}` + "\n", wantLine: 1, wantErr: "unknown type"},
 	}
@@ -177,12 +198,18 @@ func TestReadDirMergesDeterministically(t *testing.T) {
 		}
 		got = append(got, e.Phase.Name)
 	}
-	want := "a1 b0 b1 a0 b2"
+	// a's clock stepped back between a0 and a1: its file order stands,
+	// and the step is a warning naming the line and its size.
+	want := "b0 b1 a0 a1 b2"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("order %v, want %s", got, want)
 	}
 	if len(h.Files) != 2 {
 		t.Fatalf("files %v", h.Files)
+	}
+	if len(h.Warnings) != 1 || h.Warnings[0].Line != 2 || h.Warnings[0].ClockStepBack != 10 ||
+		!strings.HasSuffix(h.Warnings[0].File, "a.jsonl") || !strings.Contains(h.Warnings[0].Message, "stepped back 10ns") {
+		t.Fatalf("warnings %+v, want one clock step-back of 10ns at a.jsonl:2", h.Warnings)
 	}
 }
 
@@ -210,6 +237,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"phase","phase":{"name":"setup","mark":"begin"}}` + "\n"))
 	f.Add([]byte(`{"v":1,"ts":5,"src":"c","kind":"op","op":{"type":"ok","f":"read","records":[{"offset":1,"value":"x"}]}}`))
 	f.Add([]byte("{\n\n}"))
+	f.Add([]byte(readOK(`"from":5,"values":["a\ud83d\ude00","b\\u0041"],"hw":7`) + "\n" + readOK(`"values":["\udbff"]`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, _, err := Decode(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -222,6 +250,13 @@ func FuzzDecode(f *testing.F) {
 		for i := range evs {
 			if verr := evs[i].Validate(); verr != nil {
 				t.Fatalf("decoded an invalid event: %v", verr)
+			}
+			if i > 0 && evs[i].Seq <= evs[i-1].Seq {
+				t.Fatalf("seq %d after %d accepted", evs[i].Seq, evs[i-1].Seq)
+			}
+			if op := evs[i].Op; op != nil && bytes.Contains([]byte(fmt.Sprint(op.Records)), []byte("\uFFFD")) && !bytes.Contains(data, []byte("\uFFFD")) &&
+				!bytes.Contains(bytes.ToLower(data), []byte(`\ufffd`)) {
+				t.Fatalf("a value changed into U+FFFD: %+v", op.Records)
 			}
 		}
 	})
@@ -241,8 +276,9 @@ func TestEveryKindHasAPayload(t *testing.T) {
 	}
 }
 
-// Merge must equal a stable sort by (Time, Source, source position, line),
-// whatever the order inside each source.
+// Merge must keep each source's own order and, at every step, take the
+// least next event by (Time, Source, source position): checked against a
+// plain O(n·k) merge, on sources whose clocks step back.
 func TestMergeMatchesReferenceOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	var sources [][]Event
@@ -253,30 +289,180 @@ func TestMergeMatchesReferenceOrder(t *testing.T) {
 		}
 		sources = append(sources, evs)
 	}
-	type ref struct {
-		e        Event
-		src, pos int
+	var want []uint64
+	pos := make([]int, len(sources))
+	for {
+		best := -1
+		for si, s := range sources {
+			if pos[si] == len(s) {
+				continue
+			}
+			if best < 0 {
+				best = si
+				continue
+			}
+			x, y := &s[pos[si]], &sources[best][pos[best]]
+			if x.Time < y.Time || (x.Time == y.Time && x.Source < y.Source) {
+				best = si
+			}
+		}
+		if best < 0 {
+			break
+		}
+		want = append(want, sources[best][pos[best]].Seq)
+		pos[best]++
 	}
-	var all []ref
-	for si, s := range sources {
-		for pi, e := range s {
-			all = append(all, ref{e, si, pi})
-		}
-	}
-	sort.SliceStable(all, func(a, b int) bool {
-		x, y := all[a], all[b]
-		if x.e.Time != y.e.Time {
-			return x.e.Time < y.e.Time
-		}
-		if x.e.Source != y.e.Source {
-			return x.e.Source < y.e.Source
-		}
-		return x.src < y.src
-	})
 	h := Merge(sources...)
-	for i := range all {
-		if h.Events[i].Seq != all[i].e.Seq || h.Events[i].Index != i {
-			t.Fatalf("position %d: got seq %d, want %d", i, h.Events[i].Seq, all[i].e.Seq)
+	if len(h.Events) != len(want) {
+		t.Fatalf("%d events, want %d", len(h.Events), len(want))
+	}
+	for i := range want {
+		if h.Events[i].Seq != want[i] || h.Events[i].Index != i {
+			t.Fatalf("position %d: got seq %d, want %d", i, h.Events[i].Seq, want[i])
 		}
+	}
+}
+
+// A client's clock steps back 3µs between an invoke and its completion. The
+// file order is the true order, so the two still pair into one operation
+// (re-sorting by time put the completion first: an orphan and an op that
+// never completed, which the checkers took for a lost or unknown write).
+func TestClockStepBackKeepsOperationsPaired(t *testing.T) {
+	dir := t.TempDir()
+	hdir := filepath.Join(dir, HistoryDir)
+	if err := os.Mkdir(hdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Create(filepath.Join(hdir, "client-0.jsonl"), "client-0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ts := range []int64{1_000_000, 997_000, 1_500_000, 1_600_000} {
+		typ := OpInvoke
+		if i%2 == 1 {
+			typ = OpOK
+		}
+		e := opEvent(typ, 1)
+		e.Time = ts
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	h, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, orphans := Operations(h)
+	if len(orphans) != 0 || len(ops) != 2 || ops[0].Complete == nil || ops[1].Complete == nil {
+		t.Fatalf("ops %+v orphans %v: want 2 complete operations", ops, orphans)
+	}
+	if len(h.Warnings) != 1 || h.Warnings[0].ClockStepBack != 3000 || h.Warnings[0].Line != 2 {
+		t.Fatalf("warnings %+v, want a 3µs step-back at line 2", h.Warnings)
+	}
+}
+
+// Each bad run directory is an error naming the file and line.
+func TestReadDirRejectsBadSources(t *testing.T) {
+	ph := func(src string, seq int) string {
+		return fmt.Sprintf(`{"v":1,"ts":%d,"src":%q,"seq":%d,"kind":"phase","phase":{"name":"x","mark":"begin"}}`, 10+seq, src, seq)
+	}
+	tests := []struct {
+		name  string
+		files map[string][]string
+		want  string // file:line and message substring
+	}{
+		{"src differs from file", map[string][]string{"n1.jsonl": {ph("n1", 0), ph("n2", 1)}}, "n1.jsonl:2: src \"n2\""},
+		{"source split across files", map[string][]string{"n1.jsonl": {ph("n1", 0)}, "n1-old.jsonl": {ph("n1", 5)}}, "n1-old.jsonl:1: src \"n1\""},
+		{"repeated seq", map[string][]string{"zk.jsonl": {ph("zk", 0), ph("zk", 1), ph("zk", 1)}}, "zk.jsonl:3: seq 1 after seq 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hdir := filepath.Join(dir, HistoryDir)
+			os.Mkdir(hdir, 0o755)
+			for name, lines := range tt.files {
+				if err := os.WriteFile(filepath.Join(hdir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := ReadDir(dir)
+			var le *LineError
+			if !errors.As(err, &le) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want a line error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A restarted writer (a node process after a crash) appends to its file:
+// it drops a cut-short last line and continues the seq, so the file stays
+// readable and (src, seq) unique.
+func TestCreateResumesSeq(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "n1.jsonl")
+	w, err := Create(p, "n1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := w.Write(Event{Kind: KindPhase, Phase: &Phase{Name: "a", Mark: PhaseBegin}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"v":1,"ts":12,"src":"n1","se`) // a crash mid-line
+	f.Close()
+	w, err = Create(p, "n1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Event{Kind: KindPhase, Phase: &Phase{Name: "b", Mark: PhaseBegin}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	evs, warns, err := ReadFile(p)
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("reopened file: %v %v", err, warns)
+	}
+	if len(evs) != 4 || evs[3].Seq != 3 || evs[3].Phase.Name != "b" {
+		t.Fatalf("events %+v, want 4 with the last at seq 3", evs)
+	}
+}
+
+// Reads are written compactly and read back as the same records; records
+// that are not consecutive keep the long form.
+func TestReadRecordsRoundTrip(t *testing.T) {
+	ep, hw := int32(3), int64(99)
+	tests := []struct {
+		name    string
+		recs    []Record
+		compact string // substring of the written line
+	}{
+		{"consecutive from the fetch offset", []Record{{7, "p1-1"}, {8, "p2-1"}}, `"offset":7,"values":["p1-1","p2-1"]`},
+		{"consecutive after the fetch offset", []Record{{9, "a"}, {10, "b"}}, `"offset":7,"from":9,"values":["a","b"]`},
+		{"gap", []Record{{7, "a"}, {9, "b"}}, `"records":[{"offset":7,"value":"a"},{"offset":9,"value":"b"}]`},
+		{"empty", nil, `"offset":7,"broker":2`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := NewWriter(&buf, "c", 0)
+			op := ClientOp{Type: OpOK, Process: 1, F: FRead, Topic: "t", Offset: 7, Records: tt.recs, Broker: 2, LeaderEpoch: &ep, HW: &hw}
+			if err := w.Write(Event{Kind: KindOp, Op: &op}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(buf.String(), tt.compact) {
+				t.Fatalf("line %s does not contain %s", buf.String(), tt.compact)
+			}
+			evs, _, err := Decode(&buf, "c.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := evs[0].Op
+			if fmt.Sprint(got.Records) != fmt.Sprint(tt.recs) || got.Broker != 2 || *got.LeaderEpoch != 3 || *got.HW != 99 {
+				t.Fatalf("read back %+v, want records %v", got, tt.recs)
+			}
+		})
 	}
 }

@@ -85,7 +85,9 @@ var ErrFutureVersion = errors.New("schema version from the future")
 var ErrUnknownKind = errors.New("unknown event kind")
 
 // Validate checks what a reader must be able to rely on: a known version, a
-// known kind with its payload (and no other), and a well-formed client op.
+// known kind with its payload (and no other), a well-formed client op, and
+// no negative offset anywhere (a checker would otherwise index or compare
+// with it and give a confusing verdict instead of naming the bad line).
 func (e *Event) Validate() error {
 	if e.V < 1 {
 		return fmt.Errorf("missing or bad schema version %d", e.V)
@@ -117,6 +119,54 @@ func (e *Event) Validate() error {
 		}
 		if e.Op.F == "" {
 			return errors.New("op without f")
+		}
+	}
+	return e.validateOffsets()
+}
+
+// validateOffsets rejects a negative offset or high watermark in any payload.
+func (e *Event) validateOffsets() error {
+	neg := func(what string, v int64) error {
+		if v < 0 {
+			return fmt.Errorf("%s event with negative %s %d", e.Kind, what, v)
+		}
+		return nil
+	}
+	switch {
+	case e.Op != nil:
+		if err := neg("offset", e.Op.Offset); err != nil {
+			return err
+		}
+		if e.Op.HW != nil {
+			if err := neg("hw", *e.Op.HW); err != nil {
+				return err
+			}
+		}
+		for _, r := range e.Op.Records {
+			if err := neg("record offset", r.Offset); err != nil {
+				return err
+			}
+		}
+	case e.Append != nil:
+		if err := neg("base_offset", e.Append.BaseOffset); err != nil {
+			return err
+		}
+		return neg("last_offset", e.Append.LastOffset)
+	case e.HW != nil:
+		if err := neg("old high watermark", e.HW.Old); err != nil {
+			return err
+		}
+		return neg("new high watermark", e.HW.New)
+	case e.Truncation != nil:
+		if err := neg("from offset", e.Truncation.From); err != nil {
+			return err
+		}
+		return neg("to offset", e.Truncation.To)
+	case e.Checkpoint != nil:
+		for _, en := range e.Checkpoint.Entries {
+			if err := neg("checkpoint hw", en.HW); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -1,8 +1,7 @@
 package history
 
 // This file holds the pieces of history logic that several readers need
-// and must agree on: where an event falls in the merged order, how fault
-// events pair into windows, how client invokes pair with their completions,
+// and must agree on: how fault events pair into windows, how client invokes pair with their completions,
 // and how partitions are ordered. Each is written once, here.
 
 import (
@@ -13,34 +12,6 @@ import (
 // Compare orders partitions by topic, then partition number.
 func (tp TopicPartition) Compare(o TopicPartition) int {
 	return cmp.Or(cmp.Compare(tp.Topic, o.Topic), cmp.Compare(tp.Partition, o.Partition))
-}
-
-// CompareInSource orders the events of one source before merging: by Time,
-// then Source. A stable sort with it keeps a source's own order for equal
-// keys, as Merge does.
-func CompareInSource(a, b *Event) int {
-	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Source, b.Source))
-}
-
-// MergeKey is where an event falls in the merged order of Merge: by Time,
-// then Source name, then the position of its source among those merged,
-// then its position in its source once sorted with CompareInSource. A reader
-// that does not hold the events (the report's streaming scan) numbers them
-// as Merge does by sorting these keys.
-type MergeKey struct {
-	Time int64
-	// SourceRank is the rank of the event's Source among all source names
-	// in name order, so that comparing ranks compares names; it keeps the
-	// key small for readers that hold one per event.
-	SourceRank int32
-	File       int32 // the position of the event's source among those merged
-	Pos        int32 // the event's position in its sorted source
-}
-
-// Compare orders merge keys.
-func (k MergeKey) Compare(o MergeKey) int {
-	return cmp.Or(cmp.Compare(k.Time, o.Time), cmp.Compare(k.SourceRank, o.SourceRank),
-		cmp.Compare(k.File, o.File), cmp.Compare(k.Pos, o.Pos))
 }
 
 // FaultWindow is the interval of one fault, from its fault_start to what
@@ -136,7 +107,7 @@ func (w *FaultWindows) sortedOpen() []faultKey {
 	}
 	slices.SortFunc(keys, func(a, b faultKey) int {
 		ea, eb := w.open[a], w.open[b]
-		return cmp.Or(CompareInSource(&ea, &eb), cmp.Compare(a.id, b.id))
+		return cmp.Or(cmp.Compare(ea.Time, eb.Time), cmp.Compare(ea.Source, eb.Source), cmp.Compare(a.id, b.id))
 	})
 	return keys
 }

@@ -1,7 +1,6 @@
 package history_test
 
 import (
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -22,48 +21,6 @@ func TestTopicPartitionCompare(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.a.Compare(tt.b); got != tt.want {
 			t.Errorf("%s vs %s: %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
-// Sorting MergeKeys numbers events exactly as Merge does, for sources with
-// equal timestamps, several files per source name and unsorted files.
-func TestMergeKeyOrderIsMerges(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	names := []string{"zk", "n1", "client", "n1", "nemesis"} // n1 twice: two files, one source name
-	var sources [][]history.Event
-	for f, name := range names {
-		var evs []history.Event
-		for i := 0; i < 40; i++ {
-			evs = append(evs, history.Event{Time: int64(r.IntN(30)), Source: name, Seq: uint64(f*1000 + i)})
-		}
-		if f%2 == 0 {
-			slices.SortStableFunc(evs, func(a, b history.Event) int { return history.CompareInSource(&a, &b) })
-		}
-		sources = append(sources, evs)
-	}
-	want := history.Merge(sources...)
-
-	type keyed struct {
-		k  history.MergeKey
-		ev history.Event
-	}
-	distinct := slices.Clone(names)
-	slices.Sort(distinct)
-	distinct = slices.Compact(distinct)
-	var all []keyed
-	for f, evs := range sources {
-		sorted := slices.Clone(evs)
-		slices.SortStableFunc(sorted, func(a, b history.Event) int { return history.CompareInSource(&a, &b) })
-		for pos, e := range sorted {
-			rank, _ := slices.BinarySearch(distinct, e.Source)
-			all = append(all, keyed{history.MergeKey{Time: e.Time, SourceRank: int32(rank), File: int32(f), Pos: int32(pos)}, e})
-		}
-	}
-	slices.SortFunc(all, func(a, b keyed) int { return a.k.Compare(b.k) })
-	for i, k := range all {
-		if w := want.Events[i]; w.Seq != k.ev.Seq {
-			t.Fatalf("event %d: merge key order has seq %d, Merge has %d", i, k.ev.Seq, w.Seq)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,15 +36,80 @@ func NewWriter(w io.Writer, source string, node int32) *Writer {
 }
 
 // Create opens (creating or appending to) the file path and returns a Writer
-// on it. Appending keeps earlier lines when a node process restarts; Seq
-// restarts at 0 in the new process, which merging tolerates because ordering
-// is by time first.
+// on it. Appending keeps earlier lines when a node process restarts; the new
+// Writer continues the seq of the last complete line, so (src, seq) stays
+// unique and increasing across processes, as the Reader requires. A last
+// line cut short by a crash is removed first: appended after it, it would
+// become a bad line in the middle of the file.
 func Create(path, source string, node int32) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("history: open %s: %w", path, err)
 	}
-	return NewWriter(f, source, node), nil
+	next, err := resume(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("history: resume %s: %w", path, err)
+	}
+	w := NewWriter(f, source, node)
+	w.seq = next
+	return w, nil
+}
+
+// resume drops an unterminated last line from f and returns the seq after
+// the last complete line's (0 for an empty file).
+func resume(f *os.File) (uint64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return 0, nil
+	}
+	// The last complete line is within the tail (lines are far shorter
+	// than MaxLineBytes in practice; read more if it is not).
+	for tail := int64(64 << 10); ; tail *= 4 {
+		start := max(0, size-tail)
+		buf := make([]byte, size-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return 0, err
+		}
+		end := bytes.LastIndexByte(buf, '\n')
+		if end < 0 && start > 0 {
+			continue
+		}
+		lineStart := -1
+		if end >= 0 {
+			lineStart = bytes.LastIndexByte(buf[:end], '\n')
+			if lineStart < 0 && start > 0 {
+				continue // the whole tail is one line: read more
+			}
+		}
+		if end+1 < len(buf) { // a cut-short last line
+			if err := f.Truncate(start + int64(end+1)); err != nil {
+				return 0, err
+			}
+		}
+		if end < 0 {
+			return 0, nil
+		}
+		line := buf[lineStart+1 : end]
+		var hdr struct {
+			Seq *uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(line, &hdr); err != nil || hdr.Seq == nil {
+			return 0, fmt.Errorf("last line does not carry a seq: %q", truncate(line, 80))
+		}
+		return *hdr.Seq + 1, nil
+	}
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }
 
 // Write stamps ev (V, Source, Seq, Time when zero, and Node when the Writer

@@ -3,8 +3,9 @@ package reports
 // This file owns reading a run's history for a report without holding it:
 // files are decoded a few at a time (history.Decode, so errors and skipped
 // lines are exactly the checkers'), fed to the timeline builder and
-// dropped. What stays per event is a 24-byte merge key (history.MergeKey) and an 8-byte line
-// offset, enough to number events exactly as history.Merge does and to
+// dropped. What stays per event is an 8-byte merge key, an 8-byte time and
+// an 8-byte line offset, enough to number events exactly as history.Merge
+// does (history.MergeOrder) and to
 // re-read the few events that results.json names (by merged index) from
 // their lines afterwards. Memory is then bounded by the largest files, not
 // by the history.
@@ -12,7 +13,6 @@ package reports
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,11 +20,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // eventLookup gives the events a report shows, by merged index.
@@ -64,6 +62,12 @@ type scanned struct {
 func (s *scanned) count() int                 { return s.n }
 func (s *scanned) event(i int) *history.Event { return s.events[i] }
 
+// mergeKey locates an event: its file and its position in the file.
+type mergeKey struct {
+	file int32
+	pos  int32
+}
+
 // fileScan is one decoded history file.
 type fileScan struct {
 	evs   []history.Event
@@ -78,7 +82,7 @@ type fileScan struct {
 // streaming pass over the file (served from the page cache), so the file's
 // bytes are never held whole.
 func decodeFile(path string) fileScan {
-	evs, warns, err := history.ReadFile(path)
+	evs, warns, err := history.ReadSource(path)
 	if err != nil {
 		return fileScan{warns: warns, err: err}
 	}
@@ -132,7 +136,7 @@ func lineOffsets(path string, n int) ([]int64, error) {
 // that stopped early) is skipped with a warning; any other bad record is an
 // error naming file and line, as there.
 func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
-	dir := filepath.Join(runDir, rundir.HistoryDir)
+	dir := filepath.Join(runDir, history.HistoryDir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("history: list %s: %w", dir, err)
@@ -164,11 +168,10 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	}()
 
 	var (
-		keys     []history.MergeKey
-		srcIDs   = map[string]int32{}
-		srcNames []string
+		keys     []mergeKey
 		lines    = make([][]int64, len(files))
-		perms    = make([][]int32, len(files)) // sorted position → file position, for unsorted files
+		times    = make([][]int64, len(files))
+		names    = make([]string, len(files))
 		firstErr error
 		bugSeen  = map[string]bool{}
 	)
@@ -189,26 +192,15 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 			continue
 		}
 		evs := fs.evs
-		order := make([]int32, len(evs))
-		for j := range order {
-			order[j] = int32(j)
+		times[i] = make([]int64, len(evs))
+		for j := range evs {
+			times[i][j] = evs[j].Time
 		}
-		less := func(a, b int32) int { return history.CompareInSource(&evs[a], &evs[b]) }
-		if !slices.IsSortedFunc(order, less) {
-			slices.SortStableFunc(order, less) // what history.Merge does to an unsorted source
-			perms[i] = order
-		}
+		names[i] = evs[0].Source
 		lines[i] = fs.lines
-		for j, o := range order {
-			e := &evs[o]
-			id, ok := srcIDs[e.Source]
-			if !ok {
-				id = int32(len(srcNames))
-				srcIDs[e.Source] = id
-				srcNames = append(srcNames, e.Source)
-			}
-			// SourceRank holds the interned id until every name is known.
-			keys = append(keys, history.MergeKey{Time: e.Time, SourceRank: id, File: int32(i), Pos: int32(j)})
+		for j := range evs {
+			e := &evs[j]
+			keys = append(keys, mergeKey{file: int32(i), pos: int32(j)})
 			if e.Kind == history.KindNodeStart && e.Process != nil {
 				for _, bug := range e.Process.Bugs {
 					if !bugSeen[bug] {
@@ -226,20 +218,15 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 	}
 	sort.Strings(sc.bugs)
 
-	// Number events as history.Merge does: sources ranked by name.
-	rank := make([]int32, len(srcNames))
-	byName := make([]int32, len(srcNames))
-	for i := range byName {
-		byName[i] = int32(i)
+	// Number events as history.Merge does (each file is one source, in
+	// file order).
+	byFile := make([][]mergeKey, len(files))
+	for _, k := range keys {
+		byFile[k.file] = append(byFile[k.file], k)
 	}
-	slices.SortFunc(byName, func(a, b int32) int { return cmp.Compare(srcNames[a], srcNames[b]) })
-	for r, id := range byName {
-		rank[id] = int32(r)
+	for i, sp := range history.MergeOrder(times, names) {
+		keys[i] = byFile[sp.Source][sp.Pos]
 	}
-	for i := range keys {
-		keys[i].SourceRank = rank[keys[i].SourceRank]
-	}
-	slices.SortFunc(keys, history.MergeKey.Compare)
 	sc.n = len(keys)
 
 	// Re-read the wanted events from their lines, file by file.
@@ -253,11 +240,7 @@ func scanHistory(runDir string, b *builder, want []int) (*scanned, error) {
 			continue
 		}
 		k := keys[g]
-		orig := k.Pos
-		if p := perms[k.File]; p != nil {
-			orig = p[k.Pos]
-		}
-		perFile[k.File] = append(perFile[k.File], at{g, lines[k.File][orig]})
+		perFile[k.file] = append(perFile[k.file], at{g, lines[k.file][k.pos]})
 	}
 	for fi, ats := range perFile {
 		if err := readEvents(files[fi], ats, sc.events, func(a at) (int, int64) { return a.index, a.off }); err != nil {

@@ -15,7 +15,8 @@ import (
 // history.ReadDir (the checkers' view) does, re-reads any of them from its
 // line, and aggregates the same timeline, including for a file out of time
 // order, a file with two sources, ties across files, blank lines and a
-// truncated last line.
+// truncated last line. (A file holds one source, as history.ReadDir
+// requires; its clock steps back and its file order stands.)
 func TestScanMatchesReadDir(t *testing.T) {
 	dir := t.TempDir()
 	writeHistory(t, dir, historytest.Clean(historytest.GenConfig{Partitions: 3, Processes: 4, Ops: 1500, UnknownRate: 0.05,
@@ -27,17 +28,17 @@ func TestScanMatchesReadDir(t *testing.T) {
 	phase := func(name, mark string) string { return fmt.Sprintf(`"phase":{"name":%q,"mark":%q}`, name, mark) }
 	fault := `"fault":{"id":"x","name":"pause","targets":["n2"]}`
 	raw := map[string]string{
-		// Out of order, two sources, ties with other files (same ts as
+		// Out of time order, ties with other files (same ts as
 		// generated events), a blank line and a cut-short last line.
 		"aaa-mixed.jsonl": strings.Join([]string{
-			line(t0+5*historytest.Ms, "zz", 0, "phase", phase("heal", "begin")),
-			line(t0+2*historytest.Ms, "aa", 1, "phase", phase("setup", "begin")),
+			line(t0+5*historytest.Ms, "aaa-mixed", 0, "phase", phase("heal", "begin")),
+			line(t0+2*historytest.Ms, "aaa-mixed", 1, "phase", phase("setup", "begin")),
 			"",
-			line(t0+5*historytest.Ms, "aa", 2, "fault_start", fault),
-			line(t0+2*historytest.Ms, "zz", 3, "phase", phase("setup", "end")),
-			line(t0+9*historytest.Ms, "aa", 4, "fault_stop", fault),
+			line(t0+5*historytest.Ms, "aaa-mixed", 2, "fault_start", fault),
+			line(t0+2*historytest.Ms, "aaa-mixed", 3, "phase", phase("setup", "end")),
+			line(t0+9*historytest.Ms, "aaa-mixed", 4, "fault_stop", fault),
 		}, "\n") + "\n" + `{"v":1,"ts":`,
-		"zzz-late.jsonl": line(t0+5*historytest.Ms, "client-0", 0, "phase", phase("collect", "begin")) + "\n",
+		"zzz-late.jsonl": line(t0+5*historytest.Ms, "zzz-late", 0, "phase", phase("collect", "begin")) + "\n",
 	}
 	// A final read returning 20,000 records: one line far longer than any
 	// read buffer.
@@ -45,7 +46,7 @@ func TestScanMatchesReadDir(t *testing.T) {
 	for i := 0; i < 20_000; i++ {
 		recs = append(recs, fmt.Sprintf(`{"offset":%d,"value":"value-%d"}`, i, i))
 	}
-	raw["final-big.jsonl"] = "\n" + line(t0+7*historytest.Ms, "final", 0, "op",
+	raw["final-big.jsonl"] = "\n" + line(t0+7*historytest.Ms, "final-big", 0, "op",
 		`"op":{"type":"ok","process":7,"f":"read","topic":"t","partition":0,"final":true,"records":[`+strings.Join(recs, ",")+`]}`) + "\n"
 	for name, content := range raw {
 		if err := os.WriteFile(filepath.Join(dir, "history", name), []byte(content), 0o644); err != nil {

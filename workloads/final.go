@@ -29,9 +29,11 @@ func FinalReads(ctx context.Context, cfg LogConfig, w *history.Writer, within ti
 			inv.Type = history.OpInvoke
 			w.Write(history.Event{Kind: history.KindOp, Op: &inv})
 			fctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
-			recs, err := fetch(fctx, kc, cfg.Topic, p, from, 1<<20)
+			res, err := fetch(fctx, kc, cfg.Topic, p, from, finalMaxBytes, 0)
 			cancel()
+			recs := res.records
 			done := op
+			res.note(&done)
 			if err != nil {
 				done.Type, done.Error = history.OpFail, err.Error()
 				w.Write(history.Event{Kind: history.KindOp, Op: &done})

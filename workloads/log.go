@@ -38,14 +38,45 @@ type LogConfig struct {
 	// OpTimeout bounds one operation; a produce that does not answer in
 	// time is recorded as info (it may still happen).
 	OpTimeout time.Duration
-	// Pause between a process's operations (0: back to back).
-	Pause time.Duration
-	Seed  uint64
+	// ProduceEvery and ReadEvery pace each process: a producer starts an
+	// operation at most once per ProduceEvery, a reader once per
+	// ReadEvery (defaults DefaultProduceEvery, DefaultReadEvery; negative:
+	// back to back). Pacing makes the history's size a function of the
+	// time limit and the process counts, not of how fast the machine
+	// loops, and a rate like a real application's still leaves hundreds
+	// of operations inside every fault window.
+	ProduceEvery time.Duration
+	ReadEvery    time.Duration
+	Seed         uint64
 }
+
+// Default pacing of the log workload: 100 produces/s per producer and 50
+// reads/s per reader (with 4 producers and 2 readers, about 0.4 MB of history
+// per second of workload, node events included).
+const (
+	DefaultProduceEvery = 10 * time.Millisecond
+	DefaultReadEvery    = 20 * time.Millisecond
+)
+
+// A workload read is one consumer poll of one partition: at most
+// readMaxBytes of record batches (Fetch PartitionMaxBytes) and at most
+// readMaxRecords records recorded. That is enough for every check a read
+// serves (the offset → value pairs it returned for durability and
+// divergence, and its first and last offsets, which constrain the order for
+// linearizability) while keeping a read's line near 1 KB. Final reads are not
+// bounded: they must return every record.
+const (
+	readMaxBytes   = 4 << 10
+	readMaxRecords = 64
+	finalMaxBytes  = 1 << 20
+)
 
 // Log is the log workload: producers append unique values ("p3-17") to
 // random partitions, one operation at a time per process as in Jepsen;
-// readers fetch from random offsets below what they have seen. A process whose
+// readers alternate between tailing each partition (a consumer polling from
+// where it stopped, which sees new records soon after they are acknowledged)
+// and re-reading from a random offset below what they have seen (which sees
+// committed records change). A process whose
 // operation ended in info is considered crashed and continues under a new
 // process number (the old one has an operation that may never end).
 type Log struct {
@@ -67,6 +98,12 @@ func NewLog(cfg LogConfig, open func(name string) (*history.Writer, error)) (*Lo
 	}
 	if cfg.Acks == 0 && cfg.Producers > 0 {
 		cfg.Acks = history.AcksAll
+	}
+	if cfg.ProduceEvery == 0 {
+		cfg.ProduceEvery = DefaultProduceEvery
+	}
+	if cfg.ReadEvery == 0 {
+		cfg.ReadEvery = DefaultReadEvery
 	}
 	return &Log{cfg: cfg, open: open}, nil
 }
@@ -104,11 +141,17 @@ type client struct {
 	rng    *rand.Rand
 	kc     *kgo.Client
 	seq    int
-	seen   map[int32]int64 // highest offset known per partition
+	next   map[int32]int64 // reader: offset after the last record read per partition
+	reads  int
 }
 
 func (c *client) run(ctx context.Context) error {
-	c.seen = map[int32]int64{}
+	c.next = map[int32]int64{}
+	every := c.cfg.ProduceEvery
+	if c.reader {
+		every = c.cfg.ReadEvery
+	}
+	due := time.Now()
 	defer func() {
 		if c.kc != nil {
 			c.kc.Close()
@@ -136,10 +179,20 @@ func (c *client) run(ctx context.Context) error {
 			c.kc = nil
 			c.proc += c.nproc
 		}
-		if c.cfg.Pause > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(c.cfg.Pause):
+		if every > 0 {
+			// Start the next operation one interval after this one was
+			// due; a process that fell behind (a slow operation) starts
+			// again at once but does not burst to catch up.
+			due = due.Add(every)
+			if d := time.Until(due); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			} else {
+				due = time.Now()
 			}
 		}
 	}
@@ -209,9 +262,6 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 	switch {
 	case err == nil:
 		done.Type, done.Offset = history.OpOK, r.Offset
-		if r.Offset > c.seen[p] {
-			c.seen[p] = r.Offset
-		}
 	case definiteFailure(err):
 		done.Type = history.OpFail
 	default:
@@ -245,13 +295,15 @@ func definiteFailure(err error) bool {
 	return true
 }
 
-// read fetches from an offset at or below the highest this process has
-// seen, through the partition's leader as the client's metadata knows it.
-// A read has no effect, so a failed read is a fail, never an info.
+// read polls one partition: every other read continues from where this
+// process's previous read of the partition stopped (the tail), the others
+// start at a random offset below that. A read has no effect, so a failed
+// read is a fail, never an info.
 func (c *client) read(ctx context.Context, p int32) bool {
-	from := int64(0)
-	if hi := c.seen[p]; hi > 0 {
-		from = c.rng.Int64N(hi + 1)
+	from := c.next[p]
+	c.reads++
+	if c.reads%2 == 0 && from > 0 {
+		from = c.rng.Int64N(from)
 	}
 	base := history.ClientOp{Process: c.proc, F: history.FRead, Topic: c.cfg.Topic, Partition: p, Offset: from}
 	inv := base
@@ -259,31 +311,66 @@ func (c *client) read(ctx context.Context, p int32) bool {
 	c.record(inv)
 	octx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	defer cancel()
-	recs, err := fetch(octx, c.kc, c.cfg.Topic, p, from, 64<<10)
+	res, err := fetch(octx, c.kc, c.cfg.Topic, p, from, readMaxBytes, readMaxRecords)
 	done := base
+	res.note(&done)
 	if err != nil {
 		done.Type, done.Error = history.OpFail, err.Error()
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
 			done.ErrorCode = ke.Code
 		}
+		if errors.Is(err, kerr.OffsetOutOfRange) && from == c.next[p] {
+			// The log ends below where this process stopped (it was
+			// truncated): step the tail back a poll at a time until it
+			// is inside the log again.
+			c.next[p] = max(0, from-readMaxRecords)
+		}
 	} else {
-		done.Type, done.Records = history.OpOK, recs
-		if n := len(recs); n > 0 && recs[n-1].Offset > c.seen[p] {
-			c.seen[p] = recs[n-1].Offset
+		done.Type, done.Records = history.OpOK, res.records
+		if n := len(res.records); n > 0 && res.records[n-1].Offset >= c.next[p] {
+			c.next[p] = res.records[n-1].Offset + 1
 		}
 	}
 	c.record(done)
 	return false
 }
 
-// fetch asks the partition's leader for records from offset, as a consumer
-// (ReplicaID -1: only records below the high watermark are returned).
-func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int64, maxBytes int32) ([]history.Record, error) {
-	leader, err := leaderOf(ctx, kc, topic, p)
-	if err != nil {
-		return nil, err
+// fetched is what one Fetch returned and who answered it.
+type fetched struct {
+	records []history.Record
+	broker  int32 // the broker the request went to; -1 before one was chosen
+	epoch   int32 // the leader epoch sent as CurrentLeaderEpoch (accepted when the fetch succeeded)
+	hw      int64 // the response's high watermark; -1 without a response
+}
+
+// note records who answered on the read's completion: the broker whenever
+// the request was sent, the accepted leader epoch and the high watermark
+// only when the broker answered without error.
+func (f fetched) note(op *history.ClientOp) {
+	if f.broker >= 0 {
+		op.Broker = f.broker
 	}
+	if f.hw >= 0 {
+		ep, hw := f.epoch, f.hw
+		op.LeaderEpoch, op.HW = &ep, &hw
+	}
+}
+
+// fetch asks the partition's leader, as the client's metadata names it, for
+// records from offset, as a consumer does (ReplicaID -1: only records below
+// the high watermark). It sends the leader epoch from the same metadata as
+// CurrentLeaderEpoch, so a broker that is no longer (or not yet) leader at
+// that epoch refuses with FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH
+// instead of answering from a stale role. At most maxRecords records are
+// returned (0: no limit).
+func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int64, maxBytes int32, maxRecords int) (fetched, error) {
+	res := fetched{broker: -1, epoch: -1, hw: -1}
+	leader, epoch, err := leaderOf(ctx, kc, topic, p)
+	if err != nil {
+		return res, err
+	}
+	res.broker, res.epoch = leader, epoch
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0
@@ -295,16 +382,16 @@ func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int6
 	rp.Partition = p
 	rp.FetchOffset = from
 	rp.PartitionMaxBytes = maxBytes
-	rp.CurrentLeaderEpoch = -1
+	rp.CurrentLeaderEpoch = epoch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := kc.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s-%d@%d from broker %d: %w", topic, p, from, leader, err)
+		return res, fmt.Errorf("fetch %s-%d@%d from broker %d: %w", topic, p, from, leader, err)
 	}
 	fr := resp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
-		return nil, err
+		return res, err
 	}
 	for i := range fr.Topics {
 		for j := range fr.Topics[i].Partitions {
@@ -313,53 +400,56 @@ func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int6
 				continue
 			}
 			if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
-				return nil, err
+				return res, err
 			}
 			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: topic, Partition: p, KeepControlRecords: false, Offset: from}, part, kgo.DefaultDecompressor(), nil)
 			if fp.Err != nil {
-				return nil, fmt.Errorf("decode fetch %s-%d: %w", topic, p, fp.Err)
+				return res, fmt.Errorf("decode fetch %s-%d: %w", topic, p, fp.Err)
 			}
-			var out []history.Record
+			res.hw = part.HighWatermark
 			for _, r := range fp.Records {
 				if r.Offset >= from {
-					out = append(out, history.Record{Offset: r.Offset, Value: string(r.Value)})
+					res.records = append(res.records, history.Record{Offset: r.Offset, Value: string(r.Value)})
+					if maxRecords > 0 && len(res.records) == maxRecords {
+						break
+					}
 				}
 			}
-			return out, nil
+			return res, nil
 		}
 	}
-	return nil, fmt.Errorf("fetch %s-%d: partition missing from response", topic, p)
+	return res, fmt.Errorf("fetch %s-%d: partition missing from response", topic, p)
 }
 
-// leaderOf asks the cluster for the partition's leader (any broker answers
-// from its metadata cache).
-func leaderOf(ctx context.Context, kc *kgo.Client, topic string, p int32) (int32, error) {
+// leaderOf asks the cluster for the partition's leader and leader epoch (any
+// broker answers from its metadata cache).
+func leaderOf(ctx context.Context, kc *kgo.Client, topic string, p int32) (leader, epoch int32, err error) {
 	req := kmsg.NewPtrMetadataRequest()
 	t := kmsg.NewMetadataRequestTopic()
 	t.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, t)
 	resp, err := req.RequestWith(ctx, kc)
 	if err != nil {
-		return 0, fmt.Errorf("metadata for %s: %w", topic, err)
+		return 0, 0, fmt.Errorf("metadata for %s: %w", topic, err)
 	}
 	for _, mt := range resp.Topics {
 		if mt.Topic == nil || *mt.Topic != topic {
 			continue
 		}
 		if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
-			return 0, fmt.Errorf("metadata for %s: %w", topic, err)
+			return 0, 0, fmt.Errorf("metadata for %s: %w", topic, err)
 		}
 		for _, mp := range mt.Partitions {
 			if mp.Partition == p {
 				if err := kerr.ErrorForCode(mp.ErrorCode); err != nil {
-					return 0, fmt.Errorf("metadata for %s-%d: %w", topic, p, err)
+					return 0, 0, fmt.Errorf("metadata for %s-%d: %w", topic, p, err)
 				}
 				if mp.Leader < 0 {
-					return 0, kerr.LeaderNotAvailable
+					return 0, 0, kerr.LeaderNotAvailable
 				}
-				return mp.Leader, nil
+				return mp.Leader, mp.LeaderEpoch, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("metadata for %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
+	return 0, 0, fmt.Errorf("metadata for %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
 }

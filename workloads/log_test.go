@@ -57,7 +57,25 @@ func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
 		t.Fatalf("%d invocations without completion", len(orphans))
 	}
 	var produced, read, final int
+	perSource := map[string]int{}
 	for _, op := range ops {
+		if !op.Op().Final {
+			perSource[op.Invoke.Source]++
+		}
+		if c := op.Complete; c != nil && op.Op().F == history.FRead && c.Op.Type == history.OpOK {
+			// Who answered: the broker (kfake numbers them from 0), the
+			// leader epoch it accepted and its high watermark; and one
+			// poll's worth of records.
+			if c.Op.Broker < 0 || c.Op.Broker > 2 || c.Op.LeaderEpoch == nil || c.Op.HW == nil {
+				t.Fatalf("read %d does not say who answered: %+v", c.Index, c.Op)
+			}
+			if recs := c.Op.Records; !op.Op().Final && len(recs) > readMaxRecords {
+				t.Fatalf("read %d returned %d records, more than a poll's %d", c.Index, len(recs), readMaxRecords)
+			}
+			if recs := c.Op.Records; len(recs) > 0 && recs[len(recs)-1].Offset >= *c.Op.HW {
+				t.Fatalf("read %d returned offset %d at or above the HW %d it reported", c.Index, recs[len(recs)-1].Offset, *c.Op.HW)
+			}
+		}
 		switch {
 		case op.Op().F == history.FProduce && op.Outcome() == history.OpOK:
 			produced++
@@ -65,6 +83,17 @@ func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
 			final++
 		case op.Op().F == history.FRead && op.Outcome() == history.OpOK:
 			read++
+		}
+	}
+	// Paced: a 1.5 s run allows at most 1.5s/interval + 1 operations per
+	// process, however fast the fake answers.
+	for src, n := range perSource {
+		every := DefaultProduceEvery
+		if src == "client-3" || src == "client-4" {
+			every = DefaultReadEvery
+		}
+		if limit := int(1500*time.Millisecond/every) + 1; n > limit {
+			t.Errorf("%s made %d operations in 1.5 s, more than its pace allows (%d)", src, n, limit)
 		}
 	}
 	if produced < 10 || read < 5 || final < 3 {

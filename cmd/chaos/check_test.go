@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,4 +186,69 @@ func TestCheckStoredKafka532Run(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// Each class of bad input the reader rejects (issue 10) makes check exit 2
+// with an error naming the file and line; a source whose clock steps back
+// is not bad input: its file order is kept and the run is judged.
+func TestCheckBadHistoryClasses(t *testing.T) {
+	ph := func(src string, ts, seq int) string {
+		return fmt.Sprintf(`{"v":1,"ts":%d,"src":%q,"seq":%d,"kind":"phase","phase":{"name":"x","mark":"begin"}}`, ts, src, seq)
+	}
+	read := func(fields string) string {
+		return `{"v":1,"ts":9,"src":"n1","seq":1,"kind":"op","op":{"type":"ok","process":1,"f":"read","topic":"t","partition":0,"offset":0,` + fields + `}}`
+	}
+	tests := []struct {
+		name string
+		raw  map[string]string
+		want string // in the error, after "file:line"
+	}{
+		{"invalid UTF-8", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + read(`"values":["a`+"\xfe"+`"]`) + "\n"}, "n1.jsonl:2: not valid UTF-8"},
+		{"lone surrogate", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + read(`"values":["a\udc01"]`) + "\n"}, "n1.jsonl:2: lone UTF-16 surrogate"},
+		{"negative offset", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + read(`"records":[{"offset":-5,"value":"a"}]`) + "\n"}, "n1.jsonl:2: op event with negative record offset"},
+		{"src not the file's", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + ph("n3", 6, 1) + "\n"}, `n1.jsonl:2: src "n3"`},
+		{"source in two files", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n", "n1b.jsonl": ph("n1", 6, 1) + "\n"}, `n1b.jsonl:1: src "n1"`},
+		{"repeated seq", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + ph("n1", 6, 0) + "\n"}, "n1.jsonl:2: seq 0 after seq 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeRun(t, nil)
+			for name, content := range tc.raw {
+				if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out bytes.Buffer
+			err := runCheck(&out, dir, checkers.DefaultConfig())
+			if exitCode(err) != exitBad || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("exit %d, error %v; want exit %d naming %q", exitCode(err), err, exitBad, tc.want)
+			}
+		})
+	}
+	t.Run("clock step-back is judged, with a warning", func(t *testing.T) {
+		dir := writeRun(t, nil)
+		// The read's invoke is stamped 2µs before the produce's
+		// completion that precedes it in the file: sorted by time, the
+		// read's invoke would close the produce as unknown and the
+		// produce's ok would complete the read.
+		lines := []string{
+			`{"v":1,"ts":1000000,"src":"client-0","seq":0,"kind":"op","op":{"type":"invoke","process":1,"f":"produce","topic":"t","partition":0,"value":"a","offset":0,"acks":-1}}`,
+			`{"v":1,"ts":1600000,"src":"client-0","seq":1,"kind":"op","op":{"type":"ok","process":1,"f":"produce","topic":"t","partition":0,"value":"a","offset":0,"acks":-1}}`,
+			`{"v":1,"ts":1598000,"src":"client-0","seq":2,"kind":"op","op":{"type":"invoke","process":1,"f":"read","topic":"t","partition":0,"offset":0}}`,
+			`{"v":1,"ts":1700000,"src":"client-0","seq":3,"kind":"op","op":{"type":"ok","process":1,"f":"read","topic":"t","partition":0,"offset":0,"values":["a"]}}`,
+			`{"v":1,"ts":2000000,"src":"client-0","seq":4,"kind":"op","op":{"type":"invoke","process":1,"f":"read","topic":"t","partition":0,"offset":0,"final":true}}`,
+			`{"v":1,"ts":2100000,"src":"client-0","seq":5,"kind":"op","op":{"type":"ok","process":1,"f":"read","topic":"t","partition":0,"offset":0,"values":["a"],"final":true}}`,
+		}
+		if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, "client-0.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err := runCheck(&out, dir, checkers.DefaultConfig())
+		if exitCode(err) != exitValid {
+			t.Fatalf("exit %d (%v), want valid:\n%s", exitCode(err), err, out.String())
+		}
+		if !strings.Contains(out.String(), "client-0.jsonl:3") || !strings.Contains(out.String(), "stepped back 2µs") {
+			t.Fatalf("no step-back warning naming client-0.jsonl:3:\n%s", out.String())
+		}
+	})
 }

@@ -25,8 +25,8 @@ const Module = "github.com/zkchaos/zkchaos"
 var Stack = [][]string{
 	{"history", "docker", "internal/dockertest", "internal/layers"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis"},
-	{"checkers"},
-	{"rundir"},
+	{"checkers", "shrink", "history/historytest/gen1m"},
+	{"rundir", "regressions"},
 	{"cluster"},
 	{"internal/clustertest", "harness", "reports"},
 	{"scenarios", "pipeline"},
