@@ -193,7 +193,9 @@ type report struct {
 	omitted    int
 	unknown    []string // reasons the checker could not decide
 	known      []KnownAnomaly
-	details    map[string]any
+	// knownSaid: the ok sentence already names the known anomalies.
+	knownSaid bool
+	details   map[string]any
 }
 
 // knownAnomaly counts one occurrence of a named known anomaly, keeping the
@@ -271,7 +273,7 @@ func (r *report) result(ok string) Result {
 	default:
 		res.Verdict = Valid
 		res.Explanation = ok
-		if len(r.known) > 0 {
+		if len(r.known) > 0 && !r.knownSaid {
 			res.Explanation = strings.TrimSuffix(ok, ".") + "; known anomalies (documented Kafka behaviour, not violations): " + KnownSummary(r.known) + "."
 		}
 	}

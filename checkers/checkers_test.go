@@ -493,7 +493,7 @@ func TestLinearizable(t *testing.T) {
 			produceOK(b, 2, "b", 0)
 			return []int{i}
 		}},
-		{name: "stale empty read after an acknowledged produce", want: Invalid, explain: "not linearizable", build: func(b *hb.Builder) []int {
+		{name: "stale empty read after an acknowledged produce", want: Invalid, explain: "no leader change explains", build: func(b *hb.Builder) []int {
 			produceOK(b, 1, "a", 0)
 			b.Read(3, tp0, 0, false)
 			b.ReadOK(3, tp0, 0, false)
