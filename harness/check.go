@@ -36,6 +36,7 @@ func Check(runDir string, cfg checkers.Config) (*reports.Results, error) {
 			LivenessGrace:        cfg.LivenessGrace.String(),
 			MaxBadVersionRetries: cfg.MaxBadVersionRetries,
 			LinearizeTimeout:     cfg.LinearizeTimeout.String(),
+			StrictReads:          cfg.StrictReads,
 		},
 	}
 	if err := reports.WriteResults(runDir, rep); err != nil {

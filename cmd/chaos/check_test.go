@@ -77,7 +77,7 @@ func TestCheckCommand(t *testing.T) {
 			sources: map[string][]history.Event{"client-0": produceAndRead(history.Record{Offset: 0, Value: "a"})}},
 		{name: "lost write is invalid", want: exitInvalid, inOutput: "was lost",
 			sources: map[string][]history.Event{"client-0": produceAndRead()}},
-		{name: "no final read is unknown", want: exitUnknown, inOutput: "verdict: unknown",
+		{name: "no final read is unknown", want: exitUnknown, inOutput: "verdict: unknown; unknown: durability (no final read of t-0",
 			sources: map[string][]history.Event{"client-0": produceAndRead()[:2]}},
 		{name: "malformed line is bad input", want: exitBad,
 			sources: map[string][]history.Event{"client-0": produceAndRead(history.Record{Offset: 0, Value: "a"})},
@@ -184,5 +184,38 @@ func TestCheckStoredKafka532Run(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The verdict line says which checkers are invalid or unknown and why, and
+// names known anomalies, instead of "every checker says unknown".
+func TestVerdictLine(t *testing.T) {
+	res := func(name string, v checkers.Verdict, why string, known ...checkers.KnownAnomaly) checkers.Result {
+		return checkers.Result{Checker: name, Verdict: v, Explanation: why, Known: known}
+	}
+	for _, tc := range []struct {
+		name    string
+		verdict checkers.Verdict
+		results []checkers.Result
+		want    string
+	}{
+		{"only durability unknown", checkers.Unknown, []checkers.Result{
+			res("broker-fencing", checkers.Valid, "ok."),
+			res("durability", checkers.Unknown, "no final read of t-0, so its 3 acknowledged records could not be verified."),
+		}, "unknown; unknown: durability (no final read of t-0, so its 3 acknowledged records could not be verified)"},
+		{"valid with known anomalies", checkers.Valid, []checkers.Result{
+			res("linearizable", checkers.Valid, "ok.", checkers.KnownAnomaly{Name: "KAFKA-2334", Count: 3}),
+		}, "valid; known anomalies: KAFKA-2334 ×3 (linearizable)"},
+		{"invalid and unknown", checkers.Invalid, []checkers.Result{
+			res("broker-fencing", checkers.Invalid, "bad."),
+			res("liveness", checkers.Unknown, "the history ends early."),
+		}, "invalid; invalid: broker-fencing; unknown: liveness (the history ends early)"},
+		{"valid", checkers.Valid, []checkers.Result{res("durability", checkers.Valid, "ok.")}, "valid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verdictLine(tc.verdict, tc.results); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

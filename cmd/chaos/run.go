@@ -121,6 +121,7 @@ error, 3 some run unknown.`,
 	f.StringSliceVar(&cfg.NodeFlags, "node-flag", nil, "extra flag for every node program (repeatable), e.g. --node-flag=--offline-election=unclean")
 	f.StringVar(&replay, "replay", "", "replay a stored schedule.json (sets seed and time limit)")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per seed")
+	f.BoolVar(&check.StrictReads, "strict-reads", false, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) as invalid")
 	f.StringVar(&junit, "junit", "", "write JUnit XML of every run (one testsuite per run, one testcase per checker) to this file")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "brokers")
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
