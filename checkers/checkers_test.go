@@ -500,7 +500,53 @@ func TestAvailability(t *testing.T) {
 			b.At(1000).Phase()
 			return nil
 		}},
+		// ZooKeeper's order is the zxid: a paused controller's old state
+		// logged late does not take the partition offline.
+		{name: "paused controller logs an old state late", want: Valid, build: func(b *hb.Builder) []int {
+			b.State(tp0, 2, 5, 2, 20, 2, 3)
+			b.Fault(true, "f1", "pause-controller", "n1")
+			b.At(50).Fault(false, "f1", "pause-controller", "n1")
+			lateState(b, 1, -1, 4, 15)
+			b.At(1000).Phase()
+			return nil
+		}},
+		{name: "leader named in ZooKeeper never took the role", want: Invalid, explain: "no process of broker 2 took that role", build: func(b *hb.Builder) []int {
+			role(b, 1, 1, history.RoleLeader)
+			b.State(tp0, 1, 1, 1, 1, 1, 2)
+			b.Fault(true, "f1", "kill", "n1")
+			named := b.State(tp0, 2, 2, 1, 2, 2)
+			stop := b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(1000).Phase()
+			return []int{named, stop}
+		}},
+		{name: "leader named in ZooKeeper took the role", want: Valid, build: func(b *hb.Builder) []int {
+			role(b, 1, 1, history.RoleLeader)
+			b.State(tp0, 1, 1, 1, 1, 1, 2)
+			b.Fault(true, "f1", "kill", "n1")
+			b.State(tp0, 2, 2, 1, 2, 2)
+			role(b, 2, 2, history.RoleLeader)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(1000).Phase()
+			return nil
+		}},
+		{name: "restarted leader never took the role again", want: Invalid, explain: "no process of broker 1 took that role", build: func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 1, 1, 2)
+			role(b, 1, 1, history.RoleLeader)
+			b.Fault(true, "f1", "bounce", "n1")
+			b.Start(1)
+			b.At(50).Fault(false, "f1", "bounce", "n1")
+			b.At(1000).Phase()
+			return nil
+		}},
 	})
+}
+
+// lateState appends a controller's successful partition-state write with
+// zxid, logged now (as a controller paused after writing logs it).
+func lateState(b *hb.Builder, node, leader, epoch int32, zxid int64, isr ...int32) int {
+	return b.Add(history.Event{Kind: history.KindZKWrite, Node: node, ZKWrite: &history.ZKWrite{Path: "/brokers/topics/t/partitions/0/state",
+		Op: "set", ControllerEpoch: 1, Outcome: history.ZKOK, Zxid: zxid,
+		State: &history.PartitionState{Topic: "t", Partition: 0, Leader: leader, LeaderEpoch: epoch, ControllerEpoch: 1, ISR: isr}}})
 }
 
 func TestLiveness(t *testing.T) {
@@ -545,6 +591,34 @@ func TestLiveness(t *testing.T) {
 		}},
 		{name: "never healed", want: Unknown, explain: "never stopped", build: func(b *hb.Builder) []int {
 			b.Fault(true, "f1", "kill", "n1")
+			return nil
+		}},
+		{name: "BADVERSION each resolved by a re-read", want: Valid, build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+			b.At(200)
+			for i := 0; i < 5; i++ {
+				zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+				zkWrite(b, 2, 3, int64(30+i), 0, history.ZKOK)
+			}
+			b.At(1000).Phase()
+			return nil
+		}},
+		{name: "history ends inside the grace with a write still failing", want: Unknown, explain: "history ends before", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+			for i := 0; i < 10; i++ {
+				zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			}
+			return nil
+		}},
+		{name: "paused controller logs an old state late", want: Valid, build: func(b *hb.Builder) []int {
+			b.Brokers(1, 2, 3)
+			b.State(tp0, 2, 5, 2, 20, 2, 3)
+			b.Fault(true, "f1", "pause-controller", "n1")
+			b.At(50).Fault(false, "f1", "pause-controller", "n1")
+			lateState(b, 1, -1, 4, 15, 2, 3)
+			b.At(1000).Phase()
 			return nil
 		}},
 	})
