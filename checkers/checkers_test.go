@@ -180,7 +180,9 @@ func TestBrokerFencing(t *testing.T) {
 			r1 := b.Register(2, 50)
 			b.Start(2)
 			r2 := b.Register(2, 80)
-			q := b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
+			c := lai(1, 50, history.VerdictAccepted, 0)
+			c.OwnBrokerEpoch = 80
+			q := b.Control(2, c)
 			return []int{r1, r2, q}
 		}},
 		{name: "previous generation rejected", want: Valid, build: func(b *hb.Builder) []int {
@@ -276,6 +278,29 @@ func TestBrokerFencing(t *testing.T) {
 				b.Add(history.Event{Kind: history.KindTruncation, Node: 2, Truncation: &history.Truncation{Topic: "t", Partition: 0, From: 10, To: 5}})
 				return nil
 			}},
+		// A process that lost its ZooKeeper session re-registers (new
+		// czxid) and may act on a request for the new registration before
+		// logging it; a request for its first registration is still its own.
+		{name: "same process re-registered, request for the new registration", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(1)
+			b.Register(1, 306)
+			c := lai(2, 379, history.VerdictAccepted, 1)
+			c.OwnBrokerEpoch = 306
+			attempt(b, 3, 1, c, 379, 1)
+			b.Control(1, c)
+			b.Register(1, 379)
+			return nil
+		}},
+		{name: "same process re-registered, request for its first registration", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(1)
+			b.Register(1, 306)
+			b.Register(1, 379)
+			c := lai(2, -1, history.VerdictAccepted, 1)
+			c.OwnBrokerEpoch = 379
+			attempt(b, 3, 1, c, 306, 1)
+			b.Control(1, c)
+			return nil
+		}},
 		{name: "resend meant for the new process", want: Valid, build: func(b *hb.Builder) []int {
 			b.Start(2)
 			b.Register(2, 50)

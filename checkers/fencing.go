@@ -227,6 +227,32 @@ func (c BrokerFencing) Check(h *history.History) Result {
 	bySend := map[string]int{}
 	byContent := map[string]int{}
 	started := map[int32]int{} // node → its latest node_start
+	// procRegs are the czxids the current process of each node registered:
+	// a process re-registers (new czxid) after losing its session, and a
+	// request meant for any of its registrations was meant for it.
+	procRegs := map[int32]map[int64]bool{}
+	ownReg := func(node int32, epoch int64) {
+		if procRegs[node] == nil {
+			procRegs[node] = map[int64]bool{}
+		}
+		procRegs[node][epoch] = true
+	}
+	// otherProcess says whether broker epoch meant belongs to a process of
+	// node other than the current one: not one of its registrations, and
+	// older than all of them (czxids grow, so a newer one is a
+	// registration of this process not logged yet).
+	otherProcess := func(node int32, meant int64) bool {
+		regs := procRegs[node]
+		if len(regs) == 0 || regs[meant] {
+			return false
+		}
+		for r := range regs {
+			if meant > r {
+				return false
+			}
+		}
+		return true
+	}
 	checked, shutdowns, unfenced := 0, 0, 0
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -239,6 +265,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 		case history.KindNodeStart:
 			delete(current, e.Node)
+			delete(procRegs, e.Node)
 			started[e.Node] = e.Index
 		case history.KindBrokerRegistered:
 			id := e.Registration.BrokerID
@@ -247,6 +274,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 			current[id] = procReg{e.Registration.BrokerEpoch, e.Index}
 			remember(id, e.Registration.BrokerEpoch, e.Index)
+			ownReg(id, e.Registration.BrokerEpoch)
 		case history.KindZKWatch:
 			for _, b := range e.Watch.Brokers {
 				remember(b.ID, b.Czxid, e.Index)
@@ -262,8 +290,11 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 			cur, registered := current[e.Node]
 			recv := cur.epoch
-			if !registered && cr.OwnBrokerEpoch > 0 {
-				recv = cr.OwnBrokerEpoch
+			if cr.OwnBrokerEpoch > 0 {
+				ownReg(e.Node, cr.OwnBrokerEpoch)
+				if !registered {
+					recv = cr.OwnBrokerEpoch
+				}
 			}
 			// Which process was the request meant for?
 			meant, sentIdx := int64(0), -1
@@ -276,7 +307,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 			did := consequences(h, e)
 			switch {
-			case meant > 0 && recv > 0 && meant != recv:
+			case meant > 0 && recv > 0 && otherProcess(e.Node, meant):
 				evs := []int{e.Index}
 				if sentIdx >= 0 {
 					evs = append(evs, sentIdx)

@@ -14,8 +14,11 @@ import (
 // ZooKeeper; partition states in zxid order), and no controller write is
 // stuck: failing with BADVERSION more than MaxBadVersionRetries times after
 // the grace and never succeeding (a conflict resolved by a re-read and a
-// successful write is not stuck). A history that ends before the grace ran
-// out with work still pending is unknown, not valid.
+// successful write is not stuck, nor is a write of a controller that then
+// resigned or restarted). A history that ends before the grace ran out
+// while a partition awaits a leader, or while a controller keeps retrying
+// (more than MaxBadVersionRetries failures since healing), is unknown, not
+// valid.
 type Liveness struct {
 	Grace                time.Duration
 	MaxBadVersionRetries int
@@ -141,7 +144,20 @@ func (c Liveness) Check(h *history.History) Result {
 	var order []key
 	for i := range h.Events {
 		e := &h.Events[i]
-		if e.Kind != history.KindZKWrite || e.Time <= hi.at {
+		if e.Time <= hi.at {
+			continue
+		}
+		if e.Kind == history.KindControllerResigned || e.Kind == history.KindNodeStart {
+			// A controller that resigned (fenced, or its session lost)
+			// or restarted has no write pending any more.
+			for k := range open {
+				if k.node == e.Node {
+					delete(open, k)
+				}
+			}
+			continue
+		}
+		if e.Kind != history.KindZKWrite {
 			continue
 		}
 		k := key{e.Node, e.ZKWrite.Path}
@@ -177,7 +193,7 @@ func (c Liveness) Check(h *history.History) Result {
 			r.violate([]int{st.first, st.last},
 				"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d) and never succeeded: it is stuck retrying a stale zkVersion.",
 				k.node, st.epoch, k.path, st.n, c.Grace, st.first, st.last)
-		case ended:
+		case ended && st.since > c.MaxBadVersionRetries:
 			r.cannotDecide("controller %d's write to %s failed with BADVERSION %d times after healing (last at event %d) without succeeding, and the history ends before the %s grace after healing ran out.",
 				k.node, k.path, st.since, st.last, c.Grace)
 		}
