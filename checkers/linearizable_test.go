@@ -133,6 +133,10 @@ func TestStaleEmptyReads(t *testing.T) {
 			lagging(b)
 			return readFrom(b, 1, 1, i32(0), nil)
 		}, Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
+		{"new leader whose HW had caught up", plain, func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, 2, i32(1), i64(3))
+		}, Invalid, "its response carried HW 3, above 1", 0},
 		{"no leader recorded", plain, func(b *hb.Builder) int {
 			produceOK(b, 1, "a", 0)
 			return readFrom(b, 0, 0, nil, nil)

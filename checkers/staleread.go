@@ -105,7 +105,8 @@ type staleVerdict struct {
 // records it. A leadership counts as new when it began after the first
 // produce the read missed was acknowledged, or when the read's leader
 // epoch is above the one that acknowledged it. The leader that acknowledged
-// a record answering nothing for it is not Kafka behaviour: a violation.
+// a record answering nothing for it, and an answer whose own HW is above
+// the offset, are not Kafka behaviour: violations.
 func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 int64) staleVerdict {
 	read := h.Events[s.Read].Op
 	tp := read.TP()
@@ -148,7 +149,12 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 	if who == "" {
 		base = fmt.Sprintf("read event %d returned nothing from %d of %s; %s", s.Read, s.Offset, tp, missed)
 	}
+	caughtUp := read.HW != nil && *read.HW > s.Offset
 	switch {
+	case caughtUp:
+		// A high watermark above the offset means records were readable
+		// there: the answer was not a lagging HW.
+		v.explanation = base + fmt.Sprintf(": its response carried HW %d, above %d, so a lagging high watermark does not explain the empty read.", *read.HW, s.Offset)
 	case newLeader:
 		v.known = true
 		v.explanation = base + ": a new leader whose high watermark had not caught up (KAFKA-2334)."
