@@ -305,9 +305,9 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			if meant == 0 && cr.BrokerEpoch != -1 {
 				meant = cr.BrokerEpoch
 			}
-			did := consequences(h, e)
 			switch {
 			case meant > 0 && recv > 0 && otherProcess(e.Node, meant):
+				did := consequences(h, e)
 				evs := []int{e.Index}
 				if sentIdx >= 0 {
 					evs = append(evs, sentIdx)
@@ -346,6 +346,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 				if prev < 0 {
 					break // the broker's first process: nothing earlier to confuse it with
 				}
+				did := consequences(h, e)
 				r.violate(append([]int{s, prev, cur.idx, e.Index}, did.events...),
 					"%s accepted %s (%s) that controller %d queued for its previous process (event %d, registered at event %d, before this process registered at event %d): with no broker epoch in the request it could not tell, and %s.",
 					nodeName(e.Node), cr.API, ev(e), cr.ControllerID, s, prev, cur.idx, did.text)
@@ -355,6 +356,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 				// written, while the watcher already saw the znode: only an
 				// epoch registered before this process started is stale.
 				if old, ok := past[e.Node][meant]; ok && old < started[e.Node] {
+					did := consequences(h, e)
 					r.violate(append([]int{old, e.Index}, did.events...),
 						"%s accepted %s (correlation id %d, %s) meant for broker epoch %d of an earlier process (registered at event %d) before registering itself, and %s.",
 						nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), meant, old, did.text)
