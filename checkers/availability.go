@@ -283,5 +283,5 @@ func (c Availability) Check(h *history.History) Result {
 	}
 	r.detail("partitions", capList(list))
 	r.detail("faults", hi.faults)
-	return r.result(fmt.Sprintf("every one of %d partitions had a leader within %s of every fault healing.", len(tl), c.Grace))
+	return r.result(fmt.Sprintf("every one of %d partitions had an acting leader (the broker ZooKeeper names, in the role at its leader epoch) within %s of every fault healing.", len(tl), c.Grace))
 }
