@@ -125,6 +125,17 @@ func TestStaleEmptyReads(t *testing.T) {
 			lagging(b)
 			return readFrom(b, 1, 0, nil, nil)
 		}, Valid, "1 stale empty read from a new leader", 1},
+		// Seed 102: the controller's broker, bounced in under a second,
+		// leads again at the same leader epoch with its checkpointed HW.
+		{"leader restarted at the same epoch", plain, func(b *hb.Builder) int {
+			leader(b, 1, 0)
+			produceOK(b, 1, "a", 0)
+			produceOK(b, 1, "b", 1)
+			b.Start(1)
+			leader(b, 1, 0)
+			hw(b, 1, 0, 1)
+			return readFrom(b, 1, 1, i32(0), nil)
+		}, Valid, "KAFKA-2334", 1},
 		{"strict reads", strict, func(b *hb.Builder) int {
 			lagging(b)
 			return readFrom(b, 1, 2, i32(1), i64(1))
