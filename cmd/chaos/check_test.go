@@ -219,3 +219,66 @@ func TestVerdictLine(t *testing.T) {
 		})
 	}
 }
+
+// A stale empty read answered by a new leader is the known anomaly
+// KAFKA-2334: valid by default and named on the verdict line; invalid with
+// --strict-reads, still by name.
+func TestCheckStrictReads(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(1_780_000_000_000_000_000)
+	at := func(ms int64) int64 { return ts + ms*1_000_000 }
+	lead := func(node int32, epoch int32, ms int64) history.Event {
+		return history.Event{Time: at(ms), Kind: history.KindRoleChange,
+			Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}}
+	}
+	timed := func(e history.Event, ms int64) history.Event { e.Time = at(ms); return e }
+	files := []struct {
+		name string
+		node int32
+		evs  []history.Event
+	}{
+		{"n1", 1, []history.Event{lead(1, 0, 1)}},
+		{"n2", 2, []history.Event{lead(2, 1, 10)}},
+		{"client-0", 0, []history.Event{
+			timed(op(history.OpInvoke, history.FProduce, "a", 0, false), 2),
+			timed(op(history.OpOK, history.FProduce, "", 0, false), 3),
+			timed(op(history.OpInvoke, history.FRead, "", 0, false), 11),
+			timed(op(history.OpOK, history.FRead, "", 0, false), 12),
+			timed(op(history.OpInvoke, history.FRead, "", 0, true), 20),
+			timed(op(history.OpOK, history.FRead, "", 0, true, history.Record{Offset: 0, Value: "a"}), 21),
+		}},
+	}
+	for _, f := range files {
+		w, err := history.Create(filepath.Join(dir, history.HistoryDir, f.name+".jsonl"), f.name, f.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range f.evs {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		strict bool
+		want   int
+		line   string
+	}{
+		{false, exitValid, "verdict: valid; known anomalies: KAFKA-2334 ×1 (linearizable)"},
+		{true, exitInvalid, "verdict: invalid; invalid: linearizable; known anomalies: KAFKA-2334 ×1 (linearizable)"},
+	} {
+		cfg := checkers.DefaultConfig()
+		cfg.StrictReads = tc.strict
+		var out bytes.Buffer
+		err := runCheck(&out, dir, cfg)
+		if got := exitCode(err); got != tc.want || !strings.Contains(out.String(), tc.line) {
+			t.Errorf("strict %v: exit %d (want %d), output:\n%s\nwant a line containing %q", tc.strict, got, tc.want, out.String(), tc.line)
+		}
+	}
+}
