@@ -413,8 +413,9 @@ const maxEffects = 4
 
 // consequences lists what the process that accepted control request e did
 // next with it: role changes and truncations of the request's partitions
-// and the first HW checkpoint it wrote, up to its next accepted control
-// request (later actions answer that one) or its restart.
+// and (for LeaderAndIsr and StopReplica) the first HW checkpoint it wrote,
+// up to its next accepted control request (later actions answer that one)
+// or its restart.
 func consequences(h *history.History, e *history.Event) effect {
 	tps := map[history.TopicPartition]bool{}
 	for _, p := range e.Control.Partitions {
@@ -422,7 +423,9 @@ func consequences(h *history.History, e *history.Event) effect {
 	}
 	var parts []string
 	var evs []int
-	checkpoint := false
+	// UpdateMetadata changes no replica: a checkpoint written after it is
+	// the periodic one, not its consequence.
+	checkpoint := e.Control.API == history.APIUpdateMetadata
 	for i := e.Index + 1; i < len(h.Events) && len(parts) < maxEffects; i++ {
 		x := &h.Events[i]
 		if x.Node != e.Node {
