@@ -2,38 +2,65 @@ package checkers
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// leaderObs is one observed partition state: who leads and the ISR.
+// leaderObs is one observed partition state: who leads at which epoch, the
+// ISR, and when it was in ZooKeeper at the latest (see leaderTimelines).
 type leaderObs struct {
 	time   int64
 	leader int32
+	epoch  int32
 	isr    []int32
 	idx    int
+	zxid   int64
 }
 
 // leaderTimelines collects, per partition, the states the ZooKeeper watcher
-// saw and the controller wrote successfully, in history order.
+// saw and the controllers wrote successfully, in ZooKeeper's order: by zxid
+// over the observations that have one (log time is not ZooKeeper's order: a
+// controller paused between its write and its log line logs an old state
+// late), else in history order. A state's time is when it was in ZooKeeper
+// at the latest: its own log time, or earlier if a newer state (by zxid)
+// was logged before it.
 func leaderTimelines(h *history.History) map[history.TopicPartition][]leaderObs {
-	out := map[history.TopicPartition][]leaderObs{}
+	all := map[history.TopicPartition][]leaderObs{}
 	for i := range h.Events {
 		e := &h.Events[i]
 		var s *history.PartitionState
+		var zxid int64
 		switch e.Kind {
 		case history.KindZKWatch:
-			s = e.Watch.State
+			s, zxid = e.Watch.State, e.Watch.Mzxid
 		case history.KindZKWrite:
 			if e.ZKWrite.Outcome == history.ZKOK {
-				s = e.ZKWrite.State
+				s, zxid = e.ZKWrite.State, e.ZKWrite.Zxid
 			}
 		}
 		if s == nil {
 			continue
 		}
-		out[s.TP()] = append(out[s.TP()], leaderObs{e.Time, s.Leader, s.ISR, e.Index})
+		all[s.TP()] = append(all[s.TP()], leaderObs{e.Time, s.Leader, s.LeaderEpoch, s.ISR, e.Index, zxid})
+	}
+	out := make(map[history.TopicPartition][]leaderObs, len(all))
+	for tp, obs := range all {
+		var withZxid []leaderObs
+		for _, o := range obs {
+			if o.zxid > 0 {
+				withZxid = append(withZxid, o)
+			}
+		}
+		if len(withZxid) > 0 {
+			obs = withZxid
+			sort.SliceStable(obs, func(a, b int) bool { return obs[a].zxid < obs[b].zxid })
+			for i := len(obs) - 2; i >= 0; i-- {
+				obs[i].time = min(obs[i].time, obs[i+1].time)
+			}
+		}
+		out[tp] = obs
 	}
 	return out
 }
@@ -49,6 +76,76 @@ func stateAt(obs []leaderObs, t int64) (leaderObs, bool) {
 		o, found = x, true
 	}
 	return o, found
+}
+
+// servingObs is a change in whether a partition had a broker acting as the
+// leader ZooKeeper names: online, or offline and why.
+type servingObs struct {
+	time   int64
+	online bool
+	idx    int
+	why    string // when offline
+}
+
+// servingTimeline turns a partition's ZooKeeper states into when a broker
+// acted as its leader: the state names a leader at epoch E and that broker's
+// current process took the leader role for the partition at E (a
+// role_change, after its latest node_start and not followed by a change
+// away). useRoles false (a history with no role_change at all, e.g. without
+// brokers' logs) judges by ZooKeeper alone.
+func servingTimeline(h *history.History, tp history.TopicPartition, states []leaderObs, useRoles bool) []servingObs {
+	type point struct {
+		time  int64
+		state *leaderObs
+		ev    *history.Event
+	}
+	pts := make([]point, 0, len(states))
+	for i := range states {
+		pts = append(pts, point{time: states[i].time, state: &states[i]})
+	}
+	if useRoles {
+		for i := range h.Events {
+			e := &h.Events[i]
+			if e.Kind == history.KindNodeStart || (e.Kind == history.KindRoleChange && e.Role.TP() == tp) {
+				pts = append(pts, point{time: e.Time, ev: e})
+			}
+		}
+	}
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].time < pts[b].time })
+	acting := map[int32]int32{} // node → leader epoch its process leads at
+	var cur *leaderObs
+	var out []servingObs
+	for _, p := range pts {
+		idx := -1
+		switch {
+		case p.state != nil:
+			cur, idx = p.state, p.state.idx
+		case p.ev.Kind == history.KindNodeStart:
+			delete(acting, p.ev.Node)
+			idx = p.ev.Index
+		case p.ev.Role.Role == history.RoleLeader:
+			acting[p.ev.Node] = p.ev.Role.LeaderEpoch
+			idx = p.ev.Index
+		default:
+			delete(acting, p.ev.Node)
+			idx = p.ev.Index
+		}
+		if cur == nil {
+			continue
+		}
+		o := servingObs{time: p.time, online: true, idx: idx}
+		switch ep, ok := acting[cur.leader]; {
+		case cur.leader < 0:
+			o.online, o.why = false, fmt.Sprintf("ZooKeeper names no leader at event %d", cur.idx)
+		case useRoles && (!ok || ep != cur.epoch):
+			o.online, o.why = false, fmt.Sprintf("ZooKeeper names broker %d leader at epoch %d at event %d, but no process of broker %d took that role", cur.leader, cur.epoch, cur.idx, cur.leader)
+		}
+		if n := len(out); n > 0 && out[n-1].online == o.online && (o.online || out[n-1].why == o.why) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // Window is a span of time in which a partition had no leader.
@@ -69,11 +166,15 @@ type PartitionAvailability struct {
 	SuccessRate float64  `json:"produce_success_rate"`
 }
 
-// Availability reports, per partition, the windows with no leader and the
-// produce success rate, and is invalid when a partition still has no leader
-// Grace after every fault healed (or loses its leader after healing for
-// longer than Grace). If faults never healed, or the history ends before
-// Grace passed, a partition without a leader makes the verdict unknown.
+// Availability reports, per partition, the windows without an acting leader
+// and the produce success rate, and is invalid when a partition still has
+// no acting leader Grace after every fault healed (or loses it after
+// healing for longer than Grace). A partition has an acting leader when the
+// broker its ZooKeeper state names has taken the leader role at that
+// state's leader epoch (role_change) in its current process: a state whose
+// leader never took the role serves no client. States are ordered by zxid.
+// If faults never healed, or the history ends before Grace passed, a
+// partition without an acting leader makes the verdict unknown.
 type Availability struct {
 	Grace time.Duration
 }
@@ -112,9 +213,17 @@ func (c Availability) Check(h *history.History) Result {
 			s.ProduceInfo++
 		}
 	}
+	useRoles := false
+	for i := range h.Events {
+		if h.Events[i].Kind == history.KindRoleChange {
+			useRoles = true
+			break
+		}
+	}
 	for _, tp := range sortedTPs(tl) {
 		s := get(tp)
 		var open *Window
+		var why string
 		closeAt := func(t int64, idx int) {
 			open.End = t
 			open.Duration = (t - open.Start) / int64(time.Millisecond)
@@ -125,17 +234,17 @@ func (c Availability) Check(h *history.History) Result {
 			open = nil
 		}
 		var offendIdx int
-		for _, o := range tl[tp] {
+		for _, o := range servingTimeline(h, tp, tl[tp], useRoles) {
 			switch {
-			case o.leader < 0 && open == nil:
+			case !o.online && open == nil:
 				open = &Window{Start: o.time, Events: []int{o.idx}}
-				offendIdx = o.idx
-			case o.leader >= 0 && open != nil:
+				offendIdx, why = o.idx, o.why
+			case o.online && open != nil:
 				// Offline for longer than Grace after healing?
 				if hi.healed && o.time-max(open.Start, hi.at) > int64(c.Grace) && o.time > deadline {
 					r.violate([]int{offendIdx, o.idx},
-						"partition %s had no leader from event %d until event %d, %s after every fault healed (grace %s).",
-						tp, offendIdx, o.idx, time.Duration(o.time-max(open.Start, hi.at)).Round(time.Millisecond), c.Grace)
+						"partition %s had no acting leader from event %d until event %d (%s), %s after every fault healed (grace %s).",
+						tp, offendIdx, o.idx, why, time.Duration(o.time-max(open.Start, hi.at)).Round(time.Millisecond), c.Grace)
 				}
 				closeAt(o.time, o.idx)
 			}
@@ -144,7 +253,7 @@ func (c Availability) Check(h *history.History) Result {
 			since := max(open.Start, hi.at)
 			switch {
 			case !hi.healed:
-				r.cannotDecide("partition %s has no leader since event %d, but fault event %d was never stopped, so it is unclear whether it would recover.", tp, offendIdx, hi.openIdx)
+				r.cannotDecide("partition %s has no acting leader since event %d (%s), but fault event %d was never stopped, so it is unclear whether it would recover.", tp, offendIdx, why, hi.openIdx)
 			case hi.end-since > int64(c.Grace):
 				evs := []int{offendIdx}
 				healed := "there were no faults"
@@ -152,10 +261,11 @@ func (c Availability) Check(h *history.History) Result {
 					evs = append(evs, hi.lastStop)
 					healed = fmt.Sprintf("last fault stopped at event %d", hi.lastStop)
 				}
-				r.violate(evs, "partition %s has had no leader since event %d and was still offline %s after every fault healed (%s; grace %s).",
-					tp, offendIdx, time.Duration(hi.end-since).Round(time.Millisecond), healed, c.Grace)
-			case hi.end < deadline:
-				r.cannotDecide("partition %s has no leader since event %d and the history ends before the %s grace after healing ran out.", tp, offendIdx, c.Grace)
+				r.violate(evs, "partition %s has had no acting leader since event %d (%s) and was still offline %s after every fault healed (%s; grace %s).",
+					tp, offendIdx, why, time.Duration(hi.end-since).Round(time.Millisecond), healed, c.Grace)
+			default:
+				r.cannotDecide("partition %s has no acting leader since event %d (%s) and the history ends before the %s grace after healing ran out (%s after healing).",
+					tp, offendIdx, why, c.Grace, time.Duration(hi.end-hi.at).Round(time.Millisecond))
 			}
 			open.Duration = (hi.end - open.Start) / int64(time.Millisecond)
 			if len(s.Offline) < 100 {
@@ -173,5 +283,9 @@ func (c Availability) Check(h *history.History) Result {
 	}
 	r.detail("partitions", capList(list))
 	r.detail("faults", hi.faults)
-	return r.result(fmt.Sprintf("every one of %d partitions had a leader within %s of every fault healing.", len(tl), c.Grace))
+	leader := "a leader in ZooKeeper (the history has no role changes to check it against)"
+	if useRoles {
+		leader = "an acting leader (the broker ZooKeeper names, in the role at its leader epoch)"
+	}
+	return r.result(fmt.Sprintf("every one of %d partitions had %s within %s of every fault healing.", len(tl), leader, c.Grace))
 }

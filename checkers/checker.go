@@ -3,6 +3,26 @@
 // leader uniqueness, durability, high-watermark checkpoints, availability,
 // liveness, and the linearizability check that wraps linearize.
 //
+// # What Kafka promises a consumer, and what is checked
+//
+// The checkers hold the system to Kafka's documented guarantees and no more:
+//   - a record a fetch returns is committed: it is never lost and never
+//     changes (an offset holds one value for the life of the partition);
+//   - an acks=all produce that was acknowledged is in the log at its offset;
+//   - a fetch may return nothing at an offset that holds committed records
+//     when the broker answering it is a new leader whose high watermark has
+//     not caught up with its predecessor's (KAFKA-2334; KIP-207 fixed this
+//     for ListOffsets only, never for Fetch).
+//
+// Behaviour Kafka documents is a named known anomaly (KnownAnomaly), not a
+// violation: "KAFKA-2334" (a stale empty read answered by a new leader whose
+// HW lags) and "duplicate-append" (a non-idempotent producer's resend
+// appended twice). Known anomalies are listed by name and count and leave
+// the verdict valid; strict mode (Config.StrictReads) reports KAFKA-2334 as
+// invalid, still by its name. A stale empty read that no leader change
+// explains (the leader that acknowledged the records answers nothing) is a
+// violation.
+//
 // Checkers read only a *history.History and return a Result; they never touch
 // containers, files or the network, and never modify the history (data flows
 // one way: history → checkers → results). Each checker returns valid, invalid
@@ -32,6 +52,27 @@ const (
 // MaxViolations caps the violations a Result lists; the rest are counted.
 const MaxViolations = 50
 
+// Known anomaly names (KnownAnomaly.Name).
+const (
+	// KnownKafka2334: a read returned nothing at an offset below records
+	// acknowledged before it began, answered by a leader that took the role
+	// after them and whose high watermark lagged.
+	KnownKafka2334 = "KAFKA-2334"
+	// KnownDuplicateAppend: a produce's value appended at more than one
+	// offset by a non-idempotent producer's resend (at-least-once).
+	KnownDuplicateAppend = "duplicate-append"
+)
+
+// KnownAnomaly is documented Kafka behaviour a checker saw: its name, how
+// often, and one example explained. It does not make a verdict invalid
+// unless the checker runs in a strict mode for it.
+type KnownAnomaly struct {
+	Name    string `json:"name"`
+	Count   int    `json:"count"`
+	Example string `json:"example"`
+	Events  []int  `json:"events,omitempty"`
+}
+
 // Violation is one anomaly: what went wrong, in a sentence, and the indices
 // of the history events that show it.
 type Violation struct {
@@ -53,7 +94,9 @@ type Result struct {
 	Events     []int       `json:"events,omitempty"`
 	Violations []Violation `json:"violations,omitempty"`
 	// Omitted counts violations beyond MaxViolations.
-	Omitted int            `json:"omitted_violations,omitempty"`
+	Omitted int `json:"omitted_violations,omitempty"`
+	// Known lists documented Kafka behaviour seen (not violations), by name.
+	Known   []KnownAnomaly `json:"known_anomalies,omitempty"`
 	Details map[string]any `json:"details,omitempty"`
 }
 
@@ -81,6 +124,9 @@ type Config struct {
 	LinearizeTimeout time.Duration
 	// VisualizePath, when set, receives porcupine's HTML visualization.
 	VisualizePath string
+	// StrictReads makes the KAFKA-2334 known anomaly (a stale empty read
+	// from a lagging new leader) invalid; it is still reported by name.
+	StrictReads bool
 }
 
 // DefaultConfig returns the defaults used by `chaos check`.
@@ -103,7 +149,7 @@ func All(cfg Config) []Checker {
 		HWCheckpoint{},
 		Availability{Grace: cfg.OfflineGrace},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
-		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath},
+		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
 	}
 }
 
@@ -146,7 +192,33 @@ type report struct {
 	violations []Violation
 	omitted    int
 	unknown    []string // reasons the checker could not decide
-	details    map[string]any
+	known      []KnownAnomaly
+	// knownSaid: the ok sentence already names the known anomalies.
+	knownSaid bool
+	details   map[string]any
+}
+
+// knownAnomaly counts one occurrence of a named known anomaly, keeping the
+// first one's explanation and events as the example.
+func (r *report) knownAnomaly(name string, events []int, format string, args ...any) {
+	for i := range r.known {
+		if r.known[i].Name == name {
+			r.known[i].Count++
+			return
+		}
+	}
+	r.known = append(r.known, KnownAnomaly{Name: name, Count: 1, Example: fmt.Sprintf(format, args...), Events: events})
+}
+
+// addKnown adds n occurrences of a known anomaly described elsewhere.
+func (r *report) addKnown(k KnownAnomaly) {
+	for i := range r.known {
+		if r.known[i].Name == k.Name {
+			r.known[i].Count += k.Count
+			return
+		}
+	}
+	r.known = append(r.known, k)
 }
 
 func (r *report) violate(events []int, format string, args ...any) {
@@ -170,7 +242,7 @@ func (r *report) detail(k string, v any) {
 
 // result builds the Result; ok is the sentence for a valid verdict.
 func (r *report) result(ok string) Result {
-	res := Result{Checker: r.name, Details: r.details}
+	res := Result{Checker: r.name, Details: r.details, Known: r.known}
 	switch {
 	case len(r.violations) > 0:
 		res.Verdict = Invalid
@@ -201,8 +273,21 @@ func (r *report) result(ok string) Result {
 	default:
 		res.Verdict = Valid
 		res.Explanation = ok
+		if len(r.known) > 0 && !r.knownSaid {
+			res.Explanation = strings.TrimSuffix(ok, ".") + "; known anomalies (documented Kafka behaviour, not violations): " + KnownSummary(r.known) + "."
+		}
 	}
 	return res
+}
+
+// KnownSummary names known anomalies with their counts, e.g.
+// "KAFKA-2334 ×3, duplicate-append ×1".
+func KnownSummary(ks []KnownAnomaly) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s ×%d", k.Name, k.Count)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // isControl reports whether e is a control request that a broker accepted

@@ -177,25 +177,39 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		accepted, len(writes), len(states)))
 }
 
-// BrokerFencing checks broker epochs (KAFKA-7235, KIP-380): every accepted
-// control request carries the receiving process's current broker epoch (the
-// czxid of its live registration), and the controller never acts on a
-// ControlledShutdown carrying an older broker epoch.
+// BrokerFencing checks broker epochs (KAFKA-7235, KIP-380) by consequence:
+// a violation is a control request acted on (accepted) by a broker process
+// other than the one it was meant for, and a ControlledShutdown acted on
+// for a broker epoch older than the broker's latest registration. The
+// process a request was meant for is the broker epoch the controller
+// logged with its send (Control.MeantBrokerEpoch, recorded even when the
+// KAFKA-7235 switch keeps it off the wire), else the epoch the request
+// carried; the process that acted is the receiving process's registration.
+// A request that carries no broker epoch is not a violation by itself (the
+// switch alone does no harm): only reaching the wrong process is. Each
+// explanation says what the process did with the request (role changes,
+// truncations, checkpoint writes). In histories without MeantBrokerEpoch, a
+// request is traced to the newest identical send, and counts as meant for a
+// previous process only when that send came before the receiving process
+// registered and an earlier process of that broker had registered (a send
+// during a broker's first registration is never "for a previous process").
 type BrokerFencing struct{}
 
 // Name implements Checker.
 func (BrokerFencing) Name() string { return "broker-fencing" }
 
+// procReg is a broker process's registration: its czxid and event.
+type procReg struct {
+	epoch int64
+	idx   int
+}
+
 // Check implements Checker.
 func (c BrokerFencing) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	type reg struct {
-		epoch int64
-		idx   int
-	}
-	current := map[int32]reg{}        // node → registration of the current process
+	current := map[int32]procReg{}    // node → registration of the current process
 	past := map[int32]map[int64]int{} // node → every czxid it ever registered → event
-	latest := map[int32]reg{}         // broker → newest registration known anywhere
+	latest := map[int32]procReg{}     // broker → newest registration known anywhere
 	remember := func(id int32, epoch int64, idx int) {
 		if past[id] == nil {
 			past[id] = map[int64]int{}
@@ -204,35 +218,63 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			past[id][epoch] = idx
 		}
 		if epoch > latest[id].epoch {
-			latest[id] = reg{epoch, idx}
+			latest[id] = procReg{epoch, idx}
 		}
 	}
-	// sent remembers the newest control_sent of each distinct request, so a
-	// request received without a broker epoch can be traced to when the
-	// controller queued it. Correlation ids cannot pair them: a request
-	// retried on a new connection gets a new one.
-	sent := map[string]int{}
-	// unfenced are accepted requests without a broker epoch that were not
-	// traced to an earlier incarnation; they are reported after the traced
-	// ones, which say more.
-	var unfenced []*history.Event
+	// bySend pairs a receipt with the one attempt that carried its
+	// correlation id (histories that log every attempt); byContent, for
+	// older histories, remembers the newest send of each distinct request.
+	bySend := map[string]int{}
+	byContent := map[string]int{}
 	started := map[int32]int{} // node → its latest node_start
-	checked, shutdowns := 0, 0
+	// procRegs are the czxids the current process of each node registered:
+	// a process re-registers (new czxid) after losing its session, and a
+	// request meant for any of its registrations was meant for it.
+	procRegs := map[int32]map[int64]bool{}
+	ownReg := func(node int32, epoch int64) {
+		if procRegs[node] == nil {
+			procRegs[node] = map[int64]bool{}
+		}
+		procRegs[node][epoch] = true
+	}
+	// otherProcess says whether broker epoch meant belongs to a process of
+	// node other than the current one: not one of its registrations, and
+	// older than all of them (czxids grow, so a newer one is a
+	// registration of this process not logged yet).
+	otherProcess := func(node int32, meant int64) bool {
+		regs := procRegs[node]
+		if len(regs) == 0 || regs[meant] {
+			return false
+		}
+		for r := range regs {
+			if meant > r {
+				return false
+			}
+		}
+		return true
+	}
+	checked, shutdowns, unfenced := 0, 0, 0
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindControlSent:
-			sent[sentKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
+			if e.Control.Attempt > 0 {
+				bySend[attemptKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
+			} else {
+				byContent[sentKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
+			}
 		case history.KindNodeStart:
 			delete(current, e.Node)
+			delete(procRegs, e.Node)
 			started[e.Node] = e.Index
 		case history.KindBrokerRegistered:
 			id := e.Registration.BrokerID
 			if id == 0 {
 				id = e.Node
 			}
-			current[id] = reg{e.Registration.BrokerEpoch, e.Index}
+			current[id] = procReg{e.Registration.BrokerEpoch, e.Index}
 			remember(id, e.Registration.BrokerEpoch, e.Index)
+			ownReg(id, e.Registration.BrokerEpoch)
 		case history.KindZKWatch:
 			for _, b := range e.Watch.Brokers {
 				remember(b.ID, b.Czxid, e.Index)
@@ -243,39 +285,81 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 			checked++
 			cr := e.Control
+			if cr.BrokerEpoch == -1 {
+				unfenced++
+			}
 			cur, registered := current[e.Node]
+			recv := cur.epoch
+			if cr.OwnBrokerEpoch > 0 {
+				ownReg(e.Node, cr.OwnBrokerEpoch)
+				if !registered {
+					recv = cr.OwnBrokerEpoch
+				}
+			}
+			// Which process was the request meant for?
+			meant, sentIdx := int64(0), -1
+			if s, ok := bySend[attemptKey(cr.ControllerID, e.Node, cr)]; ok {
+				sentIdx = s
+				meant = h.Events[s].Control.MeantBrokerEpoch
+			}
+			if meant == 0 && cr.BrokerEpoch != -1 {
+				meant = cr.BrokerEpoch
+			}
 			switch {
-			case cr.BrokerEpoch == -1:
-				if s, ok := sent[sentKey(cr.ControllerID, e.Node, cr)]; ok && registered && s < cur.idx {
-					r.violate([]int{s, cur.idx, e.Index},
-						"%s accepted %s (%s) that controller %d queued for its previous process (event %d, before this process registered at event %d): with no broker epoch in the request it could not tell.",
-						nodeName(e.Node), cr.API, ev(e), cr.ControllerID, s, cur.idx)
-					continue
+			case meant > 0 && recv > 0 && otherProcess(e.Node, meant):
+				did := consequences(h, e)
+				evs := []int{e.Index}
+				if sentIdx >= 0 {
+					evs = append(evs, sentIdx)
 				}
-				unfenced = append(unfenced, e)
-			case registered && cr.BrokerEpoch < cur.epoch:
-				evs := []int{cur.idx, e.Index}
-				from := ""
-				if old, ok := past[e.Node][cr.BrokerEpoch]; ok {
-					evs = []int{old, cur.idx, e.Index}
-					from = fmt.Sprintf(" (the registration of event %d)", old)
+				if registered {
+					evs = append(evs, cur.idx)
 				}
-				r.violate(evs,
-					"%s accepted %s (correlation id %d, %s) from controller %d with stale broker epoch %d%s while its live registration has czxid %d (event %d).",
-					nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.ControllerID, cr.BrokerEpoch, from, cur.epoch, cur.idx)
-			case !registered:
+				whose := fmt.Sprintf("a process with broker epoch %d", meant)
+				if old, ok := past[e.Node][meant]; ok && old < started[e.Node] {
+					whose = fmt.Sprintf("its previous process (broker epoch %d, registered at event %d)", meant, old)
+					evs = append(evs, old)
+				}
+				how := "carrying no broker epoch"
+				if cr.BrokerEpoch != -1 {
+					how = fmt.Sprintf("carrying stale broker epoch %d", cr.BrokerEpoch)
+				}
+				via := ""
+				if sentIdx >= 0 {
+					via = fmt.Sprintf(", sent at event %d", sentIdx)
+				}
+				regAt := ""
+				if registered {
+					regAt = fmt.Sprintf(" registered at event %d", cur.idx)
+				}
+				r.violate(append(evs, did.events...),
+					"%s (the process with broker epoch %d%s) accepted %s (correlation id %d, %s) %s that controller %d meant for %s%s, and %s.",
+					nodeName(e.Node), recv, regAt, cr.API, cr.CorrelationID, ev(e), how, cr.ControllerID, whose, via, did.text)
+			case meant == 0 && sentIdx < 0:
+				// An older history: trace the request to the newest
+				// identical send.
+				s, ok := byContent[sentKey(cr.ControllerID, e.Node, cr)]
+				if !ok || !registered || s > cur.idx {
+					break
+				}
+				prev := previousRegistration(past[e.Node], cur, s)
+				if prev < 0 {
+					break // the broker's first process: nothing earlier to confuse it with
+				}
+				did := consequences(h, e)
+				r.violate(append([]int{s, prev, cur.idx, e.Index}, did.events...),
+					"%s accepted %s (%s) that controller %d queued for its previous process (event %d, registered at event %d, before this process registered at event %d): with no broker epoch in the request it could not tell, and %s.",
+					nodeName(e.Node), cr.API, ev(e), cr.ControllerID, s, prev, cur.idx, did.text)
+			case !registered && meant > 0:
 				// The broker can learn its czxid (the create's reply) and
 				// act on a request before its broker_registered line is
 				// written, while the watcher already saw the znode: only an
 				// epoch registered before this process started is stale.
-				if old, ok := past[e.Node][cr.BrokerEpoch]; ok && old < started[e.Node] {
-					r.violate([]int{old, e.Index},
-						"%s accepted %s (correlation id %d, %s) carrying broker epoch %d of an earlier process (registered at event %d) before registering itself.",
-						nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.BrokerEpoch, old)
-				} else if cr.OwnBrokerEpoch > 0 && cr.BrokerEpoch < cr.OwnBrokerEpoch {
-					r.violate([]int{e.Index},
-						"%s accepted %s (correlation id %d, %s) with broker epoch %d below its own broker epoch %d.",
-						nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), cr.BrokerEpoch, cr.OwnBrokerEpoch)
+				if old, ok := past[e.Node][meant]; ok && old < started[e.Node] {
+					did := consequences(h, e)
+					r.violate(append([]int{old, e.Index}, did.events...),
+						"%s accepted %s (correlation id %d, %s) meant for broker epoch %d of an earlier process (registered at event %d) before registering itself, and %s.",
+						nodeName(e.Node), cr.API, cr.CorrelationID, ev(e), meant, old, did.text)
 				}
 			}
 		case history.KindControlledShutdown:
@@ -295,14 +379,88 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 		}
 	}
-	for _, e := range unfenced {
-		r.violate([]int{e.Index},
-			"%s accepted %s (correlation id %d, %s) from controller %d carrying no broker epoch (-1), so a request meant for an earlier process could not be told apart.",
-			nodeName(e.Node), e.Control.API, e.Control.CorrelationID, ev(e), e.Control.ControllerID)
-	}
 	r.detail("accepted_control_requests", checked)
+	r.detail("accepted_without_broker_epoch", unfenced)
 	r.detail("accepted_controlled_shutdowns", shutdowns)
-	return r.result(fmt.Sprintf("%d accepted control requests and %d controlled shutdowns carried current broker epochs.", checked, shutdowns))
+	ok := fmt.Sprintf("none of %d accepted control requests was acted on by a broker process other than the one it was meant for, and %d controlled shutdowns carried current broker epochs", checked, shutdowns)
+	if unfenced > 0 {
+		ok += fmt.Sprintf(" (%d of the requests carried no broker epoch)", unfenced)
+	}
+	return r.result(ok + ".")
+}
+
+// previousRegistration returns the event of a registration of the same
+// broker with another czxid logged before event before (-1 if none): proof
+// that an earlier process existed when a request was queued.
+func previousRegistration(regs map[int64]int, cur procReg, before int) int {
+	best := -1
+	for czxid, idx := range regs {
+		if czxid != cur.epoch && idx < before && idx > best {
+			best = idx
+		}
+	}
+	return best
+}
+
+// effect is what a broker process did with a control request it accepted.
+type effect struct {
+	text   string
+	events []int
+}
+
+// maxEffects caps the actions an explanation lists.
+const maxEffects = 4
+
+// consequences lists what the process that accepted control request e did
+// next with it: role changes and truncations of the request's partitions
+// and (for LeaderAndIsr and StopReplica) the first HW checkpoint it wrote,
+// up to its next accepted control request (later actions answer that one)
+// or its restart.
+func consequences(h *history.History, e *history.Event) effect {
+	tps := map[history.TopicPartition]bool{}
+	for _, p := range e.Control.Partitions {
+		tps[p.TP()] = true
+	}
+	var parts []string
+	var evs []int
+	// UpdateMetadata changes no replica: a checkpoint written after it is
+	// the periodic one, not its consequence.
+	checkpoint := e.Control.API == history.APIUpdateMetadata
+	for i := e.Index + 1; i < len(h.Events) && len(parts) < maxEffects; i++ {
+		x := &h.Events[i]
+		if x.Node != e.Node {
+			continue
+		}
+		if x.Kind == history.KindNodeStart || (x.Kind == history.KindControlRequest && acceptedControl(x)) {
+			break
+		}
+		switch {
+		case x.Kind == history.KindRoleChange && tps[x.Role.TP()]:
+			what := "became " + x.Role.Role
+			if x.Role.Role == history.RoleStopped {
+				what = "stopped its replica"
+			}
+			parts = append(parts, fmt.Sprintf("%s of %s at leader epoch %d (event %d)", what, x.Role.TP(), x.Role.LeaderEpoch, x.Index))
+			evs = append(evs, x.Index)
+		case x.Kind == history.KindTruncation && tps[x.Truncation.TP()]:
+			parts = append(parts, fmt.Sprintf("truncated %s from %d to %d (event %d)", x.Truncation.TP(), x.Truncation.From, x.Truncation.To, x.Index))
+			evs = append(evs, x.Index)
+		case x.Kind == history.KindHWCheckpoint && !checkpoint:
+			checkpoint = true
+			parts = append(parts, fmt.Sprintf("wrote its HW checkpoint with %d entries (event %d)", len(x.Checkpoint.Entries), x.Index))
+			evs = append(evs, x.Index)
+		}
+	}
+	if len(parts) == 0 {
+		return effect{text: "applied it (no role change, truncation or checkpoint write of its partitions followed)"}
+	}
+	return effect{text: "acted on it: " + strings.Join(parts, "; "), events: evs}
+}
+
+// attemptKey identifies one send attempt: the controller, the target, the
+// correlation id it went out with, and what the request says.
+func attemptKey(controller, target int32, c *history.Control) string {
+	return fmt.Sprintf("%d#%s", c.CorrelationID, sentKey(controller, target, c))
 }
 
 // sentKey identifies a control request by what it says, for pairing a

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,5 +73,109 @@ func TestLinearizableDuplicates(t *testing.T) {
 	produceOK(b, 1, "a", 0)
 	if res := c.Check(b.History()); !strings.HasSuffix(res.Explanation, "linearizable as a log.") || res.Details["duplicates"] != 0 {
 		t.Errorf("%s %+v", res.Explanation, res.Details)
+	}
+}
+
+// An empty read below acknowledged produces: Kafka allows it from a new
+// leader whose HW lags (KAFKA-2334, a known anomaly, invalid only in strict
+// mode); from the leader that acknowledged them it is a violation.
+func TestStaleEmptyReads(t *testing.T) {
+	i32 := func(v int32) *int32 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	leader := func(b *hb.Builder, node, epoch int32) int {
+		return b.Add(history.Event{Kind: history.KindRoleChange, Node: node,
+			Role: &history.Role{Topic: tp0.Topic, Partition: tp0.Partition, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
+	}
+	hw := func(b *hb.Builder, node int32, old, new int64) int {
+		return b.Add(history.Event{Kind: history.KindHWAdvance, Node: node,
+			HW: &history.HWAdvance{Topic: tp0.Topic, Partition: tp0.Partition, Old: old, New: new}})
+	}
+	// readFrom appends an empty read answered by broker at epoch with hw
+	// (the fields a new workload records; 0 broker: an old history).
+	readFrom := func(b *hb.Builder, off int64, broker int32, epoch *int32, hwm *int64) int {
+		b.Read(3, tp0, off, false)
+		return b.Op(history.ClientOp{Type: history.OpOK, Process: 3, F: history.FRead, Topic: tp0.Topic,
+			Partition: tp0.Partition, Offset: off, Broker: broker, LeaderEpoch: epoch, HW: hwm})
+	}
+	// lagging: broker 1 leads at epoch 0 and acknowledges offsets 0..2;
+	// broker 2 takes over at epoch 1 with a checkpointed HW of 1.
+	lagging := func(b *hb.Builder) {
+		leader(b, 1, 0)
+		produceOK(b, 1, "a", 0)
+		produceOK(b, 1, "b", 1)
+		produceOK(b, 1, "c", 2)
+		leader(b, 2, 1)
+		hw(b, 2, 0, 1)
+	}
+	plain := Linearizable{Timeout: testConfig().LinearizeTimeout}
+	strict := Linearizable{Timeout: testConfig().LinearizeTimeout, StrictReads: true}
+	for _, tc := range []struct {
+		name    string
+		c       Linearizable
+		build   func(b *hb.Builder) int
+		want    Verdict
+		explain string
+		known   int
+	}{
+		{"new leader with lagging HW, read fields recorded", plain, func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, 2, i32(1), i64(1))
+		}, Valid, "broker 2, leader of t-0 at epoch 1 for", 1},
+		{"new leader with lagging HW, old history", plain, func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, 0, nil, nil)
+		}, Valid, "1 stale empty read from a new leader", 1},
+		// Seed 102: the controller's broker, bounced in under a second,
+		// leads again at the same leader epoch with its checkpointed HW.
+		{"leader restarted at the same epoch", plain, func(b *hb.Builder) int {
+			leader(b, 1, 0)
+			produceOK(b, 1, "a", 0)
+			produceOK(b, 1, "b", 1)
+			b.Start(1)
+			leader(b, 1, 0)
+			hw(b, 1, 0, 1)
+			return readFrom(b, 1, 1, i32(0), nil)
+		}, Valid, "KAFKA-2334", 1},
+		{"strict reads", strict, func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, 2, i32(1), i64(1))
+		}, Invalid, "known anomaly KAFKA-2334 (strict reads): broker 2, leader of t-0 at epoch 1", 1},
+		{"the leader that acknowledged answers nothing", plain, func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, 1, i32(0), nil)
+		}, Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
+		{"new leader whose HW had caught up", plain, func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, 2, i32(1), i64(3))
+		}, Invalid, "its response carried HW 3, above 1", 0},
+		{"no leader recorded", plain, func(b *hb.Builder) int {
+			produceOK(b, 1, "a", 0)
+			return readFrom(b, 0, 0, nil, nil)
+		}, Invalid, "no broker took the leadership of t-0", 0},
+		{"empty read at the end of the log", strict, func(b *hb.Builder) int {
+			lagging(b)
+			readFrom(b, 3, 2, i32(1), i64(3))
+			return -1
+		}, Valid, "linearizable as a log.", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := hb.New()
+			read := tc.build(b)
+			r := tc.c.Check(b.History())
+			if r.Verdict != tc.want || !strings.Contains(r.Explanation, tc.explain) {
+				t.Fatalf("%s: %s; want %s containing %q", r.Verdict, r.Explanation, tc.want, tc.explain)
+			}
+			if tc.known == 0 {
+				if len(r.Known) != 0 {
+					t.Fatalf("known anomalies %+v, want none", r.Known)
+				}
+				return
+			}
+			if len(r.Known) != 1 || r.Known[0].Name != KnownKafka2334 || r.Known[0].Count != tc.known ||
+				!strings.Contains(r.Known[0].Example, "KAFKA-2334") || !slices.Contains(r.Known[0].Events, read) {
+				t.Fatalf("known anomalies %+v, want KAFKA-2334 ×%d naming read %d", r.Known, tc.known, read)
+			}
+			t.Log(r.Known[0].Example)
+		})
 	}
 }

@@ -11,8 +11,14 @@ import (
 // Liveness checks that the controller finishes its pending work once every
 // fault healed (KAFKA-16667 class): Grace after healing, no partition is
 // left with leader -1 while a replica in its ISR is alive (registered in
-// ZooKeeper), and no controller keeps failing one write with BADVERSION
-// (more than MaxBadVersionRetries times after the grace).
+// ZooKeeper; partition states in zxid order), and no controller write is
+// stuck: failing with BADVERSION more than MaxBadVersionRetries times after
+// the grace and never succeeding (a conflict resolved by a re-read and a
+// successful write is not stuck, nor is a write of a controller that then
+// resigned or restarted). A history that ends before the grace ran out
+// while a partition awaits a leader, or while a controller keeps retrying
+// (more than MaxBadVersionRetries failures since healing), is unknown, not
+// valid.
 type Liveness struct {
 	Grace                time.Duration
 	MaxBadVersionRetries int
@@ -121,38 +127,75 @@ func (c Liveness) Check(h *history.History) Result {
 			tp, o.idx, c.Grace, eligible)
 	}
 
+	// A controller write is stuck when it keeps failing with BADVERSION
+	// and never succeeds: each success of the same controller on the same
+	// path (a re-read resolved the conflict) ends the streak.
 	type key struct {
-		node  int32
-		path  string
-		epoch int32
+		node int32
+		path string
 	}
-	type retries struct {
-		n           int
+	type streak struct {
+		epoch       int32
+		n           int // failures after the grace
+		since       int // failures after healing
 		first, last int
 	}
-	bad := map[key]*retries{}
+	open := map[key]*streak{}
 	var order []key
 	for i := range h.Events {
 		e := &h.Events[i]
-		if e.Kind != history.KindZKWrite || e.ZKWrite.Outcome != history.ZKBadVersion || e.Time <= deadline {
+		if e.Time <= hi.at {
 			continue
 		}
-		k := key{e.Node, e.ZKWrite.Path, e.ZKWrite.ControllerEpoch}
-		rt := bad[k]
-		if rt == nil {
-			rt = &retries{first: e.Index}
-			bad[k] = rt
-			order = append(order, k)
+		if e.Kind == history.KindControllerResigned || e.Kind == history.KindNodeStart {
+			// A controller that resigned (fenced, or its session lost)
+			// or restarted has no write pending any more.
+			for k := range open {
+				if k.node == e.Node {
+					delete(open, k)
+				}
+			}
+			continue
 		}
-		rt.n++
-		rt.last = e.Index
+		if e.Kind != history.KindZKWrite {
+			continue
+		}
+		k := key{e.Node, e.ZKWrite.Path}
+		switch e.ZKWrite.Outcome {
+		case history.ZKOK:
+			delete(open, k)
+		case history.ZKBadVersion:
+			st := open[k]
+			if st == nil {
+				st = &streak{first: -1}
+				open[k] = st
+				order = append(order, k)
+			}
+			st.since++
+			st.epoch, st.last = e.ZKWrite.ControllerEpoch, e.Index
+			if e.Time > deadline {
+				if st.first < 0 {
+					st.first = e.Index
+				}
+				st.n++
+			}
+		}
 	}
+	seen := map[key]bool{}
 	for _, k := range order {
-		rt := bad[k]
-		if rt.n > c.MaxBadVersionRetries {
-			r.violate([]int{rt.first, rt.last},
-				"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d): it is stuck retrying a stale zkVersion.",
-				k.node, k.epoch, k.path, rt.n, c.Grace, rt.first, rt.last)
+		st, ok := open[k]
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		switch {
+		case st.n > c.MaxBadVersionRetries:
+			r.violate([]int{st.first, st.last},
+				"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d) and never succeeded: it is stuck retrying a stale zkVersion.",
+				k.node, st.epoch, k.path, st.n, c.Grace, st.first, st.last)
+		case ended && st.since > c.MaxBadVersionRetries:
+			r.cannotDecide("controller %d's write to %s failed with BADVERSION %d times after healing (last at event %d) without succeeding, and the history ends before the %s grace after healing ran out.",
+				k.node, k.path, st.since, st.last, c.Grace)
 		}
 	}
 	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader and no controller was stuck retrying a write.", c.Grace))

@@ -36,6 +36,7 @@ func Check(runDir string, cfg checkers.Config) (*rundir.Results, error) {
 			LivenessGrace:        cfg.LivenessGrace.String(),
 			MaxBadVersionRetries: cfg.MaxBadVersionRetries,
 			LinearizeTimeout:     cfg.LinearizeTimeout.String(),
+			StrictReads:          cfg.StrictReads,
 		},
 	}
 	if err := rundir.WriteResults(runDir, rep); err != nil {

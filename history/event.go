@@ -428,6 +428,16 @@ type Control struct {
 	// broker epoch (czxid of its live registration), -1 if not registered.
 	KnownControllerEpoch int32 `json:"known_controller_epoch"`
 	OwnBrokerEpoch       int64 `json:"own_broker_epoch"`
+
+	// MeantBrokerEpoch (control_sent) is the broker epoch the controller
+	// queued the request for: the czxid it held for the target then, even
+	// when the request carries none on the wire (BrokerEpoch -1, the
+	// KAFKA-7235 switch). 0: not recorded (older histories). Attempt
+	// (control_sent) numbers the sends of one queued request from 1; each
+	// attempt is logged with the correlation id it goes out with, so a
+	// broker's receipt pairs with exactly one send.
+	MeantBrokerEpoch int64 `json:"meant_broker_epoch,omitempty"`
+	Attempt          int   `json:"attempt,omitempty"`
 }
 
 // ControlPartition is one partition of a control request, with the broker's

@@ -53,9 +53,15 @@ type PartitionOutcome struct {
 	Dropped    int `json:"dropped"`
 	Unresolved int `json:"unresolved"`
 	// Suspects are history indices of reads that returned a value nobody
-	// produced at that offset, or nothing where an earlier-acknowledged
-	// produce had written: the likely culprits when Result is Illegal.
+	// produced at that offset (or before its produce was invoked): the
+	// likely culprits when Result is Illegal.
 	Suspects []int `json:"suspects,omitempty"`
+	// StaleEmpty lists (up to maxStaleExamples of StaleEmptyCount) the ok
+	// reads that returned nothing at an offset below produces acknowledged
+	// before they began. Kafka allows that from a new leader whose HW lags
+	// (KAFKA-2334); the checkers decide which ones a new leader answered.
+	StaleEmpty      []StaleRead `json:"stale_empty,omitempty"`
+	StaleEmptyCount int         `json:"stale_empty_count,omitempty"`
 	// Duplicates counts extra appends of one produce's value: a value read
 	// at an offset other than its acknowledged one, or an unknown produce
 	// read at several offsets. A non-idempotent producer's resend does
@@ -67,6 +73,24 @@ type PartitionOutcome struct {
 	// index of the operation porcupine could not place: the earliest-
 	// returning one outside its longest partial linearization.
 	Stuck []int `json:"stuck,omitempty"`
+}
+
+// StaleRead is a read that returned nothing from Offset although
+// Acknowledged acks=all produces at or above Offset were acknowledged before
+// it was invoked; the first (earliest acknowledged) of them is FirstValue at
+// FirstOffset, completed at event FirstAck (time FirstAckTime).
+type StaleRead struct {
+	Partition    string `json:"partition"`
+	Invoke       int    `json:"invoke"`
+	Read         int    `json:"read"`
+	Offset       int64  `json:"offset"`
+	Start        int64  `json:"start_ns"`
+	End          int64  `json:"end_ns"`
+	Acknowledged int    `json:"acknowledged"`
+	FirstAck     int    `json:"first_ack"`
+	FirstValue   string `json:"first_value"`
+	FirstOffset  int64  `json:"first_offset"`
+	FirstAckTime int64  `json:"first_ack_ns"`
 }
 
 // Duplicate describes one produce whose value was appended more than once.
@@ -94,6 +118,10 @@ type partition struct {
 	out PartitionOutcome
 	ops []porcupine.Operation
 	t   *table
+	// acks are the definite acknowledgements by return time, maxAcked[i]
+	// the highest offset among acks[:i+1]: what an empty read missed.
+	acks     []prod
+	maxAcked []int64
 }
 
 // Check converts h into per-partition porcupine histories and checks each
@@ -422,12 +450,46 @@ func (s sighting) all() []obsAt {
 // the rest are only counted.
 const maxDuplicateExamples = 5
 
+// buildPartition turns one partition's operations into porcupine input, in
+// four steps: what reads observed (observeReads), which produces enter the
+// model at which offsets (placeProduces, fillGaps), the value table and the
+// produce operations (addProduces), and the reads, with the stale empty
+// ones listed aside (addReads).
 func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64, clientID func(history.Operation) int) *partition {
 	p := &partition{out: PartitionOutcome{Partition: tp.String()}}
-	// What reads observed, by value. The map holds only an index into
-	// sights: reads return long runs of records, and a small map value
-	// keeps this loop (a good part of the whole check) as cheap as it was
-	// before duplicates were tracked.
+	obs := observeReads(ops, t0)
+	pl := p.placeProduces(ops, obs, t0)
+	// Primaries before copies: where a copy and another op's primary claim
+	// one offset the table keeps the primary, so the read that saw the copy
+	// there is the suspect (the model rejects two appends at one offset
+	// either way).
+	prods := append(pl.prods, pl.copies...)
+	p.fillGaps(&prods, pl.unseen, pl.base)
+	p.addProduces(tp, prods, pl.base, t0, clientID)
+	p.addReads(ops, pl.early, t0, clientID)
+	p.out.Ops = len(p.ops)
+	return p
+}
+
+// observations is what reads observed, by value. The map holds only an
+// index into sights: reads return long runs of records, and a small map
+// value keeps this loop (a good part of the whole check) cheap.
+type observations struct {
+	byValue map[string]int32
+	sights  []sighting
+}
+
+func (o *observations) get(v string) (sighting, bool) {
+	i, ok := o.byValue[v]
+	if !ok {
+		return sighting{}, false
+	}
+	return o.sights[i], true
+}
+
+// observeReads records, for every value an ok read returned, each offset
+// it was returned at with the earliest return there.
+func observeReads(ops []history.Operation, t0 int64) *observations {
 	// Values are (almost) all produced here, so the produce count sizes
 	// both up front instead of growing them record by record.
 	nprod := 0
@@ -436,8 +498,7 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 			nprod++
 		}
 	}
-	observed := make(map[string]int32, nprod)
-	sights := make([]sighting, 0, nprod)
+	obs := &observations{byValue: make(map[string]int32, nprod), sights: make([]sighting, 0, nprod)}
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue
@@ -445,54 +506,60 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 		o := obsAt{ret: op.Complete.Time - t0, read: op.Complete.Index}
 		for _, r := range op.Records() {
 			o.offset = r.Offset
-			if i, ok := observed[r.Value]; ok {
-				sights[i].note(o)
+			if i, ok := obs.byValue[r.Value]; ok {
+				obs.sights[i].note(o)
 				continue
 			}
-			observed[r.Value] = int32(len(sights))
-			sights = append(sights, sighting{first: o})
+			obs.byValue[r.Value] = int32(len(obs.sights))
+			obs.sights = append(obs.sights, sighting{first: o})
 		}
 	}
+	return obs
+}
 
-	var (
-		prods  []prod              // primary appends: acknowledged or resolved
-		copies []prod              // duplicate appends (client resends)
-		unseen []history.Operation // unknown produces no read observed
-		// early holds reads that returned a value before its produce was
-		// invoked: no resend explains that, so they stay suspects.
-		early map[int]bool
-	)
-	// place gives an observed append the interval [invoke, first read that
-	// returned it there]; observed before invoked, it gets an open return
-	// so the model rejects the read, and the read is named as a suspect.
-	place := func(op history.Operation, o obsAt) int64 {
-		if o.ret < op.Invoke.Time-t0 {
-			if early == nil {
-				early = map[int]bool{}
-			}
-			early[o.read] = true
-			return math.MaxInt64
+// placement is which produces enter the model, and where.
+type placement struct {
+	prods  []prod              // primary appends: acknowledged or resolved
+	copies []prod              // duplicate appends (client resends)
+	unseen []history.Operation // unknown produces no read observed
+	// early holds reads that returned a value before its produce was
+	// invoked: no resend explains that, so they stay suspects.
+	early map[int]bool
+	base  int64 // lowest offset any placed append holds
+}
+
+// place gives an observed append the interval [invoke, first read that
+// returned it there]; observed before invoked, it gets an open return so
+// the model rejects the read, and the read is named as a suspect.
+func (pl *placement) place(op history.Operation, o obsAt, t0 int64) int64 {
+	if o.ret < op.Invoke.Time-t0 {
+		if pl.early == nil {
+			pl.early = map[int]bool{}
 		}
-		return o.ret
+		pl.early[o.read] = true
+		return math.MaxInt64
 	}
-	base := int64(math.MaxInt64)
+	return o.ret
+}
+
+// placeProduces decides each produce's offsets: an acknowledged one at its
+// acknowledged offset (plus a duplicate wherever else its value was read),
+// an unknown one that reads observed at the earliest-observed offset (plus
+// duplicates), the rest left unseen for fillGaps.
+func (p *partition) placeProduces(ops []history.Operation, obs *observations, t0 int64) *placement {
+	pl := &placement{base: math.MaxInt64}
 	for _, op := range ops {
 		if op.Op().F != history.FProduce {
 			continue
 		}
-		n := len(copies)
-		var primary obsAt
-		var s sighting
-		i, seen := observed[op.Op().Value]
-		if seen {
-			s = sights[i]
-		}
+		n := len(pl.copies)
+		s, seen := obs.get(op.Op().Value)
 		switch {
 		case !unknownProduce(op):
 			if op.Outcome() != history.OpOK {
 				continue // failed: certainly did not happen
 			}
-			prods = append(prods, prod{op: op, offset: op.Offset(), ret: op.Complete.Time - t0})
+			pl.prods = append(pl.prods, prod{op: op, offset: op.Offset(), ret: op.Complete.Time - t0})
 			if !seen || (len(s.more) == 0 && s.first.offset == op.Offset() && s.first.ret >= op.Invoke.Time-t0) {
 				break // the common case: read only where acknowledged, after the invoke
 			}
@@ -504,52 +571,53 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 			for _, o := range s.all() {
 				if o.offset == op.Offset() {
 					if o.ret < op.Invoke.Time-t0 {
-						place(op, o) // only to flag the read
+						pl.place(op, o, t0) // only to flag the read
 					}
 					continue
 				}
-				copies = append(copies, prod{op: op, offset: o.offset, ret: place(op, o), dup: true})
+				pl.copies = append(pl.copies, prod{op: op, offset: o.offset, ret: pl.place(op, o, t0), dup: true})
 			}
 		default:
 			if !seen {
-				unseen = append(unseen, op)
+				pl.unseen = append(pl.unseen, op)
 				continue
 			}
 			// An unknown produce read at several offsets was appended at
 			// each: the earliest-observed append is taken as the primary,
 			// the others as duplicates, all placed the same way.
 			all := s.all()
-			primary = all[0]
+			primary := all[0]
 			for _, o := range all[1:] {
 				if o.ret < primary.ret {
 					primary = o
 				}
 			}
-			prods = append(prods, prod{op: op, offset: primary.offset, ret: place(op, primary)})
+			pl.prods = append(pl.prods, prod{op: op, offset: primary.offset, ret: pl.place(op, primary, t0)})
 			p.out.Resolved++
 			for _, o := range all {
 				if o.offset != primary.offset {
-					copies = append(copies, prod{op: op, offset: o.offset, ret: place(op, o), dup: true})
+					pl.copies = append(pl.copies, prod{op: op, offset: o.offset, ret: pl.place(op, o, t0), dup: true})
 				}
 			}
 		}
-		base = min(base, prods[len(prods)-1].offset)
-		for _, c := range copies[n:] {
-			base = min(base, c.offset)
+		pl.base = min(pl.base, pl.prods[len(pl.prods)-1].offset)
+		for _, c := range pl.copies[n:] {
+			pl.base = min(pl.base, c.offset)
 		}
-		if len(copies) > n {
-			p.noteDuplicate(op, prods[len(prods)-1], copies[n:], s)
+		if len(pl.copies) > n {
+			p.noteDuplicate(op, pl.prods[len(pl.prods)-1], pl.copies[n:], s)
 		}
 	}
-	if base == math.MaxInt64 {
-		base = 0
+	if pl.base == math.MaxInt64 {
+		pl.base = 0
 	}
-	// Primaries before copies: where a copy and another op's primary claim
-	// one offset the table keeps the primary, so the read that saw the copy
-	// there is the suspect (the model rejects two appends at one offset
-	// either way).
-	prods = append(prods, copies...)
-	p.fillGaps(&prods, unseen, base)
+	return pl
+}
+
+// addProduces fixes the value table and adds one porcupine produce per
+// placed append; it also keeps the definite acknowledgements, by return
+// time, for spotting stale empty reads.
+func (p *partition) addProduces(tp history.TopicPartition, prods []prod, base, t0 int64, clientID func(history.Operation) int) {
 	t := &table{tp: tp.String(), base: base, values: map[int64]string{}}
 	p.t = t
 	for _, pr := range prods {
@@ -572,65 +640,91 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 			Return:   pr.ret,
 			Metadata: pr.op.Invoke.Index,
 		})
-	}
-	// Acknowledged (or observed) appends by return time, with the running
-	// maximum offset, to spot empty reads that began after a later offset
-	// was acknowledged (stale reads).
-	type ackAt struct{ ret, maxOff int64 }
-	var acked []ackAt
-	for _, pr := range prods {
-		if pr.ret != math.MaxInt64 && pr.offset >= 0 {
-			acked = append(acked, ackAt{pr.ret, pr.offset})
+		if !pr.dup && !unknownProduce(pr.op) {
+			p.acks = append(p.acks, pr)
 		}
 	}
-	sort.Slice(acked, func(a, b int) bool { return acked[a].ret < acked[b].ret })
-	for i := 1; i < len(acked); i++ {
-		acked[i].maxOff = max(acked[i].maxOff, acked[i-1].maxOff)
+	sort.Slice(p.acks, func(a, b int) bool { return p.acks[a].ret < p.acks[b].ret })
+	p.maxAcked = make([]int64, len(p.acks))
+	for i, a := range p.acks {
+		p.maxAcked[i] = a.offset
+		if i > 0 {
+			p.maxAcked[i] = max(p.maxAcked[i], p.maxAcked[i-1])
+		}
 	}
+}
+
+// addReads adds one porcupine read per ok read that returned records, and
+// lists the empty ones below acknowledged produces as stale (see the
+// package doc: an empty fetch constrains nothing).
+func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int64, clientID func(history.Operation) int) {
+	t := p.t
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue // a read that failed or timed out changed nothing
 		}
 		if len(op.Records()) == 0 {
-			call := op.Invoke.Time - t0
-			i := sort.Search(len(acked), func(i int) bool { return acked[i].ret >= call }) - 1
-			if i >= 0 && acked[i].maxOff >= op.Op().Offset && len(p.out.Suspects) < 20 {
-				p.out.Suspects = append(p.out.Suspects, op.Complete.Index)
-			}
+			p.noteStaleEmpty(op, t0)
+			continue
 		}
 		start := op.Op().Offset
 		var recs []rec
 		suspect := early[op.Complete.Index]
 		for _, r := range op.Records() {
-			if r.Offset < base {
+			if r.Offset < t.base {
 				continue // written before the workload: cannot be judged
 			}
-			recs = append(recs, rec{r.Offset - base, r.Value})
-			if v, ok := t.values[r.Offset-base]; !ok || v != r.Value {
+			recs = append(recs, rec{r.Offset - t.base, r.Value})
+			if v, ok := t.values[r.Offset-t.base]; !ok || v != r.Value {
 				suspect = true
 			}
 		}
 		if suspect && len(p.out.Suspects) < 20 {
 			p.out.Suspects = append(p.out.Suspects, op.Complete.Index)
 		}
-		if len(recs) == 0 && start < base {
+		if len(recs) == 0 {
 			continue
-		}
-		rel := start - base
-		if rel < 0 {
-			rel = 0
 		}
 		p.ops = append(p.ops, porcupine.Operation{
 			ClientId: clientID(op),
-			Input:    input{kind: readOp, offset: rel, t: t, event: op.Invoke.Index},
+			Input:    input{kind: readOp, offset: max(start-t.base, 0), t: t, event: op.Invoke.Index},
 			Call:     op.Invoke.Time - t0,
 			Output:   output{records: recs},
 			Return:   op.Complete.Time - t0,
 			Metadata: op.Invoke.Index,
 		})
 	}
-	p.out.Ops = len(p.ops)
-	return p
+}
+
+// maxStaleExamples caps the stale empty reads described per partition; the
+// rest are only counted.
+const maxStaleExamples = 200
+
+// noteStaleEmpty lists an empty read as stale when produces at or above
+// its offset had been acknowledged before it began.
+func (p *partition) noteStaleEmpty(op history.Operation, t0 int64) {
+	call := op.Invoke.Time - t0
+	from := op.Op().Offset
+	i := sort.Search(len(p.acks), func(i int) bool { return p.acks[i].ret >= call }) - 1
+	if i < 0 || p.maxAcked[i] < from {
+		return
+	}
+	p.out.StaleEmptyCount++
+	if len(p.out.StaleEmpty) >= maxStaleExamples {
+		return
+	}
+	s := StaleRead{Partition: p.out.Partition, Invoke: op.Invoke.Index, Read: op.Complete.Index, Offset: from,
+		Start: op.Invoke.Time, End: op.Complete.Time, FirstAck: -1}
+	for _, a := range p.acks[:i+1] {
+		if a.offset < from {
+			continue
+		}
+		s.Acknowledged++
+		if s.FirstAck < 0 {
+			s.FirstAck, s.FirstValue, s.FirstOffset, s.FirstAckTime = a.op.Complete.Index, a.op.Op().Value, a.offset, a.op.Complete.Time
+		}
+	}
+	p.out.StaleEmpty = append(p.out.StaleEmpty, s)
 }
 
 // noteDuplicate counts op's extra appends and describes the first few:

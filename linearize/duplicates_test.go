@@ -149,6 +149,8 @@ func TestDuplicateAppends(t *testing.T) {
 			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 3}, acked: 3,
 		},
 		{
+			// Kafka allows an empty fetch below committed records (a new
+			// leader whose HW lags, KAFKA-2334): it constrains nothing.
 			name: "empty read after a copy was read",
 			build: func(b *hb.Builder) []int {
 				produceOK(b, 1, "a", 0)
@@ -156,11 +158,11 @@ func TestDuplicateAppends(t *testing.T) {
 				b.Read(4, tp, 0, false)
 				b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "v"))
 				b.Read(4, tp, 1, false)
-				bad := b.ReadOK(4, tp, 1, false)
+				b.ReadOK(4, tp, 1, false)
 				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
-				return []int{bad}
+				return nil
 			},
-			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 2}, acked: 2,
+			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 2,
 		},
 		{
 			name: "value of a failed produce read",

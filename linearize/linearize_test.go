@@ -117,7 +117,7 @@ func TestVisualizationWithAnnotations(t *testing.T) {
 	b.Complete(1, history.OpOK, tp, history.FProduce, 0)
 	b.Fault(false, "f1", "pause", "n1")
 	b.Read(2, tp, 0, false)
-	b.ReadOK(2, tp, 0, false)
+	b.ReadOK(2, tp, 0, false, history.Record{Offset: 0, Value: "never produced"})
 	path := filepath.Join(t.TempDir(), "lin.html")
 	out := Check(b.History(), Options{Timeout: 5 * time.Second, VisualizePath: path,
 		Marks: []Mark{{Tag: "controller-fencing", Description: "violation", Start: hb.T0}}})
@@ -163,5 +163,80 @@ func TestTimeoutIsUnknown(t *testing.T) {
 	out := Check(h, Options{Timeout: time.Nanosecond})
 	if out.Result != porcupine.Unknown {
 		t.Fatalf("result %s, want Unknown", out.Result)
+	}
+}
+
+// Kafka lets a fetch return nothing below committed records (KAFKA-2334):
+// such a read never makes a partition illegal, and it is listed as stale,
+// with what it missed, only when produces at or above its offset were
+// acknowledged before it began.
+func TestStaleEmptyReads(t *testing.T) {
+	tp := history.TP("t", 0)
+	for _, tc := range []struct {
+		name       string
+		build      func(b *hb.Builder) (stale int)
+		acked      int
+		firstValue string
+	}{
+		{"empty read below two acknowledged produces", func(b *hb.Builder) int {
+			b.Produce(1, tp, "a")
+			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+			b.Produce(1, tp, "b")
+			b.Complete(1, history.OpOK, tp, history.FProduce, 1)
+			b.Read(2, tp, 0, false)
+			return b.ReadOK(2, tp, 0, false)
+		}, 2, "a"},
+		{"only the produces at or above the offset count", func(b *hb.Builder) int {
+			b.Produce(1, tp, "a")
+			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+			b.Produce(1, tp, "b")
+			b.Complete(1, history.OpOK, tp, history.FProduce, 1)
+			b.Read(2, tp, 1, false)
+			return b.ReadOK(2, tp, 1, false)
+		}, 1, "b"},
+		{"empty read at the end of the log", func(b *hb.Builder) int {
+			b.Produce(1, tp, "a")
+			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+			b.Read(2, tp, 1, false)
+			b.ReadOK(2, tp, 1, false)
+			return -1
+		}, 0, ""},
+		{"empty read concurrent with the acknowledgement", func(b *hb.Builder) int {
+			b.Produce(1, tp, "a")
+			b.Read(2, tp, 0, false)
+			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+			b.ReadOK(2, tp, 0, false)
+			return -1
+		}, 0, ""},
+		{"unknown produce does not count", func(b *hb.Builder) int {
+			b.Produce(1, tp, "a")
+			b.Complete(1, history.OpInfo, tp, history.FProduce, 0)
+			b.Read(2, tp, 0, false)
+			b.ReadOK(2, tp, 0, false)
+			return -1
+		}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := hb.New()
+			stale := tc.build(b)
+			out := Check(b.History(), Options{Timeout: 5 * time.Second})
+			p := out.Partitions[0]
+			if out.Result != porcupine.Ok {
+				t.Fatalf("result %s, want Ok: an empty fetch is allowed (%+v)", out.Result, p)
+			}
+			if stale < 0 {
+				if p.StaleEmptyCount != 0 {
+					t.Fatalf("stale reads %+v, want none", p.StaleEmpty)
+				}
+				return
+			}
+			if p.StaleEmptyCount != 1 || len(p.StaleEmpty) != 1 {
+				t.Fatalf("stale reads %d %+v, want the read %d", p.StaleEmptyCount, p.StaleEmpty, stale)
+			}
+			s := p.StaleEmpty[0]
+			if s.Read != stale || s.Acknowledged != tc.acked || s.FirstValue != tc.firstValue || s.FirstAck < 0 {
+				t.Errorf("stale read %+v, want read %d missing %d acknowledged produces, first %q", s, stale, tc.acked, tc.firstValue)
+			}
+		})
 	}
 }

@@ -82,6 +82,7 @@ type pageData struct {
 	MoreWarnings     int
 	Checkers         []checkerRow
 	Violations       []checkerViolations
+	Known            []knownRow
 	Timeline         template.HTML
 	FaultRows        []faultRow
 	MoreFaults       int
@@ -98,6 +99,13 @@ type checkerRow struct {
 	Anchor                             string
 	Undecided                          []string
 	Details                            string
+}
+
+// knownRow is one known anomaly (documented Kafka behaviour) a checker saw.
+type knownRow struct {
+	Checker, Name, Example string
+	Count                  int
+	Events                 []eventRow
 }
 
 type checkerViolations struct {
@@ -225,6 +233,16 @@ func buildPage(r *run) *pageData {
 					}
 					row.Details = s
 				}
+			}
+			for _, k := range cr.Known {
+				kr := knownRow{Checker: cr.Checker, Name: k.Name, Example: k.Example, Count: k.Count}
+				for ei, idx := range k.Events {
+					if ei == maxEventsShown {
+						break
+					}
+					kr.Events = append(kr.Events, eventRowOf(h, idx, t0, tl))
+				}
+				d.Known = append(d.Known, kr)
 			}
 			if len(cr.Violations) > 0 {
 				cv := checkerViolations{Name: cr.Checker, Anchor: fmt.Sprintf("c%d", ci), More: cr.Omitted}
@@ -394,6 +412,14 @@ a{color:#1a5fb4}
 <table><tr><th>fault</th><th>from</th><th>to</th><th>held</th><th>what</th></tr>
 {{range .FaultRows}}<tr><td class="mono nw">{{.Label}}</td><td class="mono">{{.From}}</td><td class="mono">{{.To}}{{if .Open}} <span class="badge invalid">never stopped</span>{{end}}</td><td class="mono">{{.Held}}</td><td class="muted">{{.Title}}</td></tr>
 {{end}}{{if .MoreFaults}}<tr><td colspan="5" class="muted">… {{.MoreFaults}} more faults</td></tr>{{end}}</table>{{end}}
+
+{{if .Known}}<h2>Known anomalies</h2>
+<p class="muted">Documented Kafka behaviour, not violations: they leave a verdict valid (unless a strict mode is on).</p>
+<table><tr><th style="width:170px">anomaly</th><th style="width:60px">count</th><th style="width:120px">checker</th><th>example</th></tr>
+{{range .Known}}<tr><td class="mono nw">{{.Name}}</td><td class="mono">{{.Count}}</td><td class="mono nw">{{.Checker}}</td><td>{{.Example}}
+{{if .Events}}<table class="ev">{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono nw">{{.Time}}</td><td class="mono nw">{{.Source}}</td><td class="mono nw">{{.Kind}}</td><td class="mono">{{.Summary}}</td>{{end}}</tr>
+{{end}}</table>{{end}}</td></tr>
+{{end}}</table>{{end}}
 
 {{if .Violations}}<h2>Violations</h2>
 {{range .Violations}}<h3 id="{{.Anchor}}" class="mono">{{.Name}}</h3>

@@ -240,6 +240,20 @@ func TestReportRendersRuns(t *testing.T) {
 			},
 			want: []string{"no history/ folder", "No events to draw", "chaos run --seed 42 --time-limit 30s --faults pause-controller"},
 		},
+		{
+			name: "known anomaly listed by name and count",
+			setup: func(t *testing.T) string {
+				dir := t.TempDir()
+				writeHistory(t, dir, staleEmptyRead())
+				writeRunInfo(t, dir, sampleInfo("stale"))
+				if r := check(t, dir); r.Verdict != checkers.Valid {
+					t.Fatalf("verdict %s: %+v", r.Verdict, r.Results)
+				}
+				return dir
+			},
+			want: []string{"<h2>Known anomalies</h2>", `<td class="mono nw">KAFKA-2334</td><td class="mono">1</td>`, "returned nothing from 1 of t-0"},
+			not:  []string{"<h2>Violations</h2>"},
+		},
 	}
 	// The bug switch of the not-checked case comes from no run.json; fix the
 	// expectation: without run.json, bugs are read from node_start events,
@@ -416,4 +430,27 @@ func FuzzRenderHTML(f *testing.F) {
 		os.WriteFile(filepath.Join(dir, rundir.ResultsFile), results, 0o644)
 		RenderHTML(dir) // must not panic
 	})
+}
+
+// staleEmptyRead is a history with one KAFKA-2334 stale empty read: broker
+// 2 takes over chaos-0's leadership with a lagging HW and answers nothing
+// below offsets broker 1 acknowledged.
+func staleEmptyRead() *history.History {
+	b := historytest.New()
+	tp := history.TP("t", 0)
+	lead := func(node, epoch int32) {
+		b.Add(history.Event{Kind: history.KindRoleChange, Node: node,
+			Role: &history.Role{Topic: "t", Partition: 0, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
+	}
+	lead(1, 0)
+	for i, v := range []string{"a", "b", "c"} {
+		b.Produce(1, tp, v)
+		b.Complete(1, history.OpOK, tp, history.FProduce, int64(i))
+	}
+	lead(2, 1)
+	b.Read(3, tp, 1, false)
+	b.ReadOK(3, tp, 1, false)
+	b.Read(3, tp, 0, true)
+	b.ReadOK(3, tp, 0, true, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "b"}, history.Record{Offset: 2, Value: "c"})
+	return b.History()
 }

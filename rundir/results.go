@@ -34,6 +34,8 @@ type CheckConfig struct {
 	LivenessGrace        string `json:"liveness_grace"`
 	MaxBadVersionRetries int    `json:"max_badversion_retries"`
 	LinearizeTimeout     string `json:"linearize_timeout"`
+	// StrictReads: the KAFKA-2334 known anomaly counted as invalid.
+	StrictReads bool `json:"strict_reads,omitempty"`
 }
 
 // ReadResults loads RUN_DIR/results.json.

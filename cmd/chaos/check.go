@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,7 @@ names file and line), 3 unknown (a checker could not decide).`,
 	f.DurationVar(&cfg.LivenessGrace, "liveness-grace", cfg.LivenessGrace, "time the controller has after every fault healed to finish pending work")
 	f.IntVar(&cfg.MaxBadVersionRetries, "max-badversion-retries", cfg.MaxBadVersionRetries, "BADVERSION failures of one controller write tolerated after the liveness grace")
 	f.DurationVar(&cfg.LinearizeTimeout, "linearize-timeout", cfg.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
+	f.BoolVar(&cfg.StrictReads, "strict-reads", false, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) as invalid")
 	f.BoolVar(&visualize, "visualize", true, "write porcupine's visualization of the most interesting partition to RUN_DIR/linearizability.html")
 	return cmd
 }
@@ -78,5 +80,34 @@ func printSummary(out io.Writer, rep *rundir.Results, path string) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Checker, r.Verdict, r.Explanation)
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "verdict: %s (details in %s)\n", rep.Verdict, path)
+	fmt.Fprintf(out, "verdict: %s (details in %s)\n", verdictLine(rep.Verdict, rep.Results), path)
+}
+
+// verdictLine says the verdict and why: which checkers are invalid, which
+// are unknown and why, and the known anomalies seen (which do not make a
+// run invalid).
+func verdictLine(v checkers.Verdict, results []checkers.Result) string {
+	var invalid, unknown, known []string
+	for _, r := range results {
+		switch r.Verdict {
+		case checkers.Invalid:
+			invalid = append(invalid, r.Checker)
+		case checkers.Unknown:
+			unknown = append(unknown, fmt.Sprintf("%s (%s)", r.Checker, strings.TrimSuffix(r.Explanation, ".")))
+		}
+		for _, k := range r.Known {
+			known = append(known, fmt.Sprintf("%s ×%d (%s)", k.Name, k.Count, r.Checker))
+		}
+	}
+	s := string(v)
+	if len(invalid) > 0 {
+		s += "; invalid: " + strings.Join(invalid, ", ")
+	}
+	if len(unknown) > 0 {
+		s += "; unknown: " + strings.Join(unknown, "; ")
+	}
+	if len(known) > 0 {
+		s += "; known anomalies: " + strings.Join(known, ", ")
+	}
+	return s
 }

@@ -78,7 +78,7 @@ func TestCheckCommand(t *testing.T) {
 			sources: map[string][]history.Event{"client-0": produceAndRead(history.Record{Offset: 0, Value: "a"})}},
 		{name: "lost write is invalid", want: exitInvalid, inOutput: "was lost",
 			sources: map[string][]history.Event{"client-0": produceAndRead()}},
-		{name: "no final read is unknown", want: exitUnknown, inOutput: "verdict: unknown",
+		{name: "no final read is unknown", want: exitUnknown, inOutput: "verdict: unknown; unknown: durability (no final read of t-0",
 			sources: map[string][]history.Event{"client-0": produceAndRead()[:2]}},
 		{name: "malformed line is bad input", want: exitBad,
 			sources: map[string][]history.Event{"client-0": produceAndRead(history.Record{Offset: 0, Value: "a"})},
@@ -251,4 +251,100 @@ func TestCheckBadHistoryClasses(t *testing.T) {
 			t.Fatalf("no step-back warning naming client-0.jsonl:3:\n%s", out.String())
 		}
 	})
+}
+
+// The verdict line says which checkers are invalid or unknown and why, and
+// names known anomalies, instead of "every checker says unknown".
+func TestVerdictLine(t *testing.T) {
+	res := func(name string, v checkers.Verdict, why string, known ...checkers.KnownAnomaly) checkers.Result {
+		return checkers.Result{Checker: name, Verdict: v, Explanation: why, Known: known}
+	}
+	for _, tc := range []struct {
+		name    string
+		verdict checkers.Verdict
+		results []checkers.Result
+		want    string
+	}{
+		{"only durability unknown", checkers.Unknown, []checkers.Result{
+			res("broker-fencing", checkers.Valid, "ok."),
+			res("durability", checkers.Unknown, "no final read of t-0, so its 3 acknowledged records could not be verified."),
+		}, "unknown; unknown: durability (no final read of t-0, so its 3 acknowledged records could not be verified)"},
+		{"valid with known anomalies", checkers.Valid, []checkers.Result{
+			res("linearizable", checkers.Valid, "ok.", checkers.KnownAnomaly{Name: "KAFKA-2334", Count: 3}),
+		}, "valid; known anomalies: KAFKA-2334 ×3 (linearizable)"},
+		{"invalid and unknown", checkers.Invalid, []checkers.Result{
+			res("broker-fencing", checkers.Invalid, "bad."),
+			res("liveness", checkers.Unknown, "the history ends early."),
+		}, "invalid; invalid: broker-fencing; unknown: liveness (the history ends early)"},
+		{"valid", checkers.Valid, []checkers.Result{res("durability", checkers.Valid, "ok.")}, "valid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verdictLine(tc.verdict, tc.results); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A stale empty read answered by a new leader is the known anomaly
+// KAFKA-2334: valid by default and named on the verdict line; invalid with
+// --strict-reads, still by name.
+func TestCheckStrictReads(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(1_780_000_000_000_000_000)
+	at := func(ms int64) int64 { return ts + ms*1_000_000 }
+	lead := func(node int32, epoch int32, ms int64) history.Event {
+		return history.Event{Time: at(ms), Kind: history.KindRoleChange,
+			Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}}
+	}
+	timed := func(e history.Event, ms int64) history.Event { e.Time = at(ms); return e }
+	files := []struct {
+		name string
+		node int32
+		evs  []history.Event
+	}{
+		{"n1", 1, []history.Event{lead(1, 0, 1)}},
+		{"n2", 2, []history.Event{lead(2, 1, 10)}},
+		{"client-0", 0, []history.Event{
+			timed(op(history.OpInvoke, history.FProduce, "a", 0, false), 2),
+			timed(op(history.OpOK, history.FProduce, "", 0, false), 3),
+			timed(op(history.OpInvoke, history.FRead, "", 0, false), 11),
+			timed(op(history.OpOK, history.FRead, "", 0, false), 12),
+			timed(op(history.OpInvoke, history.FRead, "", 0, true), 20),
+			timed(op(history.OpOK, history.FRead, "", 0, true, history.Record{Offset: 0, Value: "a"}), 21),
+		}},
+	}
+	for _, f := range files {
+		w, err := history.Create(filepath.Join(dir, history.HistoryDir, f.name+".jsonl"), f.name, f.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range f.evs {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		strict bool
+		want   int
+		line   string
+	}{
+		{false, exitValid, "verdict: valid; known anomalies: KAFKA-2334 ×1 (linearizable)"},
+		{true, exitInvalid, "verdict: invalid; invalid: linearizable; known anomalies: KAFKA-2334 ×1 (linearizable)"},
+	} {
+		cfg := checkers.DefaultConfig()
+		cfg.StrictReads = tc.strict
+		var out bytes.Buffer
+		err := runCheck(&out, dir, cfg)
+		if got := exitCode(err); got != tc.want || !strings.Contains(out.String(), tc.line) {
+			t.Errorf("strict %v: exit %d (want %d), output:\n%s\nwant a line containing %q", tc.strict, got, tc.want, out.String(), tc.line)
+		}
+	}
 }

@@ -71,7 +71,7 @@ harness error, 3 unknown.`,
 			case rep.Verdict == checkers.Invalid:
 				fmt.Fprintf(out, "reproduced, but not by %s: see the report\n", sc.Catches())
 			default:
-				fmt.Fprintf(out, "not reproduced: every checker says %s\n", rep.Verdict)
+				fmt.Fprintf(out, "not reproduced: %s\n", verdictLine(rep.Verdict, rep.Results))
 			}
 			fmt.Fprintf(out, "report: %s\n", page)
 			return verdictExit(rep.Verdict)

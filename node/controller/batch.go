@@ -70,6 +70,16 @@ func (b *batch) brokerEpoch(id int32) int64 {
 	return -1
 }
 
+// meantEpoch is the broker epoch (czxid) the controller holds for id: the
+// process a request is meant for, logged whether or not the request
+// carries it.
+func (b *batch) meantEpoch(id int32) int64 {
+	if bi, ok := b.c.ctx.live[id]; ok {
+		return bi.Epoch
+	}
+	return 0
+}
+
 func (b *batch) send() {
 	c := b.c
 	liveLeaders := func() []kmsg.LeaderAndISRRequestLiveLeader {
@@ -116,7 +126,7 @@ func (b *batch) send() {
 		}
 		req.LiveLeaders = liveLeaders()
 		if len(req.TopicStates) > 0 {
-			c.chans.send(id, req)
+			c.chans.send(id, req, b.meantEpoch(id))
 		}
 	}
 	for _, id := range sortedKeys(b.stop) {
@@ -124,7 +134,7 @@ func (b *batch) send() {
 		req.SetVersion(3)
 		req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.cfg.BrokerID, c.epoch, b.brokerEpoch(id)
 		req.Topics = b.stop[id]
-		c.chans.send(id, req)
+		c.chans.send(id, req, b.meantEpoch(id))
 	}
 	for _, id := range sortedKeys(b.um) {
 		req := kmsg.NewPtrUpdateMetadataRequest()
@@ -167,7 +177,7 @@ func (b *batch) send() {
 			lb.Endpoints = append(lb.Endpoints, ep)
 			req.LiveBrokers = append(req.LiveBrokers, lb)
 		}
-		c.chans.send(id, req)
+		c.chans.send(id, req, b.meantEpoch(id))
 	}
 }
 

@@ -32,13 +32,21 @@ func (b brokerInfo) addr() string { return net.JoinHostPort(b.Host, strconv.Itoa
 // bounce detection replaces the queue.
 type sendQueue struct {
 	broker brokerInfo
-	q      *queue[kmsg.Request]
+	q      *queue[queued]
 	client requester
 	// ctx ends when the queue is removed: it aborts the request in flight
 	// (dial, write or read) and the retry backoff.
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// queued is a request and the broker epoch (czxid) of the process it was
+// meant for, which the controller logs with every send even when the
+// request itself carries no broker epoch (KAFKA-7235).
+type queued struct {
+	req   kmsg.Request
+	meant int64
 }
 
 // requester is the connection a send thread uses: *wire.Client, or a fake in
@@ -80,7 +88,7 @@ func (m *channelManager) addBroker(b brokerInfo) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sq := &sendQueue{broker: b, q: newQueue[kmsg.Request](), client: m.newClient(b),
+	sq := &sendQueue{broker: b, q: newQueue[queued](), client: m.newClient(b),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.queues[b.ID] = sq
 	go m.sendThread(sq)
@@ -141,7 +149,8 @@ func (m *channelManager) shutdown() {
 	}
 }
 
-func (m *channelManager) send(id int32, req kmsg.Request) {
+// send queues req for broker id's process with broker epoch meant.
+func (m *channelManager) send(id int32, req kmsg.Request, meant int64) {
 	m.mu.Lock()
 	sq, ok := m.queues[id]
 	m.mu.Unlock()
@@ -149,7 +158,7 @@ func (m *channelManager) send(id int32, req kmsg.Request) {
 		m.c.log.Printf("no send queue for broker %d: dropping %s", id, kmsg.NameForKey(req.Key()))
 		return
 	}
-	sq.q.push(req)
+	sq.q.push(queued{req: req, meant: meant})
 }
 
 func (m *channelManager) sendThread(sq *sendQueue) {
@@ -160,7 +169,8 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 		if sq.ctx.Err() != nil {
 			return
 		}
-		req, ok := sq.q.pop()
+		item, ok := sq.q.pop()
+		req := item.req
 		if !ok {
 			select {
 			case <-sq.ctx.Done():
@@ -173,11 +183,13 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 			if sq.ctx.Err() != nil {
 				return
 			}
-			if attempt == 1 {
-				ev := describeSent(req, sq.broker.ID)
-				ev.CorrelationID = sq.client.NextCorrelationID()
-				m.c.log.ControlSent(ev)
-			}
+			// Every attempt is logged with its own correlation id: a retry
+			// may reach a different process than the first attempt would
+			// have, and the checker pairs receipts with sends by id.
+			ev := describeSent(req, sq.broker.ID)
+			ev.CorrelationID = sq.client.NextCorrelationID()
+			ev.MeantBrokerEpoch, ev.Attempt = item.meant, attempt
+			m.c.log.ControlSent(ev)
 			ctx, cancel := context.WithTimeout(sq.ctx, m.c.cfg.SocketTimeout)
 			resp, err := sq.client.Request(ctx, req)
 			cancel()

@@ -1,16 +1,24 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/zkdata"
 )
 
 // stuckClient is a connection whose request never returns until released,
@@ -41,8 +49,8 @@ func TestRemoveBrokerDoesNotWaitForAStuckSend(t *testing.T) {
 	sc := &stuckClient{entered: make(chan struct{}, 10), release: make(chan struct{})}
 	m.newClient = func(brokerInfo) requester { return sc }
 	m.addBroker(brokerInfo{ID: 2, Host: "127.0.0.1", Port: 1})
-	m.send(2, kmsg.NewPtrLeaderAndISRRequest())
-	m.send(2, kmsg.NewPtrUpdateMetadataRequest())
+	m.send(2, kmsg.NewPtrLeaderAndISRRequest(), 0)
+	m.send(2, kmsg.NewPtrUpdateMetadataRequest(), 0)
 	select {
 	case <-sc.entered:
 	case <-time.After(5 * time.Second):
@@ -94,7 +102,7 @@ func TestRemoveBrokerAbortsRequestToSilentBroker(t *testing.T) {
 	c := &Controller{cfg: Config{SocketTimeout: time.Minute, RetryBackoff: time.Millisecond}}
 	m := newChannelManager(c)
 	m.addBroker(brokerInfo{ID: 3, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)})
-	m.send(3, kmsg.NewPtrLeaderAndISRRequest())
+	m.send(3, kmsg.NewPtrLeaderAndISRRequest(), 0)
 	var peer net.Conn
 	select {
 	case peer = <-got:
@@ -106,5 +114,72 @@ func TestRemoveBrokerAbortsRequestToSilentBroker(t *testing.T) {
 	m.removeBroker(3)
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Fatalf("removeBroker took %s: it waited on the silent broker", d)
+	}
+}
+
+// flakyClient fails its first fails requests, then answers.
+type flakyClient struct {
+	fails int
+	corr  int32
+	done  chan struct{}
+}
+
+func (f *flakyClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	f.corr++
+	if f.fails > 0 {
+		f.fails--
+		return nil, errors.New("connection refused")
+	}
+	defer close(f.done)
+	return req.ResponseKind(), nil
+}
+func (f *flakyClient) NextCorrelationID() int32 { return f.corr + 1 }
+func (f *flakyClient) Close()                   {}
+
+// With the KAFKA-7235 switch the request carries no broker epoch, but the
+// controller still logs the process it meant (the czxid it held when it
+// queued it), on every attempt with that attempt's correlation id, so a
+// receipt pairs with exactly one send.
+func TestControlSentRecordsMeantBrokerEpochOnEveryAttempt(t *testing.T) {
+	var buf bytes.Buffer
+	w := history.NewWriter(&buf, "n1", 1)
+	c := &Controller{cfg: Config{SocketTimeout: time.Second, RetryBackoff: time.Millisecond,
+		Bugs: config.Bugs{config.BugKafka7235: true}}, ctx: newContext(), active: true, epoch: 3,
+		log: eventlog.New(w, 1, io.Discard)}
+	c.chans = newChannelManager(c)
+	fc := &flakyClient{fails: 2, done: make(chan struct{})}
+	c.chans.newClient = func(brokerInfo) requester { return fc }
+	c.ctx.live[2] = brokerInfo{ID: 2, Epoch: 4242, Host: "127.0.0.1", Port: 1}
+	c.ctx.assign[history.TP("t", 0)] = []int32{2}
+	c.ctx.state[history.TP("t", 0)] = &partState{st: zkdata.PartitionState{Leader: 2, LeaderEpoch: 1, ControllerEpoch: 3, ISR: []int32{2}}, ver: 1}
+	c.chans.addBroker(c.ctx.live[2])
+	defer c.chans.shutdown()
+	c.sendUpdateMetadata([]int32{2}, nil)
+	select {
+	case <-fc.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request was never answered")
+	}
+	c.chans.shutdown()
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	var attempts []history.Control
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var e history.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == history.KindControlSent {
+			attempts = append(attempts, *e.Control)
+		}
+	}
+	if len(attempts) != 3 {
+		t.Fatalf("%d control_sent events, want one per attempt (3): %+v", len(attempts), attempts)
+	}
+	for i, a := range attempts {
+		if a.BrokerEpoch != -1 || a.MeantBrokerEpoch != 4242 || a.Attempt != i+1 || a.CorrelationID != int32(i+1) {
+			t.Errorf("attempt %d: %+v; want broker epoch -1 on the wire, meant 4242, attempt %d, correlation id %d", i+1, a, i+1, i+1)
+		}
 	}
 }

@@ -149,7 +149,7 @@ func TestBrokerFailureTellsSurvivingReplicasEvenWithoutStateChange(t *testing.T)
 	for _, id := range []int32{1, 2} {
 		c.ctx.live[id] = brokerInfo{ID: id, Epoch: int64(100 + id)}
 		// Queues without send threads: the test reads what was queued.
-		c.chans.queues[id] = &sendQueue{broker: c.ctx.live[id], q: newQueue[kmsg.Request]()}
+		c.chans.queues[id] = &sendQueue{broker: c.ctx.live[id], q: newQueue[queued]()}
 	}
 	tp0, tp1 := history.TP("t", 0), history.TP("t", 1)
 	c.ctx.assign[tp0] = []int32{1, 2, 3}
@@ -164,8 +164,11 @@ func TestBrokerFailureTellsSurvivingReplicasEvenWithoutStateChange(t *testing.T)
 	for _, id := range []int32{1, 2} {
 		var lai *kmsg.LeaderAndISRRequest
 		um := false
-		for _, r := range c.chans.queues[id].q.drain() {
-			switch r := r.(type) {
+		for _, q := range c.chans.queues[id].q.drain() {
+			if q.meant != int64(100+id) {
+				t.Errorf("broker %d: request queued for broker epoch %d", id, q.meant)
+			}
+			switch r := q.req.(type) {
 			case *kmsg.LeaderAndISRRequest:
 				lai = r
 			case *kmsg.UpdateMetadataRequest:

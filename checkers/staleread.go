@@ -1,0 +1,167 @@
+package checkers
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/linearize"
+)
+
+// leadership is one broker process taking the leader role for a partition
+// (a role_change to leader), as the node event log shows it.
+type leadership struct {
+	node  int32
+	epoch int32
+	time  int64
+	idx   int
+}
+
+// nodeFacts indexes what brokers did per partition, for explaining reads:
+// leader role changes and high-watermark moves, in history order.
+type nodeFacts struct {
+	leads map[history.TopicPartition][]leadership
+	hws   map[history.TopicPartition][]*history.Event
+	acks  map[history.TopicPartition][]*history.Event // produce_ack
+}
+
+func newNodeFacts(h *history.History) *nodeFacts {
+	f := &nodeFacts{leads: map[history.TopicPartition][]leadership{},
+		hws: map[history.TopicPartition][]*history.Event{}, acks: map[history.TopicPartition][]*history.Event{}}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindRoleChange:
+			if e.Role.Role == history.RoleLeader {
+				f.leads[e.Role.TP()] = append(f.leads[e.Role.TP()], leadership{e.Node, e.Role.LeaderEpoch, e.Time, e.Index})
+			}
+		case history.KindHWAdvance:
+			f.hws[e.HW.TP()] = append(f.hws[e.HW.TP()], e)
+		case history.KindProduceAck:
+			f.acks[e.Append.TP()] = append(f.acks[e.Append.TP()], e)
+		}
+	}
+	return f
+}
+
+// leaderAt returns the leadership that answered a read ending at end: the
+// latest leader role change before end of broker (any broker if 0), at
+// epoch when epoch is non-nil.
+func (f *nodeFacts) leaderAt(tp history.TopicPartition, broker int32, epoch *int32, end int64) (leadership, bool) {
+	var best leadership
+	found := false
+	for _, l := range f.leads[tp] {
+		if l.time > end {
+			continue
+		}
+		if (broker != 0 && l.node != broker) || (epoch != nil && l.epoch != *epoch) {
+			continue
+		}
+		if !found || l.time >= best.time {
+			best, found = l, true
+		}
+	}
+	return best, found
+}
+
+// hwAt returns broker's high watermark for tp as of t, from its hw_advance
+// events since since (ok false if it logged none).
+func (f *nodeFacts) hwAt(tp history.TopicPartition, broker int32, since, t int64) (int64, bool) {
+	hw, ok := int64(0), false
+	for _, e := range f.hws[tp] {
+		if e.Node != broker || e.Time < since {
+			continue
+		}
+		if e.Time > t {
+			break
+		}
+		hw, ok = e.HW.New, true
+	}
+	return hw, ok
+}
+
+// ackEpoch returns the leader epoch at which a leader acknowledged offset
+// of tp (from produce_ack), if logged.
+func (f *nodeFacts) ackEpoch(tp history.TopicPartition, offset int64) (int32, bool) {
+	for _, e := range f.acks[tp] {
+		if e.Append.BaseOffset <= offset && offset <= e.Append.LastOffset {
+			return e.Append.LeaderEpoch, true
+		}
+	}
+	return 0, false
+}
+
+// staleVerdict is the classification of one stale empty read.
+type staleVerdict struct {
+	known       bool // KAFKA-2334: a new leader answered it
+	explanation string
+	events      []int
+}
+
+// classifyStale decides whether a new leader answered a stale empty read
+// (the known anomaly KAFKA-2334) and explains it with who answered, at what
+// epoch, for how long and with what high watermark, when the history
+// records it. A leadership counts as new when it began after the first
+// produce the read missed was acknowledged, or when the read's leader
+// epoch is above the one that acknowledged it. The leader that acknowledged
+// a record answering nothing for it, and an answer whose own HW is above
+// the offset, are not Kafka behaviour: violations.
+func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 int64) staleVerdict {
+	read := h.Events[s.Read].Op
+	tp := read.TP()
+	missed := fmt.Sprintf("%d %s at ≥ %d %s acknowledged before the read began, the first %q at +%s (event %d)",
+		s.Acknowledged, plural(s.Acknowledged, "produce", "produces"), s.Offset, plural(s.Acknowledged, "was", "were"),
+		s.FirstValue, time.Duration(s.FirstAckTime-t0).Round(100*time.Millisecond), s.FirstAck)
+	v := staleVerdict{events: []int{s.FirstAck, s.Read}}
+	l, found := f.leaderAt(tp, read.Broker, read.LeaderEpoch, s.End)
+	ackEp, ackKnown := f.ackEpoch(tp, s.FirstOffset)
+	newLeader := found && l.time > s.FirstAckTime
+	if !newLeader && read.LeaderEpoch != nil && ackKnown && *read.LeaderEpoch > ackEp {
+		newLeader = true
+	}
+	who := ""
+	switch {
+	case found:
+		v.events = append(v.events, l.idx)
+		who = fmt.Sprintf("broker %d, leader of %s at epoch %d for %s (role change event %d)", l.node, tp, l.epoch,
+			time.Duration(s.End-l.time).Round(time.Millisecond), l.idx)
+		hw, ok := int64(0), false
+		if read.HW != nil {
+			hw, ok = *read.HW, true
+		} else {
+			hw, ok = f.hwAt(tp, l.node, l.time, s.End)
+		}
+		if ok {
+			who += fmt.Sprintf(" with HW %d", hw)
+		}
+	case read.Broker != 0:
+		who = fmt.Sprintf("broker %d", read.Broker)
+		if read.LeaderEpoch != nil {
+			who += fmt.Sprintf(" at leader epoch %d", *read.LeaderEpoch)
+		}
+		if read.HW != nil {
+			who += fmt.Sprintf(" with HW %d", *read.HW)
+		}
+	}
+	sort.Ints(v.events)
+	base := fmt.Sprintf("%s returned nothing from %d of %s (read event %d); %s", who, s.Offset, tp, s.Read, missed)
+	if who == "" {
+		base = fmt.Sprintf("read event %d returned nothing from %d of %s; %s", s.Read, s.Offset, tp, missed)
+	}
+	caughtUp := read.HW != nil && *read.HW > s.Offset
+	switch {
+	case caughtUp:
+		// A high watermark above the offset means records were readable
+		// there: the answer was not a lagging HW.
+		v.explanation = base + fmt.Sprintf(": its response carried HW %d, above %d, so a lagging high watermark does not explain the empty read.", *read.HW, s.Offset)
+	case newLeader:
+		v.known = true
+		v.explanation = base + ": a new leader whose high watermark had not caught up (KAFKA-2334)."
+	case found:
+		v.explanation = base + fmt.Sprintf(": broker %d had led %s since before that acknowledgement, so no leader change explains the empty read.", l.node, tp)
+	default:
+		v.explanation = base + fmt.Sprintf(": no broker took the leadership of %s after that acknowledgement, so no leader change explains the empty read.", tp)
+	}
+	return v
+}
