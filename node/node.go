@@ -108,12 +108,13 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	}
 
 	n.broker = broker.New(cfg.BrokerID, cfg.Bugs, n.log)
+	n.broker.FP = n.fp
 	// The data plane opens every log on disk before the node listens: a
 	// corrupt log is a start-up error naming the file (LogManager.loadLogs).
 	n.data, err = dataplane.Open(dataplane.Config{
 		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, MinISR: cfg.MinInsyncRepl,
 		LagTime: cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
-		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes,
+		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes, Failpoints: n.fp,
 	}, n.log, n.broker.Metadata)
 	if err != nil {
 		return err

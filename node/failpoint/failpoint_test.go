@@ -128,7 +128,8 @@ func TestSigstopAsPID1Holds(t *testing.T) {
 }
 
 func TestNamesAreTheIssueWindows(t *testing.T) {
-	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown"}
+	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
+		"broker-after-register", "follower-after-truncation"}
 	if len(Names) != len(want) {
 		t.Fatalf("names %v", Names)
 	}
