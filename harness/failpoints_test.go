@@ -120,3 +120,48 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 		})
 	}
 }
+
+// One failpoint fault, with no scenario driver, is enough for the seed bugs
+// whose window it opens: the checker that names the harm finds it.
+func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
+	dockertest.Require(t)
+	tests := []struct {
+		bug, window, action, harm string
+	}{
+		{"KAFKA-532", "controller-after-zk-write", nemesis.FPSigstop, "controller-fencing"},
+		{"KAFKA-7235", "controller-before-broker-change", nemesis.FPSigstop, "broker-fencing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bug, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := RunConfig{
+				RunID: "t-fpbug-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 5, Bugs: []string{tt.bug},
+				ZK: cluster.ZKOptions{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
+				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
+				Scenario: "failpoint-fault-test",
+			}
+			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, ""), hold: 8 * time.Second}
+			if testing.Verbose() {
+				cfg.Progress = os.Stderr
+			}
+			got, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Check(got, checkers.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			caught := false
+			for _, r := range rep.Results {
+				t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+				if r.Checker == tt.harm && r.Verdict == checkers.Invalid {
+					caught = true
+				}
+			}
+			if !caught {
+				t.Fatalf("%s not caught by %s (verdict %s)", tt.bug, tt.harm, rep.Verdict)
+			}
+		})
+	}
+}

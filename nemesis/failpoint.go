@@ -349,9 +349,11 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			}
 			errs = append(errs, pr.resume(ctx, target))
 		}
-		if err := fw.DisarmFailpoint(ctx, id, name); err != nil && !terminated {
-			// A terminated node may be gone already; anything else
-			// should have answered.
+		// An armed failpoint left behind would fire later with nobody to
+		// end its hold, so disarming is retried while another fault (a
+		// partition, a restart) keeps the admin port away. A terminated
+		// node may have exited already, with nothing left armed.
+		if err := disarmSoon(ctx, fw, id, name, 5*time.Second); err != nil && !terminated {
 			errs = append(errs, err)
 		}
 		if terminated {
@@ -370,6 +372,23 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		return err
 	}
 	return heal, nil
+}
+
+// disarmSoon disarms a failpoint, retrying until the node's admin port
+// answers or within passes.
+func disarmSoon(ctx context.Context, fw FailpointWorld, id int, name string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := fw.DisarmFailpoint(ctx, id, name)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // armSoon arms a failpoint on a node that is starting, retrying until its
