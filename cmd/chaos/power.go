@@ -19,7 +19,6 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/reports"
 )
 
 func init() { subcommands = append(subcommands, newPowerCmd) }
@@ -73,8 +72,8 @@ type powerRun struct {
 }
 
 // judgePowerRun reads what one run found.
-func judgePowerRun(sw powerSwitch, seed uint64, dir string, rep *reports.Results, h *history.History) powerRun {
-	r := powerRun{Switch: sw.Name, Seed: seed, RunDir: dir, Verdict: rep.Verdict}
+func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Verdict, results []checkers.Result, h *history.History) powerRun {
+	r := powerRun{Switch: sw.Name, Seed: seed, RunDir: dir, Verdict: verdict}
 	var workload int64
 	for _, e := range h.Events {
 		if e.Phase != nil && e.Phase.Name == history.PhaseWorkload && e.Phase.Mark == history.PhaseBegin {
@@ -86,7 +85,7 @@ func judgePowerRun(sw powerSwitch, seed uint64, dir string, rep *reports.Results
 		}
 	}
 	first := int64(-1)
-	for _, res := range rep.Results {
+	for _, res := range results {
 		if res.Verdict != checkers.Invalid || (len(sw.Harm) > 0 && !slices.Contains(sw.Harm, res.Checker)) {
 			continue
 		}
@@ -217,13 +216,16 @@ type powerReport struct {
 
 // powerExecute runs one configuration and checks it; a variable so the
 // pipeline that owns run → check can be plugged in.
-var powerExecute = func(ctx context.Context, rc harness.RunConfig, check checkers.Config) (string, *reports.Results, error) {
+var powerExecute = func(ctx context.Context, rc harness.RunConfig, check checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
 	dir, err := harness.Run(ctx, rc)
 	if err != nil {
-		return dir, nil, err
+		return dir, "", nil, err
 	}
 	rep, err := harness.Check(dir, check)
-	return dir, rep, err
+	if err != nil {
+		return dir, "", nil, err
+	}
+	return dir, rep.Verdict, rep.Results, nil
 }
 
 func newPowerCmd() *cobra.Command {
@@ -280,7 +282,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					rc.NodeFlags = append(slices.Clone(cfg.NodeFlags), sw.NodeFlags...)
 					rc.RunID = cluster.NewRunID()
 					rc.RunDir = filepath.Join(runsDir, rc.RunID)
-					dir, rep, err := powerExecute(cmd.Context(), rc, check)
+					dir, verdict, results, err := powerExecute(cmd.Context(), rc, check)
 					if err != nil {
 						return withCode(exitBad, fmt.Errorf("%s seed %d (run kept in %s): %w", sw.Name, rc.Seed, dir, err))
 					}
@@ -288,7 +290,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					if err != nil {
 						return withCode(exitBad, fmt.Errorf("%s seed %d: %w", sw.Name, rc.Seed, err))
 					}
-					r := judgePowerRun(sw, rc.Seed, dir, rep, h)
+					r := judgePowerRun(sw, rc.Seed, dir, verdict, results, h)
 					runs = append(runs, r)
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s seed %d: %s (caught %v) %s\n", sw.Name, rc.Seed, r.Verdict, r.Caught, dir)
 				}

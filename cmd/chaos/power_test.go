@@ -14,7 +14,6 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
-	"github.com/zkchaos/zkchaos/reports"
 )
 
 // powerHistory: workload begins at 1s; event 2 (at 4s) is a violation;
@@ -47,7 +46,7 @@ func TestJudgePowerRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := judgePowerRun(tt.sw, 7, "d", &reports.Results{Verdict: checkers.Invalid, Results: tt.results}, h)
+			r := judgePowerRun(tt.sw, 7, "d", checkers.Invalid, tt.results, h)
 			if r.Caught != tt.caught || strings.Join(r.By, ",") != tt.by {
 				t.Fatalf("caught %v by %v", r.Caught, r.By)
 			}
@@ -97,14 +96,14 @@ func TestPowerCommand(t *testing.T) {
 	var calls []string
 	old := powerExecute
 	t.Cleanup(func() { powerExecute = old })
-	powerExecute = func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, *reports.Results, error) {
+	powerExecute = func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
 		calls = append(calls, strings.Join(rc.Bugs, "+")+"|"+strings.Join(rc.NodeFlags, " "))
 		dir := writeRun(t, map[string][]history.Event{"harness": {{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}}}})
 		res := checkers.Result{Checker: "controller-fencing", Verdict: checkers.Valid}
 		if len(rc.Bugs) > 0 && rc.Seed%2 == 1 {
 			res.Verdict, res.Events = checkers.Invalid, []int{0}
 		}
-		return dir, &reports.Results{Verdict: res.Verdict, Results: []checkers.Result{res}}, nil
+		return dir, res.Verdict, []checkers.Result{res}, nil
 	}
 	runs := t.TempDir()
 	root := newRootCmd()
