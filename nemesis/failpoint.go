@@ -446,3 +446,44 @@ func failpointEvent(start bool, id, window string, targets []string, detail stri
 	}
 	return history.Event{Kind: kind, Fault: f}
 }
+
+// GuideFailpoints biases s's failpoint steps toward the windows reached
+// least often so far (reached: window → runs that reached it; a window
+// absent from it counts as never reached), the coverage-guided search of
+// issue 13: each failpoint step's Pick is redrawn, from a generator seeded
+// by the schedule's seed, until its plan arms one of the least-reached
+// windows. Other steps are left alone. The result is an ordinary schedule:
+// saved with the run, it replays exactly, whatever reached says later.
+func GuideFailpoints(s Schedule, reached map[string]int) Schedule {
+	least := -1
+	for _, w := range FPWindows {
+		if n := reached[w.Name]; least < 0 || n < least {
+			least = n
+		}
+	}
+	var targets []string
+	for _, w := range FPWindows {
+		if reached[w.Name] == least {
+			targets = append(targets, w.Name)
+		}
+	}
+	r := rand.New(rand.NewPCG(s.Seed, 0x6a1de))
+	out := s
+	out.Steps = slices.Clone(s.Steps)
+	for i, st := range out.Steps {
+		if st.Kind != FailpointFault {
+			continue
+		}
+		// Each step aims at one least-reached window drawn at random, so
+		// several steps spread over them instead of piling on one.
+		want := targets[r.IntN(len(targets))]
+		for range 1 << 16 {
+			p := r.IntN(1 << 16)
+			if PlanFailpoint(p).Window.Name == want {
+				out.Steps[i].Pick = p
+				break
+			}
+		}
+	}
+	return out
+}

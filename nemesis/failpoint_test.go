@@ -274,3 +274,47 @@ func (plainWorld) ZKServers() []Target                                         {
 func (plainWorld) Controller(context.Context) (int, error)                     { return 1, nil }
 func (plainWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
 func (plainWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 1, nil }
+
+// Guided schedules aim their failpoint steps at the least-reached windows,
+// leave other steps alone and stay seeded.
+func TestGuideFailpoints(t *testing.T) {
+	s := Plan(7, 5*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault, PauseController})
+	reached := map[string]int{}
+	for _, w := range FailpointWindowNames() {
+		reached[w] = 3
+	}
+	reached["broker-after-register"] = 0
+	reached["follower-after-truncation"] = 1
+	g := GuideFailpoints(s, reached)
+	nfp := 0
+	for i, st := range g.Steps {
+		if st.Kind != FailpointFault {
+			if st != s.Steps[i] {
+				t.Fatalf("step %d (%s) changed: %+v → %+v", i, st.Kind, s.Steps[i], st)
+			}
+			continue
+		}
+		nfp++
+		if w := PlanFailpoint(st.Pick).Window.Name; w != "broker-after-register" {
+			t.Fatalf("step %d arms %s, want the never-reached broker-after-register", i, w)
+		}
+		if st.At != s.Steps[i].At || st.Hold != s.Steps[i].Hold {
+			t.Fatalf("step %d moved", i)
+		}
+	}
+	if nfp == 0 {
+		t.Fatal("plan has no failpoint step")
+	}
+	if again := GuideFailpoints(s, reached); !slices.Equal(again.Steps, g.Steps) {
+		t.Fatal("guiding the same schedule twice gave two schedules")
+	}
+	// With every window reached equally, steps spread over all of them.
+	even := GuideFailpoints(Plan(8, 30*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault}), nil)
+	seen := map[string]bool{}
+	for _, st := range even.Steps {
+		seen[PlanFailpoint(st.Pick).Window.Name] = true
+	}
+	if len(seen) != len(FPWindows) {
+		t.Fatalf("unguided-equal schedule armed only %v", seen)
+	}
+}
