@@ -41,6 +41,28 @@ func (f *failpointWorld) ArmFailpoint(ctx context.Context, node int, name, actio
 	return f.admin.ArmFailpoint(ctx, node, name, action)
 }
 
+// failpointsOnceFile is node/failpoint.OnceFile, in the data directory
+// nodeArgs gives every node (--data-dir=/node/data, the node's Dir on the
+// host).
+const failpointsOnceFile = "data/failpoints.once"
+
+// ArmAtStart writes the failpoint for the node's next start into its data
+// directory, which the node reads and deletes when it starts.
+func (f *failpointWorld) ArmAtStart(_ context.Context, node int, name, action string) error {
+	n := f.admin.Cluster.Node(node)
+	if n == nil {
+		return fmt.Errorf("no node %d", node)
+	}
+	p := filepath.Join(n.Dir, failpointsOnceFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("arm %s on n%d at start: %w", name, node, err)
+	}
+	if err := os.WriteFile(p, []byte(name+"="+action+"\n"), 0o644); err != nil {
+		return fmt.Errorf("arm %s on n%d at start: %w", name, node, err)
+	}
+	return nil
+}
+
 func (f *failpointWorld) DisarmFailpoint(ctx context.Context, node int, name string) error {
 	return f.admin.admin(ctx, node, http.MethodDelete, "/failpoints/"+name, "")
 }

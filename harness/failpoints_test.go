@@ -64,6 +64,10 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 	}{
 		{"controller-before-broker-change", nemesis.FPSigstop},
 		{"controller-after-zk-write", nemesis.FPPause},
+		// Armed for the next start through the data directory; an error
+		// aborts the start-up and the fault starts the broker again.
+		{"broker-before-register", nemesis.FPError},
+		{"broker-after-register", nemesis.FPPause},
 	}
 	for _, tt := range tests {
 		t.Run(tt.window, func(t *testing.T) {

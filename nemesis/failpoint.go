@@ -91,6 +91,10 @@ type FailpointWorld interface {
 	WorkloadTopic() (topic string, partitions int32)
 	// SessionTimeout is the nodes' ZooKeeper session timeout.
 	SessionTimeout() time.Duration
+	// ArmAtStart arms a failpoint for node's next process start only
+	// (node/failpoint.OnceFile in its data directory); the node must be
+	// down.
+	ArmAtStart(ctx context.Context, node int, name, action string) error
 }
 
 // FPPlan is what one failpoint fault does, drawn from its step's Pick: the
@@ -124,6 +128,7 @@ func FailpointAvailable(nodes int) error {
 // fake in tests.
 type procs interface {
 	bounce(ctx context.Context, t Target) error
+	kill(ctx context.Context, t Target) error
 	start(ctx context.Context, t Target) error
 	terminate(ctx context.Context, t Target) error // SIGTERM; the node runs its controlled shutdown
 	waitExited(ctx context.Context, t Target) error
@@ -137,6 +142,7 @@ func (p nemesisProcs) bounce(ctx context.Context, t Target) error {
 	_, err := p.n.BounceTarget(ctx, t)
 	return err
 }
+func (p nemesisProcs) kill(ctx context.Context, t Target) error  { return p.n.KillTarget(ctx, t) }
 func (p nemesisProcs) start(ctx context.Context, t Target) error { return p.n.StartTarget(ctx, t) }
 func (p nemesisProcs) pause(ctx context.Context, t Target) error { return p.n.PauseTarget(ctx, t) }
 func (p nemesisProcs) resume(ctx context.Context, t Target) error {
@@ -262,15 +268,17 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 
 	switch plan.Provoke {
 	case ProvokeRestart:
-		// The failpoint must be armed in the new process: kill, start,
-		// and arm as soon as its admin port answers (it listens before it
-		// connects to ZooKeeper, so arming usually wins the race; whether
-		// it did is what "reached" records).
-		if err := pr.bounce(ctx, target); err != nil {
+		// The failpoint must be armed in the new process before it runs:
+		// kill, arm it for the next start, start.
+		if err := pr.kill(ctx, target); err != nil {
 			stop(false, err)
 			return nil, err
 		}
-		if err := armSoon(ctx, fw, id, name, action, 10*time.Second); err != nil {
+		err := fw.ArmAtStart(ctx, id, name, action)
+		if serr := pr.start(ctx, target); err == nil {
+			err = serr
+		}
+		if err != nil {
 			stop(false, err)
 			return nil, err
 		}
@@ -349,6 +357,11 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			}
 			errs = append(errs, pr.resume(ctx, target))
 		}
+		if plan.Provoke == ProvokeRestart {
+			// An error at broker-before-register aborts the start-up and
+			// the process exits: start it again (a no-op if it runs).
+			errs = append(errs, pr.start(ctx, target))
+		}
 		// An armed failpoint left behind would fire later with nobody to
 		// end its hold, so disarming is retried while another fault (a
 		// partition, a restart) keeps the admin port away. A terminated
@@ -387,23 +400,6 @@ func disarmSoon(ctx context.Context, fw FailpointWorld, id int, name string, wit
 		case <-ctx.Done():
 			return err
 		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// armSoon arms a failpoint on a node that is starting, retrying until its
-// admin port answers.
-func armSoon(ctx context.Context, fw FailpointWorld, id int, name, action string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		err := fw.ArmFailpoint(ctx, id, name, action)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

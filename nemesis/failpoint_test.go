@@ -50,6 +50,13 @@ func (w *fpWorld) ArmFailpoint(_ context.Context, node int, name, action string)
 	w.mu.Unlock()
 	return nil
 }
+func (w *fpWorld) ArmAtStart(_ context.Context, node int, name, action string) error {
+	w.log("arm-at-start n%d %s=%s", node, name, action)
+	w.mu.Lock()
+	w.armed[fmt.Sprintf("n%d %s", node, name)] = time.Now()
+	w.mu.Unlock()
+	return nil
+}
 func (w *fpWorld) DisarmFailpoint(_ context.Context, node int, name string) error {
 	w.log("disarm n%d %s", node, name)
 	return nil
@@ -70,7 +77,14 @@ func (p fpProcs) bounce(_ context.Context, t Target) error {
 	p.w.mu.Unlock()
 	return nil
 }
-func (p fpProcs) start(_ context.Context, t Target) error { p.w.log("start %s", t.Name); return nil }
+func (p fpProcs) start(_ context.Context, t Target) error {
+	p.w.log("start %s", t.Name)
+	p.w.mu.Lock()
+	p.w.provoked = true
+	p.w.mu.Unlock()
+	return nil
+}
+func (p fpProcs) kill(_ context.Context, t Target) error { p.w.log("kill %s", t.Name); return nil }
 func (p fpProcs) terminate(_ context.Context, t Target) error {
 	p.w.log("terminate %s", t.Name)
 	p.w.mu.Lock()
@@ -153,7 +167,7 @@ func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
 		{"broker-during-controlled-shutdown", FPError, true,
 			[]string{"arm n2 broker-during-controlled-shutdown=1*error", "terminate n2", "disarm n2 broker-during-controlled-shutdown", "exited n2", "start n2"}},
 		{"broker-after-register", FPPause, true,
-			[]string{"bounce n", "arm n", "disarm n"}},
+			[]string{"kill n", "arm-at-start n", "start n", "start n", "disarm n"}},
 		{"follower-after-truncation", FPError, true,
 			[]string{"arm n", "bounce n2", "disarm n"}},
 	}
@@ -239,7 +253,7 @@ func TestFailpointScheduleReplays(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range w.calls {
-				if strings.HasPrefix(c, "arm ") {
+				if strings.HasPrefix(c, "arm") {
 					out = append(out, fmt.Sprintf("%s %s", st.At, c))
 				}
 			}

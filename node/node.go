@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -105,6 +106,11 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	}
 	if err := n.fp.ArmSpec(cfg.Failpoints); err != nil {
 		return fmt.Errorf("failpoints: %w", err)
+	}
+	if cfg.DataDir != "" {
+		if err := n.fp.ArmOnceFile(filepath.Join(cfg.DataDir, failpoint.OnceFile)); err != nil {
+			return err
+		}
 	}
 
 	n.broker = broker.New(cfg.BrokerID, cfg.Bugs, n.log)

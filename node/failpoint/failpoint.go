@@ -234,6 +234,33 @@ func (r *Registry) ArmSpec(spec string) error {
 	return nil
 }
 
+// OnceFile is the file in the node's data directory that arms failpoints
+// for the next process start only: the harness writes it while the node is
+// down, the node arms what it says and deletes it. Arming over HTTP after a
+// restart races the start-up (broker-before-register is usually passed
+// before the admin port has been asked), and the environment of a container
+// cannot change between restarts.
+const OnceFile = "failpoints.once"
+
+// ArmOnceFile arms the spec in path (ArmSpec syntax) and removes the file,
+// so the next start does not arm it again. A missing file arms nothing.
+func (r *Registry) ArmOnceFile(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failpoints file: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("failpoints file: %w", err)
+	}
+	if err := r.ArmSpec(string(b)); err != nil {
+		return fmt.Errorf("failpoints file %s: %w", path, err)
+	}
+	return nil
+}
+
 // Armed returns name → action for every armed failpoint.
 func (r *Registry) Armed() map[string]string {
 	r.mu.Lock()

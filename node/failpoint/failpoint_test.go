@@ -3,6 +3,8 @@ package failpoint
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,5 +139,27 @@ func TestNamesAreTheIssueWindows(t *testing.T) {
 		if Names[i] != want[i] {
 			t.Fatalf("names %v, want %v (config's usage text lists them too)", Names, want)
 		}
+	}
+}
+
+func TestArmOnceFile(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/" + OnceFile
+	r := New()
+	if err := r.ArmOnceFile(p); err != nil || len(r.Armed()) != 0 {
+		t.Fatalf("missing file: %v, armed %v", err, r.Armed())
+	}
+	if err := os.WriteFile(p, []byte(BrokerBeforeRegister+"=1*pause\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ArmOnceFile(p); err != nil || r.Armed()[BrokerBeforeRegister] != "1*pause" {
+		t.Fatalf("armed %v, err %v", r.Armed(), err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("file not consumed: %v", err)
+	}
+	os.WriteFile(p, []byte("nope=pause"), 0o644)
+	if err := New().ArmOnceFile(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("bad file: %v", err)
 	}
 }
