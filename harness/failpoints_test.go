@@ -68,6 +68,7 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 		// aborts the start-up and the fault starts the broker again.
 		{"broker-before-register", nemesis.FPError},
 		{"broker-after-register", nemesis.FPPause},
+		{"follower-after-truncation", nemesis.FPPause},
 	}
 	for _, tt := range tests {
 		t.Run(tt.window, func(t *testing.T) {
@@ -78,7 +79,14 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
 				Scenario: "failpoint-fault-test",
 			}
-			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, ""), hold: 8 * time.Second}
+			// The follower window is provoked by restarting the follower:
+			// bouncing the leader reaches it only on the follower the
+			// election passes over.
+			provoke := ""
+			if tt.window == "follower-after-truncation" {
+				provoke = nemesis.ProvokeRestart
+			}
+			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, provoke), hold: 8 * time.Second}
 			if testing.Verbose() {
 				cfg.Progress = os.Stderr
 			}

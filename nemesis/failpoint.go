@@ -68,7 +68,10 @@ var FPWindows = []FPWindow{
 	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}},
 	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}},
 	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}},
-	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead}},
+	// Bouncing the leader makes the ISR followers truncate to the new
+	// leader (the follower the election passes over reaches it);
+	// restarting the follower itself reaches it on its first LeaderAndIsr.
+	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}},
 }
 
 var fpActions = []string{FPSigstop, FPPause, FPError}
