@@ -69,6 +69,7 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 		{"broker-before-register", nemesis.FPError},
 		{"broker-after-register", nemesis.FPPause},
 		{"follower-after-truncation", nemesis.FPPause},
+		{"broker-during-controlled-shutdown", nemesis.FPSigstop},
 	}
 	for _, tt := range tests {
 		t.Run(tt.window, func(t *testing.T) {
