@@ -144,6 +144,15 @@ const (
 const (
 	FProduce = "produce" // Value → Offset
 	FRead    = "read"    // fetch from Offset → Records (empty: nothing there yet)
+
+	// Control-plane operations (workloads/admin.go), driven through
+	// ZooKeeper as ZooKeeper-era admin tools did. ok means the controller
+	// completed the request; Value on the invoke is the request, on the ok
+	// what the partition state showed afterwards.
+	FCreateTopic        = "create-topic"        // Topic; Value: the assignment
+	FReassign           = "reassign"            // Topic, Partition; Value: the target replicas
+	FPreferredElection  = "preferred-election"  // Topic, Partition
+	FControlledShutdown = "controlled-shutdown" // Broker: the broker stopped with SIGTERM and restarted
 )
 
 // Acks values a producer may use (ClientOp.Acks).

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -106,14 +107,20 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	if err := n.fp.ArmSpec(cfg.Failpoints); err != nil {
 		return fmt.Errorf("failpoints: %w", err)
 	}
+	if cfg.DataDir != "" {
+		if err := n.fp.ArmOnceFile(filepath.Join(cfg.DataDir, failpoint.OnceFile)); err != nil {
+			return err
+		}
+	}
 
 	n.broker = broker.New(cfg.BrokerID, cfg.Bugs, n.log)
+	n.broker.FP = n.fp
 	// The data plane opens every log on disk before the node listens: a
 	// corrupt log is a start-up error naming the file (LogManager.loadLogs).
 	n.data, err = dataplane.Open(dataplane.Config{
 		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, MinISR: cfg.MinInsyncRepl,
 		LagTime: cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
-		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes,
+		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes, Failpoints: n.fp,
 	}, n.log, n.broker.Metadata)
 	if err != nil {
 		return err

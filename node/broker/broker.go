@@ -9,6 +9,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
 
@@ -37,10 +39,15 @@ type Broker struct {
 
 	Replicas *ReplicaManager
 	Metadata *MetadataCache
+	// FP holds the broker's failpoints (broker-after-register); nil: none.
+	FP *failpoint.Registry
 
 	mu              sync.Mutex
 	brokerEpoch     int64 // czxid of our live registration; -1 before
 	controllerEpoch int32 // highest controller epoch seen; only rises
+	// servedSinceRegister is false from a registration until the first
+	// control request after it is handled (broker-after-register).
+	servedSinceRegister bool
 }
 
 // New returns a broker with no registration yet.
@@ -62,6 +69,26 @@ func (b *Broker) SetEpoch(czxid int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.brokerEpoch = czxid
+	b.servedSinceRegister = false
+}
+
+// afterRegister evaluates broker-after-register before the first control
+// request of a registration is handled. An injected error is answered as
+// UNKNOWN_SERVER_ERROR without applying the request, as a broker that failed
+// it would; the controller retries nothing for it, as in Kafka.
+func (b *Broker) afterRegister() int16 {
+	b.mu.Lock()
+	first := !b.servedSinceRegister && b.brokerEpoch > 0
+	b.servedSinceRegister = true
+	b.mu.Unlock()
+	if !first {
+		return wire.ErrNone
+	}
+	if err := b.FP.Eval(context.Background(), failpoint.BrokerAfterRegister); err != nil {
+		b.Log.Printf("%v: first control request after registration refused", err)
+		return wire.ErrUnknownServerError
+	}
+	return wire.ErrNone
 }
 
 // KnownControllerEpoch is the highest controller epoch the broker has seen.
@@ -95,6 +122,12 @@ func (b *Broker) checkRequest(controllerEpoch int32, brokerEpoch int64) (code in
 
 // HandleLeaderAndIsr serves a LeaderAndIsr request (ReplicaManager.becomeLeaderOrFollower).
 func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
+	if code := b.afterRegister(); code != wire.ErrNone {
+		resp := kmsg.NewPtrLeaderAndISRResponse()
+		resp.SetVersion(req.Version)
+		resp.ErrorCode = code
+		return resp
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	brokerEpoch := req.BrokerEpoch
@@ -197,6 +230,12 @@ func (b *Broker) logVerdict(ev *history.Control, code int16) {
 
 // HandleStopReplica serves a StopReplica request (ReplicaManager.stopReplicas).
 func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
+	if code := b.afterRegister(); code != wire.ErrNone {
+		resp := kmsg.NewPtrStopReplicaResponse()
+		resp.SetVersion(req.Version)
+		resp.ErrorCode = code
+		return resp
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	brokerEpoch := req.BrokerEpoch
@@ -272,6 +311,12 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 
 // HandleUpdateMetadata serves UpdateMetadata (ReplicaManager.maybeUpdateMetadataCache).
 func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
+	if code := b.afterRegister(); code != wire.ErrNone {
+		resp := kmsg.NewPtrUpdateMetadataResponse()
+		resp.SetVersion(req.Version)
+		resp.ErrorCode = code
+		return resp
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	brokerEpoch := req.BrokerEpoch

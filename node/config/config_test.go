@@ -66,7 +66,8 @@ func TestUsageNamesEveryFailpoint(t *testing.T) {
 	// failpointNames must stay in step with failpoint.Names (checked in
 	// package failpoint's tests would need an import cycle; compare here
 	// against the literal list the issue names).
-	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown"}
+	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
+		"broker-after-register", "follower-after-truncation"}
 	if strings.Join(failpointNames, ",") != strings.Join(want, ",") {
 		t.Fatalf("usage lists %v", failpointNames)
 	}

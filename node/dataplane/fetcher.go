@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
@@ -101,6 +102,13 @@ func (f *fetcher) loop(ctx context.Context) {
 				continue
 			}
 			truncated = true
+			if err := m.cfg.Failpoints.Eval(ctx, failpoint.FollowerAfterTruncation); err != nil {
+				f.logf("%v: first fetch after truncation deferred by one backoff", err)
+				if !backoff() {
+					return
+				}
+				continue
+			}
 		}
 		outOfRange, err := f.fetchOnce(ctx, cl)
 		if err != nil {

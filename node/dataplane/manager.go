@@ -48,6 +48,7 @@ import (
 	"github.com/zkchaos/zkchaos/node/broker"
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/storage/checkpoint"
 	"github.com/zkchaos/zkchaos/node/zkutil"
@@ -70,6 +71,9 @@ type Config struct {
 	MaxMessageBytes int
 	// SegmentBytes is log.segment.bytes (0: storage default).
 	SegmentBytes int64
+	// Failpoints holds the data plane's failpoints
+	// (follower-after-truncation); nil: none.
+	Failpoints *failpoint.Registry
 }
 
 // Manager is the data plane of one broker process. It implements

@@ -4,7 +4,7 @@
 // variable, or at run time over the admin HTTP port.
 //
 // It is a deliberately small stand-in for go.etcd.io/gofail's runtime: the
-// node has four windows, and gofail's code generation would add a build step
+// node has a handful of windows, and gofail's code generation would add a build step
 // for no gain. Actions are "sleep(DUR)", "error", "sigstop", "pause" and
 // "off", optionally prefixed "N*" to fire only N times.
 //
@@ -38,20 +38,52 @@ import (
 const (
 	// ControllerAfterZKWrite: the controller wrote a leader decision to
 	// ZooKeeper and has not yet queued the LeaderAndIsr requests (KAFKA-532).
+	// Every leader change passes here: new partitions, broker failure and
+	// startup, controlled shutdown, preferred election, reassignment. A
+	// fault here held past the session timeout lets another controller be
+	// elected and decide; when this one goes on, its LeaderAndIsr carry the
+	// old controller epoch, and only the brokers' controller-epoch check
+	// stands between them and a zombie's decision taking effect.
 	ControllerAfterZKWrite = "controller-after-zk-write"
 	// ControllerBeforeBrokerChange: a BrokerChange watch fired and the
-	// controller has not yet read /brokers/ids (KAFKA-7235).
+	// controller has not yet read /brokers/ids (KAFKA-7235). A broker that
+	// bounces while the controller is held here is seen once, with its new
+	// czxid: only the czxid comparison tells the controller it restarted.
 	ControllerBeforeBrokerChange = "controller-before-broker-change"
 	// BrokerBeforeRegister: the broker connected to ZooKeeper and has not yet
-	// created /brokers/ids/<id>.
+	// created /brokers/ids/<id>. Reached only at process start (arm it with
+	// --failpoints or KAFKANODE_FAILPOINTS).
 	BrokerBeforeRegister = "broker-before-register"
 	// BrokerControlledShutdown: the controller answered the broker's
-	// ControlledShutdown and the broker has not yet left ZooKeeper.
+	// ControlledShutdown and the broker has not yet left ZooKeeper. The
+	// controller already counts it as shutting down (no leadership, out of
+	// the ISR) while it still serves.
 	BrokerControlledShutdown = "broker-during-controlled-shutdown"
+	// BrokerAfterRegister: the broker created /brokers/ids/<id> (the
+	// controller can see its new broker epoch) and has not yet handled a
+	// control request of that registration. A fault here holds a restarted
+	// broker registered but without partition state and without its HW
+	// checkpoint started (that starts on the first LeaderAndIsr): when it
+	// goes on, requests the controller queued for its previous process may
+	// be the first it handles, and only the broker-epoch check stands
+	// between them and the new process (KAFKA-7235). Held past the session
+	// timeout, the registration expires under a broker that has not served
+	// yet.
+	BrokerAfterRegister = "broker-after-register"
+	// FollowerAfterTruncation: a follower truncated its log on becoming
+	// follower (OffsetForLeaderEpoch) and has not fetched since. A fault
+	// here leaves it in the ISR with a log shorter than the leader's HW
+	// says: if the leader dies or is cut off now and this follower is
+	// elected, the records it truncated and had not fetched back are gone
+	// (the KIP-101 / KAFKA-3861 shape), and only the election policy and the
+	// HW it advertises stand between that and acknowledged writes lost.
+	FollowerAfterTruncation = "follower-after-truncation"
 )
 
-// Names lists every failpoint.
-var Names = []string{ControllerAfterZKWrite, ControllerBeforeBrokerChange, BrokerBeforeRegister, BrokerControlledShutdown}
+// Names lists every failpoint. New windows are appended, so indices into it
+// (a replayed schedule's seeded pick) keep naming the same window.
+var Names = []string{ControllerAfterZKWrite, ControllerBeforeBrokerChange, BrokerBeforeRegister, BrokerControlledShutdown,
+	BrokerAfterRegister, FollowerAfterTruncation}
 
 // ErrInjected is returned by Eval for the "error" action.
 var ErrInjected = errors.New("failpoint: injected error")
@@ -198,6 +230,33 @@ func (r *Registry) ArmSpec(spec string) error {
 		if err := r.Arm(strings.TrimSpace(name), a); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// OnceFile is the file in the node's data directory that arms failpoints
+// for the next process start only: the harness writes it while the node is
+// down, the node arms what it says and deletes it. Arming over HTTP after a
+// restart races the start-up (broker-before-register is usually passed
+// before the admin port has been asked), and the environment of a container
+// cannot change between restarts.
+const OnceFile = "failpoints.once"
+
+// ArmOnceFile arms the spec in path (ArmSpec syntax) and removes the file,
+// so the next start does not arm it again. A missing file arms nothing.
+func (r *Registry) ArmOnceFile(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failpoints file: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("failpoints file: %w", err)
+	}
+	if err := r.ArmSpec(string(b)); err != nil {
+		return fmt.Errorf("failpoints file %s: %w", path, err)
 	}
 	return nil
 }

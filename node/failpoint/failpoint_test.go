@@ -3,6 +3,8 @@ package failpoint
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +130,8 @@ func TestSigstopAsPID1Holds(t *testing.T) {
 }
 
 func TestNamesAreTheIssueWindows(t *testing.T) {
-	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown"}
+	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
+		"broker-after-register", "follower-after-truncation"}
 	if len(Names) != len(want) {
 		t.Fatalf("names %v", Names)
 	}
@@ -136,5 +139,27 @@ func TestNamesAreTheIssueWindows(t *testing.T) {
 		if Names[i] != want[i] {
 			t.Fatalf("names %v, want %v (config's usage text lists them too)", Names, want)
 		}
+	}
+}
+
+func TestArmOnceFile(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/" + OnceFile
+	r := New()
+	if err := r.ArmOnceFile(p); err != nil || len(r.Armed()) != 0 {
+		t.Fatalf("missing file: %v, armed %v", err, r.Armed())
+	}
+	if err := os.WriteFile(p, []byte(BrokerBeforeRegister+"=1*pause\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ArmOnceFile(p); err != nil || r.Armed()[BrokerBeforeRegister] != "1*pause" {
+		t.Fatalf("armed %v, err %v", r.Armed(), err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("file not consumed: %v", err)
+	}
+	os.WriteFile(p, []byte("nope=pause"), 0o644)
+	if err := New().ArmOnceFile(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("bad file: %v", err)
 	}
 }

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+func init() { subcommands = append(subcommands, newPowerCmd) }
+
+// powerSwitch is one configuration chaos power measures: a bug switch (or
+// the offline policy) with the checkers that name its harm, or every fix on.
+type powerSwitch struct {
+	Name      string
+	Bugs      []string
+	NodeFlags []string
+	// Harm lists the checkers whose invalid verdict counts as catching the
+	// bug; empty for the every-fix-on row, where any invalid verdict is a
+	// false positive.
+	Harm []string
+}
+
+const powerFixed = "every-fix-on"
+
+var powerSwitches = []powerSwitch{
+	{Name: "KAFKA-532", Bugs: []string{"KAFKA-532"}, Harm: []string{"controller-fencing", "durability"}},
+	{Name: "KAFKA-7235", Bugs: []string{"KAFKA-7235"}, Harm: []string{"broker-fencing", "hw-checkpoint"}},
+	{Name: "KAFKA-3861", NodeFlags: []string{"--offline-election=offline"}, Harm: []string{"availability"}},
+	{Name: "KAFKA-16667", Bugs: []string{"KAFKA-16667"}, Harm: []string{"liveness"}},
+	{Name: powerFixed},
+}
+
+func lookupPowerSwitch(name string) (powerSwitch, bool) {
+	i := slices.IndexFunc(powerSwitches, func(s powerSwitch) bool { return s.Name == name })
+	if i < 0 {
+		return powerSwitch{}, false
+	}
+	return powerSwitches[i], true
+}
+
+// powerRun is one random run of one switch.
+type powerRun struct {
+	Switch  string           `json:"switch"`
+	Seed    uint64           `json:"seed"`
+	RunDir  string           `json:"run_dir"`
+	Verdict checkers.Verdict `json:"verdict"`
+	// Caught: a harm checker found the bug (every-fix-on: any invalid
+	// verdict, a false positive).
+	Caught bool `json:"caught"`
+	// By lists the checkers that caught it.
+	By []string `json:"caught_by,omitempty"`
+	// FirstViolation is the time from the start of the workload to the
+	// earliest event a catching checker names; nil when not caught.
+	FirstViolation *time.Duration `json:"first_violation_ns,omitempty"`
+	// Windows are the failpoint windows the nemesis armed and reached.
+	Windows []string `json:"windows_reached,omitempty"`
+}
+
+// judgePowerRun reads what one run found.
+func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Verdict, results []checkers.Result, h *history.History) powerRun {
+	r := powerRun{Switch: sw.Name, Seed: seed, RunDir: dir, Verdict: verdict}
+	var workload int64
+	for _, e := range h.Events {
+		if e.Phase != nil && e.Phase.Name == history.PhaseWorkload && e.Phase.Mark == history.PhaseBegin {
+			workload = e.Time
+			break
+		}
+		if workload == 0 && e.Time > 0 {
+			workload = e.Time // a history without phase marks: its first event
+		}
+	}
+	first := int64(-1)
+	for _, res := range results {
+		if res.Verdict != checkers.Invalid || (len(sw.Harm) > 0 && !slices.Contains(sw.Harm, res.Checker)) {
+			continue
+		}
+		r.Caught = true
+		r.By = append(r.By, res.Checker)
+		for _, i := range res.Events {
+			if i >= 0 && i < len(h.Events) && (first < 0 || h.Events[i].Time < first) {
+				first = h.Events[i].Time
+			}
+		}
+	}
+	if first >= 0 {
+		d := time.Duration(max(0, first-workload))
+		r.FirstViolation = &d
+	}
+	for _, e := range h.Events {
+		if e.Source == "nemesis" && e.Kind == history.KindFaultStop && e.Fault != nil && e.Fault.Failpoint != "" &&
+			e.Fault.Detail == "window reached" && !slices.Contains(r.Windows, e.Fault.Failpoint) {
+			r.Windows = append(r.Windows, e.Fault.Failpoint)
+		}
+	}
+	sort.Strings(r.Windows)
+	return r
+}
+
+// powerRow is one line of the table.
+type powerRow struct {
+	Switch string `json:"switch"`
+	Runs   int    `json:"runs"`
+	// Caught counts runs a harm checker found invalid; for every-fix-on
+	// it counts false positives.
+	Caught    int            `json:"caught"`
+	ByChecker map[string]int `json:"by_checker,omitempty"`
+	// Median and Worst time to first violation over the caught runs.
+	Median *time.Duration `json:"median_first_violation_ns,omitempty"`
+	Worst  *time.Duration `json:"worst_first_violation_ns,omitempty"`
+}
+
+// powerTable folds runs into one row per switch, in powerSwitches order.
+func powerTable(runs []powerRun) []powerRow {
+	var rows []powerRow
+	for _, sw := range powerSwitches {
+		row := powerRow{Switch: sw.Name, ByChecker: map[string]int{}}
+		var ttf []time.Duration
+		for _, r := range runs {
+			if r.Switch != sw.Name {
+				continue
+			}
+			row.Runs++
+			if !r.Caught {
+				continue
+			}
+			row.Caught++
+			for _, c := range r.By {
+				row.ByChecker[c]++
+			}
+			if r.FirstViolation != nil {
+				ttf = append(ttf, *r.FirstViolation)
+			}
+		}
+		if row.Runs == 0 {
+			continue
+		}
+		if len(ttf) > 0 {
+			slices.Sort(ttf)
+			med := ttf[len(ttf)/2]
+			if len(ttf)%2 == 0 {
+				med = (ttf[len(ttf)/2-1] + ttf[len(ttf)/2]) / 2
+			}
+			worst := ttf[len(ttf)-1]
+			row.Median, row.Worst = &med, &worst
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// unreachedWindows lists the failpoint windows no run reached.
+func unreachedWindows(runs []powerRun) []string {
+	var out []string
+	for _, w := range nemesis.FailpointWindowNames() {
+		if !slices.ContainsFunc(runs, func(r powerRun) bool { return slices.Contains(r.Windows, w) }) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func printPowerTable(w io.Writer, rows []powerRow, unreached []string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "switch\tcaught\tchecker\tmedian to first violation\tworst")
+	for _, r := range rows {
+		caught := fmt.Sprintf("%d/%d", r.Caught, r.Runs)
+		if r.Switch == powerFixed {
+			caught = fmt.Sprintf("%d/%d false positives", r.Caught, r.Runs)
+		}
+		var by []string
+		for c, n := range r.ByChecker {
+			by = append(by, fmt.Sprintf("%s %d", c, n))
+		}
+		sort.Strings(by)
+		med, worst := "-", "-"
+		if r.Median != nil {
+			med, worst = r.Median.Round(100*time.Millisecond).String(), r.Worst.Round(100*time.Millisecond).String()
+		}
+		checker := strings.Join(by, ", ")
+		if checker == "" {
+			checker = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Switch, caught, checker, med, worst)
+	}
+	tw.Flush()
+	if len(unreached) > 0 {
+		fmt.Fprintf(w, "failpoint windows no run reached: %s\n", strings.Join(unreached, ", "))
+	}
+}
+
+// powerReport is the JSON chaos power writes.
+type powerReport struct {
+	Seeds     int        `json:"seeds"`
+	FirstSeed uint64     `json:"first_seed"`
+	TimeLimit string     `json:"time_limit"`
+	Faults    []string   `json:"faults"`
+	Rows      []powerRow `json:"rows"`
+	Unreached []string   `json:"windows_unreached"`
+	Runs      []powerRun `json:"runs"`
+}
+
+// powerExecute runs one configuration and checks it; a variable so the
+// pipeline that owns run → check can be plugged in.
+var powerExecute = func(ctx context.Context, rc harness.RunConfig, check checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+	dir, err := harness.Run(ctx, rc)
+	if err != nil {
+		return dir, "", nil, err
+	}
+	rep, err := harness.Check(dir, check)
+	if err != nil {
+		return dir, "", nil, err
+	}
+	return dir, rep.Verdict, rep.Results, nil
+}
+
+func newPowerCmd() *cobra.Command {
+	var (
+		cfg      harness.RunConfig
+		seeds    int
+		faults   string
+		switches string
+		runsDir  string
+		jsonOut  string
+	)
+	check := checkers.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "power",
+		Short: "Measure what the nemesis can find: N random seeds per bug switch and with every fix on, no scenario driver",
+		Long: `power runs --seeds random runs (no scenario driver) for each bug switch and
+with every fix on, and prints, per switch, how many seeds the checker naming
+its harm caught, which checker, and the median and worst time from the start
+of the workload to the first violating event; the every-fix-on row counts
+false positives. It also names the failpoint windows no run reached. The same
+table goes to power.json in --runs (or --json).
+
+Exit status: 0 table written, 2 bad input or harness error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seeds < 1 {
+				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
+			}
+			kinds, err := nemesis.ParseKinds(faults)
+			if err != nil {
+				return withCode(exitBad, fmt.Errorf("--faults: %w", err))
+			}
+			var sws []powerSwitch
+			for _, n := range strings.Split(switches, ",") {
+				sw, ok := lookupPowerSwitch(strings.TrimSpace(n))
+				if !ok {
+					var known []string
+					for _, s := range powerSwitches {
+						known = append(known, s.Name)
+					}
+					return withCode(exitBad, fmt.Errorf("--switches: unknown %q (known: %s)", n, strings.Join(known, ", ")))
+				}
+				sws = append(sws, sw)
+			}
+			cfg.Faults = kinds
+			cfg.Progress = io.Discard
+			out := cmd.OutOrStdout()
+			var runs []powerRun
+			for _, sw := range sws {
+				for i := 0; i < seeds; i++ {
+					rc := cfg
+					rc.Seed = cfg.Seed + uint64(i)
+					rc.Bugs = sw.Bugs
+					rc.NodeFlags = append(slices.Clone(cfg.NodeFlags), sw.NodeFlags...)
+					rc.RunID = cluster.NewRunID()
+					rc.RunDir = filepath.Join(runsDir, rc.RunID)
+					dir, verdict, results, err := powerExecute(cmd.Context(), rc, check)
+					if err != nil {
+						return withCode(exitBad, fmt.Errorf("%s seed %d (run kept in %s): %w", sw.Name, rc.Seed, dir, err))
+					}
+					h, err := history.ReadDir(dir)
+					if err != nil {
+						return withCode(exitBad, fmt.Errorf("%s seed %d: %w", sw.Name, rc.Seed, err))
+					}
+					r := judgePowerRun(sw, rc.Seed, dir, verdict, results, h)
+					runs = append(runs, r)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s seed %d: %s (caught %v) %s\n", sw.Name, rc.Seed, r.Verdict, r.Caught, dir)
+				}
+			}
+			rows, unreached := powerTable(runs), unreachedWindows(runs)
+			printPowerTable(out, rows, unreached)
+			if jsonOut == "" {
+				jsonOut = filepath.Join(runsDir, "power.json")
+			}
+			var fk []string
+			for _, k := range kinds {
+				fk = append(fk, string(k))
+			}
+			b, _ := json.MarshalIndent(powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Faults: fk,
+				Rows: rows, Unreached: unreached, Runs: runs}, "", "  ")
+			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
+				return withCode(exitBad, err)
+			}
+			if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+				return withCode(exitBad, fmt.Errorf("--json: %w", err))
+			}
+			fmt.Fprintf(out, "json: %s\n", jsonOut)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	var names []string
+	for _, s := range powerSwitches {
+		names = append(names, s.Name)
+	}
+	f.IntVar(&seeds, "seeds", 20, "random runs per switch")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "first seed; each switch runs seed, seed+1, ...")
+	f.DurationVar(&cfg.TimeLimit, "time-limit", 60*time.Second, "workload and nemesis duration per run")
+	f.StringVar(&faults, "faults", "all", "fault kinds, comma-separated or 'all': "+strings.Join(kindNames(), ", "))
+	f.StringVar(&switches, "switches", strings.Join(names, ","), "configurations to measure, comma-separated")
+	f.DurationVar(&cfg.MinHold, "min-hold", 2*time.Second, "shortest time a fault is held")
+	f.DurationVar(&cfg.MaxHold, "max-hold", 6*time.Second, "longest time a fault is held")
+	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per run, and power.json")
+	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")
+	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
+	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
+	return cmd
+}

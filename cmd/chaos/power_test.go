@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// powerHistory: workload begins at 1s; event 2 (at 4s) is a violation;
+// the nemesis reached controller-after-zk-write.
+func powerHistory() *history.History {
+	b := historytest.New()
+	b.At(1000).Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}})
+	b.At(2000).Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f1", Name: "failpoint", Failpoint: "controller-after-zk-write", Detail: "window reached"}})
+	b.At(4000).Phase()
+	b.At(5000).Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f2", Name: "failpoint", Failpoint: "broker-after-register", Detail: "window not reached"}})
+	return b.History()
+}
+
+func TestJudgePowerRun(t *testing.T) {
+	h := powerHistory()
+	sw532, _ := lookupPowerSwitch("KAFKA-532")
+	fixed, _ := lookupPowerSwitch(powerFixed)
+	tests := []struct {
+		name    string
+		sw      powerSwitch
+		results []checkers.Result
+		caught  bool
+		by      string
+		ttf     time.Duration // -1: none
+	}{
+		{"harm checker", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid, Events: []int{2}}}, true, "controller-fencing", 3 * time.Second},
+		{"other checker is not the harm", sw532, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1}}}, false, "", -1},
+		{"valid", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Valid}}, false, "", -1},
+		{"fixed: any invalid is a false positive", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2}}}, true, "liveness", time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := judgePowerRun(tt.sw, 7, "d", checkers.Invalid, tt.results, h)
+			if r.Caught != tt.caught || strings.Join(r.By, ",") != tt.by {
+				t.Fatalf("caught %v by %v", r.Caught, r.By)
+			}
+			if tt.ttf < 0 && r.FirstViolation != nil || tt.ttf >= 0 && (r.FirstViolation == nil || *r.FirstViolation != tt.ttf) {
+				t.Fatalf("first violation %v, want %s", r.FirstViolation, tt.ttf)
+			}
+			if strings.Join(r.Windows, ",") != "controller-after-zk-write" {
+				t.Fatalf("windows reached %v", r.Windows)
+			}
+		})
+	}
+}
+
+func TestPowerTable(t *testing.T) {
+	d := func(s int) *time.Duration { v := time.Duration(s) * time.Second; return &v }
+	runs := []powerRun{
+		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing"}, FirstViolation: d(10)},
+		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing", "durability"}, FirstViolation: d(30)},
+		{Switch: "KAFKA-532", Caught: true, By: []string{"durability"}, FirstViolation: d(20)},
+		{Switch: "KAFKA-532"},
+		{Switch: powerFixed},
+		{Switch: powerFixed, Caught: true, By: []string{"liveness"}, FirstViolation: d(5)},
+	}
+	rows := powerTable(runs)
+	if len(rows) != 2 || rows[0].Switch != "KAFKA-532" || rows[1].Switch != powerFixed {
+		t.Fatalf("rows %+v", rows)
+	}
+	r := rows[0]
+	if r.Runs != 4 || r.Caught != 3 || r.ByChecker["controller-fencing"] != 2 || r.ByChecker["durability"] != 2 || *r.Median != 20*time.Second || *r.Worst != 30*time.Second {
+		t.Fatalf("KAFKA-532 row %+v", r)
+	}
+	var out bytes.Buffer
+	printPowerTable(&out, rows, []string{"follower-after-truncation"})
+	for _, want := range []string{"3/4", "controller-fencing 2, durability 2", "20s", "30s", "1/2 false positives", "no run reached: follower-after-truncation"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if got := unreachedWindows([]powerRun{{Windows: []string{"controller-after-zk-write"}}}); len(got) != 5 || got[0] != "controller-before-broker-change" {
+		t.Fatalf("unreached %v", got)
+	}
+}
+
+// The command runs every switch × seed through the executor, prints the
+// table and writes power.json; bad flags exit 2.
+func TestPowerCommand(t *testing.T) {
+	var calls []string
+	old := powerExecute
+	t.Cleanup(func() { powerExecute = old })
+	powerExecute = func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+		calls = append(calls, strings.Join(rc.Bugs, "+")+"|"+strings.Join(rc.NodeFlags, " "))
+		dir := writeRun(t, map[string][]history.Event{"harness": {{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}}}})
+		res := checkers.Result{Checker: "controller-fencing", Verdict: checkers.Valid}
+		if len(rc.Bugs) > 0 && rc.Seed%2 == 1 {
+			res.Verdict, res.Events = checkers.Invalid, []int{0}
+		}
+		return dir, res.Verdict, []checkers.Result{res}, nil
+	}
+	runs := t.TempDir()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"power", "--seeds", "2", "--seed", "1", "--switches", "KAFKA-532,KAFKA-3861," + powerFixed, "--runs", runs})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"KAFKA-532|", "KAFKA-532|", "|--offline-election=offline", "|--offline-election=offline", "|", "|"}
+	if strings.Join(calls, ";") != strings.Join(want, ";") {
+		t.Fatalf("executed %q, want %q", calls, want)
+	}
+	if !strings.Contains(out.String(), "KAFKA-532") || !strings.Contains(out.String(), "1/2") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	b, err := os.ReadFile(filepath.Join(runs, "power.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep powerReport
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Rows) != 3 || len(rep.Runs) != 6 || rep.Rows[0].Caught != 1 {
+		t.Fatalf("power.json %s (%v)", b, err)
+	}
+
+	for _, args := range [][]string{
+		{"power", "--seeds", "0"},
+		{"power", "--switches", "KAFKA-1"},
+		{"power", "--faults", "nope"},
+	} {
+		root := newRootCmd()
+		root.SetOut(&bytes.Buffer{})
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs(args)
+		if err := root.Execute(); exitCode(err) != exitBad {
+			t.Errorf("%v: exit %d (%v), want %d", args, exitCode(err), err, exitBad)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// failpointWorld is the run's world with what the nemesis's failpoint fault
+// needs on top: the nodes' admin ports (arm, disarm), their event logs (was
+// the window reached) and partition roles from ZooKeeper.
+type failpointWorld struct {
+	*world
+	admin      *Live // only its admin-port helper is used
+	runDir     string
+	topic      string
+	partitions int32
+	session    time.Duration
+}
+
+var _ nemesis.FailpointWorld = (*failpointWorld)(nil)
+
+// newFailpointWorld extends w for the failpoint fault of a run configured by
+// cfg (its topic, partitions and session timeout; defaults applied).
+func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfig) *failpointWorld {
+	return &failpointWorld{world: w, admin: &Live{Cluster: c}, runDir: runDir,
+		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout}
+}
+
+func (f *failpointWorld) ArmFailpoint(ctx context.Context, node int, name, action string) error {
+	return f.admin.ArmFailpoint(ctx, node, name, action)
+}
+
+// failpointsOnceFile is node/failpoint.OnceFile, in the data directory
+// nodeArgs gives every node (--data-dir=/node/data, the node's Dir on the
+// host).
+const failpointsOnceFile = "data/failpoints.once"
+
+// ArmAtStart writes the failpoint for the node's next start into its data
+// directory, which the node reads and deletes when it starts.
+func (f *failpointWorld) ArmAtStart(_ context.Context, node int, name, action string) error {
+	n := f.admin.Cluster.Node(node)
+	if n == nil {
+		return fmt.Errorf("no node %d", node)
+	}
+	p := filepath.Join(n.Dir, failpointsOnceFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("arm %s on n%d at start: %w", name, node, err)
+	}
+	if err := os.WriteFile(p, []byte(name+"="+action+"\n"), 0o644); err != nil {
+		return fmt.Errorf("arm %s on n%d at start: %w", name, node, err)
+	}
+	return nil
+}
+
+func (f *failpointWorld) DisarmFailpoint(ctx context.Context, node int, name string) error {
+	return f.admin.admin(ctx, node, http.MethodDelete, "/failpoints/"+name, "")
+}
+
+// FailpointReached reads node's own event log only: its fault_start for the
+// failpoint (written and synced before the action begins).
+func (f *failpointWorld) FailpointReached(ctx context.Context, node int, name string, since time.Time) (bool, error) {
+	p := filepath.Join(f.runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", node))
+	fh, err := os.Open(p)
+	if err != nil {
+		return false, fmt.Errorf("failpoint %s on n%d: %w", name, node, err)
+	}
+	defer fh.Close()
+	evs, _, err := history.Decode(fh, p)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return false, fmt.Errorf("failpoint %s on n%d: %w", name, node, err)
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := &evs[i]
+		if e.Time < since.UnixNano() {
+			break
+		}
+		if e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partition int32) (int, []int, error) {
+	p := fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+	b, err := f.get(ctx, p)
+	if err != nil {
+		return -1, nil, err
+	}
+	var v struct {
+		Leader int   `json:"leader"`
+		ISR    []int `json:"isr"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return -1, nil, fmt.Errorf("malformed %s %q: %w", p, b, err)
+	}
+	return v.Leader, v.ISR, nil
+}
+
+func (f *failpointWorld) WorkloadTopic() (string, int32) { return f.topic, f.partitions }
+func (f *failpointWorld) SessionTimeout() time.Duration  { return f.session }

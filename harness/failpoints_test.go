@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/dockertest"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// fpDriver injects one failpoint fault drawn from pick after a warm-up and
+// heals it after hold.
+type fpDriver struct {
+	cfg  RunConfig
+	pick int
+	hold time.Duration
+}
+
+func (d fpDriver) Drive(ctx context.Context, l *Live) error {
+	l.Nemesis.World = newFailpointWorld(l.World.(*world), l.Cluster, l.RunDir, d.cfg)
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(3 * time.Second):
+	}
+	heal, err := l.Nemesis.InjectFailpoint(ctx, d.pick)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d.hold):
+	}
+	return heal(context.WithoutCancel(ctx))
+}
+
+func pickWindow(t *testing.T, window, action, provoke string) int {
+	t.Helper()
+	for pick := range 1 << 20 {
+		p := nemesis.PlanFailpoint(pick)
+		if p.Window.Name == window && p.Action == action && (provoke == "" || p.Provoke == provoke) {
+			return pick
+		}
+	}
+	t.Fatalf("no pick plans %s %s", window, action)
+	return 0
+}
+
+// On a real cluster the failpoint fault arms its window on the role's node,
+// the provocation reaches it, and the history says so twice: the nemesis's
+// fault_start/fault_stop naming the window ("window reached") and the
+// node's own fault_start for the failpoint. With every fix on the run is
+// valid.
+func TestFailpointFaultReachesItsWindow(t *testing.T) {
+	dockertest.Require(t)
+	tests := []struct {
+		window, action string
+	}{
+		{"controller-before-broker-change", nemesis.FPSigstop},
+		{"controller-after-zk-write", nemesis.FPPause},
+		// Armed for the next start through the data directory; an error
+		// aborts the start-up and the fault starts the broker again.
+		{"broker-before-register", nemesis.FPError},
+		{"broker-after-register", nemesis.FPPause},
+		{"follower-after-truncation", nemesis.FPPause},
+		{"broker-during-controlled-shutdown", nemesis.FPSigstop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.window, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := RunConfig{
+				RunID: "t-fp-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 5,
+				ZK: cluster.ZKOptions{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
+				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
+				Scenario: "failpoint-fault-test",
+			}
+			// The follower window is provoked by restarting the follower:
+			// bouncing the leader reaches it only on the follower the
+			// election passes over.
+			provoke := ""
+			if tt.window == "follower-after-truncation" {
+				provoke = nemesis.ProvokeRestart
+			}
+			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, provoke), hold: 8 * time.Second}
+			if testing.Verbose() {
+				cfg.Progress = os.Stderr
+			}
+			got, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := history.ReadDir(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var armed, stopped, nodeHit bool
+			var stopDetail string
+			for _, e := range h.Events {
+				if e.Fault == nil || e.Fault.Failpoint != tt.window {
+					continue
+				}
+				switch {
+				case e.Source == "nemesis" && e.Kind == history.KindFaultStart:
+					armed = true
+				case e.Source == "nemesis" && e.Kind == history.KindFaultStop:
+					stopped, stopDetail = true, e.Fault.Detail
+				case e.Source != "nemesis" && e.Kind == history.KindFaultStart:
+					nodeHit = true
+				}
+			}
+			if !armed || !stopped || !nodeHit || stopDetail != "window reached" {
+				t.Fatalf("history: nemesis start %v, stop %v (%q), node reached %v", armed, stopped, stopDetail, nodeHit)
+			}
+			rep, err := Check(got, checkers.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Verdict != checkers.Valid {
+				for _, r := range rep.Results {
+					t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+				}
+				t.Fatalf("verdict %s with every fix on", rep.Verdict)
+			}
+			if _, err := os.Stat(filepath.Join(got, "history", "nemesis.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// One failpoint fault, with no scenario driver, is enough for the seed bugs
+// whose window it opens: the checker that names the harm finds it.
+func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
+	dockertest.Require(t)
+	tests := []struct {
+		bug, window, action, harm string
+	}{
+		{"KAFKA-532", "controller-after-zk-write", nemesis.FPSigstop, "controller-fencing"},
+		{"KAFKA-7235", "controller-before-broker-change", nemesis.FPSigstop, "broker-fencing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bug, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := RunConfig{
+				RunID: "t-fpbug-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 5, Bugs: []string{tt.bug},
+				ZK: cluster.ZKOptions{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
+				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
+				Scenario: "failpoint-fault-test",
+			}
+			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, ""), hold: 8 * time.Second}
+			if testing.Verbose() {
+				cfg.Progress = os.Stderr
+			}
+			got, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Check(got, checkers.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			caught := false
+			for _, r := range rep.Results {
+				t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+				if r.Checker == tt.harm && r.Verdict == checkers.Invalid {
+					caught = true
+				}
+			}
+			if !caught {
+				t.Fatalf("%s not caught by %s (verdict %s)", tt.bug, tt.harm, rep.Verdict)
+			}
+		})
+	}
+}

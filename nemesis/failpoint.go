@@ -1,0 +1,492 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// FailpointFault is the fault that arms one of the node program's failpoint
+// windows on the node holding a role, then provokes the work that reaches
+// it. A random SIGSTOP almost always lands on an idle controller; a
+// failpoint stops the node inside the window where a seed bug lives.
+const FailpointFault FaultKind = "failpoint"
+
+// FailpointDoc describes the fault for the catalogue.
+const FailpointDoc = "arm a node failpoint window on a role (controller, partition leader, follower, restarted broker) and provoke it"
+
+// Roles a failpoint is armed on.
+const (
+	RoleController = "controller"
+	RoleLeader     = "partition-leader"
+	RoleFollower   = "follower"
+	RoleRestarted  = "restarted-broker"
+)
+
+// Failpoint actions the fault draws from (the node's action syntax).
+const (
+	// FPSigstop: the node stops in the window (the nemesis SIGSTOPs it as
+	// soon as it reports reaching it) and stays stopped past the ZooKeeper
+	// session timeout, so it resumes as a zombie.
+	FPSigstop = "sigstop"
+	// FPPause: the node holds in the window for the fault's hold, then is
+	// released; its session survives.
+	FPPause = "pause"
+	// FPError: the window's code path fails once.
+	FPError = "error"
+)
+
+// Ways to provoke the work that reaches a window.
+const (
+	ProvokeBounceOther = "bounce-other"   // kill and restart a broker other than the armed one
+	ProvokeBounceLead  = "bounce-leader"  // kill and restart the partition's leader
+	ProvokeTerminate   = "terminate"      // SIGTERM the armed broker: its controlled shutdown
+	ProvokeRestart     = "restart-target" // kill the armed broker, start it and arm it while it starts
+)
+
+// FPWindow is one failpoint window the fault can arm: the node program's
+// name for it, the role of the node that reaches it and what makes it
+// reach it.
+type FPWindow struct {
+	Name    string
+	Role    string
+	Provoke []string
+}
+
+// FPWindows lists every failpoint window of the node program, in the node's
+// order (node/failpoint.Names; a test keeps them in step). New windows are
+// appended so a saved schedule's picks keep their meaning.
+var FPWindows = []FPWindow{
+	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther}},
+	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther}},
+	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}},
+	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}},
+	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}},
+	// Bouncing the leader makes the ISR followers truncate to the new
+	// leader (the follower the election passes over reaches it);
+	// restarting the follower itself reaches it on its first LeaderAndIsr.
+	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}},
+}
+
+var fpActions = []string{FPSigstop, FPPause, FPError}
+
+// FailpointWorld is what the failpoint fault needs beyond World: the node's
+// admin port (arm, disarm), its event log (did it reach the window) and
+// partition roles from ZooKeeper. The harness implements it on the World it
+// hands the nemesis; nemesis still never talks to the node program itself.
+type FailpointWorld interface {
+	World
+	ArmFailpoint(ctx context.Context, node int, name, action string) error
+	DisarmFailpoint(ctx context.Context, node int, name string) error
+	// FailpointReached reports whether node's event log has the fault_start
+	// of failpoint name at or after since.
+	FailpointReached(ctx context.Context, node int, name string, since time.Time) (bool, error)
+	// PartitionISR returns a partition's leader and ISR from its state znode.
+	PartitionISR(ctx context.Context, topic string, partition int32) (leader int, isr []int, err error)
+	// WorkloadTopic names the topic whose partitions give the leader and
+	// follower roles.
+	WorkloadTopic() (topic string, partitions int32)
+	// SessionTimeout is the nodes' ZooKeeper session timeout.
+	SessionTimeout() time.Duration
+	// ArmAtStart arms a failpoint for node's next process start only
+	// (node/failpoint.OnceFile in its data directory); the node must be
+	// down.
+	ArmAtStart(ctx context.Context, node int, name, action string) error
+}
+
+// FPPlan is what one failpoint fault does, drawn from its step's Pick: the
+// same Pick in a replay gives the same plan.
+type FPPlan struct {
+	Window    FPWindow
+	Action    string
+	Provoke   string
+	Partition int32 // for the leader and follower roles (mod the topic's partitions)
+	Pick      int   // chooses among candidate nodes
+}
+
+// PlanFailpoint draws the plan of a failpoint fault from pick.
+func PlanFailpoint(pick int) FPPlan {
+	r := rand.New(rand.NewPCG(uint64(pick), 0xf417f417))
+	w := FPWindows[r.IntN(len(FPWindows))]
+	return FPPlan{Window: w, Action: fpActions[r.IntN(len(fpActions))], Provoke: w.Provoke[r.IntN(len(w.Provoke))],
+		Partition: int32(r.IntN(1 << 10)), Pick: r.IntN(1 << 16)}
+}
+
+// FailpointAvailable says whether the fault can apply to a run of nodes
+// brokers: every window's provocation needs a second broker.
+func FailpointAvailable(nodes int) error {
+	if nodes < 2 {
+		return fmt.Errorf("%s: needs 2 brokers, the run has %d", FailpointFault, nodes)
+	}
+	return nil
+}
+
+// procs is what the fault does to processes; the Nemesis's methods, or a
+// fake in tests.
+type procs interface {
+	bounce(ctx context.Context, t Target) error
+	kill(ctx context.Context, t Target) error
+	start(ctx context.Context, t Target) error
+	terminate(ctx context.Context, t Target) error // SIGTERM; the node runs its controlled shutdown
+	waitExited(ctx context.Context, t Target) error
+	pause(ctx context.Context, t Target) error
+	resume(ctx context.Context, t Target) error
+}
+
+type nemesisProcs struct{ n *Nemesis }
+
+func (p nemesisProcs) bounce(ctx context.Context, t Target) error {
+	_, err := p.n.BounceTarget(ctx, t)
+	return err
+}
+func (p nemesisProcs) kill(ctx context.Context, t Target) error  { return p.n.KillTarget(ctx, t) }
+func (p nemesisProcs) start(ctx context.Context, t Target) error { return p.n.StartTarget(ctx, t) }
+func (p nemesisProcs) pause(ctx context.Context, t Target) error { return p.n.PauseTarget(ctx, t) }
+func (p nemesisProcs) resume(ctx context.Context, t Target) error {
+	return p.n.ResumeTarget(ctx, t)
+}
+func (p nemesisProcs) terminate(ctx context.Context, t Target) error {
+	return t.Container.Signal(ctx, "SIGTERM")
+}
+func (p nemesisProcs) waitExited(ctx context.Context, t Target) error {
+	return t.Container.WaitExited(ctx)
+}
+
+// InjectFailpoint starts a failpoint fault drawn from pick and returns what
+// ends it. It records a fault_start naming the window and the role, and a
+// fault_stop saying whether the node reached the window.
+func (n *Nemesis) InjectFailpoint(ctx context.Context, pick int) (func(context.Context) error, error) {
+	return injectFailpoint(ctx, n.World, n.Rec, nemesisProcs{n}, pick)
+}
+
+func nodeID(t Target) int {
+	var id int
+	fmt.Sscanf(t.Name, "n%d", &id)
+	return id
+}
+
+// resolveRole finds the node holding plan's role now, and the broker the
+// provocation hits (-1: the target itself or none).
+func resolveRole(ctx context.Context, fw FailpointWorld, plan FPPlan) (target Target, other Target, err error) {
+	nodes := fw.Nodes()
+	ctl, err := fw.Controller(ctx)
+	if err != nil {
+		return target, other, err
+	}
+	ctlT, err := byName(nodes, fmt.Sprintf("n%d", ctl))
+	if err != nil {
+		return target, other, err
+	}
+	topic, parts := fw.WorkloadTopic()
+	if parts < 1 {
+		parts = 1
+	}
+	p := plan.Partition % parts
+	switch plan.Window.Role {
+	case RoleController:
+		target = ctlT
+	case RoleRestarted:
+		rest := without(nodes, ctlT)
+		if len(rest) == 0 {
+			rest = nodes
+		}
+		target, err = pickFP(rest, plan.Pick)
+	case RoleLeader, RoleFollower:
+		leader, isr, perr := fw.PartitionISR(ctx, topic, p)
+		if perr != nil {
+			return target, other, perr
+		}
+		if plan.Window.Role == RoleLeader {
+			if leader < 0 {
+				return target, other, fmt.Errorf("%s: %s-%d has no leader", FailpointFault, topic, p)
+			}
+			target, err = byName(nodes, fmt.Sprintf("n%d", leader))
+			break
+		}
+		var fs []Target
+		for _, r := range isr {
+			if r != leader {
+				if t, e := byName(nodes, fmt.Sprintf("n%d", r)); e == nil {
+					fs = append(fs, t)
+				}
+			}
+		}
+		if len(fs) == 0 {
+			return target, other, fmt.Errorf("%s: %s-%d has no follower in its ISR %v", FailpointFault, topic, p, isr)
+		}
+		target = fs[plan.Pick%len(fs)]
+		if plan.Provoke == ProvokeBounceLead {
+			other, err = byName(nodes, fmt.Sprintf("n%d", leader))
+		}
+	}
+	if err != nil {
+		return target, other, err
+	}
+	if plan.Provoke == ProvokeBounceOther {
+		rest := without(nodes, target)
+		other, err = pickFP(rest, plan.Pick/7)
+	}
+	return target, other, err
+}
+
+func pickFP(ts []Target, pick int) (Target, error) {
+	if len(ts) == 0 {
+		return Target{}, fmt.Errorf("%s: no candidates", FailpointFault)
+	}
+	return ts[pick%len(ts)], nil
+}
+
+func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick int) (func(context.Context) error, error) {
+	fw, ok := w.(FailpointWorld)
+	if !ok {
+		return nil, fmt.Errorf("%s: the run's world cannot arm failpoints (no FailpointWorld)", FailpointFault)
+	}
+	plan := PlanFailpoint(pick)
+	target, other, err := resolveRole(ctx, fw, plan)
+	if err != nil {
+		return nil, err
+	}
+	id := nodeID(target)
+	name := plan.Window.Name
+	action := "1*" + plan.Action
+	detail := fmt.Sprintf("%s on %s (%s): %s, provoked by %s", name, target.Name, plan.Window.Role, action, plan.Provoke)
+	if other.Name != "" {
+		detail += " of " + other.Name
+	}
+	fid := rec.startFailpoint(name, []string{target.Name}, detail)
+	since := time.Now()
+	stop := func(reached bool, err error) {
+		d := "window not reached"
+		if reached {
+			d = "window reached"
+		}
+		rec.stopFailpoint(fid, name, []string{target.Name}, d, err)
+	}
+
+	switch plan.Provoke {
+	case ProvokeRestart:
+		// The failpoint must be armed in the new process before it runs:
+		// kill, arm it for the next start, start.
+		if err := pr.kill(ctx, target); err != nil {
+			stop(false, err)
+			return nil, err
+		}
+		err := fw.ArmAtStart(ctx, id, name, action)
+		// With the error action the new process may exit at once (an
+		// error at broker-before-register aborts its start-up), which
+		// makes the start's network re-apply fail; heal starts it again
+		// and reports a start that still fails.
+		if serr := pr.start(ctx, target); err == nil && plan.Action != FPError {
+			err = serr
+		}
+		if err != nil {
+			stop(false, err)
+			return nil, err
+		}
+	default:
+		if err := fw.ArmFailpoint(ctx, id, name, action); err != nil {
+			stop(false, err)
+			return nil, err
+		}
+	}
+	terminated := false
+	switch plan.Provoke {
+	case ProvokeBounceOther, ProvokeBounceLead:
+		err = pr.bounce(ctx, other)
+	case ProvokeTerminate:
+		// The controlled shutdown runs during the hold; a hold in the
+		// window keeps the process alive until heal.
+		terminated = true
+		err = pr.terminate(ctx, target)
+	}
+	if err != nil {
+		fw.DisarmFailpoint(context.WithoutCancel(ctx), id, name)
+		stop(false, err)
+		return nil, err
+	}
+
+	// Watch for the window: on reaching it under sigstop, stop the whole
+	// process (as PID 1 it cannot stop itself; it holds until SIGCONT).
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	reached, paused := false, time.Time{}
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			ok, _ := fw.FailpointReached(wctx, id, name, since)
+			if ok {
+				mu.Lock()
+				reached = true
+				mu.Unlock()
+				if plan.Action == FPSigstop {
+					if pr.pause(wctx, target) == nil {
+						mu.Lock()
+						paused = time.Now()
+						mu.Unlock()
+					}
+				}
+				return
+			}
+			select {
+			case <-wctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+
+	heal := func(ctx context.Context) error {
+		wcancel()
+		<-watchDone
+		mu.Lock()
+		r, p := reached, paused
+		mu.Unlock()
+		if !r {
+			// One last look: the window may have been reached just now.
+			r, _ = fw.FailpointReached(ctx, id, name, since)
+		}
+		var errs []error
+		if !p.IsZero() {
+			// A sigstop outlasts the session, so the node resumes with
+			// its session gone: that is the window's point.
+			if d := time.Until(p.Add(fw.SessionTimeout() + time.Second)); d > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+			}
+			errs = append(errs, pr.resume(ctx, target))
+		}
+		if plan.Provoke == ProvokeRestart {
+			// An error at broker-before-register aborts the start-up and
+			// the process exits: start it again (a no-op if it runs).
+			errs = append(errs, pr.start(ctx, target))
+		}
+		// An armed failpoint left behind would fire later with nobody to
+		// end its hold, so disarming is retried while another fault (a
+		// partition, a restart) keeps the admin port away. A terminated
+		// node may have exited already, with nothing left armed.
+		if err := disarmSoon(ctx, fw, id, name, 5*time.Second); err != nil && !terminated {
+			errs = append(errs, err)
+		}
+		if terminated {
+			// Its controlled shutdown finishes once released; then it
+			// starts again, as an operator's restart would.
+			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := pr.waitExited(tctx, target)
+			cancel()
+			if err == nil {
+				err = pr.start(ctx, target)
+			}
+			errs = append(errs, err)
+		}
+		err := errors.Join(errs...)
+		stop(r, err)
+		return err
+	}
+	return heal, nil
+}
+
+// disarmSoon disarms a failpoint, retrying until the node's admin port
+// answers or within passes.
+func disarmSoon(ctx context.Context, fw FailpointWorld, id int, name string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := fw.DisarmFailpoint(ctx, id, name)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// startFailpoint records the fault's start with the window it armed.
+func (r *Recorder) startFailpoint(window string, targets []string, detail string) string {
+	if r == nil {
+		return ""
+	}
+	id := fmt.Sprintf("f%d", r.next.Add(1))
+	r.write(failpointEvent(true, id, window, targets, detail, nil))
+	return id
+}
+
+// stopFailpoint records its end and whether the window was reached.
+func (r *Recorder) stopFailpoint(id, window string, targets []string, detail string, err error) {
+	if r == nil {
+		return
+	}
+	r.write(failpointEvent(false, id, window, targets, detail, err))
+}
+
+// FailpointWindowNames lists the windows' names, in FPWindows order.
+func FailpointWindowNames() []string {
+	out := make([]string, len(FPWindows))
+	for i, w := range FPWindows {
+		out[i] = w.Name
+	}
+	return slices.Clip(out)
+}
+
+func failpointEvent(start bool, id, window string, targets []string, detail string, err error) history.Event {
+	kind := history.KindFaultStop
+	if start {
+		kind = history.KindFaultStart
+	}
+	f := &history.Fault{ID: id, Name: string(FailpointFault), Targets: targets, Detail: detail, Failpoint: window}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	return history.Event{Kind: kind, Fault: f}
+}
+
+// GuideFailpoints biases s's failpoint steps toward the windows reached
+// least often so far (reached: window → runs that reached it; a window
+// absent from it counts as never reached), the coverage-guided search of
+// issue 13: each failpoint step's Pick is redrawn, from a generator seeded
+// by the schedule's seed, until its plan arms one of the least-reached
+// windows. Other steps are left alone. The result is an ordinary schedule:
+// saved with the run, it replays exactly, whatever reached says later.
+func GuideFailpoints(s Schedule, reached map[string]int) Schedule {
+	least := -1
+	for _, w := range FPWindows {
+		if n := reached[w.Name]; least < 0 || n < least {
+			least = n
+		}
+	}
+	var targets []string
+	for _, w := range FPWindows {
+		if reached[w.Name] == least {
+			targets = append(targets, w.Name)
+		}
+	}
+	r := rand.New(rand.NewPCG(s.Seed, 0x6a1de))
+	out := s
+	out.Steps = slices.Clone(s.Steps)
+	for i, st := range out.Steps {
+		if st.Kind != FailpointFault {
+			continue
+		}
+		// Each step aims at one least-reached window drawn at random, so
+		// several steps spread over them instead of piling on one.
+		want := targets[r.IntN(len(targets))]
+		for range 1 << 16 {
+			p := r.IntN(1 << 16)
+			if PlanFailpoint(p).Window.Name == want {
+				out.Steps[i].Pick = p
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,334 @@
+package nemesis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// fpWorld is a cluster of three brokers as the failpoint fault sees it: n1
+// controller, chaos-0 led by n2 with ISR [2 3 1]. It records what it is
+// asked and says a window is reached once armed and provoked.
+type fpWorld struct {
+	mu       sync.Mutex
+	calls    []string
+	armed    map[string]time.Time // "n2 name" → when
+	provoked bool
+	reach    bool // report armed windows as reached once provoked
+}
+
+func (w *fpWorld) log(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, fmt.Sprintf(format, args...))
+}
+
+func (w *fpWorld) Nodes() []Target {
+	return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
+}
+func (w *fpWorld) ZKServers() []Target                                         { return []Target{{Name: "zk1"}} }
+func (w *fpWorld) Controller(context.Context) (int, error)                     { return 1, nil }
+func (w *fpWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
+func (w *fpWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 2, nil }
+func (w *fpWorld) PartitionISR(_ context.Context, topic string, p int32) (int, []int, error) {
+	return 2, []int{2, 3, 1}, nil
+}
+func (w *fpWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
+func (w *fpWorld) SessionTimeout() time.Duration  { return 10 * time.Millisecond }
+func (w *fpWorld) ArmFailpoint(_ context.Context, node int, name, action string) error {
+	w.log("arm n%d %s=%s", node, name, action)
+	w.mu.Lock()
+	w.armed[fmt.Sprintf("n%d %s", node, name)] = time.Now()
+	w.mu.Unlock()
+	return nil
+}
+func (w *fpWorld) ArmAtStart(_ context.Context, node int, name, action string) error {
+	w.log("arm-at-start n%d %s=%s", node, name, action)
+	w.mu.Lock()
+	w.armed[fmt.Sprintf("n%d %s", node, name)] = time.Now()
+	w.mu.Unlock()
+	return nil
+}
+func (w *fpWorld) DisarmFailpoint(_ context.Context, node int, name string) error {
+	w.log("disarm n%d %s", node, name)
+	return nil
+}
+func (w *fpWorld) FailpointReached(_ context.Context, node int, name string, since time.Time) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.armed[fmt.Sprintf("n%d %s", node, name)]
+	return ok && w.provoked && w.reach, nil
+}
+
+type fpProcs struct{ w *fpWorld }
+
+func (p fpProcs) bounce(_ context.Context, t Target) error {
+	p.w.log("bounce %s", t.Name)
+	p.w.mu.Lock()
+	p.w.provoked = true
+	p.w.mu.Unlock()
+	return nil
+}
+func (p fpProcs) start(_ context.Context, t Target) error {
+	p.w.log("start %s", t.Name)
+	p.w.mu.Lock()
+	p.w.provoked = true
+	p.w.mu.Unlock()
+	return nil
+}
+func (p fpProcs) kill(_ context.Context, t Target) error { p.w.log("kill %s", t.Name); return nil }
+func (p fpProcs) terminate(_ context.Context, t Target) error {
+	p.w.log("terminate %s", t.Name)
+	p.w.mu.Lock()
+	p.w.provoked = true
+	p.w.mu.Unlock()
+	return nil
+}
+func (p fpProcs) waitExited(_ context.Context, t Target) error {
+	p.w.log("exited %s", t.Name)
+	return nil
+}
+func (p fpProcs) pause(_ context.Context, t Target) error  { p.w.log("sigstop %s", t.Name); return nil }
+func (p fpProcs) resume(_ context.Context, t Target) error { p.w.log("sigcont %s", t.Name); return nil }
+
+func TestFPWindowsAreTheNodeWindows(t *testing.T) {
+	// The node program's failpoint.Names, in order (node/failpoint's test
+	// holds the same list; the harness side never imports the node).
+	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register",
+		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation"}
+	if !slices.Equal(FailpointWindowNames(), want) {
+		t.Fatalf("windows %v, want %v", FailpointWindowNames(), want)
+	}
+}
+
+// Over many picks every window, role, action and provocation is drawn.
+func TestPlanFailpointCoversEverything(t *testing.T) {
+	seen := map[string]bool{}
+	for pick := range 2000 {
+		p := PlanFailpoint(pick)
+		if q := PlanFailpoint(pick); q.Window.Name != p.Window.Name || q.Action != p.Action || q.Provoke != p.Provoke || q.Partition != p.Partition || q.Pick != p.Pick {
+			t.Fatalf("pick %d planned twice differently", pick)
+		}
+		seen["w:"+p.Window.Name] = true
+		seen["r:"+p.Window.Role] = true
+		seen["a:"+p.Action] = true
+		seen["p:"+p.Provoke] = true
+		if !slices.Contains(p.Window.Provoke, p.Provoke) {
+			t.Fatalf("pick %d: provocation %s is not one of %s's", pick, p.Provoke, p.Window.Name)
+		}
+	}
+	for _, w := range FPWindows {
+		if !seen["w:"+w.Name] {
+			t.Errorf("window %s never drawn", w.Name)
+		}
+	}
+	for _, k := range []string{"r:" + RoleController, "r:" + RoleLeader, "r:" + RoleFollower, "r:" + RoleRestarted,
+		"a:" + FPSigstop, "a:" + FPPause, "a:" + FPError,
+		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart} {
+		if !seen[k] {
+			t.Errorf("%s never drawn", k)
+		}
+	}
+}
+
+// pickFor finds a pick whose plan has window name and action.
+func pickFor(t *testing.T, name, action string) int {
+	t.Helper()
+	for pick := range 100000 {
+		if p := PlanFailpoint(pick); p.Window.Name == name && p.Action == action {
+			return pick
+		}
+	}
+	t.Fatalf("no pick plans %s with %s", name, action)
+	return 0
+}
+
+// Each window is armed on the node holding its role and provoked the way
+// its table says; a sigstop outlasts the session before SIGCONT; the
+// history says which window was armed and whether it was reached.
+func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
+	tests := []struct {
+		window, action string
+		reach          bool
+		want           []string // calls, in order
+	}{
+		{"controller-before-broker-change", FPSigstop, true,
+			[]string{"arm n1 controller-before-broker-change=1*sigstop", "bounce n", "sigstop n1", "sigcont n1", "disarm n1 controller-before-broker-change"}},
+		{"controller-after-zk-write", FPPause, false,
+			[]string{"arm n1 controller-after-zk-write=1*pause", "bounce n", "disarm n1 controller-after-zk-write"}},
+		{"broker-during-controlled-shutdown", FPError, true,
+			[]string{"arm n2 broker-during-controlled-shutdown=1*error", "terminate n2", "disarm n2 broker-during-controlled-shutdown", "exited n2", "start n2"}},
+		{"broker-after-register", FPPause, true,
+			[]string{"kill n", "arm-at-start n", "start n", "start n", "disarm n"}},
+		{"follower-after-truncation", FPError, true,
+			[]string{"arm n", "bounce n2", "disarm n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.window+"/"+tt.action, func(t *testing.T) {
+			w := &fpWorld{armed: map[string]time.Time{}, reach: tt.reach}
+			dir := t.TempDir()
+			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+			heal, err := injectFailpoint(t.Context(), w, rec, fpProcs{w}, pickFor(t, tt.window, tt.action))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(250 * time.Millisecond) // the fault's hold: the watcher sees the window
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			rec.Close()
+			w.mu.Lock()
+			calls := slices.Clone(w.calls)
+			w.mu.Unlock()
+			if len(calls) != len(tt.want) {
+				t.Fatalf("calls %q, want %q", calls, tt.want)
+			}
+			for i := range calls {
+				if !strings.HasPrefix(calls[i], tt.want[i]) {
+					t.Fatalf("calls %q, want %q", calls, tt.want)
+				}
+			}
+			if tt.window == "follower-after-truncation" && (calls[0] == "arm n2 follower-after-truncation=1*error") {
+				t.Fatalf("armed the leader n2, not a follower: %q", calls)
+			}
+			evs, _, err := history.ReadFile(filepath.Join(dir, "nemesis.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var start, stop *history.Fault
+			for _, e := range evs {
+				switch e.Kind {
+				case history.KindFaultStart:
+					start = e.Fault
+				case history.KindFaultStop:
+					stop = e.Fault
+				}
+			}
+			if start == nil || stop == nil || start.Failpoint != tt.window || stop.Failpoint != tt.window || start.Name != string(FailpointFault) {
+				t.Fatalf("fault events %+v / %+v, want both naming %s", start, stop, tt.window)
+			}
+			wantStop := "window not reached"
+			if tt.reach {
+				wantStop = "window reached"
+			}
+			if stop.Detail != wantStop {
+				t.Fatalf("fault_stop detail %q, want %q", stop.Detail, wantStop)
+			}
+		})
+	}
+}
+
+// A schedule of failpoint steps, saved and loaded again, arms the same
+// windows with the same actions on the same roles at the same offsets.
+func TestFailpointScheduleReplays(t *testing.T) {
+	s := Plan(42, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})
+	if len(s.Steps) < 4 {
+		t.Fatalf("plan has %d steps", len(s.Steps))
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replay Schedule
+	if err := json.Unmarshal(b, &replay); err != nil {
+		t.Fatal(err)
+	}
+	arms := func(s Schedule) []string {
+		var out []string
+		for _, st := range s.Steps {
+			w := &fpWorld{armed: map[string]time.Time{}}
+			heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, st.Pick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range w.calls {
+				if strings.HasPrefix(c, "arm") {
+					out = append(out, fmt.Sprintf("%s %s", st.At, c))
+				}
+			}
+		}
+		return out
+	}
+	first, second := arms(s), arms(replay)
+	if len(first) != len(s.Steps) || !slices.Equal(first, second) {
+		t.Fatalf("replay armed %q, the run armed %q", second, first)
+	}
+	if other := arms(Plan(43, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
+		t.Fatal("another seed armed exactly the same failpoints")
+	}
+	t.Logf("seed 42 arms: %q", first)
+}
+
+func TestInjectFailpointNeedsAFailpointWorld(t *testing.T) {
+	_, err := injectFailpoint(t.Context(), plainWorld{}, nil, nil, 1)
+	if err == nil || !strings.Contains(err.Error(), "cannot arm failpoints") {
+		t.Fatalf("err %v", err)
+	}
+	if FailpointAvailable(1) == nil || FailpointAvailable(3) != nil {
+		t.Fatal("FailpointAvailable: wants 2 brokers")
+	}
+}
+
+// plainWorld is a World without the failpoint methods.
+type plainWorld struct{}
+
+func (plainWorld) Nodes() []Target                                             { return nil }
+func (plainWorld) ZKServers() []Target                                         { return nil }
+func (plainWorld) Controller(context.Context) (int, error)                     { return 1, nil }
+func (plainWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
+func (plainWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 1, nil }
+
+// Guided schedules aim their failpoint steps at the least-reached windows,
+// leave other steps alone and stay seeded.
+func TestGuideFailpoints(t *testing.T) {
+	s := Plan(7, 5*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault, PauseController})
+	reached := map[string]int{}
+	for _, w := range FailpointWindowNames() {
+		reached[w] = 3
+	}
+	reached["broker-after-register"] = 0
+	reached["follower-after-truncation"] = 1
+	g := GuideFailpoints(s, reached)
+	nfp := 0
+	for i, st := range g.Steps {
+		if st.Kind != FailpointFault {
+			if st != s.Steps[i] {
+				t.Fatalf("step %d (%s) changed: %+v → %+v", i, st.Kind, s.Steps[i], st)
+			}
+			continue
+		}
+		nfp++
+		if w := PlanFailpoint(st.Pick).Window.Name; w != "broker-after-register" {
+			t.Fatalf("step %d arms %s, want the never-reached broker-after-register", i, w)
+		}
+		if st.At != s.Steps[i].At || st.Hold != s.Steps[i].Hold {
+			t.Fatalf("step %d moved", i)
+		}
+	}
+	if nfp == 0 {
+		t.Fatal("plan has no failpoint step")
+	}
+	if again := GuideFailpoints(s, reached); !slices.Equal(again.Steps, g.Steps) {
+		t.Fatal("guiding the same schedule twice gave two schedules")
+	}
+	// With every window reached equally, steps spread over all of them.
+	even := GuideFailpoints(Plan(8, 30*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault}), nil)
+	seen := map[string]bool{}
+	for _, st := range even.Steps {
+		seen[PlanFailpoint(st.Pick).Window.Name] = true
+	}
+	if len(seen) != len(FPWindows) {
+		t.Fatalf("unguided-equal schedule armed only %v", seen)
+	}
+}

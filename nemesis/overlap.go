@@ -1,0 +1,116 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// PlanDense makes a seeded schedule whose faults may overlap: density is the
+// mean number of faults in force at once (1: back to back on average, 2: two
+// held together most of the time; below 1 leaves quiet gaps). Faults start
+// at exponentially spaced times (a Poisson process with rate
+// density/meanHold), each held for [minHold, maxHold], all inside total. The
+// same seed gives the same schedule, so --replay still works; Steps are in
+// start order and may overlap, which RunOverlapping executes and Run (one at
+// a time) does not.
+func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []FaultKind, density float64) (Schedule, error) {
+	if density <= 0 || density > 8 {
+		return Schedule{}, fmt.Errorf("fault density %.2f out of range (0, 8]", density)
+	}
+	if minHold <= 0 || maxHold < minHold {
+		return Schedule{}, fmt.Errorf("fault holds [%s, %s] invalid", minHold, maxHold)
+	}
+	s := Schedule{Seed: seed, Total: total}
+	if len(kinds) == 0 {
+		return s, nil
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0xde5e0de5e))
+	mean := float64(minHold+maxHold) / 2
+	at := time.Duration(0)
+	for {
+		at += time.Duration(r.ExpFloat64() * mean / density)
+		hold := minHold
+		if maxHold > minHold {
+			hold += time.Duration(r.Int64N(int64(maxHold - minHold)))
+		}
+		if at+hold > total {
+			break
+		}
+		s.Steps = append(s.Steps, Step{At: at, Kind: kinds[r.IntN(len(kinds))], Hold: hold, Pick: r.IntN(1 << 16)})
+	}
+	return s, nil
+}
+
+// MaxOverlap is the largest number of s's faults in force at one instant.
+func (s Schedule) MaxOverlap() int {
+	type edge struct {
+		t time.Duration
+		d int
+	}
+	var es []edge
+	for _, st := range s.Steps {
+		es = append(es, edge{st.At, 1}, edge{st.At + st.Hold, -1})
+	}
+	// Ends before starts at the same instant: a fault healed as the next
+	// starts does not overlap it.
+	sort.Slice(es, func(i, j int) bool { return es[i].t < es[j].t || es[i].t == es[j].t && es[i].d < es[j].d })
+	n, best := 0, 0
+	for _, e := range es {
+		n += e.d
+		best = max(best, n)
+	}
+	return best
+}
+
+// Injector starts one step's fault and returns what ends it (the fault
+// catalogue's Inject, or InjectFailpoint for the failpoint fault).
+type Injector func(ctx context.Context, st Step) (func(context.Context) error, error)
+
+// RunOverlapping executes s with faults held together: each step starts at
+// its offset and is healed at its end whatever the others do. A step that
+// cannot be applied is skipped (its error is in the history through the
+// recorder, and in the returned error); a heal that fails is returned. When
+// ctx ends, every fault in force is healed before it returns.
+//
+// Network faults held together share Net's rules, which are healed
+// together: a schedule that overlaps two network faults ends both at the
+// first one's heal.
+func RunOverlapping(ctx context.Context, s Schedule, inject Injector) error {
+	start := time.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	add := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for _, st := range s.Steps {
+		if !sleepUntil(ctx, start.Add(st.At)) {
+			break
+		}
+		heal, err := inject(ctx, st)
+		if err != nil {
+			add(fmt.Errorf("step at %s (%s): %w", st.At, st.Kind, err))
+			continue
+		}
+		wg.Add(1)
+		go func(st Step, heal func(context.Context) error) {
+			defer wg.Done()
+			sleepUntil(ctx, start.Add(st.At+st.Hold))
+			if err := heal(context.WithoutCancel(ctx)); err != nil {
+				add(fmt.Errorf("heal %s started at %s: %w", st.Kind, st.At, err))
+			}
+		}(st, heal)
+	}
+	wg.Wait()
+	sleepUntil(ctx, start.Add(s.Total))
+	return errors.Join(errs...)
+}

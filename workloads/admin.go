@@ -1,0 +1,543 @@
+package workloads
+
+// The admin workload is the one part of this package that talks to
+// ZooKeeper: in ZooKeeper-era Kafka the operators' tools (kafka-topics.sh
+// --zookeeper, kafka-reassign-partitions.sh, kafka-preferred-replica-election.sh)
+// wrote znodes and the controller's watches did the work, so ZooKeeper is the
+// control plane's client protocol here, as the Kafka protocol is the data
+// plane's. It reads only the znodes those tools read; it judges nothing.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ZooKeeper paths the admin tools used.
+const (
+	adminReassignPath  = "/admin/reassign_partitions"
+	adminPreferredPath = "/admin/preferred_replica_election"
+	adminTopicsPath    = "/brokers/topics"
+	adminBrokerIDsPath = "/brokers/ids"
+)
+
+// AdminOps lists the control-plane operations, in the order weights apply.
+var AdminOps = []string{history.FReassign, history.FPreferredElection, history.FCreateTopic, history.FControlledShutdown}
+
+// AdminConfig configures the admin workload.
+type AdminConfig struct {
+	ZKServers      []string
+	SessionTimeout time.Duration // default 10s
+	// Topic and Partitions name the workload topic, whose partitions get
+	// reassigned and preferred-elected (so the controller is busy with the
+	// partitions clients use); created topics are named after it.
+	Topic      string
+	Partitions int32
+	Brokers    []int // broker ids
+	// Ops is the subset of AdminOps to draw from; empty means all (without
+	// controlled-shutdown when the broker hooks are nil).
+	Ops []string
+	// Interval is the mean pause between operations (default 2s); the pause
+	// is drawn from [Interval/2, 3*Interval/2].
+	Interval time.Duration
+	// OpTimeout is how long the controller has to complete an operation
+	// before it is recorded as info (default 15s).
+	OpTimeout time.Duration
+	Seed      uint64
+	// StopBroker stops a broker the way an operator does (SIGTERM, which
+	// makes the node program run its controlled shutdown) and returns once
+	// the process has exited; StartBroker starts it again. Both nil disables
+	// controlled-shutdown.
+	StopBroker  func(ctx context.Context, id int) error
+	StartBroker func(ctx context.Context, id int) error
+}
+
+// Admin is the control-plane workload: one operator process issuing one
+// admin operation at a time (the tools refused to start a reassignment while
+// another was in flight), each recorded as invoke then ok, fail or info.
+type Admin struct {
+	cfg  AdminConfig
+	ops  []string
+	open func(name string) (*history.Writer, error)
+}
+
+// NewAdmin returns the workload; open creates the history writer of its
+// source ("admin").
+func NewAdmin(cfg AdminConfig, open func(name string) (*history.Writer, error)) (*Admin, error) {
+	if len(cfg.ZKServers) == 0 || cfg.Topic == "" || cfg.Partitions < 1 || len(cfg.Brokers) == 0 {
+		return nil, errors.New("admin workload: zookeeper servers, topic, partitions and brokers are required")
+	}
+	if (cfg.StopBroker == nil) != (cfg.StartBroker == nil) {
+		return nil, errors.New("admin workload: StopBroker and StartBroker go together")
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 2 * time.Second
+	}
+	if cfg.OpTimeout == 0 {
+		cfg.OpTimeout = 15 * time.Second
+	}
+	ops := cfg.Ops
+	if len(ops) == 0 {
+		for _, o := range AdminOps {
+			if o != history.FControlledShutdown || cfg.StopBroker != nil {
+				ops = append(ops, o)
+			}
+		}
+	}
+	for _, o := range ops {
+		if !slices.Contains(AdminOps, o) {
+			return nil, fmt.Errorf("admin workload: unknown operation %q (known: %s)", o, strings.Join(AdminOps, ", "))
+		}
+		if o == history.FControlledShutdown && cfg.StopBroker == nil {
+			return nil, errors.New("admin workload: controlled-shutdown needs StopBroker and StartBroker")
+		}
+	}
+	return &Admin{cfg: cfg, ops: ops, open: open}, nil
+}
+
+// opWeight makes partition moves (the controller work the seed bugs need)
+// more frequent than topic creation and broker restarts.
+var opWeight = map[string]int{history.FReassign: 3, history.FPreferredElection: 3, history.FCreateTopic: 1, history.FControlledShutdown: 1}
+
+// pickOp draws the next operation; the same seed gives the same sequence.
+func pickOp(r *rand.Rand, ops []string) string {
+	total := 0
+	for _, o := range ops {
+		total += opWeight[o]
+	}
+	n := r.IntN(total)
+	for _, o := range ops {
+		if n < opWeight[o] {
+			return o
+		}
+		n -= opWeight[o]
+	}
+	return ops[len(ops)-1]
+}
+
+// Run issues operations until ctx ends. An operation cut short by ctx is
+// recorded as info: it may still complete.
+func (a *Admin) Run(ctx context.Context) error {
+	w, err := a.open("admin")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	conn, _, err := zk.Connect(a.cfg.ZKServers, a.cfg.SessionTimeout, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return fmt.Errorf("admin workload: connect zookeeper: %w", err)
+	}
+	defer conn.Close()
+	op := &adminOp{cfg: a.cfg, conn: conn, w: w, rng: rand.New(rand.NewPCG(a.cfg.Seed, 0xad317))}
+	for {
+		gap := a.cfg.Interval/2 + time.Duration(op.rng.Int64N(int64(a.cfg.Interval)+1))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(gap):
+		}
+		f := pickOp(op.rng, a.ops)
+		switch f {
+		case history.FReassign:
+			op.reassign(ctx)
+		case history.FPreferredElection:
+			op.preferred(ctx)
+		case history.FCreateTopic:
+			op.createTopic(ctx)
+		case history.FControlledShutdown:
+			op.controlledShutdown(ctx)
+		}
+	}
+}
+
+type adminOp struct {
+	cfg    AdminConfig
+	conn   *zk.Conn
+	w      *history.Writer
+	rng    *rand.Rand
+	proc   int // bumped after an info: that process may still have an op in flight
+	topics int // topics created so far, for their names
+}
+
+func (o *adminOp) record(typ history.OpType, op history.ClientOp) {
+	op.Type, op.Process = typ, o.proc
+	o.w.Write(history.Event{Kind: history.KindOp, Op: &op})
+	o.w.Sync()
+	if typ == history.OpInfo {
+		o.proc++
+	}
+}
+
+// zkCall runs fn with a deadline: go-zookeeper calls have none, and a
+// ZooKeeper in trouble must not stall the workload past its operation.
+func zkCall[T any](ctx context.Context, within time.Duration, fn func() (T, error)) (T, error) {
+	type res struct {
+		v   T
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, err := fn()
+		ch <- res{v, err}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+func (o *adminOp) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	type gs struct {
+		b  []byte
+		st *zk.Stat
+	}
+	r, err := zkCall(ctx, 5*time.Second, func() (gs, error) {
+		b, st, err := o.conn.Get(p)
+		return gs{b, st}, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return r.b, r.st, nil
+}
+
+func (o *adminOp) exists(ctx context.Context, p string) (bool, error) {
+	return zkCall(ctx, 5*time.Second, func() (bool, error) {
+		ok, _, err := o.conn.Exists(p)
+		return ok, err
+	})
+}
+
+func (o *adminOp) create(ctx context.Context, p string, data []byte) error {
+	_, err := zkCall(ctx, 5*time.Second, func() (string, error) {
+		return o.conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
+	})
+	return err
+}
+
+// createCertainlyFailed reports whether a create that returned err certainly
+// did not happen: ZooKeeper answered with a refusal. A timeout or a lost
+// connection leaves the create's fate unknown.
+func createCertainlyFailed(err error) bool {
+	return errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadArguments) || errors.Is(err, zk.ErrNoAuth)
+}
+
+// assignment is /brokers/topics/<t>'s partition → replicas.
+func (o *adminOp) assignment(ctx context.Context, topic string) (map[int32][]int, error) {
+	p := adminTopicsPath + "/" + topic
+	b, _, err := o.get(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAssignment(p, b)
+}
+
+func decodeAssignment(p string, b []byte) (map[int32][]int, error) {
+	var v struct {
+		Partitions map[string][]int `json:"partitions"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("malformed %s %q: %w", p, b, err)
+	}
+	out := map[int32][]int{}
+	for k, r := range v.Partitions {
+		n, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("malformed %s: partition %q", p, k)
+		}
+		out[int32(n)] = r
+	}
+	return out, nil
+}
+
+// partState is the part of a partition state znode the workload reports.
+type partState struct {
+	Leader      int   `json:"leader"`
+	LeaderEpoch int   `json:"leader_epoch"`
+	ISR         []int `json:"isr"`
+}
+
+func (o *adminOp) state(ctx context.Context, topic string, p int32) (partState, error) {
+	path := fmt.Sprintf("%s/%s/partitions/%d/state", adminTopicsPath, topic, p)
+	var s partState
+	b, _, err := o.get(ctx, path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("malformed %s %q: %w", path, b, err)
+	}
+	return s, nil
+}
+
+// waitFor polls done until it reports true, the operation times out or ctx
+// ends; it returns the last detail done gave and whether it finished.
+func (o *adminOp) waitFor(ctx context.Context, done func() (bool, string)) (bool, string) {
+	deadline := time.Now().Add(o.cfg.OpTimeout)
+	last := ""
+	for {
+		ok, detail := done()
+		if detail != "" {
+			last = detail
+		}
+		if ok {
+			return true, last
+		}
+		if time.Now().After(deadline) {
+			return false, last
+		}
+		select {
+		case <-ctx.Done():
+			return false, last
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func joinInts(rs []int) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = strconv.Itoa(r)
+	}
+	return strings.Join(s, ",")
+}
+
+// rotate moves the first replica to the end: a reassignment with the same
+// replicas (no data to move) and a different preferred leader.
+func rotate(rs []int) []int { return append(slices.Clone(rs[1:]), rs[0]) }
+
+// unfinished records info for an operation that did not complete in time.
+func (o *adminOp) unfinished(ctx context.Context, inv history.ClientOp, what, detail string) {
+	inv.Error = fmt.Sprintf("%s not completed within %s", what, o.cfg.OpTimeout)
+	if ctx.Err() != nil {
+		inv.Error = what + " not completed when the workload ended"
+	}
+	if detail != "" {
+		inv.Error += ": " + detail
+	}
+	o.record(history.OpInfo, inv)
+}
+
+// createFailed records the outcome of an admin znode create that failed.
+func (o *adminOp) createFailed(inv history.ClientOp, p string, err error) {
+	inv.Error = fmt.Sprintf("create %s: %v", p, err)
+	if createCertainlyFailed(err) {
+		o.record(history.OpFail, inv)
+		return
+	}
+	o.record(history.OpInfo, inv)
+}
+
+// reassign writes /admin/reassign_partitions for one partition of the
+// workload topic with its replicas rotated; ok once the controller deleted
+// the znode and the topic's assignment shows the new replicas.
+func (o *adminOp) reassign(ctx context.Context) {
+	tp := int32(o.rng.IntN(int(o.cfg.Partitions)))
+	as, err := o.assignment(ctx, o.cfg.Topic)
+	if err != nil || len(as[tp]) < 2 {
+		return // nothing to reassign: no operation is invoked
+	}
+	target := rotate(as[tp])
+	inv := history.ClientOp{F: history.FReassign, Topic: o.cfg.Topic, Partition: tp, Value: joinInts(target)}
+	o.record(history.OpInvoke, inv)
+	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp, "replicas": target}}})
+	if err := o.create(ctx, adminReassignPath, body); err != nil {
+		o.createFailed(inv, adminReassignPath, err)
+		return
+	}
+	ok, detail := o.waitFor(ctx, func() (bool, string) {
+		pending, err := o.exists(ctx, adminReassignPath)
+		if err != nil {
+			return false, err.Error()
+		}
+		if pending {
+			return false, adminReassignPath + " still present"
+		}
+		now, err := o.assignment(ctx, o.cfg.Topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		if !slices.Equal(now[tp], target) {
+			return false, fmt.Sprintf("%s deleted but replicas are %s", adminReassignPath, joinInts(now[tp]))
+		}
+		st, err := o.state(ctx, o.cfg.Topic, tp)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, fmt.Sprintf("replicas %s, leader %d, leader epoch %d, isr %s", joinInts(target), st.Leader, st.LeaderEpoch, joinInts(st.ISR))
+	})
+	if !ok {
+		o.unfinished(ctx, inv, "reassignment", detail)
+		return
+	}
+	inv.Value = detail
+	o.record(history.OpOK, inv)
+}
+
+// preferred writes /admin/preferred_replica_election for one partition; ok
+// once the controller deleted the znode (the election ran; the leader moves
+// only if the preferred replica is alive and in the ISR).
+func (o *adminOp) preferred(ctx context.Context) {
+	tp := int32(o.rng.IntN(int(o.cfg.Partitions)))
+	inv := history.ClientOp{F: history.FPreferredElection, Topic: o.cfg.Topic, Partition: tp}
+	o.record(history.OpInvoke, inv)
+	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp}}})
+	if err := o.create(ctx, adminPreferredPath, body); err != nil {
+		o.createFailed(inv, adminPreferredPath, err)
+		return
+	}
+	ok, detail := o.waitFor(ctx, func() (bool, string) {
+		pending, err := o.exists(ctx, adminPreferredPath)
+		if err != nil {
+			return false, err.Error()
+		}
+		if pending {
+			return false, adminPreferredPath + " still present"
+		}
+		as, err := o.assignment(ctx, o.cfg.Topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		st, err := o.state(ctx, o.cfg.Topic, tp)
+		if err != nil {
+			return false, err.Error()
+		}
+		pref := -1
+		if len(as[tp]) > 0 {
+			pref = as[tp][0]
+		}
+		return true, fmt.Sprintf("leader %d (preferred %d), leader epoch %d, isr %s", st.Leader, pref, st.LeaderEpoch, joinInts(st.ISR))
+	})
+	if !ok {
+		o.unfinished(ctx, inv, "preferred election", detail)
+		return
+	}
+	inv.Value = detail
+	o.record(history.OpOK, inv)
+}
+
+// createTopic writes /brokers/topics/<topic>-admin-<n> with one partition on
+// up to three brokers; ok once its state znode names a leader.
+func (o *adminOp) createTopic(ctx context.Context) {
+	o.topics++
+	name := fmt.Sprintf("%s-admin-%d", o.cfg.Topic, o.topics)
+	brokers := slices.Clone(o.cfg.Brokers)
+	sort.Ints(brokers)
+	start := o.rng.IntN(len(brokers))
+	rf := min(3, len(brokers))
+	var replicas []int
+	for i := 0; i < rf; i++ {
+		replicas = append(replicas, brokers[(start+i)%len(brokers)])
+	}
+	inv := history.ClientOp{F: history.FCreateTopic, Topic: name, Value: "0:" + joinInts(replicas)}
+	o.record(history.OpInvoke, inv)
+	body, _ := json.Marshal(map[string]any{"version": 2, "partitions": map[string][]int{"0": replicas}})
+	p := adminTopicsPath + "/" + name
+	if err := o.create(ctx, p, body); err != nil {
+		o.createFailed(inv, p, err)
+		return
+	}
+	ok, detail := o.waitFor(ctx, func() (bool, string) {
+		st, err := o.state(ctx, name, 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		if st.Leader < 0 {
+			return false, fmt.Sprintf("partition 0 has no leader (leader epoch %d)", st.LeaderEpoch)
+		}
+		return true, fmt.Sprintf("leader %d, leader epoch %d, isr %s", st.Leader, st.LeaderEpoch, joinInts(st.ISR))
+	})
+	if !ok {
+		o.unfinished(ctx, inv, "topic creation", detail)
+		return
+	}
+	inv.Value = detail
+	o.record(history.OpOK, inv)
+}
+
+// controlledShutdown stops a broker with SIGTERM (its controlled shutdown)
+// and starts it again. ok once, after the process exited, no partition of the
+// workload topic is led by it unless it was that partition's only ISR
+// member, and it registered again with a new broker epoch (czxid). Whether
+// the controller accepted the ControlledShutdown request itself is in the
+// node's event log (controlled_shutdown), for checkers.
+func (o *adminOp) controlledShutdown(ctx context.Context) {
+	id := o.cfg.Brokers[o.rng.IntN(len(o.cfg.Brokers))]
+	reg := adminBrokerIDsPath + "/" + strconv.Itoa(id)
+	inv := history.ClientOp{F: history.FControlledShutdown, Broker: int32(id), Topic: o.cfg.Topic, Partition: -1}
+	_, before, err := o.get(ctx, reg)
+	if err != nil {
+		return // not registered now (down or restarting): nothing to shut down
+	}
+	o.record(history.OpInvoke, inv)
+	if err := o.cfg.StopBroker(ctx, id); err != nil {
+		inv.Error = fmt.Sprintf("stop broker %d: %v", id, err)
+		o.record(history.OpInfo, inv)
+		return
+	}
+	moved, detail := o.waitFor(ctx, func() (bool, string) {
+		var still []string
+		for p := int32(0); p < o.cfg.Partitions; p++ {
+			st, err := o.state(ctx, o.cfg.Topic, p)
+			if err != nil {
+				return false, err.Error()
+			}
+			if st.Leader == id && !slices.Equal(st.ISR, []int{id}) {
+				still = append(still, fmt.Sprintf("%s-%d", o.cfg.Topic, p))
+			}
+		}
+		if len(still) > 0 {
+			return false, fmt.Sprintf("broker %d exited and still leads %s", id, strings.Join(still, ", "))
+		}
+		return true, ""
+	})
+	// Start it again whatever happened: the workload must not leave a
+	// broker down.
+	if err := o.cfg.StartBroker(context.WithoutCancel(ctx), id); err != nil {
+		inv.Error = fmt.Sprintf("start broker %d again: %v", id, err)
+		o.record(history.OpInfo, inv)
+		return
+	}
+	if !moved {
+		o.unfinished(ctx, inv, "leadership move", detail)
+		return
+	}
+	back, detail := o.waitFor(ctx, func() (bool, string) {
+		_, st, err := o.get(ctx, reg)
+		if err != nil {
+			return false, err.Error()
+		}
+		if st.Czxid == before.Czxid {
+			return false, fmt.Sprintf("%s still has the old broker epoch %d", reg, before.Czxid)
+		}
+		return true, fmt.Sprintf("broker %d registered again: broker epoch %d → %d", id, before.Czxid, st.Czxid)
+	})
+	if !back {
+		o.unfinished(ctx, inv, "re-registration", detail)
+		return
+	}
+	inv.Value = detail
+	o.record(history.OpOK, inv)
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}

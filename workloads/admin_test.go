@@ -1,0 +1,251 @@
+package workloads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/clustertest"
+)
+
+func TestNewAdminRejectsBadConfig(t *testing.T) {
+	good := AdminConfig{ZKServers: []string{"zk:2181"}, Topic: "t", Partitions: 1, Brokers: []int{1}}
+	stop := func(context.Context, int) error { return nil }
+	tests := []struct {
+		name string
+		mod  func(*AdminConfig)
+		want string // "" means accepted
+	}{
+		{"good", func(*AdminConfig) {}, ""},
+		{"no zk", func(c *AdminConfig) { c.ZKServers = nil }, "required"},
+		{"no brokers", func(c *AdminConfig) { c.Brokers = nil }, "required"},
+		{"unknown op", func(c *AdminConfig) { c.Ops = []string{"delete-topic"} }, `unknown operation "delete-topic"`},
+		{"shutdown without hooks", func(c *AdminConfig) { c.Ops = []string{history.FControlledShutdown} }, "needs StopBroker"},
+		{"half hooks", func(c *AdminConfig) { c.StopBroker = stop }, "go together"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good
+			tt.mod(&c)
+			_, err := NewAdmin(c, nil)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("NewAdmin: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Without broker hooks the default op set leaves controlled shutdown out;
+// with them it is in.
+func TestAdminDefaultOps(t *testing.T) {
+	c := AdminConfig{ZKServers: []string{"zk:2181"}, Topic: "t", Partitions: 1, Brokers: []int{1}}
+	a, err := NewAdmin(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(a.ops, history.FControlledShutdown) {
+		t.Fatalf("ops %v include controlled-shutdown without hooks", a.ops)
+	}
+	hook := func(context.Context, int) error { return nil }
+	c.StopBroker, c.StartBroker = hook, hook
+	if a, _ = NewAdmin(c, nil); !slices.Equal(a.ops, AdminOps) {
+		t.Fatalf("ops %v, want %v", a.ops, AdminOps)
+	}
+}
+
+func TestPickOpIsSeededAndWeighted(t *testing.T) {
+	draw := func(seed uint64) []string {
+		r := rand.New(rand.NewPCG(seed, 0xad317))
+		var out []string
+		for range 400 {
+			out = append(out, pickOp(r, AdminOps))
+		}
+		return out
+	}
+	a, b := draw(7), draw(7)
+	if !slices.Equal(a, b) {
+		t.Fatal("the same seed drew different operations")
+	}
+	if slices.Equal(a, draw(8)) {
+		t.Fatal("different seeds drew the same 400 operations")
+	}
+	n := map[string]int{}
+	for _, o := range a {
+		n[o]++
+	}
+	// Weights 3:3:1:1 of 400: expected 150, 150, 50, 50.
+	if n[history.FReassign] < 100 || n[history.FPreferredElection] < 100 || n[history.FCreateTopic] > 90 || n[history.FControlledShutdown] > 90 || n[history.FCreateTopic] == 0 {
+		t.Fatalf("draw counts %v do not follow the weights", n)
+	}
+}
+
+func TestRotateAndDecodeAssignment(t *testing.T) {
+	if got := rotate([]int{1, 2, 3}); !slices.Equal(got, []int{2, 3, 1}) {
+		t.Fatalf("rotate = %v", got)
+	}
+	in := []int{1, 2}
+	rotate(in)
+	if !slices.Equal(in, []int{1, 2}) {
+		t.Fatal("rotate changed its argument")
+	}
+	as, err := decodeAssignment("/brokers/topics/t", []byte(`{"version":2,"partitions":{"0":[1,2,3],"1":[2,3,1]}}`))
+	if err != nil || !slices.Equal(as[1], []int{2, 3, 1}) || len(as) != 2 {
+		t.Fatalf("decode = %v, %v", as, err)
+	}
+	for _, bad := range []string{`{"partitions":{"x":[1]}}`, `{"partitions":{"-1":[1]}}`, `not json`} {
+		if _, err := decodeAssignment("/brokers/topics/t", []byte(bad)); err == nil || !strings.Contains(err.Error(), "/brokers/topics/t") {
+			t.Errorf("decode %s: %v, want an error naming the znode", bad, err)
+		}
+	}
+}
+
+func TestCreateCertainlyFailed(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{zk.ErrNodeExists, true},
+		{fmt.Errorf("wrapped: %w", zk.ErrNoNode), true},
+		{zk.ErrConnectionClosed, false},
+		{context.DeadlineExceeded, false},
+	}
+	for _, tt := range tests {
+		if got := createCertainlyFailed(tt.err); got != tt.want {
+			t.Errorf("createCertainlyFailed(%v) = %v", tt.err, got)
+		}
+	}
+}
+
+// Against a real ensemble and three node programs with every fix on, every
+// admin operation the workload invokes is completed by the controller (ok),
+// each kind at least once, and the history it writes is valid.
+func TestAdminOpsCompleteOnRealCluster(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 1}})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	bin, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode-admintest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const topic, parts = "chaos", 3
+	args := func(id int) []string {
+		return []string{
+			"--id=" + strconv.Itoa(id), "--zk=" + strings.Join(c.ZKConnect(), ","), "--zk-session-timeout=6s",
+			fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
+			fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
+			fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
+			"--data-dir=" + cluster.NodeDir + "/data",
+			fmt.Sprintf("--event-log=%s/n%d.jsonl", cluster.NodeHistoryDir, id),
+		}
+	}
+	for id := 1; id <= 3; id++ {
+		if _, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: args(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := clustertest.Connect(t, c.ZKConnect(), 10*time.Second, nil)
+	clustertest.WaitConnected(t, conn, 30*time.Second)
+	waitZK(t, 30*time.Second, "three registered brokers", func() bool {
+		kids, _, err := conn.Children("/brokers/ids")
+		return err == nil && len(kids) == 3
+	})
+	as, _ := json.Marshal(map[string]any{"version": 2, "partitions": map[string][]int{"0": {1, 2, 3}, "1": {2, 3, 1}, "2": {3, 1, 2}}})
+	if _, err := conn.Create("/brokers/topics/"+topic, as, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	waitZK(t, 60*time.Second, "partition leaders", func() bool {
+		for p := 0; p < parts; p++ {
+			b, _, err := conn.Get(fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, p))
+			var s partState
+			if err != nil || json.Unmarshal(b, &s) != nil || s.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	hdir := filepath.Join(c.RunDir, "history")
+	stop := func(ctx context.Context, id int) error {
+		n := c.Node(id)
+		if err := n.Container.Signal(ctx, "SIGTERM"); err != nil {
+			return err
+		}
+		return n.Container.WaitExited(ctx)
+	}
+	start := func(ctx context.Context, id int) error { return c.Node(id).Container.Start(ctx) }
+	a, err := NewAdmin(AdminConfig{
+		ZKServers: c.ZKConnect(), Topic: topic, Partitions: parts, Brokers: []int{1, 2, 3},
+		Interval: 300 * time.Millisecond, OpTimeout: 20 * time.Second, Seed: 3,
+		StopBroker: stop, StartBroker: start,
+	}, func(name string) (*history.Writer, error) {
+		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 40*time.Second)
+	defer rcancel()
+	if err := a.Run(rctx); err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := os.Open(filepath.Join(hdir, "admin.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, _, err := history.Decode(f, "admin.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &history.History{Events: evs}
+	ops, orphans := history.Operations(h)
+	if len(orphans) > 0 {
+		t.Fatalf("completions without invoke at %v", orphans)
+	}
+	okBy := map[string]int{}
+	for i, op := range ops {
+		o := op.Op()
+		last := i == len(ops)-1 // may have been cut short by the end of the run
+		switch {
+		case op.Outcome() == history.OpOK:
+			okBy[o.F]++
+			t.Logf("%s %s-%d broker %d: %s", o.F, o.Topic, o.Partition, o.Broker, op.Complete.Op.Value)
+		case last && op.Outcome() == history.OpInfo && strings.Contains(op.Complete.Op.Error, "workload ended"):
+		default:
+			msg := ""
+			if op.Complete != nil {
+				msg = op.Complete.Op.Error
+			}
+			t.Errorf("%s %s-%d broker %d: %s %s", o.F, o.Topic, o.Partition, o.Broker, op.Outcome(), msg)
+		}
+	}
+	for _, f := range AdminOps {
+		if okBy[f] == 0 {
+			t.Errorf("no %s completed (ok counts %v)", f, okBy)
+		}
+	}
+}
+
+func waitZK(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
