@@ -257,7 +257,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	// --- workload and nemesis, side by side for TimeLimit
 	rec := nemesis.NewFileRecorder(filepath.Join(hdir, "nemesis.jsonl"))
 	defer rec.Close()
-	nem := nemesis.New(w, rec)
+	nem := nemesis.New(newFailpointWorld(w, c, abs, cfg), rec)
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
 	driver := cfg.Driver
 	if driver == nil {

@@ -229,7 +229,7 @@ func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
 // A schedule of failpoint steps, saved and loaded again, arms the same
 // windows with the same actions on the same roles at the same offsets.
 func TestFailpointScheduleReplays(t *testing.T) {
-	s := Plan(42, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})
+	s := Plan(42, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})
 	if len(s.Steps) < 4 {
 		t.Fatalf("plan has %d steps", len(s.Steps))
 	}
@@ -264,7 +264,7 @@ func TestFailpointScheduleReplays(t *testing.T) {
 	if len(first) != len(s.Steps) || !slices.Equal(first, second) {
 		t.Fatalf("replay armed %q, the run armed %q", second, first)
 	}
-	if other := arms(Plan(43, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
+	if other := arms(Plan(43, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
 		t.Fatal("another seed armed exactly the same failpoints")
 	}
 	t.Logf("seed 42 arms: %q", first)
@@ -292,7 +292,7 @@ func (plainWorld) PartitionLeader(context.Context, string, int32) (int, error) {
 // Guided schedules aim their failpoint steps at the least-reached windows,
 // leave other steps alone and stay seeded.
 func TestGuideFailpoints(t *testing.T) {
-	s := Plan(7, 5*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault, PauseController})
+	s := Plan(7, Topology{Nodes: 3, ZKServers: 3}, 5*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault, PauseController})
 	reached := map[string]int{}
 	for _, w := range FailpointWindowNames() {
 		reached[w] = 3
@@ -323,7 +323,7 @@ func TestGuideFailpoints(t *testing.T) {
 		t.Fatal("guiding the same schedule twice gave two schedules")
 	}
 	// With every window reached equally, steps spread over all of them.
-	even := GuideFailpoints(Plan(8, 30*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault}), nil)
+	even := GuideFailpoints(Plan(8, Topology{Nodes: 3, ZKServers: 3}, 30*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault}), nil)
 	seen := map[string]bool{}
 	for _, st := range even.Steps {
 		seen[PlanFailpoint(st.Pick).Window.Name] = true

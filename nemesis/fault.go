@@ -107,6 +107,9 @@ var faults = []Fault{
 		}
 		return n.Heal, nil
 	})},
+	{FailpointFault, FailpointDoc, needNodes(2), func(ctx context.Context, n *Nemesis, _ FaultKind, pick int) (Heal, error) {
+		return n.InjectFailpoint(ctx, pick)
+	}},
 }
 
 // injector starts a fault of kind k; pick chooses among candidates.
