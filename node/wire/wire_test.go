@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"io"
 	"net"
 	"sync"
@@ -130,7 +131,7 @@ func TestUnsupportedRequestsNeverHang(t *testing.T) {
 	}
 	av := kmsg.NewPtrApiVersionsResponse()
 	av.SetVersion(0)
-	if err := av.ReadFrom(resp[4:]); err != nil || av.ErrorCode != ErrUnsupportedVersion {
+	if err := av.ReadFrom(resp[4:]); err != nil || av.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("ApiVersions v99 answer: %+v %v", av, err)
 	}
 
