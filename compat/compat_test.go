@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -102,11 +103,15 @@ func setup(t *testing.T) *env {
 			}
 		}
 	})
-	for _, name := range topics {
+	all := topics
+	if os.Getenv("ZKCHAOS_COMPAT_BENCH") != "" {
+		all = append(all, "bulk-kcat", "bulk-py")
+	}
+	for _, name := range all {
 		e.createTopic(name)
 	}
-	for _, name := range topics {
-		e.waitLeader(name, 60*time.Second)
+	for _, name := range all {
+		e.waitLeader(t, name, 60*time.Second)
 	}
 	return e
 }
@@ -151,8 +156,8 @@ func (e *env) metadata(topic string) (*kmsg.MetadataResponse, error) {
 
 // waitLeader waits until the nodes agree that topic's partition 0 has a
 // live leader and its ISR holds all three replicas; it returns the leader.
-func (e *env) waitLeader(topic string, within time.Duration) int32 {
-	e.t.Helper()
+func (e *env) waitLeader(t *testing.T, topic string, within time.Duration) int32 {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		r, err := e.metadata(topic)
@@ -163,7 +168,7 @@ func (e *env) waitLeader(topic string, within time.Duration) int32 {
 			}
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("topic %s: no leader with a full ISR within %s (last: %+v, %v)", topic, within, r, err)
+			t.Fatalf("topic %s: no leader with a full ISR within %s (last: %+v, %v)", topic, within, r, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -191,11 +196,11 @@ func tail(s string, n int) string {
 }
 
 // kcatRun runs kcat against the cluster.
-func (e *env) kcatRun(stdin string, args ...string) string {
-	e.t.Helper()
-	out, err := e.run(2*time.Minute, stdin, e.kcat, append([]string{"-b", e.bootstrap}, args...)...)
+func (e *env) kcatRun(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := e.run(time.Minute, stdin, e.kcat, append([]string{"-b", e.bootstrap}, args...)...)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out
 }
@@ -213,33 +218,33 @@ type pyResult struct {
 	Errors     []string   `json:"errors_seen"`
 }
 
-func (e *env) py(action string, kv ...string) pyResult {
-	e.t.Helper()
+func (e *env) py(t *testing.T, action string, kv ...string) pyResult {
+	t.Helper()
 	script, err := filepath.Abs("testdata/client.py")
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	args := append([]string{script, action, "bootstrap=" + e.bootstrap}, kv...)
-	out, err := e.run(3*time.Minute, "", e.python, args...)
+	out, err := e.run(2*time.Minute, "", e.python, args...)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	var r pyResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		e.t.Fatalf("kafka-python %s: %v in %q", action, err, out)
+		t.Fatalf("kafka-python %s: %v in %q", action, err, out)
 	}
 	return r
 }
 
 // kcatRecords reads topic's partition 0 from offset with kcat; count < 0
 // reads to the end.
-func (e *env) kcatRecords(topic string, offset int64, count int) map[int64]string {
-	e.t.Helper()
+func (e *env) kcatRecords(t *testing.T, topic string, offset int64, count int) map[int64]string {
+	t.Helper()
 	args := []string{"-C", "-t", topic, "-p", "0", "-o", strconv.FormatInt(offset, 10), "-e", "-q", "-f", "%o %s\n"}
 	if count >= 0 {
 		args = append(args, "-c", strconv.Itoa(count))
 	}
-	out := e.kcatRun("", args...)
+	out := e.kcatRun(t, "", args...)
 	recs := map[int64]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
@@ -248,7 +253,7 @@ func (e *env) kcatRecords(topic string, offset int64, count int) map[int64]strin
 		off, val, ok := strings.Cut(line, " ")
 		o, err := strconv.ParseInt(off, 10, 64)
 		if !ok || err != nil {
-			e.t.Fatalf("kcat consumer line %q", line)
+			t.Fatalf("kcat consumer line %q", line)
 		}
 		recs[o] = val
 	}
@@ -315,14 +320,14 @@ func TestClients(t *testing.T) {
 				} `json:"partitions"`
 			} `json:"topics"`
 		}
-		if err := json.Unmarshal([]byte(e.kcatRun("", "-L", "-J", "-t", "kcat-acks")), &md); err != nil {
+		if err := json.Unmarshal([]byte(e.kcatRun(t, "", "-L", "-J", "-t", "kcat-acks")), &md); err != nil {
 			t.Fatalf("kcat -L -J: %v", err)
 		}
 		if len(md.Brokers) != 3 || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 ||
 			md.Topics[0].Partitions[0].Leader < 1 || len(md.Topics[0].Partitions[0].ISRs) != 3 {
 			t.Errorf("kcat metadata: %+v", md)
 		}
-		r := e.py("metadata", "topic=py-acks")
+		r := e.py(t, "metadata", "topic=py-acks")
 		if !slices.Equal(r.Partitions, []int32{0}) || !slices.Equal(r.Brokers, []int32{1, 2, 3}) {
 			t.Errorf("kafka-python metadata: partitions %v brokers %v", r.Partitions, r.Brokers)
 		}
@@ -338,9 +343,9 @@ func TestClients(t *testing.T) {
 		var kcatVals, pyVals []string
 		for _, acks := range []string{"0", "1", "all"} {
 			vs := values("kcat-acks"+acks, 50)
-			e.kcatRun(strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-acks", "-p", "0", "-X", "acks="+acks)
+			e.kcatRun(t, strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-acks", "-p", "0", "-X", "acks="+acks)
 			kcatVals = append(kcatVals, vs...)
-			r := e.py("produce", "topic=py-acks", "acks="+acks, "count=50", "prefix=py-acks"+acks)
+			r := e.py(t, "produce", "topic=py-acks", "acks="+acks, "count=50", "prefix=py-acks"+acks)
 			if len(r.Failed) > 0 {
 				t.Errorf("kafka-python acks=%s: failed %v", acks, r.Failed)
 			}
@@ -349,18 +354,18 @@ func TestClients(t *testing.T) {
 			}
 			pyVals = append(pyVals, values("py-acks"+acks, 50)...)
 		}
-		expectOnce(t, "kcat", e.kcatRecords("kcat-acks", 0, -1), kcatVals)
-		expectOnce(t, "kafka-python", pyRecords(e.py("consume", "topic=py-acks")), pyVals)
+		expectOnce(t, "kcat", e.kcatRecords(t, "kcat-acks", 0, -1), kcatVals)
+		expectOnce(t, "kafka-python", pyRecords(e.py(t, "consume", "topic=py-acks")), pyVals)
 	})
 
 	t.Run("fetch-from-offset", func(t *testing.T) {
-		all := e.kcatRecords("kcat-acks", 0, -1)
+		all := e.kcatRecords(t, "kcat-acks", 0, -1)
 		if len(all) < 20 {
 			t.Fatalf("kcat-acks holds %d records; produce-acks must run first", len(all))
 		}
 		for name, got := range map[string]map[int64]string{
-			"kcat":         e.kcatRecords("kcat-acks", 10, 5),
-			"kafka-python": pyRecords(e.py("consume", "topic=kcat-acks", "offset=10", "count=5")),
+			"kcat":         e.kcatRecords(t, "kcat-acks", 10, 5),
+			"kafka-python": pyRecords(e.py(t, "consume", "topic=kcat-acks", "offset=10", "count=5")),
 		} {
 			if len(got) != 5 {
 				t.Errorf("%s from offset 10: %d records %v, want 5", name, len(got), got)
@@ -374,16 +379,16 @@ func TestClients(t *testing.T) {
 	})
 
 	t.Run("list-offsets", func(t *testing.T) {
-		n := int64(len(e.kcatRecords("kcat-acks", 0, -1)))
+		n := int64(len(e.kcatRecords(t, "kcat-acks", 0, -1)))
 		for ts, want := range map[string]int64{"-2": 0, "-1": n} {
-			out := strings.TrimSpace(e.kcatRun("", "-Q", "-t", "kcat-acks:0:"+ts))
+			out := strings.TrimSpace(e.kcatRun(t, "", "-Q", "-t", "kcat-acks:0:"+ts))
 			// kcat -Q prints "<topic> [<partition>] offset <offset>".
 			f := strings.Fields(out)
 			if len(f) < 4 || f[len(f)-1] != strconv.FormatInt(want, 10) {
 				t.Errorf("kcat -Q %s: %q, want offset %d", ts, out, want)
 			}
 		}
-		r := e.py("offsets", "topic=kcat-acks")
+		r := e.py(t, "offsets", "topic=kcat-acks")
 		if r.Earliest != 0 || r.Latest != n {
 			t.Errorf("kafka-python offsets: earliest %d latest %d, want 0 and %d", r.Earliest, r.Latest, n)
 		}
@@ -391,8 +396,8 @@ func TestClients(t *testing.T) {
 
 	t.Run("idempotent-kcat", func(t *testing.T) {
 		vs := values("idem", 2000)
-		e.kcatRun(strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-idem", "-p", "0", "-X", "enable.idempotence=true")
-		recs := e.kcatRecords("kcat-idem", 0, -1)
+		e.kcatRun(t, strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-idem", "-p", "0", "-X", "enable.idempotence=true")
+		recs := e.kcatRecords(t, "kcat-idem", 0, -1)
 		if len(recs) != len(vs) {
 			t.Errorf("kcat idempotent: %d records, want %d", len(recs), len(vs))
 		}
@@ -426,12 +431,16 @@ func TestClients(t *testing.T) {
 				t.Fatalf("record %q produced without a producer id: idempotence was not used", r.Value)
 			}
 		}
-		got := e.kcatRecords("kgo-idem", 0, -1)
+		got := e.kcatRecords(t, "kgo-idem", 0, -1)
 		expectOnce(t, "kgo idempotent", got, vs)
 	})
 
+	if os.Getenv("ZKCHAOS_COMPAT_BENCH") != "" {
+		t.Run("bulk", e.bulk)
+	}
+
 	t.Run("leader-change", func(t *testing.T) {
-		before := e.waitLeader("move", 30*time.Second)
+		before := e.waitLeader(t, "move", 30*time.Second)
 		md, err := e.metadata("move")
 		if err != nil {
 			t.Fatal(err)
@@ -513,7 +522,7 @@ func TestClients(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kcat after the leader change: %v (%s)", err, out)
 		}
-		recs := e.kcatRecords("move", 0, -1)
+		recs := e.kcatRecords(t, "move", 0, -1)
 		// kafka-python 2.0.2 has no idempotent producer: a retry after an
 		// answer it did not get may write a record twice, as against any
 		// Kafka broker (at least once). kcat's idempotent records: once.
@@ -535,4 +544,64 @@ func oneBatch(v string) []byte {
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return out
+}
+
+// bulk is the measurement BENCHMARKS.md reports (ZKCHAOS_COMPAT_BENCH=1):
+// an idempotent kcat producer and kafka-python each write 10,000 acks=all
+// records while the controller fails over (its /controller znode deleted,
+// as operators force a re-election), then every acknowledged record is
+// read back.
+func (e *env) bulk(t *testing.T) {
+	const n = 10000
+	for _, c := range []struct {
+		client, topic string
+		produce       func(vs []string) (acked int, err error)
+	}{
+		{"kcat (librdkafka 2.0.2), enable.idempotence=true", "bulk-kcat", func(vs []string) (int, error) {
+			_, err := e.run(5*time.Minute, strings.Join(vs, "\n")+"\n", e.kcat, "-b", e.bootstrap, "-P", "-t", "bulk-kcat", "-p", "0",
+				"-X", "enable.idempotence=true", "-X", "linger.ms=5")
+			if err != nil {
+				return 0, err
+			}
+			return len(vs), nil // kcat exits non-zero if any record was not acknowledged
+		}},
+		{"kafka-python 2.0.2, acks=all", "bulk-py", func(vs []string) (int, error) {
+			r := e.py(t, "produce", "topic=bulk-py", "acks=all", "count=10000", "prefix=bulk-py", "linger=5")
+			if len(r.Failed) > 0 {
+				return len(r.Acked), fmt.Errorf("%d records failed, first %v", len(r.Failed), r.Failed[0])
+			}
+			return len(r.Acked), nil
+		}},
+	} {
+		prefix := "bulk-kcat"
+		if c.topic == "bulk-py" {
+			prefix = "bulk-py"
+		}
+		vs := values(prefix, n)
+		before, _ := e.metadata(c.topic)
+		go func() {
+			time.Sleep(time.Second)
+			if err := e.zk.Delete("/controller", -1); err != nil {
+				t.Logf("delete /controller: %v", err)
+			}
+		}()
+		start := time.Now()
+		acked, err := c.produce(vs)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("%s: %v", c.client, err)
+		}
+		after, _ := e.metadata(c.topic)
+		rstart := time.Now()
+		recs := e.kcatRecords(t, c.topic, 0, -1)
+		rtook := time.Since(rstart)
+		if c.topic == "bulk-py" {
+			expectAtLeastOnce(t, c.client, recs, vs[:acked]) // no idempotence in kafka-python 2.0.2
+		} else {
+			expectOnce(t, c.client, recs, vs[:acked])
+		}
+		t.Logf("%s: %d/%d acks=all records acknowledged in %s (%.0f records/s), controller n%d -> n%d; read back %d records (%d distinct acknowledged values present) in %s",
+			c.client, acked, n, took.Round(time.Millisecond), float64(acked)/took.Seconds(), before.ControllerID, after.ControllerID,
+			len(recs), acked, rtook.Round(time.Millisecond))
+	}
 }
