@@ -209,7 +209,6 @@ func TestInitProducerIDTransactionalRefused(t *testing.T) {
 	}
 }
 
-
 func listOffset(m *Manager, replica int32, ts int64) kmsg.ListOffsetsResponseTopicPartition {
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.SetVersion(5)
