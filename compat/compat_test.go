@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,11 +175,47 @@ func (e *env) waitLeader(t *testing.T, topic string, within time.Duration) int32
 	}
 }
 
+// controller waits for /controller and returns its broker id.
+func (e *env) controller(t *testing.T) int32 {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e.zk.Sync(zkdata.ControllerPath)
+		if d, _, err := e.zk.Get(zkdata.ControllerPath); err == nil {
+			if id, err := zkdata.DecodeController(d); err == nil {
+				return id
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no controller within 30s")
+			return -1
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *env) controllerEpoch(t *testing.T) int64 {
+	e.zk.Sync(zkdata.ControllerEpochPath)
+	d, _, err := e.zk.Get(zkdata.ControllerEpochPath)
+	if err != nil {
+		t.Errorf("read %s: %v", zkdata.ControllerEpochPath, err)
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(d)), 10, 64)
+	if err != nil {
+		t.Errorf("%s %q: %v", zkdata.ControllerEpochPath, d, err)
+	}
+	return n
+}
+
 func (e *env) run(timeout time.Duration, stdin string, name string, args ...string) (string, error) {
+	return e.runIn(timeout, strings.NewReader(stdin), name, args...)
+}
+
+func (e *env) runIn(timeout time.Duration, stdin io.Reader, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -441,11 +478,6 @@ func TestClients(t *testing.T) {
 
 	t.Run("leader-change", func(t *testing.T) {
 		before := e.waitLeader(t, "move", 30*time.Second)
-		md, err := e.metadata("move")
-		if err != nil {
-			t.Fatal(err)
-		}
-		controller := md.ControllerID
 		type pyOut struct {
 			r   pyResult
 			err error
@@ -464,14 +496,24 @@ func TestClients(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		// The controller moves leadership off the leader, which stays up
 		// and answers produce requests with NOT_LEADER_OR_FOLLOWER.
-		req := kmsg.NewPtrControlledShutdownRequest()
-		req.SetVersion(1)
-		req.BrokerID = before
-		cl := wire.NewClient(e.c.Node(int(controller)).KafkaAddr(), "compat")
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := cl.Request(ctx, req)
-		cancel()
-		cl.Close()
+		var resp kmsg.Response
+		var err error
+		var controller int32
+		for try := 0; try < 20; try++ { // a controller elected just now may not have taken over yet
+			controller = e.controller(t)
+			req := kmsg.NewPtrControlledShutdownRequest()
+			req.SetVersion(1)
+			req.BrokerID = before
+			cl := wire.NewClient(e.c.Node(int(controller)).KafkaAddr(), "compat")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			resp, err = cl.Request(ctx, req)
+			cancel()
+			cl.Close()
+			if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != kerr.NotController.Code {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 		if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != 0 {
 			t.Fatalf("ControlledShutdown of n%d at controller n%d: %+v %v", before, controller, resp, err)
 		}
@@ -485,7 +527,7 @@ func TestClients(t *testing.T) {
 		if !slices.Contains(res.r.Errors, "NotLeaderForPartitionError") {
 			t.Errorf("kafka-python never met NOT_LEADER_OR_FOLLOWER from n%d (errors seen: %v)", before, res.r.Errors)
 		}
-		md, err = e.metadata("move")
+		md, err := e.metadata("move")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,8 +545,8 @@ func TestClients(t *testing.T) {
 		pp.Records = oneBatch("direct")
 		pt.Partitions = append(pt.Partitions, pp)
 		preq.Topics = append(preq.Topics, pt)
-		cl = wire.NewClient(e.c.Node(int(before)).KafkaAddr(), "compat")
-		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		cl := wire.NewClient(e.c.Node(int(before)).KafkaAddr(), "compat")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		presp, err := cl.Request(ctx, preq)
 		cancel()
 		cl.Close()
@@ -558,7 +600,16 @@ func (e *env) bulk(t *testing.T) {
 		produce       func(vs []string) (acked int, err error)
 	}{
 		{"kcat (librdkafka 2.0.2), enable.idempotence=true", "bulk-kcat", func(vs []string) (int, error) {
-			_, err := e.run(5*time.Minute, strings.Join(vs, "\n")+"\n", e.kcat, "-b", e.bootstrap, "-P", "-t", "bulk-kcat", "-p", "0",
+			// 200 lines every 100 ms: the production spans the failover.
+			pr, pw := io.Pipe()
+			go func() {
+				for i := 0; i < len(vs); i += 200 {
+					io.WriteString(pw, strings.Join(vs[i:min(i+200, len(vs))], "\n")+"\n")
+					time.Sleep(100 * time.Millisecond)
+				}
+				pw.Close()
+			}()
+			_, err := e.runIn(5*time.Minute, pr, e.kcat, "-b", e.bootstrap, "-P", "-t", "bulk-kcat", "-p", "0",
 				"-X", "enable.idempotence=true", "-X", "linger.ms=5")
 			if err != nil {
 				return 0, err
@@ -566,7 +617,7 @@ func (e *env) bulk(t *testing.T) {
 			return len(vs), nil // kcat exits non-zero if any record was not acknowledged
 		}},
 		{"kafka-python 2.0.2, acks=all", "bulk-py", func(vs []string) (int, error) {
-			r := e.py(t, "produce", "topic=bulk-py", "acks=all", "count=10000", "prefix=bulk-py", "linger=5")
+			r := e.py(t, "produce", "topic=bulk-py", "acks=all", "count=10000", "prefix=bulk-py", "linger=5", "gap=0.0005")
 			if len(r.Failed) > 0 {
 				return len(r.Acked), fmt.Errorf("%d records failed, first %v", len(r.Failed), r.Failed[0])
 			}
@@ -578,12 +629,14 @@ func (e *env) bulk(t *testing.T) {
 			prefix = "bulk-py"
 		}
 		vs := values(prefix, n)
-		before, _ := e.metadata(c.topic)
+		epochBefore := e.controllerEpoch(t)
+		failedOver := make(chan int32, 1)
 		go func() {
 			time.Sleep(time.Second)
-			if err := e.zk.Delete("/controller", -1); err != nil {
-				t.Logf("delete /controller: %v", err)
+			if err := e.zk.Delete(zkdata.ControllerPath, -1); err != nil {
+				t.Errorf("delete /controller: %v", err)
 			}
+			failedOver <- e.controller(t)
 		}()
 		start := time.Now()
 		acked, err := c.produce(vs)
@@ -591,7 +644,11 @@ func (e *env) bulk(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.client, err)
 		}
-		after, _ := e.metadata(c.topic)
+		newController := <-failedOver
+		epochAfter := e.controllerEpoch(t)
+		if epochAfter <= epochBefore {
+			t.Errorf("%s: controller epoch %d after the failover, was %d", c.client, epochAfter, epochBefore)
+		}
 		rstart := time.Now()
 		recs := e.kcatRecords(t, c.topic, 0, -1)
 		rtook := time.Since(rstart)
@@ -600,8 +657,8 @@ func (e *env) bulk(t *testing.T) {
 		} else {
 			expectOnce(t, c.client, recs, vs[:acked])
 		}
-		t.Logf("%s: %d/%d acks=all records acknowledged in %s (%.0f records/s), controller n%d -> n%d; read back %d records (%d distinct acknowledged values present) in %s",
-			c.client, acked, n, took.Round(time.Millisecond), float64(acked)/took.Seconds(), before.ControllerID, after.ControllerID,
+		t.Logf("%s: %d/%d acks=all records acknowledged in %s (%.0f records/s) while the controller failed over (epoch %d -> %d, new controller n%d); read back %d records (%d distinct acknowledged values present) in %s",
+			c.client, acked, n, took.Round(time.Millisecond), float64(acked)/took.Seconds(), epochBefore, epochAfter, newController,
 			len(recs), acked, rtook.Round(time.Millisecond))
 	}
 }
