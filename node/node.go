@@ -33,6 +33,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"io"
 	"net"
 	"net/http"
@@ -268,7 +269,7 @@ func (n *Node) routes() {
 	n.server.Handle(7, 0, 3, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		if n.ctrl == nil {
 			r := kmsg.NewPtrControlledShutdownResponse()
-			r.ErrorCode = wire.ErrNotController
+			r.ErrorCode = kerr.NotController.Code
 			return r, nil
 		}
 		return n.ctrl.ControlledShutdown(ctx, hdr, req.(*kmsg.ControlledShutdownRequest)), nil

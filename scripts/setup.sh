@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to run the harness: debootstrap (the base
-# image is built locally, there is no registry), and iptables/iproute2/nsenter
-# on the host (network faults enter the containers' namespaces from outside).
+# image is built locally, there is no registry), iptables/iproute2/nsenter
+# on the host (network faults enter the containers' namespaces from outside),
+# and the independent Kafka clients of the compatibility suite (compat/):
+# kcat (librdkafka) and kafka-python, both from Debian.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -14,6 +16,8 @@ command -v nsenter >/dev/null || need+=(util-linux)
 # Chromium; any Chrome already installed (CI runners have one) will do.
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
   command -v google-chrome >/dev/null || need+=(chromium)
+command -v kcat >/dev/null || need+=(kcat)
+/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

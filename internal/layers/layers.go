@@ -29,7 +29,7 @@ var Stack = [][]string{
 	{"rundir", "regressions"},
 	{"cluster"},
 	{"internal/clustertest", "harness", "reports"},
-	{"scenarios", "pipeline"},
+	{"scenarios", "pipeline", "compat"},
 	{"cmd/chaos"},
 }
 

@@ -11,6 +11,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"net"
 	"slices"
 	"strconv"
@@ -82,13 +83,13 @@ func (b *Broker) afterRegister() int16 {
 	b.servedSinceRegister = true
 	b.mu.Unlock()
 	if !first {
-		return wire.ErrNone
+		return 0
 	}
 	if err := b.FP.Eval(context.Background(), failpoint.BrokerAfterRegister); err != nil {
 		b.Log.Printf("%v: first control request after registration refused", err)
-		return wire.ErrUnknownServerError
+		return kerr.UnknownServerError.Code
 	}
-	return wire.ErrNone
+	return 0
 }
 
 // KnownControllerEpoch is the highest controller epoch the broker has seen.
@@ -108,21 +109,21 @@ func (b *Broker) checkRequest(controllerEpoch int32, brokerEpoch int64) (code in
 	// versions); a larger epoch than ours is fine (the controller may have
 	// seen our new registration before we did).
 	if !b.Bugs.On(config.BugKafka7235) && brokerEpoch != -1 && brokerEpoch < own {
-		return wire.ErrStaleBrokerEpoch, known, own
+		return kerr.StaleBrokerEpoch.Code, known, own
 	}
 	// 2. ReplicaManager: an older controller epoch than the highest seen.
 	if !b.Bugs.On(config.BugKafka532) && controllerEpoch < known {
-		return wire.ErrStaleControllerEpoch, known, own
+		return kerr.StaleControllerEpoch.Code, known, own
 	}
 	if controllerEpoch > b.controllerEpoch {
 		b.controllerEpoch = controllerEpoch
 	}
-	return wire.ErrNone, known, own
+	return 0, known, own
 }
 
 // HandleLeaderAndIsr serves a LeaderAndIsr request (ReplicaManager.becomeLeaderOrFollower).
 func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
-	if code := b.afterRegister(); code != wire.ErrNone {
+	if code := b.afterRegister(); code != 0 {
 		resp := kmsg.NewPtrLeaderAndISRResponse()
 		resp.SetVersion(req.Version)
 		resp.ErrorCode = code
@@ -157,7 +158,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 	resp := kmsg.NewPtrLeaderAndISRResponse()
 	resp.SetVersion(req.Version)
 	perPartition := make([]int16, len(states))
-	if code != wire.ErrNone {
+	if code != 0 {
 		resp.ErrorCode = code
 		for i := range perPartition {
 			perPartition[i] = code
@@ -170,9 +171,9 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 			switch {
 			case s.LeaderEpoch <= cur:
 				// Not newer than what we have: a stale or duplicate decision.
-				perPartition[i] = wire.ErrStaleControllerEpoch
+				perPartition[i] = kerr.StaleControllerEpoch.Code
 			case !slices.Contains(s.Replicas, b.ID):
-				perPartition[i] = wire.ErrUnknownTopicOrPart
+				perPartition[i] = kerr.UnknownTopicOrPartition.Code
 			default:
 				p := Partition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 					ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch,
@@ -187,7 +188,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 				}
 				if err != nil {
 					b.Log.Printf("LeaderAndIsr %s: data plane: %v", tp, err)
-					perPartition[i] = wire.ErrUnknownServerError
+					perPartition[i] = kerr.UnknownServerError.Code
 					continue
 				}
 				b.Replicas.mu.Lock()
@@ -222,7 +223,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 func (b *Broker) logVerdict(ev *history.Control, code int16) {
 	ev.ErrorCode = code
 	ev.Verdict = history.VerdictAccepted
-	if code != wire.ErrNone {
+	if code != 0 {
 		ev.Verdict = history.VerdictRejected
 	}
 	b.Log.ControlRequest(*ev)
@@ -230,7 +231,7 @@ func (b *Broker) logVerdict(ev *history.Control, code int16) {
 
 // HandleStopReplica serves a StopReplica request (ReplicaManager.stopReplicas).
 func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
-	if code := b.afterRegister(); code != wire.ErrNone {
+	if code := b.afterRegister(); code != 0 {
 		resp := kmsg.NewPtrStopReplicaResponse()
 		resp.SetVersion(req.Version)
 		resp.ErrorCode = code
@@ -275,12 +276,12 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 	for _, p := range parts {
 		tp := history.TP(p.topic, p.partition)
 		pc := code
-		if code == wire.ErrNone {
+		if code == 0 {
 			cur := b.Replicas.leaderEpoch(tp)
 			if p.leaderEpoch == NoEpoch || p.leaderEpoch == EpochDuringDelete || p.leaderEpoch > cur {
 				if err := b.Data.StopReplica(tp, p.delete); err != nil {
 					b.Log.Printf("StopReplica %s: data plane: %v", tp, err)
-					pc = wire.ErrUnknownServerError
+					pc = kerr.UnknownServerError.Code
 				} else {
 					b.Replicas.mu.Lock()
 					old, hosted := b.Replicas.partitions[tp]
@@ -298,7 +299,7 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 						Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
 				}
 			} else {
-				pc = wire.ErrFencedLeaderEpoch
+				pc = kerr.FencedLeaderEpoch.Code
 			}
 		}
 		resp.Partitions = append(resp.Partitions, kmsg.StopReplicaResponsePartition{Topic: p.topic, Partition: p.partition, ErrorCode: pc})
@@ -311,7 +312,7 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 
 // HandleUpdateMetadata serves UpdateMetadata (ReplicaManager.maybeUpdateMetadataCache).
 func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
-	if code := b.afterRegister(); code != wire.ErrNone {
+	if code := b.afterRegister(); code != 0 {
 		resp := kmsg.NewPtrUpdateMetadataResponse()
 		resp.SetVersion(req.Version)
 		resp.ErrorCode = code
@@ -329,7 +330,7 @@ func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMe
 		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
 		KnownControllerEpoch: known, OwnBrokerEpoch: own,
 	}
-	if code == wire.ErrNone {
+	if code == 0 {
 		b.Metadata.update(req)
 	}
 	resp := kmsg.NewPtrUpdateMetadataResponse()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,15 +55,15 @@ func TestLeaderAndIsrChecksInKafkaOrder(t *testing.T) {
 		{"newer controller", "", 6, 100, 4, []int32{2, 1}, 0, 0, 6},
 		{"not carried (-1)", "", 5, -1, 4, []int32{1}, 0, 0, 5},
 		{"broker epoch newer than ours", "", 5, 101, 4, []int32{1}, 0, 0, 5},
-		{"stale broker epoch", "", 5, 99, 4, []int32{1}, wire.ErrStaleBrokerEpoch, wire.ErrStaleBrokerEpoch, 5},
-		{"stale broker epoch wins over stale controller", "", 4, 99, 4, []int32{1}, wire.ErrStaleBrokerEpoch, wire.ErrStaleBrokerEpoch, 5},
-		{"stale controller epoch", "", 4, 100, 4, []int32{1}, wire.ErrStaleControllerEpoch, wire.ErrStaleControllerEpoch, 5},
-		{"same leader epoch", "", 5, 100, 3, []int32{1}, 0, wire.ErrStaleControllerEpoch, 5},
-		{"older leader epoch", "", 6, 100, 2, []int32{1}, 0, wire.ErrStaleControllerEpoch, 6},
-		{"not a replica", "", 5, 100, 4, []int32{2, 3}, 0, wire.ErrUnknownTopicOrPart, 5},
+		{"stale broker epoch", "", 5, 99, 4, []int32{1}, kerr.StaleBrokerEpoch.Code, kerr.StaleBrokerEpoch.Code, 5},
+		{"stale broker epoch wins over stale controller", "", 4, 99, 4, []int32{1}, kerr.StaleBrokerEpoch.Code, kerr.StaleBrokerEpoch.Code, 5},
+		{"stale controller epoch", "", 4, 100, 4, []int32{1}, kerr.StaleControllerEpoch.Code, kerr.StaleControllerEpoch.Code, 5},
+		{"same leader epoch", "", 5, 100, 3, []int32{1}, 0, kerr.StaleControllerEpoch.Code, 5},
+		{"older leader epoch", "", 6, 100, 2, []int32{1}, 0, kerr.StaleControllerEpoch.Code, 6},
+		{"not a replica", "", 5, 100, 4, []int32{2, 3}, 0, kerr.UnknownTopicOrPartition.Code, 5},
 		{"KAFKA-7235 accepts old generation", "KAFKA-7235", 5, 99, 4, []int32{1}, 0, 0, 5},
 		{"KAFKA-532 accepts stale controller", "KAFKA-532", 4, 100, 4, []int32{1}, 0, 0, 5},
-		{"KAFKA-532 keeps the leader epoch check", "KAFKA-532", 4, 100, 3, []int32{1}, 0, wire.ErrStaleControllerEpoch, 5},
+		{"KAFKA-532 keeps the leader epoch check", "KAFKA-532", 4, 100, 3, []int32{1}, 0, kerr.StaleControllerEpoch.Code, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,10 +115,10 @@ func TestStopReplicaLeaderEpochFencing(t *testing.T) {
 		{"newer leader epoch", "", 5, 100, 4, 0, 0},
 		{"no epoch (-1)", "", 5, 100, -1, 0, 0},
 		{"during delete (-2)", "", 5, 100, -2, 0, 0},
-		{"same leader epoch", "", 5, 100, 3, 0, wire.ErrFencedLeaderEpoch},
-		{"older leader epoch", "", 5, 100, 1, 0, wire.ErrFencedLeaderEpoch},
-		{"stale broker epoch", "", 5, 50, 4, wire.ErrStaleBrokerEpoch, wire.ErrStaleBrokerEpoch},
-		{"stale controller epoch", "", 3, 100, 4, wire.ErrStaleControllerEpoch, wire.ErrStaleControllerEpoch},
+		{"same leader epoch", "", 5, 100, 3, 0, kerr.FencedLeaderEpoch.Code},
+		{"older leader epoch", "", 5, 100, 1, 0, kerr.FencedLeaderEpoch.Code},
+		{"stale broker epoch", "", 5, 50, 4, kerr.StaleBrokerEpoch.Code, kerr.StaleBrokerEpoch.Code},
+		{"stale controller epoch", "", 3, 100, 4, kerr.StaleControllerEpoch.Code, kerr.StaleControllerEpoch.Code},
 		{"KAFKA-7235: previous generation stops the replica", "KAFKA-7235", 5, 50, 4, 0, 0},
 	}
 	for _, tt := range tests {
@@ -147,7 +148,7 @@ func TestUpdateMetadataFencing(t *testing.T) {
 		ctrl int32
 		be   int64
 		want int16
-	}{{5, 100, 0}, {4, 100, wire.ErrStaleControllerEpoch}, {5, 7, wire.ErrStaleBrokerEpoch}, {7, 100, 0}} {
+	}{{5, 100, 0}, {4, 100, kerr.StaleControllerEpoch.Code}, {5, 7, kerr.StaleBrokerEpoch.Code}, {7, 100, 0}} {
 		if got := b.HandleUpdateMetadata(wire.RequestHeader{}, um(tt.ctrl, tt.be)).ErrorCode; got != tt.want {
 			t.Errorf("controller epoch %d broker epoch %d: %d, want %d", tt.ctrl, tt.be, got, tt.want)
 		}

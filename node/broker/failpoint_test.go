@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"sync"
 	"testing"
 	"time"
@@ -98,8 +99,8 @@ func TestAfterRegisterHoldsAndRefuses(t *testing.T) {
 
 	fp.Arm(failpoint.BrokerAfterRegister, failpoint.Action{Kind: failpoint.ActError, Count: 1})
 	b.SetEpoch(200)
-	if r := b.HandleLeaderAndIsr(wire.RequestHeader{}, lai(5, 200, 2, 1, 2)); r.ErrorCode != wire.ErrUnknownServerError {
-		t.Fatalf("error action: top-level code %d, want %d", r.ErrorCode, wire.ErrUnknownServerError)
+	if r := b.HandleLeaderAndIsr(wire.RequestHeader{}, lai(5, 200, 2, 1, 2)); r.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("error action: top-level code %d, want %d", r.ErrorCode, kerr.UnknownServerError.Code)
 	}
 	if p, _ := b.Replicas.Get(history.TP("t", 0)); p.LeaderEpoch != 1 {
 		t.Fatalf("refused request applied: leader epoch %d", p.LeaderEpoch)

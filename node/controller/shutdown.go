@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/config"
@@ -31,7 +32,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, hdr wire.RequestHea
 	case <-time.After(60 * time.Second):
 	}
 	r := kmsg.NewPtrControlledShutdownResponse()
-	r.ErrorCode = wire.ErrUnknownServerError
+	r.ErrorCode = kerr.UnknownServerError.Code
 	return r
 }
 
@@ -42,21 +43,21 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		resp.ErrorCode = code
 		ev.ErrorCode = code
 		ev.Verdict = history.VerdictAccepted
-		if code != wire.ErrNone {
+		if code != 0 {
 			ev.Verdict = history.VerdictRejected
 		}
 		c.log.ControlledShutdown(ev)
 		return resp
 	}
 	if !c.active {
-		return finish(wire.ErrNotController)
+		return finish(kerr.NotController.Code)
 	}
 	b, live := c.ctx.live[e.id]
 	if live {
 		ev.CachedBrokerEpoch = b.Epoch
 	}
 	if !c.cfg.Bugs.On(config.BugKafka7235) && e.epoch != -1 && live && e.epoch < b.Epoch {
-		return finish(wire.ErrStaleBrokerEpoch)
+		return finish(kerr.StaleBrokerEpoch.Code)
 	}
 	if !live {
 		return finish(8) // BROKER_NOT_AVAILABLE
@@ -106,12 +107,12 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 	}
 	if errors.Is(err, errControllerMoved) {
 		c.events.push(evControllerChange{})
-		return finish(wire.ErrNotController)
+		return finish(kerr.NotController.Code)
 	}
 	for _, tp := range led {
 		if c.ctx.state[tp].st.Leader == e.id {
 			resp.PartitionsRemaining = append(resp.PartitionsRemaining, kmsg.ControlledShutdownResponsePartitionsRemaining{Topic: tp.Topic, Partition: tp.Partition})
 		}
 	}
-	return finish(wire.ErrNone)
+	return finish(0)
 }

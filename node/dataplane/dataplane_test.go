@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"hash/crc32"
 	"net"
 	"os"
@@ -91,7 +92,7 @@ func TestFollowerTruncatesAndReplicates(t *testing.T) {
 		}
 	}
 	lead(t, m1, 0, 1) // epoch 3, ISR [1]
-	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != wire.ErrNotEnoughReplicas {
+	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with ISR [1] < 2: %d", r.ErrorCode)
 	}
 	m1.cfg.MinISR = 1
@@ -177,7 +178,7 @@ func TestProduceFetchListOffsets(t *testing.T) {
 	if err != nil || len(hs) != 3 || hs[2].BaseOffset != 3 || hs[0].PartitionLeaderEpoch != 3 {
 		t.Fatalf("fetched batches %+v, %v", hs, err)
 	}
-	if f = fetch(m, -1, 0, 9); f.ErrorCode != wire.ErrOffsetOutOfRange {
+	if f = fetch(m, -1, 0, 9); f.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("fetch past the end: %d", f.ErrorCode)
 	}
 	lo := kmsg.NewPtrListOffsetsRequest()
@@ -222,15 +223,15 @@ func TestProduceErrors(t *testing.T) {
 		records []byte
 		want    int16
 	}{
-		{"corrupt", 0, 1, corrupt, wire.ErrCorruptMessage},
-		{"garbage", 0, 1, []byte("not a batch"), wire.ErrCorruptMessage},
-		{"empty", 0, 1, nil, wire.ErrCorruptMessage},
-		{"too large", 0, 1, batch(strings.Repeat("x", 5000)), wire.ErrMessageTooLarge},
-		{"unknown partition", 7, 1, batch("x"), wire.ErrUnknownTopicOrPart},
-		{"follower", 2, 1, batch("x"), wire.ErrNotLeaderForPart},
-		{"isr below min", 1, -1, batch("x"), wire.ErrNotEnoughReplicas},
+		{"corrupt", 0, 1, corrupt, kerr.CorruptMessage.Code},
+		{"garbage", 0, 1, []byte("not a batch"), kerr.CorruptMessage.Code},
+		{"empty", 0, 1, nil, kerr.CorruptMessage.Code},
+		{"too large", 0, 1, batch(strings.Repeat("x", 5000)), kerr.MessageTooLarge.Code},
+		{"unknown partition", 7, 1, batch("x"), kerr.UnknownTopicOrPartition.Code},
+		{"follower", 2, 1, batch("x"), kerr.NotLeaderForPartition.Code},
+		{"isr below min", 1, -1, batch("x"), kerr.NotEnoughReplicas.Code},
 		{"isr below min, acks=1", 1, 1, batch("x"), 0},
-		{"bad acks", 0, 5, batch("x"), wire.ErrInvalidRequiredAcks},
+		{"bad acks", 0, 5, batch("x"), kerr.InvalidRequiredAcks.Code},
 	} {
 		if r := produce(m, c.p, c.acks, 50*time.Millisecond, c.records); r.ErrorCode != c.want {
 			t.Errorf("%s: error %d, want %d", c.name, r.ErrorCode, c.want)
@@ -243,7 +244,7 @@ func TestProduceErrors(t *testing.T) {
 func TestAcksAllWaitsForISR(t *testing.T) {
 	m := newManager(t, t.TempDir(), nil, 2)
 	lead(t, m, 0, 1, 2)
-	if r := produce(m, 0, -1, 100*time.Millisecond, batch("lost?")); r.ErrorCode != wire.ErrRequestTimedOut {
+	if r := produce(m, 0, -1, 100*time.Millisecond, batch("lost?")); r.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("no follower fetch: error %d, want REQUEST_TIMED_OUT", r.ErrorCode)
 	}
 	done := make(chan *kmsg.ProduceResponseTopicPartition)
@@ -360,10 +361,10 @@ func TestMetadata(t *testing.T) {
 	if p0.ErrorCode != 0 || p0.Leader != 1 || p0.LeaderEpoch != 4 || fmt.Sprint(p0.OfflineReplicas) != "[3]" {
 		t.Fatalf("partition 0: %+v", p0)
 	}
-	if p1.ErrorCode != wire.ErrLeaderNotAvailable || p1.Leader != -1 {
+	if p1.ErrorCode != kerr.LeaderNotAvailable.Code || p1.Leader != -1 {
 		t.Fatalf("partition 1 without leader: %+v", p1)
 	}
-	if resp.Topics[1].ErrorCode != wire.ErrUnknownTopicOrPart {
+	if resp.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: %d", resp.Topics[1].ErrorCode)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"net"
 	"strconv"
 	"time"
@@ -196,6 +197,9 @@ func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
 		return fmt.Errorf("truncate to %d: %w", target, err)
 	}
 	f.logf("truncated log from %d to %d: %s", from, to, reason)
+	if err := p.rebuildProducersLocked(); err != nil {
+		return err
+	}
 	p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
 		Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
 	if p.hw > to {
@@ -257,6 +261,9 @@ func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 		}
 		reason := fmt.Sprintf("offset-out-of-range (leader's log end offset %d)", leaderEnd)
 		f.logf("truncated log from %d to %d: %s", from, to, reason)
+		if err := p.rebuildProducersLocked(); err != nil {
+			return err
+		}
 		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
 			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
 		if p.hw > to {
@@ -268,6 +275,7 @@ func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 		}
 		reason := fmt.Sprintf("offset-out-of-range (behind the leader's log start %d)", leaderStart)
 		f.logf("restarted log at %d (was [.., %d)): %s", leaderStart, from, reason)
+		p.producers = producerStates{}
 		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
 			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: leaderStart, Reason: reason, LeaderEpoch: f.epoch}})
 		if p.hw < leaderStart {
@@ -315,7 +323,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (outOfRange bo
 	pr := &r.Topics[0].Partitions[0]
 	switch pr.ErrorCode {
 	case 0:
-	case wire.ErrOffsetOutOfRange:
+	case kerr.OffsetOutOfRange.Code:
 		return true, fmt.Errorf("fetch at %d: offset out of range on the leader", rp.FetchOffset)
 	default:
 		return false, fmt.Errorf("fetch at %d: error %d", rp.FetchOffset, pr.ErrorCode)
@@ -329,9 +337,11 @@ func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (outOfRange bo
 		return false, nil // truncated meanwhile; fetch again from the new end
 	}
 	if len(pr.RecordBatches) > 0 {
-		if _, err := p.log.AppendAsFollower(pr.RecordBatches); err != nil {
+		info, err := p.log.AppendAsFollower(pr.RecordBatches)
+		if err != nil {
 			return false, err
 		}
+		p.appliedLocked(info)
 	}
 	// Follower HW = min(leader HW, own LEO); it moves with the leader's,
 	// which only grows while this leader leads.

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"slices"
 	"sort"
 	"time"
@@ -21,6 +22,7 @@ const (
 	keyFetch          int16 = 1
 	keyListOffsets    int16 = 2
 	keyMetadata       int16 = 3
+	keyInitProducerID int16 = 22
 	keyOffsetForEpoch int16 = 23
 )
 
@@ -41,6 +43,11 @@ func (m *Manager) Routes(s *wire.Server) {
 	s.Handle(keyMetadata, 0, 11, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.Metadata(req.(*kmsg.MetadataRequest)), nil
 	})
+	// Kafka 2.4's versions: v3 (KIP-360 epoch bumps) needs a transaction
+	// coordinator's state.
+	s.Handle(keyInitProducerID, 0, 2, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		return m.InitProducerID(ctx, req.(*kmsg.InitProducerIDRequest)), nil
+	})
 	s.Handle(keyOffsetForEpoch, 0, 3, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.OffsetForLeaderEpoch(req.(*kmsg.OffsetForLeaderEpochRequest)), nil
 	})
@@ -50,11 +57,11 @@ func (m *Manager) Routes(s *wire.Server) {
 func (p *partition) checkEpochLocked(current int32) int16 {
 	switch {
 	case current < 0 || current == p.leaderEpoch:
-		return wire.ErrNone
+		return 0
 	case current < p.leaderEpoch:
-		return wire.ErrFencedLeaderEpoch
+		return kerr.FencedLeaderEpoch.Code
 	default:
-		return wire.ErrUnknownLeaderEpoch
+		return kerr.UnknownLeaderEpoch.Code
 	}
 }
 
@@ -85,17 +92,17 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 			*op = kmsg.NewProduceResponseTopicPartition()
 			op.Partition, op.BaseOffset, op.LogAppendTime, op.LogStartOffset = rp.Partition, -1, -1, -1
 			if !validAcks {
-				op.ErrorCode = wire.ErrInvalidRequiredAcks
+				op.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
 			}
 			p := m.get(history.TP(rt.Topic, rp.Partition))
 			if p == nil {
-				op.ErrorCode = wire.ErrUnknownTopicOrPart
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
 			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks)
 			op.ErrorCode = code
-			if code != wire.ErrNone {
+			if code != 0 {
 				continue
 			}
 			op.BaseOffset, op.LogStartOffset = info.FirstOffset, p.log.LogStartOffset()
@@ -119,11 +126,11 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 		code := pa.p.waitCommitted(ctx, pa.gen, pa.last, deadline)
 		if pa.resp != nil {
 			pa.resp.ErrorCode = code
-			if code != wire.ErrNone {
+			if code != 0 {
 				pa.resp.BaseOffset = -1
 			}
 		}
-		if code == wire.ErrNone {
+		if code == 0 {
 			m.logAck(pa.p, pa.base, pa.last, pa.epoch, -1)
 		}
 	}
@@ -140,31 +147,46 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.role != history.RoleLeader {
-		return wire.ErrNotLeaderForPart, info, 0, 0
+		return kerr.NotLeaderForPartition.Code, info, 0, 0
 	}
 	if acks == -1 && len(p.isr) < p.m.cfg.MinISR {
-		return wire.ErrNotEnoughReplicas, info, 0, 0
+		return kerr.NotEnoughReplicas.Code, info, 0, 0
+	}
+	h, ok := storage.PeekHeader(records)
+	if ok {
+		dup, code, reason := p.producers.check(h)
+		if code != 0 {
+			p.m.log.Printf("%s: produce rejected: %s", p.tp, reason)
+			return code, info, 0, 0
+		}
+		if dup != nil {
+			// A retry of an appended batch: the original offsets, nothing
+			// appended (Kafka answers a duplicate the same way since 1.0).
+			info.FirstOffset, info.LastOffset = dup.firstOffset, dup.lastOffset
+			return 0, info, p.leaderEpoch, p.leaderGen
+		}
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
 	switch {
 	case err == nil:
 	case errors.Is(err, storage.ErrCorruptBatch):
-		return wire.ErrCorruptMessage, info, 0, 0
+		return kerr.CorruptMessage.Code, info, 0, 0
 	case errors.Is(err, storage.ErrBatchTooLarge):
-		return wire.ErrMessageTooLarge, info, 0, 0
+		return kerr.MessageTooLarge.Code, info, 0, 0
 	default:
 		p.m.log.Printf("%s: append: %v", p.tp, err)
-		return wire.ErrKafkaStorageError, info, 0, 0
+		return kerr.KafkaStorageError.Code, info, 0, 0
 	}
 	for _, w := range info.Warnings {
 		p.m.log.Printf("%s: %s", p.tp, w)
 	}
+	p.appliedLocked(info)
 	p.m.log.Emit(history.Event{Kind: history.KindProduceAppend, Append: &history.Append{
 		Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset,
 		LeaderEpoch: p.leaderEpoch, Acks: int(acks)}})
 	p.maybeIncrementHWLocked()
 	p.notifyLocked()
-	return wire.ErrNone, info, p.leaderEpoch, p.leaderGen
+	return 0, info, p.leaderEpoch, p.leaderGen
 }
 
 // waitCommitted is DelayedProduce: wait until the HW passes last. If the ISR
@@ -179,12 +201,12 @@ func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, d
 		p.mu.Lock()
 		if p.role != history.RoleLeader || p.leaderGen != gen {
 			p.mu.Unlock()
-			return wire.ErrRequestTimedOut
+			return kerr.RequestTimedOut.Code
 		}
 		if p.hw > last {
-			code := wire.ErrNone
+			code := int16(0)
 			if len(p.isr) < p.m.cfg.MinISR {
-				code = wire.ErrNotEnoughReplicasAA
+				code = kerr.NotEnoughReplicasAfterAppend.Code
 			}
 			p.mu.Unlock()
 			return code
@@ -194,9 +216,9 @@ func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, d
 		select {
 		case <-ch:
 		case <-t.C:
-			return wire.ErrRequestTimedOut
+			return kerr.RequestTimedOut.Code
 		case <-ctx.Done():
-			return wire.ErrRequestTimedOut
+			return kerr.RequestTimedOut.Code
 		}
 	}
 }
@@ -209,6 +231,12 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 	resp := kmsg.NewPtrFetchResponse()
 	resp.SetVersion(req.Version)
 	replica := req.ReplicaID >= 0
+	if req.Version >= 7 && req.SessionID != 0 {
+		// No fetch sessions are ever created (every answer carries
+		// SessionID 0), so any session a client names is unknown.
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp
+	}
 	now := time.Now()
 	type slot struct {
 		p   *partition
@@ -232,28 +260,28 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			out.Partition, out.HighWatermark, out.LastStableOffset, out.LogStartOffset = in.Partition, -1, -1, -1
 			p := m.get(history.TP(rt.Topic, in.Partition))
 			if p == nil {
-				out.ErrorCode = wire.ErrUnknownTopicOrPart
+				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
 			p.mu.Lock()
-			code := wire.ErrNone
+			code := int16(0)
 			switch {
 			case p.role != history.RoleLeader:
-				code = wire.ErrNotLeaderForPart
+				code = kerr.NotLeaderForPartition.Code
 			default:
 				code = p.checkEpochLocked(in.CurrentLeaderEpoch)
 			}
-			if code == wire.ErrNone && (in.FetchOffset < p.log.LogStartOffset() || in.FetchOffset > p.log.LogEndOffset()) {
-				code = wire.ErrOffsetOutOfRange
+			if code == 0 && (in.FetchOffset < p.log.LogStartOffset() || in.FetchOffset > p.log.LogEndOffset()) {
+				code = kerr.OffsetOutOfRange.Code
 			}
-			if code == wire.ErrNone && replica {
+			if code == 0 && replica {
 				if _, ok := p.followers[req.ReplicaID]; ok {
 					p.updateFollowerLocked(req.ReplicaID, in.FetchOffset, now)
 				}
 			}
 			p.mu.Unlock()
 			out.ErrorCode = code
-			if code == wire.ErrNone {
+			if code == 0 {
 				slots = append(slots, slot{p, in, out})
 			}
 		}
@@ -282,9 +310,9 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			data, err := s.p.log.Read(s.in.FetchOffset, pmax, limit)
 			if err != nil {
 				if errors.Is(err, storage.ErrOffsetOutOfRange) {
-					s.out.ErrorCode = wire.ErrOffsetOutOfRange
+					s.out.ErrorCode = kerr.OffsetOutOfRange.Code
 				} else {
-					s.out.ErrorCode = wire.ErrKafkaStorageError
+					s.out.ErrorCode = kerr.KafkaStorageError.Code
 				}
 				s.out.RecordBatches = nil
 				continue
@@ -294,6 +322,16 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 		}
 		return total
 	}
+	defer func() {
+		// Kafka never sends null records (kafka-python cannot read them).
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				if o := &resp.Topics[ti].Partitions[pi]; o.RecordBatches == nil {
+					o.RecordBatches = []byte{}
+				}
+			}
+		}
+	}()
 	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait)
 	deadline := time.Now().Add(wait)
 	for {
@@ -370,7 +408,7 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			op.Partition, op.Timestamp, op.Offset, op.LeaderEpoch = rp.Partition, -1, -1, -1
 			p := m.get(history.TP(rt.Topic, rp.Partition))
 			if p == nil {
-				op.ErrorCode = wire.ErrUnknownTopicOrPart
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				ot.Partitions = append(ot.Partitions, op)
 				continue
 			}
@@ -378,11 +416,11 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			consumer := req.ReplicaID == -1
 			switch {
 			case consumer && p.role != history.RoleLeader:
-				op.ErrorCode = wire.ErrNotLeaderForPart
+				op.ErrorCode = kerr.NotLeaderForPartition.Code
 			case consumer:
 				op.ErrorCode = p.checkEpochLocked(rp.CurrentLeaderEpoch)
 			}
-			if op.ErrorCode == wire.ErrNone {
+			if op.ErrorCode == 0 {
 				op.LeaderEpoch = p.leaderEpoch
 				if op.LeaderEpoch < 0 {
 					op.LeaderEpoch = p.log.LatestEpoch()
@@ -394,6 +432,12 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 					op.Offset = p.log.LogEndOffset()
 					if consumer {
 						op.Offset = p.hw
+					}
+					if consumer && p.hw < p.epochStart {
+						// KIP-207: a new leader whose HW has not yet reached
+						// the start of its epoch would answer an offset
+						// that can move backwards; the client retries.
+						op.ErrorCode, op.Offset, op.LeaderEpoch = kerr.OffsetNotAvailable.Code, -1, -1
 					}
 				default:
 					// No time index: no offset for a timestamp.
@@ -427,17 +471,17 @@ func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) km
 			op.Partition, op.LeaderEpoch, op.EndOffset = rp.Partition, -1, -1
 			p := m.get(history.TP(rt.Topic, rp.Partition))
 			if p == nil {
-				op.ErrorCode = wire.ErrUnknownTopicOrPart
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				ot.Partitions = append(ot.Partitions, op)
 				continue
 			}
 			p.mu.Lock()
 			if replicaID != -2 && p.role != history.RoleLeader {
-				op.ErrorCode = wire.ErrNotLeaderForPart
+				op.ErrorCode = kerr.NotLeaderForPartition.Code
 			} else if replicaID != -2 {
 				op.ErrorCode = p.checkEpochLocked(rp.CurrentLeaderEpoch)
 			}
-			if op.ErrorCode == wire.ErrNone {
+			if op.ErrorCode == 0 {
 				op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)
 			}
 			p.mu.Unlock()
@@ -488,7 +532,7 @@ func (m *Manager) Metadata(req *kmsg.MetadataRequest) kmsg.Response {
 		mt.Topic = kmsg.StringPtr(t)
 		ps := byTopic[t]
 		if len(ps) == 0 {
-			mt.ErrorCode = wire.ErrUnknownTopicOrPart
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
@@ -509,9 +553,9 @@ func (m *Manager) Metadata(req *kmsg.MetadataRequest) kmsg.Response {
 				}
 			}
 			if s.Leader < 0 {
-				mp.ErrorCode = wire.ErrLeaderNotAvailable
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			} else if _, live := brokers[s.Leader]; !live {
-				mp.ErrorCode = wire.ErrLeaderNotAvailable
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
 				mp.Leader = -1
 			}
 			mt.Partitions = append(mt.Partitions, mp)

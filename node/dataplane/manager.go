@@ -27,8 +27,14 @@
 // record may survive on the new leader and the workload treats
 // NOT_LEADER_FOR_PARTITION as a definite failure.
 //
-// Not implemented: idempotent and transactional producers (no
-// InitProducerID: clients must disable idempotence), fetch sessions (every
+// Idempotent producers (KIP-98) are served: InitProducerId hands out ids
+// from ZooKeeper blocks, the leader checks each producer's epoch and
+// sequence per partition and answers a retried batch with its original
+// offsets; the state is rebuilt from the log, so a new leader continues it
+// (producers.go).
+//
+// Not implemented: transactions (a transactional id is refused), consumer
+// groups (no FindCoordinator, JoinGroup or OffsetCommit), fetch sessions (every
 // fetch is a full fetch; SessionID 0 answers tell clients so), timestamp
 // lookups in ListOffsets (only earliest and latest), follower fetching by
 // consumers, log retention.
@@ -92,6 +98,11 @@ type Manager struct {
 	ckptMu      sync.Mutex // serialises checkpoint writes
 	lastCkpt    map[history.TopicPartition]int64
 	ckptStarted bool
+
+	// pidMu guards this broker's producer id block [pidNext, pidEnd].
+	pidMu   sync.Mutex
+	pidNext int64
+	pidEnd  int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -172,6 +183,13 @@ func (m *Manager) openLog(tp history.TopicPartition) (*partition, error) {
 			Reason: "start-up recovery: " + w.String()}})
 	}
 	p := newPartition(m, tp, l)
+	p.mu.Lock()
+	err = p.rebuildProducersLocked()
+	p.mu.Unlock()
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("open log %s: %w", tp, err)
+	}
 	m.mu.Lock()
 	m.parts[tp] = p
 	m.mu.Unlock()

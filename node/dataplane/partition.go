@@ -51,10 +51,12 @@ type partition struct {
 	// leaderGen counts the times this replica stopped leading; a pending
 	// acks=all produce is only completed within one leadership.
 	leaderGen uint64
+	// producers is the idempotent producer state of the log (producers.go).
+	producers producerStates
 }
 
 func newPartition(m *Manager, tp history.TopicPartition, l *storage.Log) *partition {
-	return &partition{m: m, tp: tp, log: l, leader: -1, leaderEpoch: -1, hw: l.LogStartOffset(), changed: make(chan struct{})}
+	return &partition{m: m, tp: tp, log: l, leader: -1, leaderEpoch: -1, hw: l.LogStartOffset(), changed: make(chan struct{}), producers: producerStates{}}
 }
 
 // notifyLocked wakes every waiter (long-polling fetches, acks=all produces).

@@ -538,7 +538,7 @@ func TestDataPlaneHWCheckpoint(t *testing.T) {
 			}
 			e.admin(c, "POST", "/failpoints/"+failpoint.ControllerBeforeBrokerChange+"/release", "")
 			if m.bugs == "" {
-				if resp.ErrorCode != wire.ErrStaleBrokerEpoch {
+				if resp.ErrorCode != kerr.StaleBrokerEpoch.Code {
 					t.Fatalf("fixed: stale LeaderAndIsr answered %d, want 77", resp.ErrorCode)
 				}
 				if missing != 0 {

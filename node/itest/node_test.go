@@ -2,6 +2,7 @@ package itest
 
 import (
 	"encoding/json"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/node/failpoint"
-	"github.com/zkchaos/zkchaos/node/wire"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
 
@@ -195,7 +195,7 @@ func TestStaleControllerEpoch(t *testing.T) {
 				t.Fatalf("logged known controller epoch %d, want %d", ev.Control.KnownControllerEpoch, epoch)
 			}
 			if m.bugs == "" {
-				if resp.ErrorCode != wire.ErrStaleControllerEpoch || ev.Control.Verdict != history.VerdictRejected || ev.Control.ErrorCode != wire.ErrStaleControllerEpoch {
+				if resp.ErrorCode != kerr.StaleControllerEpoch.Code || ev.Control.Verdict != history.VerdictRejected || ev.Control.ErrorCode != kerr.StaleControllerEpoch.Code {
 					t.Fatalf("fixed: response error %d, logged %s/%d; want rejected with 11", resp.ErrorCode, ev.Control.Verdict, ev.Control.ErrorCode)
 				}
 			} else if resp.ErrorCode != 0 || len(resp.Partitions) != 1 || resp.Partitions[0].ErrorCode != 0 || ev.Control.Verdict != history.VerdictAccepted {
@@ -283,7 +283,7 @@ func TestBrokerEpoch(t *testing.T) {
 
 			// A request from b's previous generation.
 			resp := e.request(b, leaderAndIsr(int32(c), elected.Controller.Epoch, regs[b], "old-generation", int32(b), 0)).(*kmsg.LeaderAndISRResponse)
-			wantCode := wire.ErrStaleBrokerEpoch
+			wantCode := kerr.StaleBrokerEpoch.Code
 			if m.bugs != "" {
 				wantCode = 0
 			}
@@ -298,10 +298,10 @@ func TestBrokerEpoch(t *testing.T) {
 			csr := e.request(c, cs).(*kmsg.ControlledShutdownResponse)
 			sev, _ := e.waitEvent(c, 10*time.Second, "controlled_shutdown", n1, isKind(history.KindControlledShutdown))
 			if m.bugs == "" {
-				if csr.ErrorCode != wire.ErrStaleBrokerEpoch || sev.Shutdown.Verdict != history.VerdictRejected || sev.Shutdown.CachedBrokerEpoch != newEpoch {
+				if csr.ErrorCode != kerr.StaleBrokerEpoch.Code || sev.Shutdown.Verdict != history.VerdictRejected || sev.Shutdown.CachedBrokerEpoch != newEpoch {
 					t.Fatalf("fixed: stale ControlledShutdown answered %d, logged %+v; want refused with 77 against cached %d", csr.ErrorCode, *sev.Shutdown, newEpoch)
 				}
-			} else if csr.ErrorCode == wire.ErrStaleBrokerEpoch || sev.Shutdown.Verdict != history.VerdictAccepted {
+			} else if csr.ErrorCode == kerr.StaleBrokerEpoch.Code || sev.Shutdown.Verdict != history.VerdictAccepted {
 				t.Fatalf("KAFKA-7235: stale ControlledShutdown answered %d (%s), want accepted", csr.ErrorCode, sev.Shutdown.Verdict)
 			}
 			e.expectVerdict(checkers.BrokerFencing{}, m.bugs)

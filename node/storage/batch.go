@@ -110,6 +110,22 @@ func decodeHeader(b []byte) BatchHeader {
 	}
 }
 
+// PeekHeader decodes the fixed header at the start of b without validating
+// anything; ok is false when b is shorter than a header. The leader uses it
+// to check a producer's sequence before the append validates the batch.
+func PeekHeader(b []byte) (h BatchHeader, ok bool) {
+	if len(b) < BatchHeaderSize {
+		return BatchHeader{}, false
+	}
+	return decodeHeader(b), true
+}
+
+// IsControl reports a transaction marker batch.
+func (h BatchHeader) IsControl() bool { return h.Attributes&attrControl != 0 }
+
+// IsTransactional reports a batch written inside a transaction.
+func (h BatchHeader) IsTransactional() bool { return h.Attributes&attrTransactional != 0 }
+
 // NextBatch decodes and fully validates the batch at the start of b and
 // returns it with its size in bytes. b may continue past the batch. If b is
 // shorter than the batch claims, the error wraps io.ErrUnexpectedEOF as well

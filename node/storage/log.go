@@ -81,6 +81,10 @@ type AppendInfo struct {
 	// Warnings are leader epochs the epoch cache ignored because they were
 	// lower than its latest epoch (Kafka logs these and appends anyway).
 	Warnings []string
+	// Headers are the appended batches' headers as stored (offsets and
+	// leader epoch stamped): the data plane rebuilds idempotent producer
+	// state from them without parsing the batches again.
+	Headers []BatchHeader
 }
 
 // Log is one partition's replica log in its own directory. Its methods are
@@ -401,7 +405,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 // exactly them) at the LEO, rolling segments by size. Caller holds l.mu.
 func (l *Log) appendLocked(data []byte, headers []BatchHeader) (AppendInfo, error) {
 	info := AppendInfo{FirstOffset: headers[0].BaseOffset, LastOffset: headers[len(headers)-1].LastOffset(),
-		Batches: len(headers), Bytes: len(data)}
+		Batches: len(headers), Bytes: len(data), Headers: headers}
 	changed := false
 	for _, h := range headers {
 		c, w := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)

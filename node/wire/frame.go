@@ -14,30 +14,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// Kafka error codes the node program answers with.
-const (
-	ErrNone                 int16 = 0
-	ErrUnknownServerError   int16 = -1
-	ErrOffsetOutOfRange     int16 = 1
-	ErrCorruptMessage       int16 = 2
-	ErrUnknownTopicOrPart   int16 = 3
-	ErrLeaderNotAvailable   int16 = 5
-	ErrNotLeaderForPart     int16 = 6
-	ErrRequestTimedOut      int16 = 7
-	ErrMessageTooLarge      int16 = 10
-	ErrStaleControllerEpoch int16 = 11
-	ErrNotEnoughReplicas    int16 = 19
-	ErrNotEnoughReplicasAA  int16 = 20 // NOT_ENOUGH_REPLICAS_AFTER_APPEND
-	ErrInvalidRequiredAcks  int16 = 21
-	ErrUnsupportedVersion   int16 = 35
-	ErrNotController        int16 = 41
-	ErrKafkaStorageError    int16 = 56
-	ErrFencedLeaderEpoch    int16 = 74
-	ErrUnknownLeaderEpoch   int16 = 76
-	ErrStaleBrokerEpoch     int16 = 77
 )
 
 // ApiVersionsKey is the one API whose response header is always v0 and whose
@@ -67,80 +45,13 @@ type Request struct {
 	Body kmsg.Request
 }
 
-// reader is a bounds-checked cursor; every read after an overrun yields zero.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) need(n int) bool {
-	if r.bad || n < 0 || len(r.b) < n {
-		r.bad = true
-		return false
-	}
-	return true
-}
-
-func (r *reader) int16() int16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := int16(binary.BigEndian.Uint16(r.b))
-	r.b = r.b[2:]
-	return v
-}
-
-func (r *reader) int32() int32 {
-	if !r.need(4) {
-		return 0
-	}
-	v := int32(binary.BigEndian.Uint32(r.b))
-	r.b = r.b[4:]
-	return v
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) nullableString() *string {
-	n := r.int16()
-	if r.bad || n < 0 {
-		return nil
-	}
-	if !r.need(int(n)) {
-		return nil
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return &s
-}
-
 // skipTags skips a tagged-field section (KIP-482): a count, then per field a
 // tag and a size-prefixed value. The header has no tags the node uses.
-func (r *reader) skipTags() {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) { // each field takes at least two bytes
-		r.bad = true
-		return
-	}
-	for i := uint64(0); i < n && !r.bad; i++ {
-		r.uvarint() // tag
-		size := r.uvarint()
-		if size > uint64(len(r.b)) {
-			r.bad = true
-			return
-		}
-		r.b = r.b[size:]
+func skipTags(r *kbin.Reader) {
+	n := r.Uvarint()
+	for i := uint32(0); i < n && r.Ok(); i++ {
+		r.Uvarint() // tag
+		r.Span(int(r.Uvarint()))
 	}
 }
 
@@ -149,19 +60,19 @@ func (r *reader) skipTags() {
 // not serve still yields its header (so an answer can carry the correlation
 // id) with Body nil and an error wrapping ErrUnsupported.
 func ParseRequest(frame []byte, supported func(key, version int16) bool) (Request, error) {
-	r := &reader{b: frame}
+	r := &kbin.Reader{Src: frame}
 	var h RequestHeader
-	h.APIKey = r.int16()
-	h.APIVersion = r.int16()
-	h.CorrelationID = r.int32()
-	if r.bad {
+	h.APIKey = r.Int16()
+	h.APIVersion = r.Int16()
+	h.CorrelationID = r.Int32()
+	if !r.Ok() {
 		return Request{Header: h}, fmt.Errorf("request header: %d bytes is too short", len(frame))
 	}
 	// ControlledShutdown v0 used request header v0, which has no client id.
 	if !(h.APIKey == 7 && h.APIVersion == 0) {
-		h.ClientID = r.nullableString()
+		h.ClientID = r.NullableString()
 	}
-	if r.bad {
+	if !r.Ok() {
 		return Request{Header: h}, fmt.Errorf("request header (api %d v%d, correlation %d): bad client id", h.APIKey, h.APIVersion, h.CorrelationID)
 	}
 	proto := kmsg.RequestForKey(h.APIKey)
@@ -170,12 +81,12 @@ func ParseRequest(frame []byte, supported func(key, version int16) bool) (Reques
 	}
 	proto.SetVersion(h.APIVersion)
 	if proto.IsFlexible() {
-		r.skipTags()
-		if r.bad {
+		skipTags(r)
+		if !r.Ok() {
 			return Request{Header: h}, fmt.Errorf("%s v%d correlation %d: bad header tagged fields", kmsg.NameForKey(h.APIKey), h.APIVersion, h.CorrelationID)
 		}
 	}
-	if err := proto.ReadFrom(r.b); err != nil {
+	if err := proto.ReadFrom(r.Src); err != nil {
 		return Request{Header: h}, fmt.Errorf("%s v%d correlation %d: body: %w", kmsg.NameForKey(h.APIKey), h.APIVersion, h.CorrelationID, err)
 	}
 	return Request{Header: h, Body: proto}, nil
@@ -199,9 +110,9 @@ func AppendResponse(dst []byte, resp kmsg.Response, correlationID int32) []byte 
 // ParseResponse decodes a response frame (without size prefix) for req, which
 // must carry the version it was sent with.
 func ParseResponse(frame []byte, req kmsg.Request, wantCorrelation int32) (kmsg.Response, error) {
-	r := &reader{b: frame}
-	corr := r.int32()
-	if r.bad {
+	r := &kbin.Reader{Src: frame}
+	corr := r.Int32()
+	if !r.Ok() {
 		return nil, fmt.Errorf("response header: too short")
 	}
 	if corr != wantCorrelation {
@@ -210,12 +121,12 @@ func ParseResponse(frame []byte, req kmsg.Request, wantCorrelation int32) (kmsg.
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() && resp.Key() != ApiVersionsKey {
-		r.skipTags()
-		if r.bad {
+		skipTags(r)
+		if !r.Ok() {
 			return nil, fmt.Errorf("%s response: bad header tagged fields", kmsg.NameForKey(req.Key()))
 		}
 	}
-	if err := resp.ReadFrom(r.b); err != nil {
+	if err := resp.ReadFrom(r.Src); err != nil {
 		return nil, fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	return resp, nil

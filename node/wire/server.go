@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -181,7 +182,7 @@ func (s *Server) serveConn(c net.Conn) {
 				// KIP-511: answer an ApiVersions we do not speak with v0 and
 				// UNSUPPORTED_VERSION so the client can downgrade.
 				resp := s.apiVersionsResponse(0)
-				resp.ErrorCode = ErrUnsupportedVersion
+				resp.ErrorCode = kerr.UnsupportedVersion.Code
 				if _, werr := c.Write(AppendResponse(out[:0], resp, req.Header.CorrelationID)); werr != nil {
 					return
 				}

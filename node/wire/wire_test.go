@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"io"
 	"net"
 	"sync"
@@ -130,7 +131,7 @@ func TestUnsupportedRequestsNeverHang(t *testing.T) {
 	}
 	av := kmsg.NewPtrApiVersionsResponse()
 	av.SetVersion(0)
-	if err := av.ReadFrom(resp[4:]); err != nil || av.ErrorCode != ErrUnsupportedVersion {
+	if err := av.ReadFrom(resp[4:]); err != nil || av.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("ApiVersions v99 answer: %+v %v", av, err)
 	}
 
@@ -227,5 +228,38 @@ func TestHandlerPanicClosesOnlyTheConnection(t *testing.T) {
 	defer mu.Unlock()
 	if len(reported) == 0 {
 		t.Fatal("panic not reported")
+	}
+}
+
+// Every ApiVersions version a client may open with is answered in kind:
+// kafka-python starts at v0 (header v1), librdkafka and the Java client at
+// v3 (flexible request header v2, response header always v0).
+func TestApiVersionsEveryVersion(t *testing.T) {
+	_, addr := serve(t)
+	for v := int16(0); v <= 3; v++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(v)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "compat", "1.0"
+		frame := binary.BigEndian.AppendUint16(nil, 18)
+		frame = binary.BigEndian.AppendUint16(frame, uint16(v))
+		frame = binary.BigEndian.AppendUint32(frame, uint32(100+v))
+		frame = binary.BigEndian.AppendUint16(frame, 6)
+		frame = append(frame, "client"...)
+		if v >= 3 {
+			frame = append(frame, 0) // header tagged fields
+		}
+		frame = req.AppendTo(frame)
+		resp, err := rawRequest(t, addr, frame)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if corr := int32(binary.BigEndian.Uint32(resp)); corr != int32(100+v) {
+			t.Fatalf("v%d: correlation %d", v, corr)
+		}
+		av := kmsg.NewPtrApiVersionsResponse()
+		av.SetVersion(v)
+		if err := av.ReadFrom(resp[4:]); err != nil || av.ErrorCode != 0 || len(av.ApiKeys) == 0 {
+			t.Fatalf("v%d answer: %+v %v", v, av, err)
+		}
 	}
 }

@@ -1,0 +1,13 @@
+// Package compat is the client compatibility suite: Kafka clients nobody in
+// this project wrote — kcat (librdkafka) and kafka-python, both from
+// Debian's packages (scripts/setup.sh installs them) — and franz-go's
+// idempotent producer, run against a real cluster of node programs on
+// containers (a ZooKeeper ensemble and three nodes). It checks what a
+// ZooKeeper-era broker gives any client: metadata, produce with acks 0, 1
+// and all, fetch from an offset, ListOffsets earliest and latest, the
+// idempotent producer, and the errors around a leader change.
+//
+// It has only tests. It talks to the nodes through the Kafka protocol and
+// ZooKeeper, never the node's Go internals. Under CI=true a missing Docker
+// Engine or client program fails the suite rather than skipping it.
+package compat

@@ -1,0 +1,127 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/node/zkutil"
+)
+
+// Producer ids come in blocks claimed from ZooKeeper, as Kafka 2.x's
+// ProducerIdManager claims them: /latest_producer_id_block holds the last
+// block handed out, and a broker takes the next one with a conditional
+// write, so no two brokers ever give out the same id.
+const (
+	producerIDBlockPath = "/latest_producer_id_block"
+	producerIDBlockSize = 1000
+)
+
+// producerIDBlockZNode is the znode's JSON (ProducerIdBlockZNode).
+type producerIDBlockZNode struct {
+	Version    int    `json:"version"`
+	Broker     int32  `json:"broker"`
+	BlockStart string `json:"block_start"`
+	BlockEnd   string `json:"block_end"`
+}
+
+// nextProducerID hands out the next id of this broker's block, claiming a
+// new block when it is used up.
+func (m *Manager) nextProducerID(ctx context.Context) (int64, error) {
+	m.pidMu.Lock()
+	defer m.pidMu.Unlock()
+	if m.pidNext > m.pidEnd || m.pidEnd == 0 {
+		start, end, err := m.claimProducerIDBlock(ctx)
+		if err != nil {
+			return -1, err
+		}
+		m.pidNext, m.pidEnd = start, end
+	}
+	id := m.pidNext
+	m.pidNext++
+	return id, nil
+}
+
+func (m *Manager) claimProducerIDBlock(ctx context.Context) (start, end int64, err error) {
+	sess := m.session()
+	if sess == nil {
+		return 0, 0, errors.New("no ZooKeeper session yet")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		type got struct {
+			d  []byte
+			st *zk.Stat
+		}
+		g, err := zkutil.Call(ctx, sess, func(c *zk.Conn) (got, error) {
+			d, st, err := c.Get(producerIDBlockPath)
+			return got{d, st}, err
+		})
+		next, version := int64(0), int32(-1)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+		case err != nil:
+			return 0, 0, fmt.Errorf("read %s: %w", producerIDBlockPath, err)
+		default:
+			var z producerIDBlockZNode
+			if err := json.Unmarshal(g.d, &z); err != nil {
+				return 0, 0, fmt.Errorf("decode %s %q: %w", producerIDBlockPath, g.d, err)
+			}
+			last, err := strconv.ParseInt(z.BlockEnd, 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("decode %s block_end %q: %w", producerIDBlockPath, z.BlockEnd, err)
+			}
+			next, version = last+1, g.st.Version
+		}
+		z := producerIDBlockZNode{Version: 1, Broker: m.cfg.BrokerID,
+			BlockStart: strconv.FormatInt(next, 10), BlockEnd: strconv.FormatInt(next+producerIDBlockSize-1, 10)}
+		data, _ := json.Marshal(z)
+		_, err = zkutil.Call(ctx, sess, func(c *zk.Conn) (struct{}, error) {
+			if version < 0 {
+				_, err := c.Create(producerIDBlockPath, data, 0, zk.WorldACL(zk.PermAll))
+				return struct{}{}, err
+			}
+			_, err := c.Set(producerIDBlockPath, data, version)
+			return struct{}{}, err
+		})
+		switch {
+		case err == nil:
+			m.log.Printf("claimed producer id block [%d, %d]", next, next+producerIDBlockSize-1)
+			return next, next + producerIDBlockSize - 1, nil
+		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+			continue // another broker claimed a block first
+		default:
+			return 0, 0, fmt.Errorf("write %s: %w", producerIDBlockPath, err)
+		}
+	}
+	return 0, 0, fmt.Errorf("claim a producer id block: %w", ctx.Err())
+}
+
+// InitProducerID is TransactionCoordinator.handleInitProducerId for a
+// producer without a transactional id: a fresh producer id at epoch 0 from
+// any broker. Transactions are not implemented: a transactional id is
+// refused as a broker whose ACLs deny it would refuse it.
+func (m *Manager) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) kmsg.Response {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.SetVersion(req.Version)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
+	id, err := m.nextProducerID(ctx)
+	if err != nil {
+		m.log.Printf("InitProducerId: %v", err)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp
+}
