@@ -185,8 +185,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 
 	n.ctrl = controller.New(controller.Config{
 		BrokerID: cfg.BrokerID, Bugs: cfg.Bugs, OfflinePolicy: cfg.OfflinePolicy,
-		SocketTimeout: cfg.ControllerSocketTimeout,
-		LEOQuery:      controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
+		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout,
+		LEOQuery: controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
 		OnNewSession: func(ctx context.Context) {
 			if err := n.register(ctx); err != nil {
 				n.log.Printf("re-registration failed: %v", err)

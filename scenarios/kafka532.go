@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 )
-
-func init() { register(kafka532{}) }
 
 // kafka532 is KAFKA-532: a controller paused past its ZooKeeper session
 // between reading the cluster state and acting on it comes back as a zombie.
@@ -17,35 +16,34 @@ func init() { register(kafka532{}) }
 // writes and LeaderAndIsr requests carry its old epoch. Before the fix,
 // brokers did not check the controller epoch and the zombie's ZooKeeper
 // writes were unconditional, so brokers obeyed both controllers.
-type kafka532 struct{}
+func kafka532() Scenario {
+	return Scenario{
+		Bug:     "KAFKA-532",
+		Summary: "a paused controller resumes as a zombie; brokers obey its stale controller epoch",
+		Fix:     "brokers reject requests from an older controller epoch; controller writes are conditional on /controller_epoch",
+		Catches: checkers.ControllerFencing{},
+		Check:   checkers.DefaultConfig(),
+		Modes:   twoWay("KAFKA-532"),
+		config: func(m Mode) harness.RunConfig {
+			cfg := harness.RunConfig{
+				Nodes:      3,
+				Partitions: 3,
+				// Short sessions so the paused controller loses its role quickly.
+				ZKSessionTimeout: 2 * time.Second,
+				TimeLimit:        90 * time.Second,
+				// acks=all producers and readers run through the whole window, so
+				// the zombie's damage shows up as lost or divergent records too.
+				Driver: kafka532Driver{},
+			}
+			if !m.Fixed {
+				cfg.Bugs = []string{"KAFKA-532"}
+			}
+			return cfg
+		},
+	}
+}
 
 const failpointBrokerChange = "controller-before-broker-change"
-
-func (kafka532) Name() string { return "KAFKA-532" }
-
-func (kafka532) Summary() string {
-	return "a paused controller resumes as a zombie; brokers obey its stale controller epoch"
-}
-
-func (kafka532) Catches() string { return "controller-fencing" }
-
-func (k kafka532) Config(fixed bool) harness.RunConfig {
-	cfg := harness.RunConfig{
-		Scenario:   k.Name(),
-		Nodes:      3,
-		Partitions: 3,
-		// Short sessions so the paused controller loses its role quickly.
-		ZKSessionTimeout: 2 * time.Second,
-		TimeLimit:        90 * time.Second,
-		// acks=all producers and readers run through the whole window, so
-		// the zombie's damage shows up as lost or divergent records too.
-		Driver: kafka532Driver{},
-	}
-	if !fixed {
-		cfg.Bugs = []string{"KAFKA-532"}
-	}
-	return cfg
-}
 
 type kafka532Driver struct{}
 
