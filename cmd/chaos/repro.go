@@ -121,8 +121,9 @@ type reproResult struct {
 	Dir     string
 	Results *reports.Results
 	Report  string
-	// Took is the wall time from start to verdict.
-	Took time.Duration
+	// Took is the wall time from start to verdict; Checked the part of it
+	// spent checking.
+	Took, Checked time.Duration
 }
 
 // reproRun runs, checks and renders one mode of sc.
@@ -137,16 +138,18 @@ func reproRun(ctx context.Context, sc scenarios.Scenario, m scenarios.Mode, runI
 	if err != nil {
 		return nil, fmt.Errorf("%s %s (partial history and logs kept in %s): %w", sc.Bug, m.Name, dir, err)
 	}
+	checkStart := time.Now()
 	rep, err := harness.Check(dir, sc.Check)
 	if err != nil {
 		return nil, err
 	}
-	took := time.Since(start)
+	checked := time.Now()
+	took := checked.Sub(start)
 	page, err := reports.RenderHTML(dir)
 	if err != nil {
 		return nil, fmt.Errorf("report of %s: %w", dir, err)
 	}
-	return &reproResult{Dir: dir, Results: rep, Report: page, Took: took}, nil
+	return &reproResult{Dir: dir, Results: rep, Report: page, Took: took, Checked: checked.Sub(checkStart)}, nil
 }
 
 func printRepro(out io.Writer, sc scenarios.Scenario, m scenarios.Mode, res *reproResult) {
