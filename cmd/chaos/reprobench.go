@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -23,8 +25,9 @@ var benchPhases = []string{history.PhaseSetup, history.PhaseWorkload, history.Ph
 
 func newReproBenchCmd() *cobra.Command {
 	var (
-		n       int
-		runsDir string
+		n        int
+		runsDir  string
+		lockPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "repro-bench [BUG...]",
@@ -60,7 +63,12 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 					row := benchRow{scenario: sc.Bug, mode: m.Name, phases: map[string][]time.Duration{}}
 					for i := 0; i < n; i++ {
 						runID := fmt.Sprintf("%s-bench-%s-%s-%d", cluster.NewRunID(), strings.ToLower(sc.Bug), m.Name, i)
+						unlock, err := lockFile(lockPath)
+						if err != nil {
+							return withCode(exitBad, err)
+						}
 						res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, io.Discard)
+						unlock()
 						if err != nil {
 							return withCode(exitBad, err)
 						}
@@ -93,6 +101,7 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 	}
 	cmd.Flags().IntVarP(&n, "runs-per-mode", "n", 3, "runs per scenario and mode")
 	cmd.Flags().StringVar(&runsDir, "runs", "runs", "directory that receives the run directories")
+	cmd.Flags().StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")
 	return cmd
 }
 
@@ -101,6 +110,23 @@ type benchRow struct {
 	runs, ok       int
 	total          []time.Duration
 	phases         map[string][]time.Duration
+}
+
+// lockFile takes an exclusive flock on path ("" takes none) and returns
+// its release.
+func lockFile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("--lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // phaseTimes adds the duration of each harness phase of the run in dir.
@@ -137,10 +163,8 @@ func median(ds []time.Duration) time.Duration {
 
 func writeBench(w io.Writer, n int, rows []benchRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	head := []string{"scenario", "mode", "as expected", "median total"}
-	for _, p := range append(slices.Clone(benchPhases), "check") {
-		head = append(head, p)
-	}
+	head := append([]string{"scenario", "mode", "as expected", "median total"}, benchPhases...)
+	head = append(head, "check")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
 		cells := []string{r.scenario, r.mode, fmt.Sprintf("%d/%d", r.ok, r.runs), fmtSec(median(r.total))}
