@@ -112,7 +112,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	// corrupt log is a start-up error naming the file (LogManager.loadLogs).
 	n.data, err = dataplane.Open(dataplane.Config{
 		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, MinISR: cfg.MinInsyncRepl,
-		LagTime: cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
+		HWNeedsMinISR: cfg.OfflinePolicy == config.PolicyQueryLEO,
+		LagTime:       cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
 		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes,
 	}, n.log, n.broker.Metadata)
 	if err != nil {
