@@ -81,11 +81,19 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 						row.runs++
 						row.total = append(row.total, res.Took)
 						row.phases["check"] = append(row.phases["check"], res.Checked)
-						if err := phaseTimes(res.Dir, row.phases); err != nil {
+						one := map[string][]time.Duration{}
+						if err := phaseTimes(res.Dir, one); err != nil {
 							return withCode(exitBad, err)
 						}
-						fmt.Fprintf(cmd.ErrOrStderr(), "%s %s run %d/%d: %s after %s (%s)\n", sc.Bug, m.Name, i+1, n,
-							res.Results.Verdict, res.Took.Round(100*time.Millisecond), filepath.Base(res.Dir))
+						var took []string
+						for _, p := range benchPhases {
+							row.phases[p] = append(row.phases[p], one[p]...)
+							if len(one[p]) > 0 {
+								took = append(took, p+" "+fmtSec(one[p][0]))
+							}
+						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s %s run %d/%d: %s, as expected %v, after %s (%s, check %s) %s\n", sc.Bug, m.Name, i+1, n,
+							res.Results.Verdict, ok, fmtSec(res.Took), strings.Join(took, ", "), fmtSec(res.Checked), filepath.Base(res.Dir))
 					}
 					rows = append(rows, row)
 				}
