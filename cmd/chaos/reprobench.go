@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,7 +65,7 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 					row := benchRow{scenario: sc.Bug, mode: m.Name, phases: map[string][]time.Duration{}}
 					for i := 0; i < n; i++ {
 						runID := fmt.Sprintf("%s-bench-%s-%s-%d", cluster.NewRunID(), strings.ToLower(sc.Bug), m.Name, i)
-						unlock, err := lockFile(lockPath)
+						unlock, err := lockFile(cmd.Context(), lockPath)
 						if err != nil {
 							return withCode(exitBad, err)
 						}
@@ -121,8 +123,8 @@ type benchRow struct {
 }
 
 // lockFile takes an exclusive flock on path ("" takes none) and returns
-// its release.
-func lockFile(path string) (func(), error) {
+// its release. It polls, so Ctrl-C stops a bench waiting for its turn.
+func lockFile(ctx context.Context, path string) (func(), error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -130,11 +132,22 @@ func lockFile(path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--lock %s: %w", path, err)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("--lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("--lock %s: %w", path, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return func() { f.Close() }, nil
 }
 
 // phaseTimes adds the duration of each harness phase of the run in dir.
