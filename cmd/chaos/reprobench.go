@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -123,7 +122,8 @@ type benchRow struct {
 }
 
 // lockFile takes an exclusive flock on path ("" takes none) and returns
-// its release. It polls, so Ctrl-C stops a bench waiting for its turn.
+// its release. It waits in the kernel's queue like flock(1), and gives up
+// when ctx ends (Ctrl-C) instead of blocking the exit.
 func lockFile(ctx context.Context, path string) (func(), error) {
 	if path == "" {
 		return func() {}, nil
@@ -132,21 +132,20 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--lock: %w", err)
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+	got := make(chan error, 1)
+	go func() { got <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-got:
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("--lock %s: %w", path, err)
 		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("--lock %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+		return func() { f.Close() }, nil
+	case <-ctx.Done():
+		// Closing the file drops the lock should the waiting call still
+		// get it.
+		f.Close()
+		return nil, fmt.Errorf("--lock %s: %w", path, ctx.Err())
 	}
 }
 
