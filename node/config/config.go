@@ -41,8 +41,8 @@ var AllBugs = []string{BugKafka532, BugKafka7235, BugKafka16667}
 
 // Offline-election policies (KAFKA-3861).
 const (
-	PolicyOffline  = "offline"   // Kafka's default: no live ISR member, no leader
-	PolicyUnclean  = "unclean"   // first live replica in assignment order
+	PolicyOffline = "offline" // Kafka's default: no live ISR member, no leader
+	PolicyUnclean = "unclean" // first live replica in assignment order
 	// PolicyQueryLEO is the KAFKA-3861 report's proposal: ask the replicas
 	// their LEOs and elect the largest only if all answer; the dead members
 	// of an ISR below min.insync.replicas are excused (they acknowledged
