@@ -114,9 +114,21 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("the request from n%d's previous incarnation reached the new process; releasing the controller", b)
+	since = time.Now().UnixNano()
 	if err := l.ReleaseFailpoint(ctx, c, failpointBrokerChange); err != nil {
 		return err
 	}
-	time.Sleep(5 * time.Second)
-	return nil
+	// The damage is in n<b>'s next checkpoint writes (every 200 ms): wait
+	// for two after the release (with the bug the first already lacks the
+	// partitions the stale request did not cover; fixed, the controller's
+	// fresh requests come first), instead of a fixed sleep.
+	// waitNode rescans the logs on every poll: count distinct writes.
+	seen := map[uint64]bool{}
+	_, err = waitNode(ctx, l, since, 10*time.Second, fmt.Sprintf("n%d's checkpoint writes", b), func(e *history.Event) bool {
+		if e.Kind == history.KindHWCheckpoint && int(e.Node) == b {
+			seen[e.Seq] = true
+		}
+		return len(seen) >= 2
+	})
+	return err
 }
