@@ -120,7 +120,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	// corrupt log is a start-up error naming the file (LogManager.loadLogs).
 	n.data, err = dataplane.Open(dataplane.Config{
 		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, MinISR: cfg.MinInsyncRepl,
-		LagTime: cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
+		HWNeedsMinISR: cfg.OfflinePolicy == config.PolicyQueryLEO,
+		LagTime:       cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
 		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes, Failpoints: n.fp,
 	}, n.log, n.broker.Metadata)
 	if err != nil {
@@ -193,8 +194,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 
 	n.ctrl = controller.New(controller.Config{
 		BrokerID: cfg.BrokerID, Bugs: cfg.Bugs, OfflinePolicy: cfg.OfflinePolicy,
-		SocketTimeout: cfg.ControllerSocketTimeout,
-		LEOQuery:      controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
+		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout,
+		LEOQuery: controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
 		OnNewSession: func(ctx context.Context) {
 			if err := n.register(ctx); err != nil {
 				n.log.Printf("re-registration failed: %v", err)

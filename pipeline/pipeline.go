@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
@@ -34,6 +35,9 @@ type Outcome struct {
 	Dir     string          // the run directory (absolute once the run started)
 	Results *rundir.Results // nil when the run or its check failed
 	Report  string          // path of report.html; "" when not rendered
+	// Checked is how long the check took (reading the history included);
+	// benchmarks report it as a phase of its own.
+	Checked time.Duration
 }
 
 // Verdict is the run's overall verdict (Unknown when it was never checked).
@@ -85,11 +89,12 @@ func Finish(dir string, opt Options) (Outcome, error) {
 	if !opt.NoVisualize {
 		check.VisualizePath = filepath.Join(dir, rundir.LinearizeFile)
 	}
+	start := time.Now()
 	res, err := harness.Check(dir, check)
 	if err != nil {
 		return out, err
 	}
-	out.Results = res
+	out.Results, out.Checked = res, time.Since(start)
 	page, err := reports.RenderHTML(dir)
 	if err != nil {
 		return out, fmt.Errorf("report of %s: %w", dir, err)

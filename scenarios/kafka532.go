@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 )
-
-func init() { register(kafka532{}) }
 
 // kafka532 is KAFKA-532: a controller paused past its ZooKeeper session
 // between reading the cluster state and acting on it comes back as a zombie.
@@ -17,35 +16,34 @@ func init() { register(kafka532{}) }
 // writes and LeaderAndIsr requests carry its old epoch. Before the fix,
 // brokers did not check the controller epoch and the zombie's ZooKeeper
 // writes were unconditional, so brokers obeyed both controllers.
-type kafka532 struct{}
+func kafka532() Scenario {
+	return Scenario{
+		Bug:     "KAFKA-532",
+		Summary: "a paused controller resumes as a zombie; brokers obey its stale controller epoch",
+		Fix:     "brokers reject requests from an older controller epoch; controller writes are conditional on /controller_epoch",
+		Catches: checkers.ControllerFencing{},
+		Check:   checkers.DefaultConfig(),
+		Modes:   twoWay("KAFKA-532"),
+		config: func(m Mode) harness.RunConfig {
+			cfg := harness.RunConfig{
+				Nodes:      3,
+				Partitions: 3,
+				// Short sessions so the paused controller loses its role quickly.
+				ZKSessionTimeout: 2 * time.Second,
+				TimeLimit:        90 * time.Second,
+				// acks=all producers and readers run through the whole window, so
+				// the zombie's damage shows up as lost or divergent records too.
+				Driver: kafka532Driver{},
+			}
+			if !m.Fixed {
+				cfg.Bugs = []string{"KAFKA-532"}
+			}
+			return cfg
+		},
+	}
+}
 
 const failpointBrokerChange = "controller-before-broker-change"
-
-func (kafka532) Name() string { return "KAFKA-532" }
-
-func (kafka532) Summary() string {
-	return "a paused controller resumes as a zombie; brokers obey its stale controller epoch"
-}
-
-func (kafka532) Catches() string { return "controller-fencing" }
-
-func (k kafka532) Config(fixed bool) harness.RunConfig {
-	cfg := harness.RunConfig{
-		Scenario:   k.Name(),
-		Nodes:      3,
-		Partitions: 3,
-		// Short sessions so the paused controller loses its role quickly.
-		ZKSessionTimeout: 2 * time.Second,
-		TimeLimit:        90 * time.Second,
-		// acks=all producers and readers run through the whole window, so
-		// the zombie's damage shows up as lost or divergent records too.
-		Driver: kafka532Driver{},
-	}
-	if !fixed {
-		cfg.Bugs = []string{"KAFKA-532"}
-	}
-	return cfg
-}
 
 type kafka532Driver struct{}
 
@@ -76,7 +74,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.KillTarget(ctx, vt); err != nil {
 		return err
 	}
-	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
+	if _, err := waitNode(ctx, l, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == failpointBrokerChange
 	}); err != nil {
 		return err
@@ -85,7 +83,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.PauseTarget(ctx, ct); err != nil {
 		return err
 	}
-	elected, err := l.WaitEvent(ctx, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
+	elected, err := waitNode(ctx, l, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerElected && int(e.Node) != c
 	})
 	if err != nil {
@@ -97,7 +95,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
 		return err
 	}
-	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
+	if _, err := waitNode(ctx, l, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
 		return e.Kind == history.KindControlRequest && e.Control != nil && e.Control.API == history.APILeaderAndIsr &&
 			e.Control.ControllerEpoch == elected.Controller.Epoch
 	}); err != nil {
@@ -111,7 +109,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// leader decisions, writes them and sends LeaderAndIsr. Give it time to
 	// do all of that (or to resign, when fixed).
 	since = time.Now().UnixNano()
-	l.WaitEvent(ctx, since, 20*time.Second, "the zombie's resignation", func(e *history.Event) bool {
+	waitNode(ctx, l, since, 20*time.Second, "the zombie's resignation", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerResigned && int(e.Node) == c
 	})
 	time.Sleep(3 * time.Second)

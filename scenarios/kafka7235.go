@@ -5,45 +5,52 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 )
-
-func init() { register(kafka7235{}) }
 
 // kafka7235 is KAFKA-7235 / KIP-380: the controller has a request queued for
 // broker B when B restarts so fast that the controller's view of
 // /brokers/ids looks unchanged. The queued request, built for B's previous
 // incarnation, reaches the new process. Without broker epochs the new
-// process obeys it, and the controller never notices the bounce.
-type kafka7235 struct{}
-
-func (kafka7235) Name() string { return "KAFKA-7235" }
-
-func (kafka7235) Summary() string {
-	return "a control request queued for a broker's previous incarnation is obeyed by the restarted process"
-}
-
-func (kafka7235) Catches() string { return "broker-fencing" }
-
-func (k kafka7235) Config(fixed bool) harness.RunConfig {
-	cfg := harness.RunConfig{
-		Scenario:         k.Name(),
-		Nodes:            3,
-		Partitions:       3,
-		ZKSessionTimeout: 3 * time.Second,
-		TimeLimit:        90 * time.Second,
-		NoWorkload:       true,
-		Driver:           kafka7235Driver{},
-		// A short socket timeout makes the controller retry the queued
-		// request (on a new connection, to the new process) soon after the
-		// link heals.
-		NodeFlags: []string{"--controller-socket-timeout=2s"},
+// process obeys it, and since it is the first LeaderAndIsr the process
+// handles, it starts the high-watermark checkpoint task from it: the
+// request covers only the partitions B shares with the dead broker X, so
+// B's next checkpoint drops every other partition it hosts.
+//
+// Replication factor 2 over four partitions makes the request partial: B
+// shares some partitions with X and others with the controller only.
+func kafka7235() Scenario {
+	return Scenario{
+		Bug:     "KAFKA-7235",
+		Summary: "a restarted broker obeys a LeaderAndIsr queued for its previous incarnation, covering only some partitions, and its HW checkpoint drops the rest",
+		Fix:     "control requests carry the broker epoch (czxid of /brokers/ids/N); a broker rejects those of an older epoch with STALE_BROKER_EPOCH",
+		Catches: checkers.HWCheckpoint{},
+		Check:   checkers.DefaultConfig(),
+		Modes:   twoWay("KAFKA-7235"),
+		config: func(m Mode) harness.RunConfig {
+			cfg := harness.RunConfig{
+				Nodes:            3,
+				Partitions:       4,
+				RF:               2,
+				ZKSessionTimeout: 3 * time.Second,
+				TimeLimit:        90 * time.Second,
+				NoWorkload:       true,
+				Driver:           kafka7235Driver{},
+				// A short socket timeout makes the controller retry the queued
+				// request (on a new connection, to the new process) soon after
+				// the link heals; a short checkpoint interval writes the
+				// partial checkpoint before the controller's fresh requests
+				// fill the partition map.
+				NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=200ms"},
+			}
+			if !m.Fixed {
+				cfg.Bugs = []string{"KAFKA-7235"}
+			}
+			return cfg
+		},
 	}
-	if !fixed {
-		cfg.Bugs = []string{"KAFKA-7235"}
-	}
-	return cfg
 }
 
 type kafka7235Driver struct{}
@@ -74,7 +81,7 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.KillTarget(ctx, xt); err != nil {
 		return err
 	}
-	queued, err := l.WaitEvent(ctx, start, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
+	queued, err := waitNode(ctx, l, start, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
 		return e.Kind == history.KindControlSent && int(e.Node) == c && e.Control != nil &&
 			e.Control.API == history.APILeaderAndIsr && int(e.Control.TargetBroker) == b
 	})
@@ -89,7 +96,7 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if _, err := l.Nemesis.BounceTarget(ctx, bt); err != nil {
 		return err
 	}
-	reg, err := l.WaitEvent(ctx, since, 30*time.Second, "the bounced broker's re-registration", func(e *history.Event) bool {
+	reg, err := waitNode(ctx, l, since, 30*time.Second, "the bounced broker's re-registration", func(e *history.Event) bool {
 		return e.Kind == history.KindBrokerRegistered && int(e.Node) == b
 	})
 	if err != nil {
@@ -100,16 +107,28 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.Heal(ctx); err != nil {
 		return err
 	}
-	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the queued request at the new process", func(e *history.Event) bool {
+	if _, err := waitNode(ctx, l, since, 30*time.Second, "the queued request at the new process", func(e *history.Event) bool {
 		return e.Kind == history.KindControlRequest && int(e.Node) == b && e.Control != nil &&
 			e.Control.BrokerEpoch == queued.Control.BrokerEpoch
 	}); err != nil {
 		return err
 	}
 	l.Note("the request from n%d's previous incarnation reached the new process; releasing the controller", b)
+	since = time.Now().UnixNano()
 	if err := l.ReleaseFailpoint(ctx, c, failpointBrokerChange); err != nil {
 		return err
 	}
-	time.Sleep(5 * time.Second)
-	return nil
+	// The damage is in n<b>'s next checkpoint writes (every 200 ms): wait
+	// for two after the release (with the bug the first already lacks the
+	// partitions the stale request did not cover; fixed, the controller's
+	// fresh requests come first), instead of a fixed sleep.
+	// waitNode rescans the logs on every poll: count distinct writes.
+	seen := map[uint64]bool{}
+	_, err = waitNode(ctx, l, since, 10*time.Second, fmt.Sprintf("n%d's checkpoint writes", b), func(e *history.Event) bool {
+		if e.Kind == history.KindHWCheckpoint && int(e.Node) == b {
+			seen[e.Seq] = true
+		}
+		return len(seen) >= 2
+	})
+	return err
 }

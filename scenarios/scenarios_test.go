@@ -2,59 +2,125 @@ package scenarios
 
 import (
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
+	"github.com/zkchaos/zkchaos/pipeline"
 )
 
-// Every scenario, run for real: with its bug switch on the checker it names
-// must find the bug; with every fix on the run must be valid.
+// Every scenario, run for real, both ways: with the bug its own checker must
+// find it (another checker firing is not enough); with the fix the run must
+// be valid.
 func TestScenariosCatchTheirBugAndPassWhenFixed(t *testing.T) {
 	dockertest.Require(t)
-	for _, name := range Names() {
-		sc, _ := Get(name)
-		for _, fixed := range []bool{false, true} {
-			mode := "bug"
-			if fixed {
-				mode = "fixed"
-			}
-			t.Run(name+"/"+mode, func(t *testing.T) {
-				cfg := sc.Config(fixed)
+	for _, sc := range All() {
+		for _, m := range []Mode{sc.BugMode(), sc.FixMode()} {
+			t.Run(sc.Bug+"/"+m.Name, func(t *testing.T) {
+				cfg := sc.Config(m)
 				cfg.RunID = "t-" + cluster.NewRunID()[16:]
 				cfg.RunDir = t.TempDir()
 				if testing.Verbose() {
 					cfg.Progress = os.Stderr
 				}
-				dir, err := harness.Run(t.Context(), cfg)
+				check := sc.Check
+				o, err := pipeline.Execute(t.Context(), cfg, pipeline.Options{Check: &check, NoVisualize: true})
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := harness.Check(dir, checkers.DefaultConfig())
-				if err != nil {
-					t.Fatal(err)
-				}
+				rep := o.Results
 				for _, r := range rep.Results {
 					t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
-					if !fixed && r.Checker == sc.Catches() && r.Verdict != checkers.Invalid {
-						t.Errorf("bug switch on, but %s says %s", r.Checker, r.Verdict)
-					}
 				}
-				if fixed && rep.Verdict != checkers.Valid {
-					t.Errorf("every fix on, but the verdict is %s", rep.Verdict)
+				caught := sc.Catcher(rep.Results)
+				if caught == nil {
+					t.Fatalf("no result from %s", sc.Catches.Name())
+				}
+				if !m.Fixed && caught.Verdict != checkers.Invalid {
+					t.Errorf("bug on, but %s says %s", caught.Checker, caught.Verdict)
+				}
+				if m.Fixed && rep.Verdict != checkers.Valid {
+					t.Errorf("fix on, but the verdict is %s", rep.Verdict)
 				}
 			})
 		}
 	}
 }
 
-func TestGetNamesKnownScenarios(t *testing.T) {
-	if _, err := Get("kafka-532"); err != nil {
-		t.Errorf("lookup is case-insensitive: %v", err)
+// Each scenario's checker is one the check step runs: a scenario naming a
+// checker that does not exist, or one configured differently from the runs'
+// checker set, fails here rather than passing its bug-mode run silently.
+func TestScenariosNameRealCheckers(t *testing.T) {
+	names := map[string]bool{}
+	for _, sc := range All() {
+		if err := sc.Validate(); err != nil {
+			t.Error(err)
+		}
+		if names[sc.Bug] {
+			t.Errorf("%s listed twice", sc.Bug)
+		}
+		names[sc.Bug] = true
+		found := false
+		for _, c := range checkers.All(sc.Check) {
+			if reflect.DeepEqual(c, sc.Catches) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: %#v is not among checkers.All(its config)", sc.Bug, sc.Catches)
+		}
 	}
-	if _, err := Get("KAFKA-1"); err == nil {
-		t.Error("unknown scenario found")
+}
+
+func TestValidateRejectsBadScenarios(t *testing.T) {
+	good := kafka532()
+	tests := []struct {
+		name   string
+		mutate func(*Scenario)
+	}{
+		{"no checker", func(s *Scenario) { s.Catches = nil }},
+		{"a checker the check step does not run", func(s *Scenario) { s.Catches = notAChecker{} }},
+		{"fixed mode first", func(s *Scenario) { s.Modes = []Mode{s.Modes[1], s.Modes[0]} }},
+		{"one mode", func(s *Scenario) { s.Modes = s.Modes[:1] }},
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := kafka532()
+			tt.mutate(&s)
+			if s.Validate() == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+}
+
+type notAChecker struct{}
+
+func (notAChecker) Name() string { return "controller-fencng" }
+func (notAChecker) Check(*history.History) checkers.Result {
+	return checkers.Result{}
+}
+
+func TestGetNamesKnownScenarios(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{{"kafka-532", true}, {"KAFKA-3861", true}, {"KAFKA-7235", true}, {"KAFKA-1", false}, {"", false}} {
+		if _, err := Get(tt.name); (err == nil) != tt.ok {
+			t.Errorf("Get(%q): %v", tt.name, err)
+		}
+	}
+	sc, _ := Get("KAFKA-3861")
+	if _, err := sc.Mode("UNCLEAN"); err != nil {
+		t.Error(err)
+	}
+	if _, err := sc.Mode("bug"); err == nil {
+		t.Error("KAFKA-3861 has no mode called bug")
 	}
 }

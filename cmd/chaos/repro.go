@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/scenarios"
 )
 
@@ -18,6 +23,8 @@ func init() { subcommands = append(subcommands, newReproCmd) }
 func newReproCmd() *cobra.Command {
 	var (
 		fixed   bool
+		list    bool
+		mode    string
 		runsDir string
 	)
 	cmd := &cobra.Command{
@@ -26,58 +33,145 @@ func newReproCmd() *cobra.Command {
 		Long: `repro runs one regression scenario: a real ZooKeeper ensemble and brokers with
 the bug's switch on, driven through the bug's exact fault window. It prints
 whether the bug was reproduced, with the checker's explanation, and the path
-of the HTML report. With --fixed the same scenario runs with every fix on and
-must pass.
+of the HTML report. With --fixed the same scenario runs with the fix on and
+must pass. A scenario with more than two modes (KAFKA-3861's election
+policies) runs every mode on the same schedule and writes a page showing the
+runs side by side; --mode picks one. --list shows every scenario.
 
 Exit status: 0 valid (not reproduced), 1 invalid (reproduced), 2 bad input or
-harness error, 3 unknown.`,
-		Args: cobra.ExactArgs(1),
+harness error, 3 unknown. When several modes run, the status is the bug
+run's, and 2 when the fixed run was not valid.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if list {
+				writeScenarioList(out)
+				return nil
+			}
+			if len(args) != 1 {
+				writeScenarioList(cmd.ErrOrStderr())
+				return withCode(exitBad, fmt.Errorf("repro: name a scenario"))
+			}
 			sc, err := scenarios.Get(args[0])
 			if err != nil {
+				writeScenarioList(cmd.ErrOrStderr())
 				return withCode(exitBad, err)
 			}
-			cfg := sc.Config(fixed)
-			cfg.RunID = cluster.NewRunID()
-			cfg.RunDir = filepath.Join(runsDir, cfg.RunID)
-			cfg.Progress = cmd.ErrOrStderr()
-			mode := "bug switch " + sc.Name() + " on"
-			if fixed {
-				mode = "every fix on"
+			modes := []scenarios.Mode{sc.BugMode()}
+			switch {
+			case mode != "" && fixed:
+				return withCode(exitBad, fmt.Errorf("--mode and --fixed: give one"))
+			case mode != "":
+				m, err := sc.Mode(mode)
+				if err != nil {
+					return withCode(exitBad, fmt.Errorf("--mode: %w", err))
+				}
+				modes = []scenarios.Mode{m}
+			case fixed:
+				modes = []scenarios.Mode{sc.FixMode()}
+			case len(sc.Modes) > 2:
+				modes = sc.Modes
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s (%s)\n", sc.Name(), sc.Summary(), mode)
-			dir, err := harness.Run(cmd.Context(), cfg)
-			if err != nil {
-				return withCode(exitBad, fmt.Errorf("%s (partial history and logs kept in %s): %w", sc.Name(), dir, err))
-			}
-			rep, err := harness.Check(dir, checkers.DefaultConfig())
-			if err != nil {
-				return withCode(exitBad, err)
-			}
-			page, err := reports.RenderHTML(dir)
-			if err != nil {
-				return withCode(exitBad, fmt.Errorf("report of %s: %w", dir, err))
-			}
-			out := cmd.OutOrStdout()
-			var caught *checkers.Result
-			for i := range rep.Results {
-				if rep.Results[i].Checker == sc.Catches() {
-					caught = &rep.Results[i]
+			id := cluster.NewRunID()
+			var runs []reports.CompareRun
+			status := error(nil)
+			for _, m := range modes {
+				runID := id
+				if len(modes) > 1 {
+					runID = id + "-" + m.Name
+				}
+				res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, cmd.ErrOrStderr())
+				if err != nil {
+					return withCode(exitBad, err)
+				}
+				printRepro(out, sc, m, res)
+				runs = append(runs, reports.CompareRun{Mode: m.Name, About: m.About, RunDir: res.Dir})
+				if len(modes) == 1 || m == sc.BugMode() {
+					status = verdictExit(res.Results.Verdict)
+				}
+				if len(modes) > 1 && m.Fixed && res.Results.Verdict != checkers.Valid {
+					defer fmt.Fprintf(out, "the fix (%s) was not valid: %s\n", m.Name, res.Results.Verdict)
+					status = withCode(exitBad, nil)
 				}
 			}
-			switch {
-			case caught != nil && caught.Verdict == checkers.Invalid:
-				fmt.Fprintf(out, "reproduced: %s\n", caught.Explanation)
-			case rep.Verdict == checkers.Invalid:
-				fmt.Fprintf(out, "reproduced, but not by %s: see the report\n", sc.Catches())
-			default:
-				fmt.Fprintf(out, "not reproduced: %s\n", verdictLine(rep.Verdict, rep.Results))
+			if len(runs) > 1 {
+				rows, err := reports.Compare(runs)
+				if err != nil {
+					return withCode(exitBad, err)
+				}
+				page := filepath.Join(runsDir, id+"-compare.html")
+				if err := reports.RenderCompare(page, sc.Bug+": "+sc.Summary, rows); err != nil {
+					return withCode(exitBad, err)
+				}
+				fmt.Fprintln(out)
+				reports.WriteCompareText(out, rows)
+				fmt.Fprintf(out, "side by side: %s\n", page)
 			}
-			fmt.Fprintf(out, "report: %s\n", page)
-			return verdictExit(rep.Verdict)
+			return status
 		},
 	}
-	cmd.Flags().BoolVar(&fixed, "fixed", false, "run with every fix on: the scenario must pass")
+	cmd.Flags().BoolVar(&fixed, "fixed", false, "run with the fix on: the scenario must pass")
+	cmd.Flags().StringVar(&mode, "mode", "", "run one mode of the scenario (see --list)")
+	cmd.Flags().BoolVar(&list, "list", false, "list the scenarios: bug, what goes wrong, the checker that catches it, the fix it proves")
 	cmd.Flags().StringVar(&runsDir, "runs", "runs", "directory that receives the run directory")
 	return cmd
+}
+
+// reproResult is one scenario run, checked and rendered.
+type reproResult struct {
+	Dir     string
+	Results *rundir.Results
+	Report  string
+	// Took is the wall time from start to verdict; Checked the part of it
+	// spent checking.
+	Took, Checked time.Duration
+}
+
+// reproRun runs, checks and renders one mode of sc.
+func reproRun(ctx context.Context, sc scenarios.Scenario, m scenarios.Mode, runID, runsDir string, progress io.Writer) (*reproResult, error) {
+	start := time.Now()
+	cfg := sc.Config(m)
+	cfg.RunID = runID
+	cfg.RunDir = filepath.Join(runsDir, runID)
+	cfg.Progress = progress
+	fmt.Fprintf(progress, "%s: %s (%s: %s)\n", sc.Bug, sc.Summary, m.Name, m.About)
+	check := sc.Check
+	o, err := pipeline.Execute(ctx, cfg, pipeline.Options{Check: &check})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", sc.Bug, m.Name, err)
+	}
+	return &reproResult{Dir: o.Dir, Results: o.Results, Report: o.Report, Took: time.Since(start), Checked: o.Checked}, nil
+}
+
+func printRepro(out io.Writer, sc scenarios.Scenario, m scenarios.Mode, res *reproResult) {
+	caught := sc.Catcher(res.Results.Results)
+	fmt.Fprintf(out, "%s %s: ", sc.Bug, m.Name)
+	switch {
+	case caught != nil && caught.Verdict == checkers.Invalid:
+		fmt.Fprintf(out, "reproduced: %s\n", caught.Explanation)
+	case res.Results.Verdict == checkers.Invalid:
+		fmt.Fprintf(out, "reproduced, but not by %s:\n", sc.Catches.Name())
+		for _, r := range res.Results.Results {
+			if r.Verdict == checkers.Invalid {
+				fmt.Fprintf(out, "  %s: %s\n", r.Checker, r.Explanation)
+			}
+		}
+	default:
+		fmt.Fprintf(out, "not reproduced: %s\n", verdictLine(res.Results.Verdict, res.Results.Results))
+	}
+	fmt.Fprintf(out, "verdict after %s; report: %s\n", res.Took.Round(100*time.Millisecond), res.Report)
+}
+
+func writeScenarioList(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tCAUGHT BY\tMODES\tWHAT GOES WRONG / WHAT THE FIX PROVES")
+	for _, s := range scenarios.All() {
+		var modes []string
+		for _, m := range s.Modes {
+			modes = append(modes, m.Name)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Bug, s.Catches.Name(), strings.Join(modes, ","), s.Summary)
+		fmt.Fprintf(tw, "\t\t\tfix: %s\n", s.Fix)
+	}
+	tw.Flush()
 }

@@ -119,15 +119,19 @@ func TestCleanNeverTouchesUnlabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	// A network without the project label must survive a clean of all runs.
+	// A network without the project label must survive a clean, even one
+	// named like the project's. The clean is scoped to a run id of this
+	// test's own: a clean of every run would destroy the runs of anyone
+	// else using the engine (other tests, a chaos run in another shell).
 	cli := eng.Client()
-	name := "zkchaos-foreign-" + cluster.NewRunID()[16:]
+	runID := "t-" + cluster.NewRunID()[16:]
+	name := "zkchaos-foreign-" + runID
 	res, err := cli.NetworkCreate(t.Context(), name, client.NetworkCreateOptions{Driver: "bridge", Internal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.RemoveNetwork(context.Background(), res.ID)
-	if _, err := eng.RemoveLabelled(t.Context(), ""); err != nil {
+	if _, err := eng.RemoveLabelled(t.Context(), runID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cli.NetworkInspect(t.Context(), res.ID, client.NetworkInspectOptions{}); err != nil {

@@ -41,9 +41,15 @@ var AllBugs = []string{BugKafka532, BugKafka7235, BugKafka16667}
 
 // Offline-election policies (KAFKA-3861).
 const (
-	PolicyOffline  = "offline"   // Kafka's default: no live ISR member, no leader
-	PolicyUnclean  = "unclean"   // first live replica in assignment order
-	PolicyQueryLEO = "query-leo" // ask every replica its LEO; elect the largest only if all answer
+	PolicyOffline = "offline" // Kafka's default: no live ISR member, no leader
+	PolicyUnclean = "unclean" // first live replica in assignment order
+	// PolicyQueryLEO is the KAFKA-3861 report's proposal: ask the replicas
+	// their LEOs and elect the largest only if all answer; the dead members
+	// of an ISR below min.insync.replicas are excused (they acknowledged
+	// nothing alone), and leaders hold the high watermark while their ISR
+	// is below min.insync.replicas (KIP-966's rule), so the longest
+	// surviving log holds every record a consumer could read.
+	PolicyQueryLEO = "query-leo"
 )
 
 // Policies lists every offline-election policy.

@@ -41,6 +41,9 @@ type Config struct {
 	BrokerID      int32
 	Bugs          config.Bugs
 	OfflinePolicy string
+	// MinInsync is min.insync.replicas; query-leo excuses the dead members
+	// of an ISR smaller than this from answering.
+	MinInsync     int
 	SocketTimeout time.Duration // one controller-to-broker request
 	RetryBackoff  time.Duration
 	// LEOQuery asks a replica for its log end offset (query-leo policy).

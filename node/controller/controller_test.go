@@ -45,12 +45,14 @@ func TestOfflineLeaderPolicies(t *testing.T) {
 		{"offline: no live ISR member", config.PolicyOffline, []int32{2, 3}, []int32{1}, nil, -1, nil, false},
 		{"unclean: first live replica", config.PolicyUnclean, []int32{3, 2}, []int32{1}, nil, 2, []int32{2}, true},
 		{"query-leo: all answer, largest wins", config.PolicyQueryLEO, []int32{1, 2, 3}, []int32{9}, map[int32]int64{1: 5, 2: 9, 3: 7}, 2, []int32{2}, true},
-		{"query-leo: a replica is down", config.PolicyQueryLEO, []int32{2, 3}, []int32{1}, map[int32]int64{2: 9, 3: 7}, -1, nil, false},
 		{"query-leo: a replica does not answer", config.PolicyQueryLEO, []int32{1, 2, 3}, []int32{9}, map[int32]int64{1: 5, 3: 7}, -1, nil, false},
+		{"query-leo: ISR below min.insync, its dead member excused", config.PolicyQueryLEO, []int32{2, 3}, []int32{1}, map[int32]int64{2: 7, 3: 9}, 3, []int32{3}, true},
+		{"query-leo: ISR below min.insync, another replica down", config.PolicyQueryLEO, []int32{3}, []int32{1}, map[int32]int64{3: 9}, -1, nil, false},
+		{"query-leo: ISR at min.insync, its dead members must answer", config.PolicyQueryLEO, []int32{3}, []int32{1, 2}, map[int32]int64{3: 9}, -1, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Controller{cfg: Config{OfflinePolicy: tt.policy}, ctx: newContext()}
+			c := &Controller{cfg: Config{OfflinePolicy: tt.policy, MinInsync: 2}, ctx: newContext()}
 			c.ctx.assign[tp] = []int32{1, 2, 3}
 			for _, id := range tt.live {
 				c.ctx.live[id] = brokerInfo{ID: id}

@@ -35,9 +35,17 @@ func (c *Controller) offlineLeader(ctx context.Context, tp history.TopicPartitio
 			}
 		}
 	case config.PolicyQueryLEO:
-		// Ask every replica; elect the largest LEO only if all answer.
+		// Ask every replica; elect the largest LEO only if all answer. The
+		// bug report's exception: an ISR smaller than min.insync.replicas
+		// acknowledged no acks=all write on its own, so every acknowledged
+		// record is on a replica outside it, and its dead members need not
+		// answer.
+		shrunk := len(cur.ISR) < c.cfg.MinInsync
 		best, bestLEO := int32(-1), int64(-1)
 		for _, r := range assign {
+			if shrunk && slices.Contains(cur.ISR, r) && !c.ctx.isLive(r) {
+				continue
+			}
 			b, live := c.ctx.live[r]
 			if !live || c.ctx.shuttingDown[r] || c.cfg.LEOQuery == nil {
 				c.log.Printf("query-leo for %s: replica %d cannot answer; partition stays offline", tp, r)

@@ -67,6 +67,11 @@ type Config struct {
 	Bugs     config.Bugs
 	// MinISR is min.insync.replicas.
 	MinISR int
+	// HWNeedsMinISR holds the high watermark while the ISR is smaller than
+	// MinISR (KIP-966's rule). The query-leo election needs it: without it a
+	// leader alone in its ISR exposes records no follower has, and electing
+	// the longest surviving log then loses records consumers already read.
+	HWNeedsMinISR bool
 	// LagTime is replica.lag.time.max.ms; the ISR is checked every LagTime/2.
 	LagTime time.Duration
 	// CheckpointInterval is replica.high.watermark.checkpoint.interval.ms.

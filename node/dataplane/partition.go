@@ -149,7 +149,7 @@ func (p *partition) setHWLocked(hw int64) {
 // maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW: HW = min LEO
 // over the ISR, only forward; a member whose LEO is unknown holds it.
 func (p *partition) maybeIncrementHWLocked() bool {
-	if p.role != history.RoleLeader {
+	if p.role != history.RoleLeader || p.m.cfg.HWNeedsMinISR && len(p.isr) < p.m.cfg.MinISR {
 		return false
 	}
 	hw := p.log.LogEndOffset()

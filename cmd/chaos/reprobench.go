@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/scenarios"
+)
+
+func init() { subcommands = append(subcommands, newReproBenchCmd) }
+
+// benchPhases are the harness phases timed, in run order, then the check.
+var benchPhases = []string{history.PhaseSetup, history.PhaseWorkload, history.PhaseHeal, history.PhaseFinalReads, history.PhaseCollect}
+
+func newReproBenchCmd() *cobra.Command {
+	var (
+		n        int
+		runsDir  string
+		lockPath string
+	)
+	cmd := &cobra.Command{
+		Use:   "repro-bench [BUG...]",
+		Short: "Run each scenario N times with the bug and N times with the fix; count reproductions and time each phase",
+		Long: `repro-bench runs every scenario named (default: all) N times in its bug
+mode and N times in its fixed mode, as 'chaos repro' does, and prints per
+scenario and mode: how many runs the scenario's checker found the bug in (bug
+mode) or were valid (fixed mode), and the median wall time from start to
+verdict with the median of each phase (set-up, the driver's workload window,
+heal and settle, final reads, collection, check). Needs Docker; a warm base
+image keeps image builds out of the figures.
+
+Exit status: 0 when every bug run reproduced and every fixed run was valid,
+1 otherwise, 2 on bad input or a harness error.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 {
+				return withCode(exitBad, fmt.Errorf("-n: %d runs, want at least 1", n))
+			}
+			var scs []scenarios.Scenario
+			for _, a := range args {
+				sc, err := scenarios.Get(a)
+				if err != nil {
+					return withCode(exitBad, err)
+				}
+				scs = append(scs, sc)
+			}
+			if len(scs) == 0 {
+				scs = scenarios.All()
+			}
+			var rows []benchRow
+			for _, sc := range scs {
+				for _, m := range []scenarios.Mode{sc.BugMode(), sc.FixMode()} {
+					row := benchRow{scenario: sc.Bug, mode: m.Name, phases: map[string][]time.Duration{}}
+					for i := 0; i < n; i++ {
+						runID := fmt.Sprintf("%s-bench-%s-%s-%d", cluster.NewRunID(), strings.ToLower(sc.Bug), m.Name, i)
+						unlock, err := lockFile(cmd.Context(), lockPath)
+						if err != nil {
+							return withCode(exitBad, err)
+						}
+						res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, io.Discard)
+						unlock()
+						if err != nil {
+							return withCode(exitBad, err)
+						}
+						caught := sc.Catcher(res.Results.Results)
+						ok := m.Fixed && res.Results.Verdict == checkers.Valid ||
+							!m.Fixed && caught != nil && caught.Verdict == checkers.Invalid
+						if ok {
+							row.ok++
+						}
+						row.runs++
+						row.total = append(row.total, res.Took)
+						row.phases["check"] = append(row.phases["check"], res.Checked)
+						one := map[string][]time.Duration{}
+						if err := phaseTimes(res.Dir, one); err != nil {
+							return withCode(exitBad, err)
+						}
+						var took []string
+						for _, p := range benchPhases {
+							row.phases[p] = append(row.phases[p], one[p]...)
+							if len(one[p]) > 0 {
+								took = append(took, p+" "+fmtSec(one[p][0]))
+							}
+						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s %s run %d/%d: %s, as expected %v, after %s (%s, check %s) %s\n", sc.Bug, m.Name, i+1, n,
+							res.Results.Verdict, ok, fmtSec(res.Took), strings.Join(took, ", "), fmtSec(res.Checked), filepath.Base(res.Dir))
+					}
+					rows = append(rows, row)
+				}
+			}
+			writeBench(cmd.OutOrStdout(), n, rows)
+			for _, r := range rows {
+				if r.ok != r.runs {
+					return withCode(exitInvalid, nil)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&n, "runs-per-mode", "n", 3, "runs per scenario and mode")
+	cmd.Flags().StringVar(&runsDir, "runs", "runs", "directory that receives the run directories")
+	cmd.Flags().StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")
+	return cmd
+}
+
+type benchRow struct {
+	scenario, mode string
+	runs, ok       int
+	total          []time.Duration
+	phases         map[string][]time.Duration
+}
+
+// lockFile takes an exclusive flock on path ("" takes none) and returns
+// its release. It waits in the kernel's queue like flock(1), and gives up
+// when ctx ends (Ctrl-C) instead of blocking the exit.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("--lock: %w", err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--lock %s: %w", path, err)
+		}
+		return func() { f.Close() }, nil
+	case <-ctx.Done():
+		// Closing the file drops the lock should the waiting call still
+		// get it.
+		f.Close()
+		return nil, fmt.Errorf("--lock %s: %w", path, ctx.Err())
+	}
+}
+
+// phaseTimes adds the duration of each harness phase of the run in dir.
+func phaseTimes(dir string, into map[string][]time.Duration) error {
+	h, err := history.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("phases of %s: %w", dir, err)
+	}
+	begin := map[string]int64{}
+	for _, e := range h.Events {
+		if e.Kind != history.KindPhase {
+			continue
+		}
+		switch e.Phase.Mark {
+		case history.PhaseBegin:
+			begin[e.Phase.Name] = e.Time
+		case history.PhaseEnd:
+			if b, ok := begin[e.Phase.Name]; ok {
+				into[e.Phase.Name] = append(into[e.Phase.Name], time.Duration(e.Time-b))
+			}
+		}
+	}
+	return nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func writeBench(w io.Writer, n int, rows []benchRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	head := append([]string{"scenario", "mode", "as expected", "median total"}, benchPhases...)
+	head = append(head, "check")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, r := range rows {
+		cells := []string{r.scenario, r.mode, fmt.Sprintf("%d/%d", r.ok, r.runs), fmtSec(median(r.total))}
+		for _, p := range append(slices.Clone(benchPhases), "check") {
+			cells = append(cells, fmtSec(median(r.phases[p])))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "(%d runs per mode; medians in seconds; 'as expected' counts bug runs its checker found invalid and fixed runs that were valid)\n", n)
+}
+
+func fmtSec(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
