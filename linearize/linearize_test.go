@@ -240,3 +240,18 @@ func TestStaleEmptyReads(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheck1M is the linearizability check of the generated 1M-event
+// history (historytest.Bench1M: 8 partitions × 31,500 operations and a final
+// read of each partition), the part of `chaos check` BENCHMARKS.md issue 12
+// measures.
+func BenchmarkCheck1M(b *testing.B) {
+	h := hb.Clean(hb.Bench1M)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
+			b.Fatalf("result %s", out.Result)
+		}
+	}
+}
