@@ -487,6 +487,10 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 	// either way).
 	prods := append(pl.prods, pl.copies...)
 	p.fillGaps(&prods, pl.unseen, pl.base)
+	// Every produce placed and at most every op of the partition again as
+	// a read: sized once, since growing a slice of porcupine operations
+	// by doubling was a quarter of the checker's allocation.
+	p.ops = make([]porcupine.Operation, 0, len(prods)+len(ops))
 	p.addProduces(tp, prods, pl.base, t0, clientID)
 	p.addReads(ops, pl.early, t0, clientID)
 	p.out.Ops = len(p.ops)
@@ -640,8 +644,9 @@ func (p *partition) placeProduces(ops []history.Operation, obs *observations, t0
 // placed append; it also keeps the definite acknowledgements, by return
 // time, for spotting stale empty reads.
 func (p *partition) addProduces(tp history.TopicPartition, prods []prod, base, t0 int64, clientID func(history.Operation) int) {
-	t := &table{tp: tp.String(), base: base, values: map[int64]string{}}
+	t := &table{tp: tp.String(), base: base, values: make(map[int64]string, len(prods))}
 	p.t = t
+	p.acks = make([]prod, 0, len(prods))
 	for _, pr := range prods {
 		if pr.offset >= 0 {
 			if _, dup := t.values[pr.offset-base]; !dup {
@@ -690,7 +695,7 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 			continue
 		}
 		start := op.Op().Offset
-		var recs []rec
+		recs := make([]rec, 0, len(op.Records()))
 		suspect := early[op.Complete.Index]
 		for _, r := range op.Records() {
 			if r.Offset < t.base {
