@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -253,5 +254,25 @@ func BenchmarkCheck1M(b *testing.B) {
 		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
 			b.Fatalf("result %s", out.Result)
 		}
+	}
+}
+
+// A clean history is drawn too (its first partition), although Check drops
+// the operations of clean partitions once they are checked; one too big to
+// draw is named with its operation count.
+func TestVisualizeCleanPartition(t *testing.T) {
+	h := hb.Clean(hb.GenConfig{Partitions: 3, Processes: 4, Ops: 200, UnknownRate: 0.05, ReadRate: 0.3, FinalReads: true, Seed: 4})
+	path := filepath.Join(t.TempDir(), "lin.html")
+	out := Check(h, Options{Timeout: 5 * time.Second, VisualizePath: path})
+	if out.Result != porcupine.Ok || out.Visualization != path || out.Note != "visualized partition "+out.Partitions[0].Partition {
+		t.Fatalf("got %s, visualization %q (%s)", out.Result, out.Visualization, out.Note)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("visualization not written: %v", err)
+	}
+	out = Check(h, Options{Timeout: 5 * time.Second, VisualizePath: path + "2", MaxVisualizeOps: 10})
+	want := fmt.Sprintf("partition %s has %d operations, more than the 10 drawn; no visualization written", out.Partitions[0].Partition, out.Partitions[0].Ops)
+	if out.Visualization != "" || out.Note != want || out.Partitions[0].Ops <= 10 {
+		t.Fatalf("note %q, want %q", out.Note, want)
 	}
 }
