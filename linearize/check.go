@@ -695,13 +695,9 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 			continue
 		}
 		start := op.Op().Offset
-		recs := make([]rec, 0, len(op.Records()))
+		recs := judgedRecords(op.Records(), t.base)
 		suspect := early[op.Complete.Index]
-		for _, r := range op.Records() {
-			if r.Offset < t.base {
-				continue // written before the workload: cannot be judged
-			}
-			recs = append(recs, rec{r.Offset - t.base, r.Value})
+		for _, r := range recs {
 			if v, ok := t.values[r.Offset-t.base]; !ok || v != r.Value {
 				suspect = true
 			}
@@ -721,6 +717,29 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 			Metadata: op.Invoke.Index,
 		})
 	}
+}
+
+// judgedRecords returns the records at or above base (those below were
+// written before the workload and cannot be judged). Reads return runs of
+// consecutive offsets, so that is a suffix of the history's own slice,
+// shared rather than copied: copying every record read was the checker's
+// largest allocation on histories of full polls.
+func judgedRecords(all []history.Record, base int64) []history.Record {
+	k := 0
+	for k < len(all) && all[k].Offset < base {
+		k++
+	}
+	rest := all[k:]
+	if !slices.ContainsFunc(rest, func(r history.Record) bool { return r.Offset < base }) {
+		return rest
+	}
+	var recs []history.Record // out of order: filter into a copy
+	for _, r := range rest {
+		if r.Offset >= base {
+			recs = append(recs, r)
+		}
+	}
+	return recs
 }
 
 // maxStaleExamples caps the stale empty reads described per partition; the

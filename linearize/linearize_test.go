@@ -276,3 +276,16 @@ func TestVisualizeCleanPartition(t *testing.T) {
 		t.Fatalf("note %q, want %q", out.Note, want)
 	}
 }
+
+// BenchmarkCheck1MPolls is BenchmarkCheck1M with reads of up to 64 records
+// (historytest.Bench1MPolls), as the workload's polls return.
+func BenchmarkCheck1MPolls(b *testing.B) {
+	h := hb.Clean(hb.Bench1MPolls)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
+			b.Fatalf("result %s", out.Result)
+		}
+	}
+}

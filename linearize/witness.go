@@ -77,7 +77,7 @@ func witness(ops []porcupine.Operation) bool {
 		}
 		at, rank := op.Call, int64(-1)
 		if out, ok := op.Output.(output); ok && len(out.records) > 0 {
-			rank = out.records[len(out.records)-1].offset
+			rank = out.records[len(out.records)-1].Offset - op.Input.(input).t.base
 			if rank < 0 || rank >= int64(len(points)) {
 				return false
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
 
+	"github.com/zkchaos/zkchaos/history"
 	hb "github.com/zkchaos/zkchaos/history/historytest"
 )
 
@@ -58,10 +59,10 @@ func TestWitnessAgreesWithPorcupine(t *testing.T) {
 				if len(out.records) == 0 || len(in.t.values) < 2 {
 					continue
 				}
-				recs := append([]rec(nil), out.records...)
+				recs := append([]history.Record(nil), out.records...)
 				j := rapid.IntRange(0, len(recs)-1).Draw(rt, "rec")
 				off := rapid.Int64Range(0, int64(len(in.t.values))-1).Draw(rt, "from")
-				recs[j].value = in.t.values[off]
+				recs[j].Value = in.t.values[off]
 				op.Output = output{records: recs}
 			case 3: // a produce at another offset
 				out := op.Output.(output)
