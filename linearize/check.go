@@ -134,27 +134,43 @@ func Check(h *history.History, opts Options) Outcome {
 	if opts.MaxVisualizeOps <= 0 {
 		opts.MaxVisualizeOps = DefaultMaxVisualizeOps
 	}
-	parts, t0 := build(h)
+	pl := newPlan(h)
 	deadline := start.Add(opts.Timeout)
 
+	// Each worker builds a partition, checks it and keeps its porcupine
+	// operations only where later steps need them (the diagnosis of an
+	// illegal partition, the visualization): at most one partition per
+	// worker is held in full, not all of them.
+	parts := make([]*partition, len(pl.order))
 	workers := runtime.GOMAXPROCS(0)
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	for _, p := range parts {
+	for i, tp := range pl.order {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(p *partition) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			p := buildPartition(tp, pl.ops[i], pl.t0, pl.clientID)
+			pl.ops[i] = nil // the partition holds what it needs
+			parts[i] = p
 			left := time.Until(deadline)
-			if left <= 0 {
+			switch {
+			case left <= 0:
 				p.out.Result = porcupine.Unknown
-				return
+			case witness(p.ops):
+				p.out.Result = porcupine.Ok
+			default:
+				p.out.Result = porcupine.CheckOperationsTimeout(logModel, p.ops, left)
 			}
-			p.out.Result = porcupine.CheckOperationsTimeout(logModel, p.ops, left)
-		}(p)
+			if p.out.Result == porcupine.Ok && !(i == 0 && opts.VisualizePath != "" && len(p.ops) <= opts.MaxVisualizeOps) {
+				p.release()
+			}
+		}()
 	}
 	wg.Wait()
+	t0 := pl.t0
+	pl = nil
 
 	for _, p := range parts {
 		if p.out.Result == porcupine.Illegal && len(p.out.Suspects) == 0 && len(p.ops) <= maxDiagnoseOps {
@@ -238,8 +254,8 @@ func visualize(h *history.History, parts []*partition, t0 int64, opts Options) (
 			break
 		}
 	}
-	if len(pick.ops) > opts.MaxVisualizeOps {
-		return "", fmt.Sprintf("partition %s has %d operations, more than the %d drawn; no visualization written", pick.out.Partition, len(pick.ops), opts.MaxVisualizeOps)
+	if pick.out.Ops > opts.MaxVisualizeOps {
+		return "", fmt.Sprintf("partition %s has %d operations, more than the %d drawn; no visualization written", pick.out.Partition, pick.out.Ops, opts.MaxVisualizeOps)
 	}
 	_, info := porcupine.CheckOperationsVerbose(logModel, pick.ops, 10*time.Second)
 	info.AddAnnotations(annotations(h, t0, opts.Marks))
@@ -249,33 +265,23 @@ func visualize(h *history.History, parts []*partition, t0 int64, opts Options) (
 	return opts.VisualizePath, fmt.Sprintf("visualized partition %s", pick.out.Partition)
 }
 
-// annotations turns nemesis windows and marks into porcupine annotations.
+// annotations turns fault windows and marks into porcupine annotations.
+// Faults are paired by history.FaultWindowsOf as the report's timeline
+// pairs them (a node's restart ends the failpoints it reported); one still
+// open is drawn to the end of the history.
 func annotations(h *history.History, t0 int64, marks []Mark) []porcupine.Annotation {
-	var out []porcupine.Annotation
-	open := map[string]*history.Event{} // by source and fault ID
-	for i := range h.Events {
-		e := &h.Events[i]
-		switch e.Kind {
-		case history.KindFaultStart:
-			open[e.Source+"/"+e.Fault.ID] = e
-		case history.KindFaultStop:
-			if s, ok := open[e.Source+"/"+e.Fault.ID]; ok {
-				delete(open, e.Source+"/"+e.Fault.ID)
-				out = append(out, faultAnnotation(s, e.Time-t0, t0))
-			}
-		}
-	}
-	end := int64(0)
-	if n := len(h.Events); n > 0 {
-		end = h.Events[n-1].Time - t0
-	}
-	ids := make([]string, 0, len(open))
-	for id := range open {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		out = append(out, faultAnnotation(open[id], end, t0))
+	windows, _ := history.FaultWindowsOf(h, true, false)
+	out := make([]porcupine.Annotation, 0, len(windows)+len(marks))
+	for _, w := range windows {
+		s := w.Start
+		out = append(out, porcupine.Annotation{
+			Tag:             "nemesis",
+			Start:           s.Time - t0,
+			End:             w.End - t0,
+			Description:     s.Fault.Name,
+			Details:         fmt.Sprintf("%s on %s (event %d)", s.Fault.Name, strings.Join(s.Fault.Targets, ", "), s.Index),
+			BackgroundColor: "#fde7a9",
+		})
 	}
 	for _, m := range marks {
 		a := porcupine.Annotation{Tag: m.Tag, Start: m.Start - t0, Description: m.Description,
@@ -288,52 +294,68 @@ func annotations(h *history.History, t0 int64, marks []Mark) []porcupine.Annotat
 	return out
 }
 
-func faultAnnotation(s *history.Event, end, t0 int64) porcupine.Annotation {
-	return porcupine.Annotation{
-		Tag:             "nemesis",
-		Start:           s.Time - t0,
-		End:             end,
-		Description:     s.Fault.Name,
-		Details:         fmt.Sprintf("%s on %s (event %d)", s.Fault.Name, strings.Join(s.Fault.Targets, ", "), s.Index),
-		BackgroundColor: "#fde7a9",
-	}
+// plan is the history split for the per-partition builds: client
+// operations by topic-partition (order sorted), client ids, time origin.
+type plan struct {
+	t0      int64
+	order   []history.TopicPartition
+	ops     [][]history.Operation // by order
+	clients map[clientKey]int
 }
 
-// build pairs ops, resolves unknown produces and returns one porcupine
-// history per partition (sorted by name) and the time origin.
-func build(h *history.History) ([]*partition, int64) {
-	var t0 int64
+type clientKey struct {
+	src  string
+	proc int
+}
+
+// clientID is the porcupine client (the visualization's lane) of op's
+// process. plan numbers every process up front, in history order, so
+// partitions built concurrently only read the map.
+func (pl *plan) clientID(op history.Operation) int {
+	return pl.clients[clientKey{op.Invoke.Source, op.Invoke.Op.Process}]
+}
+
+func newPlan(h *history.History) *plan {
+	pl := &plan{clients: map[clientKey]int{}}
+	byTP := map[history.TopicPartition][]history.Operation{}
 	if len(h.Events) > 0 {
-		t0 = h.Events[0].Time
+		pl.t0 = h.Events[0].Time
 	}
 	ops, _ := history.Operations(h)
-	clients := map[string]int{}
-	clientID := func(op history.Operation) int {
-		k := fmt.Sprintf("%s/%d", op.Invoke.Source, op.Invoke.Op.Process)
-		id, ok := clients[k]
-		if !ok {
-			id = len(clients)
-			clients[k] = id
-		}
-		return id
-	}
-
-	byTP := map[history.TopicPartition][]history.Operation{}
-	var order []history.TopicPartition
 	for _, op := range ops {
+		k := clientKey{op.Invoke.Source, op.Invoke.Op.Process}
+		if _, ok := pl.clients[k]; !ok {
+			pl.clients[k] = len(pl.clients)
+		}
 		tp := op.Op().TP()
 		if _, ok := byTP[tp]; !ok {
-			order = append(order, tp)
+			pl.order = append(pl.order, tp)
 		}
 		byTP[tp] = append(byTP[tp], op)
 	}
-	sort.Slice(order, func(a, b int) bool { return order[a].String() < order[b].String() })
-
-	parts := make([]*partition, 0, len(order))
-	for _, tp := range order {
-		parts = append(parts, buildPartition(tp, byTP[tp], t0, clientID))
+	slices.SortFunc(pl.order, history.TopicPartition.Compare)
+	pl.ops = make([][]history.Operation, len(pl.order))
+	for i, tp := range pl.order {
+		pl.ops[i] = byTP[tp]
 	}
-	return parts, t0
+	return pl
+}
+
+// build returns every partition's porcupine history at once (sorted by
+// topic-partition) and the time origin; Check builds them one per worker.
+func build(h *history.History) ([]*partition, int64) {
+	pl := newPlan(h)
+	parts := make([]*partition, 0, len(pl.order))
+	for i, tp := range pl.order {
+		parts = append(parts, buildPartition(tp, pl.ops[i], pl.t0, pl.clientID))
+	}
+	return parts, pl.t0
+}
+
+// release drops what only the search, the diagnosis and the visualization
+// need, keeping the outcome.
+func (p *partition) release() {
+	p.ops, p.t, p.acks, p.maxAcked = nil, nil, nil, nil
 }
 
 // unknownProduce reports whether a produce's outcome is open: no response,
@@ -465,6 +487,10 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 	// either way).
 	prods := append(pl.prods, pl.copies...)
 	p.fillGaps(&prods, pl.unseen, pl.base)
+	// Every produce placed and at most every op of the partition again as
+	// a read: sized once, since growing a slice of porcupine operations
+	// by doubling was a quarter of the checker's allocation.
+	p.ops = make([]porcupine.Operation, 0, len(prods)+len(ops))
 	p.addProduces(tp, prods, pl.base, t0, clientID)
 	p.addReads(ops, pl.early, t0, clientID)
 	p.out.Ops = len(p.ops)
@@ -618,8 +644,9 @@ func (p *partition) placeProduces(ops []history.Operation, obs *observations, t0
 // placed append; it also keeps the definite acknowledgements, by return
 // time, for spotting stale empty reads.
 func (p *partition) addProduces(tp history.TopicPartition, prods []prod, base, t0 int64, clientID func(history.Operation) int) {
-	t := &table{tp: tp.String(), base: base, values: map[int64]string{}}
+	t := &table{tp: tp.String(), base: base, values: make(map[int64]string, len(prods))}
 	p.t = t
+	p.acks = make([]prod, 0, len(prods))
 	for _, pr := range prods {
 		if pr.offset >= 0 {
 			if _, dup := t.values[pr.offset-base]; !dup {
@@ -668,13 +695,9 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 			continue
 		}
 		start := op.Op().Offset
-		var recs []rec
+		recs := judgedRecords(op.Records(), t.base)
 		suspect := early[op.Complete.Index]
-		for _, r := range op.Records() {
-			if r.Offset < t.base {
-				continue // written before the workload: cannot be judged
-			}
-			recs = append(recs, rec{r.Offset - t.base, r.Value})
+		for _, r := range recs {
 			if v, ok := t.values[r.Offset-t.base]; !ok || v != r.Value {
 				suspect = true
 			}
@@ -694,6 +717,29 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 			Metadata: op.Invoke.Index,
 		})
 	}
+}
+
+// judgedRecords returns the records at or above base (those below were
+// written before the workload and cannot be judged). Reads return runs of
+// consecutive offsets, so that is a suffix of the history's own slice,
+// shared rather than copied: copying every record read was the checker's
+// largest allocation on histories of full polls.
+func judgedRecords(all []history.Record, base int64) []history.Record {
+	k := 0
+	for k < len(all) && all[k].Offset < base {
+		k++
+	}
+	rest := all[k:]
+	if !slices.ContainsFunc(rest, func(r history.Record) bool { return r.Offset < base }) {
+		return rest
+	}
+	var recs []history.Record // out of order: filter into a copy
+	for _, r := range rest {
+		if r.Offset >= base {
+			recs = append(recs, r)
+		}
+	}
+	return recs
 }
 
 // maxStaleExamples caps the stale empty reads described per partition; the

@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -238,5 +239,53 @@ func TestStaleEmptyReads(t *testing.T) {
 				t.Errorf("stale read %+v, want read %d missing %d acknowledged produces, first %q", s, stale, tc.acked, tc.firstValue)
 			}
 		})
+	}
+}
+
+// BenchmarkCheck1M is the linearizability check of the generated 1M-event
+// history (historytest.Bench1M: 8 partitions × 31,500 operations and a final
+// read of each partition), the part of `chaos check` BENCHMARKS.md issue 12
+// measures.
+func BenchmarkCheck1M(b *testing.B) {
+	h := hb.Clean(hb.Bench1M)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
+			b.Fatalf("result %s", out.Result)
+		}
+	}
+}
+
+// A clean history is drawn too (its first partition), although Check drops
+// the operations of clean partitions once they are checked; one too big to
+// draw is named with its operation count.
+func TestVisualizeCleanPartition(t *testing.T) {
+	h := hb.Clean(hb.GenConfig{Partitions: 3, Processes: 4, Ops: 200, UnknownRate: 0.05, ReadRate: 0.3, FinalReads: true, Seed: 4})
+	path := filepath.Join(t.TempDir(), "lin.html")
+	out := Check(h, Options{Timeout: 5 * time.Second, VisualizePath: path})
+	if out.Result != porcupine.Ok || out.Visualization != path || out.Note != "visualized partition "+out.Partitions[0].Partition {
+		t.Fatalf("got %s, visualization %q (%s)", out.Result, out.Visualization, out.Note)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("visualization not written: %v", err)
+	}
+	out = Check(h, Options{Timeout: 5 * time.Second, VisualizePath: path + "2", MaxVisualizeOps: 10})
+	want := fmt.Sprintf("partition %s has %d operations, more than the 10 drawn; no visualization written", out.Partitions[0].Partition, out.Partitions[0].Ops)
+	if out.Visualization != "" || out.Note != want || out.Partitions[0].Ops <= 10 {
+		t.Fatalf("note %q, want %q", out.Note, want)
+	}
+}
+
+// BenchmarkCheck1MPolls is BenchmarkCheck1M with reads of up to 64 records
+// (historytest.Bench1MPolls), as the workload's polls return.
+func BenchmarkCheck1MPolls(b *testing.B) {
+	h := hb.Clean(hb.Bench1MPolls)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
+			b.Fatalf("result %s", out.Result)
+		}
 	}
 }

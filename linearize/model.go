@@ -59,6 +59,8 @@ import (
 	"fmt"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/zkchaos/zkchaos/history"
 )
 
 type opKind uint8
@@ -88,13 +90,10 @@ type input struct {
 
 // output is a porcupine operation output.
 type output struct {
-	offset  int64 // produce: relative offset, or -1 when unknown
-	records []rec // read: relative offsets, consecutive
-}
-
-type rec struct {
-	offset int64
-	value  string
+	offset int64 // produce: relative offset, or -1 when unknown
+	// records (read) are the history's own records, not copied: absolute
+	// offsets, consecutive, none below the table's base.
+	records []history.Record
 }
 
 // logModel is the partition-log model. Its state is the log length (int64).
@@ -124,12 +123,12 @@ var logModel = porcupine.Model{
 				// always allowed.
 				return true, n
 			}
-			last := o.records[len(o.records)-1].offset
+			last := o.records[len(o.records)-1].Offset - i.t.base
 			if n <= last {
 				return false, n
 			}
 			for _, r := range o.records {
-				if v, ok := i.t.values[r.offset]; !ok || v != r.value {
+				if v, ok := i.t.values[r.Offset-i.t.base]; !ok || v != r.Value {
 					return false, n
 				}
 			}
@@ -155,7 +154,7 @@ var logModel = porcupine.Model{
 			if len(o.records) == 0 {
 				return fmt.Sprintf("read(%d) → none", i.offset+i.t.base)
 			}
-			s := fmt.Sprintf("read(%d) → %q", i.offset+i.t.base, o.records[0].value)
+			s := fmt.Sprintf("read(%d) → %q", i.offset+i.t.base, o.records[0].Value)
 			if len(o.records) > 1 {
 				s += fmt.Sprintf(" … %d records", len(o.records))
 			}

@@ -20,7 +20,14 @@ type GenConfig struct {
 	// NoCompletion leaves unknown produces without any completion event
 	// (as when a client crashed) instead of an info.
 	NoCompletion bool
-	Seed         int64
+	// ReadRecords, when positive, makes reads look like the workload's
+	// (one consumer poll of at most ReadRecords records): half tail the
+	// log from up to ReadRecords records before its end, half read from a
+	// random offset, each returning every record there up to ReadRecords.
+	// Zero keeps the short reads (1 to 3 records near the end) that the
+	// older benchmarks were measured with.
+	ReadRecords int
+	Seed        int64
 }
 
 // genOp is one simulated client operation.
@@ -122,12 +129,22 @@ func Clean(cfg GenConfig) *history.History {
 				}
 				continue
 			}
-			lo := len(log) - 3
-			if lo < 0 {
-				lo = 0
+			var k int
+			if cfg.ReadRecords > 0 {
+				if rng.Intn(2) == 0 {
+					o.offset = int64(max(len(log)-rng.Intn(cfg.ReadRecords), 0))
+				} else {
+					o.offset = int64(rng.Intn(len(log) + 1))
+				}
+				k = cfg.ReadRecords
+			} else {
+				lo := len(log) - 3
+				if lo < 0 {
+					lo = 0
+				}
+				o.offset = int64(lo + rng.Intn(len(log)-lo+1))
+				k = 1 + rng.Intn(3)
 			}
-			o.offset = int64(lo + rng.Intn(len(log)-lo+1))
-			k := 1 + rng.Intn(3)
 			for j := o.offset; j < int64(len(log)) && j < o.offset+int64(k); j++ {
 				o.records = append(o.records, history.Record{Offset: j, Value: log[j]})
 			}

@@ -2,11 +2,15 @@
 // (historytest.Bench1M) into RUN_DIR/history, so `chaos check RUN_DIR` can be
 // measured end to end:
 //
-//	go run ./history/historytest/gen1m RUN_DIR
+//	go run ./history/historytest/gen1m [-polls] RUN_DIR
 //	/usr/bin/time -v bin/chaos check RUN_DIR
+//
+// -polls writes historytest.Bench1MPolls instead: reads shaped like a real
+// run's (one poll of up to 64 records).
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -14,14 +18,20 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gen1m RUN_DIR")
+	polls := flag.Bool("polls", false, "reads of up to 64 records, as the workload's polls (historytest.Bench1MPolls)")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: gen1m [-polls] RUN_DIR")
 		os.Exit(2)
 	}
-	h := historytest.Clean(historytest.Bench1M)
-	if err := historytest.WriteRunDir(os.Args[1], h); err != nil {
+	cfg := historytest.Bench1M
+	if *polls {
+		cfg = historytest.Bench1MPolls
+	}
+	h := historytest.Clean(cfg)
+	if err := historytest.WriteRunDir(flag.Arg(0), h); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("%d events written to %s\n", len(h.Events), os.Args[1])
+	fmt.Printf("%d events written to %s\n", len(h.Events), flag.Arg(0))
 }
