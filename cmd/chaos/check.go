@@ -14,8 +14,6 @@ import (
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-func init() { subcommands = append(subcommands, newCheckCmd) }
-
 func newCheckCmd() *cobra.Command {
 	cfg := checkers.DefaultConfig()
 	var visualize bool

@@ -15,8 +15,6 @@ import (
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-func init() { subcommands = append(subcommands, newRunCmd) }
-
 // runOptions are the flags of `chaos run`: the run's own (rundir.RunFlags,
 // the ones a replay command repeats) and those of the batch.
 type runOptions struct {

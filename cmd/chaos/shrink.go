@@ -23,8 +23,6 @@ import (
 	"github.com/zkchaos/zkchaos/shrink"
 )
 
-func init() { subcommands = append(subcommands, newShrinkCmd) }
-
 func newShrinkCmd() *cobra.Command {
 	var (
 		checker string
