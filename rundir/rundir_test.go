@@ -79,9 +79,9 @@ func TestReadResultsOfEarlierChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := checkers.DefaultConfig()
-	cfg.StrictReads = true
-	if want := CheckConfig(cfg.Knobs()); !reflect.DeepEqual(got.Config, want) {
+	want := CheckConfig{"offline-grace": "30s", "liveness-grace": "30s", "max-badversion-retries": "3",
+		"linearize-timeout": "30s", "strict-reads": "true"}
+	if !reflect.DeepEqual(got.Config, want) {
 		t.Fatalf("config %v, want %v", got.Config, want)
 	}
 }
