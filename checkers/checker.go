@@ -284,6 +284,10 @@ func heal(h *history.History) healInfo {
 	hi.end = h.Events[len(h.Events)-1].Time
 	windows, orphans := history.FaultWindowsOf(h, true, true)
 	hi.faults = len(windows)
+	starts := map[int]bool{} // a window ending at one was ended by its fault starting again
+	for _, w := range windows {
+		starts[w.Start.Index] = true
+	}
 	for _, w := range windows {
 		switch {
 		case w.Open:
@@ -294,13 +298,15 @@ func heal(h *history.History) healInfo {
 		case w.Stopped:
 			hi.at = max(hi.at, w.End)
 			hi.lastStop = max(hi.lastStop, w.EndIndex)
-		case h.Events[w.EndIndex].Kind != history.KindFaultStart:
+		case !starts[w.EndIndex]: // ended by its node's restart or the heal phase
 			hi.at = max(hi.at, w.End)
 		}
 	}
 	// A fault_stop with no start still says the nemesis healed something.
 	for _, i := range orphans {
-		hi.at = max(hi.at, h.Events[i].Time)
+		if i >= 0 && i < len(h.Events) {
+			hi.at = max(hi.at, h.Events[i].Time)
+		}
 		hi.lastStop = max(hi.lastStop, i)
 	}
 	return hi
