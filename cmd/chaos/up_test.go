@@ -121,7 +121,12 @@ func TestInterruptedHarnessCleansUp(t *testing.T) {
 }
 
 func TestCleanNeverTouchesUnlabelled(t *testing.T) {
-	eng := engine(t)
+	dockertest.Require(t)
+	eng, err := docker.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
 	// A network without the project label must survive a clean of all runs.
 	cli := eng.Client()
 	name := "zkchaos-foreign-" + cluster.NewRunID()[16:]
