@@ -32,9 +32,10 @@ package checkers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -104,53 +105,6 @@ type Result struct {
 type Checker interface {
 	Name() string
 	Check(h *history.History) Result
-}
-
-// Config holds the knobs of the checkers that need them.
-type Config struct {
-	_ struct{}
-
-	// OfflineGrace: a partition still without a leader this long after every
-	// fault healed makes availability invalid.
-	OfflineGrace time.Duration
-	// LivenessGrace: the controller must have finished pending work this long
-	// after every fault healed.
-	LivenessGrace time.Duration
-	// MaxBadVersionRetries: more BADVERSION failures than this on one path by
-	// one controller after LivenessGrace count as an endless retry.
-	MaxBadVersionRetries int
-	// LinearizeTimeout bounds porcupine per run; when it runs out the
-	// linearizability verdict is unknown, never valid.
-	LinearizeTimeout time.Duration
-	// VisualizePath, when set, receives porcupine's HTML visualization.
-	VisualizePath string
-	// StrictReads makes the KAFKA-2334 known anomaly (a stale empty read
-	// from a lagging new leader) invalid; it is still reported by name.
-	StrictReads bool
-}
-
-// DefaultConfig returns the defaults used by `chaos check`.
-func DefaultConfig() Config {
-	return Config{
-		OfflineGrace:         30 * time.Second,
-		LivenessGrace:        30 * time.Second,
-		MaxBadVersionRetries: 3,
-		LinearizeTimeout:     30 * time.Second,
-	}
-}
-
-// All returns every checker, the custom ones first, linearizability last.
-func All(cfg Config) []Checker {
-	return []Checker{
-		ControllerFencing{},
-		BrokerFencing{},
-		LeaderUniqueness{},
-		Durability{},
-		HWCheckpoint{},
-		Availability{Grace: cfg.OfflineGrace},
-		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
-		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
-	}
 }
 
 // Run runs each checker on h and returns their results in order and the
@@ -313,12 +267,14 @@ type healInfo struct {
 	lastStop int // index of the last fault_stop, -1 if none
 }
 
-// heal finds when every fault was undone: the time of the last fault_stop,
-// provided every fault_start has a stop. Faults are keyed by (source, ID),
-// since nodes report their own failpoints as faults; a node's restart or
-// clean stop ends the failpoints it had open (the process that was paused
-// there is gone), and the end of the harness's heal phase ends every fault
-// still open.
+// heal finds when every fault was undone: the time of the last fault_stop
+// (or of the event that ended a fault otherwise), provided every
+// fault_start has an end. Faults pair as history.FaultWindows pairs them:
+// by (source, ID), since nodes report their own failpoints as faults; a
+// node's restart or clean stop ends the failpoints it had open (the process
+// that was paused there is gone), and the end of the harness's heal phase
+// ends every fault still open. A fault ended by a second start of the same
+// fault is not healed by it, so that end does not move the heal time.
 func heal(h *history.History) healInfo {
 	hi := healInfo{healed: true, lastStop: -1, openIdx: -1}
 	if len(h.Events) == 0 {
@@ -326,54 +282,37 @@ func heal(h *history.History) healInfo {
 	}
 	hi.at = h.Events[0].Time
 	hi.end = h.Events[len(h.Events)-1].Time
-	type key struct{ src, id string }
-	open := map[key]int{}
-	for i := range h.Events {
-		e := &h.Events[i]
-		switch e.Kind {
-		case history.KindFaultStart:
-			hi.faults++
-			open[key{e.Source, e.Fault.ID}] = e.Index
-		case history.KindFaultStop:
-			delete(open, key{e.Source, e.Fault.ID})
-			hi.at = e.Time
-			hi.lastStop = e.Index
-		case history.KindNodeStart, history.KindNodeStop:
-			for k := range open {
-				if k.src == e.Source {
-					delete(open, k)
-					hi.at = max(hi.at, e.Time)
-				}
+	windows, orphans := history.FaultWindowsOf(h, true, true)
+	hi.faults = len(windows)
+	starts := map[int]bool{} // a window ending at one was ended by its fault starting again
+	for _, w := range windows {
+		starts[w.Start.Index] = true
+	}
+	for _, w := range windows {
+		switch {
+		case w.Open:
+			hi.healed = false
+			if hi.openIdx < 0 || w.Start.Index < hi.openIdx {
+				hi.openIdx = w.Start.Index
 			}
-		case history.KindPhase:
-			// The harness's heal phase undoes every fault; its end closes
-			// whatever the nemesis did not report stopping.
-			if e.Phase.Name == history.PhaseHeal && e.Phase.Mark == history.PhaseEnd && len(open) > 0 {
-				clear(open)
-				hi.at = max(hi.at, e.Time)
-			}
+		case w.Stopped:
+			hi.at = max(hi.at, w.End)
+			hi.lastStop = max(hi.lastStop, w.EndIndex)
+		case !starts[w.EndIndex]: // ended by its node's restart or the heal phase
+			hi.at = max(hi.at, w.End)
 		}
 	}
-	for _, idx := range open {
-		hi.healed = false
-		if hi.openIdx < 0 || idx < hi.openIdx {
-			hi.openIdx = idx
+	// A fault_stop with no start still says the nemesis healed something.
+	for _, i := range orphans {
+		if i >= 0 && i < len(h.Events) {
+			hi.at = max(hi.at, h.Events[i].Time)
 		}
+		hi.lastStop = max(hi.lastStop, i)
 	}
 	return hi
 }
 
-// sortedTPs returns the keys of m in a stable order.
+// sortedTPs returns the keys of m in partition order.
 func sortedTPs[V any](m map[history.TopicPartition]V) []history.TopicPartition {
-	out := make([]history.TopicPartition, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if out[a].Topic != out[b].Topic {
-			return out[a].Topic < out[b].Topic
-		}
-		return out[a].Partition < out[b].Partition
-	})
-	return out
+	return slices.SortedFunc(maps.Keys(m), history.TopicPartition.Compare)
 }

@@ -719,3 +719,74 @@ func TestHealPhaseEndClosesOpenFaults(t *testing.T) {
 		t.Fatalf("heal phase end did not heal: %+v", hi)
 	}
 }
+
+// heal's summary of the fault windows, for each way a fault ends.
+func TestHealInfo(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(b *hb.Builder) (at, lastStop, openIdx int) // event indices, -1 for none
+		want  healInfo                                        // healed and faults; at, lastStop, openIdx from build
+	}{
+		{"no faults", func(b *hb.Builder) (int, int, int) {
+			b.Start(1)
+			b.Start(2)
+			return 0, -1, -1
+		}, healInfo{healed: true}},
+		{"started and stopped", func(b *hb.Builder) (int, int, int) {
+			b.Fault(true, "f1", "kill", "n1")
+			s := b.Fault(false, "f1", "kill")
+			b.Start(2)
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
+		{"one never stopped", func(b *hb.Builder) (int, int, int) {
+			b.Fault(true, "f1", "kill", "n1")
+			o := b.Fault(true, "f2", "pause", "n2")
+			s := b.Fault(false, "f1", "kill")
+			return s, s, o
+		}, healInfo{faults: 2}},
+		{"a second start does not heal the first", func(b *hb.Builder) (int, int, int) {
+			b.Fault(true, "f1", "kill", "n1")
+			b.Fault(true, "f1", "kill", "n1")
+			s := b.Fault(false, "f1", "kill")
+			return s, s, -1
+		}, healInfo{healed: true, faults: 2}},
+		{"a stop with no start still counts as the last stop", func(b *hb.Builder) (int, int, int) {
+			b.Fault(true, "f1", "kill", "n1")
+			b.Fault(false, "f1", "kill")
+			s := b.Fault(false, "f9", "kill")
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := hb.New()
+			at, lastStop, openIdx := tt.build(b)
+			h := b.History()
+			want := tt.want
+			want.at, want.end, want.lastStop, want.openIdx = h.Events[at].Time, h.Events[len(h.Events)-1].Time, lastStop, openIdx
+			if got := heal(h); got != want {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// Partitions are reported in partition order: t-2 before t-10 (ordering by
+// the name "t-10" < "t-2" put them the other way round).
+func TestDurabilityReportsPartitionsInOrder(t *testing.T) {
+	b := hb.New()
+	for _, p := range []int32{10, 2} {
+		tp := history.TP("t", p)
+		b.Produce(1, tp, "a")
+		b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+		b.Read(99, tp, 0, true)
+		b.ReadOK(99, tp, 0, true)
+	}
+	r := Durability{}.Check(b.History())
+	if r.Verdict != Invalid || len(r.Violations) != 2 {
+		t.Fatalf("got %s with %d violations: %s", r.Verdict, len(r.Violations), r.Explanation)
+	}
+	if !strings.Contains(r.Violations[0].Explanation, "t-2") || !strings.Contains(r.Violations[1].Explanation, "t-10") {
+		t.Fatalf("violations out of partition order: %q, %q", r.Violations[0].Explanation, r.Violations[1].Explanation)
+	}
+}

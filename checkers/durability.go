@@ -127,12 +127,7 @@ func (c Durability) Check(h *history.History) Result {
 
 	var lost []LostRecord
 	unverified := 0
-	tps := make([]history.TopicPartition, 0, len(ackedBy))
-	for tp := range ackedBy {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(a, b int) bool { return tps[a].String() < tps[b].String() })
-	for _, tp := range tps {
+	for _, tp := range sortedTPs(ackedBy) {
 		list := ackedBy[tp]
 		sort.SliceStable(list, func(a, b int) bool { return list[a].offset < list[b].offset })
 		// Two acknowledgements of one offset with different values.

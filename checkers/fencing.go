@@ -137,12 +137,7 @@ func (c ControllerFencing) Check(h *history.History) Result {
 	// updates in order). Node-logged writes without a zxid are not ordered
 	// by time: a node paused between its write and its log line would make
 	// an old write look late.
-	tps := make([]history.TopicPartition, 0, len(states))
-	for tp := range states {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(a, b int) bool { return tps[a].String() < tps[b].String() })
-	for _, tp := range tps {
+	for _, tp := range sortedTPs(states) {
 		var withZxid, watched []psObs
 		for _, o := range states[tp] {
 			if o.zxid > 0 {

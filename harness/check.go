@@ -31,13 +31,7 @@ func Check(runDir string, cfg checkers.Config) (*rundir.Results, error) {
 		Files:     h.Files,
 		Warnings:  h.Warnings,
 		Results:   results,
-		Config: rundir.CheckConfig{
-			OfflineGrace:         cfg.OfflineGrace.String(),
-			LivenessGrace:        cfg.LivenessGrace.String(),
-			MaxBadVersionRetries: cfg.MaxBadVersionRetries,
-			LinearizeTimeout:     cfg.LinearizeTimeout.String(),
-			StrictReads:          cfg.StrictReads,
-		},
+		Config:    cfg.Knobs(),
 	}
 	if err := rundir.WriteResults(runDir, rep); err != nil {
 		return rep, err

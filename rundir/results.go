@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
@@ -28,14 +29,53 @@ type Results struct {
 	Config    CheckConfig       `json:"config"`
 }
 
-// CheckConfig records the checker knobs a verdict was reached with.
-type CheckConfig struct {
-	OfflineGrace         string `json:"offline_grace"`
-	LivenessGrace        string `json:"liveness_grace"`
-	MaxBadVersionRetries int    `json:"max_badversion_retries"`
-	LinearizeTimeout     string `json:"linearize_timeout"`
-	// StrictReads: the KAFKA-2334 known anomaly counted as invalid.
-	StrictReads bool `json:"strict_reads,omitempty"`
+// CheckConfig records the checker knobs a verdict was reached with, by the
+// name of the flag that sets each (checkers.Config.Knobs), each value as
+// that flag takes it: {"offline-grace": "30s", "strict-reads": "false"}.
+// It is built from checkers.Config, never copied field by field, so a new
+// knob is recorded without a change here.
+type CheckConfig map[string]string
+
+// UnmarshalJSON also reads the config of results.json files written before
+// the knobs were recorded by flag name: keys with underscores
+// ("offline_grace") and numbers and booleans as JSON values
+// ("max_badversion_retries": 3). Every such key was its flag's name with
+// "-" written "_".
+func (c *CheckConfig) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if raw == nil { // "config": null
+		*c = nil
+		return nil
+	}
+	out := CheckConfig{}
+	for k, v := range raw {
+		var s string
+		switch {
+		case string(v) == "null":
+			continue
+		case len(v) > 0 && v[0] == '"':
+			if err := json.Unmarshal(v, &s); err != nil {
+				return fmt.Errorf("config %q: %w", k, err)
+			}
+		default:
+			var scalar any
+			if err := json.Unmarshal(v, &scalar); err != nil {
+				return fmt.Errorf("config %q: %w", k, err)
+			}
+			switch scalar.(type) {
+			case float64, bool:
+				s = string(v)
+			default:
+				return fmt.Errorf("config %q: want a string, number or boolean, got %s", k, v)
+			}
+		}
+		out[strings.ReplaceAll(k, "_", "-")] = s
+	}
+	*c = out
+	return nil
 }
 
 // ReadResults loads RUN_DIR/results.json.

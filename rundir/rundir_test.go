@@ -44,7 +44,8 @@ func TestReadInfoOfEarlierRuns(t *testing.T) {
 func TestResultsRoundTripAndBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	r := &Results{Schema: ResultsSchema, RunDir: dir, CheckedAt: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), Verdict: checkers.Invalid,
-		Events: 3, Files: []string{"n1.jsonl"}, Results: []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid}}}
+		Events: 3, Files: []string{"n1.jsonl"}, Results: []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid}},
+		Config: checkers.DefaultConfig().Knobs()}
 	if err := WriteResults(dir, r); err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +56,32 @@ func TestResultsRoundTripAndBadFiles(t *testing.T) {
 	tests := []struct{ body, want string }{
 		{`{"verdict":`, ResultsFile},
 		{`{"schema":99}`, "newer than this build"},
+		{`{"config":{"offline-grace":["30s"]}}`, `config "offline-grace": want a string, number or boolean`},
 	}
 	for _, tt := range tests {
 		os.WriteFile(filepath.Join(dir, ResultsFile), []byte(tt.body), 0o644)
 		if _, err := ReadResults(dir); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want %q", tt.body, err, tt.want)
 		}
+	}
+}
+
+// results.json files written before the knobs were recorded by flag name
+// read into the same names and values a check writes today.
+func TestReadResultsOfEarlierChecks(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"schema":1,"verdict":"valid","results":[],"config":{"offline_grace":"30s","liveness_grace":"30s",
+"max_badversion_retries":3,"linearize_timeout":"30s","strict_reads":true}}`
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CheckConfig{"offline-grace": "30s", "liveness-grace": "30s", "max-badversion-retries": "3",
+		"linearize-timeout": "30s", "strict-reads": "true"}
+	if !reflect.DeepEqual(got.Config, want) {
+		t.Fatalf("config %v, want %v", got.Config, want)
 	}
 }

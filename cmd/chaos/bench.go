@@ -10,8 +10,6 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 )
 
-func init() { subcommands = append(subcommands, newBenchEnvCmd) }
-
 func newBenchEnvCmd() *cobra.Command {
 	var (
 		reps int

@@ -14,8 +14,6 @@ import (
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-func init() { subcommands = append(subcommands, newCheckCmd) }
-
 func newCheckCmd() *cobra.Command {
 	cfg := checkers.DefaultConfig()
 	var visualize bool
@@ -38,11 +36,7 @@ names file and line), 3 unknown (a checker could not decide).`,
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&cfg.OfflineGrace, "offline-grace", cfg.OfflineGrace, "a partition still without a leader this long after every fault healed is invalid")
-	f.DurationVar(&cfg.LivenessGrace, "liveness-grace", cfg.LivenessGrace, "time the controller has after every fault healed to finish pending work")
-	f.IntVar(&cfg.MaxBadVersionRetries, "max-badversion-retries", cfg.MaxBadVersionRetries, "BADVERSION failures of one controller write tolerated after the liveness grace")
-	f.DurationVar(&cfg.LinearizeTimeout, "linearize-timeout", cfg.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
-	f.BoolVar(&cfg.StrictReads, "strict-reads", false, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) as invalid")
+	cfg.RegisterFlags(f)
 	f.BoolVar(&visualize, "visualize", true, "write porcupine's visualization of the most interesting partition to RUN_DIR/linearizability.html")
 	return cmd
 }

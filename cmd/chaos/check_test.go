@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -345,6 +347,18 @@ func TestCheckStrictReads(t *testing.T) {
 		err := runCheck(&out, dir, cfg)
 		if got := exitCode(err); got != tc.want || !strings.Contains(out.String(), tc.line) {
 			t.Errorf("strict %v: exit %d (want %d), output:\n%s\nwant a line containing %q", tc.strict, got, tc.want, out.String(), tc.line)
+		}
+	}
+}
+
+// Every command that checks a history takes every checker knob, by the
+// same flag name results.json records it under.
+func TestCommandsTakeEveryKnob(t *testing.T) {
+	for name, cmd := range map[string]*cobra.Command{"check": newCheckCmd(), "run": newRunCmd(), "shrink": newShrinkCmd()} {
+		for knob := range checkers.DefaultConfig().Knobs() {
+			if cmd.Flags().Lookup(knob) == nil {
+				t.Errorf("chaos %s has no --%s", name, knob)
+			}
 		}
 	}
 }

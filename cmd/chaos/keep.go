@@ -15,8 +15,6 @@ import (
 	"github.com/zkchaos/zkchaos/regressions"
 )
 
-func init() { subcommands = append(subcommands, newKeepCmd) }
-
 func newKeepCmd() *cobra.Command {
 	var (
 		into string

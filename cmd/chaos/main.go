@@ -57,9 +57,14 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// subcommands is filled by each subcommand file's init, so files can be added
-// without editing a central list.
-var subcommands []func() *cobra.Command
+// subcommands are chaos's commands, each built by its file's constructor.
+// They are listed here rather than registered by an init in every file, so
+// the list of commands is read in one place; a file may still append its
+// command from init (cobra sorts the help by name either way).
+var subcommands = []func() *cobra.Command{
+	newRunCmd, newCheckCmd, newReportCmd, newServeCmd, newKeepCmd, newShrinkCmd,
+	newUpCmd, newCleanCmd, newBenchEnvCmd,
+}
 
 func main() {
 	// Ctrl-C and SIGTERM cancel the context; commands then heal faults and

@@ -14,8 +14,6 @@ import (
 	"github.com/zkchaos/zkchaos/reports"
 )
 
-func init() { subcommands = append(subcommands, newReportCmd) }
-
 func newReportCmd() *cobra.Command {
 	var (
 		junit          string

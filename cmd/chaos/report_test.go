@@ -24,9 +24,7 @@ import (
 func storedRun(t *testing.T, check bool) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "kafka-532")
-	if err := os.CopyFS(dir, os.DirFS("testdata/kafka-532")); err != nil {
-		t.Fatal(err)
-	}
+	copyDir(t, "testdata/kafka-532", dir)
 	if check {
 		if err := runCheck(io.Discard, dir, checkers.DefaultConfig()); exitCode(err) != exitInvalid {
 			t.Fatalf("check: %v", err)

@@ -15,8 +15,6 @@ import (
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-func init() { subcommands = append(subcommands, newRunCmd) }
-
 // runOptions are the flags of `chaos run`: the run's own (rundir.RunFlags,
 // the ones a replay command repeats) and those of the batch.
 type runOptions struct {
@@ -111,10 +109,8 @@ error, 3 some run unknown.`,
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the seed list (I from 1; needs --seed), for a CI matrix")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the fault schedule of each seed and exit, without Docker")
 	f.StringVar(&o.runsDir, "runs", "runs", "directory that receives one run directory per seed")
-	f.BoolVar(&o.check.StrictReads, "strict-reads", false, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) as invalid")
+	o.check.RegisterFlags(f)
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML of every run (one testsuite per run, one testcase per checker) to this file")
-	f.DurationVar(&o.check.OfflineGrace, "offline-grace", o.check.OfflineGrace, "a partition without a leader this long after healing is invalid")
-	f.DurationVar(&o.check.LivenessGrace, "liveness-grace", o.check.LivenessGrace, "time the controller has after healing to finish pending work")
 	return cmd
 }
 

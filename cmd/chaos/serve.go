@@ -17,8 +17,6 @@ import (
 	"github.com/zkchaos/zkchaos/reports"
 )
 
-func init() { subcommands = append(subcommands, newServeCmd) }
-
 func newServeCmd() *cobra.Command {
 	var (
 		dir         string

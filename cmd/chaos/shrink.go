@@ -23,8 +23,6 @@ import (
 	"github.com/zkchaos/zkchaos/shrink"
 )
 
-func init() { subcommands = append(subcommands, newShrinkCmd) }
-
 func newShrinkCmd() *cobra.Command {
 	var (
 		checker string
@@ -100,6 +98,7 @@ input (not a failing scheduled run) or harness error.`,
 	f.DurationVar(&opt.MinHold, "min-hold", 500*time.Millisecond, "shortest hold a fault is cut to")
 	f.IntVar(&opt.Tries, "tries", 1, "replays a candidate gets before it counts as passing (for failures that depend on timing)")
 	f.DurationVar(&opt.Tail, "tail", 5*time.Second, "time a shortened run goes on after its last fault")
+	check.RegisterFlags(f) // the knobs every replay is checked with
 	return cmd
 }
 

@@ -9,8 +9,6 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 )
 
-func init() { subcommands = append(subcommands, newUpCmd, newCleanCmd) }
-
 func newUpCmd() *cobra.Command {
 	var (
 		cfg     harness.EnvConfig

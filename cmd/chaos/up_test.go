@@ -53,6 +53,26 @@ func startUp(t *testing.T, runID string) *exec.Cmd {
 	return cmd
 }
 
+// engine connects to Docker for the test (skipping it without Docker).
+func engine(t *testing.T) *docker.Engine {
+	t.Helper()
+	dockertest.Require(t)
+	eng, err := docker.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+// labelledRun names a run of the test whose leftovers are removed when the
+// test ends, whatever happens to the harness it starts.
+func labelledRun(t *testing.T, eng *docker.Engine, prefix string) string {
+	runID := prefix + cluster.NewRunID()[16:]
+	t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+	return runID
+}
+
 func count(t *testing.T, eng *docker.Engine, runID string) int {
 	t.Helper()
 	n, err := eng.CountLabelled(context.Background(), runID)
@@ -63,14 +83,8 @@ func count(t *testing.T, eng *docker.Engine, runID string) int {
 }
 
 func TestKilledHarnessLeavesWhatCleanRemoves(t *testing.T) {
-	dockertest.Require(t)
-	eng, err := docker.Connect(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	runID := "t-killed-" + cluster.NewRunID()[16:]
-	t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+	eng := engine(t)
+	runID := labelledRun(t, eng, "t-killed-")
 
 	cmd := startUp(t, runID)
 	cmd.Process.Signal(syscall.SIGKILL)
@@ -91,14 +105,8 @@ func TestKilledHarnessLeavesWhatCleanRemoves(t *testing.T) {
 }
 
 func TestInterruptedHarnessCleansUp(t *testing.T) {
-	dockertest.Require(t)
-	eng, err := docker.Connect(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	runID := "t-sigint-" + cluster.NewRunID()[16:]
-	t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+	eng := engine(t)
+	runID := labelledRun(t, eng, "t-sigint-")
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd := startUp(t, runID)

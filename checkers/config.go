@@ -1,0 +1,85 @@
+package checkers
+
+// This file is the one place a checker's knob is declared: its field in
+// Config, its default, the flag that sets it (RegisterFlags, used by every
+// command that checks) and the checker built from it (All). results.json
+// records the knobs through Knobs, so nothing else copies them.
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Config holds the knobs of the checkers that need them.
+type Config struct {
+	_ struct{}
+
+	// OfflineGrace: a partition still without a leader this long after every
+	// fault healed makes availability invalid.
+	OfflineGrace time.Duration
+	// LivenessGrace: the controller must have finished pending work this long
+	// after every fault healed.
+	LivenessGrace time.Duration
+	// MaxBadVersionRetries: more BADVERSION failures than this on one path by
+	// one controller after LivenessGrace count as an endless retry.
+	MaxBadVersionRetries int
+	// LinearizeTimeout bounds porcupine per run; when it runs out the
+	// linearizability verdict is unknown, never valid.
+	LinearizeTimeout time.Duration
+	// StrictReads makes the KAFKA-2334 known anomaly (a stale empty read
+	// from a lagging new leader) invalid; it is still reported by name.
+	StrictReads bool
+
+	// VisualizePath, when set, receives porcupine's HTML visualization. It
+	// is where output goes, not a knob of a verdict: it has no flag of its
+	// own here and is not recorded.
+	VisualizePath string
+}
+
+// DefaultConfig returns the defaults of every knob.
+func DefaultConfig() Config {
+	return Config{
+		OfflineGrace:         30 * time.Second,
+		LivenessGrace:        30 * time.Second,
+		MaxBadVersionRetries: 3,
+		LinearizeTimeout:     30 * time.Second,
+	}
+}
+
+// RegisterFlags defines one flag per knob on fs, bound to c, with c's
+// current values as defaults. Every command that checks a history registers
+// them this way, so a knob has the same flag everywhere.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&c.OfflineGrace, "offline-grace", c.OfflineGrace, "a partition still without a leader this long after every fault healed is invalid")
+	fs.DurationVar(&c.LivenessGrace, "liveness-grace", c.LivenessGrace, "time the controller has after every fault healed to finish pending work")
+	fs.IntVar(&c.MaxBadVersionRetries, "max-badversion-retries", c.MaxBadVersionRetries, "BADVERSION failures of one controller write tolerated after the liveness grace")
+	fs.DurationVar(&c.LinearizeTimeout, "linearize-timeout", c.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
+	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) as invalid")
+}
+
+// Knobs returns every knob's value by the name of its flag, written as the
+// flag takes it ("30s", "3", "true"), so a recorded verdict says exactly
+// which `--name=value` flags reproduce it.
+func (c Config) Knobs() map[string]string {
+	fs := pflag.NewFlagSet("knobs", pflag.ContinueOnError)
+	c.RegisterFlags(fs) // binds to the copy c; nothing is parsed
+	out := map[string]string{}
+	fs.VisitAll(func(f *pflag.Flag) { out[f.Name] = f.Value.String() })
+	return out
+}
+
+// All returns every checker, built from cfg's knobs: the custom ones first,
+// linearizability last.
+func All(cfg Config) []Checker {
+	return []Checker{
+		ControllerFencing{},
+		BrokerFencing{},
+		LeaderUniqueness{},
+		Durability{},
+		HWCheckpoint{},
+		Availability{Grace: cfg.OfflineGrace},
+		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
+		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
+	}
+}
