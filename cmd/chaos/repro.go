@@ -18,8 +18,6 @@ import (
 	"github.com/zkchaos/zkchaos/scenarios"
 )
 
-func init() { subcommands = append(subcommands, newReproCmd) }
-
 func newReproCmd() *cobra.Command {
 	var (
 		fixed   bool

@@ -19,8 +19,6 @@ import (
 	"github.com/zkchaos/zkchaos/scenarios"
 )
 
-func init() { subcommands = append(subcommands, newReproBenchCmd) }
-
 // benchPhases are the harness phases timed, in run order, then the check.
 var benchPhases = []string{history.PhaseSetup, history.PhaseWorkload, history.PhaseHeal, history.PhaseFinalReads, history.PhaseCollect}
 
