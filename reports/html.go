@@ -345,6 +345,8 @@ button{font:inherit;font-size:12px;padding:4px 10px;cursor:pointer}
 .note{background:#fff7e0;border-left:4px solid #f0b400;padding:6px 10px;margin:6px 0}
 .viol{border-left:4px solid #c62828;padding:2px 0 2px 12px;margin:12px 0}
 .viol:target{background:#fbeaea}
+.vsec{padding:0 8px;margin:0 -8px;border-radius:4px}
+.vsec:target{background:#fdf1f1;box-shadow:0 0 0 2px #e8b4b4}
 .ev{table-layout:fixed}
 .ev td{font-size:12.5px;overflow-wrap:anywhere}
 .ev td.i{color:#777;white-space:nowrap}
@@ -396,11 +398,11 @@ a{color:#1a5fb4}
 {{end}}{{if .MoreFaults}}<tr><td colspan="5" class="muted">… {{.MoreFaults}} more faults</td></tr>{{end}}</table>{{end}}
 
 {{if .Violations}}<h2>Violations</h2>
-{{range .Violations}}<h3 id="{{.Anchor}}" class="mono">{{.Name}}</h3>
+{{range .Violations}}<section class="vsec" id="{{.Anchor}}"><h3 class="mono">{{.Name}}</h3>
 {{range .Items}}<div class="viol" id="{{.Anchor}}"><div>{{.Explanation}}</div>
 {{if .Events}}<table class="ev"><colgroup><col style="width:56px"><col style="width:76px"><col style="width:80px"><col style="width:150px"><col></colgroup>{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono nw">{{.Time}}</td><td class="mono nw">{{.Source}}</td><td class="mono nw">{{.Kind}}</td><td class="mono">{{.Summary}}{{if .During}} <span class="during">during {{.During}}</span>{{end}}</td>{{end}}</tr>
 {{end}}{{if .MoreEvents}}<tr><td colspan="5" class="muted">… {{.MoreEvents}} more events</td></tr>{{end}}</table>{{end}}</div>
-{{end}}{{if .More}}<p class="muted">… and {{.More}} more violations (see results.json).</p>{{end}}
+{{end}}{{if .More}}<p class="muted">… and {{.More}} more violations (see results.json).</p>{{end}}</section>
 {{end}}{{end}}
 
 {{if .Kinds}}<h2>Events by kind</h2>
