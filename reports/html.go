@@ -87,9 +87,12 @@ type pageData struct {
 	MoreFaults       int
 	Zoom             template.HTML // the first violation up close
 	ZoomCaption      string
-	Nodes            []legendItem
-	Links            []fileLink
-	Kinds            []kindCount
+	// TimeNote says where time zero is and how long set-up took (it is
+	// left out of the timeline's drawing).
+	TimeNote string
+	Nodes    []legendItem
+	Links    []fileLink
+	Kinds    []kindCount
 }
 
 type checkerRow struct {
@@ -185,7 +188,7 @@ func buildPage(r *run) *pageData {
 	var h eventLookup = histLookup{}
 	if r.hist != nil {
 		h = r.hist
-		t0 = tl.t0
+		t0 = tl.origin
 		d.Events = r.hist.count()
 		d.Files = len(r.hist.files)
 		for i, w := range r.hist.warnings {
@@ -252,6 +255,7 @@ func buildPage(r *run) *pageData {
 	d.VClass = verdictClass(d.Verdict)
 
 	d.Timeline = template.HTML(tl.renderSVG()) // built from escaped parts only
+	d.TimeNote = tl.timeNote()
 	if from, to, caption, ok := tl.zoomWindow(h, r.results); ok {
 		d.Zoom = template.HTML(tl.renderWindow(from, to))
 		d.ZoomCaption = caption
@@ -387,7 +391,7 @@ a{color:#1a5fb4}
 <h2>Timeline</h2>
 {{if .Timeline}}<p class="legend"><span><i style="background:#e15759;opacity:.6"></i>fault window</span><span><i style="background:#d4a017;opacity:.6"></i>failpoint</span><span><i style="background:#7b2cbf"></i>violation event (click)</span><span><i style="background:#888"></i>many short intervals</span>{{range .Nodes}}<span><i style="background:{{.Color}}"></i>{{.Name}}</span>{{end}}<span><i style="background:#2ca02c"></i>ok</span><span><i style="background:#d62728"></i>fail</span><span><i style="background:#ff7f0e"></i>info</span></p>
 <div class="tlwrap">{{.Timeline}}</div>
-<p class="muted">Time is relative to the first event of the history; hover a bar for its details. Dashed edges: never ended before the history did.</p>
+<p class="muted">{{.TimeNote}} Hover a bar for its details. Dashed edges: never ended before the history did.</p>
 {{if .Zoom}}<h3>Up close: {{.ZoomCaption}}</h3>
 <div class="tlwrap">{{.Zoom}}</div>{{end}}
 {{else}}<p class="muted">No events to draw.</p>{{end}}
