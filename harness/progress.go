@@ -146,7 +146,10 @@ func phaseEndLine(at time.Time, name string, took time.Duration, d counts) strin
 		}
 		what = append(what, fmt.Sprintf("%d ops%s: %d ok, %d fail, %d unknown", n, rate, d.ok, d.fail, d.info))
 	}
-	if d.faults > 0 {
+	switch {
+	case d.faults == 1:
+		what = append(what, "1 fault injected")
+	case d.faults > 1:
 		what = append(what, fmt.Sprintf("%d faults injected", d.faults))
 	}
 	if len(what) > 0 {
