@@ -166,7 +166,7 @@ func TestTailerCompletesPartialLines(t *testing.T) {
 }
 
 // writeSources writes a merged history back as one file per source.
-func writeSources(t *testing.T, dir string, h *history.History) {
+func writeSources(t testing.TB, dir string, h *history.History) {
 	t.Helper()
 	files := map[string]*os.File{}
 	for _, e := range h.Events {
@@ -249,5 +249,44 @@ func TestLiveCheck(t *testing.T) {
 				t.Errorf("status names %q, want %s", p.snapshot().Violation, tt.want)
 			}
 		})
+	}
+}
+
+// benchRun writes a generated clean history of 3 partitions × ops
+// operations, with node events, as the run's files.
+func benchRun(b *testing.B, ops int) string {
+	dir := b.TempDir()
+	writeSources(b, dir, historytest.Clean(historytest.GenConfig{Partitions: 3, Processes: 6, Ops: ops, UnknownRate: 0.05,
+		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1}))
+	return dir
+}
+
+// BenchmarkTailerPoll reads a whole run's files from the start, as the
+// first poll after a long pause would.
+func BenchmarkTailerPoll(b *testing.B) {
+	dir := benchRun(b, 20_000)
+	var size int64
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
+		}
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		tl := newTailer(dir)
+		tl.poll()
+		tl.close()
+	}
+}
+
+// BenchmarkLiveCheck is one live check over every control-plane event.
+func BenchmarkLiveCheck(b *testing.B) {
+	tl := newTailer(benchRun(b, 20_000))
+	defer tl.close()
+	tl.poll()
+	b.Logf("%d control-plane events", tl.controlEvents())
+	for b.Loop() {
+		firstViolation(tl.controlUpTo(1<<63 - 1))
 	}
 }
