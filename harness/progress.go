@@ -189,7 +189,7 @@ type progress struct {
 	violation string
 	lastCheck time.Time
 	nextCheck time.Duration // wait after lastCheck
-	checked   int // control events the last live check saw
+	checked   int           // control events the last live check saw
 	shown     bool
 	midLine   bool
 
