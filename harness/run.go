@@ -65,6 +65,9 @@ type RunConfig struct {
 	// the final reads; default 10s.
 	Settle time.Duration
 
+	// Progress receives what a person watching the run sees (progress.go):
+	// whole lines per phase, and on a terminal a status line redrawn in
+	// place; nil for silence.
 	Progress io.Writer
 }
 
