@@ -290,3 +290,33 @@ func BenchmarkLiveCheck(b *testing.B) {
 		firstViolation(tl.controlUpTo(1<<63 - 1))
 	}
 }
+
+// On a terminal the status line is drawn in place and taken away before
+// any other line, so the lines above it stay whole.
+func TestProgressTerminalRedraw(t *testing.T) {
+	c := &clock{time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC)}
+	var out bytes.Buffer
+	p := newProgress(&out, t.TempDir(), nil)
+	p.tty, p.now, p.start = true, c.now, c.now()
+	p.width = func() int { return 40 }
+	defer p.stop()
+	const clear = "\r\x1b[K"
+	steps := []struct {
+		do   func()
+		want string
+	}{
+		{func() { c.advance(3 * time.Second); p.tick() }, clear + "starting 3s │ run 3s │ no fault active…"},
+		{func() { p.Write([]byte("zookeeper ")) }, clear + "zookeeper "},
+		{func() { p.tick() }, ""}, // mid-line: no status until the line ends
+		{func() { p.Write([]byte("ready\n")); p.tick() }, "ready\n" + clear + "starting 3s │ run 3s │ no fault active…"},
+		{func() { p.phaseMark(history.PhaseSetup, history.PhaseBegin) }, clear + "[14:00:03.000] setup\n"},
+		{func() { p.stop() }, ""},
+	}
+	for i, s := range steps {
+		out.Reset()
+		s.do()
+		if out.String() != s.want {
+			t.Errorf("step %d: wrote %q, want %q", i, out.String(), s.want)
+		}
+	}
+}
