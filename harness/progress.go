@@ -158,9 +158,11 @@ func phaseEndLine(at time.Time, name string, took time.Duration, d counts) strin
 	return s + "\n"
 }
 
-// violationLine announces the first violation a live check found.
+// violationLine announces the first violation a live check found. The
+// checker numbered events within the node and ZooKeeper events it was
+// given, not within the whole history the report numbers, and says so.
 func violationLine(at time.Time, checker, explanation string) string {
-	return fmt.Sprintf("[%s] ! %s, seen live in the history so far (the check after the run decides): %s\n",
+	return fmt.Sprintf("[%s] ! %s, seen live in the node and ZooKeeper events so far (event numbers count those only; the check after the run decides): %s\n",
 		at.Format("15:04:05.000"), checker, explanation)
 }
 
