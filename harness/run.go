@@ -65,6 +65,9 @@ type RunConfig struct {
 	// the final reads; default 10s.
 	Settle time.Duration
 
+	// Progress receives what a person watching the run sees (progress.go):
+	// whole lines per phase, and on a terminal a status line redrawn in
+	// place; nil for silence.
 	Progress io.Writer
 }
 
@@ -194,12 +197,16 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer hw.Close()
+	// Every line of progress goes through prog: it follows the history
+	// files and, on a terminal, keeps a status line under them.
+	prog := newProgress(cfg.Progress, hdir, map[string]time.Duration{history.PhaseWorkload: cfg.TimeLimit})
+	prog.run()
+	defer prog.stop()
+	cfg.Progress = prog
 	phase := func(name, mark string) {
 		hw.Write(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: name, Mark: mark}})
-		if mark == history.PhaseBegin {
-			fmt.Fprintf(cfg.Progress, "[%s] %s\n", time.Now().Format("15:04:05.000"), name)
-		}
 		hw.Sync()
+		prog.phaseMark(name, mark)
 	}
 
 	// --- setup

@@ -88,9 +88,12 @@ type pageData struct {
 	MoreFaults       int
 	Zoom             template.HTML // the first violation up close
 	ZoomCaption      string
-	Nodes            []legendItem
-	Links            []fileLink
-	Kinds            []kindCount
+	// TimeNote says where time zero is and how long set-up took (it is
+	// left out of the timeline's drawing).
+	TimeNote string
+	Nodes    []legendItem
+	Links    []fileLink
+	Kinds    []kindCount
 }
 
 type checkerRow struct {
@@ -193,7 +196,7 @@ func buildPage(r *run) *pageData {
 	var h eventLookup = histLookup{}
 	if r.hist != nil {
 		h = r.hist
-		t0 = tl.t0
+		t0 = tl.origin
 		d.Events = r.hist.count()
 		d.Files = len(r.hist.files)
 		for i, w := range r.hist.warnings {
@@ -270,6 +273,7 @@ func buildPage(r *run) *pageData {
 	d.VClass = verdictClass(d.Verdict)
 
 	d.Timeline = template.HTML(tl.renderSVG()) // built from escaped parts only
+	d.TimeNote = tl.timeNote()
 	if from, to, caption, ok := tl.zoomWindow(h, r.results); ok {
 		d.Zoom = template.HTML(tl.renderWindow(from, to))
 		d.ZoomCaption = caption
@@ -363,6 +367,8 @@ button{font:inherit;font-size:12px;padding:4px 10px;cursor:pointer}
 .note{background:#fff7e0;border-left:4px solid #f0b400;padding:6px 10px;margin:6px 0}
 .viol{border-left:4px solid #c62828;padding:2px 0 2px 12px;margin:12px 0}
 .viol:target{background:#fbeaea}
+.vsec{padding:0 8px;margin:0 -8px;border-radius:4px}
+.vsec:target{background:#fdf1f1;box-shadow:0 0 0 2px #e8b4b4}
 .ev{table-layout:fixed}
 .ev td{font-size:12.5px;overflow-wrap:anywhere}
 .ev td.i{color:#777;white-space:nowrap}
@@ -403,7 +409,7 @@ a{color:#1a5fb4}
 <h2>Timeline</h2>
 {{if .Timeline}}<p class="legend"><span><i style="background:#e15759;opacity:.6"></i>fault window</span><span><i style="background:#d4a017;opacity:.6"></i>failpoint</span><span><i style="background:#7b2cbf"></i>violation event (click)</span><span><i style="background:#888"></i>many short intervals</span>{{range .Nodes}}<span><i style="background:{{.Color}}"></i>{{.Name}}</span>{{end}}<span><i style="background:#2ca02c"></i>ok</span><span><i style="background:#d62728"></i>fail</span><span><i style="background:#ff7f0e"></i>info</span></p>
 <div class="tlwrap">{{.Timeline}}</div>
-<p class="muted">Time is relative to the first event of the history; hover a bar for its details. Dashed edges: never ended before the history did.</p>
+<p class="muted">{{.TimeNote}} Hover a bar for its details. Dashed edges: never ended before the history did.</p>
 {{if .Zoom}}<h3>Up close: {{.ZoomCaption}}</h3>
 <div class="tlwrap">{{.Zoom}}</div>{{end}}
 {{else}}<p class="muted">No events to draw.</p>{{end}}
@@ -422,11 +428,11 @@ a{color:#1a5fb4}
 {{end}}</table>{{end}}
 
 {{if .Violations}}<h2>Violations</h2>
-{{range .Violations}}<h3 id="{{.Anchor}}" class="mono">{{.Name}}</h3>
+{{range .Violations}}<section class="vsec" id="{{.Anchor}}"><h3 class="mono">{{.Name}}</h3>
 {{range .Items}}<div class="viol" id="{{.Anchor}}"><div>{{.Explanation}}</div>
 {{if .Events}}<table class="ev"><colgroup><col style="width:56px"><col style="width:76px"><col style="width:80px"><col style="width:150px"><col></colgroup>{{range .Events}}<tr>{{if .Missing}}<td class="i">#{{.Index}}</td><td colspan="4" class="muted">not in this history</td>{{else}}<td class="i">#{{.Index}}</td><td class="mono nw">{{.Time}}</td><td class="mono nw">{{.Source}}</td><td class="mono nw">{{.Kind}}</td><td class="mono">{{.Summary}}{{if .During}} <span class="during">during {{.During}}</span>{{end}}</td>{{end}}</tr>
 {{end}}{{if .MoreEvents}}<tr><td colspan="5" class="muted">… {{.MoreEvents}} more events</td></tr>{{end}}</table>{{end}}</div>
-{{end}}{{if .More}}<p class="muted">… and {{.More}} more violations (see results.json).</p>{{end}}
+{{end}}{{if .More}}<p class="muted">… and {{.More}} more violations (see results.json).</p>{{end}}</section>
 {{end}}{{end}}
 
 {{if .Kinds}}<h2>Events by kind</h2>

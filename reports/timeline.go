@@ -20,6 +20,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -65,7 +66,14 @@ type marker struct {
 
 // timeline is the aggregate of a history that the SVG is drawn from.
 type timeline struct {
-	t0, t1   int64
+	t0, t1 int64 // the first and last event
+	// origin is time zero of every relative time in the report: the end of
+	// the harness's set-up when the history records it, otherwise t0. Set-up
+	// (an image build on a fresh machine takes minutes) would squeeze the
+	// workload into a sliver of the drawing, so the whole-run timeline
+	// starts here and the page states set-up's duration instead.
+	origin   int64
+	setup    *span // the set-up phase when it ended; nil otherwise
 	phases   []span
 	faults   []span
 	zkCtrl   []span
@@ -432,7 +440,41 @@ func (b *builder) finish() *timeline {
 	// Spans of several sources share these lanes: order them fully.
 	sortSpans(tl.faults)
 	sortSpans(tl.phases)
+	tl.origin = tl.t0
+	for i, p := range tl.phases {
+		if p.label == history.PhaseSetup && !p.open {
+			tl.setup = &tl.phases[i]
+			tl.origin = p.to
+			break
+		}
+	}
 	return tl
+}
+
+// timeNote tells the reader where time zero is, and set-up's duration when
+// the drawing leaves it out.
+func (tl *timeline) timeNote() string {
+	if tl.setup == nil {
+		return "Time is relative to the first event of the history."
+	}
+	d := time.Duration(tl.setup.to - tl.setup.from).Round(time.Millisecond)
+	if tl.runFrom() < tl.origin {
+		return fmt.Sprintf("Time is relative to the end of set-up, which took %s (image build, ZooKeeper ensemble, brokers, topic); negative times are during set-up.", d)
+	}
+	return fmt.Sprintf("Time is relative to the end of set-up, which took %s (image build, ZooKeeper ensemble, brokers, topic) and is not drawn.", d)
+}
+
+// runFrom is where the whole-run drawing starts: the origin, or earlier when
+// a fault or a violation event lies in set-up (it must stay visible).
+func (tl *timeline) runFrom() int64 {
+	from := tl.origin
+	for _, f := range tl.faults {
+		from = min(from, f.from)
+	}
+	for _, m := range tl.markers {
+		from = min(from, m.t)
+	}
+	return max(from, tl.t0)
 }
 
 func sortSpans(s []span) {
@@ -506,7 +548,7 @@ func (tl *timeline) addMarkers(h eventLookup, res *rundir.Results) {
 					continue
 				}
 				tl.markers = append(tl.markers, marker{t: e.Time, anchor: violationAnchor(ci, vi),
-					title: fmt.Sprintf("%s: %s — event %d %s %s %s", r.Checker, v.Explanation, idx, e.Source, e.Kind, relTime(e.Time, tl.t0))})
+					title: fmt.Sprintf("%s: %s — event %d %s %s %s", r.Checker, v.Explanation, idx, e.Source, e.Kind, relTime(e.Time, tl.origin))})
 			}
 		}
 	}
@@ -540,11 +582,12 @@ func (tl *timeline) zoomWindow(h eventLookup, res *rundir.Results) (from, to int
 				}
 			}
 			const pad = int64(1e9)
-			from, to = max(tl.t0, a-pad), min(tl.t1, b+pad)
-			if tl.t1 <= tl.t0 || float64(to-from) > 0.5*float64(tl.t1-tl.t0) {
+			start := tl.runFrom()
+			from, to = max(start, a-pad), min(tl.t1, b+pad)
+			if tl.t1 <= start || float64(to-from) > 0.5*float64(tl.t1-start) {
 				return 0, 0, "", false
 			}
-			caption = fmt.Sprintf("%s → %s, around the first violation of %s: %s", relTime(from, tl.t0), relTime(to, tl.t0), r.Checker, v.Explanation)
+			caption = fmt.Sprintf("%s → %s, around the first violation of %s: %s", relTime(from, tl.origin), relTime(to, tl.origin), r.Checker, v.Explanation)
 			return from, to, caption, true
 		}
 	}

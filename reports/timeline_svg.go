@@ -42,17 +42,18 @@ func (s *svgWriter) clip(a, b int64) (int64, int64) { return max(a, s.from), min
 
 func esc(s string) string { return html.EscapeString(s) }
 
-// renderSVG draws the whole run; it returns "" for an empty history.
+// renderSVG draws the whole run from the end of set-up (runFrom); it
+// returns "" for an empty history.
 func (tl *timeline) renderSVG() string {
 	if tl.t1 <= tl.t0 && len(tl.ops) == 0 && len(tl.faults) == 0 {
 		return ""
 	}
-	return tl.renderWindow(tl.t0, tl.t1)
+	return tl.renderWindow(tl.runFrom(), tl.t1)
 }
 
 // renderWindow draws the time window [from, to] of the run: the same lanes,
 // clipped, with the latency scatter re-binned at the window's resolution.
-// Time labels stay relative to the run's start.
+// Time labels stay relative to the report's origin (the end of set-up).
 func (tl *timeline) renderWindow(from, to int64) string {
 	s := &svgWriter{tl: tl, w: svgWidth, left: svgLeft, plotW: svgWidth - svgLeft - 14, from: from, to: to, dur: float64(to - from)}
 	if s.dur <= 0 {
@@ -213,7 +214,7 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 			return
 		}
 		x0, x1 := s.x(busyFrom), s.x(busyTo)
-		title := fmt.Sprintf("%d short intervals %s → %s", busyN, relTime(busyFrom, s.tl.t0), relTime(busyTo, s.tl.t0))
+		title := fmt.Sprintf("%d short intervals %s → %s", busyN, relTime(busyFrom, s.tl.origin), relTime(busyTo, s.tl.origin))
 		if busyN == 1 {
 			title = s.spanTitle(busy)
 		}
@@ -266,7 +267,7 @@ func (s *svgWriter) spans(b *strings.Builder, spans []span, y, h float64) {
 // start (titles are stored without times so a builder fed file by file need
 // not know the start yet).
 func (s *svgWriter) spanTitle(sp span) string {
-	t := fmt.Sprintf("%s, %s → %s", sp.title, relTime(sp.from, s.tl.t0), relTime(sp.to, s.tl.t0))
+	t := fmt.Sprintf("%s, %s → %s", sp.title, relTime(sp.from, s.tl.origin), relTime(sp.to, s.tl.origin))
 	if sp.open {
 		t += " (not ended when the history ends)"
 	}
@@ -287,11 +288,16 @@ func isLight(c string) bool {
 func (s *svgWriter) axis(b *strings.Builder, top, bottom float64) {
 	secs := s.dur / 1e9
 	step := niceStep(secs / 10)
-	off := float64(s.from-s.tl.t0) / 1e9 // window start, seconds since the run's start
+	off := float64(s.from-s.tl.origin) / 1e9 // window start, seconds since the origin
 	for k := math.Ceil(off/step-1e-9) * step; k <= off+secs+1e-9; k += step {
 		x := s.left + (k-off)/secs*s.plotW
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-opacity="0.08"/>`, x, top, x, bottom)
-		label := fmt.Sprintf("+%gs", math.Abs(math.Round(k*1000)/1000)) // Abs: no "+-0s"
+		v := math.Round(k*1000) / 1000
+		sign := "+"
+		if v < 0 {
+			sign = "-" // before the origin: set-up
+		}
+		label := fmt.Sprintf("%s%gs", sign, math.Abs(v)) // Abs: no "+-0s"
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="ax" text-anchor="middle">%s</text>`, x, top-8, label)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="ax" text-anchor="middle">%s</text>`, x, bottom+14, label)
 	}

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -219,4 +220,98 @@ func TestTimelineZoomOnFirstViolation(t *testing.T) {
 	if _, _, _, ok := tl.zoomWindow(histLookup{h}, wide); ok {
 		t.Error("zoom on a violation spanning the run")
 	}
+}
+
+// freshMachine is a first run on a fresh machine: set-up (image build,
+// ensemble, brokers) takes 133 s, the workload 15 s, with a pause from 5 s
+// to 8 s into it. inSetup is an event during set-up, workload one during
+// the pause.
+func freshMachine() (h *history.History, inSetup, workload int) {
+	b := historytest.New()
+	tp := history.TP("t", 0)
+	b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseSetup, Mark: history.PhaseBegin}})
+	b.At(125_000).Start(1)
+	inSetup = b.Add(history.Event{Kind: history.KindControllerElected, Node: 1, Controller: &history.ControllerRun{Epoch: 1}})
+	b.State(tp, 1, 1, 1, 10, 1)
+	const setupEnd = 133_000
+	b.At(setupEnd).Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseSetup, Mark: history.PhaseEnd}})
+	b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}})
+	for ms := int64(setupEnd + 100); ms < setupEnd+15_000; ms += 100 {
+		switch ms {
+		case setupEnd + 5_000:
+			b.At(ms).Fault(true, "f1", "pause", "n1")
+		case setupEnd + 6_000:
+			workload = b.At(ms).Add(history.Event{Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: 1, LeaderEpoch: 1}})
+		case setupEnd + 8_000:
+			b.At(ms).Fault(false, "f1", "pause", "n1")
+		}
+		b.At(ms).Produce(int(ms), tp, fmt.Sprint(ms))
+		b.At(ms+7).Complete(int(ms), history.OpOK, tp, history.FProduce, ms)
+	}
+	b.At(setupEnd + 15_000).Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseEnd}})
+	return b.History(), inSetup, workload
+}
+
+// TestTimelineLeavesSetupOut: the whole-run drawing starts at the end of
+// set-up, every relative time counts from there, and the page says how long
+// set-up took. A violation event inside set-up pulls the drawing back so it
+// stays visible, and the note says that negative times are set-up.
+func TestTimelineLeavesSetupOut(t *testing.T) {
+	h, inSetup, workload := freshMachine()
+	rel := func(x int64) int64 { return (x - historytest.T0) / historytest.Ms }
+	tests := []struct {
+		name      string
+		event     int
+		wantFrom  int64  // ms from the first event
+		wantAxis  string // a label the axis must have
+		noAxis    string // and one it must not
+		wantNote  string
+		wantFault string // the pause's start, relative
+	}{
+		{"violation in the workload", workload, 133_000, "+14s", "-", "took 2m13s (image build, ZooKeeper ensemble, brokers, topic) and is not drawn", "+5.000s"},
+		{"violation in set-up", inSetup, 125_001, "-5s", "-10s", "negative times are during set-up", "+5.000s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &rundir.Results{Results: []checkers.Result{{Checker: "leader-uniqueness", Verdict: "invalid",
+				Violations: []checkers.Violation{{Explanation: "x", Events: []int{tt.event}}}}}}
+			tl := buildTimeline(h)
+			tl.addMarkers(histLookup{h}, res)
+			if rel(tl.origin) != 133_000 {
+				t.Errorf("origin at %d ms, want the end of set-up (133000)", rel(tl.origin))
+			}
+			if got := rel(tl.runFrom()); got != tt.wantFrom {
+				t.Errorf("drawing starts at %d ms, want %d", got, tt.wantFrom)
+			}
+			svg := tl.renderSVG()
+			labels := axisLabels(svg)
+			if !slices.Contains(labels, tt.wantAxis) {
+				t.Errorf("axis %v lacks %s", labels, tt.wantAxis)
+			}
+			for _, l := range labels {
+				if strings.HasPrefix(l, tt.noAxis) {
+					t.Errorf("axis %v has %s: set-up is drawn", labels, l)
+					break
+				}
+			}
+			if note := tl.timeNote(); !strings.Contains(note, tt.wantNote) {
+				t.Errorf("note %q lacks %q", note, tt.wantNote)
+			}
+			if got := relTime(tl.faults[0].from, tl.origin); got != tt.wantFault {
+				t.Errorf("pause starts at %s, want %s", got, tt.wantFault)
+			}
+		})
+	}
+}
+
+// axisLabels returns the distinct time labels of a drawing's axis.
+func axisLabels(svg string) []string {
+	var out []string
+	for _, part := range strings.Split(svg, `class="ax" text-anchor="middle">`)[1:] {
+		l := part[:strings.Index(part, "<")]
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

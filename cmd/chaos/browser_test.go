@@ -238,17 +238,12 @@ func checkReport(t *testing.T, bctx context.Context, file string, shot *[]byte) 
 
 	// The checker's link jumps to its violations, and a violation marker in
 	// the timeline to the violation's events: each scrolls its target into
-	// the window and highlights it.
-	// (The checker's link leads to a section heading, which the report
-	// does not highlight; only its scrolling is checked.)
-	for _, l := range []struct {
-		what, sel string
-		highlight bool
-	}{
-		{"checker's violations link", `td a[href^="#c"]`, false},
-		{"timeline violation marker", `svg a[href^="#v"]`, true},
+	// the window and highlights it (the checker's section, the violation).
+	for _, l := range []struct{ what, sel string }{
+		{"checker's violations link", `td a[href^="#c"]`},
+		{"timeline violation marker", `svg a[href^="#v"]`},
 	} {
-		if msg := followLink(ctx, l.sel, l.highlight); msg != "" {
+		if msg := followLink(ctx, l.sel); msg != "" {
 			bad = append(bad, l.what+": "+msg)
 		}
 	}
@@ -276,9 +271,9 @@ func checkReport(t *testing.T, bctx context.Context, file string, shot *[]byte) 
 }
 
 // followLink clicks the first link matching sel and returns what is wrong
-// with where it led ("" when its target is in the window and, if highlight,
-// its background changed).
-func followLink(pctx context.Context, sel string, highlight bool) string {
+// with where it led ("" when its target is in the window and its
+// background changed).
+func followLink(pctx context.Context, sel string) string {
 	ctx, cancel := context.WithTimeout(pctx, 10*time.Second)
 	defer cancel()
 	type linkInfo struct {
@@ -319,7 +314,7 @@ func followLink(pctx context.Context, sel string, highlight bool) string {
 		return fmt.Sprintf("after the click the target is %q, want %q", after.Target, after.Href)
 	case after.Top < -2 || after.Top > after.Height: // sub-pixel scrolling may leave it a fraction above
 		return fmt.Sprintf("#%s is at y=%.0f, outside the %.0fpx window: the link did not scroll to it", after.Href, after.Top, after.Height)
-	case highlight && after.Bg == before.Bg:
+	case after.Bg == before.Bg:
 		return fmt.Sprintf("#%s is not highlighted (background %s before and after)", after.Href, after.Bg)
 	}
 	return ""
