@@ -84,3 +84,45 @@ func TestIdempotence(t *testing.T) {
 		t.Errorf("explanation %q", res.Explanation)
 	}
 }
+
+// The linearizable checker counts every value appended twice under the known
+// anomaly duplicate-append (linearize does not tell producers apart), but
+// does not call an idempotent producer's copy a resend: its example points
+// to the idempotence checker, which judges it invalid.
+func TestDuplicateAppendNamesIdempotentProducer(t *testing.T) {
+	rec := func(off int64, v string) history.Record { return history.Record{Offset: off, Value: v} }
+	for _, tc := range []struct {
+		name       string
+		idempotent bool
+		want       string
+		verdict    Verdict
+	}{
+		{"non-idempotent resend", false, "a non-idempotent producer's resend", Valid},
+		{"idempotent copy", true, "an idempotent producer's record appended twice", Invalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := hb.New()
+			produceOK(b, 1, "a", 0)
+			if tc.idempotent {
+				idemProduce(b, 2, "v", history.OpOK, 1)
+			} else {
+				produceOK(b, 2, "v", 1)
+			}
+			finalRead(b, rec(0, "a"), rec(1, "v"), rec(2, "v"))
+			h := b.History()
+			lin := Linearizable{Timeout: testConfig().LinearizeTimeout}.Check(h)
+			var example string
+			for _, k := range lin.Known {
+				if k.Name == KnownDuplicateAppend {
+					example = k.Example
+				}
+			}
+			if !strings.Contains(example, tc.want) {
+				t.Errorf("duplicate-append example %q does not say %q", example, tc.want)
+			}
+			if got := (Idempotence{}).Check(h).Verdict; got != tc.verdict {
+				t.Errorf("idempotence verdict %s, want %s", got, tc.verdict)
+			}
+		})
+	}
+}
