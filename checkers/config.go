@@ -81,5 +81,6 @@ func All(cfg Config) []Checker {
 		Availability{Grace: cfg.OfflineGrace},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
+		Idempotence{},
 	}
 }

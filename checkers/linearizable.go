@@ -119,8 +119,14 @@ func (c Linearizable) Check(h *history.History) Result {
 		ok += fmt.Sprintf("; %d duplicate %s from client resends (values %s)",
 			dups, plural(dups, "append", "appends"), duplicateList(examples, dups))
 		d := examples[0]
+		who := "a non-idempotent producer's resend"
+		if len(d.Events) > 0 && d.Events[0] < len(h.Events) && h.Events[d.Events[0]].Op != nil && h.Events[d.Events[0]].Op.Idempotent {
+			// Not at-least-once delivery: the idempotence checker
+			// reports it as a violation.
+			who = "an idempotent producer's record appended twice (see the idempotence checker)"
+		}
 		r.addKnown(KnownAnomaly{Name: KnownDuplicateAppend, Count: dups, Events: d.Events,
-			Example: fmt.Sprintf("%q was appended at offsets %v of %s (acknowledged at %d): a non-idempotent producer's resend.", d.Value, d.Offsets, d.Partition, d.Acknowledged)})
+			Example: fmt.Sprintf("%q was appended at offsets %v of %s (acknowledged at %d): %s.", d.Value, d.Offsets, d.Partition, d.Acknowledged, who)})
 	}
 	if stale > 0 {
 		first := ""

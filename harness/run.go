@@ -43,6 +43,9 @@ type RunConfig struct {
 	Producers  int    // default 4
 	Readers    int    // default 2
 	Acks       int    // default acks=all
+	// NonIdempotent turns the workload's idempotent producer off (it is on
+	// by default with acks=all, as in every Kafka client since 3.0).
+	NonIdempotent bool
 	// NoWorkload runs the control plane alone: brokers, controller and
 	// nemesis, no client traffic and no final reads. The fencing, leader and
 	// liveness checkers still have the node event logs and the ZooKeeper
@@ -145,7 +148,7 @@ func (c *RunConfig) Info() rundir.Info {
 		ZK:    rundir.ZK{Servers: c.ZK.Servers, TickTime: c.ZK.TickTime},
 		Nodes: c.Nodes, Bugs: c.Bugs, NodeFlags: c.NodeFlags, ZKSessionTimeout: c.ZKSessionTimeout,
 		Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, Producers: c.Producers, Readers: c.Readers,
-		Acks: c.Acks, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
+		Acks: c.Acks, NonIdempotent: c.NonIdempotent, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
 		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
 	}
 }
@@ -159,7 +162,7 @@ func ConfigFromInfo(info rundir.Info) (RunConfig, error) {
 		Seed: info.Seed, ZK: cluster.ZKOptions{Servers: info.ZK.Servers, TickTime: info.ZK.TickTime},
 		Nodes: info.Nodes, Bugs: info.Bugs, NodeFlags: info.NodeFlags, ZKSessionTimeout: info.ZKSessionTimeout,
 		Topic: info.Topic, Partitions: info.Partitions, RF: info.RF, Producers: info.Producers, Readers: info.Readers,
-		Acks: info.Acks, NoWorkload: info.NoWorkload, TimeLimit: info.TimeLimit,
+		Acks: info.Acks, NonIdempotent: info.NonIdempotent, NoWorkload: info.NoWorkload, TimeLimit: info.TimeLimit,
 		MinHold: info.MinHold, MaxHold: info.MaxHold, Settle: info.Settle, Scenario: info.Scenario,
 	}
 	if len(info.Faults) > 0 {
@@ -278,6 +281,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	lc := workloads.LogConfig{
 		Brokers: brokerAddrs(c), Topic: cfg.Topic, Partitions: cfg.Partitions,
 		Producers: cfg.Producers, Readers: cfg.Readers, Acks: cfg.Acks, Seed: cfg.Seed,
+		NonIdempotent: cfg.NonIdempotent,
 	}
 	open := func(name string) (*history.Writer, error) {
 		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)

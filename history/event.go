@@ -193,6 +193,12 @@ type ClientOp struct {
 	Broker      int32  `json:"broker,omitempty"`
 	LeaderEpoch *int32 `json:"leader_epoch,omitempty"`
 	HW          *int64 `json:"hw,omitempty"`
+
+	// Idempotent is set on a produce (invoke and completion) sent by an
+	// idempotent producer (KIP-98: producer id, epoch and sequence numbers),
+	// whose resends the leader must not append twice. False on histories
+	// written before it existed: their producers were not idempotent.
+	Idempotent bool `json:"idempotent,omitempty"`
 }
 
 // TP returns the op's partition.
@@ -223,6 +229,7 @@ type clientOpJSON struct {
 	Broker      int32    `json:"broker,omitempty"`
 	LeaderEpoch *int32   `json:"leader_epoch,omitempty"`
 	HW          *int64   `json:"hw,omitempty"`
+	Idempotent  bool     `json:"idempotent,omitempty"`
 }
 
 // MarshalJSON writes the op with its records in the compact form when they
@@ -230,7 +237,7 @@ type clientOpJSON struct {
 func (o *ClientOp) MarshalJSON() ([]byte, error) {
 	w := clientOpJSON{Type: o.Type, Process: o.Process, F: o.F, Topic: o.Topic, Partition: o.Partition,
 		Value: o.Value, Offset: o.Offset, Acks: o.Acks, Final: o.Final, Error: o.Error, ErrorCode: o.ErrorCode,
-		Broker: o.Broker, LeaderEpoch: o.LeaderEpoch, HW: o.HW}
+		Broker: o.Broker, LeaderEpoch: o.LeaderEpoch, HW: o.HW, Idempotent: o.Idempotent}
 	if consecutive(o.Records) {
 		if from := o.Records[0].Offset; from != o.Offset {
 			w.From = &from
@@ -258,7 +265,7 @@ func (o *ClientOp) UnmarshalJSON(b []byte) error {
 func (w *clientOpJSON) to(o *ClientOp) error {
 	*o = ClientOp{Type: w.Type, Process: w.Process, F: w.F, Topic: w.Topic, Partition: w.Partition,
 		Value: w.Value, Offset: w.Offset, Acks: w.Acks, Records: w.Records, Final: w.Final, Error: w.Error,
-		ErrorCode: w.ErrorCode, Broker: w.Broker, LeaderEpoch: w.LeaderEpoch, HW: w.HW}
+		ErrorCode: w.ErrorCode, Broker: w.Broker, LeaderEpoch: w.LeaderEpoch, HW: w.HW, Idempotent: w.Idempotent}
 	if w.Values == nil {
 		if w.From != nil {
 			return errors.New(`op has "from" without "values"`)

@@ -31,7 +31,10 @@ type Info struct {
 	Readers          int           `json:"Readers"`
 	Acks             int           `json:"Acks"`
 	NoWorkload       bool          `json:"NoWorkload"`
-	TimeLimit        time.Duration `json:"TimeLimit"`
+	// NonIdempotent: the workload's producers were not idempotent. Runs
+	// stored before it existed had no idempotent producer and read false.
+	NonIdempotent bool          `json:"NonIdempotent,omitempty"`
+	TimeLimit     time.Duration `json:"TimeLimit"`
 	// Faults are the fault kinds a schedule was planned from; empty means a
 	// fault-free run (or a scenario, whose driver decides the faults).
 	Faults  []string      `json:"Faults"`

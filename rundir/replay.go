@@ -31,6 +31,7 @@ const (
 	FlagProducers      = "producers"
 	FlagReaders        = "readers"
 	FlagSessionTimeout = "session-timeout"
+	FlagNonIdempotent  = "non-idempotent"
 )
 
 // FaultsNone is the --faults value of a fault-free run.
@@ -55,6 +56,7 @@ type RunFlags struct {
 	Producers      int
 	Readers        int
 	SessionTimeout time.Duration
+	NonIdempotent  bool
 }
 
 // Register defines the flags on fs, bound to r, with their defaults and
@@ -75,6 +77,7 @@ func (r *RunFlags) Register(fs *pflag.FlagSet, faultNames []string) {
 	fs.IntVar(&r.Producers, FlagProducers, 4, "producer processes")
 	fs.IntVar(&r.Readers, FlagReaders, 2, "reader processes")
 	fs.DurationVar(&r.SessionTimeout, FlagSessionTimeout, 3*time.Second, "brokers' ZooKeeper session timeout")
+	fs.BoolVar(&r.NonIdempotent, FlagNonIdempotent, false, "plain at-least-once producers (default: idempotent, as every Kafka client since 3.0)")
 }
 
 // ReplayCommand is the one-line command that replays the run in runDir
@@ -163,6 +166,9 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 	} else if info.Producers > 0 || info.Readers > 0 {
 		add(FlagProducers, strconv.Itoa(info.Producers), "")
 		add(FlagReaders, strconv.Itoa(info.Readers), "")
+		if info.NonIdempotent {
+			add(FlagNonIdempotent, "true", "bool")
+		}
 	}
 	dur(FlagSessionTimeout, info.ZKSessionTimeout)
 	if len(errs) > 0 {

@@ -48,6 +48,18 @@ type LogConfig struct {
 	ProduceEvery time.Duration
 	ReadEvery    time.Duration
 	Seed         uint64
+	// NonIdempotent turns the idempotent producer off. By default the
+	// producers are idempotent with acks=all, as every Kafka client's are
+	// since 3.0; idempotence needs acks=all, so with other acks the
+	// producers are never idempotent. Each produce records which it was
+	// (history.ClientOp.Idempotent).
+	NonIdempotent bool
+}
+
+// Idempotent reports whether the producers of cfg are idempotent (after
+// NewLog's defaults: Acks 0 is acks=none there).
+func (cfg LogConfig) Idempotent() bool {
+	return !cfg.NonIdempotent && cfg.Acks == history.AcksAll
 }
 
 // Default pacing of the log workload: 100 produces/s per producer and 50
@@ -207,13 +219,10 @@ func newKafkaClient(cfg LogConfig) (*kgo.Client, error) {
 	case history.AcksNone:
 		acks = kgo.NoAck()
 	}
-	kc, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(acks),
-		// The node program has no idempotent producer (no InitProducerID),
-		// as the history model assumes plain at-least-once appends.
-		kgo.DisableIdempotentWrite(),
 		kgo.ProducerLinger(0),
 		// The workload picks the partition; kgo's default partitioner would
 		// silently send the record elsewhere.
@@ -222,18 +231,27 @@ func newKafkaClient(cfg LogConfig) (*kgo.Client, error) {
 		// single try): an error from the broker is then a definite answer
 		// about that one request, which lets us record fail, not info. kgo
 		// still resends a request it is unsure about (no response), so a
-		// record can land twice; the linearizability checker reports such
-		// duplicates rather than calling them anomalies.
+		// non-idempotent record can land twice; the linearizability checker
+		// reports such duplicates as the known anomaly duplicate-append. An
+		// idempotent producer ignores this limit where a failed batch would
+		// break its sequence numbers and resends until the delivery timeout;
+		// the leader's sequence check keeps those resends from appending
+		// twice (the idempotence checker verifies it).
 		kgo.RecordRetries(0),
 		kgo.RecordDeliveryTimeout(cfg.OpTimeout),
 		kgo.ProduceRequestTimeout(cfg.OpTimeout),
 		kgo.RequestRetries(2),
 		kgo.RetryTimeout(cfg.OpTimeout),
-		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.MetadataMinAge(250 * time.Millisecond),
 		// ZooKeeper-era protocol: Kafka 3.0 is the last release whose
 		// requests all name topics (Fetch v13 switched to topic ids).
 		kgo.MaxVersions(kversion.V3_0_0()),
-	)
+	}
+	if !cfg.Idempotent() {
+		// kgo refuses idempotence without acks=all.
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	kc, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -249,7 +267,8 @@ func (c *client) record(op history.ClientOp) {
 func (c *client) produce(ctx context.Context, p int32) bool {
 	c.seq++
 	val := fmt.Sprintf("p%d-%d", c.proc, c.seq)
-	base := history.ClientOp{Process: c.proc, F: history.FProduce, Topic: c.cfg.Topic, Partition: p, Value: val, Acks: c.cfg.Acks}
+	base := history.ClientOp{Process: c.proc, F: history.FProduce, Topic: c.cfg.Topic, Partition: p, Value: val, Acks: c.cfg.Acks,
+		Idempotent: c.cfg.Idempotent()}
 	inv := base
 	inv.Type = history.OpInvoke
 	c.record(inv)
@@ -262,7 +281,7 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 	switch {
 	case err == nil:
 		done.Type, done.Offset = history.OpOK, r.Offset
-	case definiteFailure(err):
+	case definiteFailure(err, base.Idempotent):
 		done.Type = history.OpFail
 	default:
 		done.Type = history.OpInfo
@@ -283,7 +302,16 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT come after the
 // append, and anything without a broker answer (timeout, connection lost) may
 // have reached the log, so those are unknown.
-func definiteFailure(err error) bool {
+//
+// An idempotent producer's error never proves it: kgo resends a batch as
+// often as the sequence numbers require (RecordRetries does not bound it), so
+// the error that ends the record answers only its last try, and an earlier
+// try without an answer may have been appended (for example by a leader
+// that was then cut off). Every idempotent failure is unknown.
+func definiteFailure(err error, idempotent bool) bool {
+	if idempotent {
+		return false
+	}
 	var ke *kerr.Error
 	if !errors.As(err, &ke) {
 		return false

@@ -19,6 +19,23 @@ import (
 // program). The history it writes must be well-formed and, since the fake
 // neither loses nor reorders data, every checker must find it valid.
 func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		nonIdempotent bool
+		acks          int
+		idempotent    bool // what each produce must record
+	}{
+		{"idempotent by default", false, 0, true},
+		{"non-idempotent", true, 0, false},
+		{"acks=1 is never idempotent", false, history.AcksLeader, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logWorkloadHistory(t, tc.nonIdempotent, tc.acks, tc.idempotent)
+		})
+	}
+}
+
+func logWorkloadHistory(t *testing.T, nonIdempotent bool, acks int, idempotent bool) {
 	defer goleak.VerifyNone(t)
 	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "t"))
 	if err != nil {
@@ -32,7 +49,8 @@ func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
 	open := func(name string) (*history.Writer, error) {
 		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
 	}
-	cfg := LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 3, Producers: 3, Readers: 2, OpTimeout: 2 * time.Second, Seed: 1}
+	cfg := LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 3, Producers: 3, Readers: 2, OpTimeout: 2 * time.Second, Seed: 1,
+		NonIdempotent: nonIdempotent, Acks: acks}
 	wl, err := NewLog(cfg, open)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +94,9 @@ func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
 				t.Fatalf("read %d returned offset %d at or above the HW %d it reported", c.Index, recs[len(recs)-1].Offset, *c.Op.HW)
 			}
 		}
+		if op.Op().F == history.FProduce && op.Op().Idempotent != idempotent {
+			t.Fatalf("produce %d records idempotent=%v, want %v", op.Invoke.Index, op.Op().Idempotent, idempotent)
+		}
 		switch {
 		case op.Op().F == history.FProduce && op.Outcome() == history.OpOK:
 			produced++
@@ -111,18 +132,23 @@ func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
 
 func TestDefiniteFailure(t *testing.T) {
 	tests := []struct {
-		err  error
-		want bool
+		err        error
+		idempotent bool
+		want       bool
 	}{
-		{kerr.NotEnoughReplicas, true},
-		{kerr.NotLeaderForPartition, true},
-		{kerr.NotEnoughReplicasAfterAppend, false},
-		{kerr.RequestTimedOut, false},
-		{context.DeadlineExceeded, false},
-		{os.ErrClosed, false},
+		{kerr.NotEnoughReplicas, false, true},
+		{kerr.NotLeaderForPartition, false, true},
+		{kerr.NotEnoughReplicasAfterAppend, false, false},
+		{kerr.RequestTimedOut, false, false},
+		{context.DeadlineExceeded, false, false},
+		{os.ErrClosed, false, false},
+		// An idempotent producer's error answers only its last try.
+		{kerr.NotEnoughReplicas, true, false},
+		{kerr.NotLeaderForPartition, true, false},
+		{kerr.OutOfOrderSequenceNumber, true, false},
 	}
 	for _, tt := range tests {
-		if got := definiteFailure(tt.err); got != tt.want {
+		if got := definiteFailure(tt.err, tt.idempotent); got != tt.want {
 			t.Errorf("%v: got %v, want %v", tt.err, got, tt.want)
 		}
 	}

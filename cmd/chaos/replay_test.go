@@ -41,6 +41,8 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 		Partitions: 2, Producers: 3, Readers: 1, TimeLimit: 40 * time.Second,
 		Faults: []string{"pause-controller", "isolate-zk-leader"}, MinHold: time.Second, MaxHold: 3 * time.Second,
 	}
+	nonIdempotent := base
+	nonIdempotent.NonIdempotent = true
 	noWorkload := base
 	noWorkload.NoWorkload, noWorkload.Faults = true, nil
 	tests := []struct {
@@ -51,6 +53,7 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 		{"re-plan from the seed", base, false},
 		{"replay the stored schedule", base, true},
 		{"control plane only, fault-free", noWorkload, false},
+		{"non-idempotent producers", nonIdempotent, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,6 +122,7 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		Seed: r.Seed, TimeLimit: r.TimeLimit, MinHold: r.MinHold, MaxHold: r.MaxHold,
 		NodeFlags: r.NodeFlags, Nodes: r.Nodes, Partitions: r.Partitions, NoWorkload: r.NoWorkload,
 		Producers: r.Producers, Readers: r.Readers, ZKSessionTimeout: r.SessionTimeout,
+		NonIdempotent: r.NonIdempotent,
 	}
 	cfg.ZK.Servers = r.ZK
 	seeds := o.seeds

@@ -1,49 +1,104 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func newUpCmd() *cobra.Command {
 	var (
-		cfg     harness.EnvConfig
-		holdFor time.Duration
+		cfg       harness.EnvConfig
+		holdFor   time.Duration
+		brokers   int
+		topic     string
+		parts     int32
+		bugs      string
+		nodeFlags []string
+		session   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a ZooKeeper ensemble and hold it until Ctrl-C (or --hold), then remove it",
-		Long: `up builds the base image if needed, starts a real ZooKeeper ensemble on a
-per-run network and prints its addresses. It removes everything it started when
-interrupted (SIGINT/SIGTERM) or after --hold; 'chaos clean' removes what a killed
-process left behind.`,
+		Short: "Start a cluster (ZooKeeper ensemble, brokers, topic) for your own client and hold it until Ctrl-C (or --hold)",
+		Long: `up builds the base image if needed and starts a real ZooKeeper ensemble and
+--brokers node programs on a per-run network, creates the topic and prints a
+bootstrap address that any Kafka client on this host can use (the host reaches
+the containers' addresses directly). While it runs, 'chaos fault KIND' injects a
+fault of the catalogue and 'chaos fault heal' heals every fault. The broker-side
+history (node event logs, the ZooKeeper watcher, the nemesis) is recorded in the
+run directory; when up stops (Ctrl-C, SIGTERM or --hold) it heals, removes
+everything it started, and 'chaos check DIR' judges what happened.
+
+With --brokers 0 it starts the ZooKeeper ensemble alone. 'chaos clean' removes
+what a killed process left behind.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg.Progress = os.Stderr
-			env, err := harness.StartEnv(ctx, cfg)
+			if brokers < 0 {
+				return withCode(exitBad, fmt.Errorf("--brokers %d: want 0 or more", brokers))
+			}
+			if brokers == 0 {
+				return upZK(ctx, cfg, holdFor)
+			}
+			if parts < 1 {
+				return withCode(exitBad, fmt.Errorf("--partitions %d: want at least 1", parts))
+			}
+			if cfg.RunID == "" {
+				cfg.RunID = cluster.NewRunID()
+			}
+			if cfg.RunDir == "" {
+				cfg.RunDir = filepath.Join("runs", cfg.RunID)
+			}
+			abs, err := filepath.Abs(cfg.RunDir)
 			if err != nil {
-				return withCode(exitBad, err)
+				return withCode(exitBad, fmt.Errorf("--dir %s: %w", cfg.RunDir, err))
 			}
-			defer env.Close()
-			c := env.Cluster
-			fmt.Printf("run %s ready; run dir %s\n", c.RunID, c.RunDir)
-			for _, s := range c.ZKServers() {
-				fmt.Printf("zk%d %s\n", s.ID, s.ClientAddr())
+			cfg.RunDir = abs
+			rc := harness.RunConfig{
+				RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Nodes: brokers, NodeFlags: nodeFlags,
+				ZKSessionTimeout: session, Topic: topic, Partitions: parts, NoWorkload: true,
+				// The hold ends the run, not a time limit.
+				TimeLimit: 100 * 365 * 24 * time.Hour, Progress: os.Stderr,
 			}
-			if holdFor > 0 {
+			if bugs != "" {
+				rc.Bugs = strings.Split(bugs, ",")
+			}
+			// Ctrl-C ends the hold, after which the run heals and writes its
+			// history out as usual; before the cluster is ready it aborts.
+			runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+			defer cancelRun()
+			var ready atomic.Bool
+			go func() {
 				select {
 				case <-ctx.Done():
-				case <-time.After(holdFor):
+					if !ready.Load() {
+						cancelRun()
+					}
+				case <-runCtx.Done():
 				}
-			} else {
-				<-ctx.Done()
+			}()
+			rc.Driver = &harness.ControlDriver{Topic: topic, Stop: ctx.Done(), Hold: holdFor,
+				Ready: func(c rundir.Control) {
+					ready.Store(true)
+					fmt.Printf("cluster ready; run dir %s\n", cfg.RunDir)
+					fmt.Printf("bootstrap %s\n", strings.Join(c.Bootstrap, ","))
+					fmt.Printf("topic %s (%d partitions)\n", topic, parts)
+					fmt.Printf("faults: chaos fault --dir %s KIND (%s); chaos fault --dir %s heal\n", cfg.RunDir, kindList(), cfg.RunDir)
+				}}
+			dir, err := harness.Run(runCtx, rc)
+			if err != nil {
+				return withCode(exitBad, fmt.Errorf("run dir %s: %w", dir, err))
 			}
-			fmt.Fprintln(os.Stderr, "removing run", c.RunID)
+			fmt.Printf("stopped; check it with: chaos check %s\n", dir)
 			return nil
 		},
 	}
@@ -52,9 +107,42 @@ process left behind.`,
 	f.StringVar(&cfg.RunDir, "dir", "", "run directory (default runs/RUN_ID)")
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
 	f.DurationVar(&cfg.ZK.TickTime, "zk-tick", 200*time.Millisecond, "ZooKeeper tickTime")
-	f.DurationVar(&holdFor, "hold", 0, "remove the run after this long (default: wait for Ctrl-C)")
+	f.DurationVar(&holdFor, "hold", 0, "stop after this long (default: wait for Ctrl-C)")
+	f.IntVar(&brokers, "brokers", 3, "brokers (node programs); 0: the ZooKeeper ensemble alone")
+	f.StringVar(&topic, "topic", "chaos", "topic to create")
+	f.Int32Var(&parts, "partitions", 3, "partitions of the topic")
+	f.StringVar(&bugs, "bugs", "", "node bug switches to turn on, comma-separated (e.g. KAFKA-532); default: every fix on")
+	f.StringSliceVar(&nodeFlags, "node-flag", nil, "extra flag for every node program (repeatable)")
+	f.DurationVar(&session, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
 	return cmd
 }
+
+// upZK holds a ZooKeeper ensemble alone.
+func upZK(ctx context.Context, cfg harness.EnvConfig, holdFor time.Duration) error {
+	cfg.Progress = os.Stderr
+	env, err := harness.StartEnv(ctx, cfg)
+	if err != nil {
+		return withCode(exitBad, err)
+	}
+	defer env.Close()
+	c := env.Cluster
+	fmt.Printf("run %s ready; run dir %s\n", c.RunID, c.RunDir)
+	for _, s := range c.ZKServers() {
+		fmt.Printf("zk%d %s\n", s.ID, s.ClientAddr())
+	}
+	if holdFor > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(holdFor):
+		}
+	} else {
+		<-ctx.Done()
+	}
+	fmt.Fprintln(os.Stderr, "removing run", c.RunID)
+	return nil
+}
+
+func kindList() string { return strings.Join(kindNames(), ", ") }
 
 func newCleanCmd() *cobra.Command {
 	var runID string

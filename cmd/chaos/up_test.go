@@ -22,7 +22,7 @@ func startUp(t *testing.T, runID string) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "up", "--zk", "1", "--run-id", runID, "--dir", t.TempDir())
+	cmd := exec.Command(bin, "up", "--zk", "1", "--brokers", "0", "--run-id", runID, "--dir", t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
