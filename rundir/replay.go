@@ -33,6 +33,12 @@ const (
 	FlagSessionTimeout = "session-timeout"
 )
 
+// Flags of issue 13 (control-plane workload, dense schedules).
+const (
+	FlagAdmin        = "admin"
+	FlagFaultDensity = "fault-density"
+)
+
 // FaultsNone is the --faults value of a fault-free run.
 const FaultsNone = "none"
 
@@ -55,6 +61,9 @@ type RunFlags struct {
 	Producers      int
 	Readers        int
 	SessionTimeout time.Duration
+	// Issue 13: the control-plane workload and dense schedules.
+	Admin        bool
+	FaultDensity float64
 }
 
 // Register defines the flags on fs, bound to r, with their defaults and
@@ -75,6 +84,9 @@ func (r *RunFlags) Register(fs *pflag.FlagSet, faultNames []string) {
 	fs.IntVar(&r.Producers, FlagProducers, 4, "producer processes")
 	fs.IntVar(&r.Readers, FlagReaders, 2, "reader processes")
 	fs.DurationVar(&r.SessionTimeout, FlagSessionTimeout, 3*time.Second, "brokers' ZooKeeper session timeout")
+	// Issue 13: control-plane workload and dense schedules.
+	fs.BoolVar(&r.Admin, FlagAdmin, true, "run the control-plane workload beside the clients (reassignments, preferred elections, topic creation, controlled shutdowns); --admin=false to leave the controller idle")
+	fs.Float64Var(&r.FaultDensity, FlagFaultDensity, 0, "mean number of faults in force at once, overlapping (0: one fault at a time with quiet gaps; at most 8)")
 }
 
 // ReplayCommand is the one-line command that replays the run in runDir
@@ -142,6 +154,10 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 		add(FlagFaults, faults, "")
 		dur(FlagMinHold, info.MinHold)
 		dur(FlagMaxHold, info.MaxHold)
+		// Issue 13: a dense schedule re-plans densely.
+		if info.Density > 0 {
+			add(FlagFaultDensity, strconv.FormatFloat(info.Density, 'g', -1, 64), "")
+		}
 	}
 	if len(info.Bugs) > 0 {
 		add(FlagBugs, strings.Join(info.Bugs, ","), "")
@@ -165,6 +181,8 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 		add(FlagReaders, strconv.Itoa(info.Readers), "")
 	}
 	dur(FlagSessionTimeout, info.ZKSessionTimeout)
+	// Issue 13: always written, so a replay matches whatever the default.
+	add(FlagAdmin, strconv.FormatBool(info.Admin), "eq")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

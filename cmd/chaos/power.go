@@ -19,6 +19,8 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/pipeline"
+	"github.com/zkchaos/zkchaos/reports"
 )
 
 func init() { subcommands = append(subcommands, newPowerCmd) }
@@ -209,23 +211,21 @@ type powerReport struct {
 	FirstSeed uint64     `json:"first_seed"`
 	TimeLimit string     `json:"time_limit"`
 	Faults    []string   `json:"faults"`
+	Density   float64    `json:"fault_density,omitempty"`
+	Admin     bool       `json:"admin"`
 	Rows      []powerRow `json:"rows"`
 	Unreached []string   `json:"windows_unreached"`
 	Runs      []powerRun `json:"runs"`
 }
 
-// powerExecute runs one configuration and checks it; a variable so the
-// pipeline that owns run → check can be plugged in.
+// powerExecute runs one configuration through the pipeline (run, check,
+// report) like `chaos run`; a variable so tests can stand in for Docker.
 var powerExecute = func(ctx context.Context, rc harness.RunConfig, check checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
-	dir, err := harness.Run(ctx, rc)
+	out, err := pipeline.Execute(ctx, rc, pipeline.Options{Check: &check, NoVisualize: true})
 	if err != nil {
-		return dir, "", nil, err
+		return out.Dir, "", nil, err
 	}
-	rep, err := harness.Check(dir, check)
-	if err != nil {
-		return dir, "", nil, err
-	}
-	return dir, rep.Verdict, rep.Results, nil
+	return out.Dir, out.Results.Verdict, out.Results.Results, nil
 }
 
 func newPowerCmd() *cobra.Command {
@@ -253,6 +253,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
+			}
+			if cfg.Density < 0 || cfg.Density > 8 {
+				return withCode(exitBad, fmt.Errorf("--fault-density %g: want 0 (one fault at a time) up to 8", cfg.Density))
 			}
 			kinds, err := nemesis.ParseKinds(faults)
 			if err != nil {
@@ -305,6 +308,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				fk = append(fk, string(k))
 			}
 			b, _ := json.MarshalIndent(powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Faults: fk,
+				Density: cfg.Density, Admin: cfg.Admin,
 				Rows: rows, Unreached: unreached, Runs: runs}, "", "  ")
 			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
 				return withCode(exitBad, err)
@@ -313,6 +317,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				return withCode(exitBad, fmt.Errorf("--json: %w", err))
 			}
 			fmt.Fprintf(out, "json: %s\n", jsonOut)
+			if idx, err := reports.WriteIndexFile(runsDir); err == nil {
+				fmt.Fprintf(out, "runs index: %s\n", idx)
+			}
 			return nil
 		},
 	}
@@ -332,5 +339,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
 	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
+	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
+	f.Float64Var(&cfg.Density, "fault-density", 1.5, "mean number of faults in force at once (0: one at a time with quiet gaps)")
 	return cmd
 }

@@ -1,0 +1,57 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/workloads"
+)
+
+// controlledShutdownWait bounds a broker's controlled shutdown: past it the
+// operator's script gives up waiting and kills the process, as
+// kafka-server-stop.sh followed by a kill -9 would.
+const controlledShutdownWait = 30 * time.Second
+
+// newAdminWorkload is the control-plane workload of a run of cfg. Its
+// broker stops and starts go through the run's nemesis: a start re-applies
+// the network faults in force to the new process, and a broker the nemesis
+// killed meanwhile is one the nemesis knows to start.
+func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(string) (*history.Writer, error)) (*workloads.Admin, error) {
+	var ids []int
+	for _, n := range c.Nodes() {
+		ids = append(ids, n.ID)
+	}
+	stop := func(ctx context.Context, id int) error {
+		t, err := live.Node(id)
+		if err != nil {
+			return err
+		}
+		if err := t.Container.Signal(ctx, "SIGTERM"); err != nil {
+			return fmt.Errorf("SIGTERM n%d: %w", id, err)
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlledShutdownWait)
+		defer cancel()
+		if err := t.Container.WaitExited(wctx); err != nil {
+			// A shutdown held (by a fault, a failpoint) past the wait
+			// ends the operator's way.
+			if kerr := live.Nemesis.KillTarget(context.WithoutCancel(ctx), t); kerr != nil {
+				return fmt.Errorf("n%d did not exit within %s of SIGTERM and could not be killed: %w", id, controlledShutdownWait, kerr)
+			}
+		}
+		return nil
+	}
+	start := func(ctx context.Context, id int) error {
+		t, err := live.Node(id)
+		if err != nil {
+			return err
+		}
+		return live.Nemesis.StartTarget(ctx, t)
+	}
+	return workloads.NewAdmin(workloads.AdminConfig{
+		ZKServers: c.ZKConnect(), Topic: cfg.Topic, Partitions: cfg.Partitions, Brokers: ids,
+		Seed: cfg.Seed, StopBroker: stop, StartBroker: start,
+	}, open)
+}
