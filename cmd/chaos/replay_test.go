@@ -43,6 +43,10 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 	}
 	noWorkload := base
 	noWorkload.NoWorkload, noWorkload.Faults = true, nil
+	admin := base
+	admin.Admin = true
+	dense := admin
+	dense.Density = 1.5
 	tests := []struct {
 		name     string
 		info     rundir.Info
@@ -51,6 +55,8 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 		{"re-plan from the seed", base, false},
 		{"replay the stored schedule", base, true},
 		{"control plane only, fault-free", noWorkload, false},
+		{"with the admin workload", admin, false},
+		{"dense, re-planned from the seed", dense, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
