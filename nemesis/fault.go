@@ -110,6 +110,7 @@ var faults = []Fault{
 	{FailpointFault, FailpointDoc, needNodes(2), func(ctx context.Context, n *Nemesis, _ FaultKind, pick int) (Heal, error) {
 		return n.InjectFailpoint(ctx, pick)
 	}},
+	{KillLaggingLeader, KillLaggingLeaderDoc, needNodes(2), killLaggingLeader},
 }
 
 // injector starts a fault of kind k; pick chooses among candidates.
