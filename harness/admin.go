@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
@@ -27,6 +29,14 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 	stop := func(ctx context.Context, id int) error {
 		t, err := live.Node(id)
 		if err != nil {
+			return err
+		}
+		// An operator stops a broker that is up: one the nemesis just
+		// restarted may still show its previous process's registration
+		// (an ephemeral znode outlives its process by the session
+		// timeout), and a process stopped before it registered has no
+		// broker epoch to send with its ControlledShutdown.
+		if err := waitRegistered(ctx, live.RunDir, id, 10*time.Second); err != nil {
 			return err
 		}
 		if err := t.Container.Signal(ctx, "SIGTERM"); err != nil {
@@ -54,4 +64,37 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 		ZKServers: c.ZKConnect(), Topic: cfg.Topic, Partitions: cfg.Partitions, Brokers: ids,
 		Seed: cfg.Seed, StopBroker: stop, StartBroker: start,
 	}, open)
+}
+
+// waitRegistered waits until node id's event log shows its latest process
+// registered (a broker_registered after its last node_start).
+func waitRegistered(ctx context.Context, runDir string, id int, within time.Duration) error {
+	p := filepath.Join(runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", id))
+	deadline := time.Now().Add(within)
+	for {
+		if f, err := os.Open(p); err == nil {
+			evs, _, _ := history.Decode(f, p)
+			f.Close()
+			registered := false
+			for i := range evs {
+				switch evs[i].Kind {
+				case history.KindNodeStart:
+					registered = false
+				case history.KindBrokerRegistered:
+					registered = true
+				}
+			}
+			if registered {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("n%d has not registered since its last start (waited %s)", id, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -114,7 +114,8 @@ func TestPowerCommand(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"KAFKA-532|", "KAFKA-532|", "|--offline-election=offline", "|--offline-election=offline", "|", "|"}
+	f3861 := "|--offline-election=offline --min-insync-replicas=2 --replica-lag-time-max=2s"
+	want := []string{"KAFKA-532|", "KAFKA-532|", f3861, f3861, "|", "|"}
 	if strings.Join(calls, ";") != strings.Join(want, ";") {
 		t.Fatalf("executed %q, want %q", calls, want)
 	}
