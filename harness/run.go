@@ -73,6 +73,12 @@ type RunConfig struct {
 	// Settle is how long after healing the cluster gets to recover before
 	// the final reads; default 10s.
 	Settle time.Duration
+	// Linger keeps the healed cluster (and the admin workload) running at
+	// least this long after healing, even once every partition has a
+	// leader: a checker with a grace after healing (liveness,
+	// availability) sees a controller stuck past it instead of a history
+	// that ends first. Zero: no minimum.
+	Linger time.Duration
 
 	Progress io.Writer
 }
@@ -346,7 +352,14 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		<-aerr
 		return abs, fmt.Errorf("heal: %w", err)
 	}
+	healed := time.Now()
 	waitLeaders(ctx, w, cfg, cfg.Settle) // not fatal: staying offline is a finding
+	if d := time.Until(healed.Add(cfg.Linger)); d > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
 	stopAdmin()
 	if err := <-aerr; err != nil {
 		return abs, fmt.Errorf("admin workload: %w", err)

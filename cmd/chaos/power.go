@@ -277,6 +277,10 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			}
 			cfg.Faults = kinds
 			cfg.Progress = io.Discard
+			// The cluster settles past the graces, so a partition left
+			// offline or a controller stuck retrying is seen stuck rather
+			// than cut off by the end of the history (unknown).
+			cfg.Linger = max(check.LivenessGrace, check.OfflineGrace) + 5*time.Second
 			out := cmd.OutOrStdout()
 			var runs []powerRun
 			for _, sw := range sws {
@@ -341,6 +345,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
 	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
+	check.LivenessGrace, check.OfflineGrace = 10*time.Second, 10*time.Second
+	f.DurationVar(&check.LivenessGrace, "liveness-grace", check.LivenessGrace, "time the controller has after healing to finish pending work; each run settles 5s past the longer grace")
+	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
 	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
 	f.Float64Var(&cfg.Density, "fault-density", 1.5, "mean number of faults in force at once (0: one at a time with quiet gaps)")
 	return cmd
