@@ -95,9 +95,22 @@ func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Ver
 		}
 		r.Caught = true
 		r.By = append(r.By, res.Checker)
-		for _, i := range res.Events {
-			if i >= 0 && i < len(h.Events) && (first < 0 || h.Events[i].Time < first) {
-				first = h.Events[i].Time
+		// A violation cites the events that show it, context included (a
+		// registration long before): it happened at the latest of them.
+		// The first violation is the earliest such moment.
+		vs := res.Violations
+		if len(vs) == 0 {
+			vs = []checkers.Violation{{Events: res.Events}}
+		}
+		for _, v := range vs {
+			at := int64(-1)
+			for _, i := range v.Events {
+				if i >= 0 && i < len(h.Events) {
+					at = max(at, h.Events[i].Time)
+				}
+			}
+			if at >= 0 && (first < 0 || at < first) {
+				first = at
 			}
 		}
 	}
