@@ -226,7 +226,7 @@ func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64
 		if still <= deadline {
 			continue
 		}
-		what := op.F
+		var what string
 		switch op.F {
 		case history.FControlledShutdown:
 			what = fmt.Sprintf("%s of broker %d", op.F, op.Broker)
