@@ -68,21 +68,23 @@ type FPWindow struct {
 	// controller retries), so those windows draw sigstop (a zombie) and
 	// pause (a stale request in flight).
 	Actions []string
+	// Weight is the window's share of the draws (0 counts as 1).
+	Weight int
 }
 
 // FPWindows lists every failpoint window of the node program, in the node's
 // order (node/failpoint.Names; a test keeps them in step). New windows are
 // appended so a saved schedule's picks keep their meaning.
 var FPWindows = []FPWindow{
-	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}},
-	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}},
-	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil},
-	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil},
-	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil},
+	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}, 2},
+	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}, 2},
+	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
+	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1},
+	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
 	// Bouncing the leader makes the ISR followers truncate to the new
 	// leader (the follower the election passes over reaches it);
 	// restarting the follower itself reaches it on its first LeaderAndIsr.
-	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil},
+	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1},
 }
 
 var fpActions = []string{FPSigstop, FPPause, FPError}
@@ -124,7 +126,23 @@ type FPPlan struct {
 // PlanFailpoint draws the plan of a failpoint fault from pick.
 func PlanFailpoint(pick int) FPPlan {
 	r := rand.New(rand.NewPCG(uint64(pick), 0xf417f417))
-	w := FPWindows[r.IntN(len(FPWindows))]
+	// The controller's windows weigh double: every fencing layer of the
+	// control plane is exercised there (a zombie controller, a request in
+	// flight across a broker restart), and a random run draws only a few
+	// failpoint steps.
+	total := 0
+	for _, w := range FPWindows {
+		total += max(1, w.Weight)
+	}
+	n := r.IntN(total)
+	w := FPWindows[len(FPWindows)-1]
+	for _, c := range FPWindows {
+		if n < max(1, c.Weight) {
+			w = c
+			break
+		}
+		n -= max(1, c.Weight)
+	}
 	acts := w.Actions
 	if acts == nil {
 		acts = fpActions

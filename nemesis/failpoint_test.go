@@ -139,11 +139,12 @@ func TestPlanFailpointCoversEverything(t *testing.T) {
 	}
 }
 
-// pickFor finds a pick whose plan has window name and action.
+// pickFor finds a pick whose plan has window name and action (and the
+// provocation the window's first, when it has several).
 func pickFor(t *testing.T, name, action string) int {
 	t.Helper()
 	for pick := range 100000 {
-		if p := PlanFailpoint(pick); p.Window.Name == name && p.Action == action {
+		if p := PlanFailpoint(pick); p.Window.Name == name && p.Action == action && p.Provoke == p.Window.Provoke[0] {
 			return pick
 		}
 	}
