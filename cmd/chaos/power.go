@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -296,6 +297,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			cfg.Linger = max(check.LivenessGrace, check.OfflineGrace) + 5*time.Second
 			out := cmd.OutOrStdout()
 			var runs []powerRun
+			var failed []error
 			for _, sw := range sws {
 				for i := 0; i < seeds; i++ {
 					rc := cfg
@@ -306,7 +308,15 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					rc.RunDir = filepath.Join(runsDir, rc.RunID)
 					dir, verdict, results, err := powerExecute(cmd.Context(), rc, check)
 					if err != nil {
-						return withCode(exitBad, fmt.Errorf("%s seed %d (run kept in %s): %w", sw.Name, rc.Seed, dir, err))
+						// One run the harness could not finish does not
+						// void the others: it is reported, left out of
+						// the table, and the command exits 2.
+						failed = append(failed, fmt.Errorf("%s seed %d (run kept in %s): %w", sw.Name, rc.Seed, dir, err))
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s seed %d: harness error (left out of the table): %v\n", sw.Name, rc.Seed, err)
+						if cmd.Context().Err() != nil {
+							return withCode(exitBad, errors.Join(failed...))
+						}
+						continue
 					}
 					h, err := history.ReadDir(dir)
 					if err != nil {
@@ -338,6 +348,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			fmt.Fprintf(out, "json: %s\n", jsonOut)
 			if idx, err := reports.WriteIndexFile(runsDir); err == nil {
 				fmt.Fprintf(out, "runs index: %s\n", idx)
+			}
+			if len(failed) > 0 {
+				return withCode(exitBad, fmt.Errorf("%d runs the harness could not finish: %w", len(failed), errors.Join(failed...)))
 			}
 			return nil
 		},
