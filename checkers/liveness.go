@@ -198,5 +198,56 @@ func (c Liveness) Check(h *history.History) Result {
 				k.node, k.path, st.since, st.last, c.Grace)
 		}
 	}
-	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader and no controller was stuck retrying a write.", c.Grace))
+	c.adminOps(h, r, hi.at, deadline)
+	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader, no controller was stuck retrying a write and no admin operation was left pending.", c.Grace))
+}
+
+// adminOps flags the control-plane operations (workloads/admin.go) the
+// controller still owed at deadline: invoked before every fault healed and,
+// by their completion (an info from the workload's own timeout or its end)
+// or the end of the history, still not done after deadline. One that timed
+// out before deadline proves nothing: the controller may have finished it
+// afterwards unseen.
+func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64) {
+	ops, _ := history.Operations(h)
+	end := h.Events[len(h.Events)-1].Time
+	for _, o := range ops {
+		op := o.Op()
+		if !isAdminOp(op.F) || o.Invoke.Time > healed {
+			continue
+		}
+		if out := o.Outcome(); out == history.OpOK || out == history.OpFail {
+			continue
+		}
+		still, last := end, -1
+		if o.Complete != nil {
+			still, last = o.Complete.Time, o.Complete.Index
+		}
+		if still <= deadline {
+			continue
+		}
+		var what string
+		switch op.F {
+		case history.FControlledShutdown:
+			what = fmt.Sprintf("%s of broker %d", op.F, op.Broker)
+		case history.FCreateTopic:
+			what = fmt.Sprintf("%s %s", op.F, op.Topic)
+		default:
+			what = fmt.Sprintf("%s of %s-%d", op.F, op.Topic, op.Partition)
+		}
+		evs := []int{o.Invoke.Index}
+		if last >= 0 {
+			evs = append(evs, last)
+		}
+		r.violate(evs, "admin operation %s (invoked at event %d, before every fault healed) was still not completed %s after healing: the controller did not finish it.",
+			what, o.Invoke.Index, c.Grace)
+	}
+}
+
+func isAdminOp(f string) bool {
+	switch f {
+	case history.FCreateTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
+		return true
+	}
+	return false
 }

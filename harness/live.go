@@ -28,7 +28,9 @@ type Driver interface {
 // scheduleDriver runs a seeded fault schedule.
 type scheduleDriver struct{ s nemesis.Schedule }
 
-func (d scheduleDriver) Drive(ctx context.Context, l *Live) error { return l.Nemesis.Run(ctx, d.s) }
+func (d scheduleDriver) Drive(ctx context.Context, l *Live) error {
+	return l.Nemesis.RunSchedule(ctx, d.s)
+}
 
 // Live is a running cluster as a driver sees it. Everything it offers goes
 // through containers, ZooKeeper, the node's admin port or the node's event

@@ -51,11 +51,20 @@ type RunConfig struct {
 	// liveness checkers still have the node event logs and the ZooKeeper
 	// watcher's history to judge.
 	NoWorkload bool
+	// Admin runs the control-plane workload (workloads.NewAdmin) beside the
+	// clients: reassignments, preferred elections, topic creation and
+	// controlled shutdowns through ZooKeeper, so the controller is busy
+	// when faults land.
+	Admin bool
 
 	TimeLimit time.Duration       // workload + nemesis; default 30s
 	Faults    []nemesis.FaultKind // default: none (a fault-free run)
 	MinHold   time.Duration       // default 2s
 	MaxHold   time.Duration       // default 6s
+	// Density > 0 plans a dense schedule (nemesis.PlanDense): that many
+	// faults in force at once on average, overlapping. Zero: one fault at
+	// a time with quiet gaps (nemesis.Plan).
+	Density float64
 	// Schedule, when set, replays a stored schedule instead of planning one.
 	Schedule *nemesis.Schedule
 	// Driver, when set, replaces the fault schedule: a scenario drives the
@@ -67,6 +76,12 @@ type RunConfig struct {
 	// Settle is how long after healing the cluster gets to recover before
 	// the final reads; default 10s.
 	Settle time.Duration
+	// Linger keeps the healed cluster (and the admin workload) running at
+	// least this long after healing, even once every partition has a
+	// leader: a checker with a grace after healing (liveness,
+	// availability) sees a controller stuck past it instead of a history
+	// that ends first. Zero: no minimum.
+	Linger time.Duration
 
 	// Progress receives what a person watching the run sees (progress.go):
 	// whole lines per phase, and on a terminal a status line redrawn in
@@ -133,7 +148,21 @@ func (c RunConfig) Plan() nemesis.Schedule {
 		return *c.Schedule
 	}
 	c.defaults()
-	return nemesis.Plan(c.Seed, nemesis.Topology{Nodes: c.Nodes, ZKServers: c.ZK.Servers}, c.TimeLimit, c.MinHold, c.MaxHold, c.Faults)
+	topo := nemesis.Topology{Nodes: c.Nodes, ZKServers: c.ZK.Servers}
+	if c.Density > 0 {
+		usable, skipped := nemesis.Usable(topo, c.Faults)
+		s, err := nemesis.PlanDense(c.Seed, c.TimeLimit, c.MinHold, c.MaxHold, usable, c.Density)
+		if err != nil {
+			// The CLI checks the density; a caller that did not gets the
+			// one-at-a-time schedule and the reason in Skipped.
+			s = nemesis.Plan(c.Seed, topo, c.TimeLimit, c.MinHold, c.MaxHold, c.Faults)
+			s.Skipped = append(s.Skipped, err.Error())
+			return s
+		}
+		s.Skipped = skipped
+		return s
+	}
+	return nemesis.Plan(c.Seed, topo, c.TimeLimit, c.MinHold, c.MaxHold, c.Faults)
 }
 
 // Info is what run.json records of c (after defaults): the parameters a
@@ -150,6 +179,7 @@ func (c *RunConfig) Info() rundir.Info {
 		Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, Producers: c.Producers, Readers: c.Readers,
 		Acks: c.Acks, NonIdempotent: c.NonIdempotent, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
 		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
+		Admin: c.Admin, Density: c.Density,
 	}
 }
 
@@ -164,6 +194,7 @@ func ConfigFromInfo(info rundir.Info) (RunConfig, error) {
 		Topic: info.Topic, Partitions: info.Partitions, RF: info.RF, Producers: info.Producers, Readers: info.Readers,
 		Acks: info.Acks, NonIdempotent: info.NonIdempotent, NoWorkload: info.NoWorkload, TimeLimit: info.TimeLimit,
 		MinHold: info.MinHold, MaxHold: info.MaxHold, Settle: info.Settle, Scenario: info.Scenario,
+		Admin: info.Admin, Density: info.Density,
 	}
 	if len(info.Faults) > 0 {
 		kinds, err := nemesis.ParseKinds(strings.Join(info.Faults, ","))
@@ -292,6 +323,21 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 			return abs, err
 		}
 	}
+	// The admin workload outlives the client workload by the heal and the
+	// settle: an operation the controller owes when the faults end must be
+	// seen completing (or not) for liveness to judge it.
+	actx, stopAdmin := context.WithCancel(ctx)
+	defer stopAdmin()
+	aerr := make(chan error, 1)
+	aerr <- nil
+	if cfg.Admin {
+		adm, err := newAdminWorkload(cfg, c, live, open)
+		if err != nil {
+			return abs, err
+		}
+		<-aerr
+		go func() { aerr <- adm.Run(actx) }()
+	}
 	phase(history.PhaseWorkload, history.PhaseBegin)
 	rctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
 	werr := make(chan error, 1)
@@ -299,19 +345,36 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	derr := driver.Drive(rctx, live)
 	cancel()
 	if err := errors.Join(derr, <-werr); err != nil {
+		stopAdmin()
+		<-aerr
 		return abs, fmt.Errorf("workload: %w", err)
 	}
 	phase(history.PhaseWorkload, history.PhaseEnd)
 	if ctx.Err() != nil {
+		stopAdmin()
+		<-aerr
 		return abs, ctx.Err()
 	}
 
 	// --- heal, and give the cluster time to recover
 	phase(history.PhaseHeal, history.PhaseBegin)
 	if err := nem.Heal(ctx); err != nil {
+		stopAdmin()
+		<-aerr
 		return abs, fmt.Errorf("heal: %w", err)
 	}
+	healed := time.Now()
 	waitLeaders(ctx, w, cfg, cfg.Settle) // not fatal: staying offline is a finding
+	if d := time.Until(healed.Add(cfg.Linger)); d > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
+	stopAdmin()
+	if err := <-aerr; err != nil {
+		return abs, fmt.Errorf("admin workload: %w", err)
+	}
 	phase(history.PhaseHeal, history.PhaseEnd)
 
 	// --- final reads

@@ -48,6 +48,12 @@ const (
 	ProvokeBounceLead  = "bounce-leader"  // kill and restart the partition's leader
 	ProvokeTerminate   = "terminate"      // SIGTERM the armed broker: its controlled shutdown
 	ProvokeRestart     = "restart-target" // kill the armed broker, start it and arm it while it starts
+	// ProvokeBounceTwo bounces a broker other than the armed one to reach
+	// the window and, once the armed node holds there, bounces a third:
+	// whatever the held controller sends next carries the third broker's
+	// previous broker epoch to its new process, a request in flight across
+	// a broker restart (KAFKA-7235's window).
+	ProvokeBounceTwo = "bounce-other-then-third"
 )
 
 // FPWindow is one failpoint window the fault can arm: the node program's
@@ -57,21 +63,28 @@ type FPWindow struct {
 	Name    string
 	Role    string
 	Provoke []string
+	// Actions the window draws from; nil: every action. A controller held
+	// in its window by an error does nothing a checker can see (the
+	// controller retries), so those windows draw sigstop (a zombie) and
+	// pause (a stale request in flight).
+	Actions []string
+	// Weight is the window's share of the draws (0 counts as 1).
+	Weight int
 }
 
 // FPWindows lists every failpoint window of the node program, in the node's
 // order (node/failpoint.Names; a test keeps them in step). New windows are
 // appended so a saved schedule's picks keep their meaning.
 var FPWindows = []FPWindow{
-	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther}},
-	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther}},
-	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}},
-	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}},
-	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}},
+	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}, 2},
+	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}, 2},
+	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
+	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1},
+	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
 	// Bouncing the leader makes the ISR followers truncate to the new
 	// leader (the follower the election passes over reaches it);
 	// restarting the follower itself reaches it on its first LeaderAndIsr.
-	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}},
+	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1},
 }
 
 var fpActions = []string{FPSigstop, FPPause, FPError}
@@ -113,8 +126,28 @@ type FPPlan struct {
 // PlanFailpoint draws the plan of a failpoint fault from pick.
 func PlanFailpoint(pick int) FPPlan {
 	r := rand.New(rand.NewPCG(uint64(pick), 0xf417f417))
-	w := FPWindows[r.IntN(len(FPWindows))]
-	return FPPlan{Window: w, Action: fpActions[r.IntN(len(fpActions))], Provoke: w.Provoke[r.IntN(len(w.Provoke))],
+	// The controller's windows weigh double: every fencing layer of the
+	// control plane is exercised there (a zombie controller, a request in
+	// flight across a broker restart), and a random run draws only a few
+	// failpoint steps.
+	total := 0
+	for _, w := range FPWindows {
+		total += max(1, w.Weight)
+	}
+	n := r.IntN(total)
+	w := FPWindows[len(FPWindows)-1]
+	for _, c := range FPWindows {
+		if n < max(1, c.Weight) {
+			w = c
+			break
+		}
+		n -= max(1, c.Weight)
+	}
+	acts := w.Actions
+	if acts == nil {
+		acts = fpActions
+	}
+	return FPPlan{Window: w, Action: acts[r.IntN(len(acts))], Provoke: w.Provoke[r.IntN(len(w.Provoke))],
 		Partition: int32(r.IntN(1 << 10)), Pick: r.IntN(1 << 16)}
 }
 
@@ -228,11 +261,30 @@ func resolveRole(ctx context.Context, fw FailpointWorld, plan FPPlan) (target Ta
 	if err != nil {
 		return target, other, err
 	}
-	if plan.Provoke == ProvokeBounceOther {
+	if plan.Provoke == ProvokeBounceOther || plan.Provoke == ProvokeBounceTwo {
 		rest := without(nodes, target)
 		other, err = pickFP(rest, plan.Pick/7)
 	}
 	return target, other, err
+}
+
+// waitReached polls until node reports reaching window name or within
+// passes.
+func waitReached(ctx context.Context, fw FailpointWorld, id int, name string, since time.Time, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if ok, _ := fw.FailpointReached(ctx, id, name, since); ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func pickFP(ts []Target, pick int) (Target, error) {
@@ -299,6 +351,15 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	switch plan.Provoke {
 	case ProvokeBounceOther, ProvokeBounceLead:
 		err = pr.bounce(ctx, other)
+	case ProvokeBounceTwo:
+		err = pr.bounce(ctx, other)
+		if err == nil && waitReached(ctx, fw, id, name, since, 5*time.Second) {
+			// The third broker restarts while the armed node holds in the
+			// window; a window not reached in time leaves it alone.
+			if rest := without(without(fw.Nodes(), target), other); len(rest) > 0 {
+				err = pr.bounce(ctx, rest[plan.Pick%len(rest)])
+			}
+		}
 	case ProvokeTerminate:
 		// The controlled shutdown runs during the hold; a hold in the
 		// window keeps the process alive until heal.

@@ -132,18 +132,19 @@ func TestPlanFailpointCoversEverything(t *testing.T) {
 	}
 	for _, k := range []string{"r:" + RoleController, "r:" + RoleLeader, "r:" + RoleFollower, "r:" + RoleRestarted,
 		"a:" + FPSigstop, "a:" + FPPause, "a:" + FPError,
-		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart} {
+		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart, "p:" + ProvokeBounceTwo} {
 		if !seen[k] {
 			t.Errorf("%s never drawn", k)
 		}
 	}
 }
 
-// pickFor finds a pick whose plan has window name and action.
+// pickFor finds a pick whose plan has window name and action (and the
+// provocation the window's first, when it has several).
 func pickFor(t *testing.T, name, action string) int {
 	t.Helper()
 	for pick := range 100000 {
-		if p := PlanFailpoint(pick); p.Window.Name == name && p.Action == action {
+		if p := PlanFailpoint(pick); p.Window.Name == name && p.Action == action && p.Provoke == p.Window.Provoke[0] {
 			return pick
 		}
 	}
@@ -330,5 +331,48 @@ func TestGuideFailpoints(t *testing.T) {
 	}
 	if len(seen) != len(FPWindows) {
 		t.Fatalf("unguided-equal schedule armed only %v", seen)
+	}
+}
+
+// bounce-other-then-third: the controller is armed, a second broker
+// bounces to reach the window, and only once the controller holds there
+// does the third broker bounce; a window never reached leaves the third
+// alone.
+func TestFailpointBounceTwo(t *testing.T) {
+	pick := -1
+	for p := range 100000 {
+		if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeBounceTwo {
+			pick = p
+			break
+		}
+	}
+	if pick < 0 {
+		t.Fatal("no pick plans controller-after-zk-write, pause, bounce-other-then-third")
+	}
+	for _, reach := range []bool{true, false} {
+		w := &fpWorld{armed: map[string]time.Time{}, reach: reach}
+		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var bounced []string
+		for _, c := range w.calls {
+			if n, ok := strings.CutPrefix(c, "bounce "); ok {
+				bounced = append(bounced, n)
+			}
+		}
+		if w.calls[0] != "arm n1 controller-after-zk-write=1*pause" {
+			t.Fatalf("reach %v: calls %q", reach, w.calls)
+		}
+		want := 1
+		if reach {
+			want = 2
+		}
+		if len(bounced) != want || slices.Contains(bounced, "n1") || len(bounced) == 2 && bounced[0] == bounced[1] {
+			t.Fatalf("reach %v: bounced %q, want %d distinct brokers other than the controller n1", reach, bounced, want)
+		}
 	}
 }

@@ -164,6 +164,20 @@ func (n *Nemesis) SlowLink(ctx context.Context, from, to Target, s SlowSpec) err
 	return n.holdNet(n.record("slow-link", names, detail, func() error { return n.Net.Slow(ctx, from.Container, to.Container, s) }))
 }
 
+// HealNet undoes the network faults in force (every one: Net keeps no
+// per-fault rule set) and leaves paused and killed processes as they are.
+func (n *Nemesis) HealNet(ctx context.Context) error {
+	err := n.Net.HealAll(ctx)
+	n.mu.Lock()
+	open := n.openNet
+	n.openNet = nil
+	n.mu.Unlock()
+	for _, f := range open {
+		n.Rec.Stop(f.id, f.name, f.targets, err)
+	}
+	return err
+}
+
 // Heal undoes every fault in force: network faults first (so resumed and
 // restarted processes find a whole network), then resumes paused processes
 // and starts killed ones. It keeps going past failures and reports them all.

@@ -25,11 +25,14 @@ func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []Fault
 	if minHold <= 0 || maxHold < minHold {
 		return Schedule{}, fmt.Errorf("fault holds [%s, %s] invalid", minHold, maxHold)
 	}
-	s := Schedule{Seed: seed, Total: total}
+	s := Schedule{Seed: seed, Total: total, Density: density}
 	if len(kinds) == 0 {
 		return s, nil
 	}
 	r := rand.New(rand.NewPCG(seed, seed^0xde5e0de5e))
+	// Kinds come from their own generator, so the failpoint weighting does
+	// not move the starts and holds a seed gives.
+	kr := rand.New(rand.NewPCG(seed, 0xfa17))
 	mean := float64(minHold+maxHold) / 2
 	at := time.Duration(0)
 	for {
@@ -41,7 +44,7 @@ func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []Fault
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: kinds[r.IntN(len(kinds))], Hold: hold, Pick: r.IntN(1 << 16)})
+		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(kr, kinds), Hold: hold, Pick: r.IntN(1 << 16)})
 	}
 	return s, nil
 }

@@ -87,6 +87,53 @@ type Schedule struct {
 	// Skipped names the requested kinds the run's topology could not take,
 	// with the reason; informational, replay ignores it.
 	Skipped []string `json:"skipped,omitempty"`
+	// Density is the mean number of faults in force at once of a schedule
+	// PlanDense made; its steps may overlap and RunSchedule holds them
+	// together. Zero: one fault at a time (Plan).
+	Density float64 `json:"density,omitempty"`
+}
+
+// FailpointShare is the share of steps a schedule gives the failpoint fault
+// when it may draw it beside other kinds. Drawn uniformly it would be one
+// step in twelve, about one per minute of a run; a failpoint window is where
+// the fencing bugs live, and the kinds that only pause or cut an idle
+// process rarely reach one.
+const FailpointShare = 0.4
+
+// drawKind draws one step's fault from kinds, giving the failpoint fault
+// FailpointShare of the draws when other kinds are there too.
+func drawKind(r *rand.Rand, kinds []FaultKind) FaultKind {
+	if len(kinds) > 1 && slices.Contains(kinds, FailpointFault) {
+		if r.Float64() < FailpointShare {
+			return FailpointFault
+		}
+		var rest []FaultKind
+		for _, k := range kinds {
+			if k != FailpointFault {
+				rest = append(rest, k)
+			}
+		}
+		return rest[r.IntN(len(rest))]
+	}
+	return kinds[r.IntN(len(kinds))]
+}
+
+// Usable splits kinds into those a run of topology topo can take and the
+// reasons the others cannot, for Schedule.Skipped.
+func Usable(topo Topology, kinds []FaultKind) (usable []FaultKind, skipped []string) {
+	for _, k := range kinds {
+		f, ok := Lookup(k)
+		if !ok {
+			skipped = append(skipped, fmt.Sprintf("unknown fault %q", k))
+			continue
+		}
+		if err := f.Available(topo); err != nil {
+			skipped = append(skipped, err.Error())
+			continue
+		}
+		usable = append(usable, k)
+	}
+	return usable, skipped
 }
 
 // Plan makes the schedule for seed on a run of topology topo: faults drawn
@@ -103,26 +150,15 @@ func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kin
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
 	s := Schedule{Seed: seed, Total: total}
-	var usable []FaultKind
-	for _, k := range kinds {
-		f, ok := Lookup(k)
-		if !ok {
-			s.Skipped = append(s.Skipped, fmt.Sprintf("unknown fault %q", k))
-			continue
-		}
-		if err := f.Available(topo); err != nil {
-			s.Skipped = append(s.Skipped, err.Error())
-			continue
-		}
-		usable = append(usable, k)
-	}
+	usable, skipped := Usable(topo, kinds)
+	s.Skipped = skipped
 	at := between(minHold/2, maxHold)
 	for len(usable) > 0 {
 		hold := between(minHold, maxHold)
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: usable[r.IntN(len(usable))], Hold: hold, Pick: r.IntN(1 << 16)})
+		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(r, usable), Hold: hold, Pick: r.IntN(1 << 16)})
 		at += hold + between(minHold/2, maxHold)
 	}
 	return s
@@ -156,6 +192,46 @@ func LoadSchedule(path string) (Schedule, error) {
 		}
 	}
 	return s, nil
+}
+
+// RunSchedule executes s the way it was planned: a dense schedule
+// (Density > 0) with its faults held together, any other one step by step.
+func (n *Nemesis) RunSchedule(ctx context.Context, s Schedule) error {
+	if s.Density <= 0 {
+		return n.Run(ctx, s)
+	}
+	defer n.Heal(context.WithoutCancel(ctx))
+	err := RunOverlapping(ctx, s, func(ctx context.Context, st Step) (func(context.Context) error, error) {
+		heal, err := n.Apply(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error { return heal(ctx) }, nil
+	})
+	if ctx.Err() != nil {
+		// Steps cut short by the end of the workload are not failures.
+		return nil
+	}
+	// A step that could not be applied (its target gone while another
+	// fault holds the cluster) is in the history with its error; only a
+	// heal that failed ends the run.
+	var healErrs []error
+	for _, e := range unwrapJoined(err) {
+		if strings.HasPrefix(e.Error(), "heal ") {
+			healErrs = append(healErrs, e)
+		}
+	}
+	return errors.Join(healErrs...)
+}
+
+func unwrapJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // Run executes s until it ends or ctx is cancelled, healing after every step

@@ -121,6 +121,8 @@ func TestFaultAvailability(t *testing.T) {
 		{PauseZKFollower, Topology{Nodes: 3, ZKServers: 1}, false},
 		{SlowZKFollowerLink, Topology{Nodes: 3, ZKServers: 1}, false},
 		{SlowZKFollowerLink, full, true},
+		{KillLaggingLeader, Topology{Nodes: 1, ZKServers: 3}, false},
+		{KillLaggingLeader, Topology{Nodes: 2, ZKServers: 1}, true},
 	}
 	for _, tt := range tests {
 		f, ok := Lookup(tt.kind)

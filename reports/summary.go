@@ -158,7 +158,7 @@ func Summarize(e *history.Event) string {
 
 func summarizeOp(o *history.ClientOp) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "process %d %s %s %s-%d", o.Process, o.Type, o.F, o.Topic, o.Partition)
+	fmt.Fprintf(&b, "process %d %s %s %s", o.Process, o.Type, o.F, opTarget(o))
 	if o.Final {
 		b.WriteString(" (final)")
 	}
@@ -172,6 +172,10 @@ func summarizeOp(o *history.ClientOp) string {
 		}
 		if o.Acks != 0 && o.Type == history.OpInvoke {
 			fmt.Fprintf(&b, " acks %d", o.Acks)
+		}
+	case history.FCreateTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
+		if o.Value != "" {
+			fmt.Fprintf(&b, ": %s", o.Value)
 		}
 	case history.FRead:
 		fmt.Fprintf(&b, " from offset %d", o.Offset)

@@ -320,6 +320,9 @@ func (b *builder) op(e *history.Event) {
 	}
 	b.tl.counts[out]++
 	b.tl.ops = append(b.tl.ops, opPoint{t: start, lat: e.Time - start, outcome: out})
+	if isAdminOp(o.F) { // issue 13: operator actions share the fault lane
+		b.tl.faults = append(b.tl.faults, adminSpan(start, e))
+	}
 }
 
 func (b *builder) closeCtrl(n int32, end int64, open bool, why string) {

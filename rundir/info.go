@@ -43,6 +43,11 @@ type Info struct {
 	Settle  time.Duration `json:"Settle"`
 	// Scenario names the regression scenario that drove the run, if any.
 	Scenario string `json:"Scenario,omitempty"`
+	// Admin: the control-plane workload ran beside the clients.
+	Admin bool `json:"Admin,omitempty"`
+	// Density is the mean number of faults in force at once of a dense
+	// schedule; zero for one fault at a time.
+	Density float64 `json:"Density,omitempty"`
 }
 
 // ZK is the ZooKeeper ensemble of a run.

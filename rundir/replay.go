@@ -34,6 +34,12 @@ const (
 	FlagNonIdempotent  = "non-idempotent"
 )
 
+// Flags of issue 13 (control-plane workload, dense schedules).
+const (
+	FlagAdmin        = "admin"
+	FlagFaultDensity = "fault-density"
+)
+
 // FaultsNone is the --faults value of a fault-free run.
 const FaultsNone = "none"
 
@@ -57,6 +63,9 @@ type RunFlags struct {
 	Readers        int
 	SessionTimeout time.Duration
 	NonIdempotent  bool
+	// Issue 13: the control-plane workload and dense schedules.
+	Admin        bool
+	FaultDensity float64
 }
 
 // Register defines the flags on fs, bound to r, with their defaults and
@@ -78,6 +87,9 @@ func (r *RunFlags) Register(fs *pflag.FlagSet, faultNames []string) {
 	fs.IntVar(&r.Readers, FlagReaders, 2, "reader processes")
 	fs.DurationVar(&r.SessionTimeout, FlagSessionTimeout, 3*time.Second, "brokers' ZooKeeper session timeout")
 	fs.BoolVar(&r.NonIdempotent, FlagNonIdempotent, false, "plain at-least-once producers (default: idempotent, as every Kafka client since 3.0)")
+	// Issue 13: control-plane workload and dense schedules.
+	fs.BoolVar(&r.Admin, FlagAdmin, true, "run the control-plane workload beside the clients (reassignments, preferred elections, topic creation, controlled shutdowns); --admin=false to leave the controller idle")
+	fs.Float64Var(&r.FaultDensity, FlagFaultDensity, 0, "mean number of faults in force at once, overlapping (0: one fault at a time with quiet gaps; at most 8)")
 }
 
 // ReplayCommand is the one-line command that replays the run in runDir
@@ -145,6 +157,10 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 		add(FlagFaults, faults, "")
 		dur(FlagMinHold, info.MinHold)
 		dur(FlagMaxHold, info.MaxHold)
+		// Issue 13: a dense schedule re-plans densely.
+		if info.Density > 0 {
+			add(FlagFaultDensity, strconv.FormatFloat(info.Density, 'g', -1, 64), "")
+		}
 	}
 	if len(info.Bugs) > 0 {
 		add(FlagBugs, strings.Join(info.Bugs, ","), "")
@@ -171,6 +187,8 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 		}
 	}
 	dur(FlagSessionTimeout, info.ZKSessionTimeout)
+	// Issue 13: always written, so a replay matches whatever the default.
+	add(FlagAdmin, strconv.FormatBool(info.Admin), "eq")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

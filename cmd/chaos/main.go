@@ -63,7 +63,7 @@ func newRootCmd() *cobra.Command {
 // command from init (cobra sorts the help by name either way).
 var subcommands = []func() *cobra.Command{
 	newRunCmd, newCheckCmd, newReportCmd, newServeCmd, newKeepCmd, newShrinkCmd,
-	newReproCmd, newReproBenchCmd, newUpCmd, newFaultCmd, newCleanCmd, newBenchEnvCmd,
+	newReproCmd, newReproBenchCmd, newPowerCmd, newUpCmd, newFaultCmd, newCleanCmd, newBenchEnvCmd,
 }
 
 func main() {

@@ -40,9 +40,14 @@ func TestJudgePowerRun(t *testing.T) {
 		ttf     time.Duration // -1: none
 	}{
 		{"harm checker", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid, Events: []int{2}}}, true, "controller-fencing", 3 * time.Second},
+		// A violation citing an earlier event for context happened at its
+		// latest event.
+		{"violation with context", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid, Events: []int{1, 2},
+			Violations: []checkers.Violation{{Events: []int{1, 2}}}}}, true, "controller-fencing", 3 * time.Second},
 		{"other checker is not the harm", sw532, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1}}}, false, "", -1},
 		{"valid", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Valid}}, false, "", -1},
-		{"fixed: any invalid is a false positive", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2}}}, true, "liveness", time.Second},
+		{"fixed: any invalid is a false positive", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2},
+			Violations: []checkers.Violation{{Events: []int{2}}, {Events: []int{1}}}}}, true, "liveness", time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +119,8 @@ func TestPowerCommand(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"KAFKA-532|", "KAFKA-532|", "|--offline-election=offline", "|--offline-election=offline", "|", "|"}
+	f3861 := "|--offline-election=offline --min-insync-replicas=2 --replica-lag-time-max=2s"
+	want := []string{"KAFKA-532|", "KAFKA-532|", f3861, f3861, "|", "|"}
 	if strings.Join(calls, ";") != strings.Join(want, ";") {
 		t.Fatalf("executed %q, want %q", calls, want)
 	}

@@ -45,6 +45,10 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 	nonIdempotent.NonIdempotent = true
 	noWorkload := base
 	noWorkload.NoWorkload, noWorkload.Faults = true, nil
+	admin := base
+	admin.Admin = true
+	dense := admin
+	dense.Density = 1.5
 	tests := []struct {
 		name     string
 		info     rundir.Info
@@ -54,6 +58,8 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 		{"replay the stored schedule", base, true},
 		{"control plane only, fault-free", noWorkload, false},
 		{"non-idempotent producers", nonIdempotent, false},
+		{"with the admin workload", admin, false},
+		{"dense, re-planned from the seed", dense, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,9 +122,12 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		Seed: r.Seed, TimeLimit: r.TimeLimit, MinHold: r.MinHold, MaxHold: r.MaxHold,
 		NodeFlags: r.NodeFlags, Nodes: r.Nodes, Partitions: r.Partitions, NoWorkload: r.NoWorkload,
 		Producers: r.Producers, Readers: r.Readers, ZKSessionTimeout: r.SessionTimeout,
-		NonIdempotent: r.NonIdempotent,
+		NonIdempotent: r.NonIdempotent, Admin: r.Admin, Density: r.FaultDensity,
 	}
 	cfg.ZK.Servers = r.ZK
+	if r.FaultDensity < 0 || r.FaultDensity > 8 {
+		return cfg, 0, fmt.Errorf("--%s %g: want 0 (one fault at a time) up to 8", rundir.FlagFaultDensity, r.FaultDensity)
+	}
 	seeds := o.seeds
 	if r.Faults != rundir.FaultsNone {
 		kinds, err := nemesis.ParseKinds(r.Faults)
@@ -144,6 +147,7 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		cfg.Schedule = &s
 		cfg.Seed = s.Seed
 		cfg.TimeLimit = s.Total
+		cfg.Density = s.Density
 		seeds = 1
 	}
 	if seeds < 1 {

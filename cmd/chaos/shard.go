@@ -73,11 +73,21 @@ func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
 		fmt.Fprintln(out, "  (no faults: the workload runs undisturbed)")
 		return
 	}
+	if s.Density > 0 {
+		fmt.Fprintf(out, "  dense: %.2g faults in force on average, at most %d at once\n", s.Density, s.MaxOverlap())
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tstart\thold\tend\tfault\tpick")
 	for i, st := range s.Steps {
+		kind := string(st.Kind)
+		if st.Kind == nemesis.FailpointFault {
+			// The window, role and action the pick arms (the same in a
+			// replay).
+			p := nemesis.PlanFailpoint(st.Pick)
+			kind += fmt.Sprintf(" %s (%s, %s, %s)", p.Window.Name, p.Window.Role, p.Action, p.Provoke)
+		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\n", i+1, st.At.Round(time.Millisecond), st.Hold.Round(time.Millisecond),
-			(st.At + st.Hold).Round(time.Millisecond), st.Kind, st.Pick)
+			(st.At + st.Hold).Round(time.Millisecond), kind, st.Pick)
 	}
 	tw.Flush()
 }

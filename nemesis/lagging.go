@@ -1,0 +1,95 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// KillLaggingLeader is the fault of the replication bugs' window: a
+// partition's leader is cut off from its followers (every broker keeps
+// ZooKeeper), so they stop fetching and the leader shrinks the ISR; once
+// the ISR is the leader alone, the leader is killed (an ISR that does not
+// shrink within the hold, replica.lag.time.max being longer, leaves the
+// fault a partition). The failover then happens with the followers behind
+// and out of the ISR: KAFKA-3861's offline partition, an unclean election's
+// lost writes. Heal restores the links and starts the leader again.
+const KillLaggingLeader FaultKind = "kill-lagging-leader"
+
+// KillLaggingLeaderDoc describes the fault for the catalogue.
+const KillLaggingLeaderDoc = "cut a partition leader from its followers until its ISR shrinks, then kill it"
+
+// killLaggingLeader needs the partition roles of a FailpointWorld.
+func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
+	fw, ok := n.World.(FailpointWorld)
+	if !ok {
+		return nil, fmt.Errorf("%s: the run's world has no partition roles (no FailpointWorld)", k)
+	}
+	topic, parts := fw.WorkloadTopic()
+	if parts < 1 {
+		parts = 1
+	}
+	p := int32(pick) % parts
+	leader, _, err := fw.PartitionISR(ctx, topic, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k, err)
+	}
+	if leader < 0 {
+		return nil, fmt.Errorf("%s: %s-%d has no leader", k, topic, p)
+	}
+	nodes := n.World.Nodes()
+	lt, err := byName(nodes, fmt.Sprintf("n%d", leader))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k, err)
+	}
+	followers := without(nodes, lt)
+	if len(followers) == 0 {
+		return nil, fmt.Errorf("%s: %s-%d has no follower", k, topic, p)
+	}
+	if err := n.PartitionTargets(ctx, string(k), []Target{lt}, followers); err != nil {
+		return nil, err
+	}
+	// Kill the leader once its ISR is itself alone: the followers lag.
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var (
+		mu     sync.Mutex
+		killed bool
+		kerr   error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			l, now, err := fw.PartitionISR(kctx, topic, p)
+			if err == nil && l == leader && slices.Equal(now, []int{leader}) {
+				break
+			}
+			select {
+			case <-kctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		err := n.KillTarget(kctx, lt)
+		mu.Lock()
+		killed, kerr = err == nil, err
+		mu.Unlock()
+	}()
+	return func(ctx context.Context) error {
+		cancel()
+		<-done
+		mu.Lock()
+		k, ke := killed, kerr
+		mu.Unlock()
+		errs := []error{n.HealNet(ctx)}
+		if k {
+			errs = append(errs, n.StartTarget(ctx, lt))
+		} else if ke != nil && !errors.Is(ke, context.Canceled) {
+			errs = append(errs, ke)
+		}
+		return errors.Join(errs...)
+	}, nil
+}
