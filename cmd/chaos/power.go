@@ -24,7 +24,6 @@ import (
 	"github.com/zkchaos/zkchaos/reports"
 )
 
-
 // powerSwitch is one configuration chaos power measures: a bug switch (or
 // the offline policy) with the checkers that name its harm, or every fix on.
 type powerSwitch struct {
