@@ -258,13 +258,22 @@ func (n *Node) register(ctx context.Context) error {
 }
 
 func (n *Node) routes() {
-	n.server.Handle(4, 0, 4, func(_ context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	n.server.Handle(4, 0, 4, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		if err := n.broker.AwaitRegistration(ctx); err != nil {
+			return nil, err
+		}
 		return n.broker.HandleLeaderAndIsr(hdr, req.(*kmsg.LeaderAndISRRequest)), nil
 	})
-	n.server.Handle(5, 0, 3, func(_ context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	n.server.Handle(5, 0, 3, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		if err := n.broker.AwaitRegistration(ctx); err != nil {
+			return nil, err
+		}
 		return n.broker.HandleStopReplica(hdr, req.(*kmsg.StopReplicaRequest)), nil
 	})
-	n.server.Handle(6, 0, 6, func(_ context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	n.server.Handle(6, 0, 6, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		if err := n.broker.AwaitRegistration(ctx); err != nil {
+			return nil, err
+		}
 		return n.broker.HandleUpdateMetadata(hdr, req.(*kmsg.UpdateMetadataRequest)), nil
 	})
 	n.server.Handle(7, 0, 3, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {

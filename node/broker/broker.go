@@ -49,12 +49,30 @@ type Broker struct {
 	// servedSinceRegister is false from a registration until the first
 	// control request after it is handled (broker-after-register).
 	servedSinceRegister bool
+	// registered is closed at the first registration.
+	registered chan struct{}
 }
 
 // New returns a broker with no registration yet.
 func New(id int32, bugs config.Bugs, log *eventlog.Log) *Broker {
 	return &Broker{ID: id, Bugs: bugs, Log: log, Data: NoDataPlane{},
-		Replicas: newReplicaManager(), Metadata: newMetadataCache(), brokerEpoch: -1}
+		Replicas: newReplicaManager(), Metadata: newMetadataCache(), brokerEpoch: -1,
+		registered: make(chan struct{})}
+}
+
+// AwaitRegistration blocks until the broker has registered once, or ctx
+// ends. Kafka starts serving requests only after registerBroker (KafkaServer
+// starts its socket server's processors last), so a control request that
+// reaches a process still starting up waits, and is then judged against that
+// process's broker epoch. Without the wait a request queued for the previous
+// process would be accepted by a process whose own epoch is still unknown.
+func (b *Broker) AwaitRegistration(ctx context.Context) error {
+	select {
+	case <-b.registered:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker %d not registered yet: %w", b.ID, ctx.Err())
+	}
 }
 
 // Epoch returns the broker epoch (czxid of the live registration), -1 if not
@@ -71,6 +89,11 @@ func (b *Broker) SetEpoch(czxid int64) {
 	defer b.mu.Unlock()
 	b.brokerEpoch = czxid
 	b.servedSinceRegister = false
+	select {
+	case <-b.registered:
+	default:
+		close(b.registered)
+	}
 }
 
 // afterRegister evaluates broker-after-register before the first control
