@@ -166,6 +166,13 @@ func shutdown(b *hb.Builder, broker int32, epoch int64, verdict string) int {
 		BrokerID: broker, BrokerEpoch: epoch, CachedBrokerEpoch: epoch, ControllerEpoch: 1, Verdict: verdict}})
 }
 
+// shutdownSent is broker's own record of sending ControlledShutdown as the
+// process with broker epoch meant.
+func shutdownSent(b *hb.Builder, broker int32, meant int64) int {
+	return b.Add(history.Event{Kind: history.KindControlledShutdown, Node: broker, Shutdown: &history.Shutdown{
+		BrokerID: broker, BrokerEpoch: -1, MeantBrokerEpoch: meant, Verdict: history.VerdictSent}})
+}
+
 func TestBrokerFencing(t *testing.T) {
 	runCases(t, BrokerFencing{}, []tcase{
 		{name: "current epoch", want: Valid, build: func(b *hb.Builder) []int {
@@ -333,10 +340,47 @@ func TestBrokerFencing(t *testing.T) {
 			return []int{r1, q}
 		}},
 		{name: "stale controlled shutdown acted on", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
+			b.Start(2)
 			b.Register(2, 50)
+			b.Start(2)
 			r2 := b.Register(2, 80)
 			s := shutdown(b, 2, 50, history.VerdictAccepted)
 			return []int{r2, s}
+		}},
+		{name: "controlled shutdown of a process that re-registered after a session loss", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			b.Register(2, 80) // same process, new session
+			shutdown(b, 2, 50, history.VerdictAccepted)
+			return nil
+		}},
+		// KAFKA-7235's switch sends no broker epoch: the broker's own record
+		// of the send says which process asked.
+		{name: "epoch-less controlled shutdown from the current process", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			b.Start(2)
+			b.Register(2, 80)
+			shutdownSent(b, 2, 80)
+			shutdown(b, 2, -1, history.VerdictAccepted)
+			return nil
+		}},
+		{name: "epoch-less controlled shutdown from the previous process acted on after the restart", want: Invalid, explain: "previous process (broker epoch 50) sent at event", build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			sent := shutdownSent(b, 2, 50)
+			b.Start(2)
+			r2 := b.Register(2, 80)
+			s := shutdown(b, 2, -1, history.VerdictAccepted)
+			return []int{s, sent, r2}
+		}},
+		{name: "epoch-less controlled shutdown with no record of its sender", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(2)
+			b.Register(2, 50)
+			b.Start(2)
+			b.Register(2, 80)
+			shutdown(b, 2, -1, history.VerdictAccepted)
+			return nil
 		}},
 		{name: "stale controlled shutdown refused", want: Valid, build: func(b *hb.Builder) []int {
 			b.Register(2, 50)

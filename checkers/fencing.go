@@ -175,7 +175,8 @@ func (c ControllerFencing) Check(h *history.History) Result {
 // BrokerFencing checks broker epochs (KAFKA-7235, KIP-380) by consequence:
 // a violation is a control request acted on (accepted) by a broker process
 // other than the one it was meant for, and a ControlledShutdown acted on
-// for a broker epoch older than the broker's latest registration. The
+// that a broker's previous process sent (known from the epoch it carried,
+// or, when it carried none, from the broker's own record of its send). The
 // process a request was meant for is the broker epoch the controller
 // logged with its send (Control.MeantBrokerEpoch, recorded even when the
 // KAFKA-7235 switch keeps it off the wire), else the epoch the request
@@ -248,7 +249,8 @@ func (c BrokerFencing) Check(h *history.History) Result {
 		}
 		return true
 	}
-	checked, shutdowns, unfenced := 0, 0, 0
+	checked, shutdowns, unfenced, unfencedShutdowns := 0, 0, 0, 0
+	lastShutdownSend := map[int32]procReg{} // broker → its latest own record of sending ControlledShutdown
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
@@ -359,25 +361,55 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 		case history.KindControlledShutdown:
 			sd := e.Shutdown
+			if sd.Verdict == history.VerdictSent {
+				if sd.MeantBrokerEpoch > 0 {
+					lastShutdownSend[sd.BrokerID] = procReg{sd.MeantBrokerEpoch, e.Index}
+				}
+				continue
+			}
 			if sd.Verdict != history.VerdictAccepted {
 				continue
 			}
 			shutdowns++
-			if l, ok := latest[sd.BrokerID]; ok && sd.BrokerEpoch < l.epoch {
-				r.violate([]int{l.idx, e.Index},
-					"controller %d acted on ControlledShutdown of %s (%s) carrying broker epoch %d although the broker had re-registered with czxid %d (event %d).",
-					e.Node, nodeName(sd.BrokerID), ev(e), sd.BrokerEpoch, l.epoch, l.idx)
-			} else if sd.BrokerEpoch < sd.CachedBrokerEpoch {
-				r.violate([]int{e.Index},
-					"controller %d acted on ControlledShutdown of %s (%s) carrying broker epoch %d below its cached epoch %d.",
-					e.Node, nodeName(sd.BrokerID), ev(e), sd.BrokerEpoch, sd.CachedBrokerEpoch)
+			// Which process asked: the epoch the request carried, else the
+			// broker's own record of its latest send. Unknown (no epoch and
+			// no record) proves nothing.
+			sender, senderAt := sd.BrokerEpoch, -1
+			if sender <= 0 {
+				s, ok := lastShutdownSend[sd.BrokerID]
+				if !ok {
+					unfencedShutdowns++
+					continue
+				}
+				sender, senderAt = s.epoch, s.idx
 			}
+			l, known := latest[sd.BrokerID]
+			stale := otherProcess(sd.BrokerID, sender)
+			if len(procRegs[sd.BrokerID]) == 0 {
+				stale = known && sender < l.epoch
+			}
+			if !stale {
+				continue
+			}
+			evs := []int{e.Index}
+			sentBy := fmt.Sprintf("carrying broker epoch %d", sd.BrokerEpoch)
+			if senderAt >= 0 {
+				evs = append(evs, senderAt)
+				sentBy = fmt.Sprintf("that its previous process (broker epoch %d) sent at event %d, carrying no broker epoch", sender, senderAt)
+			}
+			if known {
+				evs = append(evs, l.idx)
+			}
+			r.violate(evs,
+				"controller %d acted on ControlledShutdown of %s (%s) %s, after the broker re-registered with czxid %d (event %d): it moved leadership off a process that had not asked to shut down.",
+				e.Node, nodeName(sd.BrokerID), ev(e), sentBy, l.epoch, l.idx)
 		}
 	}
 	r.detail("accepted_control_requests", checked)
 	r.detail("accepted_without_broker_epoch", unfenced)
 	r.detail("accepted_controlled_shutdowns", shutdowns)
-	ok := fmt.Sprintf("none of %d accepted control requests was acted on by a broker process other than the one it was meant for, and %d controlled shutdowns carried current broker epochs", checked, shutdowns)
+	r.detail("accepted_controlled_shutdowns_of_unknown_sender", unfencedShutdowns)
+	ok := fmt.Sprintf("none of %d accepted control requests was acted on by a broker process other than the one it was meant for, and none of %d accepted controlled shutdowns came from a broker's previous process", checked, shutdowns)
 	if unfenced > 0 {
 		ok += fmt.Sprintf(" (%d of the requests carried no broker epoch)", unfenced)
 	}

@@ -408,6 +408,10 @@ const (
 	VerdictAccepted = "accepted"
 	// VerdictRejected: the whole request was refused with ErrorCode.
 	VerdictRejected = "rejected"
+	// VerdictSent (Shutdown only): the broker's own record that it sent
+	// ControlledShutdown; the controller's record of handling it carries
+	// accepted or rejected.
+	VerdictSent = "sent"
 )
 
 // Kafka error codes the checkers care about.
@@ -488,6 +492,11 @@ type Shutdown struct {
 	CorrelationID     int32  `json:"correlation_id,omitempty"`
 	Verdict           string `json:"verdict"`
 	ErrorCode         int16  `json:"error_code,omitempty"`
+	// MeantBrokerEpoch is, on the broker's own record of sending the
+	// request (Verdict VerdictSent), the sending process's broker epoch,
+	// written even when the KAFKA-7235 switch keeps it off the wire: it
+	// says which process asked to shut down.
+	MeantBrokerEpoch int64 `json:"meant_broker_epoch,omitempty"`
 }
 
 // Replica roles (Role.Role).

@@ -338,9 +338,12 @@ func (n *Node) controlledShutdownOnce(ctx context.Context) (bool, error) {
 	req.SetVersion(3)
 	req.BrokerID = n.cfg.BrokerID
 	req.BrokerEpoch = n.broker.Epoch()
+	meant := req.BrokerEpoch
 	if n.cfg.Bugs.On(config.BugKafka7235) {
 		req.BrokerEpoch = -1
 	}
+	n.log.ControlledShutdown(history.Shutdown{BrokerID: n.cfg.BrokerID, BrokerEpoch: req.BrokerEpoch,
+		MeantBrokerEpoch: meant, Verdict: history.VerdictSent})
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.ControllerSocketTimeout*2)
 	defer cancel()
 	resp, err := cl.Request(rctx, req)
