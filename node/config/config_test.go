@@ -28,7 +28,7 @@ func TestParse(t *testing.T) {
 			return len(c.ZKServers) == 1 && c.ZKServers[0] == "10.0.0.12:2181"
 		}},
 		{"zk server by id wraps", []string{"--id=3", "--zk=a:1,b:1", "--zk-server-by-id"}, "", func(c *Config) bool {
-			return len(c.ZKServers) == 1 && c.ZKServers[0] == "b:1"
+			return len(c.ZKServers) == 1 && c.ZKServers[0] == "a:1"
 		}},
 		{"zk server by id needs id 1 or more", []string{"--id=0", "--zk=a:1,b:1", "--zk-server-by-id"}, "--zk-server-by-id", nil},
 		{"unknown bug", append(base, "--bugs=KAFKA-1"), `unknown bug switch "KAFKA-1"`, nil},
