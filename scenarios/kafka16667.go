@@ -71,9 +71,11 @@ const (
 	// kafka16667Grace is how long after healing the controller has to
 	// finish; the liveness checker counts BADVERSION retries after it.
 	kafka16667Grace = 3 * time.Second
-	// kafka16667Lag: replica.lag.time.max, longer than the session
-	// timeout plus the election, so the ISR shrinks land in the window.
-	kafka16667Lag = 5 * time.Second
+	// kafka16667Lag: replica.lag.time.max. The shrinks must commit after the
+	// new controller's /controller create, which its lagging server applies
+	// late (the session timeout, then the backlog), and late enough that the
+	// backlog is seconds long by then.
+	kafka16667Lag = 8 * time.Second
 
 	failpointBeforeElect  = "controller-before-elect"
 	failpointAfterElected = "controller-after-elected"
@@ -204,7 +206,10 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	statePath := func(e *history.Event) bool {
 		return e.Kind == history.KindZKWrite && int(e.Node) == w && e.ZKWrite.State != nil && strings.HasSuffix(e.ZKWrite.Path, "/state")
 	}
-	first, err := waitNode(ctx, l, since, 10*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
+	// With the bug the first write comes at once (every read is served by
+	// F as it is); fixed, each read waits for a Sync through the backlog,
+	// and healing ends the wait.
+	first, err := waitNode(ctx, l, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
 	}
