@@ -42,12 +42,16 @@ func kafka16667() Scenario {
 		config: func(m Mode) harness.RunConfig {
 			cfg := harness.RunConfig{
 				Nodes:      3,
+				// Replication factor 2 over three partitions: the dead
+				// controller follows exactly one partition, led by O, and the
+				// new controller's broker leads none that it follows, so its
+				// session has no write pending on the slowed server.
 				Partitions: 3,
-				RF:         3,
+				RF:         2,
 				// A slowed follower must stay in the quorum while it lags: its
 				// sync limit is well above the lag the slow link builds.
 				ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
-				ZKSessionTimeout: 2 * time.Second,
+				ZKSessionTimeout: 3 * time.Second,
 				TimeLimit:        60 * time.Second,
 				Settle:           time.Second,
 				NoWorkload:       true,
@@ -116,19 +120,14 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	servers := len(l.Cluster.ZKServers())
 	serverOf := func(node int) int { return (node-1)%servers + 1 } // --zk-server-by-id
-	var w, o int
-	for id := 1; id <= len(l.Cluster.Nodes()); id++ {
-		if id == c1 {
-			continue
-		}
-		if w == 0 && serverOf(id) != lead {
-			w = id
-		} else if o == 0 {
-			o = id
-		}
-	}
-	if w == 0 || o == 0 || serverOf(w) == serverOf(o) {
-		return fmt.Errorf("KAFKA-16667: controller n%d, ZooKeeper leader zk%d: no survivor on a follower with the other on another server", c1, lead)
+	// The harness assigns partition p to brokers p%n+1 and (p+1)%n+1: the
+	// dead controller follows the partition led by the broker before it,
+	// O; the other survivor is W.
+	nodes := len(l.Cluster.Nodes())
+	o := (c1+nodes-2)%nodes + 1
+	w := c1%nodes + 1
+	if serverOf(w) == lead || serverOf(w) == serverOf(o) {
+		return fmt.Errorf("KAFKA-16667: controller n%d, ZooKeeper leader zk%d: n%d, the broker to take over, is on the ZooKeeper leader", c1, lead, w)
 	}
 	f := serverOf(w)
 	l.Note("controller n%d; ZooKeeper leader zk%d; n%d (on follower zk%d) will take over, n%d (on zk%d) stays out of the election",
@@ -155,10 +154,6 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err != nil {
 		return err
 	}
-	l.Note("slowing zk%d → zk%d to %d kbit/s", lead, f, kafka16667Slow.RateKbit)
-	if err := l.Nemesis.SlowLink(ctx, lt, ft, kafka16667Slow); err != nil {
-		return err
-	}
 	ct, err := l.Node(c1)
 	if err != nil {
 		return err
@@ -178,6 +173,10 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	})
 	if elected != nil {
 		l.Note("n%d elected controller at epoch %d and held before it reads the cluster state", w, elected.Controller.Epoch)
+	}
+	l.Note("slowing zk%d → zk%d to %d kbit/s", lead, f, kafka16667Slow.RateKbit)
+	if err := l.Nemesis.SlowLink(ctx, lt, ft, kafka16667Slow); err != nil {
+		return err
 	}
 	if err := l.ReleaseFailpoint(ctx, o, failpointBeforeElect); err != nil {
 		return err
@@ -203,6 +202,14 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.ReleaseFailpoint(ctx, w, failpointAfterElected); err != nil {
 		return err
 	}
+	// W's reads are served by F at once; its writes wait for F to
+	// apply them, behind the backlog, and a session whose request waits
+	// that long loses its connection. Heal now: W has read.
+	if err := l.Nemesis.Heal(ctx); err != nil {
+		return err
+	}
+	l.Note("healed: n%d restarted, zk%d → zk%d unslowed", c1, lead, f)
+	healed := time.Now()
 	statePath := func(e *history.Event) bool {
 		return e.Kind == history.KindZKWrite && int(e.Node) == w && e.ZKWrite.State != nil && strings.HasSuffix(e.ZKWrite.Path, "/state")
 	}
@@ -213,11 +220,6 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
 	}
-	l.Note("healing: restarting n%d, unslowing zk%d → zk%d", c1, lead, f)
-	if err := l.Nemesis.Heal(ctx); err != nil {
-		return err
-	}
-	healed := time.Now()
 	// Decided: the restarted broker hears from the new controller (its
 	// event loop got past the failover: the fix), or one path has failed
 	// with BADVERSION more often after the grace than liveness allows (the
