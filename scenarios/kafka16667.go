@@ -91,7 +91,7 @@ const (
 // without a gap long enough to drop it from the quorum or to expire the
 // sessions it serves (their pings reach the leader in the follower's
 // replies to the leader's pings, which keep arriving, late).
-var kafka16667Slow = nemesis.SlowSpec{RateKbit: 1}
+var kafka16667Slow = nemesis.SlowSpec{RateKbit: 4}
 
 type kafka16667Driver struct {
 	grace   time.Duration
