@@ -202,14 +202,14 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.ReleaseFailpoint(ctx, w, failpointAfterElected); err != nil {
 		return err
 	}
-	// W's reads are served by F at once; its writes wait for F to
-	// apply them, behind the backlog, and a session whose request waits
-	// that long loses its connection. Heal now: W has read.
-	if err := l.Nemesis.Heal(ctx); err != nil {
+	// W's reads are served by F at once; its writes wait for F to apply
+	// them, behind the backlog, and a session whose request waits that long
+	// loses its connection. Unslow the link now (W has read), but keep n1
+	// down until W has written: W must see it dead.
+	if err := l.Nemesis.Net.HealAll(ctx); err != nil {
 		return err
 	}
-	l.Note("healed: n%d restarted, zk%d → zk%d unslowed", c1, lead, f)
-	healed := time.Now()
+	l.Note("zk%d → zk%d unslowed", lead, f)
 	statePath := func(e *history.Event) bool {
 		return e.Kind == history.KindZKWrite && int(e.Node) == w && e.ZKWrite.State != nil && strings.HasSuffix(e.ZKWrite.Path, "/state")
 	}
@@ -220,6 +220,11 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
 	}
+	if err := l.Nemesis.Heal(ctx); err != nil {
+		return err
+	}
+	l.Note("healed: n%d restarted", c1)
+	healed := time.Now()
 	// Decided: the restarted broker hears from the new controller (its
 	// event loop got past the failover: the fix), or one path has failed
 	// with BADVERSION more often after the grace than liveness allows (the
