@@ -51,7 +51,7 @@ func kafka16667() Scenario {
 				// A slowed follower must stay in the quorum while it lags: its
 				// sync limit is well above the lag the slow link builds.
 				ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
-				ZKSessionTimeout: 3 * time.Second,
+				ZKSessionTimeout: 6 * time.Second,
 				TimeLimit:        60 * time.Second,
 				Settle:           time.Second,
 				NoWorkload:       true,
@@ -79,7 +79,7 @@ const (
 	// new controller's /controller create, which its lagging server applies
 	// late (the session timeout, then the backlog), and late enough that the
 	// backlog is seconds long by then.
-	kafka16667Lag = 8 * time.Second
+	kafka16667Lag = 10 * time.Second
 
 	failpointBeforeElect  = "controller-before-elect"
 	failpointAfterElected = "controller-after-elected"
