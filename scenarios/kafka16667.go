@@ -41,7 +41,7 @@ func kafka16667() Scenario {
 		Modes:   twoWay("KAFKA-16667"),
 		config: func(m Mode) harness.RunConfig {
 			cfg := harness.RunConfig{
-				Nodes:      3,
+				Nodes: 3,
 				// Replication factor 2 over three partitions: the dead
 				// controller follows exactly one partition, led by O, and the
 				// new controller's broker leads none that it follows, so its
