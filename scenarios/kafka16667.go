@@ -98,16 +98,17 @@ type kafka16667Driver struct {
 	retries int
 }
 
-// Drive: pick the new controller W among the survivors, on a ZooKeeper
-// follower F; keep the other survivor O out of the election
-// (controller-before-elect) and hold W right after it wins
-// (controller-after-elected); slow the link from the ZooKeeper leader to F;
-// kill the controller. Once W holds, let O go; wait until O, a partition
-// leader, shrinks the dead controller out of its ISR (committed through
-// another server) and F has not applied it; release W. It reads the stale
-// state and writes with its zkVersion. Then heal (restart the dead broker,
-// unslow the link) and wait until the run is decided: W's write succeeds, or
-// it has failed more often after the grace than liveness allows.
+// Drive: the controller C follows one partition, led by O; W, the other
+// survivor, must be on a ZooKeeper follower F. Keep O out of the election
+// (controller-before-elect), hold W right after it wins
+// (controller-after-elected), kill C. Once W holds, slow the link from the
+// ZooKeeper leader to F and let O go. Past replica.lag.time.max O shrinks C
+// out of its ISR, committed through another server; release W (it reads
+// through F, which has not applied O's write) and unslow the link, so W's
+// writes come back. Restart C after W's first partition-state write (W
+// must see it dead), then wait until the run is decided: C hears from W
+// (the fix), or W's write has failed with BADVERSION more often after the
+// grace than liveness allows (the bug).
 func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	start := time.Now().UnixNano()
 	c1, err := l.World.Controller(ctx)
@@ -214,8 +215,8 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return e.Kind == history.KindZKWrite && int(e.Node) == w && e.ZKWrite.State != nil && strings.HasSuffix(e.ZKWrite.Path, "/state")
 	}
 	// With the bug the first write comes at once (every read is served by
-	// F as it is); fixed, each read waits for a Sync through the backlog,
-	// and healing ends the wait.
+	// F as it is); fixed, each read waits for a Sync, which F answers once
+	// it has caught up.
 	first, err := waitNode(ctx, l, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
