@@ -127,8 +127,43 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	nodes := len(l.Cluster.Nodes())
 	o := (c1+nodes-2)%nodes + 1
 	w := c1%nodes + 1
-	if serverOf(w) == lead || serverOf(w) == serverOf(o) {
-		return fmt.Errorf("KAFKA-16667: controller n%d, ZooKeeper leader zk%d: n%d, the broker to take over, is on the ZooKeeper leader", c1, lead, w)
+	zkt := func(id int) (nemesis.Target, error) {
+		for _, t := range l.Nemesis.World.ZKServers() {
+			if t.Name == fmt.Sprintf("zk%d", id) {
+				return t, nil
+			}
+		}
+		return nemesis.Target{}, fmt.Errorf("KAFKA-16667: no ZooKeeper server zk%d", id)
+	}
+	if serverOf(w) == lead {
+		// W's server leads: restart it, so the other two elect a leader
+		// and it comes back as a follower. W's session (6 s) outlives that.
+		l.Note("zk%d, n%d's server, leads the ensemble; restarting it so another server leads", lead, w)
+		zt, err := zkt(lead)
+		if err != nil {
+			return err
+		}
+		if err := l.Nemesis.KillTarget(ctx, zt); err != nil {
+			return err
+		}
+		if err := l.Nemesis.StartTarget(ctx, zt); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			nl, err := l.Cluster.ZKLeaderAmong(ctx) // every server serving, one leading
+			if err == nil && nl != serverOf(w) {
+				lead = nl
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("KAFKA-16667: after restarting zk%d: leader %d, %v", serverOf(w), nl, err)
+			}
+			if !sleepCtx(ctx, 200*time.Millisecond) {
+				return ctx.Err()
+			}
+		}
+		l.Note("zk%d leads now", lead)
 	}
 	f := serverOf(w)
 	l.Note("controller n%d; ZooKeeper leader zk%d; n%d (on follower zk%d) will take over, n%d (on zk%d) stays out of the election",
@@ -138,14 +173,6 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	if err := l.ArmFailpoint(ctx, w, failpointAfterElected, "1*pause"); err != nil {
 		return err
-	}
-	zkt := func(id int) (nemesis.Target, error) {
-		for _, t := range l.Nemesis.World.ZKServers() {
-			if t.Name == fmt.Sprintf("zk%d", id) {
-				return t, nil
-			}
-		}
-		return nemesis.Target{}, fmt.Errorf("KAFKA-16667: no ZooKeeper server zk%d", id)
 	}
 	lt, err := zkt(lead)
 	if err != nil {
