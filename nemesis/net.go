@@ -161,6 +161,36 @@ func (n *Net) applySlows(ctx context.Context, from *docker.Container) error {
 	return nil
 }
 
+// unshape lets what c's slowed classes queued go at line rate before the
+// shaping tree is deleted: deleting it drops the queued packets, and TCP
+// resends them only after its retransmission timeout, which a slow link has
+// stretched to seconds, so a slowed ZooKeeper follower would stay behind
+// for that long after the heal.
+func (n *Net) unshape(ctx context.Context, c *docker.Container) {
+	var links []Link
+	for l, s := range n.slows {
+		if l.From == c && s.RateKbit > 0 {
+			links = append(links, l)
+		}
+	}
+	if len(links) == 0 {
+		return
+	}
+	var all []Link
+	for l := range n.slows {
+		if l.From == c {
+			all = append(all, l)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].To.IP.Less(all[j].To.IP) })
+	for i, l := range all {
+		if n.slows[l].RateKbit > 0 {
+			n.tc(ctx, c, "class", "change", "dev", "eth0", "parent", "1:", "classid", fmt.Sprintf("1:%d", 10+i), "htb", "rate", "10gbit")
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+}
+
 // HealAll removes every fault this Net applied. It tries every container
 // even when one fails (a container may be gone) and reports all failures.
 func (n *Net) HealAll(ctx context.Context) error {
@@ -180,6 +210,7 @@ func (n *Net) HealAll(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		n.unshape(ctx, c)
 		n.tc(ctx, c, "qdisc", "del", "dev", "eth0", "root")
 	}
 	n.drops = map[Link]bool{}

@@ -132,7 +132,7 @@ func twoWay(bug string) []Mode {
 
 // All returns every scenario, in bug-number order.
 func All() []Scenario {
-	return []Scenario{kafka532(), kafka3861(), kafka7235()}
+	return []Scenario{kafka532(), kafka3861(), kafka7235(), kafka16667()}
 }
 
 // Get returns the scenario named name (case-insensitive), or an error that

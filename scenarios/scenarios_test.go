@@ -111,7 +111,7 @@ func TestGetNamesKnownScenarios(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		ok   bool
-	}{{"kafka-532", true}, {"KAFKA-3861", true}, {"KAFKA-7235", true}, {"KAFKA-1", false}, {"", false}} {
+	}{{"kafka-532", true}, {"KAFKA-3861", true}, {"KAFKA-7235", true}, {"kafka-16667", true}, {"KAFKA-1", false}, {"", false}} {
 		if _, err := Get(tt.name); (err == nil) != tt.ok {
 			t.Errorf("Get(%q): %v", tt.name, err)
 		}

@@ -97,6 +97,10 @@ type Config struct {
 	ZKSessionTimeout time.Duration
 	ZKRequestTimeout time.Duration
 	ZKConnectTimeout time.Duration
+	// ZKServerByID: the session uses only the ((id-1) mod n)-th server of
+	// --zk, as a broker whose zookeeper.connect names its co-located server.
+	// A scenario needs to know which server serves a broker's reads.
+	ZKServerByID bool
 
 	Listen         string // Kafka listener, host:port
 	AdvertisedHost string // host written into /brokers/ids/<id>
@@ -127,7 +131,7 @@ type Config struct {
 // failpointNames mirrors failpoint.Names for the usage text (config must
 // not import the packages it configures).
 var failpointNames = []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-	"broker-after-register", "follower-after-truncation"}
+	"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected"}
 
 // FailpointsEnv is the environment variable read for failpoints armed at
 // start, in addition to --failpoints (the flag wins for a name in both).
@@ -147,6 +151,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.ZKSessionTimeout, "zk-session-timeout", 4*time.Second, "ZooKeeper session timeout requested (the ensemble may clamp it)")
 	fs.DurationVar(&c.ZKRequestTimeout, "zk-request-timeout", 10*time.Second, "upper bound for one ZooKeeper call; a call that exceeds it has an unknown outcome")
 	fs.DurationVar(&c.ZKConnectTimeout, "zk-connect-timeout", 30*time.Second, "how long start-up waits for a first ZooKeeper session before failing (exit 1)")
+	fs.BoolVar(&c.ZKServerByID, "zk-server-by-id", false, "connect only to the ((id-1) mod n)-th of the n --zk servers (a co-located server) instead of any of them")
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")
@@ -198,6 +203,10 @@ Flags:
 	}
 	if len(c.ZKServers) == 0 {
 		errs = append(errs, errors.New("--zk: at least one ZooKeeper server is required"))
+	} else if c.ZKServerByID && id >= 1 {
+		c.ZKServers = []string{c.ZKServers[(id-1)%len(c.ZKServers)]}
+	} else if c.ZKServerByID {
+		errs = append(errs, fmt.Errorf("--zk-server-by-id: broker id %d has no server (ids start at 1)", id))
 	}
 	b, err := ParseBugs(bugs)
 	if err != nil {

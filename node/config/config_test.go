@@ -24,6 +24,13 @@ func TestParse(t *testing.T) {
 		}},
 		{"policy", append(base, "--offline-election=query-leo"), "", func(c *Config) bool { return c.OfflinePolicy == PolicyQueryLEO }},
 		{"session timeout", append(base, "--zk-session-timeout=750ms"), "", func(c *Config) bool { return c.ZKSessionTimeout == 750*time.Millisecond }},
+		{"zk server by id", append(base, "--zk-server-by-id"), "", func(c *Config) bool {
+			return len(c.ZKServers) == 1 && c.ZKServers[0] == "10.0.0.12:2181"
+		}},
+		{"zk server by id wraps", []string{"--id=3", "--zk=a:1,b:1", "--zk-server-by-id"}, "", func(c *Config) bool {
+			return len(c.ZKServers) == 1 && c.ZKServers[0] == "a:1"
+		}},
+		{"zk server by id needs id 1 or more", []string{"--id=0", "--zk=a:1,b:1", "--zk-server-by-id"}, "--zk-server-by-id", nil},
 		{"unknown bug", append(base, "--bugs=KAFKA-1"), `unknown bug switch "KAFKA-1"`, nil},
 		{"unknown policy", append(base, "--offline-election=random"), `unknown policy "random"`, nil},
 		{"missing id", base[1:], "--id", nil},
@@ -67,7 +74,7 @@ func TestUsageNamesEveryFailpoint(t *testing.T) {
 	// package failpoint's tests would need an import cycle; compare here
 	// against the literal list the issue names).
 	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-		"broker-after-register", "follower-after-truncation"}
+		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected"}
 	if strings.Join(failpointNames, ",") != strings.Join(want, ",") {
 		t.Fatalf("usage lists %v", failpointNames)
 	}

@@ -424,6 +424,12 @@ func (c *Controller) waitWatch(ch <-chan zk.Event, mk func() event) {
 func (c *Controller) elect(ctx context.Context, reason string) {
 	c.sessionID = c.sess.Conn.SessionID()
 	defer c.watchController(ctx)
+	if err := c.fp.Eval(ctx, failpoint.ControllerBeforeElect); err != nil {
+		// An injected error is an election attempt that failed before
+		// reading /controller; the watch set below brings the next one.
+		c.log.Printf("elect (%s): %v", reason, err)
+		return
+	}
 	id, err := c.readController(ctx)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && id == -1 {
 		c.log.Printf("elect (%s): read %s: %v", reason, zkdata.ControllerPath, err)
@@ -444,6 +450,11 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 	c.active, c.epoch, c.epochZkVersion = true, epoch, ver
 	c.setKnownController(c.cfg.BrokerID)
 	c.log.ControllerElected(history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Zxid: zxid, Reason: reason})
+	if err := c.fp.Eval(ctx, failpoint.ControllerAfterElected); err != nil {
+		// Nothing here can fail: an injected error only delays, like a
+		// pause, and the failover goes on.
+		c.log.Printf("elected: %v", err)
+	}
 	if err := c.onControllerFailover(ctx); err != nil {
 		if errors.Is(err, errControllerMoved) {
 			c.resign("controller moved during failover")

@@ -78,12 +78,24 @@ const (
 	// (the KIP-101 / KAFKA-3861 shape), and only the election policy and the
 	// HW it advertises stand between that and acknowledged writes lost.
 	FollowerAfterTruncation = "follower-after-truncation"
+	// ControllerBeforeElect: a broker saw /controller gone (or started, or
+	// got a new session) and has not yet tried to create it. A broker held
+	// here stays out of the controller election, so the driver decides
+	// which of the others wins.
+	ControllerBeforeElect = "controller-before-elect"
+	// ControllerAfterElected: the broker won /controller and
+	// /controller_epoch and has not yet read the cluster state (KAFKA-16667).
+	// Its reads are served by its session's server: a write another session
+	// commits while it is held here is stale to it if that server lags the
+	// ZooKeeper leader, and only a Sync before the reads stands between the
+	// new controller and a cached zkVersion that is already stale.
+	ControllerAfterElected = "controller-after-elected"
 )
 
 // Names lists every failpoint. New windows are appended, so indices into it
 // (a replayed schedule's seeded pick) keep naming the same window.
 var Names = []string{ControllerAfterZKWrite, ControllerBeforeBrokerChange, BrokerBeforeRegister, BrokerControlledShutdown,
-	BrokerAfterRegister, FollowerAfterTruncation}
+	BrokerAfterRegister, FollowerAfterTruncation, ControllerBeforeElect, ControllerAfterElected}
 
 // ErrInjected is returned by Eval for the "error" action.
 var ErrInjected = errors.New("failpoint: injected error")

@@ -192,7 +192,18 @@ func EnsurePath(ctx context.Context, s *Session, path string) error {
 	for i := 1; i <= len(path); i++ {
 		if i == len(path) || path[i] == '/' {
 			p := path[:i]
-			_, _, err := Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (string, error) {
+			// Read first, as Kafka's makeSurePersistentPathExists does: a
+			// create of an existing znode is still a write through the
+			// ZooKeeper leader, and a write brings the session's server up
+			// to date, so it would hide what later reads see (KAFKA-16667).
+			exists, _, err := Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (bool, error) {
+				ok, _, err := c.Exists(p)
+				return ok, err
+			})
+			if err == nil && exists {
+				continue
+			}
+			_, _, err = Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (string, error) {
 				return c.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 			})
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {

@@ -1,0 +1,293 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+)
+
+// kafka16667 is KAFKA-16667: a new controller reads partition state right
+// after winning /controller, through a ZooKeeper server that lags the
+// leader, and caches a zkVersion that a broker's ISR change has already
+// moved past. Its conditional write then fails with BADVERSION, and with the
+// bug it retries the same cached version forever inside its event loop.
+//
+// ZooKeeper applies commits in order, so the new controller's reads are
+// stale only against writes committed after its own /controller create. The
+// driver makes one: the dead controller is a follower of every partition,
+// so the partition leaders shrink it out of their ISRs past
+// replica.lag.time.max, writing the state znodes themselves, while the new
+// controller is held between its election and its reads and its server's
+// link from the ZooKeeper leader is slowed. Each broker's session is pinned
+// to its own ZooKeeper server (--zk-server-by-id) so the driver knows which
+// server serves whose reads; no write to partition state comes from the
+// harness.
+func kafka16667() Scenario {
+	check := checkers.DefaultConfig()
+	check.LivenessGrace = kafka16667Grace
+	return Scenario{
+		Bug:     "KAFKA-16667",
+		Summary: "after a failover the new controller reads partition state through a lagging ZooKeeper follower, caches a stale zkVersion and retries its write with it forever",
+		Fix:     "the controller Syncs before reading partition state and, on BADVERSION, re-reads and reconciles instead of retrying the cached zkVersion",
+		Catches: checkers.Liveness{Grace: check.LivenessGrace, MaxBadVersionRetries: check.MaxBadVersionRetries},
+		Check:   check,
+		Modes:   twoWay("KAFKA-16667"),
+		config: func(m Mode) harness.RunConfig {
+			cfg := harness.RunConfig{
+				Nodes: 3,
+				// Replication factor 2 over three partitions: the dead
+				// controller follows exactly one partition, led by O, and the
+				// new controller's broker leads none that it follows, so its
+				// session has no write pending on the slowed server.
+				Partitions: 3,
+				RF:         2,
+				// A slowed follower must stay in the quorum while it lags: its
+				// sync limit is well above the lag the slow link builds.
+				ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
+				ZKSessionTimeout: 6 * time.Second,
+				TimeLimit:        60 * time.Second,
+				Settle:           time.Second,
+				NoWorkload:       true,
+				Driver:           kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
+				NodeFlags: []string{
+					"--zk-server-by-id",
+					// The leaders shrink the dead controller out of their
+					// ISRs after the new controller is elected and held.
+					"--replica-lag-time-max=" + kafka16667Lag.String(),
+				},
+			}
+			if !m.Fixed {
+				cfg.Bugs = []string{"KAFKA-16667"}
+			}
+			return cfg
+		},
+	}
+}
+
+const (
+	// kafka16667Grace is how long after healing the controller has to
+	// finish; the liveness checker counts BADVERSION retries after it.
+	kafka16667Grace = 3 * time.Second
+	// kafka16667Lag: replica.lag.time.max. The shrinks must commit after the
+	// new controller's /controller create, which its lagging server applies
+	// late (the session timeout, then the backlog), and late enough that the
+	// backlog is seconds long by then.
+	kafka16667Lag = 10 * time.Second
+
+	failpointBeforeElect  = "controller-before-elect"
+	failpointAfterElected = "controller-after-elected"
+)
+
+// kafka16667Slow is the shaping of the link from the ZooKeeper leader to the
+// new controller's server: a low rate and no loss, so the follower's backlog
+// (pings, proposals, commits) grows steadily and it falls behind by seconds
+// without a gap long enough to drop it from the quorum or to expire the
+// sessions it serves (their pings reach the leader in the follower's
+// replies to the leader's pings, which keep arriving, late).
+var kafka16667Slow = nemesis.SlowSpec{RateKbit: 4}
+
+type kafka16667Driver struct {
+	grace   time.Duration
+	retries int
+}
+
+// Drive: the controller C follows one partition, led by O; W, the other
+// survivor, must be on a ZooKeeper follower F. Keep O out of the election
+// (controller-before-elect), hold W right after it wins
+// (controller-after-elected), kill C. Once W holds, slow the link from the
+// ZooKeeper leader to F and let O go. Past replica.lag.time.max O shrinks C
+// out of its ISR, committed through another server; release W (it reads
+// through F, which has not applied O's write) and unslow the link, so W's
+// writes come back. Restart C after W's first partition-state write (W
+// must see it dead), then wait until the run is decided: C hears from W
+// (the fix), or W's write has failed with BADVERSION more often after the
+// grace than liveness allows (the bug).
+func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
+	start := time.Now().UnixNano()
+	c1, err := l.World.Controller(ctx)
+	if err != nil {
+		return fmt.Errorf("KAFKA-16667: find controller: %w", err)
+	}
+	lead, err := l.World.ZKLeader(ctx)
+	if err != nil {
+		return fmt.Errorf("KAFKA-16667: find the ZooKeeper leader: %w", err)
+	}
+	servers := len(l.Cluster.ZKServers())
+	serverOf := func(node int) int { return (node-1)%servers + 1 } // --zk-server-by-id
+	// The harness assigns partition p to brokers p%n+1 and (p+1)%n+1: the
+	// dead controller follows the partition led by the broker before it,
+	// O; the other survivor is W.
+	nodes := len(l.Cluster.Nodes())
+	o := (c1+nodes-2)%nodes + 1
+	w := c1%nodes + 1
+	zkt := func(id int) (nemesis.Target, error) {
+		for _, t := range l.Nemesis.World.ZKServers() {
+			if t.Name == fmt.Sprintf("zk%d", id) {
+				return t, nil
+			}
+		}
+		return nemesis.Target{}, fmt.Errorf("KAFKA-16667: no ZooKeeper server zk%d", id)
+	}
+	if serverOf(w) == lead {
+		// W's server leads: restart it, so the other two elect a leader
+		// and it comes back as a follower. W's session (6 s) outlives that.
+		l.Note("zk%d, n%d's server, leads the ensemble; restarting it so another server leads", lead, w)
+		zt, err := zkt(lead)
+		if err != nil {
+			return err
+		}
+		if err := l.Nemesis.KillTarget(ctx, zt); err != nil {
+			return err
+		}
+		if err := l.Nemesis.StartTarget(ctx, zt); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			nl, err := l.Cluster.ZKLeaderAmong(ctx) // every server serving, one leading
+			if err == nil && nl != serverOf(w) {
+				lead = nl
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("KAFKA-16667: after restarting zk%d: leader %d, %v", serverOf(w), nl, err)
+			}
+			if !sleepCtx(ctx, 200*time.Millisecond) {
+				return ctx.Err()
+			}
+		}
+		l.Note("zk%d leads now", lead)
+	}
+	f := serverOf(w)
+	l.Note("controller n%d; ZooKeeper leader zk%d; n%d (on follower zk%d) will take over, n%d (on zk%d) stays out of the election",
+		c1, lead, w, f, o, serverOf(o))
+	if err := l.ArmFailpoint(ctx, o, failpointBeforeElect, "1*pause"); err != nil {
+		return err
+	}
+	if err := l.ArmFailpoint(ctx, w, failpointAfterElected, "1*pause"); err != nil {
+		return err
+	}
+	lt, err := zkt(lead)
+	if err != nil {
+		return err
+	}
+	ft, err := zkt(f)
+	if err != nil {
+		return err
+	}
+	ct, err := l.Node(c1)
+	if err != nil {
+		return err
+	}
+	l.Note("killing the controller n%d", c1)
+	if err := l.Nemesis.KillTarget(ctx, ct); err != nil {
+		return err
+	}
+	held, err := waitNode(ctx, l, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
+		return e.Kind == history.KindFaultStart && int(e.Node) == w && e.Fault != nil && e.Fault.Failpoint == failpointAfterElected
+	})
+	if err != nil {
+		return err
+	}
+	elected, _ := waitNode(ctx, l, start, time.Second, "the election", func(e *history.Event) bool {
+		return e.Kind == history.KindControllerElected && int(e.Node) == w
+	})
+	if elected != nil {
+		l.Note("n%d elected controller at epoch %d and held before it reads the cluster state", w, elected.Controller.Epoch)
+	}
+	l.Note("slowing zk%d → zk%d to %d kbit/s", lead, f, kafka16667Slow.RateKbit)
+	if err := l.Nemesis.SlowLink(ctx, lt, ft, kafka16667Slow); err != nil {
+		return err
+	}
+	if err := l.ReleaseFailpoint(ctx, o, failpointBeforeElect); err != nil {
+		return err
+	}
+	if err := l.ArmFailpoint(ctx, o, failpointBeforeElect, "off"); err != nil {
+		return err
+	}
+	shrink, err := waitNode(ctx, l, held.Time, 20*time.Second, fmt.Sprintf("n%d shrinking n%d out of an ISR", o, c1), func(e *history.Event) bool {
+		return e.Kind == history.KindISRChange && int(e.Node) == o && e.ISR.Outcome == history.ZKOK &&
+			containsID(e.ISR.Old, c1) && !containsID(e.ISR.New, c1)
+	})
+	if err != nil {
+		return err
+	}
+	zl, errL := cluster.ZKSrvr(ctx, l.Cluster.ZKServer(lead).ClientAddr(), time.Second)
+	zf, errF := cluster.ZKSrvr(ctx, l.Cluster.ZKServer(f).ClientAddr(), time.Second)
+	if errL == nil && errF == nil {
+		l.Note("n%d wrote %s-%d ISR %v (zkVersion %d) through zk%d; zk%d has applied up to zxid %#x, zk%d up to %#x",
+			o, shrink.ISR.Topic, shrink.ISR.Partition, shrink.ISR.New, shrink.ISR.ZkVersion, serverOf(o), lead, zl.Zxid, f, zf.Zxid)
+	}
+	since := time.Now().UnixNano()
+	l.Note("releasing n%d: it reads partition state through zk%d", w, f)
+	if err := l.ReleaseFailpoint(ctx, w, failpointAfterElected); err != nil {
+		return err
+	}
+	// W's reads are served by F at once; its writes wait for F to apply
+	// them, behind the backlog, and a session whose request waits that long
+	// loses its connection. Unslow the link now (W has read), but keep n1
+	// down until W has written: W must see it dead.
+	if err := l.Nemesis.Net.HealAll(ctx); err != nil {
+		return err
+	}
+	l.Note("zk%d → zk%d unslowed", lead, f)
+	statePath := func(e *history.Event) bool {
+		return e.Kind == history.KindZKWrite && int(e.Node) == w && e.ZKWrite.State != nil && strings.HasSuffix(e.ZKWrite.Path, "/state")
+	}
+	// With the bug the first write comes at once (every read is served by
+	// F as it is); fixed, each read waits for a Sync, which F answers once
+	// it has caught up.
+	first, err := waitNode(ctx, l, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
+	if err == nil {
+		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
+	}
+	if err := l.Nemesis.Heal(ctx); err != nil {
+		return err
+	}
+	l.Note("healed: n%d restarted", c1)
+	healed := time.Now()
+	// Decided: the restarted broker hears from the new controller (its
+	// event loop got past the failover: the fix), or one path has failed
+	// with BADVERSION more often after the grace than liveness allows (the
+	// bug).
+	var epoch int32 = -1
+	if elected != nil {
+		epoch = elected.Controller.Epoch
+	}
+	bad := map[uint64]bool{}
+	done, err := waitNode(ctx, l, healed.UnixNano(), d.grace+15*time.Second, "the new controller to finish or be stuck", func(e *history.Event) bool {
+		if e.Kind == history.KindControlRequest && int(e.Node) == c1 && e.Control != nil &&
+			e.Control.API == history.APILeaderAndIsr && e.Control.ControllerEpoch == epoch {
+			return true
+		}
+		if statePath(e) && e.ZKWrite.Outcome == history.ZKBadVersion && e.Time > healed.Add(d.grace).UnixNano() {
+			bad[e.Seq] = true
+		}
+		return len(bad) > d.retries+1
+	})
+	if err != nil {
+		return fmt.Errorf("KAFKA-16667: %w", err)
+	}
+	if done.Kind == history.KindControlRequest {
+		l.Note("n%d heard from controller n%d (epoch %d): the failover finished", c1, w, epoch)
+	} else {
+		l.Note("n%d failed its write to %s with BADVERSION %d times more than %s after healing", w, done.ZKWrite.Path, len(bad), d.grace)
+	}
+	return nil
+}
+
+func containsID(ids []int32, id int) bool {
+	for _, x := range ids {
+		if int(x) == id {
+			return true
+		}
+	}
+	return false
+}
