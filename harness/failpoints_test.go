@@ -139,10 +139,17 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 	dockertest.Require(t)
 	tests := []struct {
-		bug, window, action, harm string
+		bug, window, action, provoke, harm string
 	}{
-		{"KAFKA-532", "controller-after-zk-write", nemesis.FPSigstop, "controller-fencing"},
-		{"KAFKA-7235", "controller-before-broker-change", nemesis.FPSigstop, "broker-fencing"},
+		{"KAFKA-532", "controller-after-zk-write", nemesis.FPSigstop, "", "controller-fencing"},
+		// KAFKA-7235 is not here: no single failpoint fault yet brings a
+		// request queued for a broker's previous process to its new one.
+		// Its earlier case passed only because broker-fencing then flagged
+		// the switch (requests without a broker epoch), not harm; with
+		// controller-before-broker-change + sigstop, provoked by one bounce
+		// or by ProvokeBounceTwo, every request reached the process it was
+		// meant for (measured 2026-12-03). `chaos repro KAFKA-7235` drives
+		// the window; making the random nemesis reach it is issue 13's work.
 	}
 	for _, tt := range tests {
 		t.Run(tt.bug, func(t *testing.T) {
@@ -153,7 +160,7 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
 				Scenario: "failpoint-fault-test",
 			}
-			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, ""), hold: 8 * time.Second}
+			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, tt.provoke), hold: 8 * time.Second}
 			if testing.Verbose() {
 				cfg.Progress = os.Stderr
 			}
