@@ -107,11 +107,11 @@ func (wt *Watcher) watchData(p string) (<-chan zk.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			wt.record(&history.Watch{Path: p, Type: history.WatchDeleted})
-			return ech, nil
+		if ok {
+			return fired(), nil // created meanwhile: read it now
 		}
-		return ech, nil // created meanwhile: the trigger fires at once
+		wt.record(&history.Watch{Path: p, Type: history.WatchDeleted})
+		return ech, nil
 	}
 	if err != nil {
 		return nil, err
@@ -124,8 +124,7 @@ func (wt *Watcher) watchBrokers(p string) (<-chan zk.Event, error) {
 	ids, _, ch, err := wt.conn.ChildrenW(p)
 	if err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
-			_, _, ech, eerr := wt.conn.ExistsW(p)
-			return ech, eerr
+			return wt.awaitCreate(p)
 		}
 		return nil, err
 	}
@@ -152,8 +151,7 @@ func (wt *Watcher) watchTopics(p string) (<-chan zk.Event, error) {
 	topics, _, ch, err := wt.conn.ChildrenW(p)
 	if err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
-			_, _, ech, eerr := wt.conn.ExistsW(p)
-			return ech, eerr
+			return wt.awaitCreate(p)
 		}
 		return nil, err
 	}
@@ -167,8 +165,7 @@ func (wt *Watcher) watchPartitions(p string) (<-chan zk.Event, error) {
 	parts, _, ch, err := wt.conn.ChildrenW(p)
 	if err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
-			_, _, ech, eerr := wt.conn.ExistsW(p)
-			return ech, eerr
+			return wt.awaitCreate(p)
 		}
 		return nil, err
 	}
@@ -176,6 +173,28 @@ func (wt *Watcher) watchPartitions(p string) (<-chan zk.Event, error) {
 		wt.loop(path.Join(p, part, "state"), wt.watchData)
 	}
 	return ch, nil
+}
+
+// awaitCreate arms a watch on p's creation. If p was created between the
+// caller's NoNode and this call, ExistsW sets a data watch that would fire
+// only on p's next change, not on its children: the caller must look again
+// at once, or it would miss every child added from then on.
+func (wt *Watcher) awaitCreate(p string) (<-chan zk.Event, error) {
+	ok, _, ech, err := wt.conn.ExistsW(p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return fired(), nil
+	}
+	return ech, nil
+}
+
+// fired is a watch channel that has already fired.
+func fired() <-chan zk.Event {
+	ch := make(chan zk.Event, 1)
+	ch <- zk.Event{Type: zk.EventNodeCreated}
+	return ch
 }
 
 func (wt *Watcher) record(w *history.Watch) {
