@@ -489,6 +489,13 @@ func (o *adminOp) controlledShutdown(ctx context.Context) {
 	}
 	o.record(history.OpInvoke, inv)
 	if err := o.cfg.StopBroker(ctx, id); err != nil {
+		if ctx.Err() != nil {
+			// The run ended while the broker was shutting down: it
+			// is started again by the harness's teardown or the next
+			// run, not by this operation.
+			o.unfinished(ctx, inv, fmt.Sprintf("stop broker %d", id), err.Error())
+			return
+		}
 		inv.Error = fmt.Sprintf("stop broker %d: %v", id, err)
 		o.record(history.OpInfo, inv)
 		return
