@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -31,40 +32,80 @@ func (Idempotence) Name() string { return "idempotence" }
 // Check implements Checker.
 func (Idempotence) Check(h *history.History) Result {
 	r := &report{name: "idempotence"}
-	ops, _ := history.Operations(h)
+	ops := operations(h)
 
-	type tpOff struct {
-		tp  history.TopicPartition
-		off int64
-	}
+	// Only values an idempotent producer produced are judged, so only
+	// their sightings are kept: one slot per such (partition, value), with
+	// each distinct offset reads returned it at and the first read that did
+	// (reads in invoke order). A history without idempotent produces costs
+	// one pass over the operations.
 	type tpVal struct {
 		tp  history.TopicPartition
 		val string
 	}
-	// held: the values each offset was read holding; first: the first read
-	// event that returned value at an offset.
-	held := map[tpOff][]string{}
-	first := map[tpOff]map[string]int{}
-	offsets := map[tpVal][]int64{}
+	type tpOff struct {
+		tp  history.TopicPartition
+		off int64
+	}
+	slot := map[tpVal]int32{}
+	for _, op := range ops {
+		if o := op.Op(); o.F == history.FProduce && o.Idempotent {
+			if _, ok := slot[tpVal{o.TP(), o.Value}]; !ok {
+				slot[tpVal{o.TP(), o.Value}] = int32(len(slot))
+			}
+		}
+	}
+	seen := make([]sightings, len(slot))
 	reads := 0
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue
 		}
 		reads++
+		if len(slot) == 0 {
+			continue
+		}
 		tp := op.Op().TP()
 		for _, rec := range op.Records() {
-			k := tpOff{tp, rec.Offset}
-			if first[k] == nil {
-				first[k] = map[string]int{}
+			if i, ok := slot[tpVal{tp, rec.Value}]; ok {
+				seen[i].add(rec.Offset, op.Complete.Index)
 			}
-			if _, ok := first[k][rec.Value]; ok {
+		}
+	}
+	// An offset counts for a value only when every read of it returned
+	// that value. Only offsets of values read at two or more matter, so
+	// only those are tracked: the one value seen there, or that there were
+	// several.
+	type held struct {
+		val   string
+		multi bool
+	}
+	at := map[tpOff]*held{}
+	for v, i := range slot {
+		if seen[i].n < 2 {
+			continue
+		}
+		for _, s := range seen[i].all() {
+			at[tpOff{v.tp, s.off}] = nil
+		}
+	}
+	if len(at) > 0 {
+		for _, op := range ops {
+			if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 				continue
 			}
-			first[k][rec.Value] = op.Complete.Index
-			held[k] = append(held[k], rec.Value)
-			v := tpVal{tp, rec.Value}
-			offsets[v] = append(offsets[v], rec.Offset)
+			tp := op.Op().TP()
+			for _, rec := range op.Records() {
+				k := tpOff{tp, rec.Offset}
+				hd, ok := at[k]
+				switch {
+				case !ok:
+				case hd == nil:
+					at[k] = &held{val: rec.Value}
+				case hd.val != rec.Value:
+					hd.multi = true
+				}
+			}
 		}
 	}
 
@@ -79,22 +120,26 @@ func (Idempotence) Check(h *history.History) Result {
 			acked++
 		}
 		tp := o.TP()
-		var stable []int64
-		for _, off := range offsets[tpVal{tp, o.Value}] {
-			if len(held[tpOff{tp, off}]) == 1 {
-				stable = append(stable, off)
+		i, ok := slot[tpVal{tp, o.Value}]
+		if !ok || seen[i].n < 2 {
+			continue
+		}
+		var stable []offRead
+		for _, s := range seen[i].all() {
+			if hd := at[tpOff{tp, s.off}]; hd != nil && !hd.multi {
+				stable = append(stable, s)
 			}
 		}
 		if len(stable) < 2 {
 			continue
 		}
-		slices.Sort(stable)
+		slices.SortFunc(stable, func(a, b offRead) int { return cmp.Compare(a.off, b.off) })
 		if outcome != history.OpOK {
 			unackedDups++
 			continue
 		}
-		a, b := stable[0], stable[1]
-		ra, rb := first[tpOff{tp, a}][o.Value], first[tpOff{tp, b}][o.Value]
+		a, b := stable[0].off, stable[1].off
+		ra, rb := stable[0].read, stable[1].read
 		events := []int{op.Invoke.Index, op.Complete.Index, ra}
 		if rb != ra {
 			events = append(events, rb)
@@ -114,4 +159,43 @@ func (Idempotence) Check(h *history.History) Result {
 		return r.result("no acknowledged produce of an idempotent producer to check")
 	}
 	return r.result(fmt.Sprintf("each of the %d records acknowledged to idempotent producers is at one offset in every read (%d reads)", acked, reads))
+}
+
+// offRead is one offset a value was read at and the first read (its
+// completion index) that returned it there.
+type offRead struct {
+	off  int64
+	read int
+}
+
+// sightings are the distinct offsets one value was read at, in the order
+// first seen; the first is inline since a value is nearly always at one.
+type sightings struct {
+	n     int
+	first offRead
+	more  []offRead
+}
+
+func (s *sightings) add(off int64, read int) {
+	if s.n > 0 {
+		if s.first.off == off {
+			return
+		}
+		for _, m := range s.more {
+			if m.off == off {
+				return
+			}
+		}
+		s.more = append(s.more, offRead{off, read})
+	} else {
+		s.first = offRead{off, read}
+	}
+	s.n++
+}
+
+func (s *sightings) all() []offRead {
+	if s.n == 0 {
+		return nil
+	}
+	return append([]offRead{s.first}, s.more...)
 }
