@@ -198,7 +198,7 @@ func (c Availability) Check(h *history.History) Result {
 		}
 		return s
 	}
-	ops, _ := history.Operations(h)
+	ops := operations(h)
 	for _, op := range ops {
 		if op.Op().F != history.FProduce {
 			continue

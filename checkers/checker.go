@@ -36,6 +36,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -108,8 +109,12 @@ type Checker interface {
 }
 
 // Run runs each checker on h and returns their results in order and the
-// combined verdict.
+// combined verdict. The client operations are paired once for all of them
+// (see operations).
 func Run(h *history.History, cs []Checker) ([]Result, Verdict) {
+	ops, _ := history.Operations(h)
+	paired.Store(h, ops)
+	defer paired.Delete(h)
 	out := make([]Result, 0, len(cs))
 	v := Valid
 	for _, c := range cs {
@@ -121,6 +126,22 @@ func Run(h *history.History, cs []Checker) ([]Result, Verdict) {
 		v = Combine(v, r.Verdict)
 	}
 	return out, v
+}
+
+// paired holds the client operations of the histories Run is checking,
+// by history: several checkers work from them, and pairing a million events
+// again for each was a good part of a check's time and garbage.
+var paired sync.Map // *history.History → []history.Operation
+
+// operations returns h's client operations (history.Operations), paired
+// once per Run; a checker called on its own pairs them itself. Checkers
+// only read them.
+func operations(h *history.History) []history.Operation {
+	if v, ok := paired.Load(h); ok {
+		return v.([]history.Operation)
+	}
+	ops, _ := history.Operations(h)
+	return ops
 }
 
 // Combine ranks verdicts: invalid beats unknown beats valid.

@@ -45,7 +45,7 @@ type seenValue struct {
 // Check implements Checker.
 func (c Durability) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	ops, _ := history.Operations(h)
+	ops := operations(h)
 
 	type acked struct {
 		offset    int64

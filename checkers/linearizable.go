@@ -34,7 +34,7 @@ func (Linearizable) Name() string { return "linearizable" }
 // Check implements Checker.
 func (c Linearizable) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	opts := linearize.Options{Timeout: c.Timeout, VisualizePath: c.VisualizePath}
+	opts := linearize.Options{Timeout: c.Timeout, VisualizePath: c.VisualizePath, Ops: operations(h)}
 	if c.VisualizePath != "" {
 		for _, fc := range []Checker{ControllerFencing{}, BrokerFencing{}, LeaderUniqueness{}} {
 			for _, v := range fc.Check(h).Violations {

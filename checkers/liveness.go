@@ -209,7 +209,7 @@ func (c Liveness) Check(h *history.History) Result {
 // out before deadline proves nothing: the controller may have finished it
 // afterwards unseen.
 func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64) {
-	ops, _ := history.Operations(h)
+	ops := operations(h)
 	end := h.Events[len(h.Events)-1].Time
 	for _, o := range ops {
 		op := o.Op()

@@ -36,13 +36,17 @@ func (pl *plan) clientID(op history.Operation) int {
 	return pl.clients[clientKey{op.Invoke.Source, op.Invoke.Op.Process}]
 }
 
-func newPlan(h *history.History) *plan {
+// newPlan splits ops, h's client operations (nil: paired here), by
+// partition.
+func newPlan(h *history.History, ops []history.Operation) *plan {
 	pl := &plan{clients: map[clientKey]int{}}
 	byTP := map[history.TopicPartition][]history.Operation{}
 	if len(h.Events) > 0 {
 		pl.t0 = h.Events[0].Time
 	}
-	ops, _ := history.Operations(h)
+	if ops == nil {
+		ops, _ = history.Operations(h)
+	}
 	for _, op := range ops {
 		k := clientKey{op.Invoke.Source, op.Invoke.Op.Process}
 		if _, ok := pl.clients[k]; !ok {
@@ -65,7 +69,7 @@ func newPlan(h *history.History) *plan {
 // build returns every partition's porcupine history at once (sorted by
 // topic-partition) and the time origin; Check builds them one per worker.
 func build(h *history.History) ([]*partition, int64) {
-	pl := newPlan(h)
+	pl := newPlan(h, nil)
 	parts := make([]*partition, 0, len(pl.order))
 	for i, tp := range pl.order {
 		parts = append(parts, buildPartition(tp, pl.ops[i], pl.t0, pl.clientID))

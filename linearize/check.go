@@ -35,6 +35,10 @@ type Options struct {
 	VisualizePath   string        // write porcupine's HTML here ("" = none)
 	MaxVisualizeOps int           // 0 means DefaultMaxVisualizeOps
 	Marks           []Mark        // drawn in addition to the nemesis windows
+	// Ops are the history's client operations when the caller has paired
+	// them already (history.Operations of the same history); nil: Check
+	// pairs them.
+	Ops []history.Operation
 }
 
 // PartitionOutcome is the result for one topic-partition.
@@ -131,7 +135,7 @@ func Check(h *history.History, opts Options) Outcome {
 	if opts.MaxVisualizeOps <= 0 {
 		opts.MaxVisualizeOps = DefaultMaxVisualizeOps
 	}
-	pl := newPlan(h)
+	pl := newPlan(h, opts.Ops)
 	deadline := start.Add(opts.Timeout)
 
 	// Each worker builds a partition, checks it and keeps its porcupine
