@@ -8,10 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -81,38 +80,37 @@ func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
 // decodeFlat is Decode that also requires every event's src to be source
 // (when not empty), with a capacity hint for the result.
 func decodeFlat(r io.Reader, name, source string, hint int) ([]Event, []Warning, error) {
-	evs := make([]Event, 0, hint)
-	warns, err := decode(r, name, source, func(e Event) { evs = append(evs, e) })
+	sk := &flatSink{evs: make([]Event, 0, hint)}
+	warns, err := decode(r, name, source, sk)
 	if err != nil {
 		return nil, warns, err
 	}
-	return evs, warns, nil
+	return sk.evs, warns, nil
 }
 
-// chunkLen is the length of the chunks ReadDir decodes into: the merge
-// drops each chunk once it has copied it, so a run's events are not held
-// twice at the peak.
-const chunkLen = 1 << 13
+// sink receives decoded events: decode fills the slot it is given and
+// commits it once the line is good, so an event is written once, where it
+// is kept, rather than decoded on the side and copied in.
+type sink interface {
+	slot() *Event // the place of the next event (reused until commit)
+	commit()      // the slot holds a good event
+}
 
-// decodeChunks is decodeFlat into chunks of chunkLen events.
-func decodeChunks(r io.Reader, name, source string) ([][]Event, []Warning, error) {
-	var chunks [][]Event
-	warns, err := decode(r, name, source, func(e Event) {
-		if n := len(chunks); n == 0 || len(chunks[n-1]) == chunkLen {
-			chunks = append(chunks, make([]Event, 0, chunkLen))
-		}
-		c := &chunks[len(chunks)-1]
-		*c = append(*c, e)
-	})
-	if err != nil {
-		return nil, warns, err
+// flatSink keeps every event in one slice.
+type flatSink struct{ evs []Event }
+
+func (f *flatSink) slot() *Event {
+	if len(f.evs) == cap(f.evs) {
+		f.evs = slices.Grow(f.evs, 1)
 	}
-	return chunks, warns, nil
+	return &f.evs[:len(f.evs)+1][len(f.evs)]
 }
 
-// decode reads the lines of r, checks each, and hands every event to add in
+func (f *flatSink) commit() { f.evs = f.evs[:len(f.evs)+1] }
+
+// decode reads the lines of r, checks each, and hands every event to sk in
 // file order.
-func decode(r io.Reader, name, source string, add func(Event)) ([]Warning, error) {
+func decode(r io.Reader, name, source string, sk sink) ([]Warning, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
 		n       int // events added
@@ -123,6 +121,7 @@ func decode(r io.Reader, name, source string, add func(Event)) ([]Warning, error
 		worst   int64 // largest step-back
 		intern  string
 		scratch = new(eventJSON)
+		fast    fastDecoder
 	)
 	for {
 		b, err := readLine(br)
@@ -141,10 +140,10 @@ func decode(r io.Reader, name, source string, add func(Event)) ([]Warning, error
 			warns = append(warns, Warning{File: name, Line: line, Message: "blank line skipped"})
 			continue
 		}
-		var ev Event
+		ev := sk.slot()
 		derr := checkText(b)
-		if derr == nil {
-			derr = decodeEvent(b, &ev, scratch)
+		if derr == nil && !fast.decode(b, ev, intern) {
+			derr = decodeEvent(b, ev, scratch)
 		}
 		if derr == nil {
 			derr = ev.Validate()
@@ -183,9 +182,9 @@ func decode(r io.Reader, name, source string, add func(Event)) ([]Warning, error
 				}
 			}
 		}
-		add(ev)
-		n++
 		prev.Seq, prev.Time = ev.Seq, ev.Time
+		sk.commit()
+		n++
 		if !terminated {
 			break
 		}
@@ -368,48 +367,11 @@ func ReadDir(runDir string) (*History, error) {
 		return nil, fmt.Errorf("history: no *.jsonl files in %s", dir)
 	}
 	sort.Strings(files)
-	// Decode files in parallel (one goroutine per file, bounded by the
-	// CPUs); report the first error in file order, so the message does not
-	// depend on scheduling.
-	type decoded struct {
-		chunks [][]Event
-		warns  []Warning
-		err    error
+	h, err := readMerged(files)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]decoded, len(files))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			fh, err := os.Open(f)
-			if err != nil {
-				out[i] = decoded{err: fmt.Errorf("history: %w", err)}
-				return
-			}
-			defer fh.Close()
-			chunks, w, err := decodeChunks(fh, f, sourceOf(f))
-			out[i] = decoded{chunks, w, err}
-		}()
-	}
-	wg.Wait()
-	var (
-		sources  [][][]Event
-		warnings []Warning
-	)
-	for _, d := range out {
-		warnings = append(warnings, d.warns...)
-		if d.err != nil {
-			return nil, d.err
-		}
-		sources = append(sources, d.chunks)
-	}
-	h := mergeChunks(sources)
 	h.Files = files
-	h.Warnings = warnings
 	return h, nil
 }
 
@@ -431,35 +393,6 @@ func Merge(sources ...[]Event) *History {
 			e := sources[s][i]
 			e.Index = len(out)
 			out = append(out, e)
-		})
-	return &History{Events: out}
-}
-
-// mergeChunks is Merge over sources decoded into chunks; each chunk is
-// released as soon as its last event has been copied.
-func mergeChunks(sources [][][]Event) *History {
-	n := 0
-	lens := make([]int, len(sources))
-	for s, cs := range sources {
-		for _, c := range cs {
-			lens[s] += len(c)
-		}
-		n += lens[s]
-	}
-	out := make([]Event, 0, n)
-	interleave(len(sources), func(s int) int { return lens[s] },
-		func(s, i int) (int64, string) {
-			e := &sources[s][i/chunkLen][i%chunkLen]
-			return e.Time, e.Source
-		},
-		func(s, i int) {
-			c := sources[s][i/chunkLen]
-			e := c[i%chunkLen]
-			e.Index = len(out)
-			out = append(out, e)
-			if i%chunkLen == len(c)-1 {
-				sources[s][i/chunkLen] = nil
-			}
 		})
 	return &History{Events: out}
 }
