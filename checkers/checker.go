@@ -33,6 +33,7 @@ package checkers
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -110,19 +111,44 @@ type Checker interface {
 
 // Run runs each checker on h and returns their results in order and the
 // combined verdict. The client operations are paired once for all of them
-// (see operations).
+// (see operations), and the checkers run concurrently, as many at a time as
+// there are CPUs: they only read the history, and each result is the same
+// whatever else runs beside it. Linearizable, the longest, starts first.
 func Run(h *history.History, cs []Checker) ([]Result, Verdict) {
 	ops, _ := history.Operations(h)
 	paired.Store(h, ops)
 	defer paired.Delete(h)
-	out := make([]Result, 0, len(cs))
-	v := Valid
-	for _, c := range cs {
-		r := c.Check(h)
-		if r.Checker == "" {
-			r.Checker = c.Name()
+	order := make([]int, 0, len(cs))
+	for i, c := range cs {
+		if _, ok := c.(Linearizable); ok {
+			order = append([]int{i}, order...)
+		} else {
+			order = append(order, i)
 		}
-		out = append(out, r)
+	}
+	out := make([]Result, len(cs))
+	next := make(chan int, len(order))
+	for _, i := range order {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(cs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := cs[i].Check(h)
+				if r.Checker == "" {
+					r.Checker = cs[i].Name()
+				}
+				out[i] = r
+			}
+		}()
+	}
+	wg.Wait()
+	v := Valid
+	for _, r := range out {
 		v = Combine(v, r.Verdict)
 	}
 	return out, v

@@ -1,8 +1,9 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -54,9 +55,9 @@ func (c Durability) Check(h *history.History) Result {
 		completed int
 	}
 	ackedBy := map[history.TopicPartition][]acked{}
-	read := map[history.TopicPartition]map[int64]seenValue{}  // every ok read
-	final := map[history.TopicPartition]map[int64]seenValue{} // final reads only
-	finalFrom := map[history.TopicPartition]int64{}           // lowest start offset of a final read
+	read := map[history.TopicPartition]*offsetValues{}  // every ok read
+	final := map[history.TopicPartition]*offsetValues{} // final reads only
+	finalFrom := map[history.TopicPartition]int64{}     // lowest start offset of a final read
 	finalIdx := map[history.TopicPartition]int{}
 	var divergent []DivergentOffset
 	divFlag := map[history.TopicPartition]map[int64]bool{}
@@ -91,15 +92,15 @@ func (c Durability) Check(h *history.History) Result {
 		case history.FRead:
 			m := read[tp]
 			if m == nil {
-				m = map[int64]seenValue{}
+				m = &offsetValues{}
 				read[tp] = m
 			}
 			isFinal := op.Final()
-			var fm map[int64]seenValue
+			var fm *offsetValues
 			if isFinal {
 				fm = final[tp]
 				if fm == nil {
-					fm = map[int64]seenValue{}
+					fm = &offsetValues{}
 					final[tp] = fm
 					finalFrom[tp] = o.Offset
 					finalIdx[tp] = op.Complete.Index
@@ -109,16 +110,16 @@ func (c Durability) Check(h *history.History) Result {
 			}
 			for _, rec := range op.Records() {
 				sv := seenValue{rec.Value, op.Complete.Index}
-				if prev, ok := m[rec.Offset]; ok {
+				if prev, ok := m.get(rec.Offset); ok {
 					if prev.value != rec.Value {
 						markDivergent(tp, rec.Offset, prev, sv, "read")
 					}
 				} else {
-					m[rec.Offset] = sv
+					m.set(rec.Offset, sv)
 				}
 				if isFinal {
-					if _, ok := fm[rec.Offset]; !ok {
-						fm[rec.Offset] = sv
+					if _, ok := fm.get(rec.Offset); !ok {
+						fm.set(rec.Offset, sv)
 					}
 				}
 			}
@@ -129,7 +130,7 @@ func (c Durability) Check(h *history.History) Result {
 	unverified := 0
 	for _, tp := range sortedTPs(ackedBy) {
 		list := ackedBy[tp]
-		sort.SliceStable(list, func(a, b int) bool { return list[a].offset < list[b].offset })
+		slices.SortStableFunc(list, func(a, b acked) int { return cmp.Compare(a.offset, b.offset) })
 		// Two acknowledgements of one offset with different values.
 		for i := 1; i < len(list); i++ {
 			if list[i].offset == list[i-1].offset && list[i].value != list[i-1].value {
@@ -149,7 +150,7 @@ func (c Durability) Check(h *history.History) Result {
 				before++
 				continue
 			}
-			got, present := fm[a.offset]
+			got, present := fm.get(a.offset)
 			if present && got.value == a.value {
 				continue
 			}
@@ -192,4 +193,45 @@ func capList[T any](l []T) []T {
 		return l[:1000]
 	}
 	return l
+}
+
+// offsetValues maps a partition's offsets to what was seen there. Offsets
+// are dense from near 0, so they index a slice; an offset far beyond those
+// held (or negative) goes to a map, so a garbage offset cannot make it
+// allocate without limit.
+type offsetValues struct {
+	dense  []seenValue // by offset; idx -1: nothing seen
+	n      int         // offsets held in dense
+	sparse map[int64]seenValue
+}
+
+func (m *offsetValues) get(off int64) (seenValue, bool) {
+	if off >= 0 && off < int64(len(m.dense)) {
+		if v := m.dense[off]; v.idx >= 0 {
+			return v, true
+		}
+	}
+	v, ok := m.sparse[off] // also where dense has since grown over it
+	return v, ok
+}
+
+// set records v at off, which holds nothing yet.
+func (m *offsetValues) set(off int64, v seenValue) {
+	if off >= 0 && off < int64(len(m.dense)) {
+		m.dense[off] = v
+		m.n++
+		return
+	}
+	if off >= 0 && off < 2*int64(m.n)+4096 {
+		for int64(len(m.dense)) <= off {
+			m.dense = append(m.dense, seenValue{idx: -1})
+		}
+		m.dense[off] = v
+		m.n++
+		return
+	}
+	if m.sparse == nil {
+		m.sparse = map[int64]seenValue{}
+	}
+	m.sparse[off] = v
 }
