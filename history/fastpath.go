@@ -12,7 +12,10 @@ package history
 // reports what is wrong with it. So on every line the fast path takes, the
 // Event is the one the general decoder would build.
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // fastDecoder decodes lines on the fast path. It hands out payloads from
 // slabs (one allocation per slabLen payloads rather than one each) and
@@ -25,6 +28,48 @@ type fastDecoder struct {
 	recs    []Record
 	topic   string // the last topic decoded, reused while it repeats
 	values  []string
+	epochs  []int32
+	hwVals  []int64
+	// text holds the strings decoded (values, errors) back to back: one
+	// allocation per arenaLen bytes rather than one per string. A
+	// strings.Builder never changes bytes it has handed out.
+	text strings.Builder
+}
+
+const arenaLen = 64 << 10
+
+// str returns b as a string from the arena.
+func (d *fastDecoder) str(b []byte) string {
+	if len(b) > arenaLen/8 {
+		return string(b)
+	}
+	if d.text.Cap()-d.text.Len() < len(b) {
+		d.text = strings.Builder{}
+		d.text.Grow(arenaLen)
+	}
+	start := d.text.Len()
+	d.text.Write(b)
+	return d.text.String()[start:]
+}
+
+func (d *fastDecoder) newEpoch(v int32) *int32 {
+	if len(d.epochs) == 0 {
+		d.epochs = make([]int32, slabLen)
+	}
+	p := &d.epochs[0]
+	d.epochs = d.epochs[1:]
+	*p = v
+	return p
+}
+
+func (d *fastDecoder) newHWValue(v int64) *int64 {
+	if len(d.hwVals) == 0 {
+		d.hwVals = make([]int64, slabLen)
+	}
+	p := &d.hwVals[0]
+	d.hwVals = d.hwVals[1:]
+	*p = v
+	return p
 }
 
 const slabLen = 256
@@ -330,7 +375,7 @@ func (d *fastDecoder) op(s *scan, o *ClientOp) bool {
 			return ok && once(&seen, 4)
 		case "value":
 			if b, ok = s.str(); ok {
-				o.Value = string(b)
+				o.Value = d.str(b)
 			}
 			return ok && once(&seen, 5)
 		case "offset":
@@ -352,7 +397,7 @@ func (d *fastDecoder) op(s *scan, o *ClientOp) bool {
 			return ok && once(&seen, 10)
 		case "error":
 			if b, ok = s.str(); ok {
-				o.Error = string(b)
+				o.Error = d.str(b)
 			}
 			return ok && once(&seen, 11)
 		case "error_code":
@@ -365,12 +410,11 @@ func (d *fastDecoder) op(s *scan, o *ClientOp) bool {
 			return ok && once(&seen, 13)
 		case "leader_epoch":
 			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			e := int32(v)
-			o.LeaderEpoch = &e
+			o.LeaderEpoch = d.newEpoch(int32(v))
 			return ok && once(&seen, 14)
 		case "hw":
 			v, ok = s.int(math.MinInt64, math.MaxInt64)
-			o.HW = &v
+			o.HW = d.newHWValue(v)
 			return ok && once(&seen, 15)
 		case "idempotent":
 			o.Idempotent, ok = s.bool()
@@ -404,7 +448,7 @@ func (d *fastDecoder) strings(s *scan) bool {
 		if !ok {
 			return false // an empty array too: left to the general decoder
 		}
-		d.values = append(d.values, string(b))
+		d.values = append(d.values, d.str(b))
 		if s.eat(']') {
 			return true
 		}
