@@ -14,7 +14,6 @@ import (
 // a duplicate, never invalid by itself; what a resend cannot explain stays
 // invalid.
 func TestLinearizableDuplicates(t *testing.T) {
-	rec := func(off int64, v string) history.Record { return history.Record{Offset: off, Value: v} }
 	c := Linearizable{Timeout: testConfig().LinearizeTimeout}
 	runCases(t, c, []tcase{
 		{name: "resend acknowledged after its first copy was read", want: Valid,
@@ -22,19 +21,16 @@ func TestLinearizableDuplicates(t *testing.T) {
 			build: func(b *hb.Builder) []int {
 				produceOK(b, 1, "a", 0)
 				b.Produce(1, tp0, "p1-4")
-				b.Read(4, tp0, 0, false)
-				b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "p1-4"))
+				b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "p1-4"))
 				b.Complete(1, history.OpOK, tp0, history.FProduce, 2)
-				finalRead(b, rec(0, "a"), rec(1, "p1-4"), rec(2, "p1-4"))
+				finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "p1-4"), hb.Rec(2, "p1-4"))
 				return nil
 			}},
 		{name: "copy read before its produce was invoked", want: Invalid, explain: "no produce wrote there",
 			build: func(b *hb.Builder) []int {
 				produceOK(b, 1, "a", 0)
-				b.Read(4, tp0, 0, false)
-				bad := b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"))
-				b.Produce(1, tp0, "v")
-				b.Complete(1, history.OpOK, tp0, history.FProduce, 2)
+				bad := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				b.ProduceOK(1, tp0, "v", 2)
 				return []int{bad}
 			}},
 		{name: "copy where another value was acknowledged", want: Invalid, explain: "not linearizable",
@@ -42,8 +38,7 @@ func TestLinearizableDuplicates(t *testing.T) {
 				produceOK(b, 1, "a", 0)
 				produceOK(b, 1, "v", 1)
 				produceOK(b, 2, "w", 2)
-				b.Read(4, tp0, 0, false)
-				bad := b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"), rec(2, "v"))
+				bad := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
 				return []int{bad}
 			}},
 	})
@@ -52,8 +47,7 @@ func TestLinearizableDuplicates(t *testing.T) {
 	b := hb.New()
 	produceOK(b, 1, "a", 0)
 	inv := b.Produce(1, tp0, "v")
-	b.Read(4, tp0, 0, false)
-	read := b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"))
+	read := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
 	ack := b.Complete(1, history.OpOK, tp0, history.FProduce, 2)
 	res := c.Check(b.History())
 	if res.Verdict != Valid || !strings.Contains(res.Explanation, "1 duplicate append") {
