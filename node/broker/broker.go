@@ -230,7 +230,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 		}
 		defer func() {
 			for _, r := range roles {
-				b.Log.Role(r)
+				b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &r})
 			}
 		}()
 	}
@@ -249,7 +249,7 @@ func (b *Broker) logVerdict(ev *history.Control, code int16) {
 	if code != 0 {
 		ev.Verdict = history.VerdictRejected
 	}
-	b.Log.ControlRequest(*ev)
+	b.Log.Emit(history.Event{Kind: history.KindControlRequest, Control: ev})
 }
 
 // HandleStopReplica serves a StopReplica request (ReplicaManager.stopReplicas).
@@ -318,8 +318,8 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 					if hosted && le < 0 {
 						le = old.LeaderEpoch
 					}
-					defer b.Log.Role(history.Role{Topic: p.topic, Partition: p.partition, Role: history.RoleStopped,
-						Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
+					defer b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &history.Role{Topic: p.topic, Partition: p.partition,
+						Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch}})
 				}
 			} else {
 				pc = kerr.FencedLeaderEpoch.Code

@@ -449,7 +449,7 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 	}
 	c.active, c.epoch, c.epochZkVersion = true, epoch, ver
 	c.setKnownController(c.cfg.BrokerID)
-	c.log.ControllerElected(history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Zxid: zxid, Reason: reason})
+	c.log.Emit(history.Event{Kind: history.KindControllerElected, Controller: &history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Zxid: zxid, Reason: reason}})
 	if err := c.fp.Eval(ctx, failpoint.ControllerAfterElected); err != nil {
 		// Nothing here can fail: an injected error only delays, like a
 		// pause, and the failover goes on.
@@ -566,7 +566,7 @@ func (c *Controller) resign(reason string) {
 		c.chans = nil
 	}
 	c.ctx = nil
-	c.log.ControllerResigned(history.ControllerRun{Epoch: c.epoch, EpochZkVersion: c.epochZkVersion, Reason: reason})
+	c.log.Emit(history.Event{Kind: history.KindControllerResigned, Controller: &history.ControllerRun{Epoch: c.epoch, EpochZkVersion: c.epochZkVersion, Reason: reason}})
 	c.setKnownController(-1)
 }
 
