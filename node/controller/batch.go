@@ -101,11 +101,8 @@ func (b *batch) send() {
 			tps = append(tps, tp)
 		}
 		sortTPs(tps)
-		req.TopicStates = byTopic(tps, c.ctx.state, func(topic string) kmsg.LeaderAndISRRequestTopicState {
-			t := kmsg.NewLeaderAndISRRequestTopicState()
-			t.Topic = topic
-			return t
-		}, func(t *kmsg.LeaderAndISRRequestTopicState, tp history.TopicPartition, ps *partState) {
+		req.TopicStates = byTopic(tps, c.ctx.state, kmsg.NewLeaderAndISRRequestTopicState, func(t *kmsg.LeaderAndISRRequestTopicState, tp history.TopicPartition, ps *partState) {
+			t.Topic = tp.Topic
 			p := kmsg.NewLeaderAndISRRequestTopicPartition()
 			p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
 			p.ISR, p.ZKVersion, p.Replicas, p.IsNew = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp]), b.lai[id][tp]
@@ -131,11 +128,8 @@ func (b *batch) send() {
 		if b.umAll[id] {
 			tps = c.ctx.sortedTPs()
 		}
-		req.TopicStates = byTopic(tps, c.ctx.state, func(topic string) kmsg.UpdateMetadataRequestTopicState {
-			t := kmsg.NewUpdateMetadataRequestTopicState()
-			t.Topic = topic
-			return t
-		}, func(t *kmsg.UpdateMetadataRequestTopicState, tp history.TopicPartition, ps *partState) {
+		req.TopicStates = byTopic(tps, c.ctx.state, kmsg.NewUpdateMetadataRequestTopicState, func(t *kmsg.UpdateMetadataRequestTopicState, tp history.TopicPartition, ps *partState) {
+			t.Topic = tp.Topic
 			p := kmsg.NewUpdateMetadataRequestTopicPartition()
 			p.Topic, p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Topic, tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
 			p.ISR, p.ZKVersion, p.Replicas = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp])
@@ -198,11 +192,11 @@ func (c *Controller) Close() {
 }
 
 // byTopic builds a request's per-topic states from tps: one T per topic, in
-// the order topics first appear (open makes it), holding the partitions
-// that have a state (add appends one). Partitions without a state are left
-// out.
+// the order topics first appear (made by open), holding the partitions that
+// have a state (add appends one, and names the topic). Partitions without a
+// state are left out.
 func byTopic[T any](tps []history.TopicPartition, states map[history.TopicPartition]*partState,
-	open func(topic string) T, add func(t *T, tp history.TopicPartition, ps *partState)) []T {
+	open func() T, add func(t *T, tp history.TopicPartition, ps *partState)) []T {
 	var out []T
 	index := map[string]int{}
 	for _, tp := range tps {
@@ -214,7 +208,7 @@ func byTopic[T any](tps []history.TopicPartition, states map[history.TopicPartit
 		if !ok {
 			i = len(out)
 			index[tp.Topic] = i
-			out = append(out, open(tp.Topic))
+			out = append(out, open())
 		}
 		add(&out[i], tp, ps)
 	}
