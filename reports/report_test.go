@@ -340,6 +340,33 @@ func TestReportEventIndicesOutOfRange(t *testing.T) {
 	}
 }
 
+// writeBigRun writes to dir the run name of a generated history (8
+// partitions × ops operations, with node, watcher and nemesis events) with
+// an invalid checker listing MaxViolations violations of 100 events each
+// (event j of violation i at spread(i, j) modulo the history's length) and
+// 1,234 omitted, and returns the history.
+func writeBigRun(tb testing.TB, dir, name string, ops int, spread func(i, j int) int) *history.History {
+	tb.Helper()
+	h := historytest.Clean(historytest.GenConfig{Partitions: 8, Processes: 10, Ops: ops, UnknownRate: 0.05,
+		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
+	writeHistory(tb, dir, h)
+	writeRunInfo(tb, dir, sampleInfo(name))
+	var vs []checkers.Violation
+	for i := 0; i < checkers.MaxViolations; i++ {
+		ev := make([]int, 100)
+		for j := range ev {
+			ev[j] = spread(i, j) % len(h.Events)
+		}
+		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
+	}
+	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
+	if err := rundir.WriteResults(dir, r); err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
 // TestReportSizeBound100k: a ~100k-event history renders to a small page;
 // the timeline is bounded by pixels, not events.
 func TestReportSizeBound100k(t *testing.T) {
@@ -347,24 +374,8 @@ func TestReportSizeBound100k(t *testing.T) {
 		t.Skip("generates 100k events")
 	}
 	dir := t.TempDir()
-	h := historytest.Clean(historytest.GenConfig{Partitions: 8, Processes: 10, Ops: 3_150, UnknownRate: 0.05,
-		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
-	writeHistory(t, dir, h)
-	writeRunInfo(t, dir, sampleInfo("big"))
 	// One invalid checker with many violations, to exercise the caps.
-	var vs []checkers.Violation
-	for i := 0; i < checkers.MaxViolations; i++ {
-		ev := make([]int, 100)
-		for j := range ev {
-			ev[j] = (i*1000 + j*37) % len(h.Events)
-		}
-		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
-	}
-	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
-		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
-	if err := rundir.WriteResults(dir, r); err != nil {
-		t.Fatal(err)
-	}
+	h := writeBigRun(t, dir, "big", 3_150, func(i, j int) int { return i*1000 + j*37 })
 	page := render(t, dir)
 	t.Logf("%d events → report of %d bytes", len(h.Events), len(page))
 	if len(h.Events) < 90_000 {
