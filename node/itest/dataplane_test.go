@@ -99,6 +99,15 @@ func (e *env) metadata(id int, topic string) (map[int32]partitionMeta, error) {
 	return out, nil
 }
 
+// healthyTopic waits for every broker to register, creates dpTopic with
+// parts partitions and waits (up to a minute) until they are healthy.
+func (e *env) healthyTopic(parts int) map[int32]partitionMeta {
+	e.t.Helper()
+	e.waitAllRegistered()
+	e.createTopic(dpTopic, parts)
+	return e.waitHealthy(dpTopic, parts, 60*time.Second)
+}
+
 // waitHealthy waits until every node's metadata shows every partition with
 // a leader and a full ISR, and returns the metadata.
 func (e *env) waitHealthy(topic string, parts int, within time.Duration) map[int32]partitionMeta {
@@ -235,9 +244,7 @@ func (e *env) committedBytes(id int, p int32, hw int64) []byte {
 func TestDataPlaneAckedWritesSurviveLeaderKill(t *testing.T) {
 	e := setupArgs(t, []string{"--min-insync-replicas=2", "--replica-lag-time-max=3s"}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	kc := e.kgoClient(kgo.AllISRAcks(), 2*time.Millisecond, 10)
 
 	const total = 10000
@@ -326,9 +333,7 @@ func TestDataPlaneLaggingFollowerLeavesAndRejoinsISR(t *testing.T) {
 	const lag = 2 * time.Second
 	e := setupArgs(t, []string{"--min-insync-replicas=2", "--replica-lag-time-max=" + lag.String()}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	leader := int(md[0].Leader)
 	follower := other(leader, e.controller(10*time.Second))
 	kc := e.kgoClient(kgo.LeaderAck(), 0, 1)
@@ -388,9 +393,7 @@ func TestDataPlaneLaggingFollowerLeavesAndRejoinsISR(t *testing.T) {
 func TestDataPlaneMinInsyncReplicas(t *testing.T) {
 	e := setupArgs(t, []string{"--min-insync-replicas=2", "--replica-lag-time-max=2s"}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	leader := int(md[0].Leader)
 	// Both clients connect (and learn the leader) while all nodes are up.
 	all := e.kgoClient(kgo.AllISRAcks(), 0, 0)
@@ -573,9 +576,7 @@ func TestDataPlaneBenchmark(t *testing.T) {
 	}
 	e := setupArgs(t, []string{"--min-insync-replicas=2"}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	envInt := func(name string, def int) int {
 		var v int
 		if _, err := fmt.Sscan(os.Getenv(name), &v); err == nil && v > 0 {
@@ -659,9 +660,7 @@ func TestDataPlaneShrunkISRLeaderCrash(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			e := setupArgs(t, []string{"--offline-election=" + policy, "--min-insync-replicas=2", "--replica-lag-time-max=2s"}, nil)
 			ctx := ctxT(t)
-			e.waitAllRegistered()
-			e.createTopic(dpTopic, 1)
-			md := e.waitHealthy(dpTopic, 1, 60*time.Second)
+			md := e.healthyTopic(1)
 			leader := int(md[0].Leader)
 			kc := e.kgoClient(kgo.AllISRAcks(), 0, 0)
 			acked := map[int64]string{}

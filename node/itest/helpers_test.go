@@ -180,6 +180,18 @@ func (e *env) controller(within time.Duration) int {
 	}
 }
 
+// createTopicT creates topic "t" with three partitions and returns the
+// controller once it has written the last partition's state.
+func (e *env) createTopicT() int {
+	e.t.Helper()
+	e.createTopic("t", 3)
+	c := e.controller(30 * time.Second)
+	e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
+		return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
+	})
+	return c
+}
+
 // createTopic writes /brokers/topics/<name> with RF 3 round-robin over
 // nodes 1..3, as ZooKeeper-era admin tools did.
 func (e *env) createTopic(name string, partitions int) {

@@ -122,12 +122,8 @@ func TestZombieController(t *testing.T) {
 			e := setup(t, m.bugs, nil)
 			ctx := ctxT(t)
 			e.waitAllRegistered()
-			e.createTopic("t", 3)
-			c := e.controller(30 * time.Second)
+			c := e.createTopicT()
 			elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
-			e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
-				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
-			})
 			e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sigstop")
 			v := other(c)
 			if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
@@ -329,11 +325,7 @@ func TestFailpointsStopAtWindow(t *testing.T) {
 	e.admin(3, "POST", "/failpoints/"+failpoint.BrokerBeforeRegister+"/release", "")
 	e.waitAllRegistered()
 
-	e.createTopic("t", 3)
-	c := e.controller(30 * time.Second)
-	e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
-		return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
-	})
+	c := e.createTopicT()
 
 	// controller-after-zk-write: a broker dies, the controller writes the
 	// new leaders and stops before telling anyone.
@@ -399,11 +391,7 @@ func TestStaleCachedZkVersion(t *testing.T) {
 			e := setup(t, m.bugs, nil)
 			ctx := ctxT(t)
 			e.waitAllRegistered()
-			e.createTopic("t", 3)
-			c := e.controller(30 * time.Second)
-			e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
-				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
-			})
+			c := e.createTopicT()
 			v := other(c)
 			// t-p is led by p%3+1; pick the partition v leads and rewrite its
 			// state behind the controller's back (same content, new version).
