@@ -180,10 +180,12 @@ func (e *env) controller(within time.Duration) int {
 	}
 }
 
-// createTopicT creates topic "t" with three partitions and returns the
-// controller once it has written the last partition's state.
+// createTopicT waits for every broker to register, creates topic "t" with
+// three partitions and returns the controller once it has written the last
+// partition's state.
 func (e *env) createTopicT() int {
 	e.t.Helper()
+	e.waitAllRegistered()
 	e.createTopic("t", 3)
 	c := e.controller(30 * time.Second)
 	e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {

@@ -121,7 +121,6 @@ func TestZombieController(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			e := setup(t, m.bugs, nil)
 			ctx := ctxT(t)
-			e.waitAllRegistered()
 			c := e.createTopicT()
 			elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
 			e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sigstop")
@@ -323,8 +322,6 @@ func TestFailpointsStopAtWindow(t *testing.T) {
 		t.Fatal("/brokers/ids/3 exists although n3 is held before registering")
 	}
 	e.admin(3, "POST", "/failpoints/"+failpoint.BrokerBeforeRegister+"/release", "")
-	e.waitAllRegistered()
-
 	c := e.createTopicT()
 
 	// controller-after-zk-write: a broker dies, the controller writes the
@@ -390,7 +387,6 @@ func TestStaleCachedZkVersion(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			e := setup(t, m.bugs, nil)
 			ctx := ctxT(t)
-			e.waitAllRegistered()
 			c := e.createTopicT()
 			v := other(c)
 			// t-p is led by p%3+1; pick the partition v leads and rewrite its
