@@ -79,7 +79,7 @@ func BenchmarkDecoders(b *testing.B) {
 // (historytest.Bench1M, one file per source): parallel decoding and merge.
 func BenchmarkReadDir1M(b *testing.B) {
 	dir := b.TempDir()
-	if err := historytest.WriteRunDir(dir, historytest.Clean(historytest.Bench1M)); err != nil {
+	if err := history.WriteDir(dir, historytest.Clean(historytest.Bench1M).Events); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

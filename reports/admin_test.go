@@ -67,7 +67,7 @@ func TestAdminOpsAndFailpointOnTheFaultLane(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := historytest.WriteRunDir(dir, h); err != nil {
+	if err := history.WriteDir(dir, h.Events); err != nil {
 		t.Fatal(err)
 	}
 	page, err := RenderHTML(dir)
