@@ -180,6 +180,19 @@ func (e *env) controller(within time.Duration) int {
 	}
 }
 
+// bugModes runs test twice, as subtests: with every fix on ("fixed", bugs
+// "") and with the bug switch bug on (named after it, bugs = bug); test
+// sets up its own cluster with bugs.
+func bugModes(t *testing.T, bug string, test func(t *testing.T, bugs string)) {
+	for _, bugs := range []string{"", bug} {
+		name := bugs
+		if name == "" {
+			name = "fixed"
+		}
+		t.Run(name, func(t *testing.T) { test(t, bugs) })
+	}
+}
+
 // createTopicT waits for every broker to register, creates topic "t" with
 // three partitions and returns the controller once it has written the last
 // partition's state.
