@@ -101,6 +101,14 @@ func TestStaleEmptyReads(t *testing.T) {
 		leader(b, 2, 1)
 		hw(b, 2, 0, 1)
 	}
+	// laggingRead is lagging, then an empty read at offset 1 answered by
+	// broker at epoch with hw.
+	laggingRead := func(broker int32, epoch *int32, hwm *int64) func(b *hb.Builder) int {
+		return func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, broker, epoch, hwm)
+		}
+	}
 	plain := Linearizable{Timeout: testConfig().LinearizeTimeout}
 	strict := Linearizable{Timeout: testConfig().LinearizeTimeout, StrictReads: true}
 	for _, tc := range []struct {
@@ -111,14 +119,8 @@ func TestStaleEmptyReads(t *testing.T) {
 		explain string
 		known   int
 	}{
-		{"new leader with lagging HW, read fields recorded", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 2, i32(1), i64(1))
-		}, Valid, "broker 2, leader of t-0 at epoch 1 for", 1},
-		{"new leader with lagging HW, old history", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 0, nil, nil)
-		}, Valid, "1 stale empty read from a new leader", 1},
+		{"new leader with lagging HW, read fields recorded", plain, laggingRead(2, i32(1), i64(1)), Valid, "broker 2, leader of t-0 at epoch 1 for", 1},
+		{"new leader with lagging HW, old history", plain, laggingRead(0, nil, nil), Valid, "1 stale empty read from a new leader", 1},
 		// Seed 102: the controller's broker, bounced in under a second,
 		// leads again at the same leader epoch with its checkpointed HW.
 		{"leader restarted at the same epoch", plain, func(b *hb.Builder) int {
@@ -130,18 +132,9 @@ func TestStaleEmptyReads(t *testing.T) {
 			hw(b, 1, 0, 1)
 			return readFrom(b, 1, 1, i32(0), nil)
 		}, Valid, "KAFKA-2334", 1},
-		{"strict reads", strict, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 2, i32(1), i64(1))
-		}, Invalid, "known anomaly KAFKA-2334 (strict reads): broker 2, leader of t-0 at epoch 1", 1},
-		{"the leader that acknowledged answers nothing", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 1, i32(0), nil)
-		}, Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
-		{"new leader whose HW had caught up", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 2, i32(1), i64(3))
-		}, Invalid, "its response carried HW 3, above 1", 0},
+		{"strict reads", strict, laggingRead(2, i32(1), i64(1)), Invalid, "known anomaly KAFKA-2334 (strict reads): broker 2, leader of t-0 at epoch 1", 1},
+		{"the leader that acknowledged answers nothing", plain, laggingRead(1, i32(0), nil), Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
+		{"new leader whose HW had caught up", plain, laggingRead(2, i32(1), i64(3)), Invalid, "its response carried HW 3, above 1", 0},
 		{"no leader recorded", plain, func(b *hb.Builder) int {
 			produceOK(b, 1, "a", 0)
 			return readFrom(b, 0, 0, nil, nil)
