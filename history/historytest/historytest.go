@@ -1,6 +1,6 @@
 // Package historytest builds histories for tests and benchmarks: a Builder
 // for short hand-written histories and generators of clean (anomaly-free)
-// histories of any size. It belongs to package history's tree so every
+// histories of any size, whose configuration property tests Draw. It belongs to package history's tree so every
 // consumer's tests share one vocabulary; production code must not import it.
 package historytest
 
