@@ -433,14 +433,11 @@ func TestLeaderUniqueness(t *testing.T) {
 }
 
 func produceOK(b *hb.Builder, proc int, value string, offset int64) (int, int) {
-	i := b.Produce(proc, tp0, value)
-	o := b.Complete(proc, history.OpOK, tp0, history.FProduce, offset)
-	return i, o
+	return b.ProduceOK(proc, tp0, value, offset)
 }
 
 func finalRead(b *hb.Builder, recs ...history.Record) int {
-	b.Read(99, tp0, 0, true)
-	return b.ReadOK(99, tp0, 0, true, recs...)
+	return b.ReadBack(99, tp0, 0, true, recs...)
 }
 
 func TestDurability(t *testing.T) {
@@ -450,25 +447,23 @@ func TestDurability(t *testing.T) {
 			produceOK(b, 2, "b", 1)
 			b.Produce(3, tp0, "c")
 			b.Complete(3, history.OpInfo, tp0, history.FProduce, 0) // unknown, absent: fine
-			finalRead(b, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "b"})
+			finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "b"))
 			return nil
 		}},
 		{name: "acknowledged record lost", want: Invalid, explain: "was lost", build: func(b *hb.Builder) []int {
 			produceOK(b, 1, "a", 0)
 			i, o := produceOK(b, 2, "b", 1)
-			f := finalRead(b, history.Record{Offset: 0, Value: "a"})
+			f := finalRead(b, hb.Rec(0, "a"))
 			return []int{i, o, f}
 		}},
 		{name: "acknowledged record overwritten", want: Invalid, explain: "was overwritten", build: func(b *hb.Builder) []int {
 			i, o := produceOK(b, 1, "a", 0)
-			f := finalRead(b, history.Record{Offset: 0, Value: "x"})
+			f := finalRead(b, hb.Rec(0, "x"))
 			return []int{i, o, f}
 		}},
 		{name: "offset read with two values", want: Invalid, explain: "with two values", build: func(b *hb.Builder) []int {
-			b.Read(1, tp0, 0, false)
-			r1 := b.ReadOK(1, tp0, 0, false, history.Record{Offset: 0, Value: "a"})
-			b.Read(1, tp0, 0, false)
-			r2 := b.ReadOK(1, tp0, 0, false, history.Record{Offset: 0, Value: "b"})
+			r1 := b.ReadBack(1, tp0, 0, false, hb.Rec(0, "a"))
+			r2 := b.ReadBack(1, tp0, 0, false, hb.Rec(0, "b"))
 			return []int{r1, r2}
 		}},
 		{name: "acks=1 record may vanish", want: Valid, build: func(b *hb.Builder) []int {
@@ -700,14 +695,12 @@ func TestLinearizable(t *testing.T) {
 			b.Produce(2, tp0, "b") // unknown, concurrent
 			b.Complete(1, history.OpOK, tp0, history.FProduce, 0)
 			b.Complete(2, history.OpInfo, tp0, history.FProduce, 0)
-			b.Read(3, tp0, 0, false)
-			b.ReadOK(3, tp0, 0, false, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "b"})
+			b.ReadBack(3, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "b"))
 			return nil
 		}},
 		{name: "read of a value never produced", want: Invalid, explain: "no produce wrote", build: func(b *hb.Builder) []int {
 			produceOK(b, 1, "a", 0)
-			b.Read(3, tp0, 0, false)
-			r := b.ReadOK(3, tp0, 0, false, history.Record{Offset: 0, Value: "zz"})
+			r := b.ReadBack(3, tp0, 0, false, hb.Rec(0, "zz"))
 			return []int{r}
 		}},
 		{name: "acknowledged offsets out of real-time order", want: Invalid, explain: "cannot be placed", build: func(b *hb.Builder) []int {
@@ -717,8 +710,7 @@ func TestLinearizable(t *testing.T) {
 		}},
 		{name: "stale empty read after an acknowledged produce", want: Invalid, explain: "no leader change explains", build: func(b *hb.Builder) []int {
 			produceOK(b, 1, "a", 0)
-			b.Read(3, tp0, 0, false)
-			b.ReadOK(3, tp0, 0, false)
+			b.ReadBack(3, tp0, 0, false)
 			return nil
 		}},
 	})
@@ -821,10 +813,8 @@ func TestDurabilityReportsPartitionsInOrder(t *testing.T) {
 	b := hb.New()
 	for _, p := range []int32{10, 2} {
 		tp := history.TP("t", p)
-		b.Produce(1, tp, "a")
-		b.Complete(1, history.OpOK, tp, history.FProduce, 0)
-		b.Read(99, tp, 0, true)
-		b.ReadOK(99, tp, 0, true)
+		b.ProduceOK(1, tp, "a", 0)
+		b.ReadBack(99, tp, 0, true)
 	}
 	r := Durability{}.Check(b.History())
 	if r.Verdict != Invalid || len(r.Violations) != 2 {

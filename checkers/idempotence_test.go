@@ -19,39 +19,35 @@ func idemProduce(b *hb.Builder, proc int, value string, typ history.OpType, offs
 }
 
 func TestIdempotence(t *testing.T) {
-	rec := func(off int64, v string) history.Record { return history.Record{Offset: off, Value: v} }
 	runCases(t, Idempotence{}, []tcase{
 		{name: "acknowledged record at two offsets of the final read", want: Invalid,
 			explain: `record "p1-2" (produce invoked at event 2, acknowledged at offset 1 at event 3) is in t-0 at offsets 1 (read by event 5) and 2 (read by event 5)`,
 			build: func(b *hb.Builder) []int {
 				idemProduce(b, 1, "p1-1", history.OpOK, 0)
 				i, c := idemProduce(b, 1, "p1-2", history.OpOK, 1)
-				f := finalRead(b, rec(0, "p1-1"), rec(1, "p1-2"), rec(2, "p1-2"))
+				f := finalRead(b, hb.Rec(0, "p1-1"), hb.Rec(1, "p1-2"), hb.Rec(2, "p1-2"))
 				return []int{i, c, f}
 			}},
 		{name: "copies seen by two different reads", want: Invalid, explain: "offsets 0 (read by event 3) and 1 (read by event 5)",
 			build: func(b *hb.Builder) []int {
 				i, c := idemProduce(b, 1, "v", history.OpOK, 0)
-				b.Read(4, tp0, 0, false)
-				r1 := b.ReadOK(4, tp0, 0, false, rec(0, "v"))
-				b.Read(4, tp0, 1, false)
-				r2 := b.ReadOK(4, tp0, 1, false, rec(1, "v"))
+				r1 := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "v"))
+				r2 := b.ReadBack(4, tp0, 1, false, hb.Rec(1, "v"))
 				return []int{i, c, r1, r2}
 			}},
 		{name: "each record once", want: Valid, explain: "each of the 2 records acknowledged to idempotent producers is at one offset",
 			build: func(b *hb.Builder) []int {
 				idemProduce(b, 1, "a", history.OpOK, 0)
 				idemProduce(b, 2, "b", history.OpOK, 1)
-				b.Read(4, tp0, 0, false)
-				b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "b"))
-				finalRead(b, rec(0, "a"), rec(1, "b"))
+				b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "b"))
+				finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "b"))
 				return nil
 			}},
 		{name: "non-idempotent resend appended twice is not judged here", want: Valid,
 			explain: "no acknowledged produce of an idempotent producer",
 			build: func(b *hb.Builder) []int {
 				produceOK(b, 1, "v", 0)
-				finalRead(b, rec(0, "v"), rec(1, "v"))
+				finalRead(b, hb.Rec(0, "v"), hb.Rec(1, "v"))
 				return nil
 			}},
 		{name: "unacknowledged record at two offsets is counted, not judged", want: Valid,
@@ -59,15 +55,14 @@ func TestIdempotence(t *testing.T) {
 			build: func(b *hb.Builder) []int {
 				idemProduce(b, 1, "a", history.OpOK, 0)
 				idemProduce(b, 2, "u", history.OpInfo, 0)
-				finalRead(b, rec(0, "a"), rec(1, "u"), rec(2, "u"))
+				finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "u"), hb.Rec(2, "u"))
 				return nil
 			}},
 		{name: "offset that changed value is durability's, not a duplicate", want: Valid,
 			build: func(b *hb.Builder) []int {
 				idemProduce(b, 1, "v", history.OpOK, 1)
-				b.Read(4, tp0, 0, false)
-				b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"))
-				finalRead(b, rec(0, "a"), rec(1, "w"), rec(2, "v"))
+				b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "w"), hb.Rec(2, "v"))
 				return nil
 			}},
 	})
@@ -75,7 +70,7 @@ func TestIdempotence(t *testing.T) {
 	// The unacknowledged copies are in the details.
 	b := hb.New()
 	idemProduce(b, 2, "u", history.OpInfo, 0)
-	finalRead(b, rec(0, "u"), rec(1, "u"))
+	finalRead(b, hb.Rec(0, "u"), hb.Rec(1, "u"))
 	res := Idempotence{}.Check(b.History())
 	if res.Verdict != Valid || res.Details["unacknowledged_duplicates"] != 1 {
 		t.Fatalf("%s: %s %v", res.Verdict, res.Explanation, res.Details)
@@ -90,7 +85,6 @@ func TestIdempotence(t *testing.T) {
 // does not call an idempotent producer's copy a resend: its example points
 // to the idempotence checker, which judges it invalid.
 func TestDuplicateAppendNamesIdempotentProducer(t *testing.T) {
-	rec := func(off int64, v string) history.Record { return history.Record{Offset: off, Value: v} }
 	for _, tc := range []struct {
 		name       string
 		idempotent bool
@@ -108,7 +102,7 @@ func TestDuplicateAppendNamesIdempotentProducer(t *testing.T) {
 			} else {
 				produceOK(b, 2, "v", 1)
 			}
-			finalRead(b, rec(0, "a"), rec(1, "v"), rec(2, "v"))
+			finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
 			h := b.History()
 			lin := Linearizable{Timeout: testConfig().LinearizeTimeout}.Check(h)
 			var example string

@@ -14,7 +14,6 @@ import (
 // a duplicate, never invalid by itself; what a resend cannot explain stays
 // invalid.
 func TestLinearizableDuplicates(t *testing.T) {
-	rec := func(off int64, v string) history.Record { return history.Record{Offset: off, Value: v} }
 	c := Linearizable{Timeout: testConfig().LinearizeTimeout}
 	runCases(t, c, []tcase{
 		{name: "resend acknowledged after its first copy was read", want: Valid,
@@ -22,19 +21,16 @@ func TestLinearizableDuplicates(t *testing.T) {
 			build: func(b *hb.Builder) []int {
 				produceOK(b, 1, "a", 0)
 				b.Produce(1, tp0, "p1-4")
-				b.Read(4, tp0, 0, false)
-				b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "p1-4"))
+				b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "p1-4"))
 				b.Complete(1, history.OpOK, tp0, history.FProduce, 2)
-				finalRead(b, rec(0, "a"), rec(1, "p1-4"), rec(2, "p1-4"))
+				finalRead(b, hb.Rec(0, "a"), hb.Rec(1, "p1-4"), hb.Rec(2, "p1-4"))
 				return nil
 			}},
 		{name: "copy read before its produce was invoked", want: Invalid, explain: "no produce wrote there",
 			build: func(b *hb.Builder) []int {
 				produceOK(b, 1, "a", 0)
-				b.Read(4, tp0, 0, false)
-				bad := b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"))
-				b.Produce(1, tp0, "v")
-				b.Complete(1, history.OpOK, tp0, history.FProduce, 2)
+				bad := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				b.ProduceOK(1, tp0, "v", 2)
 				return []int{bad}
 			}},
 		{name: "copy where another value was acknowledged", want: Invalid, explain: "not linearizable",
@@ -42,8 +38,7 @@ func TestLinearizableDuplicates(t *testing.T) {
 				produceOK(b, 1, "a", 0)
 				produceOK(b, 1, "v", 1)
 				produceOK(b, 2, "w", 2)
-				b.Read(4, tp0, 0, false)
-				bad := b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"), rec(2, "v"))
+				bad := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
 				return []int{bad}
 			}},
 	})
@@ -52,8 +47,7 @@ func TestLinearizableDuplicates(t *testing.T) {
 	b := hb.New()
 	produceOK(b, 1, "a", 0)
 	inv := b.Produce(1, tp0, "v")
-	b.Read(4, tp0, 0, false)
-	read := b.ReadOK(4, tp0, 0, false, rec(0, "a"), rec(1, "v"))
+	read := b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
 	ack := b.Complete(1, history.OpOK, tp0, history.FProduce, 2)
 	res := c.Check(b.History())
 	if res.Verdict != Valid || !strings.Contains(res.Explanation, "1 duplicate append") {
@@ -107,6 +101,14 @@ func TestStaleEmptyReads(t *testing.T) {
 		leader(b, 2, 1)
 		hw(b, 2, 0, 1)
 	}
+	// laggingRead is lagging, then an empty read at offset 1 answered by
+	// broker at epoch with hw.
+	laggingRead := func(broker int32, epoch *int32, hwm *int64) func(b *hb.Builder) int {
+		return func(b *hb.Builder) int {
+			lagging(b)
+			return readFrom(b, 1, broker, epoch, hwm)
+		}
+	}
 	plain := Linearizable{Timeout: testConfig().LinearizeTimeout}
 	strict := Linearizable{Timeout: testConfig().LinearizeTimeout, StrictReads: true}
 	for _, tc := range []struct {
@@ -117,14 +119,8 @@ func TestStaleEmptyReads(t *testing.T) {
 		explain string
 		known   int
 	}{
-		{"new leader with lagging HW, read fields recorded", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 2, i32(1), i64(1))
-		}, Valid, "broker 2, leader of t-0 at epoch 1 for", 1},
-		{"new leader with lagging HW, old history", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 0, nil, nil)
-		}, Valid, "1 stale empty read from a new leader", 1},
+		{"new leader with lagging HW, read fields recorded", plain, laggingRead(2, i32(1), i64(1)), Valid, "broker 2, leader of t-0 at epoch 1 for", 1},
+		{"new leader with lagging HW, old history", plain, laggingRead(0, nil, nil), Valid, "1 stale empty read from a new leader", 1},
 		// Seed 102: the controller's broker, bounced in under a second,
 		// leads again at the same leader epoch with its checkpointed HW.
 		{"leader restarted at the same epoch", plain, func(b *hb.Builder) int {
@@ -136,18 +132,9 @@ func TestStaleEmptyReads(t *testing.T) {
 			hw(b, 1, 0, 1)
 			return readFrom(b, 1, 1, i32(0), nil)
 		}, Valid, "KAFKA-2334", 1},
-		{"strict reads", strict, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 2, i32(1), i64(1))
-		}, Invalid, "known anomaly KAFKA-2334 (strict reads): broker 2, leader of t-0 at epoch 1", 1},
-		{"the leader that acknowledged answers nothing", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 1, i32(0), nil)
-		}, Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
-		{"new leader whose HW had caught up", plain, func(b *hb.Builder) int {
-			lagging(b)
-			return readFrom(b, 1, 2, i32(1), i64(3))
-		}, Invalid, "its response carried HW 3, above 1", 0},
+		{"strict reads", strict, laggingRead(2, i32(1), i64(1)), Invalid, "known anomaly KAFKA-2334 (strict reads): broker 2, leader of t-0 at epoch 1", 1},
+		{"the leader that acknowledged answers nothing", plain, laggingRead(1, i32(0), nil), Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
+		{"new leader whose HW had caught up", plain, laggingRead(2, i32(1), i64(3)), Invalid, "its response carried HW 3, above 1", 0},
 		{"no leader recorded", plain, func(b *hb.Builder) int {
 			produceOK(b, 1, "a", 0)
 			return readFrom(b, 0, 0, nil, nil)

@@ -9,16 +9,18 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -325,12 +327,7 @@ func (c *Cluster) ZKConnect() []string {
 func (c *Cluster) Nodes() []*Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*Node, 0, len(c.node))
-	for _, n := range c.node {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return slices.SortedFunc(maps.Values(c.node), func(a, b *Node) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // Node returns node id, or nil.

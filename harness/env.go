@@ -35,13 +35,9 @@ type EnvConfig struct {
 	Progress io.Writer
 }
 
-// StartEnv connects to Docker and starts the ZooKeeper ensemble of a run.
-// Whatever it started is removed again when it fails.
-func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
-	eng, err := docker.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
+// Place gives the run its defaults, a generated id and the directory
+// runs/RUN_ID, and makes the directory absolute.
+func (cfg *EnvConfig) Place() error {
 	if cfg.RunID == "" {
 		cfg.RunID = cluster.NewRunID()
 	}
@@ -50,10 +46,23 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	}
 	abs, err := filepath.Abs(cfg.RunDir)
 	if err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("run dir %s: %w", cfg.RunDir, err)
+		return fmt.Errorf("run dir %s: %w", cfg.RunDir, err)
 	}
-	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: abs, ZK: cfg.ZK, Progress: cfg.Progress})
+	cfg.RunDir = abs
+	return nil
+}
+
+// StartEnv connects to Docker and starts the ZooKeeper ensemble of a run.
+// Whatever it started is removed again when it fails.
+func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
+	if err := cfg.Place(); err != nil {
+		return nil, err
+	}
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Progress: cfg.Progress})
 	if err != nil {
 		eng.Close()
 		return nil, err

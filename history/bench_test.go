@@ -16,6 +16,14 @@ import (
 // BenchmarkDecode100k measures reading JSONL: 100,000 generated events of
 // every family, written by a Writer and decoded back.
 func BenchmarkDecode100k(b *testing.B) {
+	h, buf := corpus100k(b)
+	b.Logf("%d events, %d bytes", len(h.Events), len(buf))
+	benchmarkDecode(b, buf)
+}
+
+// corpus100k is the benchmarks' corpus: about 100,000 generated events of
+// every family, and the JSONL a Writer makes of them.
+func corpus100k(b *testing.B) (*history.History, []byte) {
 	h := historytest.Clean(historytest.GenConfig{Partitions: 4, Processes: 10, Ops: 6_500, UnknownRate: 0.05,
 		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
 	var buf bytes.Buffer
@@ -25,12 +33,16 @@ func BenchmarkDecode100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Logf("%d events, %d bytes", len(h.Events), buf.Len())
-	b.SetBytes(int64(buf.Len()))
+	return h, buf.Bytes()
+}
+
+// benchmarkDecode times decoding data.
+func benchmarkDecode(b *testing.B, data []byte) {
+	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := history.Decode(bytes.NewReader(buf.Bytes()), "bench"); err != nil {
+		if _, _, err := history.Decode(bytes.NewReader(data), "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -41,15 +53,7 @@ func BenchmarkDecode100k(b *testing.B) {
 // encoding/json against goccy/go-json, segmentio/encoding and
 // bytedance/sonic. The reader uses the winner (see history.unmarshal).
 func BenchmarkDecoders(b *testing.B) {
-	h := historytest.Clean(historytest.GenConfig{Partitions: 4, Processes: 10, Ops: 6_500, UnknownRate: 0.05,
-		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
-	var buf bytes.Buffer
-	w := history.NewWriter(&buf, "bench", 0)
-	for _, e := range h.Events {
-		if err := w.Write(e); err != nil {
-			b.Fatal(err)
-		}
-	}
+	h, buf := corpus100k(b)
 	decoders := []struct {
 		name string
 		f    func([]byte, any) error
@@ -62,18 +66,11 @@ func BenchmarkDecoders(b *testing.B) {
 	for _, d := range decoders {
 		b.Run(d.name, func(b *testing.B) {
 			defer history.SetUnmarshal(d.f)()
-			evs, _, err := history.Decode(bytes.NewReader(buf.Bytes()), "bench")
+			evs, _, err := history.Decode(bytes.NewReader(buf), "bench")
 			if err != nil || len(evs) != len(h.Events) {
 				b.Fatalf("%d events, %v", len(evs), err)
 			}
-			b.SetBytes(int64(buf.Len()))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, _, err := history.Decode(bytes.NewReader(buf.Bytes()), "bench"); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchmarkDecode(b, buf)
 		})
 	}
 }
@@ -82,7 +79,7 @@ func BenchmarkDecoders(b *testing.B) {
 // (historytest.Bench1M, one file per source): parallel decoding and merge.
 func BenchmarkReadDir1M(b *testing.B) {
 	dir := b.TempDir()
-	if err := historytest.WriteRunDir(dir, historytest.Clean(historytest.Bench1M)); err != nil {
+	if err := history.WriteDir(dir, historytest.Clean(historytest.Bench1M).Events); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -213,6 +213,28 @@ func TestReadDirMergesDeterministically(t *testing.T) {
 	}
 }
 
+// WriteDir lays a history out as ReadDir reads it: one file per source.
+func TestWriteDirReadsBack(t *testing.T) {
+	var evs []Event
+	for i, src := range []string{"client-0", "client-1", "client-0"} {
+		e := opEvent(OpInvoke, i)
+		e.Source, e.Time = src, int64(i+1)
+		evs = append(evs, e)
+	}
+	dir := t.TempDir()
+	if err := WriteDir(dir, evs); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, HistoryDir, "*.jsonl"))
+	h, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || len(h.Events) != 3 || h.Events[2].Source != "client-0" || h.Events[2].Seq != 1 || h.Events[2].Op.Process != 2 {
+		t.Fatalf("%d files, events %+v", len(files), h.Events)
+	}
+}
+
 func TestReadDirErrors(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := ReadDir(dir); err == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -173,4 +174,39 @@ func (w *Writer) Close() error {
 		}
 	}
 	return serr
+}
+
+// WriteDir writes evs as the history of the run directory runDir (ReadDir's
+// layout): one file per source, RUN_DIR/history/<src>.jsonl, each holding
+// that source's events in evs' order, written by a Writer (which numbers
+// seq per source). Existing files are truncated.
+func WriteDir(runDir string, evs []Event) error {
+	dir := filepath.Join(runDir, HistoryDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	writers := map[string]*Writer{}
+	err := func() error {
+		for _, e := range evs {
+			w := writers[e.Source]
+			if w == nil {
+				f, err := os.Create(filepath.Join(dir, e.Source+".jsonl"))
+				if err != nil {
+					return fmt.Errorf("history: %w", err)
+				}
+				w = NewWriter(f, e.Source, 0)
+				writers[e.Source] = w
+			}
+			if err := w.Write(e); err != nil {
+				return fmt.Errorf("history: %s: %w", e.Source, err)
+			}
+		}
+		return nil
+	}()
+	for _, w := range writers {
+		if cerr := w.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("history: %w", cerr)
+		}
+	}
+	return err
 }

@@ -13,18 +13,11 @@ import (
 	hb "github.com/zkchaos/zkchaos/history/historytest"
 )
 
-// r is shorthand for a record read back.
-func r(off int64, v string) history.Record { return history.Record{Offset: off, Value: v} }
-
 // A non-idempotent producer's resend may append one value twice. Each case
 // builds a history and returns the read completions that must be suspects
 // (for Illegal) or nil.
 func TestDuplicateAppends(t *testing.T) {
 	tp := history.TP("t", 0)
-	produceOK := func(b *hb.Builder, proc int, v string, off int64) {
-		b.Produce(proc, tp, v)
-		b.Complete(proc, history.OpOK, tp, history.FProduce, off)
-	}
 	for _, tc := range []struct {
 		name     string
 		build    func(b *hb.Builder) []int
@@ -40,13 +33,11 @@ func TestDuplicateAppends(t *testing.T) {
 			// was appended again by the new leader and acknowledged at 2.
 			name: "resend acknowledged after its first copy was read",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "p1-4")
-				b.Read(4, tp, 0, false)
-				b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "p1-4"))
+				b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "p1-4"))
 				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
-				b.Read(99, tp, 0, true)
-				b.ReadOK(99, tp, 0, true, r(0, "a"), r(1, "p1-4"), r(2, "p1-4"))
+				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "p1-4"), hb.Rec(2, "p1-4"))
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 2,
@@ -54,10 +45,9 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "resend, the acknowledged copy never read",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "p1-4")
-				b.Read(4, tp, 0, false)
-				b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "p1-4"))
+				b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "p1-4"))
 				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
 				return nil
 			},
@@ -67,13 +57,12 @@ func TestDuplicateAppends(t *testing.T) {
 			// A delayed first attempt may land after the acknowledged resend.
 			name: "copy appended after the acknowledged one",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
 				b.Produce(2, tp, "w")
 				b.Complete(1, history.OpOK, tp, history.FProduce, 1)
 				b.Complete(2, history.OpOK, tp, history.FProduce, 3)
-				b.Read(99, tp, 0, true)
-				b.ReadOK(99, tp, 0, true, r(0, "a"), r(1, "v"), r(2, "v"), r(3, "w"))
+				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"), hb.Rec(3, "w"))
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 1,
@@ -81,11 +70,10 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "unknown produce read at two offsets",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(2, tp, "v")
 				b.Complete(2, history.OpInfo, tp, history.FProduce, 0)
-				b.Read(99, tp, 0, true)
-				b.ReadOK(99, tp, 0, true, r(0, "a"), r(1, "v"), r(2, "v"))
+				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: -1, resolved: 1,
@@ -93,11 +81,9 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "copy read before its produce was invoked",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
-				b.Read(4, tp, 0, false)
-				bad := b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "v"))
-				b.Produce(1, tp, "v")
-				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
+				b.ProduceOK(1, tp, "a", 0)
+				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				b.ProduceOK(1, tp, "v", 2)
 				return []int{bad}
 			},
 			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 2}, acked: 2,
@@ -107,11 +93,9 @@ func TestDuplicateAppends(t *testing.T) {
 			// duplicate, still an anomaly.
 			name: "acknowledged value read before its produce was invoked",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
-				b.Read(4, tp, 0, false)
-				bad := b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "v"))
-				b.Produce(1, tp, "v")
-				b.Complete(1, history.OpOK, tp, history.FProduce, 1)
+				b.ProduceOK(1, tp, "a", 0)
+				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				b.ProduceOK(1, tp, "v", 1)
 				return []int{bad}
 			},
 			want: porcupine.Illegal,
@@ -119,13 +103,12 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "copy at an offset another produce acknowledged",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
 				b.Produce(2, tp, "w")
 				b.Complete(1, history.OpOK, tp, history.FProduce, 1)
 				b.Complete(2, history.OpOK, tp, history.FProduce, 2)
-				b.Read(4, tp, 0, false)
-				bad := b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "v"), r(2, "v"))
+				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
 				return []int{bad}
 			},
 			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 2}, acked: 1,
@@ -137,13 +120,11 @@ func TestDuplicateAppends(t *testing.T) {
 			name: "copy the real-time order cannot fit",
 			build: func(b *hb.Builder) []int {
 				b.Produce(3, tp, "u")
-				produceOK(b, 1, "a", 0)
-				produceOK(b, 2, "w", 2)
+				b.ProduceOK(1, tp, "a", 0)
+				b.ProduceOK(2, tp, "w", 2)
 				b.Complete(3, history.OpInfo, tp, history.FProduce, 0)
-				b.Produce(1, tp, "v")
-				b.Complete(1, history.OpOK, tp, history.FProduce, 3)
-				b.Read(99, tp, 0, true)
-				b.ReadOK(99, tp, 0, true, r(0, "a"), r(1, "v"), r(2, "w"), r(3, "v"))
+				b.ProduceOK(1, tp, "v", 3)
+				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "w"), hb.Rec(3, "v"))
 				return nil
 			},
 			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 3}, acked: 3,
@@ -153,12 +134,10 @@ func TestDuplicateAppends(t *testing.T) {
 			// leader whose HW lags, KAFKA-2334): it constrains nothing.
 			name: "empty read after a copy was read",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
-				b.Read(4, tp, 0, false)
-				b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "v"))
-				b.Read(4, tp, 1, false)
-				b.ReadOK(4, tp, 1, false)
+				b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				b.ReadBack(4, tp, 1, false)
 				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
 				return nil
 			},
@@ -167,11 +146,10 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "value of a failed produce read",
 			build: func(b *hb.Builder) []int {
-				produceOK(b, 1, "a", 0)
+				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
 				b.Complete(1, history.OpFail, tp, history.FProduce, 0)
-				b.Read(4, tp, 0, false)
-				bad := b.ReadOK(4, tp, 0, false, r(0, "a"), r(1, "v"), r(2, "v"))
+				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
 				return []int{bad}
 			},
 			want: porcupine.Illegal,
@@ -269,7 +247,7 @@ func TestResendsNeverFalseIllegal(t *testing.T) {
 				n := rapid.IntRange(min(1, left), left).Draw(rt, "n")
 				var recs []history.Record
 				for i := p.from; i < p.from+int64(n); i++ {
-					recs = append(recs, r(i, log[i]))
+					recs = append(recs, hb.Rec(i, log[i]))
 				}
 				b.ReadOK(proc, tp, p.from, false, recs...)
 				delete(busy, proc)
@@ -290,10 +268,9 @@ func TestResendsNeverFalseIllegal(t *testing.T) {
 		}
 		recs := make([]history.Record, len(log))
 		for i, v := range log {
-			recs[i] = r(int64(i), v)
+			recs[i] = hb.Rec(int64(i), v)
 		}
-		b.Read(1000, tp, 0, true)
-		b.ReadOK(1000, tp, 0, true, recs...)
+		b.ReadBack(1000, tp, 0, true, recs...)
 		out := Check(b.History(), Options{Timeout: 20 * time.Second})
 		if out.Result == porcupine.Illegal {
 			rt.Fatalf("history with resends judged Illegal: %+v", out.Partitions)

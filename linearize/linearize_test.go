@@ -75,16 +75,7 @@ func TestCleanWithUnknownProducesIsOk(t *testing.T) {
 // non-linearizable, with or without final reads.
 func TestUnknownOutcomesNeverFalseIllegal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := hb.GenConfig{
-			Partitions:   rapid.IntRange(1, 3).Draw(rt, "partitions"),
-			Processes:    rapid.IntRange(1, 8).Draw(rt, "processes"),
-			Ops:          rapid.IntRange(1, 200).Draw(rt, "ops"),
-			UnknownRate:  rapid.Float64Range(0, 0.6).Draw(rt, "unknown"),
-			ReadRate:     rapid.Float64Range(0, 0.7).Draw(rt, "reads"),
-			FinalReads:   rapid.Bool().Draw(rt, "final"),
-			NoCompletion: rapid.Bool().Draw(rt, "nocompletion"),
-			Seed:         rapid.Int64().Draw(rt, "seed"),
-		}
+		cfg := hb.Draw(rt, hb.GenConfig{Partitions: 3, Processes: 8, Ops: 200, UnknownRate: 0.6, ReadRate: 0.7})
 		out := Check(hb.Clean(cfg), Options{Timeout: 20 * time.Second})
 		if out.Result == porcupine.Illegal {
 			rt.Fatalf("clean history judged Illegal: %+v", out.Partitions)
@@ -101,8 +92,7 @@ func TestResolution(t *testing.T) {
 	b.Complete(1, history.OpOK, tp, history.FProduce, 0)
 	b.Complete(2, history.OpInfo, tp, history.FProduce, 0)
 	b.Complete(3, history.OpInfo, tp, history.FProduce, 0)
-	b.Read(4, tp, 0, true)
-	b.ReadOK(4, tp, 0, true, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "seen"})
+	b.ReadBack(4, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "seen"))
 	out := Check(b.History(), Options{Timeout: 5 * time.Second})
 	p := out.Partitions[0]
 	if out.Result != porcupine.Ok || p.Resolved != 1 || p.Dropped != 1 || p.Unresolved != 0 {
@@ -114,11 +104,9 @@ func TestVisualizationWithAnnotations(t *testing.T) {
 	tp := history.TP("t", 0)
 	b := hb.New()
 	b.Fault(true, "f1", "pause", "n1")
-	b.Produce(1, tp, "a")
-	b.Complete(1, history.OpOK, tp, history.FProduce, 0)
+	b.ProduceOK(1, tp, "a", 0)
 	b.Fault(false, "f1", "pause", "n1")
-	b.Read(2, tp, 0, false)
-	b.ReadOK(2, tp, 0, false, history.Record{Offset: 0, Value: "never produced"})
+	b.ReadBack(2, tp, 0, false, hb.Rec(0, "never produced"))
 	path := filepath.Join(t.TempDir(), "lin.html")
 	out := Check(b.History(), Options{Timeout: 5 * time.Second, VisualizePath: path,
 		Marks: []Mark{{Tag: "controller-fencing", Description: "violation", Start: hb.T0}}})
@@ -137,23 +125,22 @@ func TestVisualizationWithAnnotations(t *testing.T) {
 
 func BenchmarkPorcupine8x5000(b *testing.B) {
 	h := hb.Clean(hb.GenConfig{Partitions: 8, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 3})
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
-			b.Fatalf("result %s", out.Result)
-		}
-	}
+	benchmarkCheck(b, h, porcupine.Ok)
 }
 
 func BenchmarkPorcupineIllegal5000(b *testing.B) {
 	h := hb.Clean(hb.GenConfig{Partitions: 1, Processes: 10, Ops: 5000, UnknownRate: 0.05, ReadRate: 0.3, Seed: 7})
 	corruptOneRead(b, h)
+	benchmarkCheck(b, h, porcupine.Illegal)
+}
+
+// benchmarkCheck times Check on h, which must give want.
+func benchmarkCheck(b *testing.B, h *history.History, want porcupine.CheckResult) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Illegal {
-			b.Fatalf("result %s", out.Result)
+		if out := Check(h, Options{Timeout: time.Minute}); out.Result != want {
+			b.Fatalf("result %s, want %s", out.Result, want)
 		}
 	}
 }
@@ -180,26 +167,18 @@ func TestStaleEmptyReads(t *testing.T) {
 		firstValue string
 	}{
 		{"empty read below two acknowledged produces", func(b *hb.Builder) int {
-			b.Produce(1, tp, "a")
-			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
-			b.Produce(1, tp, "b")
-			b.Complete(1, history.OpOK, tp, history.FProduce, 1)
-			b.Read(2, tp, 0, false)
-			return b.ReadOK(2, tp, 0, false)
+			b.ProduceOK(1, tp, "a", 0)
+			b.ProduceOK(1, tp, "b", 1)
+			return b.ReadBack(2, tp, 0, false)
 		}, 2, "a"},
 		{"only the produces at or above the offset count", func(b *hb.Builder) int {
-			b.Produce(1, tp, "a")
-			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
-			b.Produce(1, tp, "b")
-			b.Complete(1, history.OpOK, tp, history.FProduce, 1)
-			b.Read(2, tp, 1, false)
-			return b.ReadOK(2, tp, 1, false)
+			b.ProduceOK(1, tp, "a", 0)
+			b.ProduceOK(1, tp, "b", 1)
+			return b.ReadBack(2, tp, 1, false)
 		}, 1, "b"},
 		{"empty read at the end of the log", func(b *hb.Builder) int {
-			b.Produce(1, tp, "a")
-			b.Complete(1, history.OpOK, tp, history.FProduce, 0)
-			b.Read(2, tp, 1, false)
-			b.ReadOK(2, tp, 1, false)
+			b.ProduceOK(1, tp, "a", 0)
+			b.ReadBack(2, tp, 1, false)
 			return -1
 		}, 0, ""},
 		{"empty read concurrent with the acknowledgement", func(b *hb.Builder) int {
@@ -212,8 +191,7 @@ func TestStaleEmptyReads(t *testing.T) {
 		{"unknown produce does not count", func(b *hb.Builder) int {
 			b.Produce(1, tp, "a")
 			b.Complete(1, history.OpInfo, tp, history.FProduce, 0)
-			b.Read(2, tp, 0, false)
-			b.ReadOK(2, tp, 0, false)
+			b.ReadBack(2, tp, 0, false)
 			return -1
 		}, 0, ""},
 	} {
@@ -248,13 +226,7 @@ func TestStaleEmptyReads(t *testing.T) {
 // measures.
 func BenchmarkCheck1M(b *testing.B) {
 	h := hb.Clean(hb.Bench1M)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
-			b.Fatalf("result %s", out.Result)
-		}
-	}
+	benchmarkCheck(b, h, porcupine.Ok)
 }
 
 // A clean history is drawn too (its first partition), although Check drops
@@ -281,11 +253,5 @@ func TestVisualizeCleanPartition(t *testing.T) {
 // (historytest.Bench1MPolls), as the workload's polls return.
 func BenchmarkCheck1MPolls(b *testing.B) {
 	h := hb.Clean(hb.Bench1MPolls)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if out := Check(h, Options{Timeout: time.Minute}); out.Result != porcupine.Ok {
-			b.Fatalf("result %s", out.Result)
-		}
-	}
+	benchmarkCheck(b, h, porcupine.Ok)
 }

@@ -21,16 +21,7 @@ import (
 func TestWitnessAgreesWithPorcupine(t *testing.T) {
 	var legal, illegal int
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := hb.GenConfig{
-			Partitions:   1,
-			Processes:    rapid.IntRange(1, 6).Draw(rt, "processes"),
-			Ops:          rapid.IntRange(1, 60).Draw(rt, "ops"),
-			UnknownRate:  rapid.Float64Range(0, 0.5).Draw(rt, "unknown"),
-			ReadRate:     rapid.Float64Range(0, 0.7).Draw(rt, "reads"),
-			FinalReads:   rapid.Bool().Draw(rt, "final"),
-			NoCompletion: rapid.Bool().Draw(rt, "nocompletion"),
-			Seed:         rapid.Int64().Draw(rt, "seed"),
-		}
+		cfg := hb.Draw(rt, hb.GenConfig{Partitions: 1, Processes: 6, Ops: 60, UnknownRate: 0.5, ReadRate: 0.7})
 		parts, _ := build(hb.Clean(cfg))
 		if len(parts) == 0 {
 			return

@@ -44,18 +44,18 @@ func (w *fpWorld) PartitionISR(_ context.Context, topic string, p int32) (int, [
 func (w *fpWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
 func (w *fpWorld) SessionTimeout() time.Duration  { return 10 * time.Millisecond }
 func (w *fpWorld) ArmFailpoint(_ context.Context, node int, name, action string) error {
-	w.log("arm n%d %s=%s", node, name, action)
-	w.mu.Lock()
-	w.armed[fmt.Sprintf("n%d %s", node, name)] = time.Now()
-	w.mu.Unlock()
+	w.arm("arm", node, name, action)
 	return nil
 }
 func (w *fpWorld) ArmAtStart(_ context.Context, node int, name, action string) error {
-	w.log("arm-at-start n%d %s=%s", node, name, action)
+	w.arm("arm-at-start", node, name, action)
+	return nil
+}
+func (w *fpWorld) arm(how string, node int, name, action string) {
+	w.log("%s n%d %s=%s", how, node, name, action)
 	w.mu.Lock()
 	w.armed[fmt.Sprintf("n%d %s", node, name)] = time.Now()
 	w.mu.Unlock()
-	return nil
 }
 func (w *fpWorld) DisarmFailpoint(_ context.Context, node int, name string) error {
 	w.log("disarm n%d %s", node, name)
@@ -70,28 +70,19 @@ func (w *fpWorld) FailpointReached(_ context.Context, node int, name string, sin
 
 type fpProcs struct{ w *fpWorld }
 
-func (p fpProcs) bounce(_ context.Context, t Target) error {
-	p.w.log("bounce %s", t.Name)
+// provoke logs what a process operation did and records that the node was
+// provoked (which a reached failpoint needs).
+func (p fpProcs) provoke(what string, t Target) error {
+	p.w.log("%s %s", what, t.Name)
 	p.w.mu.Lock()
 	p.w.provoked = true
 	p.w.mu.Unlock()
 	return nil
 }
-func (p fpProcs) start(_ context.Context, t Target) error {
-	p.w.log("start %s", t.Name)
-	p.w.mu.Lock()
-	p.w.provoked = true
-	p.w.mu.Unlock()
-	return nil
-}
-func (p fpProcs) kill(_ context.Context, t Target) error { p.w.log("kill %s", t.Name); return nil }
-func (p fpProcs) terminate(_ context.Context, t Target) error {
-	p.w.log("terminate %s", t.Name)
-	p.w.mu.Lock()
-	p.w.provoked = true
-	p.w.mu.Unlock()
-	return nil
-}
+func (p fpProcs) bounce(_ context.Context, t Target) error    { return p.provoke("bounce", t) }
+func (p fpProcs) start(_ context.Context, t Target) error     { return p.provoke("start", t) }
+func (p fpProcs) kill(_ context.Context, t Target) error      { p.w.log("kill %s", t.Name); return nil }
+func (p fpProcs) terminate(_ context.Context, t Target) error { return p.provoke("terminate", t) }
 func (p fpProcs) waitExited(_ context.Context, t Target) error {
 	p.w.log("exited %s", t.Name)
 	return nil

@@ -59,13 +59,7 @@ func New(w World, rec *Recorder) *Nemesis {
 // PauseTarget SIGSTOPs t until ResumeTarget or Heal.
 func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 	f, err := n.record("pause", []string{t.Name}, "SIGSTOP", func() error { return Pause(ctx, t.Container) })
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.paused[t.Container] = f
-	n.mu.Unlock()
-	return nil
+	return n.hold(n.paused, t.Container, f, err)
 }
 
 // record records the start of fault name on targets and does it; when that
@@ -90,46 +84,52 @@ func (n *Nemesis) holdNet(f openFault, err error) error {
 	return nil
 }
 
-// ResumeTarget SIGCONTs t.
-func (n *Nemesis) ResumeTarget(ctx context.Context, t Target) error {
+// hold keeps the fault f (unless err says it was not made) in force on c,
+// in held (paused or killed), until undo.
+func (n *Nemesis) hold(held map[*docker.Container]openFault, c *docker.Container, f openFault, err error) error {
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
-	f, ok := n.paused[t.Container]
-	delete(n.paused, t.Container)
+	held[c] = f
 	n.mu.Unlock()
-	err := Resume(ctx, t.Container)
+	return nil
+}
+
+// undo takes the fault held on c out of held, runs do and records the
+// fault's stop (if one was held) with do's error.
+func (n *Nemesis) undo(held map[*docker.Container]openFault, c *docker.Container, do func() error) error {
+	n.mu.Lock()
+	f, ok := held[c]
+	delete(held, c)
+	n.mu.Unlock()
+	err := do()
 	if ok {
 		n.Rec.Stop(f.id, f.name, f.targets, err)
 	}
 	return err
+}
+
+// ResumeTarget SIGCONTs t.
+func (n *Nemesis) ResumeTarget(ctx context.Context, t Target) error {
+	return n.undo(n.paused, t.Container, func() error { return Resume(ctx, t.Container) })
 }
 
 // KillTarget SIGKILLs t; it stays down until StartTarget or Heal.
 func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
 	f, err := n.record("kill", []string{t.Name}, "SIGKILL", func() error { return Kill(ctx, t.Container) })
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.killed[t.Container] = f
-	n.mu.Unlock()
-	return nil
+	return n.hold(n.killed, t.Container, f, err)
 }
 
 // StartTarget starts a killed t again and re-applies the network faults that
 // involve it (a restarted container has a fresh network namespace).
 func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
-	n.mu.Lock()
-	f, ok := n.killed[t.Container]
-	delete(n.killed, t.Container)
-	n.mu.Unlock()
-	err := t.Container.Start(ctx)
-	if err == nil {
-		err = n.Net.Reapply(ctx, t.Container)
-	}
-	if ok {
-		n.Rec.Stop(f.id, f.name, f.targets, err)
-	}
-	return err
+	return n.undo(n.killed, t.Container, func() error {
+		if err := t.Container.Start(ctx); err != nil {
+			return err
+		}
+		return n.Net.Reapply(ctx, t.Container)
+	})
 }
 
 // BounceTarget kills and immediately restarts t, the fast restart that makes

@@ -18,14 +18,21 @@ import (
 // fastZK has short ticks so elections and session expiry happen in seconds.
 var fastZK = cluster.ZKOptions{Servers: 3, TickTime: 100 * time.Millisecond, InitLimit: 20, SyncLimit: 5}
 
-func others(c *cluster.Cluster, id int) (ids []int, cs []*docker.Container) {
+// zkLeader finds c's ZooKeeper leader and returns it with the other
+// servers' ids and containers.
+func zkLeader(t *testing.T, c *cluster.Cluster) (leader int, ids []int, cs []*docker.Container) {
+	t.Helper()
+	leader, err := c.ZKLeaderAmong(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range c.ZKServers() {
-		if s.ID != id {
+		if s.ID != leader {
 			ids = append(ids, s.ID)
 			cs = append(cs, s.Container)
 		}
 	}
-	return ids, cs
+	return leader, ids, cs
 }
 
 // waitFor polls cond until it holds or within passes.
@@ -46,11 +53,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() error)
 func TestPartitionZKLeaderFromFollowers(t *testing.T) {
 	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
 	ctx := t.Context()
-	old, err := c.ZKLeaderAmong(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, rest := others(c, old)
+	old, ids, rest := zkLeader(t, c)
 	net := nemesis.NewNet()
 	t.Cleanup(func() { net.HealAll(context.Background()) })
 	if err := net.Partition(ctx, []*docker.Container{c.ZKServer(old).Container}, rest); err != nil {
@@ -125,11 +128,7 @@ func createWithin(ctx context.Context, conn *zk.Conn, path string) error {
 func TestPauseServerExpiresItsSession(t *testing.T) {
 	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
 	ctx := t.Context()
-	leader, err := c.ZKLeaderAmong(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, _ := others(c, leader)
+	_, ids, _ := zkLeader(t, c)
 	victim := c.ZKServer(ids[0])
 	watcher := c.ZKServer(ids[1])
 
@@ -189,11 +188,7 @@ func TestPauseServerExpiresItsSession(t *testing.T) {
 func TestSlowLinkGivesStaleFollowerReads(t *testing.T) {
 	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 25}})
 	ctx := t.Context()
-	leader, err := c.ZKLeaderAmong(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, _ := others(c, leader)
+	leader, ids, _ := zkLeader(t, c)
 	slow, fast := c.ZKServer(ids[0]), c.ZKServer(ids[1])
 
 	wconn := clustertest.Connect(t, []string{fast.ClientAddr()}, 4*time.Second, nil)

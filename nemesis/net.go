@@ -254,16 +254,27 @@ func (n *Net) Active() []string {
 	return out
 }
 
-// iptables runs iptables in c's namespace, creating and hooking our chains
-// the first time c is touched.
+// iptables runs iptables in c's namespace.
 func (n *Net) iptables(ctx context.Context, c *docker.Container, args ...string) error {
+	return n.exec(ctx, c, append([]string{"iptables", "-w", "5"}, args...))
+}
+
+// tc runs tc in c's namespace.
+func (n *Net) tc(ctx context.Context, c *docker.Container, args ...string) error {
+	return n.exec(ctx, c, append([]string{"tc"}, args...))
+}
+
+// exec runs argv in c's namespace, creating and hooking our chains the
+// first time c is touched (for tc too, so HealAll finds c and can flush both
+// kinds).
+func (n *Net) exec(ctx context.Context, c *docker.Container, argv []string) error {
 	if !n.touched[c] {
 		if err := n.setup(ctx, c); err != nil {
 			return err
 		}
 		n.touched[c] = true
 	}
-	return nsexec(ctx, c, append([]string{"iptables", "-w", "5"}, args...)...)
+	return nsexec(ctx, c, argv...)
 }
 
 func (n *Net) setup(ctx context.Context, c *docker.Container) error {
@@ -285,17 +296,6 @@ func (n *Net) setup(ctx context.Context, c *docker.Container) error {
 		}
 	}
 	return nil
-}
-
-func (n *Net) tc(ctx context.Context, c *docker.Container, args ...string) error {
-	// Set up chains too, so HealAll finds c and can flush both kinds.
-	if !n.touched[c] {
-		if err := n.setup(ctx, c); err != nil {
-			return err
-		}
-		n.touched[c] = true
-	}
-	return nsexec(ctx, c, append([]string{"tc"}, args...)...)
 }
 
 // nsexec runs a host binary inside c's network namespace. It works while c is

@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	n.log = eventlog.New(w, cfg.BrokerID, stderr)
 	defer n.log.Close()
 	incarnation := time.Now().UnixNano()
-	n.log.NodeStart(history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy})
+	n.log.Emit(history.Event{Kind: history.KindNodeStart, Process: &history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy}})
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return fmt.Errorf("data dir: %w", err)
@@ -235,7 +235,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	}
 	// Fetchers stop, the last checkpoint is written, logs are closed.
 	n.data.Close()
-	n.log.NodeStop(history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy, Reason: "signal"})
+	n.log.Emit(history.Event{Kind: history.KindNodeStop, Process: &history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy, Reason: "signal"}})
 	return nil
 }
 
@@ -253,7 +253,7 @@ func (n *Node) register(ctx context.Context) error {
 	}
 	n.regSessID = sid
 	n.broker.SetEpoch(czxid)
-	n.log.Registered(history.Registration{BrokerID: n.cfg.BrokerID, BrokerEpoch: czxid, Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort})
+	n.log.Emit(history.Event{Kind: history.KindBrokerRegistered, Registration: &history.Registration{BrokerID: n.cfg.BrokerID, BrokerEpoch: czxid, Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort}})
 	return nil
 }
 
@@ -342,8 +342,8 @@ func (n *Node) controlledShutdownOnce(ctx context.Context) (bool, error) {
 	if n.cfg.Bugs.On(config.BugKafka7235) {
 		req.BrokerEpoch = -1
 	}
-	n.log.ControlledShutdown(history.Shutdown{BrokerID: n.cfg.BrokerID, BrokerEpoch: req.BrokerEpoch,
-		MeantBrokerEpoch: meant, Verdict: history.VerdictSent})
+	n.log.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &history.Shutdown{BrokerID: n.cfg.BrokerID,
+		BrokerEpoch: req.BrokerEpoch, MeantBrokerEpoch: meant, Verdict: history.VerdictSent}})
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.ControllerSocketTimeout*2)
 	defer cancel()
 	resp, err := cl.Request(rctx, req)

@@ -121,12 +121,9 @@ func (wt *Watcher) watchData(p string) (<-chan zk.Event, error) {
 }
 
 func (wt *Watcher) watchBrokers(p string) (<-chan zk.Event, error) {
-	ids, _, ch, err := wt.conn.ChildrenW(p)
-	if err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			return wt.awaitCreate(p)
-		}
-		return nil, err
+	ids, exists, ch, err := wt.childrenW(p)
+	if err != nil || !exists {
+		return ch, err
 	}
 	var brokers []history.BrokerZnode
 	for _, id := range ids {
@@ -148,31 +145,35 @@ func (wt *Watcher) watchBrokers(p string) (<-chan zk.Event, error) {
 // watchTopics starts a partition watcher for every partition of every topic
 // it sees; topics are only ever added in the scenarios, so it never stops one.
 func (wt *Watcher) watchTopics(p string) (<-chan zk.Event, error) {
-	topics, _, ch, err := wt.conn.ChildrenW(p)
-	if err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			return wt.awaitCreate(p)
-		}
-		return nil, err
-	}
-	for _, t := range topics {
-		wt.loop(path.Join(p, t, "partitions"), wt.watchPartitions)
-	}
-	return ch, nil
+	return wt.eachChild(p, "partitions", wt.watchPartitions)
 }
 
 func (wt *Watcher) watchPartitions(p string) (<-chan zk.Event, error) {
-	parts, _, ch, err := wt.conn.ChildrenW(p)
+	return wt.eachChild(p, "state", wt.watchData)
+}
+
+// eachChild watches p's children and starts step on child/sub for every
+// child it lists.
+func (wt *Watcher) eachChild(p, sub string, step func(string) (<-chan zk.Event, error)) (<-chan zk.Event, error) {
+	children, _, ch, err := wt.childrenW(p)
+	for _, c := range children {
+		wt.loop(path.Join(p, c, sub), step)
+	}
+	return ch, err
+}
+
+// childrenW lists p's children and watches them; a missing p (exists
+// false, no children) is watched for its creation instead.
+func (wt *Watcher) childrenW(p string) (children []string, exists bool, ch <-chan zk.Event, err error) {
+	children, _, ch, err = wt.conn.ChildrenW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		ch, err = wt.awaitCreate(p)
+		return nil, false, ch, err
+	}
 	if err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			return wt.awaitCreate(p)
-		}
-		return nil, err
+		return nil, false, nil, err
 	}
-	for _, part := range parts {
-		wt.loop(path.Join(p, part, "state"), wt.watchData)
-	}
-	return ch, nil
+	return children, true, ch, nil
 }
 
 // awaitCreate arms a watch on p's creation. If p was created between the

@@ -308,38 +308,9 @@ func Save(dir, runDir string, t *Trimmed) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("%s already exists: choose another name or remove it", dir)
 	}
-	hdir := filepath.Join(dir, history.HistoryDir)
-	if err := os.MkdirAll(hdir, 0o755); err != nil {
-		return fmt.Errorf("keep: %w", err)
+	if err := history.WriteDir(dir, t.Events); err != nil {
+		return fmt.Errorf("keep %s: %w", dir, err)
 	}
-	writers := map[string]*history.Writer{}
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	for _, e := range t.Events {
-		w := writers[e.Source]
-		if w == nil {
-			f, err := os.Create(filepath.Join(hdir, e.Source+".jsonl"))
-			if err != nil {
-				return fmt.Errorf("keep: %w", err)
-			}
-			files = append(files, f)
-			w = history.NewWriter(f, e.Source, 0)
-			writers[e.Source] = w
-		}
-		if err := w.Write(e); err != nil {
-			return fmt.Errorf("keep %s: %w", dir, err)
-		}
-	}
-	for _, f := range files {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("keep: %w", err)
-		}
-	}
-	files = nil
 	for _, name := range []string{"run.json", "schedule.json"} {
 		if b, err := os.ReadFile(filepath.Join(runDir, name)); err == nil {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -67,18 +66,10 @@ func TestAdminOpsAndFailpointOnTheFaultLane(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := historytest.WriteRunDir(dir, h); err != nil {
+	if err := history.WriteDir(dir, h.Events); err != nil {
 		t.Fatal(err)
 	}
-	page, err := RenderHTML(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	html := string(b)
+	html := render(t, dir)
 	for _, s := range []string{
 		"controller-before-broker-change n1",
 		"controlled-shutdown n2",

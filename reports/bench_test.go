@@ -1,14 +1,9 @@
 package reports
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/history/historytest"
-	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // BenchmarkRenderHTML1M renders the report of a run directory holding a
@@ -22,23 +17,7 @@ import (
 //	go test ./reports/ -run XXX -bench RenderHTML1M -benchtime 1x -benchmem
 func BenchmarkRenderHTML1M(b *testing.B) {
 	dir := b.TempDir()
-	h := historytest.Clean(historytest.GenConfig{Partitions: 8, Processes: 10, Ops: 31_500, UnknownRate: 0.05,
-		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
-	writeHistory(b, dir, h)
-	writeRunInfo(b, dir, sampleInfo("bench-1m"))
-	var vs []checkers.Violation
-	for i := 0; i < checkers.MaxViolations; i++ {
-		ev := make([]int, 100)
-		for j := range ev {
-			ev[j] = (i*20011 + j*7919) % len(h.Events)
-		}
-		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
-	}
-	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
-		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
-	if err := rundir.WriteResults(dir, r); err != nil {
-		b.Fatal(err)
-	}
+	h := writeBigRun(b, dir, "bench-1m", 31_500, func(i, j int) int { return i*20011 + j*7919 })
 	var histBytes int64
 	files, _ := filepath.Glob(filepath.Join(dir, "history", "*.jsonl"))
 	for _, f := range files {

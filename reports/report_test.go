@@ -48,30 +48,16 @@ func copyRun(t testing.TB, src string) string {
 // as a run's writers would.
 func writeHistory(t testing.TB, dir string, h *history.History) {
 	t.Helper()
-	hd := filepath.Join(dir, rundir.HistoryDir)
-	if err := os.MkdirAll(hd, 0o755); err != nil {
+	if err := history.WriteDir(dir, h.Events); err != nil {
 		t.Fatal(err)
 	}
-	ws := map[string]*history.Writer{}
-	for i := range h.Events {
-		e := h.Events[i]
-		w := ws[e.Source]
-		if w == nil {
-			var err error
-			if w, err = history.Create(filepath.Join(hd, e.Source+".jsonl"), e.Source, 0); err != nil {
-				t.Fatal(err)
-			}
-			ws[e.Source] = w
-		}
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, w := range ws {
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+}
+
+// writeSampleRun writes h and sampleInfo(id) as the run in dir.
+func writeSampleRun(t testing.TB, dir string, h *history.History, id string) {
+	t.Helper()
+	writeHistory(t, dir, h)
+	writeRunInfo(t, dir, sampleInfo(id))
 }
 
 // check runs every checker over the run's history and stores results.json,
@@ -185,8 +171,7 @@ func TestReportRendersRuns(t *testing.T) {
 			setup: func(t *testing.T) string {
 				dir := t.TempDir()
 				h, _ := failover()
-				writeHistory(t, dir, h)
-				writeRunInfo(t, dir, sampleInfo("failover"))
+				writeSampleRun(t, dir, h, "failover")
 				check(t, dir)
 				return dir
 			},
@@ -197,8 +182,7 @@ func TestReportRendersRuns(t *testing.T) {
 			setup: func(t *testing.T) string {
 				dir := t.TempDir()
 				h, bad := longRun()
-				writeHistory(t, dir, h)
-				writeRunInfo(t, dir, sampleInfo("long"))
+				writeSampleRun(t, dir, h, "long")
 				r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
 					{Checker: "leader-uniqueness", Verdict: checkers.Invalid, Explanation: "n1 leads at epoch 1 after epoch 2",
 						Violations: []checkers.Violation{{Explanation: "n1 leads at epoch 1 after epoch 2", Events: []int{bad}}}}}}
@@ -244,8 +228,7 @@ func TestReportRendersRuns(t *testing.T) {
 			name: "known anomaly listed by name and count",
 			setup: func(t *testing.T) string {
 				dir := t.TempDir()
-				writeHistory(t, dir, staleEmptyRead())
-				writeRunInfo(t, dir, sampleInfo("stale"))
+				writeSampleRun(t, dir, staleEmptyRead(), "stale")
 				if r := check(t, dir); r.Verdict != checkers.Valid {
 					t.Fatalf("verdict %s: %+v", r.Verdict, r.Results)
 				}
@@ -340,6 +323,32 @@ func TestReportEventIndicesOutOfRange(t *testing.T) {
 	}
 }
 
+// writeBigRun writes to dir the run name of a generated history (8
+// partitions × ops operations, with node, watcher and nemesis events) with
+// an invalid checker listing MaxViolations violations of 100 events each
+// (event j of violation i at spread(i, j) modulo the history's length) and
+// 1,234 omitted, and returns the history.
+func writeBigRun(tb testing.TB, dir, name string, ops int, spread func(i, j int) int) *history.History {
+	tb.Helper()
+	h := historytest.Clean(historytest.GenConfig{Partitions: 8, Processes: 10, Ops: ops, UnknownRate: 0.05,
+		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
+	writeSampleRun(tb, dir, h, name)
+	var vs []checkers.Violation
+	for i := 0; i < checkers.MaxViolations; i++ {
+		ev := make([]int, 100)
+		for j := range ev {
+			ev[j] = spread(i, j) % len(h.Events)
+		}
+		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
+	}
+	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
+		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
+	if err := rundir.WriteResults(dir, r); err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
 // TestReportSizeBound100k: a ~100k-event history renders to a small page;
 // the timeline is bounded by pixels, not events.
 func TestReportSizeBound100k(t *testing.T) {
@@ -347,24 +356,8 @@ func TestReportSizeBound100k(t *testing.T) {
 		t.Skip("generates 100k events")
 	}
 	dir := t.TempDir()
-	h := historytest.Clean(historytest.GenConfig{Partitions: 8, Processes: 10, Ops: 3_150, UnknownRate: 0.05,
-		ReadRate: 0.3, FinalReads: true, NodeEvents: true, Seed: 1})
-	writeHistory(t, dir, h)
-	writeRunInfo(t, dir, sampleInfo("big"))
 	// One invalid checker with many violations, to exercise the caps.
-	var vs []checkers.Violation
-	for i := 0; i < checkers.MaxViolations; i++ {
-		ev := make([]int, 100)
-		for j := range ev {
-			ev[j] = (i*1000 + j*37) % len(h.Events)
-		}
-		vs = append(vs, checkers.Violation{Explanation: fmt.Sprintf("violation %d", i), Events: ev})
-	}
-	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: len(h.Events), Results: []checkers.Result{
-		{Checker: "durability", Verdict: checkers.Invalid, Explanation: "lost", Violations: vs, Omitted: 1234}}}
-	if err := rundir.WriteResults(dir, r); err != nil {
-		t.Fatal(err)
-	}
+	h := writeBigRun(t, dir, "big", 3_150, func(i, j int) int { return i*1000 + j*37 })
 	page := render(t, dir)
 	t.Logf("%d events → report of %d bytes", len(h.Events), len(page))
 	if len(h.Events) < 90_000 {

@@ -336,6 +336,45 @@ func (o *adminOp) unfinished(ctx context.Context, inv history.ClientOp, what, de
 	o.record(history.OpInfo, inv)
 }
 
+// request invokes inv, writes body to the znode p and finishes inv when
+// done says the controller completed it.
+func (o *adminOp) request(ctx context.Context, inv history.ClientOp, p string, body []byte, what string, done func() (bool, string)) {
+	o.record(history.OpInvoke, inv)
+	if err := o.create(ctx, p, body); err != nil {
+		o.createFailed(inv, p, err)
+		return
+	}
+	o.finish(ctx, inv, what, done)
+}
+
+// finish waits until done reports the invoked inv completed and records
+// it ok, with done's detail as its Value, or unfinished (what names the
+// step it waited for).
+func (o *adminOp) finish(ctx context.Context, inv history.ClientOp, what string, done func() (bool, string)) {
+	ok, detail := o.waitFor(ctx, done)
+	if !ok {
+		o.unfinished(ctx, inv, what, detail)
+		return
+	}
+	inv.Value = detail
+	o.record(history.OpOK, inv)
+}
+
+// consumed is then, once the controller has deleted the admin znode p (it
+// deletes the request when it has acted on it).
+func (o *adminOp) consumed(ctx context.Context, p string, then func() (bool, string)) func() (bool, string) {
+	return func() (bool, string) {
+		pending, err := o.exists(ctx, p)
+		if err != nil {
+			return false, err.Error()
+		}
+		if pending {
+			return false, p + " still present"
+		}
+		return then()
+	}
+}
+
 // createFailed records the outcome of an admin znode create that failed.
 func (o *adminOp) createFailed(inv history.ClientOp, p string, err error) {
 	inv.Error = fmt.Sprintf("create %s: %v", p, err)
@@ -357,20 +396,8 @@ func (o *adminOp) reassign(ctx context.Context) {
 	}
 	target := rotate(as[tp])
 	inv := history.ClientOp{F: history.FReassign, Topic: o.cfg.Topic, Partition: tp, Value: joinInts(target)}
-	o.record(history.OpInvoke, inv)
 	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp, "replicas": target}}})
-	if err := o.create(ctx, adminReassignPath, body); err != nil {
-		o.createFailed(inv, adminReassignPath, err)
-		return
-	}
-	ok, detail := o.waitFor(ctx, func() (bool, string) {
-		pending, err := o.exists(ctx, adminReassignPath)
-		if err != nil {
-			return false, err.Error()
-		}
-		if pending {
-			return false, adminReassignPath + " still present"
-		}
+	o.request(ctx, inv, adminReassignPath, body, "reassignment", o.consumed(ctx, adminReassignPath, func() (bool, string) {
 		now, err := o.assignment(ctx, o.cfg.Topic)
 		if err != nil {
 			return false, err.Error()
@@ -383,13 +410,7 @@ func (o *adminOp) reassign(ctx context.Context) {
 			return false, err.Error()
 		}
 		return true, fmt.Sprintf("replicas %s, leader %d, leader epoch %d, isr %s", joinInts(target), st.Leader, st.LeaderEpoch, joinInts(st.ISR))
-	})
-	if !ok {
-		o.unfinished(ctx, inv, "reassignment", detail)
-		return
-	}
-	inv.Value = detail
-	o.record(history.OpOK, inv)
+	}))
 }
 
 // preferred writes /admin/preferred_replica_election for one partition; ok
@@ -398,20 +419,8 @@ func (o *adminOp) reassign(ctx context.Context) {
 func (o *adminOp) preferred(ctx context.Context) {
 	tp := int32(o.rng.IntN(int(o.cfg.Partitions)))
 	inv := history.ClientOp{F: history.FPreferredElection, Topic: o.cfg.Topic, Partition: tp}
-	o.record(history.OpInvoke, inv)
 	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp}}})
-	if err := o.create(ctx, adminPreferredPath, body); err != nil {
-		o.createFailed(inv, adminPreferredPath, err)
-		return
-	}
-	ok, detail := o.waitFor(ctx, func() (bool, string) {
-		pending, err := o.exists(ctx, adminPreferredPath)
-		if err != nil {
-			return false, err.Error()
-		}
-		if pending {
-			return false, adminPreferredPath + " still present"
-		}
+	o.request(ctx, inv, adminPreferredPath, body, "preferred election", o.consumed(ctx, adminPreferredPath, func() (bool, string) {
 		as, err := o.assignment(ctx, o.cfg.Topic)
 		if err != nil {
 			return false, err.Error()
@@ -425,13 +434,7 @@ func (o *adminOp) preferred(ctx context.Context) {
 			pref = as[tp][0]
 		}
 		return true, fmt.Sprintf("leader %d (preferred %d), leader epoch %d, isr %s", st.Leader, pref, st.LeaderEpoch, joinInts(st.ISR))
-	})
-	if !ok {
-		o.unfinished(ctx, inv, "preferred election", detail)
-		return
-	}
-	inv.Value = detail
-	o.record(history.OpOK, inv)
+	}))
 }
 
 // createTopic writes /brokers/topics/<topic>-admin-<n> with one partition on
@@ -448,14 +451,8 @@ func (o *adminOp) createTopic(ctx context.Context) {
 		replicas = append(replicas, brokers[(start+i)%len(brokers)])
 	}
 	inv := history.ClientOp{F: history.FCreateTopic, Topic: name, Value: "0:" + joinInts(replicas)}
-	o.record(history.OpInvoke, inv)
 	body, _ := json.Marshal(map[string]any{"version": 2, "partitions": map[string][]int{"0": replicas}})
-	p := adminTopicsPath + "/" + name
-	if err := o.create(ctx, p, body); err != nil {
-		o.createFailed(inv, p, err)
-		return
-	}
-	ok, detail := o.waitFor(ctx, func() (bool, string) {
+	o.request(ctx, inv, adminTopicsPath+"/"+name, body, "topic creation", func() (bool, string) {
 		st, err := o.state(ctx, name, 0)
 		if err != nil {
 			return false, err.Error()
@@ -465,12 +462,6 @@ func (o *adminOp) createTopic(ctx context.Context) {
 		}
 		return true, fmt.Sprintf("leader %d, leader epoch %d, isr %s", st.Leader, st.LeaderEpoch, joinInts(st.ISR))
 	})
-	if !ok {
-		o.unfinished(ctx, inv, "topic creation", detail)
-		return
-	}
-	inv.Value = detail
-	o.record(history.OpOK, inv)
 }
 
 // controlledShutdown stops a broker with SIGTERM (its controlled shutdown)
@@ -527,7 +518,7 @@ func (o *adminOp) controlledShutdown(ctx context.Context) {
 		o.unfinished(ctx, inv, "leadership move", detail)
 		return
 	}
-	back, detail := o.waitFor(ctx, func() (bool, string) {
+	o.finish(ctx, inv, "re-registration", func() (bool, string) {
 		_, st, err := o.get(ctx, reg)
 		if err != nil {
 			return false, err.Error()
@@ -537,12 +528,6 @@ func (o *adminOp) controlledShutdown(ctx context.Context) {
 		}
 		return true, fmt.Sprintf("broker %d registered again: broker epoch %d → %d", id, before.Czxid, st.Czxid)
 	})
-	if !back {
-		o.unfinished(ctx, inv, "re-registration", detail)
-		return
-	}
-	inv.Value = detail
-	o.record(history.OpOK, inv)
 }
 
 type quietZK struct{}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/scenarios"
 )
@@ -170,24 +171,15 @@ func phaseTimes(dir string, into map[string][]time.Duration) error {
 	return nil
 }
 
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 func writeBench(w io.Writer, n int, rows []benchRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	head := append([]string{"scenario", "mode", "as expected", "median total"}, benchPhases...)
 	head = append(head, "check")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
-		cells := []string{r.scenario, r.mode, fmt.Sprintf("%d/%d", r.ok, r.runs), fmtSec(median(r.total))}
+		cells := []string{r.scenario, r.mode, fmt.Sprintf("%d/%d", r.ok, r.runs), fmtSec(harness.Median(r.total))}
 		for _, p := range append(slices.Clone(benchPhases), "check") {
-			cells = append(cells, fmtSec(median(r.phases[p])))
+			cells = append(cells, fmtSec(harness.Median(r.phases[p])))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -52,17 +50,9 @@ what a killed process left behind.`,
 			if parts < 1 {
 				return withCode(exitBad, fmt.Errorf("--partitions %d: want at least 1", parts))
 			}
-			if cfg.RunID == "" {
-				cfg.RunID = cluster.NewRunID()
+			if err := cfg.Place(); err != nil {
+				return withCode(exitBad, fmt.Errorf("--dir: %w", err))
 			}
-			if cfg.RunDir == "" {
-				cfg.RunDir = filepath.Join("runs", cfg.RunID)
-			}
-			abs, err := filepath.Abs(cfg.RunDir)
-			if err != nil {
-				return withCode(exitBad, fmt.Errorf("--dir %s: %w", cfg.RunDir, err))
-			}
-			cfg.RunDir = abs
 			rc := harness.RunConfig{
 				RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Nodes: brokers, NodeFlags: nodeFlags,
 				ZKSessionTimeout: session, Topic: topic, Partitions: parts, NoWorkload: true,

@@ -1,6 +1,6 @@
 // Package historytest builds histories for tests and benchmarks: a Builder
 // for short hand-written histories and generators of clean (anomaly-free)
-// histories of any size. It belongs to package history's tree so every
+// histories of any size, whose configuration property tests Draw. It belongs to package history's tree so every
 // consumer's tests share one vocabulary; production code must not import it.
 package historytest
 
@@ -90,6 +90,23 @@ func (b *Builder) ReadOK(proc int, tp history.TopicPartition, offset int64, fina
 	return b.Op(history.ClientOp{Type: history.OpOK, Process: proc, F: history.FRead,
 		Topic: tp.Topic, Partition: tp.Partition, Offset: offset, Records: recs, Final: final})
 }
+
+// ProduceOK appends a produce invoke of value and its ok at offset, and
+// returns both indices.
+func (b *Builder) ProduceOK(proc int, tp history.TopicPartition, value string, offset int64) (invoke, ok int) {
+	invoke = b.Produce(proc, tp, value)
+	return invoke, b.Complete(proc, history.OpOK, tp, history.FProduce, offset)
+}
+
+// ReadBack appends a read invoke at offset and its ok returning recs, and
+// returns the ok's index.
+func (b *Builder) ReadBack(proc int, tp history.TopicPartition, offset int64, final bool, recs ...history.Record) int {
+	b.Read(proc, tp, offset, final)
+	return b.ReadOK(proc, tp, offset, final, recs...)
+}
+
+// Rec is a record read back at off.
+func Rec(off int64, value string) history.Record { return history.Record{Offset: off, Value: value} }
 
 // Control appends a control_request judged by node.
 func (b *Builder) Control(node int32, c history.Control) int {

@@ -144,6 +144,27 @@ func (b *Broker) checkRequest(controllerEpoch int32, brokerEpoch int64) (code in
 	return 0, known, own
 }
 
+// admit applies checkRequest to a control request of api and returns the
+// code with the request's event, its whole-request fields filled in (the
+// handler adds the partitions and logVerdict the verdict). Caller holds b.mu.
+func (b *Broker) admit(hdr wire.RequestHeader, api string, controllerID, controllerEpoch int32, brokerEpoch int64) (int16, history.Control) {
+	code, known, own := b.checkRequest(controllerEpoch, brokerEpoch)
+	return code, history.Control{
+		API: api, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
+		ControllerID: controllerID, ControllerEpoch: controllerEpoch, BrokerEpoch: brokerEpoch,
+		KnownControllerEpoch: known, OwnBrokerEpoch: own,
+	}
+}
+
+// carried is the broker epoch a control request of version v carries: its
+// field from version since on, -1 ("not carried") before.
+func carried(epoch int64, v, since int16) int64 {
+	if v < since {
+		return -1
+	}
+	return epoch
+}
+
 // HandleLeaderAndIsr serves a LeaderAndIsr request (ReplicaManager.becomeLeaderOrFollower).
 func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
 	if code := b.afterRegister(); code != 0 {
@@ -154,10 +175,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	brokerEpoch := req.BrokerEpoch
-	if req.Version < 2 {
-		brokerEpoch = -1
-	}
+	code, ev := b.admit(hdr, history.APILeaderAndIsr, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 2))
 	states := req.PartitionStates
 	if req.Version >= 2 {
 		states = nil
@@ -171,12 +189,6 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 	liveLeaders := map[int32]string{}
 	for _, l := range req.LiveLeaders {
 		liveLeaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
-	}
-	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
-	ev := history.Control{
-		API: history.APILeaderAndIsr, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
-		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
-		KnownControllerEpoch: known, OwnBrokerEpoch: own,
 	}
 	resp := kmsg.NewPtrLeaderAndISRResponse()
 	resp.SetVersion(req.Version)
@@ -230,7 +242,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 		}
 		defer func() {
 			for _, r := range roles {
-				b.Log.Role(r)
+				b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &r})
 			}
 		}()
 	}
@@ -249,7 +261,7 @@ func (b *Broker) logVerdict(ev *history.Control, code int16) {
 	if code != 0 {
 		ev.Verdict = history.VerdictRejected
 	}
-	b.Log.ControlRequest(*ev)
+	b.Log.Emit(history.Event{Kind: history.KindControlRequest, Control: ev})
 }
 
 // HandleStopReplica serves a StopReplica request (ReplicaManager.stopReplicas).
@@ -262,10 +274,8 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	brokerEpoch := req.BrokerEpoch
-	if req.Version < 1 {
-		brokerEpoch = -1
-	}
+	code, ev := b.admit(hdr, history.APIStopReplica, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 1))
+	ev.DeletePartition = req.DeletePartitions
 	type part struct {
 		topic       string
 		partition   int32
@@ -286,12 +296,6 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 				parts = append(parts, part{t.Topic, p.Partition, p.LeaderEpoch, p.Delete})
 			}
 		}
-	}
-	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
-	ev := history.Control{
-		API: history.APIStopReplica, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
-		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
-		DeletePartition: req.DeletePartitions, KnownControllerEpoch: known, OwnBrokerEpoch: own,
 	}
 	resp := kmsg.NewPtrStopReplicaResponse()
 	resp.SetVersion(req.Version)
@@ -318,8 +322,8 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 					if hosted && le < 0 {
 						le = old.LeaderEpoch
 					}
-					defer b.Log.Role(history.Role{Topic: p.topic, Partition: p.partition, Role: history.RoleStopped,
-						Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
+					defer b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &history.Role{Topic: p.topic, Partition: p.partition,
+						Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch}})
 				}
 			} else {
 				pc = kerr.FencedLeaderEpoch.Code
@@ -343,16 +347,7 @@ func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMe
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	brokerEpoch := req.BrokerEpoch
-	if req.Version < 5 {
-		brokerEpoch = -1
-	}
-	code, known, own := b.checkRequest(req.ControllerEpoch, brokerEpoch)
-	ev := history.Control{
-		API: history.APIUpdateMetadata, APIVersion: hdr.APIVersion, CorrelationID: hdr.CorrelationID,
-		ControllerID: req.ControllerID, ControllerEpoch: req.ControllerEpoch, BrokerEpoch: brokerEpoch,
-		KnownControllerEpoch: known, OwnBrokerEpoch: own,
-	}
+	code, ev := b.admit(hdr, history.APIUpdateMetadata, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 5))
 	if code == 0 {
 		b.Metadata.update(req)
 	}

@@ -78,19 +78,39 @@ func (c *Controller) onISRChange(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) onPreferredElection(ctx context.Context) error {
+// onAdminRequest handles the admin request znode p: handle gets its
+// content, and once handle says the request is done the znode is deleted
+// (a fenced write) so the next request can be made. Whatever happens, p is
+// watched again afterwards, mk making the event that will bring it back.
+func (c *Controller) onAdminRequest(ctx context.Context, p string, mk func(gen int) event, handle func(ctx context.Context, d []byte) (done bool, err error)) error {
 	if !c.active {
 		return nil
 	}
 	gen := c.gen
-	defer c.watchExists(ctx, zkdata.PreferredElectionPath, func() event { return evPreferred{gen: gen} })
-	d, st, err := c.get(ctx, zkdata.PreferredElectionPath)
+	defer c.watchExists(ctx, p, func() event { return mk(gen) })
+	d, st, err := c.get(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	if done, err := handle(ctx, d); err != nil || !done {
+		return err
+	}
+	start := time.Now()
+	_, err = c.fenced(ctx, &zk.DeleteRequest{Path: p, Version: st.Version})
+	c.logWrite(start, p, "delete", !c.cfg.Bugs.On(config.BugKafka532), st.Version, "", nil, err, c.epoch, c.epochZkVersion)
+	return err
+}
+
+func (c *Controller) onPreferredElection(ctx context.Context) error {
+	return c.onAdminRequest(ctx, zkdata.PreferredElectionPath, func(gen int) event { return evPreferred{gen: gen} }, c.preferredElection)
+}
+
+// preferredElection moves each listed partition's leadership to its
+// preferred (first) replica when that replica is live and in the ISR.
+func (c *Controller) preferredElection(ctx context.Context, d []byte) (done bool, err error) {
 	tps, perr := zkdata.DecodeTopicPartitions(zkdata.PreferredElectionPath, d)
 	if perr != nil {
 		c.log.Printf("%v (deleting it)", perr)
@@ -109,13 +129,7 @@ func (c *Controller) onPreferredElection(ctx context.Context) error {
 			return zkdata.PartitionState{Leader: as[0], LeaderEpoch: cur.LeaderEpoch + 1, ISR: cur.ISR}, true
 		}
 	}, nil)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	_, err = c.fenced(ctx, &zk.DeleteRequest{Path: zkdata.PreferredElectionPath, Version: st.Version})
-	c.logWrite(start, zkdata.PreferredElectionPath, "delete", !c.cfg.Bugs.On(config.BugKafka532), st.Version, "", nil, err, c.epoch, c.epochZkVersion)
-	return err
+	return err == nil, err
 }
 
 // onReassignment handles /admin/reassign_partitions for partitions whose new
@@ -124,22 +138,16 @@ func (c *Controller) onPreferredElection(ctx context.Context) error {
 // removed replicas stopped and deleted. A reassignment that adds replicas
 // needs replica catch-up (the data plane, part 2) and is left in place.
 func (c *Controller) onReassignment(ctx context.Context) error {
-	if !c.active {
-		return nil
-	}
-	gen := c.gen
-	defer c.watchExists(ctx, zkdata.ReassignPartitionsPath, func() event { return evReassign{gen: gen} })
-	d, st, err := c.get(ctx, zkdata.ReassignPartitionsPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+	return c.onAdminRequest(ctx, zkdata.ReassignPartitionsPath, func(gen int) event { return evReassign{gen: gen} }, c.reassign)
+}
+
+// reassign applies the reassignments that shrink or reorder; it is done
+// when none is left pending.
+func (c *Controller) reassign(ctx context.Context, d []byte) (done bool, err error) {
 	parts, err := zkdata.DecodeReassignment(d)
 	if err != nil {
 		c.log.Printf("%v", err)
-		return nil
+		return false, nil
 	}
 	pending := false
 	for _, rp := range parts {
@@ -160,16 +168,10 @@ func (c *Controller) onReassignment(ctx context.Context) error {
 			continue
 		}
 		if err := c.reassignShrink(ctx, tp, old, rp.Replicas); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if pending {
-		return nil
-	}
-	start := time.Now()
-	_, err = c.fenced(ctx, &zk.DeleteRequest{Path: zkdata.ReassignPartitionsPath, Version: st.Version})
-	c.logWrite(start, zkdata.ReassignPartitionsPath, "delete", !c.cfg.Bugs.On(config.BugKafka532), st.Version, "", nil, err, c.epoch, c.epochZkVersion)
-	return err
+	return !pending, nil
 }
 
 func (c *Controller) reassignShrink(ctx context.Context, tp history.TopicPartition, old, target []int32) error {

@@ -96,34 +96,18 @@ func (b *batch) send() {
 		req := kmsg.NewPtrLeaderAndISRRequest()
 		req.SetVersion(4)
 		req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.cfg.BrokerID, c.epoch, b.brokerEpoch(id)
-		byTopic := map[string]*kmsg.LeaderAndISRRequestTopicState{}
-		var order []string
 		tps := make([]history.TopicPartition, 0, len(b.lai[id]))
 		for tp := range b.lai[id] {
 			tps = append(tps, tp)
 		}
 		sortTPs(tps)
-		for _, tp := range tps {
-			ps := c.ctx.state[tp]
-			if ps == nil {
-				continue
-			}
-			ts, ok := byTopic[tp.Topic]
-			if !ok {
-				t := kmsg.NewLeaderAndISRRequestTopicState()
-				t.Topic = tp.Topic
-				ts = &t
-				byTopic[tp.Topic] = ts
-				order = append(order, tp.Topic)
-			}
+		req.TopicStates = byTopic(tps, c.ctx.state, kmsg.NewLeaderAndISRRequestTopicState, func(t *kmsg.LeaderAndISRRequestTopicState, tp history.TopicPartition, ps *partState) {
+			t.Topic = tp.Topic
 			p := kmsg.NewLeaderAndISRRequestTopicPartition()
 			p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
 			p.ISR, p.ZKVersion, p.Replicas, p.IsNew = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp]), b.lai[id][tp]
-			ts.PartitionStates = append(ts.PartitionStates, p)
-		}
-		for _, t := range order {
-			req.TopicStates = append(req.TopicStates, *byTopic[t])
-		}
+			t.PartitionStates = append(t.PartitionStates, p)
+		})
 		req.LiveLeaders = liveLeaders()
 		if len(req.TopicStates) > 0 {
 			c.chans.send(id, req, b.meantEpoch(id))
@@ -144,20 +128,8 @@ func (b *batch) send() {
 		if b.umAll[id] {
 			tps = c.ctx.sortedTPs()
 		}
-		byTopic := map[string]int{}
-		for _, tp := range tps {
-			ps := c.ctx.state[tp]
-			if ps == nil {
-				continue
-			}
-			i, ok := byTopic[tp.Topic]
-			if !ok {
-				t := kmsg.NewUpdateMetadataRequestTopicState()
-				t.Topic = tp.Topic
-				req.TopicStates = append(req.TopicStates, t)
-				i = len(req.TopicStates) - 1
-				byTopic[tp.Topic] = i
-			}
+		req.TopicStates = byTopic(tps, c.ctx.state, kmsg.NewUpdateMetadataRequestTopicState, func(t *kmsg.UpdateMetadataRequestTopicState, tp history.TopicPartition, ps *partState) {
+			t.Topic = tp.Topic
 			p := kmsg.NewUpdateMetadataRequestTopicPartition()
 			p.Topic, p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Topic, tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
 			p.ISR, p.ZKVersion, p.Replicas = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp])
@@ -166,8 +138,8 @@ func (b *batch) send() {
 					p.OfflineReplicas = append(p.OfflineReplicas, r)
 				}
 			}
-			req.TopicStates[i].PartitionStates = append(req.TopicStates[i].PartitionStates, p)
-		}
+			t.PartitionStates = append(t.PartitionStates, p)
+		})
 		for _, lid := range brokerIDs(c.ctx.live) {
 			bi := c.ctx.live[lid]
 			lb := kmsg.NewUpdateMetadataRequestLiveBroker()
@@ -217,4 +189,28 @@ func (c *Controller) Close() {
 	if c.chans != nil {
 		c.chans.shutdown()
 	}
+}
+
+// byTopic builds a request's per-topic states from tps: one T per topic, in
+// the order topics first appear (made by open), holding the partitions that
+// have a state (add appends one, and names the topic). Partitions without a
+// state are left out.
+func byTopic[T any](tps []history.TopicPartition, states map[history.TopicPartition]*partState,
+	open func() T, add func(t *T, tp history.TopicPartition, ps *partState)) []T {
+	var out []T
+	index := map[string]int{}
+	for _, tp := range tps {
+		ps := states[tp]
+		if ps == nil {
+			continue
+		}
+		i, ok := index[tp.Topic]
+		if !ok {
+			i = len(out)
+			index[tp.Topic] = i
+			out = append(out, open())
+		}
+		add(&out[i], tp, ps)
+	}
+	return out
 }

@@ -189,7 +189,7 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 			ev := describeSent(req, sq.broker.ID)
 			ev.CorrelationID = sq.client.NextCorrelationID()
 			ev.MeantBrokerEpoch, ev.Attempt = item.meant, attempt
-			m.c.log.ControlSent(ev)
+			m.c.log.Emit(history.Event{Kind: history.KindControlSent, Control: &ev})
 			ctx, cancel := context.WithTimeout(sq.ctx, m.c.cfg.SocketTimeout)
 			resp, err := sq.client.Request(ctx, req)
 			cancel()

@@ -177,6 +177,16 @@ func (evReassign) name() string         { return "PartitionReassignment" }
 func (evNewSession) name() string       { return "Expire" }
 func (evShutdown) name() string         { return "ControlledShutdown" }
 
+// generation is the controller generation a watch-driven event was armed
+// in; process drops it if the controller failed over or resigned since.
+type generation interface{ generation() int }
+
+func (e evBrokerChange) generation() int { return e.gen }
+func (e evTopicChange) generation() int  { return e.gen }
+func (e evISRChange) generation() int    { return e.gen }
+func (e evPreferred) generation() int    { return e.gen }
+func (e evReassign) generation() int     { return e.gen }
+
 // New returns a controller; Run starts it.
 func New(cfg Config, sess *zkutil.Session, log *eventlog.Log, fp *failpoint.Registry) *Controller {
 	if cfg.SocketTimeout == 0 {
@@ -237,6 +247,9 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) Done() <-chan struct{} { return c.done }
 
 func (c *Controller) process(ctx context.Context, ev event) {
+	if g, ok := ev.(generation); ok && g.generation() != c.gen {
+		return
+	}
 	var err error
 	switch e := ev.(type) {
 	case evElect:
@@ -265,29 +278,14 @@ func (c *Controller) process(ctx context.Context, ev event) {
 			c.elect(ctx, "/controller changed")
 		}
 	case evBrokerChange:
-		if e.gen != c.gen {
-			return
-		}
 		err = c.onBrokerChange(ctx)
 	case evTopicChange:
-		if e.gen != c.gen {
-			return
-		}
 		err = c.onTopicChange(ctx)
 	case evISRChange:
-		if e.gen != c.gen {
-			return
-		}
 		err = c.onISRChange(ctx)
 	case evPreferred:
-		if e.gen != c.gen {
-			return
-		}
 		err = c.onPreferredElection(ctx)
 	case evReassign:
-		if e.gen != c.gen {
-			return
-		}
 		err = c.onReassignment(ctx)
 	case evShutdown:
 		resp := c.onControlledShutdown(ctx, e)
@@ -449,7 +447,7 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 	}
 	c.active, c.epoch, c.epochZkVersion = true, epoch, ver
 	c.setKnownController(c.cfg.BrokerID)
-	c.log.ControllerElected(history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Zxid: zxid, Reason: reason})
+	c.log.Emit(history.Event{Kind: history.KindControllerElected, Controller: &history.ControllerRun{Epoch: epoch, EpochZkVersion: ver, Zxid: zxid, Reason: reason}})
 	if err := c.fp.Eval(ctx, failpoint.ControllerAfterElected); err != nil {
 		// Nothing here can fail: an injected error only delays, like a
 		// pause, and the failover goes on.
@@ -566,7 +564,7 @@ func (c *Controller) resign(reason string) {
 		c.chans = nil
 	}
 	c.ctx = nil
-	c.log.ControllerResigned(history.ControllerRun{Epoch: c.epoch, EpochZkVersion: c.epochZkVersion, Reason: reason})
+	c.log.Emit(history.Event{Kind: history.KindControllerResigned, Controller: &history.ControllerRun{Epoch: c.epoch, EpochZkVersion: c.epochZkVersion, Reason: reason}})
 	c.setKnownController(-1)
 }
 
@@ -666,22 +664,15 @@ func (c *Controller) readState(ctx context.Context, tp history.TopicPartition, s
 			return nil, fmt.Errorf("sync %s: %w", path, err)
 		}
 	}
-	type r struct {
-		d  []byte
-		st *zk.Stat
-	}
-	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
-		d, st, err := conn.Get(path)
-		return r{d, st}, err
-	})
+	d, zst, err := c.get(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := zkdata.DecodePartitionState(tp.Topic, tp.Partition, v.d)
+	st, err := zkdata.DecodePartitionState(tp.Topic, tp.Partition, d)
 	if err != nil {
 		return nil, err
 	}
-	return &partState{st: st, ver: v.st.Version}, nil
+	return &partState{st: st, ver: zst.Version}, nil
 }
 
 // decide computes a partition's new state from its current one; ok=false

@@ -46,7 +46,7 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		if code != 0 {
 			ev.Verdict = history.VerdictRejected
 		}
-		c.log.ControlledShutdown(ev)
+		c.log.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &ev})
 		return resp
 	}
 	if !c.active {

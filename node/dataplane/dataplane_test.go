@@ -67,30 +67,53 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A follower with a divergent log (appended as leader of epoch 0) truncates
-// it via OffsetForLeaderEpoch when it follows the epoch-3 leader, then
-// replicates; acks=all completes and the follower's HW follows the leader's.
-func TestFollowerTruncatesAndReplicates(t *testing.T) {
-	m1 := newManagerID(t, 1, t.TempDir(), nil, 2)
-	m2 := newManagerID(t, 2, t.TempDir(), nil, 2)
+// serve serves m's routes on a loopback port for the rest of the test (or
+// until the server is closed) and returns the address, a follower's
+// LeaderAddr, and the server.
+func serve(t *testing.T, m *Manager) (string, *wire.Server) {
+	t.Helper()
 	srv := wire.NewServer()
-	m1.Routes(srv)
+	m.Routes(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), srv
+}
 
-	if err := m2.BecomeLeader(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
+// diverge makes broker 2's m leader of t-0 at epoch 0 and appends n
+// records acks=1: a log that broker 1 leading epoch 3 will not share.
+func diverge(t *testing.T, m *Manager, n int) {
+	t.Helper()
+	if err := m.BecomeLeader(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
 		t.Fatal(err)
 	}
-	m2.cfg.MinISR = 1
-	for i := 0; i < 5; i++ {
-		if r := produce(m2, 0, 1, time.Second, batch("diverged")); r.ErrorCode != 0 {
+	for range n {
+		if r := produce(m, 0, 1, time.Second, batch("diverged")); r.ErrorCode != 0 {
 			t.Fatalf("produce on n2: %d", r.ErrorCode)
 		}
 	}
+}
+
+// follow makes m a follower of t-0 at epoch 3 under broker 1 at addr.
+func follow(t *testing.T, m *Manager, addr string, isr ...int32) {
+	t.Helper()
+	if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 3, ISR: isr, Replicas: []int32{1, 2}, LeaderAddr: addr}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A follower with a divergent log (appended as leader of epoch 0) truncates
+// it via OffsetForLeaderEpoch when it follows the epoch-3 leader, then
+// replicates; acks=all completes and the follower's HW follows the leader's.
+func TestFollowerTruncatesAndReplicates(t *testing.T) {
+	m1 := newManagerID(t, 1, t.TempDir(), nil, 2)
+	m2 := newManagerID(t, 2, t.TempDir(), nil, 2)
+	addr, _ := serve(t, m1)
+	m2.cfg.MinISR = 1
+	diverge(t, m2, 5)
 	lead(t, m1, 0, 1) // epoch 3, ISR [1]
 	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with ISR [1] < 2: %d", r.ErrorCode)
@@ -99,9 +122,7 @@ func TestFollowerTruncatesAndReplicates(t *testing.T) {
 	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != 0 {
 		t.Fatalf("produce on n1: %d", r.ErrorCode)
 	}
-	if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: ln.Addr().String()}); err != nil {
-		t.Fatal(err)
-	}
+	follow(t, m2, addr, 1)
 	l1, l2 := m1.get(history.TP("t", 0)), m2.get(history.TP("t", 0))
 	eventually(t, "follower truncated and caught up", func() bool { return l2.log.LogEndOffset() == 2 && l2.log.LatestEpoch() == 3 })
 	// The follower's fetches expand the ISR only with ZooKeeper; take it in.

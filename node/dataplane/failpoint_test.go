@@ -1,15 +1,12 @@
 package dataplane
 
 import (
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/node/broker"
 	"github.com/zkchaos/zkchaos/node/failpoint"
-	"github.com/zkchaos/zkchaos/node/wire"
 )
 
 // follower-after-truncation holds a follower between its truncation and its
@@ -30,31 +27,15 @@ func TestFollowerAfterTruncationHoldsBeforeFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2.cfg.Failpoints = fp
-	srv := wire.NewServer()
-	m1.Routes(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	addr, _ := serve(t, m1)
 
 	// n2 diverged as leader of epoch 0; n1 leads epoch 3 with two records.
-	if err := m2.BecomeLeader(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 0, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if r := produce(m2, 0, 1, time.Second, batch("diverged")); r.ErrorCode != 0 {
-			t.Fatalf("produce on n2: %d", r.ErrorCode)
-		}
-	}
+	diverge(t, m2, 3)
 	lead(t, m1, 0, 1)
 	if r := produce(m1, 0, -1, time.Second, batch("a", "b")); r.ErrorCode != 0 {
 		t.Fatalf("produce on n1: %d", r.ErrorCode)
 	}
-	if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: ln.Addr().String()}); err != nil {
-		t.Fatal(err)
-	}
+	follow(t, m2, addr, 1)
 	l2 := m2.get(history.TP("t", 0))
 	eventually(t, "the failpoint reached", func() bool {
 		mu.Lock()

@@ -65,6 +65,15 @@ func (p *partition) checkEpochLocked(current int32) int16 {
 	}
 }
 
+// leaderCheckLocked is what a request only the leader serves checks first:
+// that this replica leads, then the client's current leader epoch.
+func (p *partition) leaderCheckLocked(current int32) int16 {
+	if p.role != history.RoleLeader {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return p.checkEpochLocked(current)
+}
+
 type pendingAck struct {
 	p     *partition
 	resp  *kmsg.ProduceResponseTopicPartition
@@ -264,13 +273,7 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 				continue
 			}
 			p.mu.Lock()
-			code := int16(0)
-			switch {
-			case p.role != history.RoleLeader:
-				code = kerr.NotLeaderForPartition.Code
-			default:
-				code = p.checkEpochLocked(in.CurrentLeaderEpoch)
-			}
+			code := p.leaderCheckLocked(in.CurrentLeaderEpoch)
 			if code == 0 && (in.FetchOffset < p.log.LogStartOffset() || in.FetchOffset > p.log.LogEndOffset()) {
 				code = kerr.OffsetOutOfRange.Code
 			}
@@ -414,11 +417,8 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			}
 			p.mu.Lock()
 			consumer := req.ReplicaID == -1
-			switch {
-			case consumer && p.role != history.RoleLeader:
-				op.ErrorCode = kerr.NotLeaderForPartition.Code
-			case consumer:
-				op.ErrorCode = p.checkEpochLocked(rp.CurrentLeaderEpoch)
+			if consumer {
+				op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
 			}
 			if op.ErrorCode == 0 {
 				op.LeaderEpoch = p.leaderEpoch
@@ -476,10 +476,8 @@ func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) km
 				continue
 			}
 			p.mu.Lock()
-			if replicaID != -2 && p.role != history.RoleLeader {
-				op.ErrorCode = kerr.NotLeaderForPartition.Code
-			} else if replicaID != -2 {
-				op.ErrorCode = p.checkEpochLocked(rp.CurrentLeaderEpoch)
+			if replicaID != -2 {
+				op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
 			}
 			if op.ErrorCode == 0 {
 				op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)

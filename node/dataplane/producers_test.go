@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
-	"net"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/broker"
 	"github.com/zkchaos/zkchaos/node/storage"
-	"github.com/zkchaos/zkchaos/node/wire"
 )
 
 // idemBatch is batch(vals...) as an idempotent producer sends it.
@@ -124,18 +122,9 @@ func TestProducerStateSurvivesRestartAndFailover(t *testing.T) {
 	}
 
 	// Failover: broker 2 replicates broker 1's log, then leads.
-	srv := wire.NewServer()
-	m1.Routes(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	addr, srv := serve(t, m1)
 	m2 := newManagerID(t, 2, t.TempDir(), nil, 1)
-	if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, LeaderAddr: ln.Addr().String()}); err != nil {
-		t.Fatal(err)
-	}
+	follow(t, m2, addr, 1, 2)
 	p2 := m2.get(history.TP("t", 0))
 	eventually(t, "follower replicated 5 records", func() bool { return p2.log.LogEndOffset() == 5 })
 	if err := m2.BecomeLeader(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {

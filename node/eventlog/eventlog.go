@@ -1,8 +1,9 @@
 // Package eventlog is the node program's side of the history schema: it
-// turns the facts the checkers need (control requests and their verdicts,
-// registrations, elections, ZooKeeper writes, role changes, failpoints) into
-// history.Event values and appends them through history.Writer, and mirrors a
-// one-line summary to the process's stderr for humans.
+// appends the facts the checkers need (control requests and their verdicts,
+// registrations, elections, ZooKeeper writes, role changes, failpoints), as
+// history.Event values the caller builds with the kind and payload the schema
+// pairs, through history.Writer (Emit), and mirrors a one-line summary to the
+// process's stderr for humans.
 //
 // The schema itself belongs to history/; this package must not invent its
 // own fields. A nil *Log is valid and records nothing (unit tests).
@@ -90,54 +91,9 @@ func (l *Log) Emit(ev history.Event) {
 	}
 }
 
-// NodeStart records the first line of a process.
-func (l *Log) NodeStart(p history.Process) {
-	l.Emit(history.Event{Kind: history.KindNodeStart, Process: &p})
-}
-
-// NodeStop records a clean exit.
-func (l *Log) NodeStop(p history.Process) {
-	l.Emit(history.Event{Kind: history.KindNodeStop, Process: &p})
-}
-
-// Registered records /brokers/ids/<id> creation with its czxid.
-func (l *Log) Registered(r history.Registration) {
-	l.Emit(history.Event{Kind: history.KindBrokerRegistered, Registration: &r})
-}
-
-// ControllerElected records becoming controller.
-func (l *Log) ControllerElected(c history.ControllerRun) {
-	l.Emit(history.Event{Kind: history.KindControllerElected, Controller: &c})
-}
-
-// ControllerResigned records resigning.
-func (l *Log) ControllerResigned(c history.ControllerRun) {
-	l.Emit(history.Event{Kind: history.KindControllerResigned, Controller: &c})
-}
-
 // ZKWrite records one ZooKeeper write and its outcome.
 func (l *Log) ZKWrite(w history.ZKWrite) {
 	l.Emit(history.Event{Kind: history.KindZKWrite, ZKWrite: &w})
-}
-
-// ControlSent records a control request handed to the network.
-func (l *Log) ControlSent(c history.Control) {
-	l.Emit(history.Event{Kind: history.KindControlSent, Control: &c})
-}
-
-// ControlRequest records a control request received and judged by a broker.
-func (l *Log) ControlRequest(c history.Control) {
-	l.Emit(history.Event{Kind: history.KindControlRequest, Control: &c})
-}
-
-// ControlledShutdown records a ControlledShutdown handled by the controller.
-func (l *Log) ControlledShutdown(s history.Shutdown) {
-	l.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &s})
-}
-
-// Role records a replica's leader/follower/stopped transition.
-func (l *Log) Role(r history.Role) {
-	l.Emit(history.Event{Kind: history.KindRoleChange, Role: &r})
 }
 
 // Failpoint records a failpoint firing (start) or the node going on (stop).

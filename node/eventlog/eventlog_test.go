@@ -11,18 +11,18 @@ import (
 func TestEventsAreValidHistory(t *testing.T) {
 	var file, text bytes.Buffer
 	l := New(history.NewWriter(&file, "n2", 2), 2, &text)
-	l.NodeStart(history.Process{Incarnation: 1, Bugs: []string{"KAFKA-532"}})
-	l.Registered(history.Registration{BrokerID: 2, BrokerEpoch: 77})
-	l.ControllerElected(history.ControllerRun{Epoch: 3, EpochZkVersion: 3})
+	l.Emit(history.Event{Kind: history.KindNodeStart, Process: &history.Process{Incarnation: 1, Bugs: []string{"KAFKA-532"}}})
+	l.Emit(history.Event{Kind: history.KindBrokerRegistered, Registration: &history.Registration{BrokerID: 2, BrokerEpoch: 77}})
+	l.Emit(history.Event{Kind: history.KindControllerElected, Controller: &history.ControllerRun{Epoch: 3, EpochZkVersion: 3}})
 	l.ZKWrite(history.ZKWrite{Path: "/x", Op: "set", Outcome: history.ZKBadVersion})
-	l.ControlRequest(history.Control{API: history.APILeaderAndIsr, Verdict: history.VerdictRejected, ErrorCode: 11})
-	l.ControlSent(history.Control{API: history.APIStopReplica, TargetBroker: 1})
-	l.ControlledShutdown(history.Shutdown{BrokerID: 1, Verdict: history.VerdictAccepted})
-	l.Role(history.Role{Topic: "t", Role: history.RoleLeader})
+	l.Emit(history.Event{Kind: history.KindControlRequest, Control: &history.Control{API: history.APILeaderAndIsr, Verdict: history.VerdictRejected, ErrorCode: 11}})
+	l.Emit(history.Event{Kind: history.KindControlSent, Control: &history.Control{API: history.APIStopReplica, TargetBroker: 1}})
+	l.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &history.Shutdown{BrokerID: 1, Verdict: history.VerdictAccepted}})
+	l.Emit(history.Event{Kind: history.KindRoleChange, Role: &history.Role{Topic: "t", Role: history.RoleLeader}})
 	l.Failpoint(true, "fp-1", "broker-before-register", "pause")
 	l.Failpoint(false, "fp-1", "broker-before-register", "")
-	l.ControllerResigned(history.ControllerRun{Epoch: 3, Reason: "controller moved"})
-	l.NodeStop(history.Process{Incarnation: 1})
+	l.Emit(history.Event{Kind: history.KindControllerResigned, Controller: &history.ControllerRun{Epoch: 3, Reason: "controller moved"}})
+	l.Emit(history.Event{Kind: history.KindNodeStop, Process: &history.Process{Incarnation: 1}})
 	evs, warns, err := history.Decode(&file, "n2.jsonl")
 	if err != nil || len(warns) != 0 {
 		t.Fatalf("decode: %v %v", err, warns)
@@ -45,7 +45,7 @@ func TestEventsAreValidHistory(t *testing.T) {
 
 func TestNilLogIsANoOp(t *testing.T) {
 	var l *Log
-	l.NodeStart(history.Process{})
+	l.Emit(history.Event{Kind: history.KindNodeStart, Process: &history.Process{}})
 	l.Printf("x")
 	l.Sync()
 	if err := l.Close(); err != nil {

@@ -99,6 +99,15 @@ func (e *env) metadata(id int, topic string) (map[int32]partitionMeta, error) {
 	return out, nil
 }
 
+// healthyTopic waits for every broker to register, creates dpTopic with
+// parts partitions and waits (up to a minute) until they are healthy.
+func (e *env) healthyTopic(parts int) map[int32]partitionMeta {
+	e.t.Helper()
+	e.waitAllRegistered()
+	e.createTopic(dpTopic, parts)
+	return e.waitHealthy(dpTopic, parts, 60*time.Second)
+}
+
 // waitHealthy waits until every node's metadata shows every partition with
 // a leader and a full ISR, and returns the metadata.
 func (e *env) waitHealthy(topic string, parts int, within time.Duration) map[int32]partitionMeta {
@@ -235,9 +244,7 @@ func (e *env) committedBytes(id int, p int32, hw int64) []byte {
 func TestDataPlaneAckedWritesSurviveLeaderKill(t *testing.T) {
 	e := setupArgs(t, []string{"--min-insync-replicas=2", "--replica-lag-time-max=3s"}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	kc := e.kgoClient(kgo.AllISRAcks(), 2*time.Millisecond, 10)
 
 	const total = 10000
@@ -326,9 +333,7 @@ func TestDataPlaneLaggingFollowerLeavesAndRejoinsISR(t *testing.T) {
 	const lag = 2 * time.Second
 	e := setupArgs(t, []string{"--min-insync-replicas=2", "--replica-lag-time-max=" + lag.String()}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	leader := int(md[0].Leader)
 	follower := other(leader, e.controller(10*time.Second))
 	kc := e.kgoClient(kgo.LeaderAck(), 0, 1)
@@ -388,9 +393,7 @@ func TestDataPlaneLaggingFollowerLeavesAndRejoinsISR(t *testing.T) {
 func TestDataPlaneMinInsyncReplicas(t *testing.T) {
 	e := setupArgs(t, []string{"--min-insync-replicas=2", "--replica-lag-time-max=2s"}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	leader := int(md[0].Leader)
 	// Both clients connect (and learn the leader) while all nodes are up.
 	all := e.kgoClient(kgo.AllISRAcks(), 0, 0)
@@ -445,121 +448,119 @@ func readCheckpoint(t *testing.T, e *env, id int) map[checkpoint.TopicPartition]
 // one partition reaching the new process first) leaves a hosted partition
 // out of the file.
 func TestDataPlaneHWCheckpoint(t *testing.T) {
-	for _, m := range []struct{ name, bugs string }{{"fixed", ""}, {"KAFKA-7235", "KAFKA-7235"}} {
-		t.Run(m.name, func(t *testing.T) {
-			var extra []string
-			if m.bugs != "" {
-				extra = append(extra, "--bugs="+m.bugs)
+	bugModes(t, "KAFKA-7235", func(t *testing.T, bugs string) {
+		var extra []string
+		if bugs != "" {
+			extra = append(extra, "--bugs="+bugs)
+		}
+		e := setupArgs(t, append(extra, "--hw-checkpoint-interval=200ms"), nil)
+		ctx := ctxT(t)
+		regs := e.waitAllRegistered()
+		e.createTopic(dpTopic, 3)
+		md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+		kc := e.kgoClient(kgo.AllISRAcks(), 0, 3)
+		for i := 0; i < 30; i++ {
+			if err := kc.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte(fmt.Sprintf("c-%d", i))}).FirstErr(); err != nil {
+				t.Fatal(err)
 			}
-			e := setupArgs(t, append(extra, "--hw-checkpoint-interval=200ms"), nil)
-			ctx := ctxT(t)
-			regs := e.waitAllRegistered()
-			e.createTopic(dpTopic, 3)
-			md := e.waitHealthy(dpTopic, 3, 60*time.Second)
-			kc := e.kgoClient(kgo.AllISRAcks(), 0, 3)
-			for i := 0; i < 30; i++ {
-				if err := kc.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte(fmt.Sprintf("c-%d", i))}).FirstErr(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c := e.controller(10 * time.Second)
-			b := other(c)
-			// HWs are 10 everywhere once the followers have fetched again.
-			time.Sleep(time.Second)
+		}
+		c := e.controller(10 * time.Second)
+		b := other(c)
+		// HWs are 10 everywhere once the followers have fetched again.
+		time.Sleep(time.Second)
 
-			// Clean restart: SIGTERM, the last checkpoint, then start.
-			if err := e.node(b).Container.Signal(ctx, "SIGTERM"); err != nil {
-				t.Fatal(err)
+		// Clean restart: SIGTERM, the last checkpoint, then start.
+		if err := e.node(b).Container.Signal(ctx, "SIGTERM"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.node(b).Container.WaitExited(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hws := readCheckpoint(t, e, b)
+		for p := int32(0); p < 3; p++ {
+			if hw, ok := hws[checkpoint.TopicPartition{Topic: dpTopic, Partition: p}]; !ok || hw != 10 {
+				t.Fatalf("n%d's checkpoint after a clean shutdown: %s-%d = %d (present %v), want 10; file %v", b, dpTopic, p, hw, ok, hws)
 			}
-			if err := e.node(b).Container.WaitExited(ctx); err != nil {
-				t.Fatal(err)
+		}
+		t.Logf("n%d's checkpoint after clean shutdown: %v", b, hws)
+		n0 := len(e.events(b))
+		if err := e.node(b).Container.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := e.waitEvent(b, 30*time.Second, "re-registration", n0, isKind(history.KindBrokerRegistered))
+		regs[b] = reg.Registration.BrokerEpoch
+		e.waitHealthy(dpTopic, 3, 60*time.Second)
+		_, idx := e.waitEvent(b, 10*time.Second, "hw_checkpoint after restart", n0, isKind(history.KindHWCheckpoint))
+		time.Sleep(500 * time.Millisecond)
+		hws = readCheckpoint(t, e, b)
+		if len(hws) != 3 {
+			t.Fatalf("n%d's checkpoint after the clean restart (write at event %d): %v, want 3 partitions", b, idx, hws)
+		}
+
+		// The KAFKA-7235 window: hold the controller before it handles
+		// the BrokerChange, bounce b, and hand the new process a
+		// LeaderAndIsr of b's previous generation for one partition.
+		e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*pause")
+		n1 := len(e.events(b))
+		if _, err := nemesis.Bounce(ctx, e.node(b).Container); err != nil {
+			t.Fatal(err)
+		}
+		e.waitEvent(c, 30*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, 0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+		_, regIdx := e.waitEvent(b, 30*time.Second, "re-registration", n1, isKind(history.KindBrokerRegistered))
+		// One partition b does not lead: b becomes its follower.
+		part := int32(-1)
+		for p := int32(0); p < 3 && part < 0; p++ {
+			if md[p].Leader != int32(b) {
+				part = p
 			}
-			hws := readCheckpoint(t, e, b)
-			for p := int32(0); p < 3; p++ {
-				if hw, ok := hws[checkpoint.TopicPartition{Topic: dpTopic, Partition: p}]; !ok || hw != 10 {
-					t.Fatalf("n%d's checkpoint after a clean shutdown: %s-%d = %d (present %v), want 10; file %v", b, dpTopic, p, hw, ok, hws)
-				}
+		}
+		d, st, err := e.get(zkdata.PartitionStatePath(dpTopic, part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, _ := zkdata.DecodePartitionState(dpTopic, part, d)
+		var elected history.Event
+		for _, ev := range e.events(c) {
+			if ev.Kind == history.KindControllerElected {
+				elected = ev
 			}
-			t.Logf("n%d's checkpoint after clean shutdown: %v", b, hws)
-			n0 := len(e.events(b))
-			if err := e.node(b).Container.Start(ctx); err != nil {
-				t.Fatal(err)
+		}
+		req := leaderAndIsr(int32(c), elected.Controller.Epoch, regs[b], dpTopic, ps.Leader, ps.LeaderEpoch)
+		tp := &req.TopicStates[0].PartitionStates[0]
+		tp.Partition, tp.ISR, tp.Replicas, tp.ZKVersion, tp.IsNew = part, ps.ISR, []int32{1, 2, 3}, st.Version, false
+		resp := e.request(b, req).(*kmsg.LeaderAndISRResponse)
+		t.Logf("stale LeaderAndIsr (broker epoch %d) for %s-%d to the new n%d: error %d", regs[b], dpTopic, part, b, resp.ErrorCode)
+		time.Sleep(time.Second) // a few checkpoint intervals
+		hws = readCheckpoint(t, e, b)
+		missing := 0
+		for p := int32(0); p < 3; p++ {
+			if _, ok := hws[checkpoint.TopicPartition{Topic: dpTopic, Partition: p}]; !ok {
+				missing++
 			}
-			reg, _ := e.waitEvent(b, 30*time.Second, "re-registration", n0, isKind(history.KindBrokerRegistered))
-			regs[b] = reg.Registration.BrokerEpoch
+		}
+		e.admin(c, "POST", "/failpoints/"+failpoint.ControllerBeforeBrokerChange+"/release", "")
+		if bugs == "" {
+			if resp.ErrorCode != kerr.StaleBrokerEpoch.Code {
+				t.Fatalf("fixed: stale LeaderAndIsr answered %d, want 77", resp.ErrorCode)
+			}
+			if missing != 0 {
+				t.Fatalf("fixed: n%d's checkpoint lost %d hosted partitions: %v", b, missing, hws)
+			}
 			e.waitHealthy(dpTopic, 3, 60*time.Second)
-			_, idx := e.waitEvent(b, 10*time.Second, "hw_checkpoint after restart", n0, isKind(history.KindHWCheckpoint))
-			time.Sleep(500 * time.Millisecond)
-			hws = readCheckpoint(t, e, b)
-			if len(hws) != 3 {
-				t.Fatalf("n%d's checkpoint after the clean restart (write at event %d): %v, want 3 partitions", b, idx, hws)
+			time.Sleep(time.Second)
+			if hws = readCheckpoint(t, e, b); len(hws) != 3 {
+				t.Fatalf("fixed: n%d's checkpoint after the bounce: %v", b, hws)
 			}
-
-			// The KAFKA-7235 window: hold the controller before it handles
-			// the BrokerChange, bounce b, and hand the new process a
-			// LeaderAndIsr of b's previous generation for one partition.
-			e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*pause")
-			n1 := len(e.events(b))
-			if _, err := nemesis.Bounce(ctx, e.node(b).Container); err != nil {
-				t.Fatal(err)
+		} else {
+			if resp.ErrorCode != 0 || missing != 2 {
+				t.Fatalf("KAFKA-7235: stale LeaderAndIsr answered %d and the checkpoint is %v; want accepted and only %s-%d left", resp.ErrorCode, hws, dpTopic, part)
 			}
-			e.waitEvent(c, 30*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, 0, failpointStart(failpoint.ControllerBeforeBrokerChange))
-			_, regIdx := e.waitEvent(b, 30*time.Second, "re-registration", n1, isKind(history.KindBrokerRegistered))
-			// One partition b does not lead: b becomes its follower.
-			part := int32(-1)
-			for p := int32(0); p < 3 && part < 0; p++ {
-				if md[p].Leader != int32(b) {
-					part = p
-				}
-			}
-			d, st, err := e.get(zkdata.PartitionStatePath(dpTopic, part))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ps, _ := zkdata.DecodePartitionState(dpTopic, part, d)
-			var elected history.Event
-			for _, ev := range e.events(c) {
-				if ev.Kind == history.KindControllerElected {
-					elected = ev
-				}
-			}
-			req := leaderAndIsr(int32(c), elected.Controller.Epoch, regs[b], dpTopic, ps.Leader, ps.LeaderEpoch)
-			tp := &req.TopicStates[0].PartitionStates[0]
-			tp.Partition, tp.ISR, tp.Replicas, tp.ZKVersion, tp.IsNew = part, ps.ISR, []int32{1, 2, 3}, st.Version, false
-			resp := e.request(b, req).(*kmsg.LeaderAndISRResponse)
-			t.Logf("stale LeaderAndIsr (broker epoch %d) for %s-%d to the new n%d: error %d", regs[b], dpTopic, part, b, resp.ErrorCode)
-			time.Sleep(time.Second) // a few checkpoint intervals
-			hws = readCheckpoint(t, e, b)
-			missing := 0
-			for p := int32(0); p < 3; p++ {
-				if _, ok := hws[checkpoint.TopicPartition{Topic: dpTopic, Partition: p}]; !ok {
-					missing++
-				}
-			}
-			e.admin(c, "POST", "/failpoints/"+failpoint.ControllerBeforeBrokerChange+"/release", "")
-			if m.bugs == "" {
-				if resp.ErrorCode != kerr.StaleBrokerEpoch.Code {
-					t.Fatalf("fixed: stale LeaderAndIsr answered %d, want 77", resp.ErrorCode)
-				}
-				if missing != 0 {
-					t.Fatalf("fixed: n%d's checkpoint lost %d hosted partitions: %v", b, missing, hws)
-				}
-				e.waitHealthy(dpTopic, 3, 60*time.Second)
-				time.Sleep(time.Second)
-				if hws = readCheckpoint(t, e, b); len(hws) != 3 {
-					t.Fatalf("fixed: n%d's checkpoint after the bounce: %v", b, hws)
-				}
-			} else {
-				if resp.ErrorCode != 0 || missing != 2 {
-					t.Fatalf("KAFKA-7235: stale LeaderAndIsr answered %d and the checkpoint is %v; want accepted and only %s-%d left", resp.ErrorCode, hws, dpTopic, part)
-				}
-				ev, _ := e.waitEvent(b, 5*time.Second, "hw_checkpoint", regIdx, isKind(history.KindHWCheckpoint))
-				t.Logf("KAFKA-7235: n%d wrote %v while hosting %v", b, ev.Checkpoint.Entries, ev.Checkpoint.Hosted)
-			}
-			t.Logf("n%d's checkpoint after the bounce: %v", b, hws)
-			e.expectVerdict(checkers.HWCheckpoint{}, m.bugs)
-		})
-	}
+			ev, _ := e.waitEvent(b, 5*time.Second, "hw_checkpoint", regIdx, isKind(history.KindHWCheckpoint))
+			t.Logf("KAFKA-7235: n%d wrote %v while hosting %v", b, ev.Checkpoint.Entries, ev.Checkpoint.Hosted)
+		}
+		t.Logf("n%d's checkpoint after the bounce: %v", b, hws)
+		e.expectVerdict(checkers.HWCheckpoint{}, bugs)
+	})
 }
 
 // TestDataPlaneBenchmark is the BENCHMARKS.md data-plane figure, not a timed
@@ -573,9 +574,7 @@ func TestDataPlaneBenchmark(t *testing.T) {
 	}
 	e := setupArgs(t, []string{"--min-insync-replicas=2"}, nil)
 	ctx := ctxT(t)
-	e.waitAllRegistered()
-	e.createTopic(dpTopic, 3)
-	md := e.waitHealthy(dpTopic, 3, 60*time.Second)
+	md := e.healthyTopic(3)
 	envInt := func(name string, def int) int {
 		var v int
 		if _, err := fmt.Sscan(os.Getenv(name), &v); err == nil && v > 0 {
@@ -659,9 +658,7 @@ func TestDataPlaneShrunkISRLeaderCrash(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			e := setupArgs(t, []string{"--offline-election=" + policy, "--min-insync-replicas=2", "--replica-lag-time-max=2s"}, nil)
 			ctx := ctxT(t)
-			e.waitAllRegistered()
-			e.createTopic(dpTopic, 1)
-			md := e.waitHealthy(dpTopic, 1, 60*time.Second)
+			md := e.healthyTopic(1)
 			leader := int(md[0].Leader)
 			kc := e.kgoClient(kgo.AllISRAcks(), 0, 0)
 			acked := map[int64]string{}

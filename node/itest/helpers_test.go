@@ -180,6 +180,33 @@ func (e *env) controller(within time.Duration) int {
 	}
 }
 
+// bugModes runs test twice, as subtests: with every fix on ("fixed", bugs
+// "") and with the bug switch bug on (named after it, bugs = bug); test
+// sets up its own cluster with bugs.
+func bugModes(t *testing.T, bug string, test func(t *testing.T, bugs string)) {
+	for _, bugs := range []string{"", bug} {
+		name := bugs
+		if name == "" {
+			name = "fixed"
+		}
+		t.Run(name, func(t *testing.T) { test(t, bugs) })
+	}
+}
+
+// createTopicT waits for every broker to register, creates topic "t" with
+// three partitions and returns the controller once it has written the last
+// partition's state.
+func (e *env) createTopicT() int {
+	e.t.Helper()
+	e.waitAllRegistered()
+	e.createTopic("t", 3)
+	c := e.controller(30 * time.Second)
+	e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
+		return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
+	})
+	return c
+}
+
 // createTopic writes /brokers/topics/<name> with RF 3 round-robin over
 // nodes 1..3, as ZooKeeper-era admin tools did.
 func (e *env) createTopic(name string, partitions int) {

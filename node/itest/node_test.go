@@ -117,93 +117,84 @@ func checkEpochZnode(t *testing.T, e *env, run *history.ControllerRun) {
 // its BrokerChange handler (failpoint, then SIGSTOP from outside: a PID 1
 // cannot stop itself), so it has a write to make when it wakes up.
 func TestZombieController(t *testing.T) {
-	for _, m := range []struct{ name, bugs string }{{"fixed", ""}, {"KAFKA-532", "KAFKA-532"}} {
-		t.Run(m.name, func(t *testing.T) {
-			e := setup(t, m.bugs, nil)
-			ctx := ctxT(t)
-			e.waitAllRegistered()
-			e.createTopic("t", 3)
-			c := e.controller(30 * time.Second)
-			elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
-			e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
-				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
-			})
-			e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sigstop")
-			v := other(c)
-			if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
-				t.Fatal(err)
-			}
-			fp, fpIdx := e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, 0, failpointStart(failpoint.ControllerBeforeBrokerChange))
-			if !strings.Contains(fp.Fault.Detail, "awaiting external SIGSTOP") {
-				t.Fatalf("PID 1 failpoint detail %q should say it awaits an external SIGSTOP", fp.Fault.Detail)
-			}
-			if err := nemesis.Pause(ctx, e.node(c).Container); err != nil {
-				t.Fatal(err)
-			}
-			paused := time.Now()
-			w := other(c, v)
-			next, _ := e.waitEvent(w, 30*time.Second, "new controller", 0, func(ev history.Event) bool {
-				return ev.Kind == history.KindControllerElected && ev.Controller.Epoch > elected.Controller.Epoch
-			})
-			t.Logf("n%d paused at its failpoint; n%d elected at epoch %d after %s", c, w, next.Controller.Epoch, time.Duration(next.Time-paused.UnixNano()))
-			if err := nemesis.Resume(ctx, e.node(c).Container); err != nil {
-				t.Fatal(err)
-			}
-			e.waitEvent(c, 10*time.Second, "failpoint released by SIGCONT", fpIdx, failpointStop(failpoint.ControllerBeforeBrokerChange))
-			wr, wrIdx := e.waitEvent(c, 30*time.Second, "the zombie's partition-state write", fpIdx, func(ev history.Event) bool {
-				return ev.Kind == history.KindZKWrite && ev.ZKWrite.State != nil
-			})
-			t.Logf("zombie write: %+v", *wr.ZKWrite)
-			if wr.ZKWrite.ControllerEpoch != elected.Controller.Epoch {
-				t.Fatalf("zombie wrote with epoch %d, want its old epoch %d", wr.ZKWrite.ControllerEpoch, elected.Controller.Epoch)
-			}
-			if m.bugs == "" {
-				if !wr.ZKWrite.Conditional || wr.ZKWrite.Outcome != history.ZKBadVersion {
-					t.Fatalf("fixed: zombie write conditional=%v outcome %s, want conditional badversion", wr.ZKWrite.Conditional, wr.ZKWrite.Outcome)
-				}
-				res, _ := e.waitEvent(c, 10*time.Second, "resignation", wrIdx, isKind(history.KindControllerResigned))
-				if !strings.Contains(res.Controller.Reason, "controller moved") {
-					t.Fatalf("resigned for %q, want controller moved", res.Controller.Reason)
-				}
-			} else if wr.ZKWrite.Conditional || wr.ZKWrite.Outcome != history.ZKOK {
-				t.Fatalf("KAFKA-532: zombie write conditional=%v outcome %s, want an unconditional write that succeeds", wr.ZKWrite.Conditional, wr.ZKWrite.Outcome)
-			}
-			e.expectVerdict(checkers.ControllerFencing{}, m.bugs)
+	bugModes(t, "KAFKA-532", func(t *testing.T, bugs string) {
+		e := setup(t, bugs, nil)
+		ctx := ctxT(t)
+		c := e.createTopicT()
+		elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
+		e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sigstop")
+		v := other(c)
+		if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
+			t.Fatal(err)
+		}
+		fp, fpIdx := e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, 0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+		if !strings.Contains(fp.Fault.Detail, "awaiting external SIGSTOP") {
+			t.Fatalf("PID 1 failpoint detail %q should say it awaits an external SIGSTOP", fp.Fault.Detail)
+		}
+		if err := nemesis.Pause(ctx, e.node(c).Container); err != nil {
+			t.Fatal(err)
+		}
+		paused := time.Now()
+		w := other(c, v)
+		next, _ := e.waitEvent(w, 30*time.Second, "new controller", 0, func(ev history.Event) bool {
+			return ev.Kind == history.KindControllerElected && ev.Controller.Epoch > elected.Controller.Epoch
 		})
-	}
+		t.Logf("n%d paused at its failpoint; n%d elected at epoch %d after %s", c, w, next.Controller.Epoch, time.Duration(next.Time-paused.UnixNano()))
+		if err := nemesis.Resume(ctx, e.node(c).Container); err != nil {
+			t.Fatal(err)
+		}
+		e.waitEvent(c, 10*time.Second, "failpoint released by SIGCONT", fpIdx, failpointStop(failpoint.ControllerBeforeBrokerChange))
+		wr, wrIdx := e.waitEvent(c, 30*time.Second, "the zombie's partition-state write", fpIdx, func(ev history.Event) bool {
+			return ev.Kind == history.KindZKWrite && ev.ZKWrite.State != nil
+		})
+		t.Logf("zombie write: %+v", *wr.ZKWrite)
+		if wr.ZKWrite.ControllerEpoch != elected.Controller.Epoch {
+			t.Fatalf("zombie wrote with epoch %d, want its old epoch %d", wr.ZKWrite.ControllerEpoch, elected.Controller.Epoch)
+		}
+		if bugs == "" {
+			if !wr.ZKWrite.Conditional || wr.ZKWrite.Outcome != history.ZKBadVersion {
+				t.Fatalf("fixed: zombie write conditional=%v outcome %s, want conditional badversion", wr.ZKWrite.Conditional, wr.ZKWrite.Outcome)
+			}
+			res, _ := e.waitEvent(c, 10*time.Second, "resignation", wrIdx, isKind(history.KindControllerResigned))
+			if !strings.Contains(res.Controller.Reason, "controller moved") {
+				t.Fatalf("resigned for %q, want controller moved", res.Controller.Reason)
+			}
+		} else if wr.ZKWrite.Conditional || wr.ZKWrite.Outcome != history.ZKOK {
+			t.Fatalf("KAFKA-532: zombie write conditional=%v outcome %s, want an unconditional write that succeeds", wr.ZKWrite.Conditional, wr.ZKWrite.Outcome)
+		}
+		e.expectVerdict(checkers.ControllerFencing{}, bugs)
+	})
 }
 
 // Must show: a LeaderAndIsr with a lower controller epoch than the broker has
 // seen: fixed — rejected with 11 and logged; with KAFKA-532 — accepted.
 func TestStaleControllerEpoch(t *testing.T) {
-	for _, m := range []struct{ name, bugs string }{{"fixed", ""}, {"KAFKA-532", "KAFKA-532"}} {
-		t.Run(m.name, func(t *testing.T) {
-			e := setup(t, m.bugs, nil)
-			regs := e.waitAllRegistered()
-			c := e.controller(30 * time.Second)
-			b := other(c)
-			seen, _ := e.waitEvent(b, 30*time.Second, "a control request from the controller", 0, func(ev history.Event) bool {
-				return ev.Kind == history.KindControlRequest && ev.Control.ControllerEpoch >= 1 && ev.Control.Verdict == history.VerdictAccepted
-			})
-			epoch := seen.Control.ControllerEpoch
-			n0 := len(e.events(b))
-			resp := e.request(b, leaderAndIsr(int32(c), epoch-1, regs[b], "stale-controller", int32(b), 0)).(*kmsg.LeaderAndISRResponse)
-			ev, _ := e.waitEvent(b, 10*time.Second, "control_request for the stale request", n0, func(ev history.Event) bool {
-				return ev.Kind == history.KindControlRequest && ev.Control.API == history.APILeaderAndIsr && ev.Control.ControllerEpoch == epoch-1
-			})
-			if ev.Control.KnownControllerEpoch != epoch {
-				t.Fatalf("logged known controller epoch %d, want %d", ev.Control.KnownControllerEpoch, epoch)
-			}
-			if m.bugs == "" {
-				if resp.ErrorCode != kerr.StaleControllerEpoch.Code || ev.Control.Verdict != history.VerdictRejected || ev.Control.ErrorCode != kerr.StaleControllerEpoch.Code {
-					t.Fatalf("fixed: response error %d, logged %s/%d; want rejected with 11", resp.ErrorCode, ev.Control.Verdict, ev.Control.ErrorCode)
-				}
-			} else if resp.ErrorCode != 0 || len(resp.Partitions) != 1 || resp.Partitions[0].ErrorCode != 0 || ev.Control.Verdict != history.VerdictAccepted {
-				t.Fatalf("KAFKA-532: response %+v, logged %s; want accepted", resp, ev.Control.Verdict)
-			}
-			e.expectVerdict(checkers.ControllerFencing{}, m.bugs)
+	bugModes(t, "KAFKA-532", func(t *testing.T, bugs string) {
+		e := setup(t, bugs, nil)
+		regs := e.waitAllRegistered()
+		c := e.controller(30 * time.Second)
+		b := other(c)
+		seen, _ := e.waitEvent(b, 30*time.Second, "a control request from the controller", 0, func(ev history.Event) bool {
+			return ev.Kind == history.KindControlRequest && ev.Control.ControllerEpoch >= 1 && ev.Control.Verdict == history.VerdictAccepted
 		})
-	}
+		epoch := seen.Control.ControllerEpoch
+		n0 := len(e.events(b))
+		resp := e.request(b, leaderAndIsr(int32(c), epoch-1, regs[b], "stale-controller", int32(b), 0)).(*kmsg.LeaderAndISRResponse)
+		ev, _ := e.waitEvent(b, 10*time.Second, "control_request for the stale request", n0, func(ev history.Event) bool {
+			return ev.Kind == history.KindControlRequest && ev.Control.API == history.APILeaderAndIsr && ev.Control.ControllerEpoch == epoch-1
+		})
+		if ev.Control.KnownControllerEpoch != epoch {
+			t.Fatalf("logged known controller epoch %d, want %d", ev.Control.KnownControllerEpoch, epoch)
+		}
+		if bugs == "" {
+			if resp.ErrorCode != kerr.StaleControllerEpoch.Code || ev.Control.Verdict != history.VerdictRejected || ev.Control.ErrorCode != kerr.StaleControllerEpoch.Code {
+				t.Fatalf("fixed: response error %d, logged %s/%d; want rejected with 11", resp.ErrorCode, ev.Control.Verdict, ev.Control.ErrorCode)
+			}
+		} else if resp.ErrorCode != 0 || len(resp.Partitions) != 1 || resp.Partitions[0].ErrorCode != 0 || ev.Control.Verdict != history.VerdictAccepted {
+			t.Fatalf("KAFKA-532: response %+v, logged %s; want accepted", resp, ev.Control.Verdict)
+		}
+		e.expectVerdict(checkers.ControllerFencing{}, bugs)
+	})
 }
 
 // Must show: broker epoch = czxid of /brokers/ids/N; after a restart a
@@ -212,101 +203,99 @@ func TestStaleControllerEpoch(t *testing.T) {
 // unchanged (fixed) and misses it (KAFKA-7235); controlled shutdown with a
 // stale broker epoch is refused (fixed).
 func TestBrokerEpoch(t *testing.T) {
-	for _, m := range []struct{ name, bugs string }{{"fixed", ""}, {"KAFKA-7235", "KAFKA-7235"}} {
-		t.Run(m.name, func(t *testing.T) {
-			e := setup(t, m.bugs, nil)
-			ctx := ctxT(t)
-			regs := e.waitAllRegistered()
-			e.createTopic("t", 3)
-			c := e.controller(30 * time.Second)
-			elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
-			b := other(c)
-			for id := 1; id <= 3; id++ {
-				_, st, err := e.get(zkdata.BrokerPath(int32(id)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st.Czxid != regs[id] {
-					t.Fatalf("n%d logged broker epoch %d, /brokers/ids/%d czxid is %d", id, regs[id], id, st.Czxid)
-				}
-			}
-			e.waitEvent(b, 30*time.Second, "role_change", 0, isKind(history.KindRoleChange))
-
-			// Hold the controller before it reads /brokers/ids, bounce b,
-			// let b re-register, then let the controller look.
-			e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*pause")
-			n0 := len(e.events(b))
-			if _, err := nemesis.Bounce(ctx, e.node(b).Container); err != nil {
+	bugModes(t, "KAFKA-7235", func(t *testing.T, bugs string) {
+		e := setup(t, bugs, nil)
+		ctx := ctxT(t)
+		regs := e.waitAllRegistered()
+		e.createTopic("t", 3)
+		c := e.controller(30 * time.Second)
+		elected, _ := e.waitEvent(c, 30*time.Second, "controller_elected", 0, isKind(history.KindControllerElected))
+		b := other(c)
+		for id := 1; id <= 3; id++ {
+			_, st, err := e.get(zkdata.BrokerPath(int32(id)))
+			if err != nil {
 				t.Fatal(err)
 			}
-			_, fpIdx := e.waitEvent(c, 30*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, 0, failpointStart(failpoint.ControllerBeforeBrokerChange))
-			reg, regIdx := e.waitEvent(b, 30*time.Second, "re-registration", n0, isKind(history.KindBrokerRegistered))
-			newEpoch := reg.Registration.BrokerEpoch
-			if newEpoch <= regs[b] {
-				t.Fatalf("new broker epoch %d not above old %d", newEpoch, regs[b])
+			if st.Czxid != regs[id] {
+				t.Fatalf("n%d logged broker epoch %d, /brokers/ids/%d czxid is %d", id, regs[id], id, st.Czxid)
 			}
-			if _, st, err := e.get(zkdata.BrokerPath(int32(b))); err != nil || st.Czxid != newEpoch {
-				t.Fatalf("after restart /brokers/ids/%d czxid %v (err %v), logged %d", b, st, err, newEpoch)
-			}
-			e.admin(c, "POST", "/failpoints/"+failpoint.ControllerBeforeBrokerChange+"/release", "")
-			e.waitEvent(c, 10*time.Second, "failpoint released", fpIdx, failpointStop(failpoint.ControllerBeforeBrokerChange))
-			if m.bugs == "" {
-				ev, _ := e.waitEvent(b, 15*time.Second, "LeaderAndIsr after the bounce", regIdx, func(ev history.Event) bool {
-					return ev.Kind == history.KindControlRequest && ev.Control.API == history.APILeaderAndIsr
-				})
-				if ev.Control.BrokerEpoch != newEpoch || ev.Control.Verdict != history.VerdictAccepted {
-					t.Fatalf("fixed: LeaderAndIsr after bounce carried epoch %d (%s), want %d accepted", ev.Control.BrokerEpoch, ev.Control.Verdict, newEpoch)
-				}
-			} else {
-				time.Sleep(3 * time.Second)
-				if ev, ok := e.findEvent(b, regIdx, func(ev history.Event) bool {
-					return ev.Kind == history.KindControlRequest && ev.Control.API == history.APILeaderAndIsr
-				}); ok {
-					t.Fatalf("KAFKA-7235: the controller should miss the bounce, but sent %+v", *ev.Control)
-				}
-			}
-			var st struct {
-				Controller struct {
-					Bounces int `json:"bounces_detected"`
-				} `json:"controller"`
-			}
-			if err := json.Unmarshal([]byte(e.admin(c, "GET", "/state", "")), &st); err != nil {
-				t.Fatal(err)
-			}
-			wantBounces := 1
-			if m.bugs != "" {
-				wantBounces = 0
-			}
-			if st.Controller.Bounces != wantBounces {
-				t.Fatalf("controller detected %d bounces, want %d", st.Controller.Bounces, wantBounces)
-			}
+		}
+		e.waitEvent(b, 30*time.Second, "role_change", 0, isKind(history.KindRoleChange))
 
-			// A request from b's previous generation.
-			resp := e.request(b, leaderAndIsr(int32(c), elected.Controller.Epoch, regs[b], "old-generation", int32(b), 0)).(*kmsg.LeaderAndISRResponse)
-			wantCode := kerr.StaleBrokerEpoch.Code
-			if m.bugs != "" {
-				wantCode = 0
+		// Hold the controller before it reads /brokers/ids, bounce b,
+		// let b re-register, then let the controller look.
+		e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*pause")
+		n0 := len(e.events(b))
+		if _, err := nemesis.Bounce(ctx, e.node(b).Container); err != nil {
+			t.Fatal(err)
+		}
+		_, fpIdx := e.waitEvent(c, 30*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, 0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+		reg, regIdx := e.waitEvent(b, 30*time.Second, "re-registration", n0, isKind(history.KindBrokerRegistered))
+		newEpoch := reg.Registration.BrokerEpoch
+		if newEpoch <= regs[b] {
+			t.Fatalf("new broker epoch %d not above old %d", newEpoch, regs[b])
+		}
+		if _, st, err := e.get(zkdata.BrokerPath(int32(b))); err != nil || st.Czxid != newEpoch {
+			t.Fatalf("after restart /brokers/ids/%d czxid %v (err %v), logged %d", b, st, err, newEpoch)
+		}
+		e.admin(c, "POST", "/failpoints/"+failpoint.ControllerBeforeBrokerChange+"/release", "")
+		e.waitEvent(c, 10*time.Second, "failpoint released", fpIdx, failpointStop(failpoint.ControllerBeforeBrokerChange))
+		if bugs == "" {
+			ev, _ := e.waitEvent(b, 15*time.Second, "LeaderAndIsr after the bounce", regIdx, func(ev history.Event) bool {
+				return ev.Kind == history.KindControlRequest && ev.Control.API == history.APILeaderAndIsr
+			})
+			if ev.Control.BrokerEpoch != newEpoch || ev.Control.Verdict != history.VerdictAccepted {
+				t.Fatalf("fixed: LeaderAndIsr after bounce carried epoch %d (%s), want %d accepted", ev.Control.BrokerEpoch, ev.Control.Verdict, newEpoch)
 			}
-			if resp.ErrorCode != wantCode {
-				t.Fatalf("LeaderAndIsr with old broker epoch %d (current %d): error %d, want %d", regs[b], newEpoch, resp.ErrorCode, wantCode)
+		} else {
+			time.Sleep(3 * time.Second)
+			if ev, ok := e.findEvent(b, regIdx, func(ev history.Event) bool {
+				return ev.Kind == history.KindControlRequest && ev.Control.API == history.APILeaderAndIsr
+			}); ok {
+				t.Fatalf("KAFKA-7235: the controller should miss the bounce, but sent %+v", *ev.Control)
 			}
-			// A ControlledShutdown from b's previous generation.
-			n1 := len(e.events(c))
-			cs := kmsg.NewPtrControlledShutdownRequest()
-			cs.SetVersion(3)
-			cs.BrokerID, cs.BrokerEpoch = int32(b), regs[b]
-			csr := e.request(c, cs).(*kmsg.ControlledShutdownResponse)
-			sev, _ := e.waitEvent(c, 10*time.Second, "controlled_shutdown", n1, isKind(history.KindControlledShutdown))
-			if m.bugs == "" {
-				if csr.ErrorCode != kerr.StaleBrokerEpoch.Code || sev.Shutdown.Verdict != history.VerdictRejected || sev.Shutdown.CachedBrokerEpoch != newEpoch {
-					t.Fatalf("fixed: stale ControlledShutdown answered %d, logged %+v; want refused with 77 against cached %d", csr.ErrorCode, *sev.Shutdown, newEpoch)
-				}
-			} else if csr.ErrorCode == kerr.StaleBrokerEpoch.Code || sev.Shutdown.Verdict != history.VerdictAccepted {
-				t.Fatalf("KAFKA-7235: stale ControlledShutdown answered %d (%s), want accepted", csr.ErrorCode, sev.Shutdown.Verdict)
+		}
+		var st struct {
+			Controller struct {
+				Bounces int `json:"bounces_detected"`
+			} `json:"controller"`
+		}
+		if err := json.Unmarshal([]byte(e.admin(c, "GET", "/state", "")), &st); err != nil {
+			t.Fatal(err)
+		}
+		wantBounces := 1
+		if bugs != "" {
+			wantBounces = 0
+		}
+		if st.Controller.Bounces != wantBounces {
+			t.Fatalf("controller detected %d bounces, want %d", st.Controller.Bounces, wantBounces)
+		}
+
+		// A request from b's previous generation.
+		resp := e.request(b, leaderAndIsr(int32(c), elected.Controller.Epoch, regs[b], "old-generation", int32(b), 0)).(*kmsg.LeaderAndISRResponse)
+		wantCode := kerr.StaleBrokerEpoch.Code
+		if bugs != "" {
+			wantCode = 0
+		}
+		if resp.ErrorCode != wantCode {
+			t.Fatalf("LeaderAndIsr with old broker epoch %d (current %d): error %d, want %d", regs[b], newEpoch, resp.ErrorCode, wantCode)
+		}
+		// A ControlledShutdown from b's previous generation.
+		n1 := len(e.events(c))
+		cs := kmsg.NewPtrControlledShutdownRequest()
+		cs.SetVersion(3)
+		cs.BrokerID, cs.BrokerEpoch = int32(b), regs[b]
+		csr := e.request(c, cs).(*kmsg.ControlledShutdownResponse)
+		sev, _ := e.waitEvent(c, 10*time.Second, "controlled_shutdown", n1, isKind(history.KindControlledShutdown))
+		if bugs == "" {
+			if csr.ErrorCode != kerr.StaleBrokerEpoch.Code || sev.Shutdown.Verdict != history.VerdictRejected || sev.Shutdown.CachedBrokerEpoch != newEpoch {
+				t.Fatalf("fixed: stale ControlledShutdown answered %d, logged %+v; want refused with 77 against cached %d", csr.ErrorCode, *sev.Shutdown, newEpoch)
 			}
-			e.expectVerdict(checkers.BrokerFencing{}, m.bugs)
-		})
-	}
+		} else if csr.ErrorCode == kerr.StaleBrokerEpoch.Code || sev.Shutdown.Verdict != history.VerdictAccepted {
+			t.Fatalf("KAFKA-7235: stale ControlledShutdown answered %d (%s), want accepted", csr.ErrorCode, sev.Shutdown.Verdict)
+		}
+		e.expectVerdict(checkers.BrokerFencing{}, bugs)
+	})
 }
 
 // Must show: each failpoint, armed, stops the program at its window, seen
@@ -327,13 +316,7 @@ func TestFailpointsStopAtWindow(t *testing.T) {
 		t.Fatal("/brokers/ids/3 exists although n3 is held before registering")
 	}
 	e.admin(3, "POST", "/failpoints/"+failpoint.BrokerBeforeRegister+"/release", "")
-	e.waitAllRegistered()
-
-	e.createTopic("t", 3)
-	c := e.controller(30 * time.Second)
-	e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
-		return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
-	})
+	c := e.createTopicT()
 
 	// controller-after-zk-write: a broker dies, the controller writes the
 	// new leaders and stops before telling anyone.
@@ -394,62 +377,55 @@ func TestFailpointsStopAtWindow(t *testing.T) {
 // read through a lagging ZooKeeper follower). Fixed: BADVERSION → re-read →
 // the election completes. KAFKA-16667: it retries the cached version forever.
 func TestStaleCachedZkVersion(t *testing.T) {
-	for _, m := range []struct{ name, bugs string }{{"fixed", ""}, {"KAFKA-16667", "KAFKA-16667"}} {
-		t.Run(m.name, func(t *testing.T) {
-			e := setup(t, m.bugs, nil)
-			ctx := ctxT(t)
-			e.waitAllRegistered()
-			e.createTopic("t", 3)
-			c := e.controller(30 * time.Second)
-			e.waitEvent(c, 30*time.Second, "partition state creation", 0, func(ev history.Event) bool {
-				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == zkdata.PartitionStatePath("t", 2) && ev.ZKWrite.Outcome == history.ZKOK
-			})
-			v := other(c)
-			// t-p is led by p%3+1; pick the partition v leads and rewrite its
-			// state behind the controller's back (same content, new version).
-			p := int32((v + 2) % 3)
-			path := zkdata.PartitionStatePath("t", p)
-			d, st, err := e.get(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.zk.Set(path, d, st.Version); err != nil {
-				t.Fatal(err)
-			}
-			n0 := len(e.events(c))
-			if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
-				t.Fatal(err)
-			}
-			first, idx := e.waitEvent(c, 20*time.Second, "state write after the broker died", n0, func(ev history.Event) bool {
-				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path
-			})
-			if first.ZKWrite.Outcome != history.ZKBadVersion || first.ZKWrite.ExpectedVersion != st.Version {
-				t.Fatalf("first write %+v, want badversion against cached version %d", *first.ZKWrite, st.Version)
-			}
-			if m.bugs == "" {
-				ok, _ := e.waitEvent(c, 10*time.Second, "successful retry", idx+1, func(ev history.Event) bool {
-					return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path && ev.ZKWrite.Outcome == history.ZKOK
-				})
-				if ok.ZKWrite.ExpectedVersion != st.Version+1 || ok.ZKWrite.State.Leader == int32(v) {
-					t.Fatalf("retry %+v, want expected version %d and a new leader", *ok.ZKWrite, st.Version+1)
-				}
-				return
-			}
-			time.Sleep(3 * time.Second)
-			evs := e.events(c)
-			attempts := 0
-			for _, ev := range evs[idx:] {
-				if ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path {
-					if ev.ZKWrite.Outcome != history.ZKBadVersion || ev.ZKWrite.ExpectedVersion != st.Version {
-						t.Fatalf("KAFKA-16667: write %+v, want the same stale version again", *ev.ZKWrite)
-					}
-					attempts++
-				}
-			}
-			if attempts < 3 {
-				t.Fatalf("KAFKA-16667: %d attempts in 3s, want the controller stuck retrying", attempts)
-			}
-			t.Logf("KAFKA-16667: %d BADVERSION retries with cached version %d", attempts, st.Version)
+	bugModes(t, "KAFKA-16667", func(t *testing.T, bugs string) {
+		e := setup(t, bugs, nil)
+		ctx := ctxT(t)
+		c := e.createTopicT()
+		v := other(c)
+		// t-p is led by p%3+1; pick the partition v leads and rewrite its
+		// state behind the controller's back (same content, new version).
+		p := int32((v + 2) % 3)
+		path := zkdata.PartitionStatePath("t", p)
+		d, st, err := e.get(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.zk.Set(path, d, st.Version); err != nil {
+			t.Fatal(err)
+		}
+		n0 := len(e.events(c))
+		if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
+			t.Fatal(err)
+		}
+		first, idx := e.waitEvent(c, 20*time.Second, "state write after the broker died", n0, func(ev history.Event) bool {
+			return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path
 		})
-	}
+		if first.ZKWrite.Outcome != history.ZKBadVersion || first.ZKWrite.ExpectedVersion != st.Version {
+			t.Fatalf("first write %+v, want badversion against cached version %d", *first.ZKWrite, st.Version)
+		}
+		if bugs == "" {
+			ok, _ := e.waitEvent(c, 10*time.Second, "successful retry", idx+1, func(ev history.Event) bool {
+				return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path && ev.ZKWrite.Outcome == history.ZKOK
+			})
+			if ok.ZKWrite.ExpectedVersion != st.Version+1 || ok.ZKWrite.State.Leader == int32(v) {
+				t.Fatalf("retry %+v, want expected version %d and a new leader", *ok.ZKWrite, st.Version+1)
+			}
+			return
+		}
+		time.Sleep(3 * time.Second)
+		evs := e.events(c)
+		attempts := 0
+		for _, ev := range evs[idx:] {
+			if ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path {
+				if ev.ZKWrite.Outcome != history.ZKBadVersion || ev.ZKWrite.ExpectedVersion != st.Version {
+					t.Fatalf("KAFKA-16667: write %+v, want the same stale version again", *ev.ZKWrite)
+				}
+				attempts++
+			}
+		}
+		if attempts < 3 {
+			t.Fatalf("KAFKA-16667: %d attempts in 3s, want the controller stuck retrying", attempts)
+		}
+		t.Logf("KAFKA-16667: %d BADVERSION retries with cached version %d", attempts, st.Version)
+	})
 }

@@ -160,30 +160,30 @@ func (s *segment) read(from int64, maxBytes int, maxOffset, interval int64) (out
 		_, size, last, err = s.readPrefix(pos, hbuf[:])
 		return size, last, err
 	}
-	start := pos0
-	for start < s.size {
-		size, last, err := header(start)
-		if err != nil {
-			return nil, false, err
+	// skip walks the batches from pos while over says a batch is to be
+	// passed over and returns where it stopped (s.size at the segment's end).
+	skip := func(pos int64, over func(pos, size, last int64) bool) (int64, error) {
+		for pos < s.size {
+			size, last, err := header(pos)
+			if err != nil || !over(pos, size, last) {
+				return pos, err
+			}
+			pos += size
 		}
-		if last >= from {
-			break
-		}
-		start += size
+		return pos, nil
+	}
+	start, err := skip(pos0, func(_, _, last int64) bool { return last < from })
+	if err != nil {
+		return nil, false, err
 	}
 	if start >= s.size {
 		return nil, true, nil
 	}
-	end := start
-	for end < s.size {
-		size, last, err := header(end)
-		if err != nil {
-			return nil, false, err
-		}
-		if last >= maxOffset || (end > start && end-start+size > int64(maxBytes)) {
-			break
-		}
-		end += size
+	end, err := skip(start, func(pos, size, last int64) bool {
+		return last < maxOffset && (pos == start || pos-start+size <= int64(maxBytes))
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	if end == start {
 		return nil, false, nil // the next batch reaches maxOffset

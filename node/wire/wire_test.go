@@ -112,14 +112,27 @@ func header(key, version int16, corr int32) []byte {
 	return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
 }
 
+// errorCount counts the errors a server reports (report is its OnError).
+type errorCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *errorCount) report(net.Addr, *RequestHeader, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *errorCount) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 func TestUnsupportedRequestsNeverHang(t *testing.T) {
-	var mu sync.Mutex
-	var reported []error
-	_, addr := serve(t, func(_ net.Addr, _ *RequestHeader, err error) {
-		mu.Lock()
-		reported = append(reported, err)
-		mu.Unlock()
-	})
+	var reported errorCount
+	_, addr := serve(t, reported.report)
 
 	// ApiVersions at a version we do not speak: v0 answer with 35.
 	resp, err := rawRequest(t, addr, append(header(18, 99, 7), 0))
@@ -155,10 +168,8 @@ func TestUnsupportedRequestsNeverHang(t *testing.T) {
 		}
 	}
 	time.Sleep(50 * time.Millisecond) // the server reports after closing
-	mu.Lock()
-	defer mu.Unlock()
-	if len(reported) < len(tests) {
-		t.Errorf("only %d of %d bad requests were reported", len(reported), len(tests))
+	if n := reported.count(); n < len(tests) {
+		t.Errorf("only %d of %d bad requests were reported", n, len(tests))
 	}
 }
 
@@ -201,13 +212,8 @@ func TestControlledShutdownV0HasNoClientID(t *testing.T) {
 }
 
 func TestHandlerPanicClosesOnlyTheConnection(t *testing.T) {
-	var mu sync.Mutex
-	var reported []error
-	s, addr := serve(t, func(_ net.Addr, _ *RequestHeader, err error) {
-		mu.Lock()
-		reported = append(reported, err)
-		mu.Unlock()
-	})
+	var reported errorCount
+	s, addr := serve(t, reported.report)
 	s.Handle(5, 0, 3, func(context.Context, *ConnInfo, RequestHeader, kmsg.Request) (kmsg.Response, error) {
 		panic("boom")
 	})
@@ -224,9 +230,7 @@ func TestHandlerPanicClosesOnlyTheConnection(t *testing.T) {
 	if _, err := c.Request(context.Background(), um); err != nil {
 		t.Fatalf("after a handler panic: %v", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(reported) == 0 {
+	if reported.count() == 0 {
 		t.Fatal("panic not reported")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
 )
 
@@ -29,7 +30,7 @@ func main() {
 		cfg = historytest.Bench1MPolls
 	}
 	h := historytest.Clean(cfg)
-	if err := historytest.WriteRunDir(flag.Arg(0), h); err != nil {
+	if err := history.WriteDir(flag.Arg(0), h.Events); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -137,6 +137,28 @@ func validTopic(t string) error {
 	return nil
 }
 
+// lineParser parses the numeric fields of one line of file name, keeping
+// the first error.
+type lineParser struct {
+	name string
+	line int
+	err  error
+}
+
+// nonNegative parses field, the line's what, as a non-negative integer of
+// bits bits (0 after an error).
+func (lp *lineParser) nonNegative(what, field string, bits int) int64 {
+	if lp.err != nil {
+		return 0
+	}
+	v, err := strconv.ParseInt(field, 10, bits)
+	if err != nil || v < 0 {
+		lp.err = &ParseError{File: lp.name, Line: lp.line, Reason: fmt.Sprintf("%s %q is not a non-negative int%d", what, field, bits)}
+		return 0
+	}
+	return v
+}
+
 // ParseReplicationOffsets parses the contents of a
 // replication-offset-checkpoint file; name is used in errors only.
 // Duplicate partitions, negative partitions or offsets, and non-numeric
@@ -153,13 +175,10 @@ func ParseReplicationOffsets(name string, data []byte) (map[TopicPartition]int64
 		if err := validTopic(f[0]); err != nil {
 			return nil, &ParseError{File: name, Line: line, Reason: err.Error()}
 		}
-		p, err := strconv.ParseInt(f[1], 10, 32)
-		if err != nil || p < 0 {
-			return nil, &ParseError{File: name, Line: line, Reason: fmt.Sprintf("partition %q is not a non-negative int32", f[1])}
-		}
-		hw, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || hw < 0 {
-			return nil, &ParseError{File: name, Line: line, Reason: fmt.Sprintf("offset %q is not a non-negative int64", f[2])}
+		lp := lineParser{name: name, line: line}
+		p, hw := lp.nonNegative("partition", f[1], 32), lp.nonNegative("offset", f[2], 64)
+		if lp.err != nil {
+			return nil, lp.err
 		}
 		tp := TopicPartition{Topic: f[0], Partition: int32(p)}
 		if _, dup := out[tp]; dup {
@@ -244,13 +263,10 @@ func ParseEpochs(name string, data []byte) ([]EpochEntry, error) {
 	out := make([]EpochEntry, 0, len(lines))
 	for i, f := range lines {
 		line := i + 3
-		e, err := strconv.ParseInt(f[0], 10, 32)
-		if err != nil || e < 0 {
-			return nil, &ParseError{File: name, Line: line, Reason: fmt.Sprintf("epoch %q is not a non-negative int32", f[0])}
-		}
-		off, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || off < 0 {
-			return nil, &ParseError{File: name, Line: line, Reason: fmt.Sprintf("start offset %q is not a non-negative int64", f[1])}
+		lp := lineParser{name: name, line: line}
+		e, off := lp.nonNegative("epoch", f[0], 32), lp.nonNegative("start offset", f[1], 64)
+		if lp.err != nil {
+			return nil, lp.err
 		}
 		ent := EpochEntry{Epoch: int32(e), StartOffset: off}
 		if n := len(out); n > 0 {
