@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
 )
 
@@ -18,7 +19,7 @@ func BenchmarkCheck1M(b *testing.B) {
 	dir := os.Getenv("ZKCHAOS_BENCH_RUNDIR")
 	if dir == "" {
 		dir = b.TempDir()
-		if err := historytest.WriteRunDir(dir, historytest.Clean(historytest.Bench1M)); err != nil {
+		if err := history.WriteDir(dir, historytest.Clean(historytest.Bench1M).Events); err != nil {
 			b.Fatal(err)
 		}
 	}
