@@ -12,14 +12,18 @@
 //   - a fetch may return nothing at an offset that holds committed records
 //     when the broker answering it is a new leader whose high watermark has
 //     not caught up with its predecessor's (KAFKA-2334; KIP-207 fixed this
-//     for ListOffsets only, never for Fetch).
+//     for ListOffsets only, never for Fetch), or when it is a deposed
+//     leader that has not yet been told of the newer epoch (a client whose
+//     own metadata is as old is not fenced: KIP-320 fences only a client
+//     that names a newer epoch).
 //
 // Behaviour Kafka documents is a named known anomaly (KnownAnomaly), not a
 // violation: "KAFKA-2334" (a stale empty read answered by a new leader whose
-// HW lags) and "duplicate-append" (a non-idempotent producer's resend
+// HW lags), "deposed-leader-read" (one answered by a leader that had not yet
+// learned of its successor) and "duplicate-append" (a non-idempotent producer's resend
 // appended twice). Known anomalies are listed by name and count and leave
-// the verdict valid; strict mode (Config.StrictReads) reports KAFKA-2334 as
-// invalid, still by its name. A stale empty read that no leader change
+// the verdict valid; strict mode (Config.StrictReads) reports both kinds of
+// stale read as invalid, still by their names. A stale empty read that no leader change
 // explains (the leader that acknowledged the records answers nothing) is a
 // violation.
 //
@@ -61,6 +65,10 @@ const (
 	// acknowledged before it began, answered by a leader that took the role
 	// after them and whose high watermark lagged.
 	KnownKafka2334 = "KAFKA-2334"
+	// KnownDeposedLeaderRead: a read returned nothing at an offset below
+	// records acknowledged before it began, answered by a leader at an
+	// older epoch than theirs that had not yet been told it was deposed.
+	KnownDeposedLeaderRead = "deposed-leader-read"
 	// KnownDuplicateAppend: a produce's value appended at more than one
 	// offset by a non-idempotent producer's resend (at-least-once).
 	KnownDuplicateAppend = "duplicate-append"

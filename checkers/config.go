@@ -27,8 +27,10 @@ type Config struct {
 	// LinearizeTimeout bounds porcupine per run; when it runs out the
 	// linearizability verdict is unknown, never valid.
 	LinearizeTimeout time.Duration
-	// StrictReads makes the KAFKA-2334 known anomaly (a stale empty read
-	// from a lagging new leader) invalid; it is still reported by name.
+	// StrictReads makes the stale-read known anomalies (KAFKA-2334, a stale
+	// empty read from a lagging new leader; deposed-leader-read, one from a
+	// leader not yet told of its successor) invalid; they are still
+	// reported by name.
 	StrictReads bool
 
 	// VisualizePath, when set, receives porcupine's HTML visualization. It
@@ -55,7 +57,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.LivenessGrace, "liveness-grace", c.LivenessGrace, "time the controller has after every fault healed to finish pending work")
 	fs.IntVar(&c.MaxBadVersionRetries, "max-badversion-retries", c.MaxBadVersionRetries, "BADVERSION failures of one controller write tolerated after the liveness grace")
 	fs.DurationVar(&c.LinearizeTimeout, "linearize-timeout", c.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
-	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) as invalid")
+	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) or from a deposed leader not yet told of its successor (deposed-leader-read) as invalid")
 }
 
 // Knobs returns every knob's value by the name of its flag, written as the

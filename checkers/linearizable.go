@@ -50,10 +50,11 @@ func (c Linearizable) Check(h *history.History) Result {
 		t0 = h.Events[0].Time
 	}
 	var facts *nodeFacts
-	stale := 0
+	stale := map[string]int{}
 	ops, dups := 0, 0
 	var examples []linearize.Duplicate
 	for _, p := range out.Partitions {
+		firstKind := ""
 		ops += p.Ops
 		dups += p.Duplicates
 		for _, d := range p.DuplicateExamples {
@@ -66,22 +67,25 @@ func (c Linearizable) Check(h *history.History) Result {
 				facts = newNodeFacts(h)
 			}
 			v := classifyStale(h, facts, s, t0)
+			if firstKind == "" {
+				firstKind = v.known
+			}
 			switch {
-			case !v.known:
+			case v.known == "":
 				r.violate(v.events, "%s", v.explanation)
 			case c.StrictReads:
-				r.knownAnomaly(KnownKafka2334, v.events, "%s", v.explanation)
-				r.violate(v.events, "known anomaly KAFKA-2334 (strict reads): %s", v.explanation)
+				r.knownAnomaly(v.known, v.events, "%s", v.explanation)
+				r.violate(v.events, "known anomaly %s (strict reads): %s", v.known, v.explanation)
 			default:
-				r.knownAnomaly(KnownKafka2334, v.events, "%s", v.explanation)
-				stale++
+				r.knownAnomaly(v.known, v.events, "%s", v.explanation)
+				stale[v.known]++
 			}
 		}
-		if extra := p.StaleEmptyCount - len(p.StaleEmpty); extra > 0 {
-			// Beyond the examples classified: counted under the verdict
-			// the examples got, the first of which is the one shown.
+		if extra := p.StaleEmptyCount - len(p.StaleEmpty); extra > 0 && firstKind != "" {
+			// Beyond the examples classified: counted under the kind the
+			// partition's first example got, which is the one shown.
 			for i := range r.known {
-				if r.known[i].Name == KnownKafka2334 {
+				if r.known[i].Name == firstKind {
 					r.known[i].Count += extra
 				}
 			}
@@ -128,14 +132,21 @@ func (c Linearizable) Check(h *history.History) Result {
 		r.addKnown(KnownAnomaly{Name: KnownDuplicateAppend, Count: dups, Events: d.Events,
 			Example: fmt.Sprintf("%q was appended at offsets %v of %s (acknowledged at %d): %s.", d.Value, d.Offsets, d.Partition, d.Acknowledged, who)})
 	}
-	if stale > 0 {
+	for _, kind := range []struct{ name, who string }{
+		{KnownKafka2334, "from a new leader whose HW lagged, the known anomaly KAFKA-2334"},
+		{KnownDeposedLeaderRead, "from a deposed leader not yet told of its successor, the known anomaly " + KnownDeposedLeaderRead},
+	} {
+		n := stale[kind.name]
+		if n == 0 {
+			continue
+		}
 		first := ""
 		for _, k := range r.known {
-			if k.Name == KnownKafka2334 {
+			if k.Name == kind.name {
 				first = strings.TrimSuffix(k.Example, ".")
 			}
 		}
-		ok += fmt.Sprintf("; %d stale empty %s from a new leader whose HW lagged, the known anomaly KAFKA-2334 (the first: %s)", stale, plural(stale, "read", "reads"), first)
+		ok += fmt.Sprintf("; %d stale empty %s %s (the first: %s)", n, plural(n, "read", "reads"), kind.who, first)
 	}
 	r.knownSaid = true
 	return r.result(ok + ".")

@@ -22,17 +22,19 @@ type leadership struct {
 // leader role changes and high-watermark moves, in history order.
 type nodeFacts struct {
 	leads map[history.TopicPartition][]leadership
+	roles map[history.TopicPartition][]leadership // every role change, leader or follower
 	hws   map[history.TopicPartition][]*history.Event
 	acks  map[history.TopicPartition][]*history.Event // produce_ack
 }
 
 func newNodeFacts(h *history.History) *nodeFacts {
-	f := &nodeFacts{leads: map[history.TopicPartition][]leadership{},
+	f := &nodeFacts{leads: map[history.TopicPartition][]leadership{}, roles: map[history.TopicPartition][]leadership{},
 		hws: map[history.TopicPartition][]*history.Event{}, acks: map[history.TopicPartition][]*history.Event{}}
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindRoleChange:
+			f.roles[e.Role.TP()] = append(f.roles[e.Role.TP()], leadership{e.Node, e.Role.LeaderEpoch, e.Time, e.Index})
 			if e.Role.Role == history.RoleLeader {
 				f.leads[e.Role.TP()] = append(f.leads[e.Role.TP()], leadership{e.Node, e.Role.LeaderEpoch, e.Time, e.Index})
 			}
@@ -81,6 +83,18 @@ func (f *nodeFacts) hwAt(tp history.TopicPartition, broker int32, since, t int64
 	return hw, ok
 }
 
+// learnedAbove returns the first role change broker logged for tp at a
+// leader epoch above epoch between from and to: when it was told of a newer
+// leadership.
+func (f *nodeFacts) learnedAbove(tp history.TopicPartition, broker, epoch int32, from, to int64) (leadership, bool) {
+	for _, r := range f.roles[tp] {
+		if r.node == broker && r.epoch > epoch && r.time >= from && r.time <= to {
+			return r, true
+		}
+	}
+	return leadership{}, false
+}
+
 // ackEpoch returns the leader epoch at which a leader acknowledged offset
 // of tp (from produce_ack), if logged.
 func (f *nodeFacts) ackEpoch(tp history.TopicPartition, offset int64) (int32, bool) {
@@ -94,19 +108,27 @@ func (f *nodeFacts) ackEpoch(tp history.TopicPartition, offset int64) (int32, bo
 
 // staleVerdict is the classification of one stale empty read.
 type staleVerdict struct {
-	known       bool // KAFKA-2334: a new leader answered it
+	known       string // the known anomaly's name; "" for a violation
 	explanation string
 	events      []int
 }
 
-// classifyStale decides whether a new leader answered a stale empty read
-// (the known anomaly KAFKA-2334) and explains it with who answered, at what
-// epoch, for how long and with what high watermark, when the history
-// records it. A leadership counts as new when it began after the first
-// produce the read missed was acknowledged, or when the read's leader
-// epoch is above the one that acknowledged it. The leader that acknowledged
-// a record answering nothing for it, and an answer whose own HW is above
-// the offset, are not Kafka behaviour: violations.
+// classifyStale decides whether a stale empty read is one of the two kinds
+// Kafka allows and explains it with who answered, at what epoch, for how
+// long and with what high watermark, when the history records it:
+//   - KAFKA-2334: a new leader answered it. A leadership counts as new when
+//     it began after the first produce the read missed was acknowledged, or
+//     when the read's leader epoch is above the one that acknowledged it.
+//   - a deposed leader answered it: the missed records were acknowledged at
+//     a leader epoch above the one the answer carries, and the answering
+//     broker had not been told of any newer epoch (a leader frozen through
+//     a failover serves its old state until a LeaderAndIsr reaches it;
+//     Fetch fences only a client that itself names a newer epoch, KIP-320).
+//
+// The leader that acknowledged a record answering nothing for it, a broker
+// answering at an epoch it had already been told was superseded, and an
+// answer whose own HW is above the offset, are not Kafka behaviour:
+// violations.
 func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 int64) staleVerdict {
 	read := h.Events[s.Read].Op
 	tp := read.TP()
@@ -119,6 +141,14 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 	newLeader := found && l.time > s.FirstAckTime
 	if !newLeader && read.LeaderEpoch != nil && ackKnown && *read.LeaderEpoch > ackEp {
 		newLeader = true
+	}
+	older := !newLeader && found && read.LeaderEpoch != nil && ackKnown && ackEp > *read.LeaderEpoch
+	var told leadership
+	deposed := false
+	if older {
+		var knew bool
+		told, knew = f.learnedAbove(tp, l.node, *read.LeaderEpoch, l.time, s.End)
+		deposed = !knew
 	}
 	who := ""
 	switch {
@@ -156,8 +186,16 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 		// there: the answer was not a lagging HW.
 		v.explanation = base + fmt.Sprintf(": its response carried HW %d, above %d, so a lagging high watermark does not explain the empty read.", *read.HW, s.Offset)
 	case newLeader:
-		v.known = true
+		v.known = KnownKafka2334
 		v.explanation = base + ": a new leader whose high watermark had not caught up (KAFKA-2334)."
+	case deposed:
+		v.known = KnownDeposedLeaderRead
+		v.explanation = base + fmt.Sprintf(": those were acknowledged at leader epoch %d, and broker %d had not yet been told of any epoch above %d, so it answered as the deposed leader it was (Kafka's Fetch fences only a client that names a newer epoch, KIP-320).", ackEp, l.node, *read.LeaderEpoch)
+	case older:
+		v.events = append(v.events, told.idx)
+		sort.Ints(v.events)
+		v.explanation = base + fmt.Sprintf(": those were acknowledged at leader epoch %d, and broker %d answered at epoch %d although it had been told of epoch %d %s earlier (role change event %d).",
+			ackEp, l.node, *read.LeaderEpoch, told.epoch, time.Duration(s.End-told.time).Round(time.Millisecond), told.idx)
 	case found:
 		v.explanation = base + fmt.Sprintf(": broker %d had led %s since before that acknowledgement, so no leader change explains the empty read.", l.node, tp)
 	default:
