@@ -102,16 +102,35 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("resuming the zombie n%d (controller epoch %d is stale now)", c, elected.Controller.Epoch-1)
+	// Taken before the resume: the zombie acts within milliseconds of
+	// SIGCONT, before ResumeTarget has returned.
+	since = time.Now().UnixNano()
 	if err := l.Nemesis.ResumeTarget(ctx, ct); err != nil {
 		return err
 	}
 	// The zombie goes on from its failpoint: it reads the broker set, makes
-	// leader decisions, writes them and sends LeaderAndIsr. Give it time to
-	// do all of that (or to resign, when fixed).
-	since = time.Now().UnixNano()
-	waitNode(ctx, l, since, 20*time.Second, "the zombie's resignation", func(e *history.Event) bool {
-		return e.Kind == history.KindControllerResigned && int(e.Node) == c
+	// leader decisions, writes them and sends LeaderAndIsr. With the fix its
+	// first conditional write fails and it resigns; with the bug a broker
+	// obeys its stale controller epoch. Either ends the window.
+	stale := elected.Controller.Epoch - 1
+	ev, err := waitNode(ctx, l, since, 20*time.Second, "the zombie's resignation or a broker obeying it", func(e *history.Event) bool {
+		switch {
+		case e.Kind == history.KindControllerResigned && int(e.Node) == c:
+			return true
+		case e.Kind == history.KindControlRequest && e.Control != nil && e.Control.ControllerEpoch == stale &&
+			int(e.Control.ControllerID) == c && e.Control.Verdict == history.VerdictAccepted:
+			return true
+		}
+		return false
 	})
-	time.Sleep(3 * time.Second)
+	if err != nil {
+		return err
+	}
+	l.Note("n%d: %s", ev.Node, ev.Kind)
+	// Producers and readers run a moment longer against what the zombie
+	// left, so its damage shows as lost or divergent records too.
+	if !sleepCtx(ctx, time.Second) {
+		return ctx.Err()
+	}
 	return nil
 }
