@@ -227,6 +227,7 @@ type powerReport struct {
 	Faults    []string   `json:"faults"`
 	Density   float64    `json:"fault_density,omitempty"`
 	Admin     bool       `json:"admin"`
+	Guided    bool       `json:"guided,omitempty"`
 	Rows      []powerRow `json:"rows"`
 	Unreached []string   `json:"windows_unreached"`
 	Runs      []powerRun `json:"runs"`
@@ -250,6 +251,7 @@ func newPowerCmd() *cobra.Command {
 		switches string
 		runsDir  string
 		jsonOut  string
+		guided   bool
 	)
 	check := checkers.DefaultConfig()
 	cmd := &cobra.Command{
@@ -260,7 +262,9 @@ with every fix on, and prints, per switch, how many seeds the checker naming
 its harm caught, which checker, and the median and worst time from the start
 of the workload to the first violating event; the every-fix-on row counts
 false positives. It also names the failpoint windows no run reached. The same
-table goes to power.json in --runs (or --json).
+table goes to power.json in --runs (or --json). With --guided each seed's
+failpoint faults aim at the windows the earlier seeds of the same switch
+reached least, so a switch's seeds together cover every window sooner.
 
 Exit status: 0 table written, 2 bad input or harness error.`,
 		Args: cobra.NoArgs,
@@ -297,6 +301,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			var runs []powerRun
 			var failed []error
 			for _, sw := range sws {
+				// Per switch: which failpoint windows its runs so far
+				// reached, for --guided.
+				reached := map[string]int{}
 				for i := 0; i < seeds; i++ {
 					rc := cfg
 					rc.Seed = cfg.Seed + uint64(i)
@@ -304,6 +311,12 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					rc.NodeFlags = append(slices.Clone(cfg.NodeFlags), sw.NodeFlags...)
 					rc.RunID = cluster.NewRunID()
 					rc.RunDir = filepath.Join(runsDir, rc.RunID)
+					if guided {
+						// The guided schedule is stored with the run, so
+						// its replay command repeats it exactly.
+						s := nemesis.GuideFailpoints(rc.Plan(), reached)
+						rc.Schedule = &s
+					}
 					dir, verdict, results, err := powerExecute(cmd.Context(), rc, check)
 					if err != nil {
 						// One run the harness could not finish does not
@@ -322,6 +335,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					}
 					r := judgePowerRun(sw, rc.Seed, dir, verdict, results, h)
 					runs = append(runs, r)
+					for _, w := range r.Windows {
+						reached[w]++
+					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s seed %d: %s (caught %v) %s\n", sw.Name, rc.Seed, r.Verdict, r.Caught, dir)
 				}
 			}
@@ -335,7 +351,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				fk = append(fk, string(k))
 			}
 			b, _ := json.MarshalIndent(powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Faults: fk,
-				Density: cfg.Density, Admin: cfg.Admin,
+				Density: cfg.Density, Admin: cfg.Admin, Guided: guided,
 				Rows: rows, Unreached: unreached, Runs: runs}, "", "  ")
 			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
 				return withCode(exitBad, err)
@@ -374,5 +390,6 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
 	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
 	f.Float64Var(&cfg.Density, "fault-density", 1.5, "mean number of faults in force at once (0: one at a time with quiet gaps)")
+	f.BoolVar(&guided, "guided", false, "aim each seed's failpoint faults at the windows the switch's earlier seeds reached least (coverage-guided; each run stores its schedule, so it replays exactly)")
 	return cmd
 }
