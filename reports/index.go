@@ -140,6 +140,20 @@ func Index(runsDir string) ([]RunSummary, error) {
 // IndexFile is the static index WriteIndexFile writes into a runs folder.
 const IndexFile = "index.html"
 
+// PowerFile is the table `chaos power` prints, kept in its runs folder; the
+// index shows it above the runs it summarises, so a team sees what its
+// nemesis configuration can find next to the runs themselves.
+const PowerFile = "power.txt"
+
+// powerTable reads runsDir's PowerFile ("" when there is none).
+func powerTable(runsDir string) string {
+	b, err := os.ReadFile(filepath.Join(runsDir, PowerFile))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
 // WriteIndexFile writes RUNS_DIR/index.html listing its runs, so a runs
 // folder kept as a CI artifact can be browsed without `chaos serve` (each
 // run's report must have been rendered).
@@ -150,7 +164,7 @@ func WriteIndexFile(runsDir string) (string, error) {
 	}
 	var buf bytes.Buffer
 	abs, _ := filepath.Abs(runsDir)
-	if err := WriteIndexHTML(&buf, "chaos runs in "+abs, runs); err != nil {
+	if err := writeIndex(&buf, "chaos runs in "+abs, runs, powerTable(runsDir)); err != nil {
 		return "", err
 	}
 	p := filepath.Join(runsDir, IndexFile)
@@ -171,11 +185,17 @@ type indexRow struct {
 // `chaos serve` lays them out (and how a runs folder opened from disk works
 // once reports are rendered).
 func WriteIndexHTML(w io.Writer, title string, runs []RunSummary) error {
+	return writeIndex(w, title, runs, "")
+}
+
+// writeIndex is WriteIndexHTML with the folder's power table, if any.
+func writeIndex(w io.Writer, title string, runs []RunSummary, power string) error {
 	d := struct {
 		Title                          string
+		Power                          string
 		Rows                           []indexRow
 		Valid, Invalid, Unknown, Other int
-	}{Title: title}
+	}{Title: title, Power: power}
 	for _, r := range runs {
 		row := indexRow{RunSummary: r, Link: url.PathEscape(r.ID) + "/" + rundir.ReportFile, When: r.Time.UTC().Format("2006-01-02 15:04:05"),
 			VClass: verdictClass(r.Verdict), SeedS: "?", BugsS: "none", FailS: strings.Join(r.Failing(), ", ")}
@@ -216,7 +236,7 @@ var indexTmpl = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <style>
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#222}
 main{max-width:1240px;margin:0 auto;padding:16px 20px}
-h1{font-size:20px}
+h1{font-size:20px}h2{font-size:16px}pre{background:#f6f6f6;padding:8px;overflow-x:auto}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eee;vertical-align:top}
 th{background:#f6f6f6}
@@ -227,6 +247,8 @@ th{background:#f6f6f6}
 a{color:#1a5fb4}
 </style></head><body><main>
 <h1>{{.Title}}</h1>
+{{if .Power}}<h2>What these random runs caught (<span class="mono">chaos power</span>)</h2>
+<pre class="mono">{{.Power}}</pre>{{end}}
 <p>{{len .Rows}} runs: {{.Invalid}} invalid, {{.Unknown}} unknown, {{.Valid}} valid, {{.Other}} not checked or unreadable.</p>
 {{if .Rows}}<table>
 <tr><th>started (UTC)</th><th>run</th><th>verdict</th><th>seed</th><th>bug switches</th><th>failing checkers</th><th>events</th></tr>

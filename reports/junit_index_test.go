@@ -195,8 +195,24 @@ func TestIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(p); !strings.Contains(string(b), `href="20261202-010000-aaaaaa/report.html"`) {
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), `href="20261202-010000-aaaaaa/report.html"`) {
 		t.Fatal("static index lacks the run's link")
+	}
+	if strings.Contains(string(b), "chaos power") {
+		t.Fatal("index shows a power table the folder does not have")
+	}
+	// A folder `chaos power` wrote shows its table above the runs.
+	table := "switch     caught  checker\nKAFKA-532  3/5     controller-fencing 3 <&>\n"
+	if err := os.WriteFile(filepath.Join(runs, PowerFile), []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteIndexFile(runs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(p)
+	if !strings.Contains(string(b), "KAFKA-532  3/5     controller-fencing 3 &lt;&amp;&gt;") {
+		t.Fatalf("static index lacks the power table:\n%s", b)
 	}
 }
 

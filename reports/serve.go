@@ -109,7 +109,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	abs, _ := filepath.Abs(s.dir)
-	if err := WriteIndexHTML(&buf, "chaos runs in "+abs, runs); err != nil {
+	if err := writeIndex(&buf, "chaos runs in "+abs, runs, powerTable(s.dir)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -342,7 +342,15 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				}
 			}
 			rows, unreached := powerTable(runs), unreachedWindows(runs)
-			printPowerTable(out, rows, unreached)
+			var table strings.Builder
+			printPowerTable(&table, rows, unreached)
+			fmt.Fprint(out, table.String())
+			if err := os.MkdirAll(runsDir, 0o755); err != nil {
+				return withCode(exitBad, err)
+			}
+			if err := os.WriteFile(filepath.Join(runsDir, reports.PowerFile), []byte(table.String()), 0o644); err != nil {
+				return withCode(exitBad, fmt.Errorf("--runs: %w", err))
+			}
 			if jsonOut == "" {
 				jsonOut = filepath.Join(runsDir, "power.json")
 			}
