@@ -34,8 +34,15 @@ func BuildGoBinary(ctx context.Context, pkg, name string) (string, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	root, ok := moduleRoot()
+	if !ok {
+		// The node program is built from this checkout's source, so the
+		// harness must run inside it; say so rather than pass on go's
+		// "go.mod file not found".
+		return "", fmt.Errorf("build %s: run chaos from inside the zkchaos checkout (it builds the node program from source); no go.mod of module github.com/zkchaos/zkchaos above %s", pkg, root)
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp.Name(), pkg)
-	cmd.Dir = moduleRoot()
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
@@ -51,17 +58,18 @@ func BuildGoBinary(ctx context.Context, pkg, name string) (string, error) {
 
 // moduleRoot finds this module's go.mod upward from the working directory, so
 // building works from a test's package directory and from the repository root.
-func moduleRoot() string {
+// Not found, it returns the working directory and false.
+func moduleRoot() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return ""
+		return "", false
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/zkchaos/zkchaos") {
-			return d
+			return d, true
 		}
 		if filepath.Dir(d) == d {
-			return dir
+			return dir, false
 		}
 	}
 }
