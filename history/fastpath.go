@@ -71,7 +71,7 @@ func (d *fastDecoder) newHW() *HWAdvance      { return &d.hws.take(1)[0] }
 func (d *fastDecoder) records(n int) []Record { return d.recs.take(n) }
 
 // slab hands out zeroed elements from arrays allocated slabLen at first and
-// twice as large each time after, up to slabBytes: a small history costs a
+// four times as large each time after, up to slabBytes: a small history costs a
 // few small arrays, a large one few allocations, and large slabs are backed
 // by huge pages (adviseHuge) so filling them costs few page faults.
 type slab[T any] struct {
@@ -90,7 +90,7 @@ func (s *slab[T]) take(n int) []T {
 	if n > len(s.free) {
 		var zero T
 		size := max(s.next, slabLen)
-		s.next = max(slabLen, min(2*size, slabBytes/int(max(unsafe.Sizeof(zero), 1))))
+		s.next = max(slabLen, min(4*size, slabBytes/int(max(unsafe.Sizeof(zero), 1))))
 		s.free = make([]T, max(size, n))
 		adviseHuge(s.free)
 	}
