@@ -15,21 +15,22 @@ package history
 import (
 	"math"
 	"strings"
+	"unsafe"
 )
 
 // fastDecoder decodes lines on the fast path. It hands out payloads from
-// slabs (one allocation per slabLen payloads rather than one each) and
-// keeps one copy of each short string that repeats (topic, op type,
-// function).
+// slabs (one allocation per slab rather than one per payload) and keeps one
+// copy of each short string that repeats (topic, op type, function).
 type fastDecoder struct {
-	ops     []ClientOp
-	appends []Append
-	hws     []HWAdvance
-	recs    []Record
+	ops     slab[ClientOp]
+	appends slab[Append]
+	hws     slab[HWAdvance]
+	recs    slab[Record]
+	strs    slab[string] // produce_append values
+	epochs  slab[int32]
+	hwVals  slab[int64]
 	topic   string // the last topic decoded, reused while it repeats
 	values  []string
-	epochs  []int32
-	hwVals  []int64
 	// text holds the strings decoded (values, errors) back to back: one
 	// allocation per arenaLen bytes rather than one per string. A
 	// strings.Builder never changes bytes it has handed out.
@@ -53,62 +54,48 @@ func (d *fastDecoder) str(b []byte) string {
 }
 
 func (d *fastDecoder) newEpoch(v int32) *int32 {
-	if len(d.epochs) == 0 {
-		d.epochs = make([]int32, slabLen)
-	}
-	p := &d.epochs[0]
-	d.epochs = d.epochs[1:]
+	p := &d.epochs.take(1)[0]
 	*p = v
 	return p
 }
 
 func (d *fastDecoder) newHWValue(v int64) *int64 {
-	if len(d.hwVals) == 0 {
-		d.hwVals = make([]int64, slabLen)
-	}
-	p := &d.hwVals[0]
-	d.hwVals = d.hwVals[1:]
+	p := &d.hwVals.take(1)[0]
 	*p = v
 	return p
 }
 
-const slabLen = 256
+func (d *fastDecoder) newOp() *ClientOp       { return &d.ops.take(1)[0] }
+func (d *fastDecoder) newAppend() *Append     { return &d.appends.take(1)[0] }
+func (d *fastDecoder) newHW() *HWAdvance      { return &d.hws.take(1)[0] }
+func (d *fastDecoder) records(n int) []Record { return d.recs.take(n) }
 
-func (d *fastDecoder) newOp() *ClientOp {
-	if len(d.ops) == 0 {
-		d.ops = make([]ClientOp, slabLen)
-	}
-	o := &d.ops[0]
-	d.ops = d.ops[1:]
-	return o
+// slab hands out zeroed elements from arrays allocated slabLen at first and
+// four times as large each time after, up to slabBytes: a small history costs a
+// few small arrays, a large one few allocations, and large slabs are backed
+// by huge pages (adviseHuge) so filling them costs few page faults.
+type slab[T any] struct {
+	free []T
+	next int // length of the next array
 }
 
-func (d *fastDecoder) newAppend() *Append {
-	if len(d.appends) == 0 {
-		d.appends = make([]Append, slabLen)
-	}
-	a := &d.appends[0]
-	d.appends = d.appends[1:]
-	return a
-}
+const (
+	slabLen   = 256
+	slabBytes = 8 << 20
+)
 
-func (d *fastDecoder) newHW() *HWAdvance {
-	if len(d.hws) == 0 {
-		d.hws = make([]HWAdvance, slabLen)
+// take returns n zeroed elements whose capacity ends at n, so an append to
+// one event's slice cannot reach the next's.
+func (s *slab[T]) take(n int) []T {
+	if n > len(s.free) {
+		var zero T
+		size := max(s.next, slabLen)
+		s.next = max(slabLen, min(4*size, slabBytes/int(max(unsafe.Sizeof(zero), 1))))
+		s.free = make([]T, max(size, n))
+		adviseHuge(s.free)
 	}
-	h := &d.hws[0]
-	d.hws = d.hws[1:]
-	return h
-}
-
-// records returns n zeroed records whose capacity ends at n, so an
-// append to one event's records cannot reach the next's.
-func (d *fastDecoder) records(n int) []Record {
-	if n > len(d.recs) {
-		d.recs = make([]Record, max(4*slabLen, n))
-	}
-	r := d.recs[:n:n]
-	d.recs = d.recs[n:]
+	r := s.free[:n:n]
+	s.free = s.free[n:]
 	return r
 }
 
@@ -495,7 +482,8 @@ func (d *fastDecoder) append(s *scan, a *Append) bool {
 			if !d.strings(s) {
 				return false
 			}
-			a.Values = append([]string(nil), d.values...)
+			a.Values = d.strs.take(len(d.values))
+			copy(a.Values, d.values)
 			return once(&seen, 6)
 		}
 		return false

@@ -126,6 +126,7 @@ func readMerged(files []string) (*History, error) {
 		total += <-st.lines
 	}
 	out := make([]Event, 0, total)
+	adviseHuge(out)
 
 	cur := make([][]Event, len(streams)) // each source's chunk being merged
 	pos := make([]int, len(streams))     // position in it
