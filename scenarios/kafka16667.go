@@ -190,13 +190,13 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.KillTarget(ctx, ct); err != nil {
 		return err
 	}
-	held, err := waitNode(ctx, l, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
+	held, err := l.WaitEvent(ctx, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && int(e.Node) == w && e.Fault != nil && e.Fault.Failpoint == failpointAfterElected
 	})
 	if err != nil {
 		return err
 	}
-	elected, _ := waitNode(ctx, l, start, time.Second, "the election", func(e *history.Event) bool {
+	elected, _ := l.WaitEvent(ctx, start, time.Second, "the election", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerElected && int(e.Node) == w
 	})
 	if elected != nil {
@@ -212,7 +212,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.ArmFailpoint(ctx, o, failpointBeforeElect, "off"); err != nil {
 		return err
 	}
-	shrink, err := waitNode(ctx, l, held.Time, 20*time.Second, fmt.Sprintf("n%d shrinking n%d out of an ISR", o, c1), func(e *history.Event) bool {
+	shrink, err := l.WaitEvent(ctx, held.Time, 20*time.Second, fmt.Sprintf("n%d shrinking n%d out of an ISR", o, c1), func(e *history.Event) bool {
 		return e.Kind == history.KindISRChange && int(e.Node) == o && e.ISR.Outcome == history.ZKOK &&
 			containsID(e.ISR.Old, c1) && !containsID(e.ISR.New, c1)
 	})
@@ -244,7 +244,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// With the bug the first write comes at once (every read is served by
 	// F as it is); fixed, each read waits for a Sync, which F answers once
 	// it has caught up.
-	first, err := waitNode(ctx, l, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
+	first, err := l.WaitEvent(ctx, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
 	}
@@ -262,7 +262,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 		epoch = elected.Controller.Epoch
 	}
 	bad := map[uint64]bool{}
-	done, err := waitNode(ctx, l, healed.UnixNano(), d.grace+15*time.Second, "the new controller to finish or be stuck", func(e *history.Event) bool {
+	done, err := l.WaitEvent(ctx, healed.UnixNano(), d.grace+15*time.Second, "the new controller to finish or be stuck", func(e *history.Event) bool {
 		if e.Kind == history.KindControlRequest && int(e.Node) == c1 && e.Control != nil &&
 			e.Control.API == history.APILeaderAndIsr && e.Control.ControllerEpoch == epoch {
 			return true

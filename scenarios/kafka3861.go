@@ -100,7 +100,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 	ct, _ := l.Node(current)
 
 	shrunkTo := func(since int64, want []int32, what string) error {
-		_, err := waitNode(ctx, l, since, 20*time.Second, what, func(e *history.Event) bool {
+		_, err := l.WaitEvent(ctx, since, 20*time.Second, what, func(e *history.Event) bool {
 			return e.Kind == history.KindISRChange && int(e.Node) == leader && e.ISR.Outcome == history.ZKOK &&
 				e.ISR.Partition == part && slices.Equal(sorted(e.ISR.New), want)
 		})
@@ -153,7 +153,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := lt.Container.Start(ctx); err != nil {
 		return fmt.Errorf("KAFKA-3861: restart n%d: %w", leader, err)
 	}
-	_, err = waitNode(ctx, l, since, 30*time.Second, fmt.Sprintf("n%d registered again", leader), func(e *history.Event) bool {
+	_, err = l.WaitEvent(ctx, since, 30*time.Second, fmt.Sprintf("n%d registered again", leader), func(e *history.Event) bool {
 		return e.Kind == history.KindBrokerRegistered && int(e.Node) == leader
 	})
 	return err

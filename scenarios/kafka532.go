@@ -74,7 +74,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.KillTarget(ctx, vt); err != nil {
 		return err
 	}
-	if _, err := waitNode(ctx, l, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
+	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == failpointBrokerChange
 	}); err != nil {
 		return err
@@ -83,7 +83,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.PauseTarget(ctx, ct); err != nil {
 		return err
 	}
-	elected, err := waitNode(ctx, l, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
+	elected, err := l.WaitEvent(ctx, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerElected && int(e.Node) != c
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
 		return err
 	}
-	if _, err := waitNode(ctx, l, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
+	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
 		return e.Kind == history.KindControlRequest && e.Control != nil && e.Control.API == history.APILeaderAndIsr &&
 			e.Control.ControllerEpoch == elected.Controller.Epoch
 	}); err != nil {
@@ -113,7 +113,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// first conditional write fails and it resigns; with the bug a broker
 	// obeys its stale controller epoch. Either ends the window.
 	stale := elected.Controller.Epoch - 1
-	ev, err := waitNode(ctx, l, since, 20*time.Second, "the zombie's resignation or a broker obeying it", func(e *history.Event) bool {
+	ev, err := l.WaitEvent(ctx, since, 20*time.Second, "the zombie's resignation or a broker obeying it", func(e *history.Event) bool {
 		switch {
 		case e.Kind == history.KindControllerResigned && int(e.Node) == c:
 			return true
