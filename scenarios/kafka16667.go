@@ -32,43 +32,35 @@ import (
 func kafka16667() Scenario {
 	check := checkers.DefaultConfig()
 	check.LivenessGrace = kafka16667Grace
-	return Scenario{
+	return oneSwitch(Scenario{
 		Bug:     "KAFKA-16667",
 		Summary: "after a failover the new controller reads partition state through a lagging ZooKeeper follower, caches a stale zkVersion and retries its write with it forever",
 		Fix:     "the controller Syncs before reading partition state and, on BADVERSION, re-reads and reconciles instead of retrying the cached zkVersion",
 		Catches: checkers.Liveness{Grace: check.LivenessGrace, MaxBadVersionRetries: check.MaxBadVersionRetries},
 		Check:   check,
-		Modes:   twoWay("KAFKA-16667"),
-		config: func(m Mode) harness.RunConfig {
-			cfg := harness.RunConfig{
-				Nodes: 3,
-				// Replication factor 2 over three partitions: the dead
-				// controller follows exactly one partition, led by O, and the
-				// new controller's broker leads none that it follows, so its
-				// session has no write pending on the slowed server.
-				Partitions: 3,
-				RF:         2,
-				// A slowed follower must stay in the quorum while it lags: its
-				// sync limit is well above the lag the slow link builds.
-				ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
-				ZKSessionTimeout: 6 * time.Second,
-				TimeLimit:        60 * time.Second,
-				Settle:           time.Second,
-				NoWorkload:       true,
-				Driver:           kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
-				NodeFlags: []string{
-					"--zk-server-by-id",
-					// The leaders shrink the dead controller out of their
-					// ISRs after the new controller is elected and held.
-					"--replica-lag-time-max=" + kafka16667Lag.String(),
-				},
-			}
-			if !m.Fixed {
-				cfg.Bugs = []string{"KAFKA-16667"}
-			}
-			return cfg
+	}, harness.RunConfig{
+		Nodes: 3,
+		// Replication factor 2 over three partitions: the dead
+		// controller follows exactly one partition, led by O, and the
+		// new controller's broker leads none that it follows, so its
+		// session has no write pending on the slowed server.
+		Partitions: 3,
+		RF:         2,
+		// A slowed follower must stay in the quorum while it lags: its
+		// sync limit is well above the lag the slow link builds.
+		ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
+		ZKSessionTimeout: 6 * time.Second,
+		TimeLimit:        60 * time.Second,
+		Settle:           time.Second,
+		NoWorkload:       true,
+		Driver:           kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
+		NodeFlags: []string{
+			"--zk-server-by-id",
+			// The leaders shrink the dead controller out of their
+			// ISRs after the new controller is elected and held.
+			"--replica-lag-time-max=" + kafka16667Lag.String(),
 		},
-	}
+	})
 }
 
 const (

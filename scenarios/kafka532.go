@@ -17,30 +17,22 @@ import (
 // brokers did not check the controller epoch and the zombie's ZooKeeper
 // writes were unconditional, so brokers obeyed both controllers.
 func kafka532() Scenario {
-	return Scenario{
+	return oneSwitch(Scenario{
 		Bug:     "KAFKA-532",
 		Summary: "a paused controller resumes as a zombie; brokers obey its stale controller epoch",
 		Fix:     "brokers reject requests from an older controller epoch; controller writes are conditional on /controller_epoch",
 		Catches: checkers.ControllerFencing{},
 		Check:   checkers.DefaultConfig(),
-		Modes:   twoWay("KAFKA-532"),
-		config: func(m Mode) harness.RunConfig {
-			cfg := harness.RunConfig{
-				Nodes:      3,
-				Partitions: 3,
-				// Short sessions so the paused controller loses its role quickly.
-				ZKSessionTimeout: 2 * time.Second,
-				TimeLimit:        90 * time.Second,
-				// acks=all producers and readers run through the whole window, so
-				// the zombie's damage shows up as lost or divergent records too.
-				Driver: kafka532Driver{},
-			}
-			if !m.Fixed {
-				cfg.Bugs = []string{"KAFKA-532"}
-			}
-			return cfg
-		},
-	}
+	}, harness.RunConfig{
+		Nodes:      3,
+		Partitions: 3,
+		// Short sessions so the paused controller loses its role quickly.
+		ZKSessionTimeout: 2 * time.Second,
+		TimeLimit:        90 * time.Second,
+		// acks=all producers and readers run through the whole window, so
+		// the zombie's damage shows up as lost or divergent records too.
+		Driver: kafka532Driver{},
+	})
 }
 
 const failpointBrokerChange = "controller-before-broker-change"

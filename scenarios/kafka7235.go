@@ -22,35 +22,27 @@ import (
 // Replication factor 2 over four partitions makes the request partial: B
 // shares some partitions with X and others with the controller only.
 func kafka7235() Scenario {
-	return Scenario{
+	return oneSwitch(Scenario{
 		Bug:     "KAFKA-7235",
 		Summary: "a restarted broker obeys a LeaderAndIsr queued for its previous incarnation, covering only some partitions, and its HW checkpoint drops the rest",
 		Fix:     "control requests carry the broker epoch (czxid of /brokers/ids/N); a broker rejects those of an older epoch with STALE_BROKER_EPOCH",
 		Catches: checkers.HWCheckpoint{},
 		Check:   checkers.DefaultConfig(),
-		Modes:   twoWay("KAFKA-7235"),
-		config: func(m Mode) harness.RunConfig {
-			cfg := harness.RunConfig{
-				Nodes:            3,
-				Partitions:       4,
-				RF:               2,
-				ZKSessionTimeout: 3 * time.Second,
-				TimeLimit:        90 * time.Second,
-				NoWorkload:       true,
-				Driver:           kafka7235Driver{},
-				// A short socket timeout makes the controller retry the queued
-				// request (on a new connection, to the new process) soon after
-				// the link heals; a short checkpoint interval writes the
-				// partial checkpoint before the controller's fresh requests
-				// fill the partition map.
-				NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=200ms"},
-			}
-			if !m.Fixed {
-				cfg.Bugs = []string{"KAFKA-7235"}
-			}
-			return cfg
-		},
-	}
+	}, harness.RunConfig{
+		Nodes:            3,
+		Partitions:       4,
+		RF:               2,
+		ZKSessionTimeout: 3 * time.Second,
+		TimeLimit:        90 * time.Second,
+		NoWorkload:       true,
+		Driver:           kafka7235Driver{},
+		// A short socket timeout makes the controller retry the queued
+		// request (on a new connection, to the new process) soon after
+		// the link heals; a short checkpoint interval writes the
+		// partial checkpoint before the controller's fresh requests
+		// fill the partition map.
+		NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=200ms"},
+	})
 }
 
 type kafka7235Driver struct{}
