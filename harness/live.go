@@ -56,6 +56,19 @@ func (l *Live) Node(id int) (nemesis.Target, error) {
 	return nemesis.Target{Name: fmt.Sprintf("n%d", id), Container: n.Container}, nil
 }
 
+// Nodes returns brokers ids as nemesis targets, in the order given.
+func (l *Live) Nodes(ids ...int) ([]nemesis.Target, error) {
+	out := make([]nemesis.Target, len(ids))
+	for i, id := range ids {
+		t, err := l.Node(id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
 // ArmFailpoint arms failpoint name on node id with action (e.g. "1*sigstop")
 // over the node's admin HTTP port.
 func (l *Live) ArmFailpoint(ctx context.Context, id int, name, action string) error {

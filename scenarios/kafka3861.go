@@ -92,12 +92,11 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		}
 	}
 	behind, current := followers[0], followers[1]
-	lt, err := l.Node(leader)
+	ts, err := l.Nodes(leader, behind, current)
 	if err != nil {
 		return err
 	}
-	bt, _ := l.Node(behind)
-	ct, _ := l.Node(current)
+	lt, bt, ct := ts[0], ts[1], ts[2]
 
 	shrunkTo := func(since int64, want []int32, what string) error {
 		_, err := l.WaitEvent(ctx, since, 20*time.Second, what, func(e *history.Event) bool {

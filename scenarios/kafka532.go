@@ -54,14 +54,11 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	victim := c%3 + 1
-	vt, err := l.Node(victim)
+	ts, err := l.Nodes(victim, c)
 	if err != nil {
 		return err
 	}
-	ct, err := l.Node(c)
-	if err != nil {
-		return err
-	}
+	vt, ct := ts[0], ts[1]
 	l.Note("killing n%d so the controller handles a broker change", victim)
 	if err := l.Nemesis.KillTarget(ctx, vt); err != nil {
 		return err

@@ -61,9 +61,11 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return fmt.Errorf("KAFKA-7235: find controller: %w", err)
 	}
 	b, x := c%3+1, (c+1)%3+1
-	ct, _ := l.Node(c)
-	bt, _ := l.Node(b)
-	xt, _ := l.Node(x)
+	ts, err := l.Nodes(c, b, x)
+	if err != nil {
+		return err
+	}
+	ct, bt, xt := ts[0], ts[1], ts[2]
 
 	l.Note("controller n%d; cutting its link to n%d so requests for n%d queue", c, b, b)
 	if err := l.Nemesis.DropLink(ctx, ct, bt); err != nil {
