@@ -414,8 +414,7 @@ func (p *progress) clearStatus() {
 
 // tailer follows the history files of a run directory as they grow.
 type tailer struct {
-	dir     string
-	files   map[string]*tailFile
+	files   *follower
 	total   counts
 	control map[string][]history.Event // per source, the control-plane events
 	// faultEvs are the events that start or end faults, for pairing.
@@ -423,69 +422,13 @@ type tailer struct {
 	skipped  int // lines that did not decode; the check after the run reports them
 }
 
-type tailFile struct {
-	f       *os.File
-	partial []byte // an unterminated last line, completed by a later read
-	client  bool   // counted, not kept
-	source  string
-}
-
 func newTailer(dir string) *tailer {
-	return &tailer{dir: dir, files: map[string]*tailFile{}, control: map[string][]history.Event{}}
+	return &tailer{files: newFollower(filepath.Join(dir, "*.jsonl")), control: map[string][]history.Event{}}
 }
 
-// isClientFile says whether a history file holds client operations (the
-// workload's processes and the final reads): they are most of the bytes of
-// a run and only counted.
-func isClientFile(name string) bool {
-	return strings.HasPrefix(name, "client") || name == "final.jsonl"
-}
-
-func (t *tailer) poll() {
-	paths, _ := filepath.Glob(filepath.Join(t.dir, "*.jsonl"))
-	buf := make([]byte, 256<<10)
-	for _, path := range paths {
-		tf := t.files[path]
-		if tf == nil {
-			f, err := os.Open(path)
-			if err != nil {
-				continue // created but not yet readable: next poll
-			}
-			name := filepath.Base(path)
-			tf = &tailFile{f: f, client: isClientFile(name), source: strings.TrimSuffix(name, ".jsonl")}
-			t.files[path] = tf
-		}
-		for {
-			n, err := tf.f.Read(buf)
-			if n > 0 {
-				t.lines(tf, buf[:n])
-			}
-			if err != nil || n < len(buf) {
-				break
-			}
-		}
-	}
-}
-
-// lines handles a chunk of a file: whole lines now, the rest later.
-func (t *tailer) lines(tf *tailFile, chunk []byte) {
-	data := chunk
-	if len(tf.partial) > 0 {
-		data = append(tf.partial, chunk...)
-		tf.partial = nil
-	}
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
-		}
-		t.line(tf, data[:i])
-		data = data[i+1:]
-	}
-	if len(data) > 0 {
-		tf.partial = append([]byte(nil), data...)
-	}
-}
+// poll reads what the files gained. Client files are only counted: they
+// are most of the bytes of a run.
+func (t *tailer) poll() { t.files.poll(t.line) }
 
 // opLine is the part of a client line that counting needs.
 type opLine struct {
@@ -495,7 +438,7 @@ type opLine struct {
 	} `json:"op"`
 }
 
-func (t *tailer) line(tf *tailFile, b []byte) {
+func (t *tailer) line(tf *followed, b []byte) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return
 	}
@@ -588,9 +531,4 @@ func (t *tailer) controlUpTo(cutoff int64) [][]history.Event {
 	return out
 }
 
-func (t *tailer) close() {
-	for _, tf := range t.files {
-		tf.f.Close()
-	}
-	t.files = map[string]*tailFile{}
-}
+func (t *tailer) close() { t.files.close() }

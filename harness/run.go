@@ -89,13 +89,9 @@ type RunConfig struct {
 	Progress io.Writer
 }
 
+// defaults gives the zero fields the values a nightly job uses; the run's
+// id and directory are placed by Run, with EnvConfig.Place.
 func (c *RunConfig) defaults() {
-	if c.RunID == "" {
-		c.RunID = cluster.NewRunID()
-	}
-	if c.RunDir == "" {
-		c.RunDir = filepath.Join("runs", c.RunID)
-	}
 	if c.Nodes == 0 {
 		c.Nodes = 3
 	}
@@ -214,11 +210,14 @@ func ConfigFromInfo(info rundir.Info) (RunConfig, error) {
 // ctx cancellation. Checking and reporting are separate steps over RunDir.
 func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	cfg.defaults()
-	abs, err := filepath.Abs(cfg.RunDir)
-	if err != nil {
-		return cfg.RunDir, fmt.Errorf("run dir: %w", err)
+	// The run's id and directory are placed as for an environment alone
+	// (chaos up): a generated id, runs/RUN_ID, made absolute.
+	envCfg := EnvConfig{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK}
+	if err := envCfg.Place(); err != nil {
+		return envCfg.RunDir, err
 	}
-	cfg.RunDir = abs
+	cfg.RunID, cfg.RunDir = envCfg.RunID, envCfg.RunDir
+	abs := cfg.RunDir
 	hdir := filepath.Join(abs, rundir.HistoryDir)
 	if err := EnsureDir(hdir); err != nil {
 		return abs, err
@@ -245,7 +244,8 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 
 	// --- setup
 	phase(history.PhaseSetup, history.PhaseBegin)
-	env, err := StartEnv(ctx, EnvConfig{RunID: cfg.RunID, RunDir: abs, ZK: cfg.ZK, Progress: cfg.Progress})
+	envCfg.Progress = cfg.Progress
+	env, err := StartEnv(ctx, envCfg)
 	if err != nil {
 		return abs, err
 	}

@@ -32,43 +32,35 @@ import (
 func kafka16667() Scenario {
 	check := checkers.DefaultConfig()
 	check.LivenessGrace = kafka16667Grace
-	return Scenario{
+	return oneSwitch(Scenario{
 		Bug:     "KAFKA-16667",
 		Summary: "after a failover the new controller reads partition state through a lagging ZooKeeper follower, caches a stale zkVersion and retries its write with it forever",
 		Fix:     "the controller Syncs before reading partition state and, on BADVERSION, re-reads and reconciles instead of retrying the cached zkVersion",
 		Catches: checkers.Liveness{Grace: check.LivenessGrace, MaxBadVersionRetries: check.MaxBadVersionRetries},
 		Check:   check,
-		Modes:   twoWay("KAFKA-16667"),
-		config: func(m Mode) harness.RunConfig {
-			cfg := harness.RunConfig{
-				Nodes: 3,
-				// Replication factor 2 over three partitions: the dead
-				// controller follows exactly one partition, led by O, and the
-				// new controller's broker leads none that it follows, so its
-				// session has no write pending on the slowed server.
-				Partitions: 3,
-				RF:         2,
-				// A slowed follower must stay in the quorum while it lags: its
-				// sync limit is well above the lag the slow link builds.
-				ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
-				ZKSessionTimeout: 6 * time.Second,
-				TimeLimit:        60 * time.Second,
-				Settle:           time.Second,
-				NoWorkload:       true,
-				Driver:           kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
-				NodeFlags: []string{
-					"--zk-server-by-id",
-					// The leaders shrink the dead controller out of their
-					// ISRs after the new controller is elected and held.
-					"--replica-lag-time-max=" + kafka16667Lag.String(),
-				},
-			}
-			if !m.Fixed {
-				cfg.Bugs = []string{"KAFKA-16667"}
-			}
-			return cfg
+	}, harness.RunConfig{
+		Nodes: 3,
+		// Replication factor 2 over three partitions: the dead
+		// controller follows exactly one partition, led by O, and the
+		// new controller's broker leads none that it follows, so its
+		// session has no write pending on the slowed server.
+		Partitions: 3,
+		RF:         2,
+		// A slowed follower must stay in the quorum while it lags: its
+		// sync limit is well above the lag the slow link builds.
+		ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
+		ZKSessionTimeout: 6 * time.Second,
+		TimeLimit:        60 * time.Second,
+		Settle:           time.Second,
+		NoWorkload:       true,
+		Driver:           kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
+		NodeFlags: []string{
+			"--zk-server-by-id",
+			// The leaders shrink the dead controller out of their
+			// ISRs after the new controller is elected and held.
+			"--replica-lag-time-max=" + kafka16667Lag.String(),
 		},
-	}
+	})
 }
 
 const (
@@ -190,13 +182,13 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.KillTarget(ctx, ct); err != nil {
 		return err
 	}
-	held, err := waitNode(ctx, l, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
+	held, err := l.WaitEvent(ctx, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && int(e.Node) == w && e.Fault != nil && e.Fault.Failpoint == failpointAfterElected
 	})
 	if err != nil {
 		return err
 	}
-	elected, _ := waitNode(ctx, l, start, time.Second, "the election", func(e *history.Event) bool {
+	elected, _ := l.WaitEvent(ctx, start, time.Second, "the election", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerElected && int(e.Node) == w
 	})
 	if elected != nil {
@@ -212,7 +204,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.ArmFailpoint(ctx, o, failpointBeforeElect, "off"); err != nil {
 		return err
 	}
-	shrink, err := waitNode(ctx, l, held.Time, 20*time.Second, fmt.Sprintf("n%d shrinking n%d out of an ISR", o, c1), func(e *history.Event) bool {
+	shrink, err := l.WaitEvent(ctx, held.Time, 20*time.Second, fmt.Sprintf("n%d shrinking n%d out of an ISR", o, c1), func(e *history.Event) bool {
 		return e.Kind == history.KindISRChange && int(e.Node) == o && e.ISR.Outcome == history.ZKOK &&
 			containsID(e.ISR.Old, c1) && !containsID(e.ISR.New, c1)
 	})
@@ -244,7 +236,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// With the bug the first write comes at once (every read is served by
 	// F as it is); fixed, each read waits for a Sync, which F answers once
 	// it has caught up.
-	first, err := waitNode(ctx, l, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
+	first, err := l.WaitEvent(ctx, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
 	}
@@ -262,7 +254,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 		epoch = elected.Controller.Epoch
 	}
 	bad := map[uint64]bool{}
-	done, err := waitNode(ctx, l, healed.UnixNano(), d.grace+15*time.Second, "the new controller to finish or be stuck", func(e *history.Event) bool {
+	done, err := l.WaitEvent(ctx, healed.UnixNano(), d.grace+15*time.Second, "the new controller to finish or be stuck", func(e *history.Event) bool {
 		if e.Kind == history.KindControlRequest && int(e.Node) == c1 && e.Control != nil &&
 			e.Control.API == history.APILeaderAndIsr && e.Control.ControllerEpoch == epoch {
 			return true

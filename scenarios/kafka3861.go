@@ -92,15 +92,14 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		}
 	}
 	behind, current := followers[0], followers[1]
-	lt, err := l.Node(leader)
+	ts, err := l.Nodes(leader, behind, current)
 	if err != nil {
 		return err
 	}
-	bt, _ := l.Node(behind)
-	ct, _ := l.Node(current)
+	lt, bt, ct := ts[0], ts[1], ts[2]
 
 	shrunkTo := func(since int64, want []int32, what string) error {
-		_, err := waitNode(ctx, l, since, 20*time.Second, what, func(e *history.Event) bool {
+		_, err := l.WaitEvent(ctx, since, 20*time.Second, what, func(e *history.Event) bool {
 			return e.Kind == history.KindISRChange && int(e.Node) == leader && e.ISR.Outcome == history.ZKOK &&
 				e.ISR.Partition == part && slices.Equal(sorted(e.ISR.New), want)
 		})
@@ -153,7 +152,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := lt.Container.Start(ctx); err != nil {
 		return fmt.Errorf("KAFKA-3861: restart n%d: %w", leader, err)
 	}
-	_, err = waitNode(ctx, l, since, 30*time.Second, fmt.Sprintf("n%d registered again", leader), func(e *history.Event) bool {
+	_, err = l.WaitEvent(ctx, since, 30*time.Second, fmt.Sprintf("n%d registered again", leader), func(e *history.Event) bool {
 		return e.Kind == history.KindBrokerRegistered && int(e.Node) == leader
 	})
 	return err

@@ -17,30 +17,22 @@ import (
 // brokers did not check the controller epoch and the zombie's ZooKeeper
 // writes were unconditional, so brokers obeyed both controllers.
 func kafka532() Scenario {
-	return Scenario{
+	return oneSwitch(Scenario{
 		Bug:     "KAFKA-532",
 		Summary: "a paused controller resumes as a zombie; brokers obey its stale controller epoch",
 		Fix:     "brokers reject requests from an older controller epoch; controller writes are conditional on /controller_epoch",
 		Catches: checkers.ControllerFencing{},
 		Check:   checkers.DefaultConfig(),
-		Modes:   twoWay("KAFKA-532"),
-		config: func(m Mode) harness.RunConfig {
-			cfg := harness.RunConfig{
-				Nodes:      3,
-				Partitions: 3,
-				// Short sessions so the paused controller loses its role quickly.
-				ZKSessionTimeout: 2 * time.Second,
-				TimeLimit:        90 * time.Second,
-				// acks=all producers and readers run through the whole window, so
-				// the zombie's damage shows up as lost or divergent records too.
-				Driver: kafka532Driver{},
-			}
-			if !m.Fixed {
-				cfg.Bugs = []string{"KAFKA-532"}
-			}
-			return cfg
-		},
-	}
+	}, harness.RunConfig{
+		Nodes:      3,
+		Partitions: 3,
+		// Short sessions so the paused controller loses its role quickly.
+		ZKSessionTimeout: 2 * time.Second,
+		TimeLimit:        90 * time.Second,
+		// acks=all producers and readers run through the whole window, so
+		// the zombie's damage shows up as lost or divergent records too.
+		Driver: kafka532Driver{},
+	})
 }
 
 const failpointBrokerChange = "controller-before-broker-change"
@@ -62,19 +54,16 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	victim := c%3 + 1
-	vt, err := l.Node(victim)
+	ts, err := l.Nodes(victim, c)
 	if err != nil {
 		return err
 	}
-	ct, err := l.Node(c)
-	if err != nil {
-		return err
-	}
+	vt, ct := ts[0], ts[1]
 	l.Note("killing n%d so the controller handles a broker change", victim)
 	if err := l.Nemesis.KillTarget(ctx, vt); err != nil {
 		return err
 	}
-	if _, err := waitNode(ctx, l, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
+	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == failpointBrokerChange
 	}); err != nil {
 		return err
@@ -83,7 +72,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.PauseTarget(ctx, ct); err != nil {
 		return err
 	}
-	elected, err := waitNode(ctx, l, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
+	elected, err := l.WaitEvent(ctx, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerElected && int(e.Node) != c
 	})
 	if err != nil {
@@ -95,7 +84,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
 		return err
 	}
-	if _, err := waitNode(ctx, l, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
+	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
 		return e.Kind == history.KindControlRequest && e.Control != nil && e.Control.API == history.APILeaderAndIsr &&
 			e.Control.ControllerEpoch == elected.Controller.Epoch
 	}); err != nil {
@@ -113,7 +102,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// first conditional write fails and it resigns; with the bug a broker
 	// obeys its stale controller epoch. Either ends the window.
 	stale := elected.Controller.Epoch - 1
-	ev, err := waitNode(ctx, l, since, 20*time.Second, "the zombie's resignation or a broker obeying it", func(e *history.Event) bool {
+	ev, err := l.WaitEvent(ctx, since, 20*time.Second, "the zombie's resignation or a broker obeying it", func(e *history.Event) bool {
 		switch {
 		case e.Kind == history.KindControllerResigned && int(e.Node) == c:
 			return true

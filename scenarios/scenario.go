@@ -17,6 +17,7 @@ package scenarios
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/zkchaos/zkchaos/checkers"
@@ -122,12 +123,23 @@ func (s Scenario) Validate() error {
 	return nil
 }
 
-// twoWay is the modes of a scenario with one bug switch: on, and off.
-func twoWay(bug string) []Mode {
-	return []Mode{
-		{Name: "bug", About: "bug switch " + bug + " on"},
+// oneSwitch completes s, a scenario with one bug switch named after its
+// bug: two modes, the switch on and every fix on, both running run (the
+// bug mode with the switch on).
+func oneSwitch(s Scenario, run harness.RunConfig) Scenario {
+	s.Modes = []Mode{
+		{Name: "bug", About: "bug switch " + s.Bug + " on"},
 		{Name: "fixed", Fixed: true, About: "every fix on"},
 	}
+	s.config = func(m Mode) harness.RunConfig {
+		cfg := run
+		cfg.NodeFlags = slices.Clone(run.NodeFlags) // each run its own
+		if !m.Fixed {
+			cfg.Bugs = []string{s.Bug}
+		}
+		return cfg
+	}
+	return s
 }
 
 // All returns every scenario, in bug-number order.

@@ -124,3 +124,30 @@ func TestGetNamesKnownScenarios(t *testing.T) {
 		t.Error("KAFKA-3861 has no mode called bug")
 	}
 }
+
+// A one-switch scenario turns its bug's switch on in the bug mode only, and
+// each run gets its own node flags.
+func TestOneSwitchModes(t *testing.T) {
+	for _, sc := range []Scenario{kafka532(), kafka7235(), kafka16667()} {
+		t.Run(sc.Bug, func(t *testing.T) {
+			bug, fixed := sc.Config(sc.BugMode()), sc.Config(sc.FixMode())
+			if !reflect.DeepEqual(bug.Bugs, []string{sc.Bug}) || len(fixed.Bugs) != 0 {
+				t.Errorf("bug switches: bug mode %v, fixed mode %v; want [%s] and none", bug.Bugs, fixed.Bugs, sc.Bug)
+			}
+			if bug.Scenario != sc.Bug || fixed.Scenario != sc.Bug {
+				t.Errorf("scenario names %q, %q; want %q", bug.Scenario, fixed.Scenario, sc.Bug)
+			}
+			bug.Bugs, bug.Scenario = nil, ""
+			fixed.Scenario = ""
+			if !reflect.DeepEqual(bug, fixed) {
+				t.Errorf("the modes differ in more than the switch:\n%+v\n%+v", bug, fixed)
+			}
+			if len(bug.NodeFlags) > 0 {
+				bug.NodeFlags[0] = "changed"
+				if sc.Config(sc.FixMode()).NodeFlags[0] == "changed" {
+					t.Error("runs share their node flags")
+				}
+			}
+		})
+	}
+}

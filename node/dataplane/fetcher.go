@@ -192,6 +192,19 @@ func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
 	if target < 0 || target >= from {
 		return nil
 	}
+	if err := f.truncateLocked(from, target, reason); err != nil {
+		return err
+	}
+	p.notifyLocked()
+	return nil
+}
+
+// truncateLocked cuts the log, which ends at from, back to target for
+// reason: the producer states are rebuilt from what is left, the
+// truncation is recorded and the high watermark lowered to the new end.
+// p.mu is held.
+func (f *fetcher) truncateLocked(from, target int64, reason string) error {
+	p := f.p
 	to, err := p.log.TruncateTo(target)
 	if err != nil {
 		return fmt.Errorf("truncate to %d: %w", target, err)
@@ -205,7 +218,6 @@ func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
 	if p.hw > to {
 		p.setHWLocked(to)
 	}
-	p.notifyLocked()
 	return nil
 }
 
@@ -255,19 +267,9 @@ func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 	from := p.log.LogEndOffset()
 	switch {
 	case from > leaderEnd:
-		to, err := p.log.TruncateTo(leaderEnd)
-		if err != nil {
-			return err
-		}
 		reason := fmt.Sprintf("offset-out-of-range (leader's log end offset %d)", leaderEnd)
-		f.logf("truncated log from %d to %d: %s", from, to, reason)
-		if err := p.rebuildProducersLocked(); err != nil {
+		if err := f.truncateLocked(from, leaderEnd, reason); err != nil {
 			return err
-		}
-		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
-			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
-		if p.hw > to {
-			p.setHWLocked(to)
 		}
 	case from < leaderStart:
 		if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {

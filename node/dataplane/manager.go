@@ -164,8 +164,7 @@ func Open(cfg Config, log *eventlog.Log, meta *broker.MetadataCache) (*Manager, 
 			return nil, fmt.Errorf("data plane start-up: %w", err)
 		}
 	}
-	m.wg.Add(1)
-	go m.isrLoop()
+	m.every(m.cfg.LagTime/2, m.expireISRs)
 	return m, nil
 }
 
@@ -330,19 +329,28 @@ func (m *Manager) StartHWCheckpoint() {
 	}
 	m.ckptStarted = true
 	m.log.Printf("high watermark checkpoint task started (every %s)", m.cfg.CheckpointInterval)
+	m.every(m.cfg.CheckpointInterval, func() {
+		if err := m.WriteCheckpoint(); err != nil {
+			m.log.Printf("high watermark checkpoint: %v", err)
+		}
+	})
+}
+
+// every runs task every d, on a goroutine of its own, until the manager
+// stops (Close waits for it): the periodic tasks of ReplicaManager's
+// scheduler.
+func (m *Manager) every(d time.Duration, task func()) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		t := time.NewTicker(m.cfg.CheckpointInterval)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-m.ctx.Done():
 				return
 			case <-t.C:
-				if err := m.WriteCheckpoint(); err != nil {
-					m.log.Printf("high watermark checkpoint: %v", err)
-				}
+				task()
 			}
 		}
 	}()
@@ -444,22 +452,12 @@ func (m *Manager) closeLogs() {
 	}
 }
 
-// isrLoop is ReplicaManager's isr-expiration task: every LagTime/2, each
-// led partition drops followers not caught up for LagTime
+// expireISRs is ReplicaManager's isr-expiration task, run every LagTime/2:
+// each led partition drops followers not caught up for LagTime
 // (Partition.maybeShrinkIsr).
-func (m *Manager) isrLoop() {
-	defer m.wg.Done()
-	t := time.NewTicker(m.cfg.LagTime / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-			for _, p := range m.all() {
-				p.maybeShrinkISR(time.Now())
-			}
-		}
+func (m *Manager) expireISRs() {
+	for _, p := range m.all() {
+		p.maybeShrinkISR(time.Now())
 	}
 }
 

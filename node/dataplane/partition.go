@@ -269,18 +269,11 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 		// exactly what we wanted (our earlier write whose answer was lost),
 		// take its version; otherwise wait for the controller's
 		// LeaderAndIsr.
-		type got struct {
-			d  []byte
-			st *zk.Stat
-		}
-		g, gerr := zkutil.Call(ctx, sess, func(c *zk.Conn) (got, error) {
-			d, st, err := c.Get(path)
-			return got{d, st}, err
-		})
-		if gerr == nil && g.st != nil {
-			if cur, derr := zkdata.DecodePartitionState(p.tp.Topic, p.tp.Partition, g.d); derr == nil &&
+		d, st, gerr := getZNode(ctx, sess, path)
+		if gerr == nil && st != nil {
+			if cur, derr := zkdata.DecodePartitionState(p.tp.Topic, p.tp.Partition, d); derr == nil &&
 				cur.Leader == p.m.cfg.BrokerID && cur.LeaderEpoch == epoch && slices.Equal(cur.ISR, newISR) {
-				newVer, err = g.st.Version, nil
+				newVer, err = st.Version, nil
 			}
 		}
 		if err != nil {

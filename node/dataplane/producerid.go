@@ -56,14 +56,7 @@ func (m *Manager) claimProducerIDBlock(ctx context.Context) (start, end int64, e
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
-		type got struct {
-			d  []byte
-			st *zk.Stat
-		}
-		g, err := zkutil.Call(ctx, sess, func(c *zk.Conn) (got, error) {
-			d, st, err := c.Get(producerIDBlockPath)
-			return got{d, st}, err
-		})
+		d, st, err := getZNode(ctx, sess, producerIDBlockPath)
 		next, version := int64(0), int32(-1)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -71,14 +64,14 @@ func (m *Manager) claimProducerIDBlock(ctx context.Context) (start, end int64, e
 			return 0, 0, fmt.Errorf("read %s: %w", producerIDBlockPath, err)
 		default:
 			var z producerIDBlockZNode
-			if err := json.Unmarshal(g.d, &z); err != nil {
-				return 0, 0, fmt.Errorf("decode %s %q: %w", producerIDBlockPath, g.d, err)
+			if err := json.Unmarshal(d, &z); err != nil {
+				return 0, 0, fmt.Errorf("decode %s %q: %w", producerIDBlockPath, d, err)
 			}
 			last, err := strconv.ParseInt(z.BlockEnd, 10, 64)
 			if err != nil {
 				return 0, 0, fmt.Errorf("decode %s block_end %q: %w", producerIDBlockPath, z.BlockEnd, err)
 			}
-			next, version = last+1, g.st.Version
+			next, version = last+1, st.Version
 		}
 		z := producerIDBlockZNode{Version: 1, Broker: m.cfg.BrokerID,
 			BlockStart: strconv.FormatInt(next, 10), BlockEnd: strconv.FormatInt(next+producerIDBlockSize-1, 10)}
@@ -124,4 +117,17 @@ func (m *Manager) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRe
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp
+}
+
+// getZNode reads a znode's data and stat through sess.
+func getZNode(ctx context.Context, sess *zkutil.Session, path string) ([]byte, *zk.Stat, error) {
+	type got struct {
+		d  []byte
+		st *zk.Stat
+	}
+	g, err := zkutil.Call(ctx, sess, func(c *zk.Conn) (got, error) {
+		d, st, err := c.Get(path)
+		return got{d, st}, err
+	})
+	return g.d, g.st, err
 }
