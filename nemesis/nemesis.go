@@ -32,7 +32,17 @@ func Pause(ctx context.Context, c *docker.Container) error {
 
 // Resume undoes Pause.
 func Resume(ctx context.Context, c *docker.Container) error {
-	return c.Signal(ctx, "SIGCONT")
+	err := c.Signal(ctx, "SIGCONT")
+	if err == nil {
+		return nil
+	}
+	// Faults held together: another one killed the paused process (a kill,
+	// a bounce still starting, a failpoint's restart). Nothing is left to
+	// resume, and the kill's own heal starts the container.
+	if st, serr := c.State(ctx); serr == nil && !st.Running {
+		return nil
+	}
+	return err
 }
 
 // Kill sends SIGKILL and waits until the engine reports the container down.
