@@ -481,9 +481,10 @@ func (o *adminOp) controlledShutdown(ctx context.Context) {
 	o.record(history.OpInvoke, inv)
 	if err := o.cfg.StopBroker(ctx, id); err != nil {
 		if ctx.Err() != nil {
-			// The run ended while the broker was shutting down: it
-			// is started again by the harness's teardown or the next
-			// run, not by this operation.
+			// The run ended while the broker was shutting down: the
+			// operation is unfinished, and the broker is left as the
+			// end of the run found it (its controlled shutdown has
+			// moved its leaderships away).
 			o.unfinished(ctx, inv, fmt.Sprintf("stop broker %d", id), err.Error())
 			return
 		}
