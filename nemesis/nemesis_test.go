@@ -281,3 +281,31 @@ func TestResumeAfterKillIsNoError(t *testing.T) {
 		t.Fatalf("resume of a restarted container: %v", err)
 	}
 }
+
+// Re-applying network rules to a container that is down again (its process
+// failed at start-up while a kill-node was being healed, soak seed 1011) has
+// nothing to do and must not fail the heal.
+func TestReapplyToAStoppedContainerIsNoError(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
+	ctx := t.Context()
+	a, b := c.ZKServer(1), c.ZKServer(2)
+	net := nemesis.NewNet()
+	if err := net.Drop(ctx, a.Container, b.Container); err != nil {
+		t.Fatal(err)
+	}
+	if err := nemesis.Kill(ctx, a.Container); err != nil {
+		t.Fatal(err)
+	}
+	if err := net.Reapply(ctx, a.Container); err != nil {
+		t.Fatalf("reapply to a stopped container: %v", err)
+	}
+	if err := a.Container.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := net.Reapply(ctx, a.Container); err != nil {
+		t.Fatalf("reapply after the start: %v", err)
+	}
+	if err := net.HealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

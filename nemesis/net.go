@@ -226,6 +226,13 @@ func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.touched, c) // chains must be created again
+	if st, err := c.State(ctx); err == nil && !st.Running {
+		// Started and gone again already (its process failed at start-up,
+		// or another fault held together with this one killed it): there
+		// is no namespace to apply rules to, and whatever starts it next
+		// re-applies them.
+		return nil
+	}
 	var errs []error
 	for l := range n.drops {
 		if l.From == c {
@@ -236,7 +243,13 @@ func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 		}
 	}
 	errs = append(errs, n.applySlows(ctx, c))
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		if st, serr := c.State(ctx); serr == nil && !st.Running {
+			return nil // gone while the rules went in: as above
+		}
+		return err
+	}
+	return nil
 }
 
 // Active describes the faults in force, for history events and reports.
