@@ -206,7 +206,7 @@ func (n *Net) HealAll(ctx context.Context) error {
 			// A chain that does not exist is in a namespace created since
 			// (the container restarted while another fault held it, in a
 			// dense schedule): nothing of ours is left there to remove.
-			if err := n.iptables(ctx, c, "-F", ch); err != nil && !strings.Contains(err.Error(), "No chain/target/match") {
+			if err := n.iptables(ctx, c, "-F", ch); err != nil && !strings.Contains(err.Error(), "No chain/target/match") && !gone(ctx, c) {
 				errs = append(errs, err)
 			}
 		}
@@ -226,7 +226,7 @@ func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.touched, c) // chains must be created again
-	if st, err := c.State(ctx); err == nil && !st.Running {
+	if gone(ctx, c) {
 		// Started and gone again already (its process failed at start-up,
 		// or another fault held together with this one killed it): there
 		// is no namespace to apply rules to, and whatever starts it next
@@ -243,13 +243,18 @@ func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 		}
 	}
 	errs = append(errs, n.applySlows(ctx, c))
-	if err := errors.Join(errs...); err != nil {
-		if st, serr := c.State(ctx); serr == nil && !st.Running {
-			return nil // gone while the rules went in: as above
-		}
+	if err := errors.Join(errs...); err != nil && !gone(ctx, c) {
 		return err
 	}
 	return nil
+}
+
+// gone reports whether c's process has exited (and its network namespace,
+// rules included, with it): a fault held together with another one can see
+// its target killed between looking at it and acting on it.
+func gone(ctx context.Context, c *docker.Container) bool {
+	st, err := c.State(ctx)
+	return err == nil && !st.Running
 }
 
 // Active describes the faults in force, for history events and reports.
