@@ -225,14 +225,24 @@ func (n *Net) HealAll(ctx context.Context) error {
 func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	delete(n.touched, c) // chains must be created again
-	if gone(ctx, c) {
-		// Started and gone again already (its process failed at start-up,
-		// or another fault held together with this one killed it): there
-		// is no namespace to apply rules to, and whatever starts it next
-		// re-applies them.
-		return nil
+	// Faults held together restart and kill the same container around
+	// each other: it may be gone before the rules go in (whatever starts it
+	// next re-applies them), or gone and started again by another fault
+	// while they went in, in a fresh namespace that needs them again.
+	var err error
+	for range 3 {
+		delete(n.touched, c) // chains must be created again
+		if gone(ctx, c) {
+			return nil
+		}
+		if err = n.reapplyOnce(ctx, c); err == nil || gone(ctx, c) {
+			return nil
+		}
 	}
+	return err
+}
+
+func (n *Net) reapplyOnce(ctx context.Context, c *docker.Container) error {
 	var errs []error
 	for l := range n.drops {
 		if l.From == c {
@@ -243,10 +253,7 @@ func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 		}
 	}
 	errs = append(errs, n.applySlows(ctx, c))
-	if err := errors.Join(errs...); err != nil && !gone(ctx, c) {
-		return err
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // gone reports whether c's process has exited (and its network namespace,
@@ -254,7 +261,7 @@ func (n *Net) Reapply(ctx context.Context, c *docker.Container) error {
 // its target killed between looking at it and acting on it.
 func gone(ctx context.Context, c *docker.Container) bool {
 	st, err := c.State(ctx)
-	return err == nil && !st.Running
+	return err == nil && (!st.Running || st.Pid == 0)
 }
 
 // Active describes the faults in force, for history events and reports.
