@@ -274,6 +274,9 @@ func TestResumeAfterKillIsNoError(t *testing.T) {
 	if err := nemesis.Resume(ctx, s.Container); err != nil {
 		t.Fatalf("resume of a killed container: %v", err)
 	}
+	if err := nemesis.Kill(ctx, s.Container); err != nil {
+		t.Fatalf("kill of a killed container: %v", err)
+	}
 	if err := s.Container.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
