@@ -420,60 +420,102 @@ func MergeOrder(times [][]int64, names []string) []SourcePos {
 
 // interleave is the k-way merge behind Merge and MergeOrder: it emits every
 // event of k sources, each source in its own order, taking at each step the
-// least next event by (time, source name, source position) from a heap.
+// least next event by the merge order (sourceHeap).
 func interleave(k int, length func(s int) int, key func(s, i int) (int64, string), emit func(s, i int)) {
 	pos := make([]int, k)
-	t := make([]int64, k) // key of each source's next event
-	name := make([]string, k)
-	load := func(s int) { t[s], name[s] = key(s, pos[s]) }
-	less := func(a, b int) bool {
-		if t[a] != t[b] {
-			return t[a] < t[b]
-		}
-		if name[a] != name[b] {
-			return name[a] < name[b]
-		}
-		return a < b
-	}
-	heap := make([]int, 0, k)
-	down := func(i int) {
-		for {
-			l, m := 2*i+1, i
-			if l < len(heap) && less(heap[l], heap[m]) {
-				m = l
-			}
-			if r := l + 1; r < len(heap) && less(heap[r], heap[m]) {
-				m = r
-			}
-			if m == i {
-				return
-			}
-			heap[i], heap[m] = heap[m], heap[i]
-			i = m
-		}
-	}
+	q := newSourceHeap(k)
 	for s := 0; s < k; s++ {
 		if length(s) > 0 {
-			load(s)
-			heap = append(heap, s)
+			t, name := key(s, 0)
+			q.push(s, t, name)
 		}
 	}
-	for i := len(heap)/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for len(heap) > 0 {
-		s := heap[0]
+	q.init()
+	for q.len() > 0 {
+		s := q.top()
 		emit(s, pos[s])
 		pos[s]++
 		if pos[s] == length(s) {
-			heap[0] = heap[len(heap)-1]
-			heap = heap[:len(heap)-1]
+			q.pop()
 		} else {
-			load(s)
+			q.fix(key(s, pos[s]))
 		}
-		if len(heap) > 0 {
-			down(0)
+	}
+}
+
+// sourceHeap holds the sources of a merge that still have events, least
+// first by the key of each one's next event: (time, source name, source
+// number), the merge order of every reader. ReadDir's streaming merge and
+// interleave share it, so the order is written once.
+type sourceHeap struct {
+	t    []int64  // time of each source's next event
+	name []string // source name of each source's next event
+	h    []int
+}
+
+func newSourceHeap(k int) *sourceHeap {
+	return &sourceHeap{t: make([]int64, k), name: make([]string, k), h: make([]int, 0, k)}
+}
+
+func (q *sourceHeap) less(a, b int) bool {
+	if q.t[a] != q.t[b] {
+		return q.t[a] < q.t[b]
+	}
+	if q.name[a] != q.name[b] {
+		return q.name[a] < q.name[b]
+	}
+	return a < b
+}
+
+func (q *sourceHeap) down(i int) {
+	h := q.h
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && q.less(h[l], h[m]) {
+			m = l
 		}
+		if r := l + 1; r < len(h) && q.less(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// push adds source s with its next event's key; init orders what was pushed.
+func (q *sourceHeap) push(s int, t int64, name string) {
+	q.t[s], q.name[s] = t, name
+	q.h = append(q.h, s)
+}
+
+func (q *sourceHeap) init() {
+	for i := len(q.h)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+}
+
+func (q *sourceHeap) len() int { return len(q.h) }
+
+// top is the source whose next event comes first.
+func (q *sourceHeap) top() int { return q.h[0] }
+
+// fix gives the top source the key of its new next event.
+func (q *sourceHeap) fix(t int64, name string) {
+	s := q.h[0]
+	q.t[s], q.name[s] = t, name
+	q.down(0)
+}
+
+// pop removes the top source, which has no events left.
+func (q *sourceHeap) pop() {
+	last := len(q.h) - 1
+	q.h[0] = q.h[last]
+	q.h = q.h[:last]
+	if len(q.h) > 0 {
+		q.down(0)
 	}
 }
 

@@ -154,57 +154,24 @@ func readMerged(files []string) (*History, error) {
 		cur[s], pos[s] = c, 0
 		return true
 	}
-	t := make([]int64, len(streams))
-	name := make([]string, len(streams))
-	less := func(a, b int) bool {
-		if t[a] != t[b] {
-			return t[a] < t[b]
-		}
-		if name[a] != name[b] {
-			return name[a] < name[b]
-		}
-		return a < b
-	}
-	heap := make([]int, 0, len(streams))
-	down := func(i int) {
-		for {
-			l, m := 2*i+1, i
-			if l < len(heap) && less(heap[l], heap[m]) {
-				m = l
-			}
-			if r := l + 1; r < len(heap) && less(heap[r], heap[m]) {
-				m = r
-			}
-			if m == i {
-				return
-			}
-			heap[i], heap[m] = heap[m], heap[i]
-			i = m
-		}
-	}
-	load := func(s int) { e := &cur[s][pos[s]]; t[s], name[s] = e.Time, e.Source }
+	q := newSourceHeap(len(streams))
+	key := func(s int) (int64, string) { e := &cur[s][pos[s]]; return e.Time, e.Source }
 	for s := range streams {
 		if next(s) {
-			load(s)
-			heap = append(heap, s)
+			t, name := key(s)
+			q.push(s, t, name)
 		}
 	}
-	for i := len(heap)/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for len(heap) > 0 && !failed {
-		s := heap[0]
+	q.init()
+	for q.len() > 0 && !failed {
+		s := q.top()
 		out = append(out, cur[s][pos[s]])
 		out[len(out)-1].Index = len(out) - 1
 		pos[s]++
 		if next(s) {
-			load(s)
+			q.fix(key(s))
 		} else {
-			heap[0] = heap[len(heap)-1]
-			heap = heap[:len(heap)-1]
-		}
-		if len(heap) > 0 {
-			down(0)
+			q.pop()
 		}
 	}
 	// Let every decoder finish (an error in an earlier file may come later
