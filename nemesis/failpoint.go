@@ -263,9 +263,36 @@ func resolveRole(ctx context.Context, fw FailpointWorld, plan FPPlan) (target Ta
 	}
 	if plan.Provoke == ProvokeBounceOther || plan.Provoke == ProvokeBounceTwo {
 		rest := without(nodes, target)
+		if plan.Window.Role == RoleController {
+			// A controller reaches its windows by handling the broker
+			// change, and after-zk-write only when that change moves a
+			// partition's leadership: bounce a broker that leads one.
+			if leaders := leadersAmong(ctx, fw, rest); len(leaders) > 0 {
+				rest = leaders
+			}
+		}
 		other, err = pickFP(rest, plan.Pick/7)
 	}
 	return target, other, err
+}
+
+// leadersAmong returns the brokers of ts that lead a partition of the
+// workload topic now, in ts's order.
+func leadersAmong(ctx context.Context, fw FailpointWorld, ts []Target) []Target {
+	topic, parts := fw.WorkloadTopic()
+	lead := map[string]bool{}
+	for p := range parts {
+		if l, _, err := fw.PartitionISR(ctx, topic, p); err == nil && l >= 0 {
+			lead[fmt.Sprintf("n%d", l)] = true
+		}
+	}
+	var out []Target
+	for _, t := range ts {
+		if lead[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // waitReached polls until node reports reaching window name or within
@@ -294,7 +321,7 @@ func pickFP(ts []Target, pick int) (Target, error) {
 	return ts[pick%len(ts)], nil
 }
 
-func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick int) (func(context.Context) error, error) {
+func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick int) (heal func(context.Context) error, err error) {
 	fw, ok := w.(FailpointWorld)
 	if !ok {
 		return nil, fmt.Errorf("%s: the run's world cannot arm failpoints (no FailpointWorld)", FailpointFault)
@@ -353,7 +380,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		err = pr.bounce(ctx, other)
 	case ProvokeBounceTwo:
 		err = pr.bounce(ctx, other)
-		if err == nil && waitReached(ctx, fw, id, name, since, 5*time.Second) {
+		if err == nil && waitReached(ctx, fw, id, name, since, reachWithin(fw)) {
 			// The third broker restarts while the armed node holds in the
 			// window; a window not reached in time leaves it alone.
 			if rest := without(without(fw.Nodes(), target), other); len(rest) > 0 {
@@ -374,9 +401,19 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 
 	// Watch for the window: on reaching it under sigstop, stop the whole
 	// process (as PID 1 it cannot stop itself; it holds until SIGCONT).
+	// The watch outlives the step's hold until reachWithin has passed:
+	// a bounce reaches the controller's windows only once the bounced
+	// broker's session has expired, often after a short hold has ended,
+	// and disarming then would waste the fault.
+	reachBy := since.Add(reachWithin(fw))
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if heal == nil {
+			wcancel()
+		}
+	}()
 	var mu sync.Mutex
-	reached, paused := false, time.Time{}
+	reached, paused := time.Time{}, time.Time{}
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -384,7 +421,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			ok, _ := fw.FailpointReached(wctx, id, name, since)
 			if ok {
 				mu.Lock()
-				reached = true
+				reached = time.Now()
 				mu.Unlock()
 				if plan.Action == FPSigstop {
 					if pr.pause(wctx, target) == nil {
@@ -395,6 +432,9 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 				}
 				return
 			}
+			if time.Now().After(reachBy) {
+				return
+			}
 			select {
 			case <-wctx.Done():
 				return
@@ -403,27 +443,41 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		}
 	}()
 
-	heal := func(ctx context.Context) error {
+	heal = func(ctx context.Context) error {
+		select {
+		case <-watchDone:
+		case <-ctx.Done():
+		}
 		wcancel()
 		<-watchDone
 		mu.Lock()
-		r, p := reached, paused
+		reachedAt, p := reached, paused
 		mu.Unlock()
+		r := !reachedAt.IsZero()
 		if !r {
 			// One last look: the window may have been reached just now.
 			r, _ = fw.FailpointReached(ctx, id, name, since)
 		}
 		var errs []error
-		if !p.IsZero() {
+		switch {
+		case !p.IsZero():
 			// A sigstop outlasts the session, so the node resumes with
-			// its session gone: that is the window's point.
-			if d := time.Until(p.Add(fw.SessionTimeout() + time.Second)); d > 0 {
-				select {
-				case <-ctx.Done():
-				case <-time.After(d):
-				}
+			// its session gone: that is the window's point. A stopped
+			// controller resumes only once another broker has taken
+			// over, so its late requests meet brokers that already obey
+			// a newer controller epoch (KAFKA-532's window).
+			sleepUntil(ctx, p.Add(fw.SessionTimeout()+time.Second))
+			if plan.Window.Role == RoleController {
+				waitSuccessor(ctx, fw, id, time.Now().Add(2*fw.SessionTimeout()+2*time.Second))
 			}
 			errs = append(errs, pr.resume(ctx, target))
+		case r && plan.Action == FPPause:
+			// The held node's stale work stays in flight for a session
+			// timeout at least, long enough for a bounced broker to come
+			// back (a request for its previous process, KAFKA-7235).
+			if !reachedAt.IsZero() {
+				sleepUntil(ctx, reachedAt.Add(fw.SessionTimeout()))
+			}
 		}
 		if plan.Provoke == ProvokeRestart {
 			// An error at broker-before-register aborts the start-up and
@@ -453,6 +507,26 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		return err
 	}
 	return heal, nil
+}
+
+// reachWithin is how long after its provocation a window may still be
+// reached: a broker's death is seen once its session expires, then the
+// controller handles it; a restart takes seconds more.
+func reachWithin(fw FailpointWorld) time.Duration { return 4 * fw.SessionTimeout() }
+
+// waitSuccessor waits until ZooKeeper names a controller other than node,
+// then one second more for its first requests to reach the brokers, or
+// until deadline.
+func waitSuccessor(ctx context.Context, fw FailpointWorld, node int, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		if c, err := fw.Controller(ctx); err == nil && c >= 0 && c != node {
+			sleepUntil(ctx, time.Now().Add(time.Second))
+			return
+		}
+		if !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			return
+		}
+	}
 }
 
 // disarmSoon disarms a failpoint, retrying until the node's admin port

@@ -23,6 +23,12 @@ type fpWorld struct {
 	armed    map[string]time.Time // "n2 name" → when
 	provoked bool
 	reach    bool // report armed windows as reached once provoked
+	// reachDelay: an armed window is reached this long after the
+	// provocation (a bounced broker's session expiring first).
+	reachDelay time.Duration
+	provokedAt time.Time
+	// successorAt: from then on ZooKeeper names n2 the controller.
+	successorAt time.Time
 }
 
 func (w *fpWorld) log(format string, args ...any) {
@@ -35,7 +41,14 @@ func (w *fpWorld) Nodes() []Target {
 	return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
 }
 func (w *fpWorld) ZKServers() []Target                                         { return []Target{{Name: "zk1"}} }
-func (w *fpWorld) Controller(context.Context) (int, error)                     { return 1, nil }
+func (w *fpWorld) Controller(context.Context) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.successorAt.IsZero() && time.Now().After(w.successorAt) {
+		return 2, nil
+	}
+	return 1, nil
+}
 func (w *fpWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
 func (w *fpWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 2, nil }
 func (w *fpWorld) PartitionISR(_ context.Context, topic string, p int32) (int, []int, error) {
@@ -65,7 +78,7 @@ func (w *fpWorld) FailpointReached(_ context.Context, node int, name string, sin
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, ok := w.armed[fmt.Sprintf("n%d %s", node, name)]
-	return ok && w.provoked && w.reach, nil
+	return ok && w.provoked && w.reach && time.Since(w.provokedAt) >= w.reachDelay, nil
 }
 
 type fpProcs struct{ w *fpWorld }
@@ -75,6 +88,9 @@ type fpProcs struct{ w *fpWorld }
 func (p fpProcs) provoke(what string, t Target) error {
 	p.w.log("%s %s", what, t.Name)
 	p.w.mu.Lock()
+	if !p.w.provoked {
+		p.w.provokedAt = time.Now()
+	}
 	p.w.provoked = true
 	p.w.mu.Unlock()
 	return nil
@@ -87,8 +103,12 @@ func (p fpProcs) waitExited(_ context.Context, t Target) error {
 	p.w.log("exited %s", t.Name)
 	return nil
 }
-func (p fpProcs) pause(_ context.Context, t Target) error  { p.w.log("sigstop %s", t.Name); return nil }
-func (p fpProcs) resume(_ context.Context, t Target) error { p.w.log("sigcont %s", t.Name); return nil }
+func (p fpProcs) pause(_ context.Context, t Target) error { p.w.log("sigstop %s", t.Name); return nil }
+func (p fpProcs) resume(_ context.Context, t Target) error {
+	c, _ := p.w.Controller(context.Background())
+	p.w.log("sigcont %s (controller n%d)", t.Name, c)
+	return nil
+}
 
 func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	// The node program's failpoint.Names, in order (node/failpoint's test
@@ -364,6 +384,41 @@ func TestFailpointBounceTwo(t *testing.T) {
 		}
 		if len(bounced) != want || slices.Contains(bounced, "n1") || len(bounced) == 2 && bounced[0] == bounced[1] {
 			t.Fatalf("reach %v: bounced %q, want %d distinct brokers other than the controller n1", reach, bounced, want)
+		}
+	}
+}
+
+// A controller window that a bounce reaches only after the step's hold
+// (the bounced broker's session must expire first) is still caught: heal
+// waits for it, then resumes the stopped controller only once ZooKeeper
+// names its successor, so its late requests meet brokers that obey a newer
+// controller (KAFKA-532's window). The bounced broker is one that leads a
+// partition (n2 in fpWorld), which moves leadership.
+func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
+	w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 25 * time.Millisecond}
+	heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, "controller-before-broker-change", FPSigstop))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Heal at once: the hold ended before the window was reached. The
+	// successor appears well after the session timeout (10 ms) plus one
+	// second, so resuming must wait for it.
+	w.mu.Lock()
+	w.successorAt = time.Now().Add(1500 * time.Millisecond)
+	w.mu.Unlock()
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	calls := slices.Clone(w.calls)
+	w.mu.Unlock()
+	want := []string{"arm n1 controller-before-broker-change=1*sigstop", "bounce n2", "sigstop n1", "sigcont n1 (controller n2)", "disarm n1"}
+	if len(calls) != len(want) {
+		t.Fatalf("calls %q, want %q", calls, want)
+	}
+	for i := range calls {
+		if !strings.HasPrefix(calls[i], want[i]) {
+			t.Fatalf("calls %q, want %q", calls, want)
 		}
 	}
 }
