@@ -40,7 +40,7 @@ func (w *fpWorld) log(format string, args ...any) {
 func (w *fpWorld) Nodes() []Target {
 	return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
 }
-func (w *fpWorld) ZKServers() []Target                                         { return []Target{{Name: "zk1"}} }
+func (w *fpWorld) ZKServers() []Target { return []Target{{Name: "zk1"}} }
 func (w *fpWorld) Controller(context.Context) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
