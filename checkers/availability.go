@@ -177,6 +177,14 @@ type PartitionAvailability struct {
 // partition without an acting leader makes the verdict unknown.
 type Availability struct {
 	Grace time.Duration
+	// ElectGrace is how long a partition may stay without a leader after a
+	// controller left it so while a registered broker held every
+	// acknowledged record (KAFKA-3861, see electable.go); 0 turns that
+	// judgement off.
+	ElectGrace time.Duration
+	// Strict makes that finding a violation; otherwise it is the known
+	// anomaly KAFKA-3861 (Kafka's default without unclean election).
+	Strict bool
 }
 
 // Name implements Checker.
@@ -220,8 +228,10 @@ func (c Availability) Check(h *history.History) Result {
 			break
 		}
 	}
+	serving := map[history.TopicPartition][]servingObs{}
 	for _, tp := range sortedTPs(tl) {
 		s := get(tp)
+		serving[tp] = servingTimeline(h, tp, tl[tp], useRoles)
 		var open *Window
 		var why string
 		closeAt := func(t int64, idx int) {
@@ -234,7 +244,7 @@ func (c Availability) Check(h *history.History) Result {
 			open = nil
 		}
 		var offendIdx int
-		for _, o := range servingTimeline(h, tp, tl[tp], useRoles) {
+		for _, o := range serving[tp] {
 			switch {
 			case !o.online && open == nil:
 				open = &Window{Start: o.time, Events: []int{o.idx}}
@@ -270,6 +280,19 @@ func (c Availability) Check(h *history.History) Result {
 			open.Duration = (hi.end - open.Start) / int64(time.Millisecond)
 			if len(s.Offline) < 100 {
 				s.Offline = append(s.Offline, *open)
+			}
+		}
+	}
+	if c.ElectGrace > 0 && useRoles {
+		for _, f := range findElectableOffline(h, ops, tl, serving, c.ElectGrace) {
+			evs := []int{f.write, f.ack}
+			if f.onlineAt >= 0 {
+				evs = append(evs, f.onlineAt)
+			}
+			if c.Strict {
+				r.violate(evs, "%s", f.explain(h))
+			} else {
+				r.knownAnomaly(KnownKafka3861, evs, "%s", f.explain(h))
 			}
 		}
 	}

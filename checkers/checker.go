@@ -72,6 +72,10 @@ const (
 	// KnownDuplicateAppend: a produce's value appended at more than one
 	// offset by a non-idempotent producer's resend (at-least-once).
 	KnownDuplicateAppend = "duplicate-append"
+	// KnownKafka3861: a controller left a partition without a leader for
+	// longer than the grace while a registered broker held every
+	// acknowledged record (no ISR member alive, unclean election off).
+	KnownKafka3861 = "KAFKA-3861"
 )
 
 // KnownAnomaly is documented Kafka behaviour a checker saw: its name, how

@@ -32,6 +32,13 @@ type Config struct {
 	// leader not yet told of its successor) invalid; they are still
 	// reported by name.
 	StrictReads bool
+	// ElectGrace: a partition a controller left without a leader while a
+	// registered broker held every acknowledged record may stay so this
+	// long (known anomaly KAFKA-3861 past it); 0 turns the judgement off.
+	ElectGrace time.Duration
+	// StrictAvailability makes KAFKA-3861 invalid; it is still reported by
+	// name.
+	StrictAvailability bool
 
 	// VisualizePath, when set, receives porcupine's HTML visualization. It
 	// is where output goes, not a knob of a verdict: it has no flag of its
@@ -43,6 +50,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		OfflineGrace:         30 * time.Second,
+		ElectGrace:           5 * time.Second,
 		LivenessGrace:        30 * time.Second,
 		MaxBadVersionRetries: 3,
 		LinearizeTimeout:     30 * time.Second,
@@ -57,6 +65,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.LivenessGrace, "liveness-grace", c.LivenessGrace, "time the controller has after every fault healed to finish pending work")
 	fs.IntVar(&c.MaxBadVersionRetries, "max-badversion-retries", c.MaxBadVersionRetries, "BADVERSION failures of one controller write tolerated after the liveness grace")
 	fs.DurationVar(&c.LinearizeTimeout, "linearize-timeout", c.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
+	fs.DurationVar(&c.ElectGrace, "elect-grace", c.ElectGrace, "a partition that a controller left without a leader while a registered broker held every acknowledged record may stay so this long before it counts as known anomaly KAFKA-3861 (0: not judged)")
+	fs.BoolVar(&c.StrictAvailability, "strict-availability", c.StrictAvailability, "report known anomaly KAFKA-3861 (a partition left offline although a registered broker held every acknowledged record) as invalid")
 	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) or from a deposed leader not yet told of its successor (deposed-leader-read) as invalid")
 }
 
@@ -80,7 +90,7 @@ func All(cfg Config) []Checker {
 		LeaderUniqueness{},
 		Durability{},
 		HWCheckpoint{},
-		Availability{Grace: cfg.OfflineGrace},
+		Availability{Grace: cfg.OfflineGrace, ElectGrace: cfg.ElectGrace, Strict: cfg.StrictAvailability},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
 		Idempotence{},

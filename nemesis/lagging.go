@@ -53,11 +53,14 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		return nil, err
 	}
 	// Kill the leader once its ISR is itself alone: the followers lag.
+	// The watch outlives a short hold (the ISR shrinks only after
+	// replica.lag.time.max), up to reachWithin after the cut.
+	cut := time.Now()
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var (
-		mu     sync.Mutex
-		killed bool
-		kerr   error
+		mu       sync.Mutex
+		killedAt time.Time
+		kerr     error
 	)
 	done := make(chan struct{})
 	go func() {
@@ -67,6 +70,9 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 			if err == nil && l == leader && slices.Equal(now, []int{leader}) {
 				break
 			}
+			if time.Since(cut) > reachWithin(fw) {
+				return
+			}
 			select {
 			case <-kctx.Done():
 				return
@@ -75,17 +81,31 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		}
 		err := n.KillTarget(kctx, lt)
 		mu.Lock()
-		killed, kerr = err == nil, err
+		if err == nil {
+			killedAt = time.Now()
+		}
+		kerr = err
 		mu.Unlock()
 	}()
 	return func(ctx context.Context) error {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 		cancel()
 		<-done
 		mu.Lock()
-		k, ke := killed, kerr
+		k, ke := killedAt, kerr
 		mu.Unlock()
+		if !k.IsZero() {
+			// The leader stays away like a machine being replaced: past
+			// its session's expiry, the controller's decision and an
+			// election grace, so a partition left offline while a
+			// follower holds every acknowledged record is seen as such.
+			sleepUntil(ctx, k.Add(keepDown(fw)))
+		}
 		errs := []error{n.HealNet(ctx)}
-		if k {
+		if !k.IsZero() {
 			errs = append(errs, n.StartTarget(ctx, lt))
 		} else if ke != nil && !errors.Is(ke, context.Canceled) {
 			errs = append(errs, ke)
@@ -93,3 +113,8 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		return errors.Join(errs...)
 	}, nil
 }
+
+// keepDown is how long kill-lagging-leader keeps the killed leader away: its
+// session expires, the controller decides, and an election grace (5 s by
+// default) passes.
+func keepDown(fw FailpointWorld) time.Duration { return 2*fw.SessionTimeout() + 6*time.Second }

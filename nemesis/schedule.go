@@ -100,22 +100,47 @@ type Schedule struct {
 // process rarely reach one.
 const FailpointShare = 0.4
 
-// drawKind draws one step's fault from kinds, giving the failpoint fault
-// FailpointShare of the draws when other kinds are there too.
+// LaggingLeaderShare is kill-lagging-leader's share of the draws beside
+// other kinds: it is the one fault that arranges the replication bugs'
+// window (a leader dying after its followers fell out of the ISR), which
+// no overlap of the plain kinds arranges by chance.
+const LaggingLeaderShare = 0.15
+
+// targetedShares are the kinds drawn with a fixed share beside others; the
+// rest of the draws are uniform over the remaining kinds.
+var targetedShares = []kindShare{{FailpointFault, FailpointShare}, {KillLaggingLeader, LaggingLeaderShare}}
+
+type kindShare struct {
+	kind  FaultKind
+	share float64
+}
+
+// drawKind draws one step's fault from kinds, giving each targeted kind its
+// share of the draws when other kinds are there too.
 func drawKind(r *rand.Rand, kinds []FaultKind) FaultKind {
-	if len(kinds) > 1 && slices.Contains(kinds, FailpointFault) {
-		if r.Float64() < FailpointShare {
-			return FailpointFault
-		}
-		var rest []FaultKind
-		for _, k := range kinds {
-			if k != FailpointFault {
-				rest = append(rest, k)
-			}
-		}
-		return rest[r.IntN(len(rest))]
+	if len(kinds) < 2 {
+		return kinds[r.IntN(len(kinds))]
 	}
-	return kinds[r.IntN(len(kinds))]
+	var rest []FaultKind
+	for _, k := range kinds {
+		if !slices.ContainsFunc(targetedShares, func(t kindShare) bool { return t.kind == k }) {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) == len(kinds) || len(rest) == 0 {
+		return kinds[r.IntN(len(kinds))]
+	}
+	x := r.Float64()
+	for _, t := range targetedShares {
+		if !slices.Contains(kinds, t.kind) {
+			continue
+		}
+		if x < t.share {
+			return t.kind
+		}
+		x -= t.share
+	}
+	return rest[r.IntN(len(rest))]
 }
 
 // Usable splits kinds into those a run of topology topo can take and the

@@ -38,6 +38,13 @@ func TestFailpointShare(t *testing.T) {
 			t.Errorf("%s: failpoint share %.2f of %d steps, want [%.2f, %.2f]", tt.name, share, len(tt.s.Steps), tt.min, tt.max)
 		}
 	}
+	// kill-lagging-leader has its own share beside the others.
+	for _, tt := range tests[:2] {
+		share := float64(count(tt.s, KillLaggingLeader)) / float64(len(tt.s.Steps))
+		if share < LaggingLeaderShare-0.06 || share > LaggingLeaderShare+0.06 {
+			t.Errorf("%s: kill-lagging-leader share %.2f of %d steps, want %.2f ± 0.06", tt.name, share, len(tt.s.Steps), LaggingLeaderShare)
+		}
+	}
 	// The other kinds are still all drawn.
 	s := Plan(3, topo, 2*time.Hour, 2*time.Second, 6*time.Second, Catalogue)
 	for _, k := range Catalogue {
