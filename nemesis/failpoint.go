@@ -76,8 +76,8 @@ type FPWindow struct {
 // order (node/failpoint.Names; a test keeps them in step). New windows are
 // appended so a saved schedule's picks keep their meaning.
 var FPWindows = []FPWindow{
-	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}, 2},
-	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, []string{FPSigstop, FPPause}, 2},
+	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3},
+	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3},
 	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
 	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1},
 	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
@@ -88,6 +88,13 @@ var FPWindows = []FPWindow{
 }
 
 var fpActions = []string{FPSigstop, FPPause, FPError}
+
+// controllerActions: a controller's windows draw sigstop two times in three.
+// A zombie controller is the window both of the control plane's fencing
+// layers exist for (its conditional ZooKeeper writes, the brokers'
+// controller-epoch check); a pause leaves a stale request in flight while a
+// bounced broker restarts (the broker-epoch layer).
+var controllerActions = []string{FPSigstop, FPSigstop, FPPause}
 
 // FailpointWorld is what the failpoint fault needs beyond World: the node's
 // admin port (arm, disarm), its event log (did it reach the window) and
@@ -126,7 +133,7 @@ type FPPlan struct {
 // PlanFailpoint draws the plan of a failpoint fault from pick.
 func PlanFailpoint(pick int) FPPlan {
 	r := rand.New(rand.NewPCG(uint64(pick), 0xf417f417))
-	// The controller's windows weigh double: every fencing layer of the
+	// The controller's windows weigh triple: every fencing layer of the
 	// control plane is exercised there (a zombie controller, a request in
 	// flight across a broker restart), and a random run draws only a few
 	// failpoint steps.
