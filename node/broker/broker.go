@@ -170,7 +170,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 	resp := kmsg.NewPtrLeaderAndISRResponse()
 	resp.SetVersion(req.Version)
 	b.control(hdr, history.APILeaderAndIsr, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 2), &resp.ErrorCode,
-		func(code int16, ev *history.Control) (roles []history.Event) {
+		func(code int16, ev *history.Control) (roles []history.Role) {
 			states := req.PartitionStates
 			if req.Version >= 2 {
 				states = nil
@@ -220,8 +220,8 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 						b.Replicas.mu.Lock()
 						b.Replicas.partitions[tp] = &p
 						b.Replicas.mu.Unlock()
-						roles = append(roles, history.Event{Kind: history.KindRoleChange, Role: &history.Role{Topic: p.Topic, Partition: p.Partition,
-							Role: p.Role, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, ControllerEpoch: req.ControllerEpoch}})
+						roles = append(roles, history.Role{Topic: p.Topic, Partition: p.Partition, Role: p.Role, Leader: p.Leader,
+							LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, ControllerEpoch: req.ControllerEpoch})
 					}
 				}
 				b.Replicas.mu.Lock()
@@ -247,9 +247,9 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 // applied or logged. Then, under b.mu, the whole-request checks give the
 // request's error code, apply answers each partition (applying it when the
 // code is 0), and the control event is logged, before the role changes
-// apply returns: a role follows the request that made it.
+// apply returns: a role change follows the request that made it.
 func (b *Broker) control(hdr wire.RequestHeader, api string, controllerID, controllerEpoch int32, brokerEpoch int64,
-	errorCode *int16, apply func(code int16, ev *history.Control) (after []history.Event)) {
+	errorCode *int16, apply func(code int16, ev *history.Control) (roles []history.Role)) {
 	if *errorCode = b.afterRegister(); *errorCode != 0 {
 		return
 	}
@@ -257,15 +257,15 @@ func (b *Broker) control(hdr wire.RequestHeader, api string, controllerID, contr
 	defer b.mu.Unlock()
 	code, ev := b.admit(hdr, api, controllerID, controllerEpoch, brokerEpoch)
 	*errorCode = code
-	after := apply(code, &ev)
+	roles := apply(code, &ev)
 	ev.ErrorCode = code
 	ev.Verdict = history.VerdictAccepted
 	if code != 0 {
 		ev.Verdict = history.VerdictRejected
 	}
 	b.Log.Emit(history.Event{Kind: history.KindControlRequest, Control: &ev})
-	for _, e := range after {
-		b.Log.Emit(e)
+	for _, r := range roles {
+		b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &r})
 	}
 }
 
@@ -274,7 +274,7 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 	resp := kmsg.NewPtrStopReplicaResponse()
 	resp.SetVersion(req.Version)
 	b.control(hdr, history.APIStopReplica, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 1), &resp.ErrorCode,
-		func(code int16, ev *history.Control) (stopped []history.Event) {
+		func(code int16, ev *history.Control) (stopped []history.Role) {
 			ev.DeletePartition = req.DeletePartitions
 			type part struct {
 				topic       string
@@ -320,8 +320,8 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 								le = old.LeaderEpoch
 							}
 							// Last partition first, the order these have always been logged in.
-							stopped = slices.Insert(stopped, 0, history.Event{Kind: history.KindRoleChange, Role: &history.Role{Topic: p.topic, Partition: p.partition,
-								Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch}})
+							stopped = slices.Insert(stopped, 0, history.Role{Topic: p.topic, Partition: p.partition,
+								Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
 						}
 					} else {
 						pc = kerr.FencedLeaderEpoch.Code
@@ -341,7 +341,7 @@ func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMe
 	resp := kmsg.NewPtrUpdateMetadataResponse()
 	resp.SetVersion(req.Version)
 	b.control(hdr, history.APIUpdateMetadata, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 5), &resp.ErrorCode,
-		func(code int16, _ *history.Control) []history.Event {
+		func(code int16, _ *history.Control) []history.Role {
 			if code == 0 {
 				b.Metadata.update(req)
 			}
