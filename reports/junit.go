@@ -64,15 +64,25 @@ type junitProperty struct {
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	Name      string `xml:"name,attr"`
+	Classname string `xml:"classname,attr"`
+	Time      string `xml:"time,attr"`
+	// Outcome is the case's one <failure>, <error> or <skipped> element;
+	// nil for a pass.
+	Outcome *junitOutcome
 }
 
-type junitMessage struct {
+// The outcomes a case can have, as their element names.
+const (
+	junitFailure = "failure"
+	junitError   = "error"
+	junitSkipped = "skipped"
+)
+
+// junitOutcome is a <failure>, <error> or <skipped> element, named by
+// XMLName.
+type junitOutcome struct {
+	XMLName xml.Name
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
 	Text    string `xml:",cdata"`
@@ -134,7 +144,7 @@ func junitSuiteOf(r RunSummary, opt JUnitOptions) junitSuite {
 	// errorCase is a case the run could not pass or fail: msg says why.
 	errorCase := func(name, typ, msg string) junitCase {
 		return junitCase{Name: name, Classname: class, Time: "0",
-			Error: &junitMessage{Message: msg, Type: typ, Text: msg + tail}}
+			Outcome: outcome(junitError, msg, typ, msg+tail)}
 	}
 	switch {
 	case r.Problem != "":
@@ -147,14 +157,13 @@ func junitSuiteOf(r RunSummary, opt JUnitOptions) junitSuite {
 			switch cr.Verdict {
 			case checkers.Valid:
 			case checkers.Invalid:
-				c.Failure = &junitMessage{Message: cr.Explanation, Type: "invalid", Text: failureText(cr) + tail}
+				c.Outcome = outcome(junitFailure, cr.Explanation, "invalid", failureText(cr)+tail)
 			default:
-				m := &junitMessage{Message: "unknown: " + cr.Explanation, Type: "unknown", Text: cr.Explanation + tail}
+				as := junitSkipped
 				if opt.UnknownAsError {
-					c.Error = m
-				} else {
-					c.Skipped = m
+					as = junitError
 				}
+				c.Outcome = outcome(as, "unknown: "+cr.Explanation, "unknown", cr.Explanation+tail)
 			}
 			s.Cases = append(s.Cases, c)
 		}
@@ -171,15 +180,22 @@ func junitSuiteOf(r RunSummary, opt JUnitOptions) junitSuite {
 // counts is the one test a case is, by its outcome.
 func (c junitCase) counts() junitCounts {
 	n := junitCounts{Tests: 1}
-	switch {
-	case c.Failure != nil:
+	if c.Outcome == nil {
+		return n
+	}
+	switch c.Outcome.XMLName.Local {
+	case junitFailure:
 		n.Failures = 1
-	case c.Error != nil:
+	case junitError:
 		n.Errors = 1
-	case c.Skipped != nil:
+	case junitSkipped:
 		n.Skipped = 1
 	}
 	return n
+}
+
+func outcome(element, message, typ, text string) *junitOutcome {
+	return &junitOutcome{XMLName: xml.Name{Local: element}, Message: message, Type: typ, Text: text}
 }
 
 // failureText lists the first violations of an invalid checker.
