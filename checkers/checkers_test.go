@@ -64,6 +64,13 @@ func lai(ctrlEpoch int32, brokerEpoch int64, verdict string, known int32) histor
 	return c
 }
 
+// process starts a new process of node that registers with broker epoch
+// czxid, and returns the registration's index.
+func process(b *hb.Builder, node int32, czxid int64) int {
+	b.Start(node)
+	return b.Register(node, czxid)
+}
+
 // sent records controller node ctrl handing c to the network for target.
 func sent(b *hb.Builder, ctrl, target int32, c history.Control) int {
 	c.Verdict, c.TargetBroker = "", target
@@ -176,17 +183,14 @@ func shutdownSent(b *hb.Builder, broker int32, meant int64) int {
 func TestBrokerFencing(t *testing.T) {
 	runCases(t, BrokerFencing{}, []tcase{
 		{name: "current epoch", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
 			shutdown(b, 2, 50, history.VerdictAccepted)
 			return nil
 		}},
 		{name: "previous generation accepted after restart", want: Invalid, explain: "stale broker epoch 50", build: func(b *hb.Builder) []int {
-			b.Start(2)
-			r1 := b.Register(2, 50)
-			b.Start(2)
-			r2 := b.Register(2, 80)
+			r1 := process(b, 2, 50)
+			r2 := process(b, 2, 80)
 			c := lai(1, 50, history.VerdictAccepted, 0)
 			c.OwnBrokerEpoch = 80
 			q := b.Control(2, c)
@@ -194,8 +198,7 @@ func TestBrokerFencing(t *testing.T) {
 		}},
 		{name: "previous generation rejected", want: Valid, build: func(b *hb.Builder) []int {
 			b.Register(2, 50)
-			b.Start(2)
-			b.Register(2, 80)
+			process(b, 2, 80)
 			c := lai(1, 50, history.VerdictRejected, 0)
 			c.ErrorCode = history.ErrStaleBrokerEpoch
 			b.Control(2, c)
@@ -209,22 +212,18 @@ func TestBrokerFencing(t *testing.T) {
 			return nil
 		}},
 		{name: "no broker epoch, queued for the previous process", want: Invalid, explain: "queued for its previous process", build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			c := lai(1, -1, history.VerdictAccepted, 0)
 			q := sent(b, 1, 2, c)
-			b.Start(2)
-			r2 := b.Register(2, 80)
+			r2 := process(b, 2, 80)
 			got := b.Control(2, c)
 			return []int{q, r2, got}
 		}},
 		{name: "no broker epoch, sent again after the restart", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			c := lai(1, -1, history.VerdictAccepted, 0)
 			sent(b, 1, 2, c)
-			b.Start(2)
-			b.Register(2, 80)
+			process(b, 2, 80)
 			sent(b, 1, 2, c)
 			b.Control(2, c)
 			return nil
@@ -248,8 +247,7 @@ func TestBrokerFencing(t *testing.T) {
 			return nil
 		}},
 		{name: "switch on, no restart, meant epoch logged", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			c := lai(1, -1, history.VerdictAccepted, 0)
 			attempt(b, 1, 2, c, 50, 1)
 			b.Control(2, c)
@@ -257,13 +255,11 @@ func TestBrokerFencing(t *testing.T) {
 		}},
 		{name: "queued for the previous process, retried into the new one", want: Invalid,
 			explain: "meant for its previous process (broker epoch 50", build: func(b *hb.Builder) []int {
-				b.Start(2)
-				r1 := b.Register(2, 50)
+				r1 := process(b, 2, 50)
 				c := lai(1, -1, history.VerdictAccepted, 0)
 				c.OwnBrokerEpoch = 80
 				attempt(b, 1, 2, c, 50, 1)
-				b.Start(2)
-				r2 := b.Register(2, 80)
+				r2 := process(b, 2, 80)
 				c.CorrelationID = 8
 				s := attempt(b, 1, 2, c, 50, 2)
 				got := b.Control(2, c)
@@ -274,11 +270,9 @@ func TestBrokerFencing(t *testing.T) {
 			}},
 		{name: "consequences named", want: Invalid,
 			explain: "became follower of t-0 at leader epoch 1", build: func(b *hb.Builder) []int {
-				b.Start(2)
-				b.Register(2, 50)
+				process(b, 2, 50)
 				c := lai(1, -1, history.VerdictAccepted, 0)
-				b.Start(2)
-				b.Register(2, 80)
+				process(b, 2, 80)
 				attempt(b, 1, 2, c, 50, 2)
 				b.Control(2, c)
 				role(b, 2, 1, history.RoleFollower)
@@ -289,8 +283,7 @@ func TestBrokerFencing(t *testing.T) {
 		// czxid) and may act on a request for the new registration before
 		// logging it; a request for its first registration is still its own.
 		{name: "same process re-registered, request for the new registration", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(1)
-			b.Register(1, 306)
+			process(b, 1, 306)
 			c := lai(2, 379, history.VerdictAccepted, 1)
 			c.OwnBrokerEpoch = 306
 			attempt(b, 3, 1, c, 379, 1)
@@ -299,8 +292,7 @@ func TestBrokerFencing(t *testing.T) {
 			return nil
 		}},
 		{name: "same process re-registered, request for its first registration", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(1)
-			b.Register(1, 306)
+			process(b, 1, 306)
 			b.Register(1, 379)
 			c := lai(2, -1, history.VerdictAccepted, 1)
 			c.OwnBrokerEpoch = 379
@@ -309,20 +301,17 @@ func TestBrokerFencing(t *testing.T) {
 			return nil
 		}},
 		{name: "resend meant for the new process", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			c := lai(1, -1, history.VerdictAccepted, 0)
 			attempt(b, 1, 2, c, 50, 1)
-			b.Start(2)
-			b.Register(2, 80)
+			process(b, 2, 80)
 			c.CorrelationID = 1
 			attempt(b, 1, 2, c, 80, 1)
 			b.Control(2, c)
 			return nil
 		}},
 		{name: "own epoch acted on before its registration line", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			b.Start(2)
 			// The watcher sees the new znode; the broker answers a request
 			// carrying it before logging broker_registered.
@@ -340,16 +329,13 @@ func TestBrokerFencing(t *testing.T) {
 			return []int{r1, q}
 		}},
 		{name: "stale controlled shutdown acted on", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
-			b.Start(2)
-			r2 := b.Register(2, 80)
+			process(b, 2, 50)
+			r2 := process(b, 2, 80)
 			s := shutdown(b, 2, 50, history.VerdictAccepted)
 			return []int{r2, s}
 		}},
 		{name: "controlled shutdown of a process that re-registered after a session loss", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			b.Register(2, 80) // same process, new session
 			shutdown(b, 2, 50, history.VerdictAccepted)
 			return nil
@@ -357,28 +343,22 @@ func TestBrokerFencing(t *testing.T) {
 		// KAFKA-7235's switch sends no broker epoch: the broker's own record
 		// of the send says which process asked.
 		{name: "epoch-less controlled shutdown from the current process", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
-			b.Start(2)
-			b.Register(2, 80)
+			process(b, 2, 50)
+			process(b, 2, 80)
 			shutdownSent(b, 2, 80)
 			shutdown(b, 2, -1, history.VerdictAccepted)
 			return nil
 		}},
 		{name: "epoch-less controlled shutdown from the previous process acted on after the restart", want: Invalid, explain: "previous process (broker epoch 50) sent at event", build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
+			process(b, 2, 50)
 			sent := shutdownSent(b, 2, 50)
-			b.Start(2)
-			r2 := b.Register(2, 80)
+			r2 := process(b, 2, 80)
 			s := shutdown(b, 2, -1, history.VerdictAccepted)
 			return []int{s, sent, r2}
 		}},
 		{name: "epoch-less controlled shutdown with no record of its sender", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(2)
-			b.Register(2, 50)
-			b.Start(2)
-			b.Register(2, 80)
+			process(b, 2, 50)
+			process(b, 2, 80)
 			shutdown(b, 2, -1, history.VerdictAccepted)
 			return nil
 		}},

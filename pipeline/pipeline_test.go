@@ -9,17 +9,8 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
-
-// copyRun copies a stored run directory so a test can write into it.
-func copyRun(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "run")
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // The stored KAFKA-532 run goes through check and render: results.json,
 // the report and porcupine's page are written, and the checker the
@@ -36,7 +27,7 @@ func TestFinishChecksAndRendersAStoredRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := copyRun(t, "../cmd/chaos/testdata/kafka-532")
+			dir := rundirtest.Copy(t, rundirtest.Stored(rundirtest.Kafka532))
 			out, err := Finish(dir, tt.opt)
 			if err != nil {
 				t.Fatal(err)

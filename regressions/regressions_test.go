@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
 
 // keptDir is where `chaos keep` puts regressions by default (relative to
@@ -56,8 +57,7 @@ func TestRecheckNoticesAMovedVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			copyTree(t, src, dir)
+			dir := rundirtest.Copy(t, src)
 			ex, err := Load(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -73,8 +73,7 @@ func TestRecheckNoticesAMovedVerdict(t *testing.T) {
 		})
 	}
 	// And a history that lost the failure.
-	dir := t.TempDir()
-	copyTree(t, src, dir)
+	dir := rundirtest.Copy(t, src)
 	for _, f := range []string{"n1.jsonl", "n2.jsonl", "n3.jsonl", "zk.jsonl"} {
 		if err := os.Remove(filepath.Join(dir, history.HistoryDir, f)); err != nil {
 			t.Fatal(err)
@@ -90,7 +89,7 @@ func TestRecheckNoticesAMovedVerdict(t *testing.T) {
 // added around it, the shape a real run has.
 func syntheticRun(t *testing.T) *history.History {
 	t.Helper()
-	h, err := history.ReadDir("../cmd/chaos/testdata/kafka-532")
+	h, err := history.ReadDir(rundirtest.Stored(rundirtest.Kafka532))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,14 +206,6 @@ func TestValidName(t *testing.T) {
 		if err := ValidName(name); (err == nil) != ok {
 			t.Errorf("ValidName(%q) = %v", name, err)
 		}
-	}
-}
-
-// copyTree copies a stored run directory (small test fixtures only).
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -27,22 +27,31 @@ type JUnitOptions struct {
 	Suite string
 }
 
+// junitCounts are the totals both <testsuites> and each <testsuite> carry.
+type junitCounts struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Skipped  int `xml:"skipped,attr"`
+}
+
+func (c *junitCounts) add(o junitCounts) {
+	c.Tests += o.Tests
+	c.Failures += o.Failures
+	c.Errors += o.Errors
+	c.Skipped += o.Skipped
+}
+
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
+	Name string `xml:"name,attr"`
+	junitCounts
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Cases      []junitCase     `xml:"testcase"`
@@ -55,15 +64,25 @@ type junitProperty struct {
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	Name      string `xml:"name,attr"`
+	Classname string `xml:"classname,attr"`
+	Time      string `xml:"time,attr"`
+	// Outcome is the case's one <failure>, <error> or <skipped> element;
+	// nil for a pass.
+	Outcome *junitOutcome
 }
 
-type junitMessage struct {
+// The outcomes a case can have, as their element names.
+const (
+	junitFailure = "failure"
+	junitError   = "error"
+	junitSkipped = "skipped"
+)
+
+// junitOutcome is a <failure>, <error> or <skipped> element, named by
+// XMLName.
+type junitOutcome struct {
+	XMLName xml.Name
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr,omitempty"`
 	Text    string `xml:",cdata"`
@@ -82,10 +101,7 @@ func WriteJUnitWith(w io.Writer, runs []RunSummary, opt JUnitOptions) error {
 	}
 	for _, r := range runs {
 		s := junitSuiteOf(r, opt)
-		root.Tests += s.Tests
-		root.Failures += s.Failures
-		root.Errors += s.Errors
-		root.Skipped += s.Skipped
+		root.add(s.junitCounts)
 		root.Suites = append(root.Suites, s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -125,49 +141,61 @@ func junitSuiteOf(r RunSummary, opt JUnitOptions) junitSuite {
 	prop("report", r.Report)
 	class := "chaos." + r.ID
 	tail := replayTail(r)
+	// errorCase is a case the run could not pass or fail: msg says why.
+	errorCase := func(name, typ, msg string) junitCase {
+		return junitCase{Name: name, Classname: class, Time: "0",
+			Outcome: outcome(junitError, msg, typ, msg+tail)}
+	}
 	switch {
 	case r.Problem != "":
-		s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Time: "0",
-			Error: &junitMessage{Message: r.Problem, Type: "harness", Text: r.Problem + tail}})
+		s.Cases = append(s.Cases, errorCase("run", "harness", r.Problem))
 	case r.Results == nil:
-		msg := "not checked: the run has no results.json"
-		s.Cases = append(s.Cases, junitCase{Name: "check", Classname: class, Time: "0",
-			Error: &junitMessage{Message: msg, Type: "not-checked", Text: msg + tail}})
+		s.Cases = append(s.Cases, errorCase("check", "not-checked", "not checked: the run has no results.json"))
 	default:
 		for _, cr := range r.Results.Results {
 			c := junitCase{Name: cr.Checker, Classname: class, Time: "0"}
 			switch cr.Verdict {
 			case checkers.Valid:
 			case checkers.Invalid:
-				c.Failure = &junitMessage{Message: cr.Explanation, Type: "invalid", Text: failureText(cr) + tail}
+				c.Outcome = outcome(junitFailure, cr.Explanation, "invalid", failureText(cr)+tail)
 			default:
-				m := &junitMessage{Message: "unknown: " + cr.Explanation, Type: "unknown", Text: cr.Explanation + tail}
+				as := junitSkipped
 				if opt.UnknownAsError {
-					c.Error = m
-				} else {
-					c.Skipped = m
+					as = junitError
 				}
+				c.Outcome = outcome(as, "unknown: "+cr.Explanation, "unknown", cr.Explanation+tail)
 			}
 			s.Cases = append(s.Cases, c)
 		}
 		if len(s.Cases) == 0 {
-			msg := "results.json lists no checkers"
-			s.Cases = append(s.Cases, junitCase{Name: "check", Classname: class, Time: "0",
-				Error: &junitMessage{Message: msg, Type: "not-checked", Text: msg + tail}})
+			s.Cases = append(s.Cases, errorCase("check", "not-checked", "results.json lists no checkers"))
 		}
 	}
 	for _, c := range s.Cases {
-		s.Tests++
-		switch {
-		case c.Failure != nil:
-			s.Failures++
-		case c.Error != nil:
-			s.Errors++
-		case c.Skipped != nil:
-			s.Skipped++
-		}
+		s.add(c.counts())
 	}
 	return s
+}
+
+// counts is the one test a case is, by its outcome.
+func (c junitCase) counts() junitCounts {
+	n := junitCounts{Tests: 1}
+	if c.Outcome == nil {
+		return n
+	}
+	switch c.Outcome.XMLName.Local {
+	case junitFailure:
+		n.Failures = 1
+	case junitError:
+		n.Errors = 1
+	case junitSkipped:
+		n.Skipped = 1
+	}
+	return n
+}
+
+func outcome(element, message, typ, text string) *junitOutcome {
+	return &junitOutcome{XMLName: xml.Name{Local: element}, Message: message, Type: typ, Text: text}
 }
 
 // failureText lists the first violations of an invalid checker.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
 
 // junitDoc mirrors the JUnit shape CI tools read, decoded independently of
@@ -135,7 +136,7 @@ func runsFolder(t *testing.T) string {
 	t.Helper()
 	runs := t.TempDir()
 	mk := func(name string) string {
-		dir := copyRun(t, kafka532)
+		dir := rundirtest.Copy(t, kafka532)
 		to := filepath.Join(runs, name)
 		if err := os.Rename(dir, to); err != nil {
 			t.Fatal(err)

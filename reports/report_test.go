@@ -13,36 +13,11 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
 
 // kafka532 is the stored KAFKA-532-shaped invalid run of `chaos check`.
-const kafka532 = "../cmd/chaos/testdata/kafka-532"
-
-// copyRun copies a stored run directory into a temporary one, so tests can
-// add results.json and report.html without touching testdata.
-func copyRun(t testing.TB, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
+var kafka532 = rundirtest.Stored(rundirtest.Kafka532)
 
 // writeHistory writes h's events into RUN_DIR/history, one file per source,
 // as a run's writers would.
@@ -136,7 +111,7 @@ func TestReportRendersRuns(t *testing.T) {
 		{
 			name: "invalid KAFKA-532 run",
 			setup: func(t *testing.T) string {
-				dir := copyRun(t, kafka532)
+				dir := rundirtest.Copy(t, kafka532)
 				writeRunInfo(t, dir, sampleInfo("kafka-532"))
 				if err := os.WriteFile(filepath.Join(dir, rundir.ScheduleFile), []byte(`{"seed":42,"total_ns":30000000000,"steps":[]}`), 0o644); err != nil {
 					t.Fatal(err)
@@ -196,14 +171,14 @@ func TestReportRendersRuns(t *testing.T) {
 		{
 			name: "not checked yet",
 			setup: func(t *testing.T) string {
-				return copyRun(t, kafka532)
+				return rundirtest.Copy(t, kafka532)
 			},
 			want: []string{"not checked", "Not checked yet", "no run.json", "KAFKA-532" /* absent: bugs unknown */},
 		},
 		{
 			name: "partial history: truncated last line and an empty file",
 			setup: func(t *testing.T) string {
-				dir := copyRun(t, kafka532)
+				dir := rundirtest.Copy(t, kafka532)
 				f, err := os.OpenFile(filepath.Join(dir, "history", "n2.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 				if err != nil {
 					t.Fatal(err)
@@ -268,22 +243,22 @@ func TestReportBadInput(t *testing.T) {
 		{"missing dir", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, "nope"},
 		{"not a run dir", func(t *testing.T) string { return t.TempDir() }, "not a run directory"},
 		{"corrupt results.json", func(t *testing.T) string {
-			dir := copyRun(t, kafka532)
+			dir := rundirtest.Copy(t, kafka532)
 			os.WriteFile(filepath.Join(dir, rundir.ResultsFile), []byte(`{"schema":1,"verdict":`), 0o644)
 			return dir
 		}, rundir.ResultsFile},
 		{"corrupt run.json", func(t *testing.T) string {
-			dir := copyRun(t, kafka532)
+			dir := rundirtest.Copy(t, kafka532)
 			os.WriteFile(filepath.Join(dir, rundir.RunFile), []byte(`[1,2`), 0o644)
 			return dir
 		}, rundir.RunFile},
 		{"bad history line", func(t *testing.T) string {
-			dir := copyRun(t, kafka532)
+			dir := rundirtest.Copy(t, kafka532)
 			os.WriteFile(filepath.Join(dir, "history", "zk.jsonl"), []byte("{\"v\":1,\"ts\":1,\"src\":\"zk\",\"kind\":\"zk_watch\"}\n{}\n"), 0o644)
 			return dir
 		}, "zk.jsonl:1"},
 		{"results from the future", func(t *testing.T) string {
-			dir := copyRun(t, kafka532)
+			dir := rundirtest.Copy(t, kafka532)
 			os.WriteFile(filepath.Join(dir, rundir.ResultsFile), []byte(`{"schema":99}`), 0o644)
 			return dir
 		}, "newer"},
@@ -308,7 +283,7 @@ func TestReportBadInput(t *testing.T) {
 // TestReportEventIndicesOutOfRange: results from a different history must
 // not panic; the page says the event is missing.
 func TestReportEventIndicesOutOfRange(t *testing.T) {
-	dir := copyRun(t, kafka532)
+	dir := rundirtest.Copy(t, kafka532)
 	r := &rundir.Results{Schema: rundir.ResultsSchema, Verdict: checkers.Invalid, Events: 5, Results: []checkers.Result{{
 		Checker: "broker-fencing", Verdict: checkers.Invalid, Explanation: "bad",
 		Violations: []checkers.Violation{{Explanation: "bad", Events: []int{-1, 3, 1_000_000}}}}}}

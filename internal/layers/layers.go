@@ -26,7 +26,7 @@ var Stack = [][]string{
 	{"history", "docker", "internal/dockertest", "internal/layers"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis"},
 	{"checkers", "shrink", "history/historytest/gen1m"},
-	{"rundir", "regressions"},
+	{"rundir", "rundir/rundirtest", "regressions"},
 	{"cluster"},
 	{"internal/clustertest", "harness", "reports"},
 	{"scenarios", "pipeline", "compat"},

@@ -146,7 +146,7 @@ func (b *Broker) checkRequest(controllerEpoch int32, brokerEpoch int64) (code in
 
 // admit applies checkRequest to a control request of api and returns the
 // code with the request's event, its whole-request fields filled in (the
-// handler adds the partitions and logVerdict the verdict). Caller holds b.mu.
+// handler adds the partitions, control the verdict). Caller holds b.mu.
 func (b *Broker) admit(hdr wire.RequestHeader, api string, controllerID, controllerEpoch int32, brokerEpoch int64) (int16, history.Control) {
 	code, known, own := b.checkRequest(controllerEpoch, brokerEpoch)
 	return code, history.Control{
@@ -167,194 +167,186 @@ func carried(epoch int64, v, since int16) int64 {
 
 // HandleLeaderAndIsr serves a LeaderAndIsr request (ReplicaManager.becomeLeaderOrFollower).
 func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
-	if code := b.afterRegister(); code != 0 {
-		resp := kmsg.NewPtrLeaderAndISRResponse()
-		resp.SetVersion(req.Version)
-		resp.ErrorCode = code
-		return resp
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	code, ev := b.admit(hdr, history.APILeaderAndIsr, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 2))
-	states := req.PartitionStates
-	if req.Version >= 2 {
-		states = nil
-		for _, t := range req.TopicStates {
-			for _, p := range t.PartitionStates {
-				p.Topic = t.Topic
-				states = append(states, p)
-			}
-		}
-	}
-	liveLeaders := map[int32]string{}
-	for _, l := range req.LiveLeaders {
-		liveLeaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
-	}
 	resp := kmsg.NewPtrLeaderAndISRResponse()
 	resp.SetVersion(req.Version)
-	perPartition := make([]int16, len(states))
-	if code != 0 {
-		resp.ErrorCode = code
-		for i := range perPartition {
-			perPartition[i] = code
-		}
-	} else {
-		var roles []history.Role
-		for i, s := range states {
-			tp := history.TP(s.Topic, s.Partition)
-			cur := b.Replicas.leaderEpoch(tp)
-			switch {
-			case s.LeaderEpoch <= cur:
-				// Not newer than what we have: a stale or duplicate decision.
-				perPartition[i] = kerr.StaleControllerEpoch.Code
-			case !slices.Contains(s.Replicas, b.ID):
-				perPartition[i] = kerr.UnknownTopicOrPartition.Code
-			default:
-				p := Partition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
-					ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch,
-					LeaderAddr: liveLeaders[s.Leader]}
-				var err error
-				if s.Leader == b.ID {
-					p.Role = history.RoleLeader
-					err = b.Data.BecomeLeader(p)
-				} else {
-					p.Role = history.RoleFollower
-					err = b.Data.BecomeFollower(p)
+	b.control(hdr, history.APILeaderAndIsr, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 2), &resp.ErrorCode,
+		func(code int16, ev *history.Control) (roles []history.Role) {
+			states := req.PartitionStates
+			if req.Version >= 2 {
+				states = nil
+				for _, t := range req.TopicStates {
+					for _, p := range t.PartitionStates {
+						p.Topic = t.Topic
+						states = append(states, p)
+					}
 				}
-				if err != nil {
-					b.Log.Printf("LeaderAndIsr %s: data plane: %v", tp, err)
-					perPartition[i] = kerr.UnknownServerError.Code
-					continue
+			}
+			liveLeaders := map[int32]string{}
+			for _, l := range req.LiveLeaders {
+				liveLeaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+			}
+			perPartition := make([]int16, len(states))
+			if code != 0 {
+				for i := range perPartition {
+					perPartition[i] = code
+				}
+			} else {
+				for i, s := range states {
+					tp := history.TP(s.Topic, s.Partition)
+					cur := b.Replicas.leaderEpoch(tp)
+					switch {
+					case s.LeaderEpoch <= cur:
+						// Not newer than what we have: a stale or duplicate decision.
+						perPartition[i] = kerr.StaleControllerEpoch.Code
+					case !slices.Contains(s.Replicas, b.ID):
+						perPartition[i] = kerr.UnknownTopicOrPartition.Code
+					default:
+						p := Partition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
+							ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch,
+							LeaderAddr: liveLeaders[s.Leader]}
+						var err error
+						if s.Leader == b.ID {
+							p.Role = history.RoleLeader
+							err = b.Data.BecomeLeader(p)
+						} else {
+							p.Role = history.RoleFollower
+							err = b.Data.BecomeFollower(p)
+						}
+						if err != nil {
+							b.Log.Printf("LeaderAndIsr %s: data plane: %v", tp, err)
+							perPartition[i] = kerr.UnknownServerError.Code
+							continue
+						}
+						b.Replicas.mu.Lock()
+						b.Replicas.partitions[tp] = &p
+						b.Replicas.mu.Unlock()
+						roles = append(roles, history.Role{Topic: p.Topic, Partition: p.Partition, Role: p.Role, Leader: p.Leader,
+							LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, ControllerEpoch: req.ControllerEpoch})
+					}
 				}
 				b.Replicas.mu.Lock()
-				b.Replicas.partitions[tp] = &p
+				first := !b.Replicas.hwStarted
+				b.Replicas.hwStarted = true
 				b.Replicas.mu.Unlock()
-				roles = append(roles, history.Role{Topic: p.Topic, Partition: p.Partition, Role: p.Role, Leader: p.Leader,
-					LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, ControllerEpoch: req.ControllerEpoch})
+				if first {
+					b.Data.StartHWCheckpoint()
+				}
 			}
-		}
-		b.Replicas.mu.Lock()
-		first := !b.Replicas.hwStarted
-		b.Replicas.hwStarted = true
-		b.Replicas.mu.Unlock()
-		if first {
-			b.Data.StartHWCheckpoint()
-		}
-		defer func() {
-			for _, r := range roles {
-				b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &r})
+			for i, s := range states {
+				resp.Partitions = append(resp.Partitions, kmsg.LeaderAndISRResponseTopicPartition{Topic: s.Topic, Partition: s.Partition, ErrorCode: perPartition[i]})
+				ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader,
+					LeaderEpoch: s.LeaderEpoch, ISR: s.ISR, Replicas: s.Replicas, ZkVersion: s.ZKVersion, IsNew: s.IsNew, ErrorCode: perPartition[i]})
 			}
-		}()
-	}
-	for i, s := range states {
-		resp.Partitions = append(resp.Partitions, kmsg.LeaderAndISRResponseTopicPartition{Topic: s.Topic, Partition: s.Partition, ErrorCode: perPartition[i]})
-		ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader,
-			LeaderEpoch: s.LeaderEpoch, ISR: s.ISR, Replicas: s.Replicas, ZkVersion: s.ZKVersion, IsNew: s.IsNew, ErrorCode: perPartition[i]})
-	}
-	b.logVerdict(&ev, code)
+			return roles
+		})
 	return resp
 }
 
-func (b *Broker) logVerdict(ev *history.Control, code int16) {
+// control serves what the three control requests share. broker-after-register
+// comes first: its refusal answers the request with that code alone, nothing
+// applied or logged. Then, under b.mu, the whole-request checks give the
+// request's error code, apply answers each partition (applying it when the
+// code is 0), and the control event is logged, before the role changes
+// apply returns: a role change follows the request that made it.
+func (b *Broker) control(hdr wire.RequestHeader, api string, controllerID, controllerEpoch int32, brokerEpoch int64,
+	errorCode *int16, apply func(code int16, ev *history.Control) (roles []history.Role)) {
+	if *errorCode = b.afterRegister(); *errorCode != 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	code, ev := b.admit(hdr, api, controllerID, controllerEpoch, brokerEpoch)
+	*errorCode = code
+	roles := apply(code, &ev)
 	ev.ErrorCode = code
 	ev.Verdict = history.VerdictAccepted
 	if code != 0 {
 		ev.Verdict = history.VerdictRejected
 	}
-	b.Log.Emit(history.Event{Kind: history.KindControlRequest, Control: ev})
+	b.Log.Emit(history.Event{Kind: history.KindControlRequest, Control: &ev})
+	for _, r := range roles {
+		b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &r})
+	}
 }
 
 // HandleStopReplica serves a StopReplica request (ReplicaManager.stopReplicas).
 func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
-	if code := b.afterRegister(); code != 0 {
-		resp := kmsg.NewPtrStopReplicaResponse()
-		resp.SetVersion(req.Version)
-		resp.ErrorCode = code
-		return resp
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	code, ev := b.admit(hdr, history.APIStopReplica, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 1))
-	ev.DeletePartition = req.DeletePartitions
-	type part struct {
-		topic       string
-		partition   int32
-		leaderEpoch int32
-		delete      bool
-	}
-	var parts []part
-	for _, t := range req.Topics {
-		switch {
-		case req.Version == 0:
-			parts = append(parts, part{t.Topic, t.Partition, NoEpoch, req.DeletePartitions})
-		case req.Version <= 2:
-			for _, p := range t.Partitions {
-				parts = append(parts, part{t.Topic, p, NoEpoch, req.DeletePartitions})
-			}
-		default:
-			for _, p := range t.PartitionStates {
-				parts = append(parts, part{t.Topic, p.Partition, p.LeaderEpoch, p.Delete})
-			}
-		}
-	}
 	resp := kmsg.NewPtrStopReplicaResponse()
 	resp.SetVersion(req.Version)
-	resp.ErrorCode = code
-	for _, p := range parts {
-		tp := history.TP(p.topic, p.partition)
-		pc := code
-		if code == 0 {
-			cur := b.Replicas.leaderEpoch(tp)
-			if p.leaderEpoch == NoEpoch || p.leaderEpoch == EpochDuringDelete || p.leaderEpoch > cur {
-				if err := b.Data.StopReplica(tp, p.delete); err != nil {
-					b.Log.Printf("StopReplica %s: data plane: %v", tp, err)
-					pc = kerr.UnknownServerError.Code
-				} else {
-					b.Replicas.mu.Lock()
-					old, hosted := b.Replicas.partitions[tp]
-					if p.delete {
-						delete(b.Replicas.partitions, tp)
-					} else if hosted {
-						old.Role = history.RoleStopped
-					}
-					b.Replicas.mu.Unlock()
-					le := p.leaderEpoch
-					if hosted && le < 0 {
-						le = old.LeaderEpoch
-					}
-					defer b.Log.Emit(history.Event{Kind: history.KindRoleChange, Role: &history.Role{Topic: p.topic, Partition: p.partition,
-						Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch}})
-				}
-			} else {
-				pc = kerr.FencedLeaderEpoch.Code
+	b.control(hdr, history.APIStopReplica, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 1), &resp.ErrorCode,
+		func(code int16, ev *history.Control) (stopped []history.Role) {
+			ev.DeletePartition = req.DeletePartitions
+			type part struct {
+				topic       string
+				partition   int32
+				leaderEpoch int32
+				delete      bool
 			}
-		}
-		resp.Partitions = append(resp.Partitions, kmsg.StopReplicaResponsePartition{Topic: p.topic, Partition: p.partition, ErrorCode: pc})
-		ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: p.topic, Partition: p.partition, Leader: -1,
-			LeaderEpoch: p.leaderEpoch, ErrorCode: pc})
-	}
-	b.logVerdict(&ev, code)
+			var parts []part
+			for _, t := range req.Topics {
+				switch {
+				case req.Version == 0:
+					parts = append(parts, part{t.Topic, t.Partition, NoEpoch, req.DeletePartitions})
+				case req.Version <= 2:
+					for _, p := range t.Partitions {
+						parts = append(parts, part{t.Topic, p, NoEpoch, req.DeletePartitions})
+					}
+				default:
+					for _, p := range t.PartitionStates {
+						parts = append(parts, part{t.Topic, p.Partition, p.LeaderEpoch, p.Delete})
+					}
+				}
+			}
+			for _, p := range parts {
+				tp := history.TP(p.topic, p.partition)
+				pc := code
+				if code == 0 {
+					cur := b.Replicas.leaderEpoch(tp)
+					if p.leaderEpoch == NoEpoch || p.leaderEpoch == EpochDuringDelete || p.leaderEpoch > cur {
+						if err := b.Data.StopReplica(tp, p.delete); err != nil {
+							b.Log.Printf("StopReplica %s: data plane: %v", tp, err)
+							pc = kerr.UnknownServerError.Code
+						} else {
+							b.Replicas.mu.Lock()
+							old, hosted := b.Replicas.partitions[tp]
+							if p.delete {
+								delete(b.Replicas.partitions, tp)
+							} else if hosted {
+								old.Role = history.RoleStopped
+							}
+							b.Replicas.mu.Unlock()
+							le := p.leaderEpoch
+							if hosted && le < 0 {
+								le = old.LeaderEpoch
+							}
+							// Last partition first, the order these have always been logged in.
+							stopped = slices.Insert(stopped, 0, history.Role{Topic: p.topic, Partition: p.partition,
+								Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
+						}
+					} else {
+						pc = kerr.FencedLeaderEpoch.Code
+					}
+				}
+				resp.Partitions = append(resp.Partitions, kmsg.StopReplicaResponsePartition{Topic: p.topic, Partition: p.partition, ErrorCode: pc})
+				ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: p.topic, Partition: p.partition, Leader: -1,
+					LeaderEpoch: p.leaderEpoch, ErrorCode: pc})
+			}
+			return stopped
+		})
 	return resp
 }
 
 // HandleUpdateMetadata serves UpdateMetadata (ReplicaManager.maybeUpdateMetadataCache).
 func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
-	if code := b.afterRegister(); code != 0 {
-		resp := kmsg.NewPtrUpdateMetadataResponse()
-		resp.SetVersion(req.Version)
-		resp.ErrorCode = code
-		return resp
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	code, ev := b.admit(hdr, history.APIUpdateMetadata, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 5))
-	if code == 0 {
-		b.Metadata.update(req)
-	}
 	resp := kmsg.NewPtrUpdateMetadataResponse()
 	resp.SetVersion(req.Version)
-	resp.ErrorCode = code
-	b.logVerdict(&ev, code)
+	b.control(hdr, history.APIUpdateMetadata, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 5), &resp.ErrorCode,
+		func(code int16, _ *history.Control) []history.Role {
+			if code == 0 {
+				b.Metadata.update(req)
+			}
+			return nil
+		})
 	return resp
 }
 

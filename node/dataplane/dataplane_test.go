@@ -166,15 +166,7 @@ func produce(m *Manager, p int32, acks int16, timeout time.Duration, records []b
 }
 
 func fetch(m *Manager, replica int32, p int32, offset int64) *kmsg.FetchResponseTopicPartition {
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID = replica
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, 1<<20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := fetchRequest(12, replica, history.TP("t", p), offset, 1<<20)
 	return &m.Fetch(context.Background(), req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 }
 
@@ -202,28 +194,10 @@ func TestProduceFetchListOffsets(t *testing.T) {
 	if f = fetch(m, -1, 0, 9); f.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("fetch past the end: %d", f.ErrorCode)
 	}
-	lo := kmsg.NewPtrListOffsetsRequest()
-	lo.SetVersion(5)
-	lo.ReplicaID = -2
-	lt := kmsg.NewListOffsetsRequestTopic()
-	lt.Topic = "t"
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = -1
-	lt.Partitions = append(lt.Partitions, lp)
-	lo.Topics = append(lo.Topics, lt)
-	if got := m.ListOffsets(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 4 {
+	if got := m.ListOffsets(listOffsetsRequest(-2, history.TP("t", 0), -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 4 {
 		t.Fatalf("ListOffsets latest (query-leo): %+v", got)
 	}
-	oe := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	oe.SetVersion(3)
-	oe.ReplicaID = 2
-	ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	ot.Topic = "t"
-	op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	op.CurrentLeaderEpoch, op.LeaderEpoch = 3, 2
-	ot.Partitions = append(ot.Partitions, op)
-	oe.Topics = append(oe.Topics, ot)
-	if got := m.OffsetForLeaderEpoch(oe).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 || got.EndOffset != 0 {
+	if got := m.OffsetForLeaderEpoch(offsetForLeaderEpochRequest(2, history.TP("t", 0), 3, 2)).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 || got.EndOffset != 0 {
 		t.Fatalf("OffsetForLeaderEpoch(2) before epoch 3 started at 0: %+v", got)
 	}
 }
@@ -449,37 +423,13 @@ func fuzzSeeds() [][]byte {
 			r.Topics = append(r.Topics, t)
 			return r
 		}(),
-		func() kmsg.Request {
-			r := kmsg.NewPtrListOffsetsRequest()
-			r.SetVersion(5)
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = "t"
-			t.Partitions = append(t.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
-			r.Topics = append(r.Topics, t)
-			return r
-		}(),
-		func() kmsg.Request {
-			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
-			r.SetVersion(3)
-			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = "t"
-			t.Partitions = append(t.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
-			r.Topics = append(r.Topics, t)
-			return r
-		}(),
+		listOffsetsRequest(-1, history.TP("t", 0), 0, -1),
+		offsetForLeaderEpochRequest(-2, history.TP("t", 0), -1, 0),
 	} {
 		out = append(out, f.AppendRequest(nil, r, 3)[4:])
 	}
 	for _, v := range []int16{4, 11, 12} {
-		req := kmsg.NewPtrFetchRequest()
-		req.SetVersion(v)
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		out = append(out, f.AppendRequest(nil, req, 2)[4:])
+		out = append(out, f.AppendRequest(nil, fetchRequest(v, -1, history.TP("t", 0), 0, 1<<20), 2)[4:])
 	}
 	return out
 }

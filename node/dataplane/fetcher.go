@@ -144,15 +144,7 @@ func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
 		target, reason = p.hw, "high-watermark (no local leader epoch)"
 		p.mu.Unlock()
 	} else {
-		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-		req.SetVersion(3)
-		req.ReplicaID = p.m.cfg.BrokerID
-		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		t.Topic = p.tp.Topic
-		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.tp.Partition, f.epoch, latest
-		t.Partitions = append(t.Partitions, rp)
-		req.Topics = append(req.Topics, t)
+		req := offsetForLeaderEpochRequest(p.m.cfg.BrokerID, p.tp, f.epoch, latest)
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		resp, err := cl.Request(rctx, req)
 		cancel()
@@ -227,15 +219,7 @@ func (f *fetcher) truncateLocked(from, target int64, reason string) error {
 func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 	p := f.p
 	ask := func(ts int64) (int64, error) {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.SetVersion(5)
-		req.ReplicaID = p.m.cfg.BrokerID
-		t := kmsg.NewListOffsetsRequestTopic()
-		t.Topic = p.tp.Topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.tp.Partition, ts, f.epoch
-		t.Partitions = append(t.Partitions, rp)
-		req.Topics = append(req.Topics, t)
+		req := listOffsetsRequest(p.m.cfg.BrokerID, p.tp, ts, f.epoch)
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		resp, err := cl.Request(rctx, req)
@@ -292,23 +276,14 @@ func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 // reports that the leader does not have our fetch offset.
 func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (outOfRange bool, err error) {
 	p := f.p
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID = p.m.cfg.BrokerID
+	req := fetchRequest(12, p.m.cfg.BrokerID, p.tp, p.log.LogEndOffset(), replicaFetchMaxBytes)
 	req.MaxWaitMillis = int32(p.m.cfg.FetchMaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = replicaFetchMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic = p.tp.Topic
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition = p.tp.Partition
+	rp := &req.Topics[0].Partitions[0]
 	rp.CurrentLeaderEpoch = f.epoch
-	rp.FetchOffset = p.log.LogEndOffset()
 	rp.LogStartOffset = p.log.LogStartOffset()
-	rp.PartitionMaxBytes = replicaFetchMaxBytes
-	t.Partitions = append(t.Partitions, rp)
-	req.Topics = append(req.Topics, t)
 	rctx, cancel := context.WithTimeout(ctx, p.m.cfg.FetchMaxWait+10*time.Second)
 	resp, err := cl.Request(rctx, req)
 	cancel()

@@ -14,41 +14,32 @@ import (
 	"github.com/zkchaos/zkchaos/node/wire"
 )
 
-// Client API keys and the versions served. Produce from v3 and Fetch from v4
-// (record batch v2 only, as storage keeps); the maxima are Kafka 3.0's, the
-// last release whose Fetch names topics rather than topic ids.
-const (
-	keyProduce        int16 = 0
-	keyFetch          int16 = 1
-	keyListOffsets    int16 = 2
-	keyMetadata       int16 = 3
-	keyInitProducerID int16 = 22
-	keyOffsetForEpoch int16 = 23
-)
-
 // maxFetchWait caps a client's MaxWaitMillis.
 const maxFetchWait = 5 * time.Second
 
-// Routes registers the client APIs on s.
+// Routes registers the client APIs on s, by kmsg's API keys, with the
+// versions served. Produce from v3 and Fetch from v4 (record batch v2 only,
+// as storage keeps); the maxima are Kafka 3.0's, the last release whose Fetch
+// names topics rather than topic ids.
 func (m *Manager) Routes(s *wire.Server) {
-	s.Handle(keyProduce, 3, 9, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s.Handle(kmsg.Produce.Int16(), 3, 9, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.Produce(ctx, req.(*kmsg.ProduceRequest)), nil
 	})
-	s.Handle(keyFetch, 4, 12, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s.Handle(kmsg.Fetch.Int16(), 4, 12, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.Fetch(ctx, req.(*kmsg.FetchRequest)), nil
 	})
-	s.Handle(keyListOffsets, 1, 6, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s.Handle(kmsg.ListOffsets.Int16(), 1, 6, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.ListOffsets(req.(*kmsg.ListOffsetsRequest)), nil
 	})
-	s.Handle(keyMetadata, 0, 11, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s.Handle(kmsg.Metadata.Int16(), 0, 11, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.Metadata(req.(*kmsg.MetadataRequest)), nil
 	})
 	// Kafka 2.4's versions: v3 (KIP-360 epoch bumps) needs a transaction
 	// coordinator's state.
-	s.Handle(keyInitProducerID, 0, 2, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s.Handle(kmsg.InitProducerID.Int16(), 0, 2, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.InitProducerID(ctx, req.(*kmsg.InitProducerIDRequest)), nil
 	})
-	s.Handle(keyOffsetForEpoch, 0, 3, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s.Handle(kmsg.OffsetForLeaderEpoch.Int16(), 0, 3, func(_ context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.OffsetForLeaderEpoch(req.(*kmsg.OffsetForLeaderEpochRequest)), nil
 	})
 }

@@ -199,16 +199,7 @@ func TestInitProducerIDTransactionalRefused(t *testing.T) {
 }
 
 func listOffset(m *Manager, replica int32, ts int64) kmsg.ListOffsetsResponseTopicPartition {
-	lo := kmsg.NewPtrListOffsetsRequest()
-	lo.SetVersion(5)
-	lo.ReplicaID = replica
-	lt := kmsg.NewListOffsetsRequestTopic()
-	lt.Topic = "t"
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp, lp.CurrentLeaderEpoch = ts, -1
-	lt.Partitions = append(lt.Partitions, lp)
-	lo.Topics = append(lo.Topics, lt)
-	return m.ListOffsets(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	return m.ListOffsets(listOffsetsRequest(replica, history.TP("t", 0), ts, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 }
 
 // KIP-207: a new leader whose high watermark is still below the start of
@@ -261,16 +252,7 @@ func TestFetchRecordsNeverNull(t *testing.T) {
 		p      int32
 		offset int64
 	}{{"empty log", 0, 0}, {"out of range", 0, 5}, {"unknown partition", 9, 0}} {
-		req := kmsg.NewPtrFetchRequest()
-		req.SetVersion(4)
-		req.ReplicaID = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = c.p, c.offset, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp := m.Fetch(t.Context(), req).(*kmsg.FetchResponse)
+		resp := m.Fetch(t.Context(), fetchRequest(4, -1, history.TP("t", c.p), c.offset, 1<<20)).(*kmsg.FetchResponse)
 		if resp.Topics[0].Partitions[0].RecordBatches == nil {
 			t.Errorf("%s: null records", c.name)
 		}

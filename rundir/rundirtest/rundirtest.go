@@ -1,0 +1,33 @@
+// Package rundirtest is test support for packages that read or write run
+// directories: the runs kept under cmd/chaos/testdata, found from any
+// package, and writable copies of them. Only tests import it.
+package rundirtest
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Kafka532 names the stored KAFKA-532 run (a paused controller's stale
+// LeaderAndIsr accepted): invalid for controller-fencing.
+const Kafka532 = "kafka-532"
+
+// Stored is the path of the run directory kept as cmd/chaos/testdata/name,
+// wherever the calling test runs from.
+func Stored(name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "cmd", "chaos", "testdata", name)
+}
+
+// Copy copies the run directory src into a new temporary directory and
+// returns that, so a test can add or change files without touching src.
+func Copy(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copy run %s: %v", src, err)
+	}
+	return dst
+}
