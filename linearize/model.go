@@ -101,7 +101,7 @@ var logModel = porcupine.Model{
 	Init: func() interface{} { return int64(0) },
 	Step: func(state, in, out interface{}) (bool, interface{}) {
 		n := state.(int64)
-		i, o := in.(input), out.(output)
+		i, o := in.(*input), out.(*output)
 		switch i.kind {
 		case produceOp:
 			if o.offset < 0 {
@@ -139,7 +139,7 @@ var logModel = porcupine.Model{
 	Equal: func(a, b interface{}) bool { return a.(int64) == b.(int64) },
 	Hash:  func(s interface{}) uint64 { return uint64(s.(int64)) },
 	DescribeOperation: func(in, out interface{}) string {
-		i, o := in.(input), out.(output)
+		i, o := in.(*input), out.(*output)
 		switch i.kind {
 		case produceOp:
 			what := fmt.Sprintf("%q", i.value)
