@@ -16,8 +16,8 @@ import (
 // streamChunkLen is the number of events a decoder hands over at a time;
 // streamDepth chunks per file can wait for the merge.
 const (
-	streamChunkLen = 1024
-	streamDepth    = 4
+	streamChunkLen = 256
+	streamDepth    = 8
 )
 
 // stream is one file's decoder as the merge sees it.

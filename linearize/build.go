@@ -405,14 +405,18 @@ func (p *partition) push(client int, in input, out output, call, ret int64) {
 // placed append; it also keeps the definite acknowledgements, by return
 // time, for spotting stale empty reads.
 func (p *partition) addProduces(tp history.TopicPartition, prods []prod, base, t0 int64, clientID func(history.Operation) int) {
-	t := &table{tp: tp.String(), base: base, values: make(map[int64]string, len(prods))}
+	top := int64(-1)
+	for _, pr := range prods {
+		if pr.offset >= 0 {
+			top = max(top, pr.offset-base)
+		}
+	}
+	t := newTable(tp.String(), base, top, len(prods))
 	p.t = t
 	p.acks = make([]prod, 0, len(prods))
 	for _, pr := range prods {
 		if pr.offset >= 0 {
-			if _, dup := t.values[pr.offset-base]; !dup {
-				t.values[pr.offset-base] = pr.op.Op().Value
-			}
+			t.add(pr.offset-base, pr.op.Op().Value)
 		}
 	}
 	for _, pr := range prods {
@@ -453,7 +457,7 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 		recs := judgedRecords(op.Records(), t.base)
 		suspect := early[op.Complete.Index]
 		for _, r := range recs {
-			if v, ok := t.values[r.Offset-t.base]; !ok || v != r.Value {
+			if v, ok := t.value(r.Offset - t.base); !ok || v != r.Value {
 				suspect = true
 			}
 		}

@@ -47,13 +47,13 @@ func TestWitnessAgreesWithPorcupine(t *testing.T) {
 			case 2: // a read returns another offset's value
 				out := op.Output.(*output)
 				in := op.Input.(*input)
-				if len(out.records) == 0 || len(in.t.values) < 2 {
+				if len(out.records) == 0 || in.t.n < 2 {
 					continue
 				}
 				recs := append([]history.Record(nil), out.records...)
 				j := rapid.IntRange(0, len(recs)-1).Draw(rt, "rec")
-				off := rapid.Int64Range(0, int64(len(in.t.values))-1).Draw(rt, "from")
-				recs[j].Value = in.t.values[off]
+				off := rapid.Int64Range(0, int64(in.t.n)-1).Draw(rt, "from")
+				recs[j].Value, _ = in.t.value(off)
 				op.Output = &output{records: recs}
 			case 3: // a produce at another offset
 				out := *op.Output.(*output) // a copy: the build's own is shared
