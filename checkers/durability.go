@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // Durability checks that no acknowledged write is lost: every acks=all
@@ -266,9 +268,14 @@ type offsetValues struct {
 
 // reserve sizes the dense table for offsets below size, before any set.
 func (m *offsetValues) reserve(size int64) {
-	if size > int64(len(m.dense)) {
-		m.dense = slices.Grow(m.dense, int(size)-len(m.dense))[:size]
+	if size <= int64(len(m.dense)) {
+		return
 	}
+	if m.dense == nil {
+		m.dense = hugepage.Make[seenValue](int(size), int(size))
+		return
+	}
+	m.dense = slices.Grow(m.dense, int(size)-len(m.dense))[:size]
 }
 
 func (m *offsetValues) get(off int64) (seenValue, bool) {

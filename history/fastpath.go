@@ -16,6 +16,8 @@ import (
 	"math"
 	"strings"
 	"unsafe"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // fastDecoder decodes lines on the fast path. It hands out payloads from
@@ -73,7 +75,7 @@ func (d *fastDecoder) records(n int) []Record { return d.recs.take(n) }
 // slab hands out zeroed elements from arrays allocated slabLen at first and
 // four times as large each time after, up to slabBytes: a small history costs a
 // few small arrays, a large one few allocations, and large slabs are backed
-// by huge pages (adviseHuge) so filling them costs few page faults.
+// by huge pages (hugepage.Advise) so filling them costs few page faults.
 type slab[T any] struct {
 	free []T
 	next int // length of the next array
@@ -92,7 +94,7 @@ func (s *slab[T]) take(n int) []T {
 		size := max(s.next, slabLen)
 		s.next = max(slabLen, min(4*size, slabBytes/int(max(unsafe.Sizeof(zero), 1))))
 		s.free = make([]T, max(size, n))
-		adviseHuge(s.free)
+		hugepage.Advise(s.free)
 	}
 	r := s.free[:n:n]
 	s.free = s.free[n:]

@@ -1,5 +1,7 @@
 package history
 
+import "github.com/zkchaos/zkchaos/internal/hugepage"
+
 // Operation pairs a client invoke with its completion (ok, fail or info).
 type Operation struct {
 	Invoke   *Event
@@ -68,7 +70,7 @@ func Operations(h *History) (ops []Operation, orphans []int) {
 			n++
 		}
 	}
-	ops = make([]Operation, 0, n)
+	ops = hugepage.Make[Operation](0, n)
 	for i := range h.Events {
 		e := &h.Events[i]
 		if e.Kind != KindOp || e.Op == nil {

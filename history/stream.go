@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // streamChunkLen is the number of events a decoder hands over at a time;
@@ -126,7 +128,7 @@ func readMerged(files []string) (*History, error) {
 		total += <-st.lines
 	}
 	out := make([]Event, 0, total)
-	adviseHuge(out)
+	hugepage.Advise(out)
 
 	cur := make([][]Event, len(streams)) // each source's chunk being merged
 	pos := make([]int, len(streams))     // position in it

@@ -13,6 +13,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/zkchaos/zkchaos/history"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // plan is the history split for the per-partition builds: client
@@ -69,7 +71,7 @@ func newPlan(h *history.History, ops []history.Operation) *plan {
 		which[i] = j
 		count[j]++
 	}
-	all := make([]history.Operation, len(ops))
+	all := hugepage.Make[history.Operation](len(ops), len(ops))
 	lists := make([][]history.Operation, len(seen))
 	start := 0
 	for j, n := range count {
@@ -238,7 +240,7 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 	// a read: sized once, since growing a slice of porcupine operations
 	// by doubling was a quarter of the checker's allocation.
 	n := len(prods) + len(ops)
-	p.ops, p.ins, p.outs = make([]porcupine.Operation, 0, n), make([]input, 0, n), make([]output, 0, n)
+	p.ops, p.ins, p.outs = hugepage.Make[porcupine.Operation](0, n), hugepage.Make[input](0, n), hugepage.Make[output](0, n)
 	p.addProduces(tp, prods, pl.base, t0, clientID)
 	p.addReads(ops, pl.early, t0, clientID)
 	p.out.Ops = len(p.ops)

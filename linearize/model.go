@@ -61,6 +61,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/zkchaos/zkchaos/history"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 type opKind uint8
@@ -89,7 +91,7 @@ type table struct {
 // (relative) but no further than the produces could fill twice over.
 func newTable(tp string, base, top int64, produces int) *table {
 	size := max(0, min(top+1, 2*int64(produces)+4096))
-	return &table{tp: tp, base: base, dense: make([]string, size), held: make([]bool, size)}
+	return &table{tp: tp, base: base, dense: hugepage.Make[string](int(size), int(size)), held: hugepage.Make[bool](int(size), int(size))}
 }
 
 // value returns the value produced at relative offset rel.
