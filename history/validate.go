@@ -29,6 +29,7 @@ var payloadOf = map[Kind]int{
 	KindISRChange: 10, KindHWCheckpoint: 11, KindTruncation: 12, KindZKWatch: 13,
 	KindFaultStart: 14, KindFaultStop: 14, KindPhase: 15,
 }
+
 // ErrFutureVersion is wrapped by Validate for a record newer than SchemaVersion.
 var ErrFutureVersion = errors.New("schema version from the future")
 
