@@ -93,7 +93,11 @@ type servingObs struct {
 // role_change, after its latest node_start and not followed by a change
 // away). useRoles false (a history with no role_change at all, e.g. without
 // brokers' logs) judges by ZooKeeper alone.
-func servingTimeline(h *history.History, tp history.TopicPartition, states []leaderObs, useRoles bool) []servingObs {
+//
+// roles are the history's node_start and role_change events in history
+// order (roleEvents), gathered once for every partition rather than by a
+// pass over the whole history per partition.
+func servingTimeline(roles []*history.Event, tp history.TopicPartition, states []leaderObs, useRoles bool) []servingObs {
 	type point struct {
 		time  int64
 		state *leaderObs
@@ -104,9 +108,8 @@ func servingTimeline(h *history.History, tp history.TopicPartition, states []lea
 		pts = append(pts, point{time: states[i].time, state: &states[i]})
 	}
 	if useRoles {
-		for i := range h.Events {
-			e := &h.Events[i]
-			if e.Kind == history.KindNodeStart || (e.Kind == history.KindRoleChange && e.Role.TP() == tp) {
+		for _, e := range roles {
+			if e.Kind == history.KindNodeStart || e.Role.TP() == tp {
 				pts = append(pts, point{time: e.Time, ev: e})
 			}
 		}
@@ -221,17 +224,11 @@ func (c Availability) Check(h *history.History) Result {
 			s.ProduceInfo++
 		}
 	}
-	useRoles := false
-	for i := range h.Events {
-		if h.Events[i].Kind == history.KindRoleChange {
-			useRoles = true
-			break
-		}
-	}
+	roles, useRoles := roleEvents(h)
 	serving := map[history.TopicPartition][]servingObs{}
 	for _, tp := range sortedTPs(tl) {
 		s := get(tp)
-		serving[tp] = servingTimeline(h, tp, tl[tp], useRoles)
+		serving[tp] = servingTimeline(roles, tp, tl[tp], useRoles)
 		var open *Window
 		var why string
 		closeAt := func(t int64, idx int) {
@@ -311,4 +308,20 @@ func (c Availability) Check(h *history.History) Result {
 		leader = "an acting leader (the broker ZooKeeper names, in the role at its leader epoch)"
 	}
 	return r.result(fmt.Sprintf("every one of %d partitions had %s within %s of every fault healing.", len(tl), leader, c.Grace))
+}
+
+// roleEvents returns h's node_start and role_change events in history
+// order, and whether there is any role_change.
+func roleEvents(h *history.History) (evs []*history.Event, anyRole bool) {
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindRoleChange:
+			anyRole = true
+			evs = append(evs, e)
+		case history.KindNodeStart:
+			evs = append(evs, e)
+		}
+	}
+	return evs, anyRole
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // Durability checks that no acknowledged write is lost: every acks=all
@@ -43,32 +45,87 @@ type seenValue struct {
 	idx   int
 }
 
+// durabilityTP is what Durability gathers about one partition.
+type durabilityTP struct {
+	acked       []durabilityAck // acknowledged acks=all produces, in invoke order
+	read, final offsetValues    // every ok read; final reads only
+	hasFinal    bool
+	finalFrom   int64 // lowest start offset of a final read
+	finalIdx    int   // completion of the first final read
+	divergent   map[int64]bool
+	nAcked      int   // acknowledged produces, counted before acked is filled
+	records     int   // records read
+	top         int64 // highest offset acknowledged or read
+}
+
+type durabilityAck struct {
+	offset    int64
+	value     string
+	invoke    int
+	completed int
+}
+
+// tableSize is how many offsets of the partition the dense tables hold
+// from the start: up to the highest offset seen, but no more than the
+// records could fill twice over, so a garbage offset costs no memory.
+func (pt *durabilityTP) tableSize() int64 {
+	return max(0, min(pt.top+1, 2*int64(pt.records+pt.nAcked)+4096))
+}
+
 // Check implements Checker.
 func (c Durability) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
 	ops := operations(h)
 
-	type acked struct {
-		offset    int64
-		value     string
-		invoke    int
-		completed int
-	}
-	ackedBy := map[history.TopicPartition][]acked{}
-	read := map[history.TopicPartition]*offsetValues{}  // every ok read
-	final := map[history.TopicPartition]*offsetValues{} // final reads only
-	finalFrom := map[history.TopicPartition]int64{}     // lowest start offset of a final read
-	finalIdx := map[history.TopicPartition]int{}
-	var divergent []DivergentOffset
-	divFlag := map[history.TopicPartition]map[int64]bool{}
-	markDivergent := func(tp history.TopicPartition, off int64, a, b seenValue, how string) {
-		if divFlag[tp] == nil {
-			divFlag[tp] = map[int64]bool{}
+	// A first pass finds each op's partition (one map lookup per op) and
+	// sizes every partition's tables, which were grown record by record:
+	// a fifth of all the checkers' allocation.
+	at := map[history.TopicPartition]int32{}
+	var tps []history.TopicPartition
+	var parts []*durabilityTP
+	which := make([]int32, len(ops)) // -1: neither an acknowledged acks=all produce nor an ok read
+	for i, op := range ops {
+		which[i] = -1
+		o := op.Op()
+		if op.Outcome() != history.OpOK {
+			continue
 		}
-		if divFlag[tp][off] {
+		produce := o.F == history.FProduce
+		if (!produce || op.Acks() != history.AcksAll) && o.F != history.FRead {
+			continue
+		}
+		tp := o.TP()
+		j, ok := at[tp]
+		if !ok {
+			j = int32(len(parts))
+			at[tp] = j
+			tps = append(tps, tp)
+			parts = append(parts, &durabilityTP{})
+		}
+		which[i] = j
+		pt := parts[j]
+		if produce {
+			pt.nAcked++
+			pt.top = max(pt.top, op.Offset())
+		} else if recs := op.Records(); len(recs) > 0 {
+			pt.records += len(recs)
+			pt.top = max(pt.top, recs[len(recs)-1].Offset)
+		}
+	}
+	for _, pt := range parts {
+		pt.acked = make([]durabilityAck, 0, pt.nAcked)
+		pt.read.reserve(pt.tableSize())
+	}
+
+	var divergent []DivergentOffset
+	markDivergent := func(tp history.TopicPartition, pt *durabilityTP, off int64, a, b seenValue, how string) {
+		if pt.divergent[off] {
 			return
 		}
-		divFlag[tp][off] = true
+		if pt.divergent == nil {
+			pt.divergent = map[int64]bool{}
+		}
+		pt.divergent[off] = true
 		divergent = append(divergent, DivergentOffset{Partition: tp.String(), Offset: off,
 			Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
 		r.violate([]int{a.idx, b.idx}, "offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
@@ -76,77 +133,79 @@ func (c Durability) Check(h *history.History) Result {
 	}
 
 	nAcked := 0
-	for _, op := range ops {
-		o := op.Op()
-		if op.Outcome() != history.OpOK {
+	for i, op := range ops {
+		j := which[i]
+		if j < 0 {
 			continue
 		}
-		tp := o.TP()
-		switch o.F {
-		case history.FProduce:
-			if op.Acks() != history.AcksAll {
-				continue
-			}
+		tp, pt, o := tps[j], parts[j], op.Op()
+		if o.F == history.FProduce {
 			nAcked++
-			ackedBy[tp] = append(ackedBy[tp], acked{op.Offset(), o.Value, op.Invoke.Index, op.Complete.Index})
-		case history.FRead:
-			m := read[tp]
-			if m == nil {
-				m = &offsetValues{}
-				read[tp] = m
+			pt.acked = append(pt.acked, durabilityAck{op.Offset(), o.Value, op.Invoke.Index, op.Complete.Index})
+			continue
+		}
+		isFinal := op.Final()
+		if isFinal {
+			if !pt.hasFinal {
+				pt.hasFinal = true
+				pt.final.reserve(pt.tableSize())
+				pt.finalFrom = o.Offset
+				pt.finalIdx = op.Complete.Index
+			} else if o.Offset < pt.finalFrom {
+				pt.finalFrom = o.Offset
 			}
-			isFinal := op.Final()
-			var fm *offsetValues
+		}
+		for _, rec := range op.Records() {
+			sv := seenValue{rec.Value, op.Complete.Index}
+			if prev, ok := pt.read.get(rec.Offset); ok {
+				if prev.value != rec.Value {
+					markDivergent(tp, pt, rec.Offset, prev, sv, "read")
+				}
+			} else {
+				pt.read.set(rec.Offset, sv)
+			}
 			if isFinal {
-				fm = final[tp]
-				if fm == nil {
-					fm = &offsetValues{}
-					final[tp] = fm
-					finalFrom[tp] = o.Offset
-					finalIdx[tp] = op.Complete.Index
-				} else if o.Offset < finalFrom[tp] {
-					finalFrom[tp] = o.Offset
-				}
-			}
-			for _, rec := range op.Records() {
-				sv := seenValue{rec.Value, op.Complete.Index}
-				if prev, ok := m.get(rec.Offset); ok {
-					if prev.value != rec.Value {
-						markDivergent(tp, rec.Offset, prev, sv, "read")
-					}
-				} else {
-					m.set(rec.Offset, sv)
-				}
-				if isFinal {
-					if _, ok := fm.get(rec.Offset); !ok {
-						fm.set(rec.Offset, sv)
-					}
+				if _, ok := pt.final.get(rec.Offset); !ok {
+					pt.final.set(rec.Offset, sv)
 				}
 			}
 		}
 	}
 
+	order := make([]int, 0, len(parts)) // partitions with acknowledged produces, sorted
+	for j, pt := range parts {
+		if len(pt.acked) > 0 {
+			order = append(order, j)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return tps[a].Compare(tps[b]) })
 	var lost []LostRecord
 	unverified := 0
-	for _, tp := range sortedTPs(ackedBy) {
-		list := ackedBy[tp]
-		slices.SortStableFunc(list, func(a, b acked) int { return cmp.Compare(a.offset, b.offset) })
+	for _, j := range order {
+		tp, pt := tps[j], parts[j]
+		list := pt.acked
+		// By offset, ties in invoke order: the list is in invoke order, so
+		// this is the stable sort it was, and pdqsort takes the nearly
+		// sorted list in about one pass.
+		slices.SortFunc(list, func(a, b durabilityAck) int {
+			return cmp.Or(cmp.Compare(a.offset, b.offset), cmp.Compare(a.invoke, b.invoke))
+		})
 		// Two acknowledgements of one offset with different values.
 		for i := 1; i < len(list); i++ {
 			if list[i].offset == list[i-1].offset && list[i].value != list[i-1].value {
-				markDivergent(tp, list[i].offset, seenValue{list[i-1].value, list[i-1].completed},
+				markDivergent(tp, pt, list[i].offset, seenValue{list[i-1].value, list[i-1].completed},
 					seenValue{list[i].value, list[i].completed}, "acknowledged")
 			}
 		}
-		fm, ok := final[tp]
-		if !ok {
+		if !pt.hasFinal {
 			unverified += len(list)
 			r.cannotDecide("no final read of %s, so its %d acknowledged records could not be verified.", tp, len(list))
 			continue
 		}
+		fm := &pt.final
 		before := 0
 		for _, a := range list {
-			if a.offset < finalFrom[tp] {
+			if a.offset < pt.finalFrom {
 				before++
 				continue
 			}
@@ -161,15 +220,15 @@ func (c Durability) Check(h *history.History) Result {
 				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
 					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)
 			} else {
-				lr.Events = append(lr.Events, finalIdx[tp])
+				lr.Events = append(lr.Events, pt.finalIdx)
 				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
-					a.value, tp, a.offset, a.invoke, a.completed, finalIdx[tp])
+					a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)
 			}
 			lost = append(lost, lr)
 		}
 		if before > 0 {
 			unverified += before
-			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, finalFrom[tp], before)
+			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, pt.finalFrom, before)
 		}
 	}
 	if len(lost) > 0 {
@@ -200,14 +259,29 @@ func capList[T any](l []T) []T {
 // held (or negative) goes to a map, so a garbage offset cannot make it
 // allocate without limit.
 type offsetValues struct {
-	dense  []seenValue // by offset; idx -1: nothing seen
-	n      int         // offsets held in dense
+	// dense is by offset and holds idx+1, so that its zero value (fresh
+	// memory, untouched until used) means nothing seen.
+	dense  []seenValue
+	n      int // offsets held in dense
 	sparse map[int64]seenValue
+}
+
+// reserve sizes the dense table for offsets below size, before any set.
+func (m *offsetValues) reserve(size int64) {
+	if size <= int64(len(m.dense)) {
+		return
+	}
+	if m.dense == nil {
+		m.dense = hugepage.Make[seenValue](int(size), int(size))
+		return
+	}
+	m.dense = slices.Grow(m.dense, int(size)-len(m.dense))[:size]
 }
 
 func (m *offsetValues) get(off int64) (seenValue, bool) {
 	if off >= 0 && off < int64(len(m.dense)) {
-		if v := m.dense[off]; v.idx >= 0 {
+		if v := m.dense[off]; v.idx > 0 {
+			v.idx--
 			return v, true
 		}
 	}
@@ -217,15 +291,11 @@ func (m *offsetValues) get(off int64) (seenValue, bool) {
 
 // set records v at off, which holds nothing yet.
 func (m *offsetValues) set(off int64, v seenValue) {
-	if off >= 0 && off < int64(len(m.dense)) {
-		m.dense[off] = v
-		m.n++
-		return
-	}
 	if off >= 0 && off < 2*int64(m.n)+4096 {
-		for int64(len(m.dense)) <= off {
-			m.dense = append(m.dense, seenValue{idx: -1})
-		}
+		m.reserve(off + 1)
+	}
+	if off >= 0 && off < int64(len(m.dense)) {
+		v.idx++
 		m.dense[off] = v
 		m.n++
 		return

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,45 +212,60 @@ func (o *ClientOp) TP() TopicPartition { return TP(o.Topic, o.Partition) }
 // offset 4887 held p6-3038 and 4888 held p6-3039. Records that are not
 // consecutive are written as "records" [{"offset":..,"value":..}], which is
 // also how histories written before this encoding store every read.
+//
+// It is ClientOp's own fields (opFields, ClientOp without its JSON
+// methods) and the compact form's two; MarshalJSON writes "from" and
+// "values" where "records" would stand, so a line keeps the field order
+// it always had.
 type clientOpJSON struct {
-	Type        OpType   `json:"type"`
-	Process     int      `json:"process"`
-	F           string   `json:"f"`
-	Topic       string   `json:"topic"`
-	Partition   int32    `json:"partition"`
-	Value       string   `json:"value,omitempty"`
-	Offset      int64    `json:"offset"`
-	Acks        int      `json:"acks,omitempty"`
-	From        *int64   `json:"from,omitempty"`
-	Values      []string `json:"values,omitempty"`
-	Records     []Record `json:"records,omitempty"`
-	Final       bool     `json:"final,omitempty"`
-	Error       string   `json:"error,omitempty"`
-	ErrorCode   int16    `json:"error_code,omitempty"`
-	Broker      int32    `json:"broker,omitempty"`
-	LeaderEpoch *int32   `json:"leader_epoch,omitempty"`
-	HW          *int64   `json:"hw,omitempty"`
-	Idempotent  bool     `json:"idempotent,omitempty"`
+	opFields
+	compactRecords
 }
+
+// compactRecords is the compact form of consecutive records.
+type compactRecords struct {
+	From   *int64   `json:"from,omitempty"`
+	Values []string `json:"values,omitempty"`
+}
+
+// opFields is ClientOp as encoding/json sees it without MarshalJSON and
+// UnmarshalJSON.
+type opFields ClientOp
+
+// recordsSlot marks where "records" stands in an op's line: a member that
+// cannot occur anywhere else in it (quotes inside JSON strings are
+// escaped), replaced by the compact form.
+var (
+	recordsSlot     = []Record{{Offset: -1}}
+	recordsSlotJSON = []byte(`"records":[{"offset":-1,"value":""}]`)
+)
 
 // MarshalJSON writes the op with its records in the compact form when they
 // are consecutive (see clientOpJSON).
 func (o *ClientOp) MarshalJSON() ([]byte, error) {
-	w := clientOpJSON{Type: o.Type, Process: o.Process, F: o.F, Topic: o.Topic, Partition: o.Partition,
-		Value: o.Value, Offset: o.Offset, Acks: o.Acks, Final: o.Final, Error: o.Error, ErrorCode: o.ErrorCode,
-		Broker: o.Broker, LeaderEpoch: o.LeaderEpoch, HW: o.HW, Idempotent: o.Idempotent}
-	if consecutive(o.Records) {
-		if from := o.Records[0].Offset; from != o.Offset {
-			w.From = &from
-		}
-		w.Values = make([]string, len(o.Records))
-		for i, r := range o.Records {
-			w.Values[i] = r.Value
-		}
-	} else {
-		w.Records = o.Records
+	if !consecutive(o.Records) {
+		return json.Marshal((*opFields)(o))
 	}
-	return json.Marshal(&w)
+	w := *o
+	w.Records = recordsSlot
+	b, err := json.Marshal((*opFields)(&w))
+	if err != nil {
+		return nil, err
+	}
+	var c compactRecords
+	if from := o.Records[0].Offset; from != o.Offset {
+		c.From = &from
+	}
+	c.Values = make([]string, len(o.Records))
+	for i, r := range o.Records {
+		c.Values[i] = r.Value
+	}
+	compact, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	// {"from":..,"values":[..]} without its braces, in the slot.
+	return bytes.Replace(b, recordsSlotJSON, compact[1:len(compact)-1], 1), nil
 }
 
 // UnmarshalJSON reads either form of a read's records.
@@ -263,9 +279,7 @@ func (o *ClientOp) UnmarshalJSON(b []byte) error {
 
 // to sets o from the decoded wire form.
 func (w *clientOpJSON) to(o *ClientOp) error {
-	*o = ClientOp{Type: w.Type, Process: w.Process, F: w.F, Topic: w.Topic, Partition: w.Partition,
-		Value: w.Value, Offset: w.Offset, Acks: w.Acks, Records: w.Records, Final: w.Final, Error: w.Error,
-		ErrorCode: w.ErrorCode, Broker: w.Broker, LeaderEpoch: w.LeaderEpoch, HW: w.HW, Idempotent: w.Idempotent}
+	*o = ClientOp(w.opFields)
 	if w.Values == nil {
 		if w.From != nil {
 			return errors.New(`op has "from" without "values"`)

@@ -16,6 +16,8 @@ import (
 	"math"
 	"strings"
 	"unsafe"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // fastDecoder decodes lines on the fast path. It hands out payloads from
@@ -31,6 +33,12 @@ type fastDecoder struct {
 	hwVals  slab[int64]
 	topic   string // the last topic decoded, reused while it repeats
 	values  []string
+	// The line's source before this one, and an op's "from" and whether
+	// it had "from" and "values": decodeMembers's members keep them here.
+	line               scan
+	lastSource         string
+	from               int64
+	hasFrom, hasValues bool
 	// text holds the strings decoded (values, errors) back to back: one
 	// allocation per arenaLen bytes rather than one per string. A
 	// strings.Builder never changes bytes it has handed out.
@@ -73,7 +81,7 @@ func (d *fastDecoder) records(n int) []Record { return d.recs.take(n) }
 // slab hands out zeroed elements from arrays allocated slabLen at first and
 // four times as large each time after, up to slabBytes: a small history costs a
 // few small arrays, a large one few allocations, and large slabs are backed
-// by huge pages (adviseHuge) so filling them costs few page faults.
+// by huge pages (hugepage.Advise) so filling them costs few page faults.
 type slab[T any] struct {
 	free []T
 	next int // length of the next array
@@ -92,7 +100,7 @@ func (s *slab[T]) take(n int) []T {
 		size := max(s.next, slabLen)
 		s.next = max(slabLen, min(4*size, slabBytes/int(max(unsafe.Sizeof(zero), 1))))
 		s.free = make([]T, max(size, n))
-		adviseHuge(s.free)
+		hugepage.Advise(s.free)
 	}
 	r := s.free[:n:n]
 	s.free = s.free[n:]
@@ -230,199 +238,215 @@ func (s *scan) object(member func(key []byte) bool) bool {
 	}
 }
 
-// once marks bit in seen and reports whether it was clear.
-func once(seen *uint32, bit uint) bool {
-	if *seen&(1<<bit) != 0 {
+// member is how one key of an object decodes: dec reads the value at s
+// into x. A payload's members are a table (eventMembers, opMembers, ...),
+// so every kind's decoder is the same loop (decodeMembers).
+type member[T any] struct {
+	key string
+	dec func(d *fastDecoder, s *scan, x *T) bool
+}
+
+// decodeMembers decodes an object into x: every key must be one of ms
+// (spelled exactly) and appear at most once.
+func decodeMembers[T any](d *fastDecoder, s *scan, x *T, ms []member[T]) bool {
+	var seen uint32 // a bit per member
+	next := 0       // where the next key is looked for first
+	return s.object(func(k []byte) bool {
+		// Writer writes the members in table order, so the key is
+		// nearly always the next member or a few (omitted) ones on:
+		// looking from the previous match finds it in a compare or two.
+		for n, i := 0, next; n < len(ms); n++ {
+			if string(k) == ms[i].key {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				next = i + 1
+				if next == len(ms) {
+					next = 0
+				}
+				return ms[i].dec(d, s, x)
+			}
+			if i++; i == len(ms) {
+				i = 0
+			}
+		}
+		return false
+	})
+}
+
+type integer interface {
+	~int | ~int16 | ~int32 | ~int64
+}
+
+// scanInt reads an integer that must fit N into *p. Members call these
+// helpers directly (a field's address in, no accessor to call through),
+// which keeps the table as fast as the hand-written decoders it replaced.
+func scanInt[N integer](s *scan, p *N) bool {
+	hi := int64(uint64(1)<<(8*unsafe.Sizeof(*p)-1) - 1)
+	v, ok := s.int(-hi-1, hi)
+	*p = N(v)
+	return ok
+}
+
+// topicTo reads a topic into *p: the previous one's string while it
+// repeats.
+func (d *fastDecoder) topicTo(s *scan, p *string) bool {
+	b, ok := s.str()
+	if ok && string(b) != d.topic {
+		d.topic = string(b)
+	}
+	*p = d.topic
+	return ok
+}
+
+// textTo reads a string into *p, kept in the decoder's arena.
+func (d *fastDecoder) textTo(s *scan, p *string) bool {
+	b, ok := s.str()
+	*p = d.str(b)
+	return ok
+}
+
+// commonTo reads a string that is nearly always one of known, which are
+// shared rather than copied.
+func commonTo[S ~string](s *scan, p *S, known ...S) bool {
+	b, ok := s.str()
+	if !ok {
 		return false
 	}
-	*seen |= 1 << bit
+	for _, k := range known {
+		if string(b) == string(k) {
+			*p = k
+			return true
+		}
+	}
+	*p = S(b)
 	return true
+}
+
+func (s *scan) boolTo(p *bool) bool {
+	var ok bool
+	*p, ok = s.bool()
+	return ok
+}
+
+// payloadMember is a payload object of type P, taken from the decoder's
+// slab by take and decoded by its own members.
+func payloadMember[P any](key string, take func(*fastDecoder) *P, at func(*Event) **P, ms *[]member[P]) member[Event] {
+	return member[Event]{key, func(d *fastDecoder, s *scan, e *Event) bool {
+		p := take(d)
+		*at(e) = p
+		return decodeMembers(d, s, p, *ms)
+	}}
 }
 
 // decode decodes b into ev on the fast path, reporting whether it could;
 // when it could not, ev is left for the general decoder to overwrite.
 func (d *fastDecoder) decode(b []byte, ev *Event, lastSource string) bool {
-	s := scan{b: b}
+	// The scan lives in d: handed to members through function values, a
+	// local one would be moved to the heap, an allocation per line.
+	d.line = scan{b: b}
 	*ev = Event{}
-	var seen uint32
-	ok := s.object(func(k []byte) bool {
+	d.lastSource = lastSource
+	return decodeMembers(d, &d.line, ev, eventMembers) && d.line.i == len(b)
+}
+
+// eventMembers are the keys of a line the fast path takes: the header and
+// the payloads of client ops, produce_append/ack and hw_advance.
+var eventMembers = []member[Event]{
+	{"v", func(_ *fastDecoder, s *scan, e *Event) bool { return scanInt(s, &e.V) }},
+	{"ts", func(_ *fastDecoder, s *scan, e *Event) bool { return scanInt(s, &e.Time) }},
+	{"src", func(d *fastDecoder, s *scan, e *Event) bool {
+		src, ok := s.str()
+		if string(src) == d.lastSource {
+			e.Source = d.lastSource
+		} else {
+			e.Source = string(src)
+		}
+		return ok
+	}},
+	{"seq", func(_ *fastDecoder, s *scan, e *Event) bool {
 		var ok bool
-		switch string(k) {
-		case "v":
-			var v int64
-			v, ok = s.int(math.MinInt, math.MaxInt)
-			ev.V = int(v)
-			return ok && once(&seen, 0)
-		case "ts":
-			ev.Time, ok = s.int(math.MinInt64, math.MaxInt64)
-			return ok && once(&seen, 1)
-		case "src":
-			var src []byte
-			if src, ok = s.str(); !ok {
-				return false
+		e.Seq, ok = s.uint()
+		return ok
+	}},
+	{"node", func(_ *fastDecoder, s *scan, e *Event) bool { return scanInt(s, &e.Node) }},
+	{"kind", func(_ *fastDecoder, s *scan, e *Event) bool {
+		kind, ok := s.str()
+		for _, c := range Kinds {
+			if ok && string(kind) == string(c) {
+				e.Kind = c
+				return true
 			}
-			if string(src) == lastSource {
-				ev.Source = lastSource
-			} else {
-				ev.Source = string(src)
-			}
-			return once(&seen, 2)
-		case "seq":
-			ev.Seq, ok = s.uint()
-			return ok && once(&seen, 3)
-		case "node":
-			var v int64
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			ev.Node = int32(v)
-			return ok && once(&seen, 4)
-		case "kind":
-			var kind []byte
-			if kind, ok = s.str(); !ok {
-				return false
-			}
-			for _, c := range Kinds {
-				if string(kind) == string(c) {
-					ev.Kind = c
-					return once(&seen, 5)
-				}
-			}
-			return false
-		case "op":
-			ev.Op = d.newOp()
-			return d.op(&s, ev.Op) && once(&seen, 6)
-		case "append":
-			ev.Append = d.newAppend()
-			return d.append(&s, ev.Append) && once(&seen, 7)
-		case "hw":
-			ev.HW = d.newHW()
-			return d.hw(&s, ev.HW) && once(&seen, 8)
 		}
 		return false
-	})
-	return ok && s.i == len(s.b)
-}
-
-// topicOf returns the topic, reusing the previous one's string.
-func (d *fastDecoder) topicOf(b []byte) string {
-	if string(b) != d.topic {
-		d.topic = string(b)
-	}
-	return d.topic
-}
-
-// common returns one of the strings in known equal to b, or a copy of b.
-func common(b []byte, known ...string) string {
-	for _, k := range known {
-		if string(b) == k {
-			return k
-		}
-	}
-	return string(b)
+	}},
+	{"op", func(d *fastDecoder, s *scan, e *Event) bool {
+		e.Op = d.newOp()
+		return d.op(s, e.Op)
+	}},
+	payloadMember("append", (*fastDecoder).newAppend, func(e *Event) **Append { return &e.Append }, &appendMembers),
+	payloadMember("hw", (*fastDecoder).newHW, func(e *Event) **HWAdvance { return &e.HW }, &hwMembers),
 }
 
 // op decodes a client op in its wire form (clientOpJSON) into o, as
 // clientOpJSON.to would.
 func (d *fastDecoder) op(s *scan, o *ClientOp) bool {
-	var (
-		seen    uint32
-		from    int64
-		hasFrom bool
-	)
-	d.values = d.values[:0]
-	hasValues := false
-	ok := s.object(func(k []byte) bool {
-		var (
-			ok bool
-			b  []byte
-			v  int64
-		)
-		switch string(k) {
-		case "type":
-			if b, ok = s.str(); ok {
-				o.Type = OpType(common(b, string(OpInvoke), string(OpOK), string(OpFail), string(OpInfo)))
-			}
-			return ok && once(&seen, 0)
-		case "process":
-			v, ok = s.int(math.MinInt, math.MaxInt)
-			o.Process = int(v)
-			return ok && once(&seen, 1)
-		case "f":
-			if b, ok = s.str(); ok {
-				o.F = common(b, FProduce, FRead)
-			}
-			return ok && once(&seen, 2)
-		case "topic":
-			if b, ok = s.str(); ok {
-				o.Topic = d.topicOf(b)
-			}
-			return ok && once(&seen, 3)
-		case "partition":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			o.Partition = int32(v)
-			return ok && once(&seen, 4)
-		case "value":
-			if b, ok = s.str(); ok {
-				o.Value = d.str(b)
-			}
-			return ok && once(&seen, 5)
-		case "offset":
-			o.Offset, ok = s.int(math.MinInt64, math.MaxInt64)
-			return ok && once(&seen, 6)
-		case "acks":
-			v, ok = s.int(math.MinInt, math.MaxInt)
-			o.Acks = int(v)
-			return ok && once(&seen, 7)
-		case "from":
-			from, ok = s.int(math.MinInt64, math.MaxInt64)
-			hasFrom = true
-			return ok && once(&seen, 8)
-		case "values":
-			hasValues = true
-			return d.strings(s) && once(&seen, 9)
-		case "final":
-			o.Final, ok = s.bool()
-			return ok && once(&seen, 10)
-		case "error":
-			if b, ok = s.str(); ok {
-				o.Error = d.str(b)
-			}
-			return ok && once(&seen, 11)
-		case "error_code":
-			v, ok = s.int(math.MinInt16, math.MaxInt16)
-			o.ErrorCode = int16(v)
-			return ok && once(&seen, 12)
-		case "broker":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			o.Broker = int32(v)
-			return ok && once(&seen, 13)
-		case "leader_epoch":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			o.LeaderEpoch = d.newEpoch(int32(v))
-			return ok && once(&seen, 14)
-		case "hw":
-			v, ok = s.int(math.MinInt64, math.MaxInt64)
-			o.HW = d.newHWValue(v)
-			return ok && once(&seen, 15)
-		case "idempotent":
-			o.Idempotent, ok = s.bool()
-			return ok && once(&seen, 16)
-		}
-		return false // "records" (the older form) and anything else
-	})
-	if !ok || (hasFrom && !hasValues) {
-		return false // the general decoder names the error, if any
+	d.values, d.hasValues, d.hasFrom = d.values[:0], false, false
+	if !decodeMembers(d, s, o, opMembers) || (d.hasFrom && !d.hasValues) {
+		return false // "records" (the older form) and anything else: the general decoder names the error, if any
 	}
-	if !hasValues {
+	if !d.hasValues {
 		return true
 	}
-	if !hasFrom {
-		from = o.Offset
+	from := o.Offset
+	if d.hasFrom {
+		from = d.from
 	}
 	o.Records = d.records(len(d.values))
 	for i, v := range d.values {
 		o.Records[i] = Record{Offset: from + int64(i), Value: v}
 	}
 	return true
+}
+
+// opMembers are a client op's keys in the compact form.
+var opMembers = []member[ClientOp]{
+	{"type", func(_ *fastDecoder, s *scan, o *ClientOp) bool {
+		return commonTo(s, &o.Type, OpInvoke, OpOK, OpFail, OpInfo)
+	}},
+	{"process", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return scanInt(s, &o.Process) }},
+	{"f", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return commonTo(s, &o.F, FProduce, FRead) }},
+	{"topic", func(d *fastDecoder, s *scan, o *ClientOp) bool { return d.topicTo(s, &o.Topic) }},
+	{"partition", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return scanInt(s, &o.Partition) }},
+	{"value", func(d *fastDecoder, s *scan, o *ClientOp) bool { return d.textTo(s, &o.Value) }},
+	{"offset", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return scanInt(s, &o.Offset) }},
+	{"acks", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return scanInt(s, &o.Acks) }},
+	{"from", func(d *fastDecoder, s *scan, _ *ClientOp) bool {
+		var ok bool
+		d.from, ok = s.int(math.MinInt64, math.MaxInt64)
+		d.hasFrom = true
+		return ok
+	}},
+	{"values", func(d *fastDecoder, s *scan, _ *ClientOp) bool {
+		d.hasValues = true
+		return d.strings(s)
+	}},
+	{"final", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return s.boolTo(&o.Final) }},
+	{"error", func(d *fastDecoder, s *scan, o *ClientOp) bool { return d.textTo(s, &o.Error) }},
+	{"error_code", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return scanInt(s, &o.ErrorCode) }},
+	{"broker", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return scanInt(s, &o.Broker) }},
+	{"leader_epoch", func(d *fastDecoder, s *scan, o *ClientOp) bool {
+		v, ok := s.int(math.MinInt32, math.MaxInt32)
+		o.LeaderEpoch = d.newEpoch(int32(v))
+		return ok
+	}},
+	{"hw", func(d *fastDecoder, s *scan, o *ClientOp) bool {
+		v, ok := s.int(math.MinInt64, math.MaxInt64)
+		o.HW = d.newHWValue(v)
+		return ok
+	}},
+	{"idempotent", func(_ *fastDecoder, s *scan, o *ClientOp) bool { return s.boolTo(&o.Idempotent) }},
 }
 
 // strings decodes a non-empty array of strings into d.values.
@@ -445,80 +469,28 @@ func (d *fastDecoder) strings(s *scan) bool {
 	}
 }
 
-func (d *fastDecoder) append(s *scan, a *Append) bool {
-	var seen uint32
-	return s.object(func(k []byte) bool {
-		var (
-			ok bool
-			b  []byte
-			v  int64
-		)
-		switch string(k) {
-		case "topic":
-			if b, ok = s.str(); ok {
-				a.Topic = d.topicOf(b)
-			}
-			return ok && once(&seen, 0)
-		case "partition":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			a.Partition = int32(v)
-			return ok && once(&seen, 1)
-		case "base_offset":
-			a.BaseOffset, ok = s.int(math.MinInt64, math.MaxInt64)
-			return ok && once(&seen, 2)
-		case "last_offset":
-			a.LastOffset, ok = s.int(math.MinInt64, math.MaxInt64)
-			return ok && once(&seen, 3)
-		case "leader_epoch":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			a.LeaderEpoch = int32(v)
-			return ok && once(&seen, 4)
-		case "acks":
-			v, ok = s.int(math.MinInt, math.MaxInt)
-			a.Acks = int(v)
-			return ok && once(&seen, 5)
-		case "values":
-			d.values = d.values[:0]
-			if !d.strings(s) {
-				return false
-			}
-			a.Values = d.strs.take(len(d.values))
-			copy(a.Values, d.values)
-			return once(&seen, 6)
+var appendMembers = []member[Append]{
+	{"topic", func(d *fastDecoder, s *scan, a *Append) bool { return d.topicTo(s, &a.Topic) }},
+	{"partition", func(_ *fastDecoder, s *scan, a *Append) bool { return scanInt(s, &a.Partition) }},
+	{"base_offset", func(_ *fastDecoder, s *scan, a *Append) bool { return scanInt(s, &a.BaseOffset) }},
+	{"last_offset", func(_ *fastDecoder, s *scan, a *Append) bool { return scanInt(s, &a.LastOffset) }},
+	{"leader_epoch", func(_ *fastDecoder, s *scan, a *Append) bool { return scanInt(s, &a.LeaderEpoch) }},
+	{"acks", func(_ *fastDecoder, s *scan, a *Append) bool { return scanInt(s, &a.Acks) }},
+	{"values", func(d *fastDecoder, s *scan, a *Append) bool {
+		d.values = d.values[:0]
+		if !d.strings(s) {
+			return false
 		}
-		return false
-	})
+		a.Values = d.strs.take(len(d.values))
+		copy(a.Values, d.values)
+		return true
+	}},
 }
 
-func (d *fastDecoder) hw(s *scan, h *HWAdvance) bool {
-	var seen uint32
-	return s.object(func(k []byte) bool {
-		var (
-			ok bool
-			b  []byte
-			v  int64
-		)
-		switch string(k) {
-		case "topic":
-			if b, ok = s.str(); ok {
-				h.Topic = d.topicOf(b)
-			}
-			return ok && once(&seen, 0)
-		case "partition":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			h.Partition = int32(v)
-			return ok && once(&seen, 1)
-		case "old":
-			h.Old, ok = s.int(math.MinInt64, math.MaxInt64)
-			return ok && once(&seen, 2)
-		case "new":
-			h.New, ok = s.int(math.MinInt64, math.MaxInt64)
-			return ok && once(&seen, 3)
-		case "leader_epoch":
-			v, ok = s.int(math.MinInt32, math.MaxInt32)
-			h.LeaderEpoch = int32(v)
-			return ok && once(&seen, 4)
-		}
-		return false
-	})
+var hwMembers = []member[HWAdvance]{
+	{"topic", func(d *fastDecoder, s *scan, h *HWAdvance) bool { return d.topicTo(s, &h.Topic) }},
+	{"partition", func(_ *fastDecoder, s *scan, h *HWAdvance) bool { return scanInt(s, &h.Partition) }},
+	{"old", func(_ *fastDecoder, s *scan, h *HWAdvance) bool { return scanInt(s, &h.Old) }},
+	{"new", func(_ *fastDecoder, s *scan, h *HWAdvance) bool { return scanInt(s, &h.New) }},
+	{"leader_epoch", func(_ *fastDecoder, s *scan, h *HWAdvance) bool { return scanInt(s, &h.LeaderEpoch) }},
 }

@@ -292,8 +292,40 @@ func TestEveryKindHasAPayload(t *testing.T) {
 			Controller: &ControllerRun{}, ZKWrite: &ZKWrite{}, Control: &Control{}, Shutdown: &Shutdown{}, Role: &Role{},
 			Append: &Append{}, HW: &HWAdvance{}, ISR: &ISRChange{}, Checkpoint: &Checkpoint{}, Truncation: &Truncation{},
 			Watch: &Watch{}, Fault: &Fault{}, Phase: &Phase{}}
-		if want, n := e.payloads(); !want || n != 16 {
-			t.Errorf("kind %s: payload known %v, %d payloads counted", k, want, n)
+		slot, ok := payloadOf[k]
+		set := e.payloadSet()
+		if n := countTrue(set[:]); !ok || n != 16 {
+			t.Errorf("kind %s: payload known %v, %d payloads counted", k, ok, n)
+		}
+		if len(payloadOf) != len(Kinds) || slot < 0 || slot >= len(set) {
+			t.Errorf("kind %s: payload slot %d of %d, %d kinds mapped for %d", k, slot, len(set), len(payloadOf), len(Kinds))
+		}
+	}
+}
+
+// Each kind's payload slot is its own payload: the event with only that
+// payload set validates, and with another one instead it does not.
+func TestPayloadSlotNamesTheKindsPayload(t *testing.T) {
+	tests := []struct {
+		kind  Kind
+		right Event
+	}{
+		{KindOp, Event{Op: &ClientOp{Type: OpInvoke, F: FRead}}},
+		{KindNodeStop, Event{Process: &Process{}}},
+		{KindControlRequest, Event{Control: &Control{}}},
+		{KindProduceAck, Event{Append: &Append{}}},
+		{KindZKWatch, Event{Watch: &Watch{}}},
+		{KindPhase, Event{Phase: &Phase{}}},
+	}
+	for _, tt := range tests {
+		e := tt.right
+		e.V, e.Time, e.Kind = 1, 1, tt.kind
+		if err := e.Validate(); err != nil {
+			t.Errorf("kind %s with its payload: %v", tt.kind, err)
+		}
+		wrong := Event{V: 1, Time: 1, Kind: tt.kind, Fault: &Fault{}}
+		if err := wrong.Validate(); err == nil {
+			t.Errorf("kind %s with a fault payload validated", tt.kind)
 		}
 	}
 }

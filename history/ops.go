@@ -1,5 +1,7 @@
 package history
 
+import "github.com/zkchaos/zkchaos/internal/hugepage"
+
 // Operation pairs a client invoke with its completion (ok, fail or info).
 type Operation struct {
 	Invoke   *Event
@@ -58,6 +60,17 @@ func Operations(h *History) (ops []Operation, orphans []int) {
 		proc int
 	}
 	pending := map[key]int{} // → position in ops
+	// Sized by the op events (at most one invoke each) rather than grown:
+	// the doubling copies were most of this function's time, and the
+	// capacity an invoke-and-completion history leaves unused is never
+	// touched.
+	n := 0
+	for i := range h.Events {
+		if h.Events[i].Kind == KindOp {
+			n++
+		}
+	}
+	ops = hugepage.Make[Operation](0, n)
 	for i := range h.Events {
 		e := &h.Events[i]
 		if e.Kind != KindOp || e.Op == nil {

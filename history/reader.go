@@ -311,22 +311,15 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 }
 
 // ReadFile decodes one history file.
-func ReadFile(path string) ([]Event, []Warning, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("history: %w", err)
-	}
-	defer f.Close()
-	hint := 0
-	if fi, err := f.Stat(); err == nil {
-		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
-	}
-	return decodeFlat(f, path, "", hint)
-}
+func ReadFile(path string) ([]Event, []Warning, error) { return readPath(path, "") }
 
 // ReadSource is ReadFile for a file of a run directory, whose events must
 // all name the file's source (client-0.jsonl holds src "client-0").
-func ReadSource(path string) ([]Event, []Warning, error) {
+func ReadSource(path string) ([]Event, []Warning, error) { return readPath(path, sourceOf(path)) }
+
+// readPath decodes the file at path, whose events must name source when it
+// is not empty.
+func readPath(path, source string) ([]Event, []Warning, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("history: %w", err)
@@ -336,7 +329,7 @@ func ReadSource(path string) ([]Event, []Warning, error) {
 	if fi, err := f.Stat(); err == nil {
 		hint = int(min(fi.Size()/160, 1<<24)) // typical lines are 150-250 bytes
 	}
-	return decodeFlat(f, path, sourceOf(path), hint)
+	return decodeFlat(f, path, source, hint)
 }
 
 // sourceOf is the source a run-directory file holds: its name without .jsonl.
@@ -535,33 +528,17 @@ func New(evs []Event) *History {
 // UTF-8 silently like encoding/json, so checkText runs first.
 var unmarshal = segjson.Unmarshal
 
-// eventJSON is Event as decoded: the same fields, with the client op in its
-// wire form, so the line decodes in one pass with no json.Unmarshaler in
-// the way (which would make any decoder scan an op twice).
+// eventJSON is Event as decoded: Event's own fields (eventFields), with
+// the client op in its wire form in place of Event's, so the line decodes
+// in one pass with no json.Unmarshaler in the way (which would make any
+// decoder scan an op twice).
 type eventJSON struct {
-	V            int            `json:"v"`
-	Time         int64          `json:"ts"`
-	Source       string         `json:"src"`
-	Seq          uint64         `json:"seq"`
-	Node         int32          `json:"node"`
-	Kind         Kind           `json:"kind"`
-	Op           *clientOpJSON  `json:"op"`
-	Process      *Process       `json:"process"`
-	Registration *Registration  `json:"registration"`
-	Controller   *ControllerRun `json:"controller"`
-	ZKWrite      *ZKWrite       `json:"zk_write"`
-	Control      *Control       `json:"control"`
-	Shutdown     *Shutdown      `json:"shutdown"`
-	Role         *Role          `json:"role"`
-	Append       *Append        `json:"append"`
-	HW           *HWAdvance     `json:"hw"`
-	ISR          *ISRChange     `json:"isr"`
-	Checkpoint   *Checkpoint    `json:"checkpoint"`
-	Truncation   *Truncation    `json:"truncation"`
-	Watch        *Watch         `json:"watch"`
-	Fault        *Fault         `json:"fault"`
-	Phase        *Phase         `json:"phase"`
+	eventFields
+	Op *clientOpJSON `json:"op"` // hides eventFields.Op
 }
+
+// eventFields is Event as encoding/json sees it.
+type eventFields Event
 
 // decodeEvent decodes one line into ev, using w (reset here) as scratch.
 func decodeEvent(b []byte, ev *Event, w *eventJSON) error {
@@ -569,10 +546,7 @@ func decodeEvent(b []byte, ev *Event, w *eventJSON) error {
 	if err := unmarshal(b, w); err != nil {
 		return err
 	}
-	*ev = Event{V: w.V, Time: w.Time, Source: w.Source, Seq: w.Seq, Node: w.Node, Kind: w.Kind,
-		Process: w.Process, Registration: w.Registration, Controller: w.Controller, ZKWrite: w.ZKWrite,
-		Control: w.Control, Shutdown: w.Shutdown, Role: w.Role, Append: w.Append, HW: w.HW, ISR: w.ISR,
-		Checkpoint: w.Checkpoint, Truncation: w.Truncation, Watch: w.Watch, Fault: w.Fault, Phase: w.Phase}
+	*ev = Event(w.eventFields)
 	if w.Op != nil {
 		ev.Op = new(ClientOp)
 		return w.Op.to(ev.Op)

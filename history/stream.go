@@ -11,13 +11,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // streamChunkLen is the number of events a decoder hands over at a time;
 // streamDepth chunks per file can wait for the merge.
 const (
-	streamChunkLen = 1024
-	streamDepth    = 4
+	streamChunkLen = 256
+	streamDepth    = 8
 )
 
 // stream is one file's decoder as the merge sees it.
@@ -126,7 +128,7 @@ func readMerged(files []string) (*History, error) {
 		total += <-st.lines
 	}
 	out := make([]Event, 0, total)
-	adviseHuge(out)
+	hugepage.Advise(out)
 
 	cur := make([][]Event, len(streams)) // each source's chunk being merged
 	pos := make([]int, len(streams))     // position in it

@@ -5,77 +5,29 @@ import (
 	"fmt"
 )
 
-// known is the set of kinds this version can read.
-var known = func() map[Kind]bool {
-	m := make(map[Kind]bool, len(Kinds))
-	for _, k := range Kinds {
-		m[k] = true
-	}
-	return m
-}()
-
 // Known reports whether k is a kind of this schema version.
-func Known(k Kind) bool { return known[k] }
+func Known(k Kind) bool {
+	_, ok := payloadOf[k]
+	return ok
+}
 
-// payloads reports whether the payload field the kind needs is set, and how
-// many payload fields are set in total. (No allocation: it runs per line.)
-func (e *Event) payloads() (want bool, n int) {
-	switch e.Kind {
-	case KindOp:
-		want = e.Op != nil
-	case KindNodeStart, KindNodeStop:
-		want = e.Process != nil
-	case KindBrokerRegistered:
-		want = e.Registration != nil
-	case KindControllerElected, KindControllerResigned:
-		want = e.Controller != nil
-	case KindZKWrite:
-		want = e.ZKWrite != nil
-	case KindControlSent, KindControlRequest:
-		want = e.Control != nil
-	case KindControlledShutdown:
-		want = e.Shutdown != nil
-	case KindRoleChange:
-		want = e.Role != nil
-	case KindProduceAppend, KindProduceAck:
-		want = e.Append != nil
-	case KindHWAdvance:
-		want = e.HW != nil
-	case KindISRChange:
-		want = e.ISR != nil
-	case KindHWCheckpoint:
-		want = e.Checkpoint != nil
-	case KindTruncation:
-		want = e.Truncation != nil
-	case KindZKWatch:
-		want = e.Watch != nil
-	case KindFaultStart, KindFaultStop:
-		want = e.Fault != nil
-	case KindPhase:
-		want = e.Phase != nil
-	}
-	count := func(set bool) {
-		if set {
-			n++
-		}
-	}
-	count(e.Op != nil)
-	count(e.Process != nil)
-	count(e.Registration != nil)
-	count(e.Controller != nil)
-	count(e.ZKWrite != nil)
-	count(e.Control != nil)
-	count(e.Shutdown != nil)
-	count(e.Role != nil)
-	count(e.Append != nil)
-	count(e.HW != nil)
-	count(e.ISR != nil)
-	count(e.Checkpoint != nil)
-	count(e.Truncation != nil)
-	count(e.Watch != nil)
-	count(e.Fault != nil)
-	count(e.Phase != nil)
-	return want, n
+// payloadSet lists, in field order, whether each payload pointer is set.
+func (e *Event) payloadSet() [16]bool {
+	return [16]bool{e.Op != nil, e.Process != nil, e.Registration != nil, e.Controller != nil,
+		e.ZKWrite != nil, e.Control != nil, e.Shutdown != nil, e.Role != nil, e.Append != nil,
+		e.HW != nil, e.ISR != nil, e.Checkpoint != nil, e.Truncation != nil, e.Watch != nil,
+		e.Fault != nil, e.Phase != nil}
+}
+
+// payloadOf maps every kind this version can read (Kinds) to the position
+// in payloadSet of the payload it needs (see the table at Kind).
+var payloadOf = map[Kind]int{
+	KindOp: 0, KindNodeStart: 1, KindNodeStop: 1, KindBrokerRegistered: 2,
+	KindControllerElected: 3, KindControllerResigned: 3, KindZKWrite: 4,
+	KindControlSent: 5, KindControlRequest: 5, KindControlledShutdown: 6,
+	KindRoleChange: 7, KindProduceAppend: 8, KindProduceAck: 8, KindHWAdvance: 9,
+	KindISRChange: 10, KindHWCheckpoint: 11, KindTruncation: 12, KindZKWatch: 13,
+	KindFaultStart: 14, KindFaultStop: 14, KindPhase: 15,
 }
 
 // ErrFutureVersion is wrapped by Validate for a record newer than SchemaVersion.
@@ -98,17 +50,18 @@ func (e *Event) Validate() error {
 	if e.Kind == "" {
 		return errors.New("missing event kind")
 	}
-	if !Known(e.Kind) {
+	slot, known := payloadOf[e.Kind]
+	if !known {
 		return fmt.Errorf("%w %q", ErrUnknownKind, e.Kind)
 	}
 	if e.Time <= 0 {
 		return fmt.Errorf("missing or bad timestamp %d", e.Time)
 	}
-	want, n := e.payloads()
-	if !want {
+	set := e.payloadSet()
+	if !set[slot] {
 		return fmt.Errorf("kind %q without its payload", e.Kind)
 	}
-	if n != 1 {
+	if n := countTrue(set[:]); n != 1 {
 		return fmt.Errorf("kind %q with %d payloads, want 1", e.Kind, n)
 	}
 	if e.Op != nil {
@@ -170,4 +123,14 @@ func (e *Event) validateOffsets() error {
 		}
 	}
 	return nil
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/zkchaos/zkchaos/history"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 // plan is the history split for the per-partition builds: client
@@ -40,28 +42,50 @@ func (pl *plan) clientID(op history.Operation) int {
 // partition.
 func newPlan(h *history.History, ops []history.Operation) *plan {
 	pl := &plan{clients: map[clientKey]int{}}
-	byTP := map[history.TopicPartition][]history.Operation{}
 	if len(h.Events) > 0 {
 		pl.t0 = h.Events[0].Time
 	}
 	if ops == nil {
 		ops, _ = history.Operations(h)
 	}
-	for _, op := range ops {
+	// Each op's partition is looked up once and the partitions' lists are
+	// cut from one array sized by a count: appending to a list per
+	// partition grew them by doubling, a tenth of the checker's allocation.
+	at := map[history.TopicPartition]int32{} // → position in first-seen order
+	var seen []history.TopicPartition
+	var count []int
+	which := make([]int32, len(ops))
+	for i, op := range ops {
 		k := clientKey{op.Invoke.Source, op.Invoke.Op.Process}
 		if _, ok := pl.clients[k]; !ok {
 			pl.clients[k] = len(pl.clients)
 		}
 		tp := op.Op().TP()
-		if _, ok := byTP[tp]; !ok {
-			pl.order = append(pl.order, tp)
+		j, ok := at[tp]
+		if !ok {
+			j = int32(len(seen))
+			at[tp] = j
+			seen = append(seen, tp)
+			count = append(count, 0)
 		}
-		byTP[tp] = append(byTP[tp], op)
+		which[i] = j
+		count[j]++
 	}
+	all := hugepage.Make[history.Operation](len(ops), len(ops))
+	lists := make([][]history.Operation, len(seen))
+	start := 0
+	for j, n := range count {
+		lists[j] = all[start : start : start+n]
+		start += n
+	}
+	for i, op := range ops {
+		lists[which[i]] = append(lists[which[i]], op)
+	}
+	pl.order = slices.Clone(seen)
 	slices.SortFunc(pl.order, history.TopicPartition.Compare)
 	pl.ops = make([][]history.Operation, len(pl.order))
 	for i, tp := range pl.order {
-		pl.ops[i] = byTP[tp]
+		pl.ops[i] = lists[at[tp]]
 	}
 	return pl
 }
@@ -80,7 +104,7 @@ func build(h *history.History) ([]*partition, int64) {
 // release drops what only the search, the diagnosis and the visualization
 // need, keeping the outcome.
 func (p *partition) release() {
-	p.ops, p.t, p.acks, p.maxAcked = nil, nil, nil, nil
+	p.ops, p.ins, p.outs, p.t, p.acks, p.maxAcked = nil, nil, nil, nil, nil, nil
 }
 
 // unknownProduce reports whether a produce's outcome is open: no response,
@@ -215,7 +239,8 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 	// Every produce placed and at most every op of the partition again as
 	// a read: sized once, since growing a slice of porcupine operations
 	// by doubling was a quarter of the checker's allocation.
-	p.ops = make([]porcupine.Operation, 0, len(prods)+len(ops))
+	n := len(prods) + len(ops)
+	p.ops, p.ins, p.outs = hugepage.Make[porcupine.Operation](0, n), hugepage.Make[input](0, n), hugepage.Make[output](0, n)
 	p.addProduces(tp, prods, pl.base, t0, clientID)
 	p.addReads(ops, pl.early, t0, clientID)
 	p.out.Ops = len(p.ops)
@@ -226,8 +251,9 @@ func buildPartition(tp history.TopicPartition, ops []history.Operation, t0 int64
 // index into sights: reads return long runs of records, and a small map
 // value keeps this loop (a good part of the whole check) cheap.
 type observations struct {
-	byValue map[string]int32
-	sights  []sighting
+	byValue  map[string]int32
+	sights   []sighting
+	produces int // the partition's produce operations
 }
 
 func (o *observations) get(v string) (sighting, bool) {
@@ -249,7 +275,7 @@ func observeReads(ops []history.Operation, t0 int64) *observations {
 			nprod++
 		}
 	}
-	obs := &observations{byValue: make(map[string]int32, nprod), sights: make([]sighting, 0, nprod)}
+	obs := &observations{byValue: make(map[string]int32, nprod), sights: make([]sighting, 0, nprod), produces: nprod}
 	for _, op := range ops {
 		if op.Op().F != history.FRead || op.Outcome() != history.OpOK {
 			continue
@@ -298,7 +324,8 @@ func (pl *placement) place(op history.Operation, o obsAt, t0 int64) int64 {
 // an unknown one that reads observed at the earliest-observed offset (plus
 // duplicates), the rest left unseen for fillGaps.
 func (p *partition) placeProduces(ops []history.Operation, obs *observations, t0 int64) *placement {
-	pl := &placement{base: math.MaxInt64}
+	// At most one primary per produce: sized once rather than grown.
+	pl := &placement{base: math.MaxInt64, prods: make([]prod, 0, obs.produces)}
 	for _, op := range ops {
 		if op.Op().F != history.FProduce {
 			continue
@@ -365,18 +392,33 @@ func (p *partition) placeProduces(ops []history.Operation, obs *observations, t0
 	return pl
 }
 
+// push adds one porcupine operation. Its input and output are kept in
+// arrays sized with p.ops, and the operation holds pointers to them: a
+// struct boxed in an interface is an allocation of its own, one per
+// operation, which was a sixth of the build's allocation.
+func (p *partition) push(client int, in input, out output, call, ret int64) {
+	p.ins = append(p.ins, in)
+	p.outs = append(p.outs, out)
+	p.ops = append(p.ops, porcupine.Operation{ClientId: client, Input: &p.ins[len(p.ins)-1], Call: call,
+		Output: &p.outs[len(p.outs)-1], Return: ret, Metadata: in.event})
+}
+
 // addProduces fixes the value table and adds one porcupine produce per
 // placed append; it also keeps the definite acknowledgements, by return
 // time, for spotting stale empty reads.
 func (p *partition) addProduces(tp history.TopicPartition, prods []prod, base, t0 int64, clientID func(history.Operation) int) {
-	t := &table{tp: tp.String(), base: base, values: make(map[int64]string, len(prods))}
+	top := int64(-1)
+	for _, pr := range prods {
+		if pr.offset >= 0 {
+			top = max(top, pr.offset-base)
+		}
+	}
+	t := newTable(tp.String(), base, top, len(prods))
 	p.t = t
 	p.acks = make([]prod, 0, len(prods))
 	for _, pr := range prods {
 		if pr.offset >= 0 {
-			if _, dup := t.values[pr.offset-base]; !dup {
-				t.values[pr.offset-base] = pr.op.Op().Value
-			}
+			t.add(pr.offset-base, pr.op.Op().Value)
 		}
 	}
 	for _, pr := range prods {
@@ -384,14 +426,8 @@ func (p *partition) addProduces(tp history.TopicPartition, prods []prod, base, t
 		if pr.offset >= 0 {
 			out.offset = pr.offset - base
 		}
-		p.ops = append(p.ops, porcupine.Operation{
-			ClientId: clientID(pr.op),
-			Input:    input{kind: produceOp, value: pr.op.Op().Value, dup: pr.dup, t: t, event: pr.op.Invoke.Index},
-			Call:     pr.op.Invoke.Time - t0,
-			Output:   out,
-			Return:   pr.ret,
-			Metadata: pr.op.Invoke.Index,
-		})
+		p.push(clientID(pr.op), input{kind: produceOp, value: pr.op.Op().Value, dup: pr.dup, t: t, event: pr.op.Invoke.Index},
+			out, pr.op.Invoke.Time-t0, pr.ret)
 		if !pr.dup && !unknownProduce(pr.op) {
 			p.acks = append(p.acks, pr)
 		}
@@ -423,7 +459,7 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 		recs := judgedRecords(op.Records(), t.base)
 		suspect := early[op.Complete.Index]
 		for _, r := range recs {
-			if v, ok := t.values[r.Offset-t.base]; !ok || v != r.Value {
+			if v, ok := t.value(r.Offset - t.base); !ok || v != r.Value {
 				suspect = true
 			}
 		}
@@ -433,14 +469,8 @@ func (p *partition) addReads(ops []history.Operation, early map[int]bool, t0 int
 		if len(recs) == 0 {
 			continue
 		}
-		p.ops = append(p.ops, porcupine.Operation{
-			ClientId: clientID(op),
-			Input:    input{kind: readOp, offset: max(start-t.base, 0), t: t, event: op.Invoke.Index},
-			Call:     op.Invoke.Time - t0,
-			Output:   output{records: recs},
-			Return:   op.Complete.Time - t0,
-			Metadata: op.Invoke.Index,
-		})
+		p.push(clientID(op), input{kind: readOp, offset: max(start-t.base, 0), t: t, event: op.Invoke.Index},
+			output{records: recs}, op.Invoke.Time-t0, op.Complete.Time-t0)
 	}
 }
 

@@ -118,7 +118,10 @@ type Outcome struct {
 type partition struct {
 	out PartitionOutcome
 	ops []porcupine.Operation
-	t   *table
+	// ins and outs hold what ops' Input and Output point to (push).
+	ins  []input
+	outs []output
+	t    *table
 	// acks are the definite acknowledgements by return time, maxAcked[i]
 	// the highest offset among acks[:i+1]: what an empty read missed.
 	acks     []prod

@@ -14,12 +14,25 @@ import (
 )
 
 // A non-idempotent producer's resend may append one value twice. Each case
-// builds a history and returns the read completions that must be suspects
-// (for Illegal) or nil.
+// builds a history on top of "a" acknowledged at offset 0 (unless
+// noBase) and returns the read completions that must be suspects (for
+// Illegal) or nil; read(b, proc, final, values at 1, 2, ...) reads the log
+// back from offset 0, "a" first.
 func TestDuplicateAppends(t *testing.T) {
 	tp := history.TP("t", 0)
+	read := func(b *hb.Builder, proc int, final bool, values ...string) int {
+		recs := []history.Record{hb.Rec(0, "a")}
+		for i, v := range values {
+			recs = append(recs, hb.Rec(int64(i+1), v))
+		}
+		return b.ReadBack(proc, tp, 0, final, recs...)
+	}
+	ok := func(b *hb.Builder, proc int, offset int64) {
+		b.Complete(proc, history.OpOK, tp, history.FProduce, offset)
+	}
 	for _, tc := range []struct {
 		name     string
+		noBase   bool
 		build    func(b *hb.Builder) []int
 		want     porcupine.CheckResult
 		dups     int
@@ -33,11 +46,10 @@ func TestDuplicateAppends(t *testing.T) {
 			// was appended again by the new leader and acknowledged at 2.
 			name: "resend acknowledged after its first copy was read",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "p1-4")
-				b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "p1-4"))
-				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
-				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "p1-4"), hb.Rec(2, "p1-4"))
+				read(b, 4, false, "p1-4")
+				ok(b, 1, 2)
+				read(b, 99, true, "p1-4", "p1-4")
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 2,
@@ -45,10 +57,9 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "resend, the acknowledged copy never read",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "p1-4")
-				b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "p1-4"))
-				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
+				read(b, 4, false, "p1-4")
+				ok(b, 1, 2)
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 2,
@@ -57,12 +68,11 @@ func TestDuplicateAppends(t *testing.T) {
 			// A delayed first attempt may land after the acknowledged resend.
 			name: "copy appended after the acknowledged one",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
 				b.Produce(2, tp, "w")
-				b.Complete(1, history.OpOK, tp, history.FProduce, 1)
-				b.Complete(2, history.OpOK, tp, history.FProduce, 3)
-				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"), hb.Rec(3, "w"))
+				ok(b, 1, 1)
+				ok(b, 2, 3)
+				read(b, 99, true, "v", "v", "w")
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 1,
@@ -70,10 +80,9 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "unknown produce read at two offsets",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(2, tp, "v")
 				b.Complete(2, history.OpInfo, tp, history.FProduce, 0)
-				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
+				read(b, 99, true, "v", "v")
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: -1, resolved: 1,
@@ -81,8 +90,7 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "copy read before its produce was invoked",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
-				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				bad := read(b, 4, false, "v")
 				b.ProduceOK(1, tp, "v", 2)
 				return []int{bad}
 			},
@@ -93,8 +101,7 @@ func TestDuplicateAppends(t *testing.T) {
 			// duplicate, still an anomaly.
 			name: "acknowledged value read before its produce was invoked",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
-				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				bad := read(b, 4, false, "v")
 				b.ProduceOK(1, tp, "v", 1)
 				return []int{bad}
 			},
@@ -103,13 +110,11 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "copy at an offset another produce acknowledged",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
 				b.Produce(2, tp, "w")
-				b.Complete(1, history.OpOK, tp, history.FProduce, 1)
-				b.Complete(2, history.OpOK, tp, history.FProduce, 2)
-				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
-				return []int{bad}
+				ok(b, 1, 1)
+				ok(b, 2, 2)
+				return []int{read(b, 4, false, "v", "v")}
 			},
 			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 2}, acked: 1,
 		},
@@ -117,14 +122,15 @@ func TestDuplicateAppends(t *testing.T) {
 			// The copy at 1 must precede w at 2, acknowledged before v was
 			// even invoked: a resend cannot explain it (the unknown u could
 			// have filled the gap at 1, but v's copy was read there).
-			name: "copy the real-time order cannot fit",
+			name:   "copy the real-time order cannot fit",
+			noBase: true,
 			build: func(b *hb.Builder) []int {
 				b.Produce(3, tp, "u")
 				b.ProduceOK(1, tp, "a", 0)
 				b.ProduceOK(2, tp, "w", 2)
 				b.Complete(3, history.OpInfo, tp, history.FProduce, 0)
 				b.ProduceOK(1, tp, "v", 3)
-				b.ReadBack(99, tp, 0, true, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "w"), hb.Rec(3, "v"))
+				read(b, 99, true, "v", "w", "v")
 				return nil
 			},
 			want: porcupine.Illegal, dups: 1, offsets: []int64{1, 3}, acked: 3,
@@ -134,11 +140,10 @@ func TestDuplicateAppends(t *testing.T) {
 			// leader whose HW lags, KAFKA-2334): it constrains nothing.
 			name: "empty read after a copy was read",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
-				b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"))
+				read(b, 4, false, "v")
 				b.ReadBack(4, tp, 1, false)
-				b.Complete(1, history.OpOK, tp, history.FProduce, 2)
+				ok(b, 1, 2)
 				return nil
 			},
 			want: porcupine.Ok, dups: 1, offsets: []int64{1, 2}, acked: 2,
@@ -146,17 +151,18 @@ func TestDuplicateAppends(t *testing.T) {
 		{
 			name: "value of a failed produce read",
 			build: func(b *hb.Builder) []int {
-				b.ProduceOK(1, tp, "a", 0)
 				b.Produce(1, tp, "v")
 				b.Complete(1, history.OpFail, tp, history.FProduce, 0)
-				bad := b.ReadBack(4, tp, 0, false, hb.Rec(0, "a"), hb.Rec(1, "v"), hb.Rec(2, "v"))
-				return []int{bad}
+				return []int{read(b, 4, false, "v", "v")}
 			},
 			want: porcupine.Illegal,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := hb.New()
+			if !tc.noBase {
+				b.ProduceOK(1, tp, "a", 0)
+			}
 			suspects := tc.build(b)
 			out := Check(b.History(), Options{Timeout: 5 * time.Second})
 			p := out.Partitions[0]

@@ -61,6 +61,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/zkchaos/zkchaos/history"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
 )
 
 type opKind uint8
@@ -73,9 +75,51 @@ const (
 // table is the static part of one partition: the value produced at each
 // (relative) offset, fixed by the resolved history.
 type table struct {
-	tp     string
-	base   int64            // absolute offset of relative offset 0
-	values map[int64]string // relative offset → value produced there
+	tp   string
+	base int64 // absolute offset of relative offset 0
+	// The value produced at each relative offset: offsets [0, len(dense))
+	// are indexed (held marks those with a value), any other (a garbage
+	// offset far out) is in sparse. Every read step looks up each record,
+	// and an index costs a fraction of a hash lookup.
+	dense  []string
+	held   []bool
+	sparse map[int64]string
+	n      int // offsets holding a value
+}
+
+// newTable returns a table for offsets from base, indexed up to top
+// (relative) but no further than the produces could fill twice over.
+func newTable(tp string, base, top int64, produces int) *table {
+	size := max(0, min(top+1, 2*int64(produces)+4096))
+	return &table{tp: tp, base: base, dense: hugepage.Make[string](int(size), int(size)), held: hugepage.Make[bool](int(size), int(size))}
+}
+
+// value returns the value produced at relative offset rel.
+func (t *table) value(rel int64) (string, bool) {
+	if rel >= 0 && rel < int64(len(t.dense)) {
+		return t.dense[rel], t.held[rel]
+	}
+	v, ok := t.sparse[rel]
+	return v, ok
+}
+
+// add gives relative offset rel the value v unless it has one already.
+func (t *table) add(rel int64, v string) {
+	if rel >= 0 && rel < int64(len(t.dense)) {
+		if !t.held[rel] {
+			t.dense[rel], t.held[rel] = v, true
+			t.n++
+		}
+		return
+	}
+	if _, ok := t.sparse[rel]; ok {
+		return
+	}
+	if t.sparse == nil {
+		t.sparse = map[int64]string{}
+	}
+	t.sparse[rel] = v
+	t.n++
 }
 
 // input is a porcupine operation input.
@@ -101,14 +145,14 @@ var logModel = porcupine.Model{
 	Init: func() interface{} { return int64(0) },
 	Step: func(state, in, out interface{}) (bool, interface{}) {
 		n := state.(int64)
-		i, o := in.(input), out.(output)
+		i, o := in.(*input), out.(*output)
 		switch i.kind {
 		case produceOp:
 			if o.offset < 0 {
 				// Unknown offset (never observed, no final read): it may
 				// land at the end of the log, if no other produce owns
 				// that offset.
-				if _, taken := i.t.values[n]; taken {
+				if _, taken := i.t.value(n); taken {
 					return false, n
 				}
 				return true, n + 1
@@ -128,7 +172,7 @@ var logModel = porcupine.Model{
 				return false, n
 			}
 			for _, r := range o.records {
-				if v, ok := i.t.values[r.Offset-i.t.base]; !ok || v != r.Value {
+				if v, ok := i.t.value(r.Offset - i.t.base); !ok || v != r.Value {
 					return false, n
 				}
 			}
@@ -139,7 +183,7 @@ var logModel = porcupine.Model{
 	Equal: func(a, b interface{}) bool { return a.(int64) == b.(int64) },
 	Hash:  func(s interface{}) uint64 { return uint64(s.(int64)) },
 	DescribeOperation: func(in, out interface{}) string {
-		i, o := in.(input), out.(output)
+		i, o := in.(*input), out.(*output)
 		switch i.kind {
 		case produceOp:
 			what := fmt.Sprintf("%q", i.value)

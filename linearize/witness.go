@@ -36,14 +36,14 @@ func witness(ops []porcupine.Operation) bool {
 		rank int64  // produce: its offset; read: its last record
 		op   int
 	}
-	var prods []int // op indices, by offset
+	prods := make([]int, 0, len(ops)) // op indices, by offset
 	for i, op := range ops {
-		in, ok := op.Input.(input)
+		in, ok := op.Input.(*input)
 		if !ok || op.Call > op.Return {
 			return false
 		}
 		if in.kind == produceOp {
-			out, ok := op.Output.(output)
+			out, ok := op.Output.(*output)
 			if !ok || out.offset < 0 {
 				return false // an open offset would need a search
 			}
@@ -51,14 +51,14 @@ func witness(ops []porcupine.Operation) bool {
 		}
 	}
 	slices.SortFunc(prods, func(a, b int) int {
-		return cmp.Compare(ops[a].Output.(output).offset, ops[b].Output.(output).offset)
+		return cmp.Compare(ops[a].Output.(*output).offset, ops[b].Output.(*output).offset)
 	})
 	order := make([]placed, 0, len(ops))
 	points := make([]int64, len(prods)) // by offset
 	var prev int64
 	for k, i := range prods {
 		op := ops[i]
-		if op.Output.(output).offset != int64(k) {
+		if op.Output.(*output).offset != int64(k) {
 			return false // a gap or two produces at one offset
 		}
 		at := max(op.Call, prev)
@@ -72,12 +72,12 @@ func witness(ops []porcupine.Operation) bool {
 		order = append(order, placed{at: at, kind: produceOp, rank: int64(k), op: i})
 	}
 	for i, op := range ops {
-		if op.Input.(input).kind != readOp {
+		if op.Input.(*input).kind != readOp {
 			continue
 		}
 		at, rank := op.Call, int64(-1)
-		if out, ok := op.Output.(output); ok && len(out.records) > 0 {
-			rank = out.records[len(out.records)-1].Offset - op.Input.(input).t.base
+		if out, ok := op.Output.(*output); ok && len(out.records) > 0 {
+			rank = out.records[len(out.records)-1].Offset - op.Input.(*input).t.base
 			if rank < 0 || rank >= int64(len(points)) {
 				return false
 			}

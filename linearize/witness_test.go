@@ -45,23 +45,23 @@ func TestWitnessAgreesWithPorcupine(t *testing.T) {
 					op.Call = op.Return - rapid.Int64Range(0, 2).Draw(rt, "width")*hb.Ms
 				}
 			case 2: // a read returns another offset's value
-				out := op.Output.(output)
-				in := op.Input.(input)
-				if len(out.records) == 0 || len(in.t.values) < 2 {
+				out := op.Output.(*output)
+				in := op.Input.(*input)
+				if len(out.records) == 0 || in.t.n < 2 {
 					continue
 				}
 				recs := append([]history.Record(nil), out.records...)
 				j := rapid.IntRange(0, len(recs)-1).Draw(rt, "rec")
-				off := rapid.Int64Range(0, int64(len(in.t.values))-1).Draw(rt, "from")
-				recs[j].Value = in.t.values[off]
-				op.Output = output{records: recs}
+				off := rapid.Int64Range(0, int64(in.t.n)-1).Draw(rt, "from")
+				recs[j].Value, _ = in.t.value(off)
+				op.Output = &output{records: recs}
 			case 3: // a produce at another offset
-				out := op.Output.(output)
-				if op.Input.(input).kind != produceOp {
+				out := *op.Output.(*output) // a copy: the build's own is shared
+				if op.Input.(*input).kind != produceOp {
 					continue
 				}
 				out.offset += rapid.Int64Range(-2, 2).Draw(rt, "delta")
-				op.Output = out
+				op.Output = &out
 			}
 		}
 		want := porcupine.CheckOperationsTimeout(logModel, ops, 10*time.Second)
