@@ -67,8 +67,8 @@ func TestViolations(t *testing.T) {
 		wantSub string // "" means no violation
 	}{
 		{"clean", map[string][]string{"harness": {"cluster", "rundir", "history"}, "node/broker": {"node/wire", "history"}}, ""},
-		{"harness imports reports", map[string][]string{"harness": {"reports"}}, "harness (layer 5) imports reports (layer 5)"},
-		{"lower imports higher", map[string][]string{"history": {"checkers"}}, "history (layer 0) imports checkers"},
+		{"harness imports reports", map[string][]string{"harness": {"reports"}}, "harness (layer 6) imports reports (layer 6)"},
+		{"lower imports higher", map[string][]string{"history": {"checkers"}}, "history (layer 1) imports checkers"},
 		{"checkers imports rundir", map[string][]string{"checkers": {"rundir"}}, "imports only lower layers"},
 		{"harness imports node", map[string][]string{"harness": {"node/controller"}}, "never imports the node program"},
 		{"node imports harness side", map[string][]string{"node/controller": {"nemesis"}}, "imports only node/"},
