@@ -451,12 +451,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	}()
 
 	heal = func(ctx context.Context) error {
-		select {
-		case <-watchDone:
-		case <-ctx.Done():
-		}
-		wcancel()
-		<-watchDone
+		joinWatch(ctx, watchDone, wcancel)
 		mu.Lock()
 		reachedAt, p := reached, paused
 		mu.Unlock()
@@ -520,6 +515,17 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 // reached: a broker's death is seen once its session expires, then the
 // controller handles it; a restart takes seconds more.
 func reachWithin(fw FailpointWorld) time.Duration { return 4 * fw.SessionTimeout() }
+
+// joinWatch lets a fault's watch goroutine finish on its own, or stops it
+// when ctx ends, and returns once it has returned.
+func joinWatch(ctx context.Context, done <-chan struct{}, stop context.CancelFunc) {
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	stop()
+	<-done
+}
 
 // waitSuccessor waits until ZooKeeper names a controller other than node,
 // then one second more for its first requests to reach the brokers, or

@@ -88,12 +88,7 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		mu.Unlock()
 	}()
 	return func(ctx context.Context) error {
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
-		cancel()
-		<-done
+		joinWatch(ctx, done, cancel)
 		mu.Lock()
 		k, ke := killedAt, kerr
 		mu.Unlock()
