@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/wanterr"
 	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
 
@@ -121,14 +122,8 @@ func TestTrim(t *testing.T) {
 			tt.opt.Config = checkers.DefaultConfig()
 			tt.opt.Context = 1
 			tr, err := Trim(h, tt.opt)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Trim = %v, want error %q", err, tt.wantErr)
-				}
+			if wanterr.Check(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if tr.Expected.Checker != tt.checker || tr.Expected.Verdict != checkers.Invalid {
 				t.Fatalf("kept %s %s, want %s invalid", tr.Expected.Checker, tr.Expected.Verdict, tt.checker)

@@ -16,9 +16,9 @@ import (
 
 func newReportCmd() *cobra.Command {
 	var (
-		junit          string
-		unknownAsError bool
-		index          string
+		junit string
+		jopt  reports.JUnitOptions // one set of JUnit options for both modes
+		index string
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUN_DIR...",
@@ -50,9 +50,9 @@ Exit status: 0 every report written, 2 bad input (the message names the file).`,
 				if index == "" {
 					return withCode(exitBad, errors.New("report: name at least one RUN_DIR, or --index RUNS_DIR to index the runs already there"))
 				}
-				return runIndexOnly(cmd.OutOrStdout(), index, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
+				return runIndexOnly(cmd.OutOrStdout(), index, junit, jopt)
 			}
-			err := runReport(cmd.OutOrStdout(), args, junit, reports.JUnitOptions{UnknownAsError: unknownAsError})
+			err := runReport(cmd.OutOrStdout(), args, junit, jopt)
 			if index != "" {
 				p, ierr := reports.WriteIndexFile(index)
 				if ierr != nil {
@@ -65,7 +65,7 @@ Exit status: 0 every report written, 2 bad input (the message names the file).`,
 	}
 	cmd.Flags().StringVar(&index, "index", "", "also write RUNS_DIR/index.html listing the runs in RUNS_DIR")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML for the runs to this file ('-' for stdout)")
-	cmd.Flags().BoolVar(&unknownAsError, "unknown-as-error", false, "in JUnit, report an unknown verdict as an error instead of skipped")
+	cmd.Flags().BoolVar(&jopt.UnknownAsError, "unknown-as-error", false, "in JUnit, report an unknown verdict as an error instead of skipped")
 	return cmd
 }
 

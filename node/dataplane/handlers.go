@@ -387,6 +387,20 @@ func waitAny(ctx context.Context, chans []chan struct{}, deadline time.Time) boo
 	}
 }
 
+// answerLocked is the part of a one-partition answer ListOffsets and
+// OffsetForLeaderEpoch share: UnknownTopicOrPartition for a partition this
+// broker does not have, else answer's error code, answer run under the
+// partition's lock.
+func (m *Manager) answerLocked(tp history.TopicPartition, answer func(p *partition) int16) int16 {
+	p := m.get(tp)
+	if p == nil {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return answer(p)
+}
+
 // ListOffsets is KafkaApis.handleListOffsetRequest: earliest (-2) and latest
 // (-1) only. A consumer (ReplicaID -1) must ask the leader and gets the HW
 // as latest; the debugging id -2 (the controller's query-leo) or a replica
@@ -400,44 +414,39 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewListOffsetsResponseTopicPartition()
 			op.Partition, op.Timestamp, op.Offset, op.LeaderEpoch = rp.Partition, -1, -1, -1
-			p := m.get(history.TP(rt.Topic, rp.Partition))
-			if p == nil {
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				ot.Partitions = append(ot.Partitions, op)
-				continue
-			}
-			p.mu.Lock()
-			consumer := req.ReplicaID == -1
-			if consumer {
-				op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
-			}
-			if op.ErrorCode == 0 {
-				op.LeaderEpoch = p.leaderEpoch
-				if op.LeaderEpoch < 0 {
-					op.LeaderEpoch = p.log.LatestEpoch()
+			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), func(p *partition) int16 {
+				consumer := req.ReplicaID == -1
+				if consumer {
+					op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
 				}
-				switch rp.Timestamp {
-				case -2:
-					op.Offset = p.log.LogStartOffset()
-				case -1:
-					op.Offset = p.log.LogEndOffset()
-					if consumer {
-						op.Offset = p.hw
+				if op.ErrorCode == 0 {
+					op.LeaderEpoch = p.leaderEpoch
+					if op.LeaderEpoch < 0 {
+						op.LeaderEpoch = p.log.LatestEpoch()
 					}
-					if consumer && p.hw < p.epochStart {
-						// KIP-207: a new leader whose HW has not yet reached
-						// the start of its epoch would answer an offset
-						// that can move backwards; the client retries.
-						op.ErrorCode, op.Offset, op.LeaderEpoch = kerr.OffsetNotAvailable.Code, -1, -1
+					switch rp.Timestamp {
+					case -2:
+						op.Offset = p.log.LogStartOffset()
+					case -1:
+						op.Offset = p.log.LogEndOffset()
+						if consumer {
+							op.Offset = p.hw
+						}
+						if consumer && p.hw < p.epochStart {
+							// KIP-207: a new leader whose HW has not yet reached
+							// the start of its epoch would answer an offset
+							// that can move backwards; the client retries.
+							op.ErrorCode, op.Offset, op.LeaderEpoch = kerr.OffsetNotAvailable.Code, -1, -1
+						}
+					default:
+						// No time index: no offset for a timestamp.
 					}
-				default:
-					// No time index: no offset for a timestamp.
+					if req.Version == 0 && op.Offset >= 0 {
+						op.OldStyleOffsets = []int64{op.Offset}
+					}
 				}
-				if req.Version == 0 && op.Offset >= 0 {
-					op.OldStyleOffsets = []int64{op.Offset}
-				}
-			}
-			p.mu.Unlock()
+				return op.ErrorCode
+			})
 			ot.Partitions = append(ot.Partitions, op)
 		}
 		resp.Topics = append(resp.Topics, ot)
@@ -460,20 +469,15 @@ func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) km
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition, op.LeaderEpoch, op.EndOffset = rp.Partition, -1, -1
-			p := m.get(history.TP(rt.Topic, rp.Partition))
-			if p == nil {
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				ot.Partitions = append(ot.Partitions, op)
-				continue
-			}
-			p.mu.Lock()
-			if replicaID != -2 {
-				op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
-			}
-			if op.ErrorCode == 0 {
-				op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)
-			}
-			p.mu.Unlock()
+			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), func(p *partition) int16 {
+				if replicaID != -2 {
+					op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
+				}
+				if op.ErrorCode == 0 {
+					op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)
+				}
+				return op.ErrorCode
+			})
 			ot.Partitions = append(ot.Partitions, op)
 		}
 		resp.Topics = append(resp.Topics, ot)
