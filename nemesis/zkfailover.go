@@ -372,11 +372,17 @@ func consClients(out string) []netip.Addr {
 		if !ok {
 			continue
 		}
-		addr, _, ok := strings.Cut(rest, "[")
-		if !ok {
+		// The address ends where "[interest ops](" begins; an IPv6
+		// address has brackets of its own.
+		end := strings.Index(rest, "](")
+		if end < 0 {
 			continue
 		}
-		if ap, err := netip.ParseAddrPort(addr); err == nil {
+		end = strings.LastIndex(rest[:end], "[")
+		if end < 0 {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(rest[:end]); err == nil {
 			ips = append(ips, ap.Addr().Unmap())
 		}
 	}
