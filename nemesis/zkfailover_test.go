@@ -81,10 +81,10 @@ func (f zkfFake) kill(_ context.Context, t Target) error {
 	f.w.mu.Unlock()
 	return nil
 }
-func (f zkfFake) start(_ context.Context, t Target) error { f.w.log("start %s", t.Name); return nil }
-func (f zkfFake) terminate(context.Context, Target) error { return nil }
+func (f zkfFake) start(_ context.Context, t Target) error  { f.w.log("start %s", t.Name); return nil }
+func (f zkfFake) terminate(context.Context, Target) error  { return nil }
 func (f zkfFake) waitExited(context.Context, Target) error { return nil }
-func (f zkfFake) pause(_ context.Context, t Target) error { f.w.log("sigstop %s", t.Name); return nil }
+func (f zkfFake) pause(_ context.Context, t Target) error  { f.w.log("sigstop %s", t.Name); return nil }
 func (f zkfFake) resume(_ context.Context, t Target) error {
 	f.w.log("sigcont %s", t.Name)
 	return nil
