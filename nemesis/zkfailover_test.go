@@ -151,19 +151,7 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			if tt.want == nil {
 				return // nothing was done, nothing recorded
 			}
-			evs, _, err := history.ReadFile(filepath.Join(dir, "nemesis.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var start, stop *history.Fault
-			for _, e := range evs {
-				switch e.Kind {
-				case history.KindFaultStart:
-					start = e.Fault
-				case history.KindFaultStop:
-					stop = e.Fault
-				}
-			}
+			start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
 			if start == nil || stop == nil || start.Name != string(FailoverOnLaggingZK) || stop.ID != start.ID {
 				t.Fatalf("fault events %+v / %+v, want one %s start and its stop", start, stop, FailoverOnLaggingZK)
 			}
@@ -172,6 +160,25 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lastFaultEvents reads the last fault_start and fault_stop a recorder wrote
+// to path.
+func lastFaultEvents(t *testing.T, path string) (start, stop *history.Fault) {
+	t.Helper()
+	evs, _, err := history.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case history.KindFaultStart:
+			start = e.Fault
+		case history.KindFaultStop:
+			stop = e.Fault
+		}
+	}
+	return start, stop
 }
 
 // The step's Pick chooses the successor among the survivors on a follower,
