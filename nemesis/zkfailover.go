@@ -26,14 +26,19 @@ import (
 // sessions are pinned or not). The successor W is a surviving broker served
 // by a follower F; the other survivors are held out of the election
 // (controller-before-elect) and W is held right after winning it
-// (controller-after-elected), then C is killed. Once W holds, the link
-// L → F is slowed and the others are let go; when a survivor that leads a
-// partition C followed shrinks C out of its ISR (a write committed through
-// the leader that F applies late), W is released (it reads partition state
-// through F) and the link is unslowed, so W's writes come back. C stays down
-// a moment longer, so W sees it dead and writes its ISR removal; heal starts
-// C again. With KAFKA-16667 W caches the stale zkVersion and retries its
-// write with BADVERSION forever (liveness); fixed, it Syncs and re-reads.
+// (controller-after-elected), then C is cut from ZooKeeper and from the
+// other survivors, but not from W: its session expires (the failover) and
+// the others' partitions stop hearing from it, while W's keep it in their
+// ISRs, so W's own session has no ISR write of its own pending on F (its
+// reads would wait behind it and come back fresh; a kill makes every leader
+// shrink C, W too, which is what `chaos repro KAFKA-16667` avoids with RF
+// 2). Once W holds, the link L → F is slowed and the others are let go;
+// when one of them shrinks C out of an ISR (a write committed through the
+// leader that F applies late), W is released (it reads partition state
+// through F, C unregistered) and every link is healed, so W's writes come
+// back; it removes C from the ISRs with the stale zkVersion. With
+// KAFKA-16667 W retries that write with BADVERSION forever (liveness);
+// fixed, it Syncs and re-reads.
 //
 // The fault writes nothing to ZooKeeper: the state change is the partition
 // leader's own ISR shrink (replica.lag.time.max after C's death), and the
@@ -41,7 +46,7 @@ import (
 const FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
 
 // FailoverOnLaggingZKDoc describes the fault for the catalogue.
-const FailoverOnLaggingZKDoc = "kill the controller while its successor's ZooKeeper server lags the leader (the successor held after its election until a partition's ISR shrinks)"
+const FailoverOnLaggingZKDoc = "cut the controller from ZooKeeper while its successor's ZooKeeper server lags the leader (the successor held after its election until a partition's ISR shrinks)"
 
 // The node's failpoint windows around an election (node/failpoint).
 const (
@@ -74,6 +79,7 @@ func needFailoverOnLaggingZK(t Topology) error {
 type zkfOps interface {
 	procs
 	slow(ctx context.Context, from, to Target, s SlowSpec) error
+	partition(ctx context.Context, name string, a, b []Target) error
 	healNet(ctx context.Context) error
 	// sessions maps a broker's name to the name of the ZooKeeper server
 	// its session is connected to now; brokers not found are absent.
@@ -84,6 +90,9 @@ type zkfNemesis struct{ nemesisProcs }
 
 func (o zkfNemesis) slow(ctx context.Context, from, to Target, s SlowSpec) error {
 	return o.n.SlowLink(ctx, from, to, s)
+}
+func (o zkfNemesis) partition(ctx context.Context, name string, a, b []Target) error {
+	return o.n.PartitionTargets(ctx, name, a, b)
 }
 func (o zkfNemesis) healNet(ctx context.Context) error { return o.n.HealNet(ctx) }
 func (o zkfNemesis) sessions(ctx context.Context, nodes, zks []Target) map[string]string {
@@ -96,7 +105,7 @@ func failoverOnLaggingZK(ctx context.Context, n *Nemesis, k FaultKind, pick int)
 
 // zkfPlan is who plays which part, resolved when the fault starts.
 type zkfPlan struct {
-	ctl     Target   // the controller, killed
+	ctl     Target   // the controller, cut off
 	succ    Target   // its successor, served by lagging
 	others  []Target // the other survivors, kept out of the election
 	leader  Target   // the ZooKeeper leader
@@ -144,7 +153,7 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 
 // shrinkWatch is a partition of the workload topic led by a survivor other
 // than the successor with the controller in its ISR: that leader shrinks
-// the dead controller out of it.
+// the cut-off controller out of it.
 type shrinkWatch struct {
 	partition int32
 	leader    int
@@ -161,13 +170,13 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 	}
 	cid, sid := nodeID(p.ctl), nodeID(p.succ)
 	targets := append([]string{p.ctl.Name, p.succ.Name}, p.leader.Name, "->", p.lagging.Name)
-	detail := fmt.Sprintf("controller %s killed; %s (on follower %s) takes over and is held after its election; %s → %s slowed to %d kbit/s; held out of the election: %s",
-		p.ctl.Name, p.succ.Name, p.lagging.Name, p.leader.Name, p.lagging.Name, laggingZKSlow.RateKbit, strings.Join(targetNames(p.others), ", "))
+	detail := fmt.Sprintf("controller %s cut from ZooKeeper and %s; %s (on follower %s) takes over and is held after its election; %s → %s slowed to %d kbit/s; held out of the election: %s",
+		p.ctl.Name, strings.Join(targetNames(p.others), ", "), p.succ.Name, p.lagging.Name, p.leader.Name, p.lagging.Name, laggingZKSlow.RateKbit, strings.Join(targetNames(p.others), ", "))
 	fid := rec.Start(string(k), targets, detail)
 	stop := func(outcome string, err error) { rec.stopDetail(fid, string(k), targets, outcome, err) }
 
 	// Which partitions will change under the successor: read before the
-	// kill, while ZooKeeper names the controller's ISR memberships.
+	// cut, while ZooKeeper names the controller's ISR memberships.
 	topic, parts := fw.WorkloadTopic()
 	var watch []shrinkWatch
 	for q := range parts {
@@ -208,10 +217,10 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 		setupErr = arm(p.succ, fpAfterElected)
 	}
 	if setupErr == nil {
-		setupErr = ops.kill(ctx, p.ctl)
+		setupErr = ops.partition(ctx, string(k), []Target{p.ctl}, append(slices.Clone(fw.ZKServers()), p.others...))
 	}
 	if setupErr != nil {
-		err := errors.Join(setupErr, disarmAll(context.WithoutCancel(ctx)))
+		err := errors.Join(setupErr, ops.healNet(context.WithoutCancel(ctx)), disarmAll(context.WithoutCancel(ctx)))
 		stop("not started", err)
 		return nil, err
 	}
@@ -220,11 +229,14 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 	// The window plays out in the background and may outlive the step's
 	// hold (the successor's election waits for the controller's session
 	// to expire, the shrink for replica.lag.time.max); heal waits for it.
+	// The cut is healed with the slow link when the successor is
+	// released: it has read /brokers/ids by the time the controller's new
+	// session registers again.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var (
 		mu      sync.Mutex
 		outcome = "successor not held after its election"
-		slowed  bool
+		netHealed bool
 		werr    error
 	)
 	set := func(f func()) { mu.Lock(); f(); mu.Unlock() }
@@ -238,7 +250,6 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 			set(func() { outcome, werr = "successor held; slowing the link failed", err })
 			return
 		}
-		set(func() { slowed = true })
 		// The others may elect now: they find the successor in
 		// /controller.
 		for _, o := range p.others {
@@ -257,7 +268,7 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 		}
 		herr := ops.healNet(wctx)
 		set(func() {
-			slowed = herr != nil
+			netHealed = herr == nil
 			werr = errors.Join(rerr, herr)
 			switch {
 			case shrunk != "":
@@ -266,9 +277,6 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 				outcome = fmt.Sprintf("successor held; no ISR shrink seen within %s, %s released", reachWithin(fw), p.succ.Name)
 			}
 		})
-		// The controller stays down until the successor has written its
-		// removal from the ISRs: it must see it dead.
-		sleepUntil(wctx, time.Now().Add(time.Second))
 	}()
 	return func(ctx context.Context) error {
 		select {
@@ -278,16 +286,16 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 		cancel()
 		<-done
 		mu.Lock()
-		out, sl, we := outcome, slowed, werr
+		out, healed, we := outcome, netHealed, werr
 		mu.Unlock()
 		errs := []error{we}
-		if sl {
+		if !healed {
 			errs = append(errs, ops.healNet(ctx))
 		}
 		// A failpoint left armed would hold its node later with nobody
 		// to release it; disarming waits out another fault that keeps
 		// the admin port away.
-		errs = append(errs, disarmAll(ctx), ops.start(ctx, p.ctl))
+		errs = append(errs, disarmAll(ctx))
 		err := errors.Join(errs...)
 		stop(out, err)
 		return err

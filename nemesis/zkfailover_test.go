@@ -16,14 +16,14 @@ import (
 
 // zkfWorld is three brokers and three ZooKeeper servers as the
 // failover-on-lagging-zk fault sees them: n1 controls, zk3 leads, chaos-p
-// is led by n(p+1) with ISR [all three] until the controller is killed;
+// is led by n(p+1) with ISR [all three] until the controller is cut off;
 // then, once shrink is set, n3 shrinks n1 out of chaos-2.
 type zkfWorld struct {
 	mu      sync.Mutex
 	calls   []string
 	served  map[string]string // broker → its session's server
-	reach   bool              // the successor reaches controller-after-elected once n1 is killed
-	shrink  bool              // n3 shrinks n1 out of chaos-2 once n1 is killed
+	reach   bool              // the successor reaches controller-after-elected once n1 is cut off
+	shrink  bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off
 	killed  bool
 	armed   map[string]bool
 	slowErr error
@@ -93,6 +93,13 @@ func (f zkfFake) slow(_ context.Context, from, to Target, s SlowSpec) error {
 	f.w.log("slow %s->%s %dkbit", from.Name, to.Name, s.RateKbit)
 	return f.w.slowErr
 }
+func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
+	f.w.log("partition %s | %s", strings.Join(targetNames(a), " "), strings.Join(targetNames(b), " "))
+	f.w.mu.Lock()
+	f.w.killed = true
+	f.w.mu.Unlock()
+	return nil
+}
 func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return nil }
 func (f zkfFake) sessions(context.Context, []Target, []Target) map[string]string {
 	return f.w.served
@@ -110,20 +117,20 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 		wantStop      string   // prefix of the fault_stop's detail
 	}{
 		{"pinned sessions: the survivor on a follower takes over", pinned, true, true, nil, "",
-			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "kill n1",
-				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "disarm n2 controller-after-elected", "heal-net", "start n1"},
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3 n3",
+				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "disarm n2 controller-after-elected", "heal-net"},
 			"window reached: n2 released after n3 shrank chaos-2 to [3 2]"},
 		{"no shrink in time: released anyway", pinned, true, false, nil, "",
-			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "kill n1",
-				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "disarm n2 controller-after-elected", "heal-net", "start n1"},
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3 n3",
+				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "disarm n2 controller-after-elected", "heal-net"},
 			"successor held; no ISR shrink seen"},
 		{"successor never held: nothing slowed, everything disarmed", pinned, false, true, nil, "",
-			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "kill n1",
-				"disarm n2 controller-after-elected", "disarm n3 controller-before-elect", "start n1"},
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3 n3",
+				"heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
 			"successor not held"},
 		{"slowing fails (its target gone): released at heal", pinned, true, true, fmt.Errorf("zk2 is not running"), "zk2 is not running",
-			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "kill n1",
-				"slow zk3->zk2 4kbit", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect", "start n1"},
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3 n3",
+				"slow zk3->zk2 4kbit", "heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
 			"successor held; slowing the link failed"},
 		{"unpinned, both survivors on the leader: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil,
 			"no broker but the controller n1 has its session on a ZooKeeper follower", nil, ""},
