@@ -100,8 +100,14 @@ func (o zkfNemesis) sessions(ctx context.Context, nodes, zks []Target) map[strin
 }
 
 func failoverOnLaggingZK(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
-	return injectZKFailover(ctx, n.World, n.Rec, zkfNemesis{nemesisProcs{n}}, k, pick)
+	return injectZKFailover(ctx, n, n.World, n.Rec, zkfNemesis{nemesisProcs{n}}, k, pick)
 }
+
+// zkfBusy holds the runs (by their Nemesis) with a failover-on-lagging-zk in
+// progress: a second one started meanwhile (a dense schedule drawing it
+// twice) would cut off the successor the first one holds and arm the same
+// windows, and neither would open its window.
+var zkfBusy sync.Map
 
 // zkfPlan is who plays which part, resolved when the fault starts.
 type zkfPlan struct {
@@ -159,11 +165,19 @@ type shrinkWatch struct {
 	leader    int
 }
 
-func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k FaultKind, pick int) (Heal, error) {
+func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops zkfOps, k FaultKind, pick int) (heal Heal, err error) {
 	fw, ok := w.(FailpointWorld)
 	if !ok {
 		return nil, fmt.Errorf("%s: the run's world cannot hold the election (no FailpointWorld)", k)
 	}
+	if _, busy := zkfBusy.LoadOrStore(run, true); busy {
+		return nil, fmt.Errorf("%s: another one is in progress", k)
+	}
+	defer func() {
+		if heal == nil {
+			zkfBusy.Delete(run)
+		}
+	}()
 	p, err := planZKFailover(ctx, fw, ops, k, pick)
 	if err != nil {
 		return nil, err
@@ -234,10 +248,10 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 	// session registers again.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var (
-		mu      sync.Mutex
-		outcome = "successor not held after its election"
+		mu        sync.Mutex
+		outcome   = "successor not held after its election"
 		netHealed bool
-		werr    error
+		werr      error
 	)
 	set := func(f func()) { mu.Lock(); f(); mu.Unlock() }
 	done := make(chan struct{})
@@ -298,6 +312,7 @@ func injectZKFailover(ctx context.Context, w World, rec *Recorder, ops zkfOps, k
 		errs = append(errs, disarmAll(ctx))
 		err := errors.Join(errs...)
 		stop(out, err)
+		zkfBusy.Delete(run)
 		return err
 	}, nil
 }

@@ -141,7 +141,7 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr}
 			dir := t.TempDir()
 			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-			heal, err := injectZKFailover(t.Context(), w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+			heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
 			if err == nil {
 				err = heal(t.Context())
 			}
@@ -212,6 +212,29 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 				t.Fatalf("pick %d: plan %+v, want successor %s on %s, others %v", tt.pick, p, tt.succ, tt.lagging, tt.others)
 			}
 		}
+	}
+}
+
+// A second one drawn while the first is in progress is refused, and the
+// run can take another once the first healed.
+func TestFailoverOnLaggingZKOneAtATime(t *testing.T) {
+	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1); err == nil || !strings.Contains(err.Error(), "in progress") {
+		t.Fatalf("second while the first holds: %v, want refused", err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	heal, err = injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1)
+	if err != nil {
+		t.Fatalf("after the heal: %v", err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
 
