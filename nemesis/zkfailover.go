@@ -26,17 +26,18 @@ import (
 // sessions are pinned or not). The successor W is a surviving broker served
 // by a follower F; the other survivors are held out of the election
 // (controller-before-elect) and W is held right after winning it
-// (controller-after-elected), then C is cut from ZooKeeper and from the
-// other survivors, but not from W: its session expires (the failover) and
-// the others' partitions stop hearing from it, while W's keep it in their
-// ISRs, so W's own session has no ISR write of its own pending on F (its
-// reads would wait behind it and come back fresh; a kill makes every leader
-// shrink C, W too, which is what `chaos repro KAFKA-16667` avoids with RF
-// 2). Once W holds, the link L → F is slowed and the others are let go;
-// when one of them shrinks C out of an ISR (a write committed through the
-// leader that F applies late), W is released (it reads partition state
-// through F, C unregistered) and every link is healed, so W's writes come
-// back; it removes C from the ISRs with the stale zkVersion. With
+// (controller-after-elected), then C is cut from ZooKeeper: its session
+// expires (the failover) while its replicas keep fetching. Once W holds,
+// the link L → F is slowed, the others are let go and C is cut from them
+// too, but not from W: the others' partitions stop hearing from C and
+// shrink it out of their ISRs replica.lag.time.max later, while W's keep it,
+// so W's own session has no ISR write pending on F (its reads would wait
+// behind it and come back fresh; a kill makes every leader shrink C, W too,
+// which `chaos repro KAFKA-16667` avoids with RF 2). When one of the others
+// shrinks C out of an ISR (a write committed through the leader that F
+// applies late), W is released (it reads partition state through F, C
+// unregistered) and every link is healed, so W's writes come back; it
+// removes C from the ISRs with the stale zkVersion. With
 // KAFKA-16667 W retries that write with BADVERSION forever (liveness);
 // fixed, it Syncs and re-reads.
 //
@@ -184,7 +185,7 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 	}
 	cid, sid := nodeID(p.ctl), nodeID(p.succ)
 	targets := append([]string{p.ctl.Name, p.succ.Name}, p.leader.Name, "->", p.lagging.Name)
-	detail := fmt.Sprintf("controller %s cut from ZooKeeper and %s; %s (on follower %s) takes over and is held after its election; %s → %s slowed to %d kbit/s; held out of the election: %s",
+	detail := fmt.Sprintf("controller %s cut from ZooKeeper, then from %s; %s (on follower %s) takes over and is held after its election; %s → %s slowed to %d kbit/s; held out of the election: %s",
 		p.ctl.Name, strings.Join(targetNames(p.others), ", "), p.succ.Name, p.lagging.Name, p.leader.Name, p.lagging.Name, laggingZKSlow.RateKbit, strings.Join(targetNames(p.others), ", "))
 	fid := rec.Start(string(k), targets, detail)
 	stop := func(outcome string, err error) { rec.stopDetail(fid, string(k), targets, outcome, err) }
@@ -231,7 +232,7 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		setupErr = arm(p.succ, fpAfterElected)
 	}
 	if setupErr == nil {
-		setupErr = ops.partition(ctx, string(k), []Target{p.ctl}, append(slices.Clone(fw.ZKServers()), p.others...))
+		setupErr = ops.partition(ctx, "partition", []Target{p.ctl}, fw.ZKServers())
 	}
 	if setupErr != nil {
 		err := errors.Join(setupErr, ops.healNet(context.WithoutCancel(ctx)), disarmAll(context.WithoutCancel(ctx)))
@@ -270,6 +271,14 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 			if err := fw.DisarmFailpoint(wctx, nodeID(o), fpBeforeElect); err == nil {
 				set(func() { delete(armed, fmt.Sprintf("%d %s", nodeID(o), fpBeforeElect)) })
 			}
+		}
+		// Only now do the others stop hearing from the controller's
+		// replicas: their ISR shrinks come replica.lag.time.max from
+		// here, while the link is slowed, and the follower's backlog stays
+		// short enough to keep it in the quorum (a proposal unacknowledged
+		// for syncLimit ticks drops it, and its sessions with it).
+		if err := ops.partition(wctx, "partition", []Target{p.ctl}, p.others); err != nil {
+			set(func() { werr = err })
 		}
 		shrunk := waitShrink(wctx, fw, topic, watch, cid, reachWithin(fw))
 		// Released, the successor reads partition state through the
