@@ -207,7 +207,11 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		for _, key := range slices.Sorted(maps.Keys(armed)) {
 			idS, name, _ := strings.Cut(key, " ")
 			id, _ := strconv.Atoi(idS)
-			if err := disarmSoon(ctx, fw, id, name, 5*time.Second); err != nil {
+			// Retried past a pause another fault holds (a paused node
+			// keeps its failpoint armed, and would hold in it later with
+			// nobody to release it); a node killed meanwhile took it with
+			// its process.
+			if err := disarmSoon(ctx, fw, id, name, 15*time.Second); err != nil && !targetGone(ctx, fw.Nodes(), id) {
 				errs = append(errs, err)
 			}
 			delete(armed, key)
@@ -326,8 +330,14 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 	}, nil
 }
 
+// targetGone reports whether broker id's container is down.
+func targetGone(ctx context.Context, nodes []Target, id int) bool {
+	t, err := byName(nodes, fmt.Sprintf("n%d", id))
+	return err == nil && t.Container != nil && gone(ctx, t.Container)
+}
+
 // waitShrink polls the watched partitions until one's leader has shrunk the
-// dead controller out of its ISR, or within has passed; it says which.
+// cut-off controller out of its ISR, or within has passed; it says which.
 func waitShrink(ctx context.Context, fw FailpointWorld, topic string, watch []shrinkWatch, dead int, within time.Duration) string {
 	if len(watch) == 0 {
 		return ""
