@@ -306,12 +306,7 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		})
 	}()
 	return func(ctx context.Context) error {
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
-		cancel()
-		<-done
+		joinWatch(ctx, done, cancel)
 		mu.Lock()
 		out, healed, we := outcome, netHealed, werr
 		mu.Unlock()
