@@ -111,6 +111,7 @@ var faults = []Fault{
 		return n.InjectFailpoint(ctx, pick)
 	}},
 	{KillLaggingLeader, KillLaggingLeaderDoc, needNodes(2), killLaggingLeader},
+	{FailoverOnLaggingZK, FailoverOnLaggingZKDoc, needFailoverOnLaggingZK, failoverOnLaggingZK},
 }
 
 // injector starts a fault of kind k; pick chooses among candidates.

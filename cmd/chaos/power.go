@@ -49,7 +49,7 @@ var powerSwitches = []powerSwitch{
 	// The report's window needs the ISR to shrink inside a fault's hold and
 	// acks=all to need a follower: the settings of `chaos repro KAFKA-3861`.
 	{Name: "KAFKA-3861", NodeFlags: []string{"--offline-election=offline", "--min-insync-replicas=2", "--replica-lag-time-max=2s"}, Harm: []string{"availability"}, StrictAvailability: true},
-	{Name: "KAFKA-16667", Bugs: []string{"KAFKA-16667"}, Harm: []string{"liveness"}},
+	{Name: "KAFKA-16667", Bugs: []string{"KAFKA-16667"}, NodeFlags: []string{"--replica-lag-time-max=2s"}, Harm: []string{"liveness"}},
 	{Name: powerFixed},
 }
 

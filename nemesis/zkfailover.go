@@ -1,0 +1,451 @@
+package nemesis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// FailoverOnLaggingZK is the fault of KAFKA-16667's window: the controller
+// fails over to a broker whose ZooKeeper server lags the ZooKeeper leader,
+// and a partition state changes between the successor's election and its
+// reads. Roles are resolved when it starts: the controller C, the ZooKeeper
+// leader L, and which server serves each broker's session (asked of every
+// server with the `cons` four-letter word, so it works whether the brokers'
+// sessions are pinned or not). The successor W is a surviving broker served
+// by a follower F; the other survivors are held out of the election
+// (controller-before-elect) and W is held right after winning it
+// (controller-after-elected), then C is cut from ZooKeeper: its session
+// expires (the failover) while its replicas keep fetching. Once W holds,
+// the link L → F is slowed, the others are let go and C is cut from them
+// too, but not from W: the others' partitions stop hearing from C and
+// shrink it out of their ISRs replica.lag.time.max later, while W's keep it,
+// so W's own session has no ISR write pending on F (its reads would wait
+// behind it and come back fresh; a kill makes every leader shrink C, W too,
+// which `chaos repro KAFKA-16667` avoids with RF 2). When one of the others
+// shrinks C out of an ISR (a write committed through the leader that F
+// applies late), W is released (it reads partition state through F, C
+// unregistered) and every link is healed, so W's writes come back; it
+// removes C from the ISRs with the stale zkVersion. With
+// KAFKA-16667 W retries that write with BADVERSION forever (liveness);
+// fixed, it Syncs and re-reads.
+//
+// The fault writes nothing to ZooKeeper: the state change is the partition
+// leader's own ISR shrink (replica.lag.time.max after C's death), and the
+// election is the brokers' own.
+const FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
+
+// FailoverOnLaggingZKDoc describes the fault for the catalogue.
+const FailoverOnLaggingZKDoc = "cut the controller from ZooKeeper while its successor's ZooKeeper server lags the leader (the successor held after its election until a partition's ISR shrinks)"
+
+// The node's failpoint windows around an election (node/failpoint).
+const (
+	fpBeforeElect  = "controller-before-elect"
+	fpAfterElected = "controller-after-elected"
+)
+
+// laggingZKSlow is the shaping of L → F: a low rate and no loss, so F's
+// backlog (pings, proposals, commits) grows steadily and its reads fall
+// behind without a gap long enough to expire the sessions it serves (the
+// shaping `chaos repro KAFKA-16667` uses).
+var laggingZKSlow = SlowSpec{RateKbit: 4}
+
+// zkClientPort is the servers' client port (cluster's zoo.cfg), where the
+// four-letter words are answered.
+const zkClientPort = 2181
+
+// needFailoverOnLaggingZK: a successor and a third broker whose ISR shrink
+// is the state change, and an ensemble that commits without the slowed
+// follower.
+func needFailoverOnLaggingZK(t Topology) error {
+	if err := needNodes(3)(t); err != nil {
+		return err
+	}
+	return needZK(3)(t)
+}
+
+// zkfOps is what the fault does to processes and links, and how it learns
+// which server serves whom: the Nemesis, or a fake in tests.
+type zkfOps interface {
+	procs
+	slow(ctx context.Context, from, to Target, s SlowSpec) error
+	partition(ctx context.Context, name string, a, b []Target) error
+	healNet(ctx context.Context) error
+	// sessions maps a broker's name to the name of the ZooKeeper server
+	// its session is connected to now; brokers not found are absent.
+	sessions(ctx context.Context, nodes, zks []Target) map[string]string
+}
+
+type zkfNemesis struct{ nemesisProcs }
+
+func (o zkfNemesis) slow(ctx context.Context, from, to Target, s SlowSpec) error {
+	return o.n.SlowLink(ctx, from, to, s)
+}
+func (o zkfNemesis) partition(ctx context.Context, name string, a, b []Target) error {
+	return o.n.PartitionTargets(ctx, name, a, b)
+}
+func (o zkfNemesis) healNet(ctx context.Context) error { return o.n.HealNet(ctx) }
+func (o zkfNemesis) sessions(ctx context.Context, nodes, zks []Target) map[string]string {
+	return consSessions(ctx, nodes, zks)
+}
+
+func failoverOnLaggingZK(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
+	return injectZKFailover(ctx, n, n.World, n.Rec, zkfNemesis{nemesisProcs{n}}, k, pick)
+}
+
+// zkfBusy holds the runs (by their Nemesis) with a failover-on-lagging-zk in
+// progress: a second one started meanwhile (a dense schedule drawing it
+// twice) would cut off the successor the first one holds and arm the same
+// windows, and neither would open its window.
+var zkfBusy sync.Map
+
+// zkfPlan is who plays which part, resolved when the fault starts.
+type zkfPlan struct {
+	ctl     Target   // the controller, cut off
+	succ    Target   // its successor, served by lagging
+	others  []Target // the other survivors, kept out of the election
+	leader  Target   // the ZooKeeper leader
+	lagging Target   // the follower serving succ
+}
+
+// planZKFailover resolves the roles now; pick chooses the successor among
+// the survivors served by a follower, so a replayed step picks the same
+// position among them.
+func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick int) (zkfPlan, error) {
+	var p zkfPlan
+	nodes, zks := w.Nodes(), w.ZKServers()
+	cid, err := w.Controller(ctx)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", k, err)
+	}
+	if p.ctl, err = byName(nodes, fmt.Sprintf("n%d", cid)); err != nil {
+		return p, fmt.Errorf("%s: controller: %w", k, err)
+	}
+	lid, err := w.ZKLeader(ctx)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", k, err)
+	}
+	if p.leader, err = byName(zks, fmt.Sprintf("zk%d", lid)); err != nil {
+		return p, fmt.Errorf("%s: ZooKeeper leader: %w", k, err)
+	}
+	served := ops.sessions(ctx, nodes, zks)
+	var cands []Target
+	for _, t := range without(nodes, p.ctl) {
+		if s, ok := served[t.Name]; ok && s != p.leader.Name {
+			cands = append(cands, t)
+		}
+	}
+	if len(cands) == 0 {
+		return p, fmt.Errorf("%s: no broker but the controller %s has its session on a ZooKeeper follower (leader %s, sessions %v)",
+			k, p.ctl.Name, p.leader.Name, served)
+	}
+	p.succ = cands[pick%len(cands)]
+	if p.lagging, err = byName(zks, served[p.succ.Name]); err != nil {
+		return p, fmt.Errorf("%s: %w", k, err)
+	}
+	p.others = without(without(nodes, p.ctl), p.succ)
+	return p, nil
+}
+
+// shrinkWatch is a partition of the workload topic led by a survivor other
+// than the successor with the controller in its ISR: that leader shrinks
+// the cut-off controller out of it.
+type shrinkWatch struct {
+	partition int32
+	leader    int
+}
+
+func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops zkfOps, k FaultKind, pick int) (heal Heal, err error) {
+	fw, ok := w.(FailpointWorld)
+	if !ok {
+		return nil, fmt.Errorf("%s: the run's world cannot hold the election (no FailpointWorld)", k)
+	}
+	if _, busy := zkfBusy.LoadOrStore(run, true); busy {
+		return nil, fmt.Errorf("%s: another one is in progress", k)
+	}
+	defer func() {
+		if heal == nil {
+			zkfBusy.Delete(run)
+		}
+	}()
+	p, err := planZKFailover(ctx, fw, ops, k, pick)
+	if err != nil {
+		return nil, err
+	}
+	cid, sid := nodeID(p.ctl), nodeID(p.succ)
+	targets := append([]string{p.ctl.Name, p.succ.Name}, p.leader.Name, "->", p.lagging.Name)
+	detail := fmt.Sprintf("controller %s cut from ZooKeeper, then from %s; %s (on follower %s) takes over and is held after its election; %s → %s slowed to %d kbit/s; held out of the election: %s",
+		p.ctl.Name, strings.Join(targetNames(p.others), ", "), p.succ.Name, p.lagging.Name, p.leader.Name, p.lagging.Name, laggingZKSlow.RateKbit, strings.Join(targetNames(p.others), ", "))
+	fid := rec.Start(string(k), targets, detail)
+	stop := func(outcome string, err error) { rec.stopDetail(fid, string(k), targets, outcome, err) }
+
+	// Which partitions will change under the successor: read before the
+	// cut, while ZooKeeper names the controller's ISR memberships.
+	topic, parts := fw.WorkloadTopic()
+	var watch []shrinkWatch
+	for q := range parts {
+		l, isr, err := fw.PartitionISR(ctx, topic, q)
+		if err == nil && l != sid && l != cid && l >= 0 && slices.Contains(isr, cid) {
+			watch = append(watch, shrinkWatch{q, l})
+		}
+	}
+
+	armed := map[string]bool{} // "id name" of every failpoint armed
+	disarmAll := func(ctx context.Context) error {
+		var errs []error
+		for _, key := range slices.Sorted(maps.Keys(armed)) {
+			idS, name, _ := strings.Cut(key, " ")
+			id, _ := strconv.Atoi(idS)
+			// Retried past a pause another fault holds (a paused node
+			// keeps its failpoint armed, and would hold in it later with
+			// nobody to release it); a node killed meanwhile took it with
+			// its process.
+			if err := disarmSoon(ctx, fw, id, name, 15*time.Second); err != nil && !targetGone(ctx, fw.Nodes(), id) {
+				errs = append(errs, err)
+			}
+			delete(armed, key)
+		}
+		return errors.Join(errs...)
+	}
+	arm := func(t Target, name string) error {
+		id := nodeID(t)
+		if err := fw.ArmFailpoint(ctx, id, name, "1*pause"); err != nil {
+			return fmt.Errorf("%s: arm %s on %s: %w", k, name, t.Name, err)
+		}
+		armed[fmt.Sprintf("%d %s", id, name)] = true
+		return nil
+	}
+	var setupErr error
+	for _, o := range p.others {
+		if setupErr = arm(o, fpBeforeElect); setupErr != nil {
+			break
+		}
+	}
+	if setupErr == nil {
+		setupErr = arm(p.succ, fpAfterElected)
+	}
+	if setupErr == nil {
+		setupErr = ops.partition(ctx, "partition", []Target{p.ctl}, fw.ZKServers())
+	}
+	if setupErr != nil {
+		err := errors.Join(setupErr, ops.healNet(context.WithoutCancel(ctx)), disarmAll(context.WithoutCancel(ctx)))
+		stop("not started", err)
+		return nil, err
+	}
+	since := time.Now()
+
+	// The window plays out in the background and may outlive the step's
+	// hold (the successor's election waits for the controller's session
+	// to expire, the shrink for replica.lag.time.max); heal waits for it.
+	// The cut is healed with the slow link when the successor is
+	// released: it has read /brokers/ids by the time the controller's new
+	// session registers again.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var (
+		mu        sync.Mutex
+		outcome   = "successor not held after its election"
+		netHealed bool
+		werr      error
+	)
+	set := func(f func()) { mu.Lock(); f(); mu.Unlock() }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if !waitReached(wctx, fw, sid, fpAfterElected, since, reachWithin(fw)) {
+			return
+		}
+		if err := ops.slow(wctx, p.leader, p.lagging, laggingZKSlow); err != nil {
+			set(func() { outcome, werr = "successor held; slowing the link failed", err })
+			return
+		}
+		// The others may elect now: they find the successor in
+		// /controller.
+		for _, o := range p.others {
+			if err := fw.DisarmFailpoint(wctx, nodeID(o), fpBeforeElect); err == nil {
+				set(func() { delete(armed, fmt.Sprintf("%d %s", nodeID(o), fpBeforeElect)) })
+			}
+		}
+		// Only now do the others stop hearing from the controller's
+		// replicas: their ISR shrinks come replica.lag.time.max from
+		// here, while the link is slowed, and the follower's backlog stays
+		// short enough to keep it in the quorum (a proposal unacknowledged
+		// for syncLimit ticks drops it, and its sessions with it).
+		if err := ops.partition(wctx, "partition", []Target{p.ctl}, p.others); err != nil {
+			set(func() { werr = err })
+		}
+		shrunk := waitShrink(wctx, fw, topic, watch, cid, reachWithin(fw))
+		// Released, the successor reads partition state through the
+		// lagging follower at once; unslowed right after, its writes are
+		// answered without the backlog (a session whose request waits
+		// behind it loses its connection).
+		rerr := fw.DisarmFailpoint(wctx, sid, fpAfterElected)
+		if rerr == nil {
+			set(func() { delete(armed, fmt.Sprintf("%d %s", sid, fpAfterElected)) })
+		}
+		herr := ops.healNet(wctx)
+		set(func() {
+			netHealed = herr == nil
+			werr = errors.Join(rerr, herr)
+			switch {
+			case shrunk != "":
+				outcome = fmt.Sprintf("window reached: %s released after %s", p.succ.Name, shrunk)
+			default:
+				outcome = fmt.Sprintf("successor held; no ISR shrink seen within %s, %s released", reachWithin(fw), p.succ.Name)
+			}
+		})
+	}()
+	return func(ctx context.Context) error {
+		joinWatch(ctx, done, cancel)
+		mu.Lock()
+		out, healed, we := outcome, netHealed, werr
+		mu.Unlock()
+		errs := []error{we}
+		if !healed {
+			errs = append(errs, ops.healNet(ctx))
+		}
+		// A failpoint left armed would hold its node later with nobody
+		// to release it; disarming waits out another fault that keeps
+		// the admin port away.
+		errs = append(errs, disarmAll(ctx))
+		err := errors.Join(errs...)
+		stop(out, err)
+		zkfBusy.Delete(run)
+		return err
+	}, nil
+}
+
+// targetGone reports whether broker id's container is down.
+func targetGone(ctx context.Context, nodes []Target, id int) bool {
+	t, err := byName(nodes, fmt.Sprintf("n%d", id))
+	return err == nil && t.Container != nil && gone(ctx, t.Container)
+}
+
+// waitShrink polls the watched partitions until one's leader has shrunk the
+// cut-off controller out of its ISR, or within has passed; it says which.
+func waitShrink(ctx context.Context, fw FailpointWorld, topic string, watch []shrinkWatch, dead int, within time.Duration) string {
+	if len(watch) == 0 {
+		return ""
+	}
+	deadline := time.Now().Add(within)
+	for {
+		for _, s := range watch {
+			l, isr, err := fw.PartitionISR(ctx, topic, s.partition)
+			if err == nil && l == s.leader && !slices.Contains(isr, dead) {
+				return fmt.Sprintf("n%d shrank %s-%d to %v", l, topic, s.partition, isr)
+			}
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			return ""
+		}
+	}
+}
+
+// stopDetail records a fault's end with what it came to.
+func (r *Recorder) stopDetail(id, name string, targets []string, detail string, err error) {
+	if r == nil {
+		return
+	}
+	f := &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	r.write(history.Event{Kind: history.KindFaultStop, Fault: f})
+}
+
+// consSessions asks every ZooKeeper server for its client connections
+// (`cons`) and maps each broker to the server it is connected to. A server
+// that does not answer (paused, cut off) serves nobody it can name; a
+// broker seen on two servers (a connection moving) is left out.
+func consSessions(ctx context.Context, nodes, zks []Target) map[string]string {
+	byIP := map[netip.Addr]string{}
+	for _, t := range nodes {
+		if t.Container != nil {
+			byIP[t.Container.IP] = t.Name
+		}
+	}
+	seen := map[string][]string{}
+	for _, z := range zks {
+		if z.Container == nil {
+			continue
+		}
+		out, err := fourLetter(ctx, netip.AddrPortFrom(z.Container.IP, zkClientPort).String(), "cons", time.Second)
+		if err != nil {
+			continue
+		}
+		for _, ip := range consClients(out) {
+			if n, ok := byIP[ip]; ok && !slices.Contains(seen[n], z.Name) {
+				seen[n] = append(seen[n], z.Name)
+			}
+		}
+	}
+	served := map[string]string{}
+	for n, s := range seen {
+		if len(s) == 1 {
+			served[n] = s[0]
+		}
+	}
+	return served
+}
+
+// consClients parses `cons` output: one connection a line,
+// " /10.0.0.5:43122[1](queued=0,...)".
+func consClients(out string) []netip.Addr {
+	var ips []netip.Addr
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		rest, ok := strings.CutPrefix(line, "/")
+		if !ok {
+			continue
+		}
+		// The address ends where "[interest ops](" begins; an IPv6
+		// address has brackets of its own.
+		end := strings.Index(rest, "](")
+		if end < 0 {
+			continue
+		}
+		end = strings.LastIndex(rest[:end], "[")
+		if end < 0 {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(rest[:end]); err == nil {
+			ips = append(ips, ap.Addr().Unmap())
+		}
+	}
+	return ips
+}
+
+// fourLetter sends a ZooKeeper four-letter word and returns the reply.
+func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (string, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(word)); err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		b.WriteString(sc.Text())
+		b.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	return b.String(), nil
+}

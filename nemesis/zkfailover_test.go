@@ -1,0 +1,272 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// zkfWorld is three brokers and three ZooKeeper servers as the
+// failover-on-lagging-zk fault sees them: n1 controls, zk3 leads, chaos-p
+// is led by n(p+1) with ISR [all three] until the controller is cut off;
+// then, once shrink is set, n3 shrinks n1 out of chaos-2.
+type zkfWorld struct {
+	mu      sync.Mutex
+	calls   []string
+	served  map[string]string // broker → its session's server
+	reach   bool              // the successor reaches controller-after-elected once n1 is cut off
+	shrink  bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off
+	killed  bool
+	armed   map[string]bool
+	slowErr error
+}
+
+func (w *zkfWorld) log(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, fmt.Sprintf(format, args...))
+}
+
+func (w *zkfWorld) Nodes() []Target { return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}} }
+func (w *zkfWorld) ZKServers() []Target {
+	return []Target{{Name: "zk1"}, {Name: "zk2"}, {Name: "zk3"}}
+}
+func (w *zkfWorld) Controller(context.Context) (int, error)                     { return 1, nil }
+func (w *zkfWorld) ZKLeader(context.Context) (int, error)                       { return 3, nil }
+func (w *zkfWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 1, nil }
+func (w *zkfWorld) PartitionISR(_ context.Context, _ string, p int32) (int, []int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p == 2 && w.killed && w.shrink {
+		return 3, []int{3, 2}, nil
+	}
+	return int(p) + 1, []int{int(p) + 1, 1, 2, 3}[:3], nil
+}
+func (w *zkfWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
+func (w *zkfWorld) SessionTimeout() time.Duration  { return 20 * time.Millisecond }
+func (w *zkfWorld) ArmFailpoint(_ context.Context, node int, name, action string) error {
+	w.log("arm n%d %s=%s", node, name, action)
+	w.mu.Lock()
+	w.armed[fmt.Sprintf("n%d %s", node, name)] = true
+	w.mu.Unlock()
+	return nil
+}
+func (w *zkfWorld) ArmAtStart(context.Context, int, string, string) error { return nil }
+func (w *zkfWorld) DisarmFailpoint(_ context.Context, node int, name string) error {
+	w.log("disarm n%d %s", node, name)
+	return nil
+}
+func (w *zkfWorld) FailpointReached(_ context.Context, node int, name string, _ time.Time) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reach && w.killed && w.armed[fmt.Sprintf("n%d %s", node, name)] && name == fpAfterElected, nil
+}
+
+// zkfFake is the fault's process, link and session operations on zkfWorld.
+type zkfFake struct{ w *zkfWorld }
+
+func (f zkfFake) bounce(_ context.Context, t Target) error { f.w.log("bounce %s", t.Name); return nil }
+func (f zkfFake) kill(_ context.Context, t Target) error {
+	f.w.log("kill %s", t.Name)
+	f.w.mu.Lock()
+	f.w.killed = true
+	f.w.mu.Unlock()
+	return nil
+}
+func (f zkfFake) start(_ context.Context, t Target) error  { f.w.log("start %s", t.Name); return nil }
+func (f zkfFake) terminate(context.Context, Target) error  { return nil }
+func (f zkfFake) waitExited(context.Context, Target) error { return nil }
+func (f zkfFake) pause(_ context.Context, t Target) error  { f.w.log("sigstop %s", t.Name); return nil }
+func (f zkfFake) resume(_ context.Context, t Target) error {
+	f.w.log("sigcont %s", t.Name)
+	return nil
+}
+func (f zkfFake) slow(_ context.Context, from, to Target, s SlowSpec) error {
+	f.w.log("slow %s->%s %dkbit", from.Name, to.Name, s.RateKbit)
+	return f.w.slowErr
+}
+func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
+	f.w.log("partition %s | %s", strings.Join(targetNames(a), " "), strings.Join(targetNames(b), " "))
+	f.w.mu.Lock()
+	f.w.killed = true
+	f.w.mu.Unlock()
+	return nil
+}
+func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return nil }
+func (f zkfFake) sessions(context.Context, []Target, []Target) map[string]string {
+	return f.w.served
+}
+
+func TestFailoverOnLaggingZK(t *testing.T) {
+	pinned := map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"} // --zk-server-by-id
+	tests := []struct {
+		name          string
+		served        map[string]string
+		reach, shrink bool
+		slowErr       error
+		wantErr       string
+		want          []string // calls, in order
+		wantStop      string   // prefix of the fault_stop's detail
+	}{
+		{"pinned sessions: the survivor on a follower takes over", pinned, true, true, nil, "",
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"},
+			"window reached: n2 released after n3 shrank chaos-2 to [3 2]"},
+		{"no shrink in time: released anyway", pinned, true, false, nil, "",
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"},
+			"successor held; no ISR shrink seen"},
+		{"successor never held: nothing slowed, everything disarmed", pinned, false, true, nil, "",
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+				"heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
+			"successor not held"},
+		{"slowing fails (its target gone): released at heal", pinned, true, true, fmt.Errorf("zk2 is not running"), "zk2 is not running",
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+				"slow zk3->zk2 4kbit", "heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
+			"successor held; slowing the link failed"},
+		{"unpinned, both survivors on the leader: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil,
+			"no broker but the controller n1 has its session on a ZooKeeper follower", nil, ""},
+		{"sessions unknown: unavailable now", map[string]string{}, true, true, nil, "on a ZooKeeper follower", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr}
+			dir := t.TempDir()
+			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+			heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+			if err == nil {
+				err = heal(t.Context())
+			}
+			rec.Close()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			w.mu.Lock()
+			calls := slices.Clone(w.calls)
+			w.mu.Unlock()
+			if !slices.Equal(calls, tt.want) {
+				t.Fatalf("calls\n %q\nwant\n %q", calls, tt.want)
+			}
+			if tt.want == nil {
+				return // nothing was done, nothing recorded
+			}
+			start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
+			if start == nil || stop == nil || start.Name != string(FailoverOnLaggingZK) || stop.ID != start.ID {
+				t.Fatalf("fault events %+v / %+v, want one %s start and its stop", start, stop, FailoverOnLaggingZK)
+			}
+			if !strings.HasPrefix(stop.Detail, tt.wantStop) {
+				t.Fatalf("fault_stop detail %q, want %q...", stop.Detail, tt.wantStop)
+			}
+		})
+	}
+}
+
+// lastFaultEvents reads the last fault_start and fault_stop a recorder wrote
+// to path.
+func lastFaultEvents(t *testing.T, path string) (start, stop *history.Fault) {
+	t.Helper()
+	evs, _, err := history.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case history.KindFaultStart:
+			start = e.Fault
+		case history.KindFaultStop:
+			stop = e.Fault
+		}
+	}
+	return start, stop
+}
+
+// The step's Pick chooses the successor among the survivors on a follower,
+// so a replayed step takes the same position.
+func TestFailoverOnLaggingZKPick(t *testing.T) {
+	w := &zkfWorld{served: map[string]string{"n1": "zk3", "n2": "zk1", "n3": "zk2"}}
+	for _, tt := range []struct {
+		pick          int
+		succ, lagging string
+		others        []string
+	}{
+		{0, "n2", "zk1", []string{"n3"}},
+		{1, "n3", "zk2", []string{"n2"}},
+		{2, "n2", "zk1", []string{"n3"}},
+		{7, "n3", "zk2", []string{"n2"}},
+	} {
+		for range 2 { // the same pick, the same plan
+			p, err := planZKFailover(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, tt.pick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.ctl.Name != "n1" || p.leader.Name != "zk3" || p.succ.Name != tt.succ || p.lagging.Name != tt.lagging ||
+				!slices.Equal(targetNames(p.others), tt.others) {
+				t.Fatalf("pick %d: plan %+v, want successor %s on %s, others %v", tt.pick, p, tt.succ, tt.lagging, tt.others)
+			}
+		}
+	}
+}
+
+// A second one drawn while the first is in progress is refused, and the
+// run can take another once the first healed.
+func TestFailoverOnLaggingZKOneAtATime(t *testing.T) {
+	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1); err == nil || !strings.Contains(err.Error(), "in progress") {
+		t.Fatalf("second while the first holds: %v, want refused", err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	heal, err = injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1)
+	if err != nil {
+		t.Fatalf("after the heal: %v", err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFailoverOnLaggingZKNeeds(t *testing.T) {
+	f, ok := Lookup(FailoverOnLaggingZK)
+	if !ok {
+		t.Fatal("not in the catalogue")
+	}
+	for _, tt := range []struct {
+		topo Topology
+		ok   bool
+	}{
+		{Topology{Nodes: 3, ZKServers: 3}, true},
+		{Topology{Nodes: 5, ZKServers: 5}, true},
+		{Topology{Nodes: 2, ZKServers: 3}, false}, // no third broker to change a partition's state
+		{Topology{Nodes: 3, ZKServers: 1}, false}, // no follower to lag
+	} {
+		if err := f.Available(tt.topo); (err == nil) != tt.ok {
+			t.Errorf("%+v: available %v, want %v", tt.topo, err, tt.ok)
+		}
+	}
+}
+
+func TestConsClients(t *testing.T) {
+	out := ` /10.213.0.12:40412[1](queued=0,recved=52,sent=52,sid=0x10000a1b2c30001,lop=PING,est=1764790000000,to=3000,lcxid=0x5,lzxid=0x1d,lresp=1764790010000,llat=0,minlat=0,avglat=0.1,maxlat=2)
+ /10.213.0.1:51234[1](queued=0,recved=9,sent=9,sid=0x10000a1b2c30002)
+ /[::ffff:10.213.0.13]:40999[0](queued=0,recved=1,sent=0)
+
+`
+	got := consClients(out)
+	want := []netip.Addr{netip.MustParseAddr("10.213.0.12"), netip.MustParseAddr("10.213.0.1"), netip.MustParseAddr("10.213.0.13")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("clients %v, want %v", got, want)
+	}
+}
