@@ -623,6 +623,31 @@ func TestLiveness(t *testing.T) {
 			last := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
 			return []int{first, last}
 		}},
+		// The admin workload's controlled shutdown (or an operator)
+		// restarts the stuck controller long after the grace: the
+		// restart ends the retrying, not the finding.
+		{name: "stuck past the grace, then restarted", want: Invalid, explain: "until it stopped being controller", build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+			b.At(200)
+			first := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			last := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			b.At(900).Start(2)
+			b.At(2000).Phase()
+			return []int{first, last}
+		}},
+		{name: "a few BADVERSIONs, then restarted", want: Valid, build: func(b *hb.Builder) []int {
+			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+			b.At(200)
+			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			b.At(900).Start(2)
+			b.At(2000).Phase()
+			return nil
+		}},
 		{name: "BADVERSION during the fault, then progress", want: Valid, build: func(b *hb.Builder) []int {
 			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
 			for i := 0; i < 10; i++ {

@@ -142,6 +142,15 @@ func (c Liveness) Check(h *history.History) Result {
 	}
 	open := map[key]*streak{}
 	var order []key
+	// stuck are streaks that had already retried past the grace more than
+	// MaxBadVersionRetries times when their controller resigned or
+	// restarted: the restart (an operator's, or the admin workload's
+	// controlled shutdown) ends the retrying, not the fact that the
+	// controller was stuck.
+	var stuck []struct {
+		k  key
+		st *streak
+	}
 	for i := range h.Events {
 		e := &h.Events[i]
 		if e.Time <= hi.at {
@@ -150,8 +159,14 @@ func (c Liveness) Check(h *history.History) Result {
 		if e.Kind == history.KindControllerResigned || e.Kind == history.KindNodeStart {
 			// A controller that resigned (fenced, or its session lost)
 			// or restarted has no write pending any more.
-			for k := range open {
+			for k, st := range open {
 				if k.node == e.Node {
+					if st.n > c.MaxBadVersionRetries {
+						stuck = append(stuck, struct {
+							k  key
+							st *streak
+						}{k, st})
+					}
 					delete(open, k)
 				}
 			}
@@ -180,6 +195,11 @@ func (c Liveness) Check(h *history.History) Result {
 				st.n++
 			}
 		}
+	}
+	for _, s := range stuck {
+		r.violate([]int{s.st.first, s.st.last},
+			"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d) and never succeeded until it stopped being controller: it was stuck retrying a stale zkVersion.",
+			s.k.node, s.st.epoch, s.k.path, s.st.n, c.Grace, s.st.first, s.st.last)
 	}
 	seen := map[key]bool{}
 	for _, k := range order {

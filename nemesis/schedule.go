@@ -106,9 +106,15 @@ const FailpointShare = 0.4
 // no overlap of the plain kinds arranges by chance.
 const LaggingLeaderShare = 0.15
 
+// LaggingZKShare is failover-on-lagging-zk's share: a controller failover
+// whose successor reads through a lagging ZooKeeper follower (KAFKA-16667's
+// window) needs three things at once that independent draws almost never
+// line up.
+const LaggingZKShare = 0.10
+
 // targetedShares are the kinds drawn with a fixed share beside others; the
 // rest of the draws are uniform over the remaining kinds.
-var targetedShares = []kindShare{{FailpointFault, FailpointShare}, {KillLaggingLeader, LaggingLeaderShare}}
+var targetedShares = []kindShare{{FailpointFault, FailpointShare}, {KillLaggingLeader, LaggingLeaderShare}, {FailoverOnLaggingZK, LaggingZKShare}}
 
 type kindShare struct {
 	kind  FaultKind
