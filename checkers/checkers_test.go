@@ -93,6 +93,20 @@ func zkWrite(b *hb.Builder, node, epoch int32, zxid, start int64, outcome string
 		Path: "/brokers/topics/t/partitions/0/state", Op: "set", ControllerEpoch: epoch, Outcome: outcome, Zxid: zxid}})
 }
 
+// badVersionsAfterHeal heals a slow link at +50 ms, then has controller 2
+// fail its partition-state write with BADVERSION n times from +200 ms, and
+// returns the first and last failure.
+func badVersionsAfterHeal(b *hb.Builder, n int) []int {
+	b.Fault(true, "f1", "slow-link", "zk1", "zk3")
+	b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
+	b.At(200)
+	var evs []int
+	for range n {
+		evs = append(evs, zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion))
+	}
+	return []int{evs[0], evs[len(evs)-1]}
+}
+
 func TestControllerFencing(t *testing.T) {
 	runCases(t, ControllerFencing{}, []tcase{
 		{name: "epochs rise", want: Valid, build: func(b *hb.Builder) []int {
@@ -614,36 +628,19 @@ func TestLiveness(t *testing.T) {
 			return []int{s}
 		}},
 		{name: "endless BADVERSION retry", want: Invalid, explain: "stuck retrying", build: func(b *hb.Builder) []int {
-			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
-			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
-			b.At(200)
-			first := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			last := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			return []int{first, last}
+			return badVersionsAfterHeal(b, 4)
 		}},
 		// The admin workload's controlled shutdown (or an operator)
 		// restarts the stuck controller long after the grace: the
 		// restart ends the retrying, not the finding.
 		{name: "stuck past the grace, then restarted", want: Invalid, explain: "until it stopped being controller", build: func(b *hb.Builder) []int {
-			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
-			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
-			b.At(200)
-			first := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			last := zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			evs := badVersionsAfterHeal(b, 4)
 			b.At(900).Start(2)
 			b.At(2000).Phase()
-			return []int{first, last}
+			return evs
 		}},
 		{name: "a few BADVERSIONs, then restarted", want: Valid, build: func(b *hb.Builder) []int {
-			b.Fault(true, "f1", "slow-link", "zk1", "zk3")
-			b.At(50).Fault(false, "f1", "slow-link", "zk1", "zk3")
-			b.At(200)
-			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
-			zkWrite(b, 2, 3, 0, 0, history.ZKBadVersion)
+			badVersionsAfterHeal(b, 2)
 			b.At(900).Start(2)
 			b.At(2000).Phase()
 			return nil

@@ -18,8 +18,7 @@ import (
 // controller, chaos-0 led by n2 with ISR [2 3 1]. It records what it is
 // asked and says a window is reached once armed and provoked.
 type fpWorld struct {
-	mu       sync.Mutex
-	calls    []string
+	callLog
 	armed    map[string]time.Time // "n2 name" → when
 	provoked bool
 	reach    bool // report armed windows as reached once provoked
@@ -31,10 +30,17 @@ type fpWorld struct {
 	successorAt time.Time
 }
 
-func (w *fpWorld) log(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls = append(w.calls, fmt.Sprintf(format, args...))
+// callLog records what a fake world was asked, in order; mu also guards
+// the fake's other fields.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *callLog) log(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, fmt.Sprintf(format, args...))
 }
 
 func (w *fpWorld) Nodes() []Target {

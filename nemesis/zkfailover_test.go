@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,20 +18,13 @@ import (
 // is led by n(p+1) with ISR [all three] until the controller is cut off;
 // then, once shrink is set, n3 shrinks n1 out of chaos-2.
 type zkfWorld struct {
-	mu      sync.Mutex
-	calls   []string
+	callLog
 	served  map[string]string // broker → its session's server
 	reach   bool              // the successor reaches controller-after-elected once n1 is cut off
 	shrink  bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off
 	killed  bool
 	armed   map[string]bool
 	slowErr error
-}
-
-func (w *zkfWorld) log(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls = append(w.calls, fmt.Sprintf(format, args...))
 }
 
 func (w *zkfWorld) Nodes() []Target { return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}} }
