@@ -37,6 +37,12 @@ type callLog struct {
 	calls []string
 }
 
+// DisarmFailpoint records the disarm; the fakes' windows need nothing more.
+func (l *callLog) DisarmFailpoint(_ context.Context, node int, name string) error {
+	l.log("disarm n%d %s", node, name)
+	return nil
+}
+
 func (l *callLog) log(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,10 +81,6 @@ func (w *fpWorld) arm(how string, node int, name, action string) {
 	w.mu.Lock()
 	w.armed[fmt.Sprintf("n%d %s", node, name)] = time.Now()
 	w.mu.Unlock()
-}
-func (w *fpWorld) DisarmFailpoint(_ context.Context, node int, name string) error {
-	w.log("disarm n%d %s", node, name)
-	return nil
 }
 func (w *fpWorld) FailpointReached(_ context.Context, node int, name string, since time.Time) (bool, error) {
 	w.mu.Lock()

@@ -52,10 +52,6 @@ func (w *zkfWorld) ArmFailpoint(_ context.Context, node int, name, action string
 	return nil
 }
 func (w *zkfWorld) ArmAtStart(context.Context, int, string, string) error { return nil }
-func (w *zkfWorld) DisarmFailpoint(_ context.Context, node int, name string) error {
-	w.log("disarm n%d %s", node, name)
-	return nil
-}
 func (w *zkfWorld) FailpointReached(_ context.Context, node int, name string, _ time.Time) (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
