@@ -81,6 +81,11 @@ type Options struct {
 	ZK       ZKOptions
 	Image    docker.BaseImage // zero value: docker.DefaultBaseImage()
 	Progress io.Writer        // one line per step; nil for silence
+	// NoWait makes Start return once the ensemble's containers run,
+	// before it has a leader, so the caller can start what retries
+	// ZooKeeper anyway (the brokers) while it elects one; the caller then
+	// calls WaitEnsemble.
+	NoWait bool
 }
 
 // ZKServer is one ZooKeeper server of the ensemble.
@@ -106,6 +111,10 @@ type Cluster struct {
 	zk   []*ZKServer
 	mu   sync.Mutex
 	node map[int]*Node
+	// zkStart is when the ensemble's containers were asked for, zkRunning
+	// how long they took to run: WaitEnsemble reports both.
+	zkStart   time.Time
+	zkRunning time.Duration
 }
 
 // NewRunID returns a sortable, unique run id.
@@ -117,7 +126,8 @@ func NewRunID() string {
 
 // Start builds (or reuses) the base image, creates the run's network and
 // starts the ZooKeeper ensemble, returning once every server answers `srvr`
-// and exactly one is leader. On error everything it created is removed.
+// and exactly one is leader (with NoWait, once its containers run). On error
+// everything it created is removed.
 func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err error) {
 	if o.RunDir == "" {
 		return nil, errors.New("cluster: RunDir is required")
@@ -156,7 +166,25 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 	if err := c.startZK(ctx); err != nil {
 		return nil, err
 	}
+	if o.NoWait {
+		return c, nil
+	}
+	if err := c.WaitEnsemble(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// WaitEnsemble waits (up to a minute) until every ZooKeeper server serves
+// and one leads, and says on Progress how long the ensemble took from the
+// request for its containers.
+func (c *Cluster) WaitEnsemble(ctx context.Context) error {
+	if _, err := c.WaitZKReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s (containers running after %s)\n",
+		len(c.zk), time.Since(c.zkStart).Round(time.Millisecond), c.zkRunning.Round(time.Millisecond))
+	return nil
 }
 
 // zkIP is where server id (1-based) lives: .11, .12, ...
@@ -169,7 +197,7 @@ func (c *Cluster) startZK(ctx context.Context) error {
 		ips[i] = c.zkIP(i + 1).String()
 	}
 	cfg := zooCfg(o, ips)
-	start := time.Now()
+	c.zkStart = time.Now()
 	errs := make([]error, o.Servers)
 	var wg sync.WaitGroup
 	c.zk = make([]*ZKServer, o.Servers)
@@ -206,12 +234,7 @@ func (c *Cluster) startZK(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: start zookeeper: %w", err)
 	}
-	started := time.Since(start)
-	if _, err := c.WaitZKReady(ctx, 60*time.Second); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s (containers running after %s)\n",
-		o.Servers, time.Since(start).Round(time.Millisecond), started.Round(time.Millisecond))
+	c.zkRunning = time.Since(c.zkStart)
 	return nil
 }
 
@@ -251,7 +274,7 @@ func (c *Cluster) WaitZKReady(ctx context.Context, timeout time.Duration) (int, 
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("cluster: waiting for zookeeper: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -338,10 +361,35 @@ func (c *Cluster) Node(id int) *Node {
 }
 
 // Close removes every container and the network of the run. The run
-// directory stays: it holds the history and logs.
+// directory stays: it holds the history and logs. The containers it knows
+// are removed side by side (each force-removal waits for the engine to
+// kill and unmount, a few hundred ms on a loaded machine, and a run's
+// verdict waits for its teardown); the label sweep after them catches
+// anything else of the run and the network.
 func (c *Cluster) Close(ctx context.Context) error {
-	_, err := c.eng.RemoveLabelled(ctx, c.RunID)
-	if err != nil {
+	var cts []*docker.Container
+	for _, s := range c.zk {
+		if s != nil && s.Container != nil {
+			cts = append(cts, s.Container)
+		}
+	}
+	for _, n := range c.Nodes() {
+		cts = append(cts, n.Container)
+	}
+	errs := make([]error, len(cts))
+	var wg sync.WaitGroup
+	for i, ct := range cts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ct.Remove(ctx)
+		}()
+	}
+	wg.Wait()
+	if _, err := c.eng.RemoveLabelled(ctx, c.RunID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: remove run %s: %w", c.RunID, err)
 	}
 	return nil

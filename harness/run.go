@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -243,10 +244,27 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 
 	// --- setup
+	// The steps overlap where nothing orders them: the node binary builds
+	// while the ensemble's containers start, and the brokers start while the
+	// ensemble elects its leader (they retry ZooKeeper until it serves). The
+	// topic is created as soon as ZooKeeper serves, so the controller finds
+	// it when it is elected instead of through a later watch.
 	phase(history.PhaseSetup, history.PhaseBegin)
+	setupStart := time.Now()
+	type built struct {
+		path string
+		err  error
+	}
+	binc := make(chan built, 1)
+	go func() {
+		path, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
+		binc <- built{path, err}
+	}()
 	envCfg.Progress = cfg.Progress
+	envCfg.NoWait = true
 	env, err := StartEnv(ctx, envCfg)
 	if err != nil {
+		<-binc
 		return abs, err
 	}
 	defer func() {
@@ -256,43 +274,57 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		}
 	}()
 	c := env.Cluster
+	bin := <-binc
+	if bin.err != nil {
+		return abs, bin.err
+	}
+	nodesUp := make(chan error, 1)
+	go func() { nodesUp <- startNodes(ctx, c, cfg, bin.path) }()
+	// Every return below first waits for the brokers' start, so none is
+	// started after the deferred teardown ran.
+	nodesStarted := false
+	waitNodes := func() error {
+		if nodesStarted {
+			return nil
+		}
+		nodesStarted = true
+		return <-nodesUp
+	}
+	defer waitNodes()
+	if err := c.WaitEnsemble(ctx); err != nil {
+		return abs, errors.Join(err, waitNodes())
+	}
 
 	zw, err := history.Create(filepath.Join(hdir, "zk.jsonl"), "zk", 0)
 	if err != nil {
-		return abs, err
+		return abs, errors.Join(err, waitNodes())
 	}
 	defer zw.Close()
 	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	watcher, err := observer.WatchZK(wctx, c.ZKConnect(), 10*time.Second, zw)
 	if err != nil {
 		stopWatch()
-		return abs, err
+		return abs, errors.Join(err, waitNodes())
 	}
 	defer func() { stopWatch(); watcher.Wait() }()
 
-	bin, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
-	if err != nil {
-		return abs, err
-	}
-	for id := 1; id <= cfg.Nodes; id++ {
-		if _, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c, cfg, id)}); err != nil {
-			return abs, err
-		}
-	}
-	if err := nodesAlive(ctx, c); err != nil {
-		return abs, err
-	}
 	w, err := newWorld(c)
 	if err != nil {
-		return abs, err
+		return abs, errors.Join(err, waitNodes())
 	}
 	defer w.close()
 	if err := createTopic(ctx, w.conn, cfg); err != nil {
+		return abs, errors.Join(err, waitNodes())
+	}
+	if err := waitNodes(); err != nil {
 		return abs, err
 	}
+	brokersUp := time.Since(setupStart)
 	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
 		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
 	}
+	fmt.Fprintf(cfg.Progress, "brokers running after %s, every partition led after %s\n",
+		brokersUp.Round(time.Millisecond), time.Since(setupStart).Round(time.Millisecond))
 	phase(history.PhaseSetup, history.PhaseEnd)
 
 	// --- workload and nemesis, side by side for TimeLimit
@@ -413,6 +445,9 @@ func nodeArgs(c *cluster.Cluster, cfg RunConfig, id int) []string {
 		"--id=" + strconv.Itoa(id),
 		"--zk=" + strings.Join(c.ZKConnect(), ","),
 		"--zk-session-timeout=" + cfg.ZKSessionTimeout.String(),
+		// Brokers start while the ensemble elects its leader; on a loaded
+		// machine that can take as long as the set-up's own wait for it.
+		"--zk-connect-timeout=60s",
 		fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
 		fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
 		fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
@@ -473,7 +508,7 @@ func waitLeaders(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("partitions without a leader after %s: %s", within, strings.Join(missing, ", "))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -493,12 +528,37 @@ func collectLogs(c *cluster.Cluster, dir string) {
 			os.WriteFile(filepath.Join(dir, name+".log"), []byte(logs+"\n"), 0o644)
 		}
 	}
+	// Side by side: the verdict waits for the teardown.
+	var wg sync.WaitGroup
 	for _, s := range c.ZKServers() {
-		save(fmt.Sprintf("zk%d", s.ID), s.Container)
+		wg.Add(1)
+		go func() { defer wg.Done(); save(fmt.Sprintf("zk%d", s.ID), s.Container) }()
 	}
 	for _, n := range c.Nodes() {
-		save(fmt.Sprintf("n%d", n.ID), n.Container)
+		wg.Add(1)
+		go func() { defer wg.Done(); save(fmt.Sprintf("n%d", n.ID), n.Container) }()
 	}
+	wg.Wait()
+}
+
+// startNodes starts every broker's container side by side (each start is a
+// round of engine calls, 0.3–1 s on a loaded machine) and checks that none
+// refused its flags.
+func startNodes(ctx context.Context, c *cluster.Cluster, cfg RunConfig, bin string) error {
+	errs := make([]error, cfg.Nodes)
+	var wg sync.WaitGroup
+	for id := 1; id <= cfg.Nodes; id++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[id-1] = c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c, cfg, id)})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return nodesAlive(ctx, c)
 }
 
 // nodesAlive catches a node program that refused its flags (an unknown bug
