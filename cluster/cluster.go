@@ -82,10 +82,14 @@ type Options struct {
 	Image    docker.BaseImage // zero value: docker.DefaultBaseImage()
 	Progress io.Writer        // one line per step; nil for silence
 	// NoWait makes Start return once the ensemble's containers run,
-	// before it has a leader, so the caller can start what retries
-	// ZooKeeper anyway (the brokers) while it elects one; the caller then
-	// calls WaitEnsemble.
+	// before it has a leader; the caller then calls WaitEnsemble.
 	NoWait bool
+	// Beside, when set, runs once the run's network exists, side by side
+	// with the start of the ZooKeeper containers: what retries ZooKeeper
+	// anyway (the brokers) starts without waiting for the ensemble, and
+	// the engine works on all the containers at once. Start returns once
+	// both are done and fails when either does.
+	Beside func(ctx context.Context, c *Cluster) error
 }
 
 // ZKServer is one ZooKeeper server of the ensemble.
@@ -163,7 +167,14 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := c.startZK(ctx); err != nil {
+	beside := make(chan error, 1)
+	beside <- nil
+	if o.Beside != nil {
+		<-beside
+		go func() { beside <- o.Beside(ctx, c) }()
+	}
+	zerr := c.startZK(ctx)
+	if err := errors.Join(zerr, <-beside); err != nil {
 		return nil, err
 	}
 	if o.NoWait {
@@ -244,13 +255,18 @@ func (c *Cluster) startZK(ctx context.Context) error {
 // one ZooKeeper logs nothing at all, and with every jar under /usr/share/java
 // slf4j finds several bindings. Logs go to the console (container logs) and
 // to /zk/log/zookeeper.log on the bind mount, which outlives the container.
+// The jars come first, exactly as the image's class-data-sharing archive
+// was made for them (docker.ZKArchive), and the configuration directory
+// after them: a JVM maps the archive only when its class path starts with
+// the archive's, which cannot hold a non-empty directory.
 func zkCommand(o ZKOptions) []string {
 	return []string{
 		"java",
-		fmt.Sprintf("-Xmx%dm", o.HeapMB), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+		fmt.Sprintf("-Xmx%dm", o.HeapMB), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Xshare:auto", "-XX:SharedArchiveFile=" + docker.ZKArchive, "-XX:-UsePerfData",
 		"-Dzookeeper.log.dir=/zk/log", "-Dzookeeper.root.logger=INFO,CONSOLE,ROLLINGFILE",
 		"-Dzookeeper.log.file=zookeeper.log",
-		"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
+		"-cp", docker.ZKClassPath + ":/etc/zookeeper/conf",
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", "/zk/zoo.cfg",
 	}
 }

@@ -36,6 +36,8 @@ type EnvConfig struct {
 	// NoWait returns once the ensemble's containers run; the caller waits
 	// with Cluster.WaitEnsemble (cluster.Options.NoWait).
 	NoWait bool
+	// Beside starts beside the ZooKeeper containers (cluster.Options.Beside).
+	Beside func(context.Context, *cluster.Cluster) error
 }
 
 // Place gives the run its defaults, a generated id and the directory
@@ -66,7 +68,7 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Progress: cfg.Progress, NoWait: cfg.NoWait})
+	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Progress: cfg.Progress, NoWait: cfg.NoWait, Beside: cfg.Beside})
 	if err != nil {
 		eng.Close()
 		return nil, err

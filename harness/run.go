@@ -245,8 +245,8 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 
 	// --- setup
 	// The steps overlap where nothing orders them: the node binary builds
-	// while the ensemble's containers start, and the brokers start while the
-	// ensemble elects its leader (they retry ZooKeeper until it serves). The
+	// while the run's network is made, the brokers' containers start beside
+	// the ensemble's (the brokers retry ZooKeeper until it serves), and the
 	// topic is created as soon as ZooKeeper serves, so the controller finds
 	// it when it is elected instead of through a later watch.
 	phase(history.PhaseSetup, history.PhaseBegin)
@@ -262,9 +262,15 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}()
 	envCfg.Progress = cfg.Progress
 	envCfg.NoWait = true
+	envCfg.Beside = func(ctx context.Context, c *cluster.Cluster) error {
+		bin := <-binc
+		if bin.err != nil {
+			return bin.err
+		}
+		return startNodes(ctx, c, cfg, bin.path)
+	}
 	env, err := StartEnv(ctx, envCfg)
 	if err != nil {
-		<-binc
 		return abs, err
 	}
 	defer func() {
@@ -274,56 +280,36 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		}
 	}()
 	c := env.Cluster
-	bin := <-binc
-	if bin.err != nil {
-		return abs, bin.err
-	}
-	nodesUp := make(chan error, 1)
-	go func() { nodesUp <- startNodes(ctx, c, cfg, bin.path) }()
-	// Every return below first waits for the brokers' start, so none is
-	// started after the deferred teardown ran.
-	nodesStarted := false
-	waitNodes := func() error {
-		if nodesStarted {
-			return nil
-		}
-		nodesStarted = true
-		return <-nodesUp
-	}
-	defer waitNodes()
+	brokersUp := time.Since(setupStart)
 	if err := c.WaitEnsemble(ctx); err != nil {
-		return abs, errors.Join(err, waitNodes())
+		return abs, err
 	}
 
 	zw, err := history.Create(filepath.Join(hdir, "zk.jsonl"), "zk", 0)
 	if err != nil {
-		return abs, errors.Join(err, waitNodes())
+		return abs, err
 	}
 	defer zw.Close()
 	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	watcher, err := observer.WatchZK(wctx, c.ZKConnect(), 10*time.Second, zw)
 	if err != nil {
 		stopWatch()
-		return abs, errors.Join(err, waitNodes())
+		return abs, err
 	}
 	defer func() { stopWatch(); watcher.Wait() }()
 
 	w, err := newWorld(c)
 	if err != nil {
-		return abs, errors.Join(err, waitNodes())
+		return abs, err
 	}
 	defer w.close()
 	if err := createTopic(ctx, w.conn, cfg); err != nil {
-		return abs, errors.Join(err, waitNodes())
-	}
-	if err := waitNodes(); err != nil {
 		return abs, err
 	}
-	brokersUp := time.Since(setupStart)
 	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
 		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
 	}
-	fmt.Fprintf(cfg.Progress, "brokers running after %s, every partition led after %s\n",
+	fmt.Fprintf(cfg.Progress, "brokers' and ensemble's containers running after %s, every partition led after %s\n",
 		brokersUp.Round(time.Millisecond), time.Since(setupStart).Round(time.Millisecond))
 	phase(history.PhaseSetup, history.PhaseEnd)
 

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -26,7 +24,9 @@ var benchPhases = []string{history.PhaseSetup, history.PhaseWorkload, history.Ph
 
 // Marks inside the set-up, from its start (phaseTimes): the ZooKeeper
 // watcher's first session (the ensemble serving; the watcher connects once
-// it is ready) and the last broker's first registration. The column "rest"
+// it is ready) and the last broker registration before the set-up ended
+// (a broker the driver kills at once may not have flushed its event log, so
+// "every broker's first" can be missing or land after a restart). The column "rest"
 // is the wall time no phase accounts for: the teardown (container logs
 // saved, containers removed), reading the history and rendering the report.
 const (
@@ -188,15 +188,13 @@ func phaseTimes(dir string, into map[string][]time.Duration) error {
 	}
 	begin := map[string]int64{}
 	var zkReady int64
-	registered := map[int64]int64{} // broker → its first registration
+	var registrations []int64
 	for _, e := range h.Events {
 		switch {
 		case e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.SessionState == "StateHasSession" && zkReady == 0:
 			zkReady = e.Time
 		case e.Kind == history.KindBrokerRegistered:
-			if _, ok := registered[int64(e.Node)]; !ok {
-				registered[int64(e.Node)] = e.Time
-			}
+			registrations = append(registrations, e.Time)
 		case e.Kind == history.KindPhase:
 			switch e.Phase.Mark {
 			case history.PhaseBegin:
@@ -208,13 +206,25 @@ func phaseTimes(dir string, into map[string][]time.Duration) error {
 			}
 		}
 	}
-	if b, ok := begin[history.PhaseSetup]; ok {
-		if zkReady > 0 {
-			into[markEnsemble] = append(into[markEnsemble], time.Duration(zkReady-b))
+	b, ok := begin[history.PhaseSetup]
+	if !ok {
+		return nil
+	}
+	if zkReady > 0 {
+		into[markEnsemble] = append(into[markEnsemble], time.Duration(zkReady-b))
+	}
+	if len(into[history.PhaseSetup]) == 0 {
+		return nil
+	}
+	end := b + int64(into[history.PhaseSetup][len(into[history.PhaseSetup])-1])
+	var last int64
+	for _, r := range registrations {
+		if r <= end {
+			last = max(last, r)
 		}
-		if len(registered) > 0 {
-			into[markRegistered] = append(into[markRegistered], time.Duration(slices.Max(slices.Collect(maps.Values(registered)))-b))
-		}
+	}
+	if last > 0 {
+		into[markRegistered] = append(into[markRegistered], time.Duration(last-b))
 	}
 	return nil
 }
