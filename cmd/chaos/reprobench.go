@@ -56,8 +56,9 @@ verdict with the median of each phase (set-up, the driver's workload window,
 heal and settle, final reads, collection, check). Needs Docker; a warm base
 image keeps image builds out of the figures.
 
-Exit status: 0 when every bug run reproduced and every fixed run was valid,
-1 otherwise, 2 on bad input or a harness error.`,
+A run the harness cannot finish counts as not as expected and the bench goes
+on. Exit status: 0 when every bug run reproduced and every fixed run was
+valid, 1 otherwise, 2 on bad input or when a run ended in a harness error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
 				return withCode(exitBad, fmt.Errorf("-n: %d runs, want at least 1", n))
@@ -86,7 +87,17 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 						res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, io.Discard)
 						unlock()
 						if err != nil {
-							return withCode(exitBad, err)
+							if cmd.Context().Err() != nil {
+								return withCode(exitBad, err)
+							}
+							// A run the harness could not finish counts
+							// against the scenario (it is what a user of
+							// 'chaos repro' would have got), and the bench
+							// goes on.
+							fmt.Fprintf(cmd.ErrOrStderr(), "%s %s run %d/%d: harness error: %v\n", sc.Bug, m.Name, i+1, n, err)
+							row.runs++
+							row.errors++
+							continue
 						}
 						caught := sc.Catcher(res.Results.Results)
 						ok := m.Fixed && res.Results.Verdict == checkers.Valid ||
@@ -120,6 +131,11 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 			}
 			writeBench(cmd.OutOrStdout(), n, rows)
 			for _, r := range rows {
+				if r.errors > 0 {
+					return withCode(exitBad, fmt.Errorf("%s %s: %d runs ended in a harness error", r.scenario, r.mode, r.errors))
+				}
+			}
+			for _, r := range rows {
 				if r.ok != r.runs {
 					return withCode(exitInvalid, nil)
 				}
@@ -136,6 +152,7 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 type benchRow struct {
 	scenario, mode string
 	runs, ok       int
+	errors         int // runs the harness could not finish
 	total          []time.Duration
 	phases         map[string][]time.Duration
 }
@@ -234,7 +251,11 @@ func writeBench(w io.Writer, n int, rows []benchRow) {
 	head := append([]string{"scenario", "mode", "as expected", "median total"}, benchColumns...)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
-		cells := []string{r.scenario, r.mode, fmt.Sprintf("%d/%d", r.ok, r.runs), fmtSec(harness.Median(r.total))}
+		expected := fmt.Sprintf("%d/%d", r.ok, r.runs)
+		if r.errors > 0 {
+			expected += fmt.Sprintf(" (%d harness errors)", r.errors)
+		}
+		cells := []string{r.scenario, r.mode, expected, fmtSec(harness.Median(r.total))}
 		for _, p := range benchColumns {
 			cells = append(cells, fmtSec(harness.Median(r.phases[p])))
 		}
