@@ -167,6 +167,11 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	// The servers' addresses are known before Beside runs: the brokers'
+	// flags name them.
+	if err := c.prepareZK(); err != nil {
+		return nil, err
+	}
 	beside := make(chan error, 1)
 	beside <- nil
 	if o.Beside != nil {
@@ -201,16 +206,15 @@ func (c *Cluster) WaitEnsemble(ctx context.Context) error {
 // zkIP is where server id (1-based) lives: .11, .12, ...
 func (c *Cluster) zkIP(id int) netip.Addr { return c.Network.Host(10 + id) }
 
-func (c *Cluster) startZK(ctx context.Context) error {
+// prepareZK writes every server's directory, configuration and id, and
+// fills c.zk, so that addresses are known before any container starts.
+func (c *Cluster) prepareZK() error {
 	o := c.opts.ZK
 	ips := make([]string, o.Servers)
 	for i := range ips {
 		ips[i] = c.zkIP(i + 1).String()
 	}
 	cfg := zooCfg(o, ips)
-	c.zkStart = time.Now()
-	errs := make([]error, o.Servers)
-	var wg sync.WaitGroup
 	c.zk = make([]*ZKServer, o.Servers)
 	for i := 0; i < o.Servers; i++ {
 		id := i + 1
@@ -227,19 +231,27 @@ func (c *Cluster) startZK(ctx context.Context) error {
 			return fmt.Errorf("cluster: write myid: %w", err)
 		}
 		c.zk[i] = &ZKServer{ID: id, IP: c.zkIP(id), Dir: dir}
-		// Containers start in parallel: each JVM takes a couple of seconds
-		// and a quorum needs them all up anyway.
+	}
+	return nil
+}
+
+// startZK starts the prepared servers' containers. They start in parallel:
+// each JVM takes a couple of seconds and a quorum needs them all up anyway.
+func (c *Cluster) startZK(ctx context.Context) error {
+	c.zkStart = time.Now()
+	errs := make([]error, len(c.zk))
+	var wg sync.WaitGroup
+	for i, s := range c.zk {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			s := c.zk[i]
 			s.Container, errs[i] = c.eng.StartContainer(ctx, docker.ContainerSpec{
 				RunID: c.RunID, Role: "zookeeper", Name: c.containerName(fmt.Sprintf("zk%d", s.ID)),
 				Image: c.Image, Network: c.Network, IP: s.IP,
-				Cmd:   zkCommand(o),
+				Cmd:   zkCommand(c.opts.ZK),
 				Binds: []string{s.Dir + ":/zk"},
 			})
-		}(i)
+		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
