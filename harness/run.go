@@ -245,10 +245,12 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 
 	// --- setup
 	// The steps overlap where nothing orders them: the node binary builds
-	// while the run's network is made, the brokers' containers start beside
-	// the ensemble's (the brokers retry ZooKeeper until it serves), and the
-	// topic is created as soon as ZooKeeper serves, so the controller finds
-	// it when it is elected instead of through a later watch.
+	// while the run's network is made, and the brokers' containers start
+	// beside the ensemble's (the brokers retry ZooKeeper until it serves).
+	// The topic waits for every broker's registration: created earlier, the
+	// controller would lead a partition from whichever replicas were up, and
+	// the scenarios count on the first replica leading (KAFKA-16667's
+	// driver picks its brokers by it).
 	phase(history.PhaseSetup, history.PhaseBegin)
 	setupStart := time.Now()
 	type built struct {
@@ -303,6 +305,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer w.close()
+	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second); err != nil {
+		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
+	}
 	if err := createTopic(ctx, w.conn, cfg); err != nil {
 		return abs, err
 	}
@@ -504,6 +509,21 @@ func waitLeaders(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("partitions without a leader after %s: %s", within, strings.Join(missing, ", "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitBrokerIDs waits until n brokers are registered under /brokers/ids.
+func waitBrokerIDs(ctx context.Context, w *world, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		ids, _, err := w.conn.Children("/brokers/ids")
+		if err == nil && len(ids) >= n {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%d of %d brokers registered after %s (%v)", len(ids), n, within, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
