@@ -81,6 +81,15 @@ type Options struct {
 	ZK       ZKOptions
 	Image    docker.BaseImage // zero value: docker.DefaultBaseImage()
 	Progress io.Writer        // one line per step; nil for silence
+	// NoWait makes Start return once the ensemble's containers run,
+	// before it has a leader; the caller then calls WaitEnsemble.
+	NoWait bool
+	// Beside, when set, runs once the run's network exists, side by side
+	// with the start of the ZooKeeper containers: what retries ZooKeeper
+	// anyway (the brokers) starts without waiting for the ensemble, and
+	// the engine works on all the containers at once. Start returns once
+	// both are done and fails when either does.
+	Beside func(ctx context.Context, c *Cluster) error
 }
 
 // ZKServer is one ZooKeeper server of the ensemble.
@@ -106,6 +115,10 @@ type Cluster struct {
 	zk   []*ZKServer
 	mu   sync.Mutex
 	node map[int]*Node
+	// zkStart is when the ensemble's containers were asked for, zkRunning
+	// how long they took to run: WaitEnsemble reports both.
+	zkStart   time.Time
+	zkRunning time.Duration
 }
 
 // NewRunID returns a sortable, unique run id.
@@ -117,7 +130,8 @@ func NewRunID() string {
 
 // Start builds (or reuses) the base image, creates the run's network and
 // starts the ZooKeeper ensemble, returning once every server answers `srvr`
-// and exactly one is leader. On error everything it created is removed.
+// and exactly one is leader (with NoWait, once its containers run). On error
+// everything it created is removed.
 func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err error) {
 	if o.RunDir == "" {
 		return nil, errors.New("cluster: RunDir is required")
@@ -153,25 +167,54 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := c.startZK(ctx); err != nil {
+	// The servers' addresses are known before Beside runs: the brokers'
+	// flags name them.
+	if err := c.prepareZK(); err != nil {
+		return nil, err
+	}
+	beside := make(chan error, 1)
+	beside <- nil
+	if o.Beside != nil {
+		<-beside
+		go func() { beside <- o.Beside(ctx, c) }()
+	}
+	zerr := c.startZK(ctx)
+	if err := errors.Join(zerr, <-beside); err != nil {
+		return nil, err
+	}
+	if o.NoWait {
+		return c, nil
+	}
+	if err := c.WaitEnsemble(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// WaitEnsemble waits (up to a minute) until every ZooKeeper server serves
+// and one leads, and says on Progress how long the ensemble took from the
+// request for its containers.
+func (c *Cluster) WaitEnsemble(ctx context.Context) error {
+	if _, err := c.WaitZKReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s (containers running after %s)\n",
+		len(c.zk), time.Since(c.zkStart).Round(time.Millisecond), c.zkRunning.Round(time.Millisecond))
+	return nil
+}
+
 // zkIP is where server id (1-based) lives: .11, .12, ...
 func (c *Cluster) zkIP(id int) netip.Addr { return c.Network.Host(10 + id) }
 
-func (c *Cluster) startZK(ctx context.Context) error {
+// prepareZK writes every server's directory, configuration and id, and
+// fills c.zk, so that addresses are known before any container starts.
+func (c *Cluster) prepareZK() error {
 	o := c.opts.ZK
 	ips := make([]string, o.Servers)
 	for i := range ips {
 		ips[i] = c.zkIP(i + 1).String()
 	}
 	cfg := zooCfg(o, ips)
-	start := time.Now()
-	errs := make([]error, o.Servers)
-	var wg sync.WaitGroup
 	c.zk = make([]*ZKServer, o.Servers)
 	for i := 0; i < o.Servers; i++ {
 		id := i + 1
@@ -188,30 +231,33 @@ func (c *Cluster) startZK(ctx context.Context) error {
 			return fmt.Errorf("cluster: write myid: %w", err)
 		}
 		c.zk[i] = &ZKServer{ID: id, IP: c.zkIP(id), Dir: dir}
-		// Containers start in parallel: each JVM takes a couple of seconds
-		// and a quorum needs them all up anyway.
+	}
+	return nil
+}
+
+// startZK starts the prepared servers' containers. They start in parallel:
+// each JVM takes a couple of seconds and a quorum needs them all up anyway.
+func (c *Cluster) startZK(ctx context.Context) error {
+	c.zkStart = time.Now()
+	errs := make([]error, len(c.zk))
+	var wg sync.WaitGroup
+	for i, s := range c.zk {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			s := c.zk[i]
 			s.Container, errs[i] = c.eng.StartContainer(ctx, docker.ContainerSpec{
 				RunID: c.RunID, Role: "zookeeper", Name: c.containerName(fmt.Sprintf("zk%d", s.ID)),
 				Image: c.Image, Network: c.Network, IP: s.IP,
-				Cmd:   zkCommand(o),
+				Cmd:   zkCommand(c.opts.ZK),
 				Binds: []string{s.Dir + ":/zk"},
 			})
-		}(i)
+		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: start zookeeper: %w", err)
 	}
-	started := time.Since(start)
-	if _, err := c.WaitZKReady(ctx, 60*time.Second); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.opts.Progress, "zookeeper ensemble of %d ready in %s (containers running after %s)\n",
-		o.Servers, time.Since(start).Round(time.Millisecond), started.Round(time.Millisecond))
+	c.zkRunning = time.Since(c.zkStart)
 	return nil
 }
 
@@ -221,13 +267,18 @@ func (c *Cluster) startZK(ctx context.Context) error {
 // one ZooKeeper logs nothing at all, and with every jar under /usr/share/java
 // slf4j finds several bindings. Logs go to the console (container logs) and
 // to /zk/log/zookeeper.log on the bind mount, which outlives the container.
+// The jars come first, exactly as the image's class-data-sharing archive
+// was made for them (docker.ZKArchive), and the configuration directory
+// after them: a JVM maps the archive only when its class path starts with
+// the archive's, which cannot hold a non-empty directory.
 func zkCommand(o ZKOptions) []string {
 	return []string{
 		"java",
-		fmt.Sprintf("-Xmx%dm", o.HeapMB), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+		fmt.Sprintf("-Xmx%dm", o.HeapMB), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Xshare:auto", "-XX:SharedArchiveFile=" + docker.ZKArchive, "-XX:-UsePerfData",
 		"-Dzookeeper.log.dir=/zk/log", "-Dzookeeper.root.logger=INFO,CONSOLE,ROLLINGFILE",
 		"-Dzookeeper.log.file=zookeeper.log",
-		"-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar",
+		"-cp", docker.ZKClassPath + ":/etc/zookeeper/conf",
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", "/zk/zoo.cfg",
 	}
 }
@@ -251,7 +302,7 @@ func (c *Cluster) WaitZKReady(ctx context.Context, timeout time.Duration) (int, 
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("cluster: waiting for zookeeper: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -338,10 +389,35 @@ func (c *Cluster) Node(id int) *Node {
 }
 
 // Close removes every container and the network of the run. The run
-// directory stays: it holds the history and logs.
+// directory stays: it holds the history and logs. The containers it knows
+// are removed side by side (each force-removal waits for the engine to
+// kill and unmount, a few hundred ms on a loaded machine, and a run's
+// verdict waits for its teardown); the label sweep after them catches
+// anything else of the run and the network.
 func (c *Cluster) Close(ctx context.Context) error {
-	_, err := c.eng.RemoveLabelled(ctx, c.RunID)
-	if err != nil {
+	var cts []*docker.Container
+	for _, s := range c.zk {
+		if s != nil && s.Container != nil {
+			cts = append(cts, s.Container)
+		}
+	}
+	for _, n := range c.Nodes() {
+		cts = append(cts, n.Container)
+	}
+	errs := make([]error, len(cts))
+	var wg sync.WaitGroup
+	for i, ct := range cts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ct.Remove(ctx)
+		}()
+	}
+	wg.Wait()
+	if _, err := c.eng.RemoveLabelled(ctx, c.RunID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: remove run %s: %w", c.RunID, err)
 	}
 	return nil

@@ -43,13 +43,14 @@ func DefaultBaseImage() BaseImage {
 
 // imageRecipeVersion changes whenever the way a rootfs is turned into an image
 // changes, so old cached images are not mistaken for new ones.
-const imageRecipeVersion = "2"
+// 3: ZooKeeper's class-data-sharing archive (zkcds.go).
+const imageRecipeVersion = "3"
 
 // Tag names the image by a hash of everything that goes into it.
 func (b BaseImage) Tag() string {
 	pk := append([]string(nil), b.Packages...)
 	sort.Strings(pk)
-	h := sha256.Sum256([]byte(strings.Join([]string{imageRecipeVersion, b.Suite, b.Mirror, strings.Join(pk, ",")}, "\n")))
+	h := sha256.Sum256([]byte(strings.Join([]string{imageRecipeVersion, b.Suite, b.Mirror, strings.Join(pk, ","), zkClassList}, "\n")))
 	return "zkchaos-base:" + hex.EncodeToString(h[:])[:12]
 }
 
@@ -113,6 +114,11 @@ func (e *Engine) EnsureImage(ctx context.Context, b BaseImage, progress io.Write
 		return rep, err
 	}
 	trimRootfs(rootfs)
+	// Without the archive ZooKeeper only starts slower, so a failure is
+	// said and the build goes on.
+	if err := appendLog(rep.LogPath, func(logf *os.File) error { return zkArchiveBuild(ctx, rootfs, logf) }); err != nil {
+		fmt.Fprintf(progress, "no ZooKeeper class archive in the image (ZooKeeper starts without it): %v\n", err)
+	}
 	fmt.Fprintf(progress, "importing rootfs into the engine as %s\n", ref)
 	if err := e.importRootfs(ctx, rootfs, ref); err != nil {
 		return rep, err
@@ -150,6 +156,16 @@ func debootstrap(ctx context.Context, b BaseImage, rootfs, logPath string) error
 			b.Suite, b.Mirror, err, logPath, tailFile(logPath, 15))
 	}
 	return nil
+}
+
+// appendLog runs fn with the build log open for appending.
+func appendLog(logPath string, fn func(*os.File) error) error {
+	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open build log: %w", err)
+	}
+	defer f.Close()
+	return fn(f)
 }
 
 // trimRootfs drops package caches that only make the image bigger.

@@ -33,6 +33,11 @@ type EnvConfig struct {
 	RunDir   string // created if missing
 	ZK       cluster.ZKOptions
 	Progress io.Writer
+	// NoWait returns once the ensemble's containers run; the caller waits
+	// with Cluster.WaitEnsemble (cluster.Options.NoWait).
+	NoWait bool
+	// Beside starts beside the ZooKeeper containers (cluster.Options.Beside).
+	Beside func(context.Context, *cluster.Cluster) error
 }
 
 // Place gives the run its defaults, a generated id and the directory
@@ -52,8 +57,9 @@ func (cfg *EnvConfig) Place() error {
 	return nil
 }
 
-// StartEnv connects to Docker and starts the ZooKeeper ensemble of a run.
-// Whatever it started is removed again when it fails.
+// StartEnv connects to Docker and starts the ZooKeeper ensemble of a run,
+// returning once it has a leader (unless cfg.NoWait). Whatever it started is
+// removed again when it fails.
 func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err := cfg.Place(); err != nil {
 		return nil, err
@@ -62,7 +68,7 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Progress: cfg.Progress})
+	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Progress: cfg.Progress, NoWait: cfg.NoWait, Beside: cfg.Beside})
 	if err != nil {
 		eng.Close()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -243,8 +244,33 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 
 	// --- setup
+	// The steps overlap where nothing orders them: the node binary builds
+	// while the run's network is made, and the brokers' containers start
+	// beside the ensemble's (the brokers retry ZooKeeper until it serves).
+	// The topic waits for every broker's registration: created earlier, the
+	// controller would lead a partition from whichever replicas were up, and
+	// the scenarios count on the first replica leading (KAFKA-16667's
+	// driver picks its brokers by it).
 	phase(history.PhaseSetup, history.PhaseBegin)
+	setupStart := time.Now()
+	type built struct {
+		path string
+		err  error
+	}
+	binc := make(chan built, 1)
+	go func() {
+		path, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
+		binc <- built{path, err}
+	}()
 	envCfg.Progress = cfg.Progress
+	envCfg.NoWait = true
+	envCfg.Beside = func(ctx context.Context, c *cluster.Cluster) error {
+		bin := <-binc
+		if bin.err != nil {
+			return bin.err
+		}
+		return startNodes(ctx, c, cfg, bin.path)
+	}
 	env, err := StartEnv(ctx, envCfg)
 	if err != nil {
 		return abs, err
@@ -256,6 +282,10 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		}
 	}()
 	c := env.Cluster
+	brokersUp := time.Since(setupStart)
+	if err := c.WaitEnsemble(ctx); err != nil {
+		return abs, err
+	}
 
 	zw, err := history.Create(filepath.Join(hdir, "zk.jsonl"), "zk", 0)
 	if err != nil {
@@ -270,29 +300,33 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 	defer func() { stopWatch(); watcher.Wait() }()
 
-	bin, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
-	if err != nil {
-		return abs, err
-	}
-	for id := 1; id <= cfg.Nodes; id++ {
-		if _, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c, cfg, id)}); err != nil {
-			return abs, err
-		}
-	}
-	if err := nodesAlive(ctx, c); err != nil {
-		return abs, err
-	}
 	w, err := newWorld(c)
 	if err != nil {
 		return abs, err
 	}
 	defer w.close()
+	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second); err != nil {
+		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
+	}
 	if err := createTopic(ctx, w.conn, cfg); err != nil {
 		return abs, err
 	}
 	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
 		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
 	}
+	led := time.Since(setupStart)
+	// A driver's first fault must not land in the controller's start-up
+	// burst: the followers' first fetches grow each ISR to its replicas,
+	// and each growth makes the controller send UpdateMetadata to every
+	// broker. A request in flight on a link a driver cuts holds up every
+	// later one to that broker (KAFKA-7235's driver waits for a
+	// LeaderAndIsr queued behind it). Not fatal: a run whose ISRs never fill
+	// shows why in its history.
+	if err := waitSettled(ctx, w, cfg, 10*time.Second); err != nil {
+		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
+	}
+	fmt.Fprintf(cfg.Progress, "brokers' and ensemble's containers running after %s, every partition led after %s, ISRs full after %s\n",
+		brokersUp.Round(time.Millisecond), led.Round(time.Millisecond), time.Since(setupStart).Round(time.Millisecond))
 	phase(history.PhaseSetup, history.PhaseEnd)
 
 	// --- workload and nemesis, side by side for TimeLimit
@@ -413,6 +447,9 @@ func nodeArgs(c *cluster.Cluster, cfg RunConfig, id int) []string {
 		"--id=" + strconv.Itoa(id),
 		"--zk=" + strings.Join(c.ZKConnect(), ","),
 		"--zk-session-timeout=" + cfg.ZKSessionTimeout.String(),
+		// Brokers start while the ensemble elects its leader; on a loaded
+		// machine that can take as long as the set-up's own wait for it.
+		"--zk-connect-timeout=60s",
 		fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
 		fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
 		fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
@@ -473,7 +510,57 @@ func waitLeaders(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("partitions without a leader after %s: %s", within, strings.Join(missing, ", "))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitBrokerIDs waits until n brokers are registered under /brokers/ids.
+func waitBrokerIDs(ctx context.Context, w *world, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		ids, _, err := w.conn.Children("/brokers/ids")
+		if err == nil && len(ids) >= n {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%d of %d brokers registered after %s (%v)", len(ids), n, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// isrChangeNotifications is where partition leaders tell the controller of
+// ISR changes; the controller deletes each notification once it has taken
+// it in and sends UpdateMetadata right after.
+const isrChangeNotifications = "/isr_change_notification"
+
+// waitSettled waits until every partition's ISR holds all its replicas and
+// no ISR change waits for the controller.
+func waitSettled(ctx context.Context, w *world, cfg RunConfig, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		var short []string
+		for p := int32(0); p < cfg.Partitions; p++ {
+			b, err := w.get(ctx, fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", cfg.Topic, p))
+			var st struct {
+				ISR []int `json:"isr"`
+			}
+			if err != nil || json.Unmarshal(b, &st) != nil || len(st.ISR) < cfg.RF {
+				short = append(short, fmt.Sprintf("%s-%d", cfg.Topic, p))
+			}
+		}
+		pending, _, err := w.conn.Children(isrChangeNotifications)
+		if errors.Is(err, zk.ErrNoNode) {
+			pending, err = nil, nil
+		}
+		if len(short) == 0 && err == nil && len(pending) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("after %s, ISR short of the replicas: %v; ISR changes the controller has not taken in: %d (%v)",
+				within, short, len(pending), err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -493,12 +580,37 @@ func collectLogs(c *cluster.Cluster, dir string) {
 			os.WriteFile(filepath.Join(dir, name+".log"), []byte(logs+"\n"), 0o644)
 		}
 	}
+	// Side by side: the verdict waits for the teardown.
+	var wg sync.WaitGroup
 	for _, s := range c.ZKServers() {
-		save(fmt.Sprintf("zk%d", s.ID), s.Container)
+		wg.Add(1)
+		go func() { defer wg.Done(); save(fmt.Sprintf("zk%d", s.ID), s.Container) }()
 	}
 	for _, n := range c.Nodes() {
-		save(fmt.Sprintf("n%d", n.ID), n.Container)
+		wg.Add(1)
+		go func() { defer wg.Done(); save(fmt.Sprintf("n%d", n.ID), n.Container) }()
 	}
+	wg.Wait()
+}
+
+// startNodes starts every broker's container side by side (each start is a
+// round of engine calls, 0.3–1 s on a loaded machine) and checks that none
+// refused its flags.
+func startNodes(ctx context.Context, c *cluster.Cluster, cfg RunConfig, bin string) error {
+	errs := make([]error, cfg.Nodes)
+	var wg sync.WaitGroup
+	for id := 1; id <= cfg.Nodes; id++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[id-1] = c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c, cfg, id)})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return nodesAlive(ctx, c)
 }
 
 // nodesAlive catches a node program that refused its flags (an unknown bug

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -22,6 +21,23 @@ import (
 
 // benchPhases are the harness phases timed, in run order, then the check.
 var benchPhases = []string{history.PhaseSetup, history.PhaseWorkload, history.PhaseHeal, history.PhaseFinalReads, history.PhaseCollect}
+
+// Marks inside the set-up, from its start (phaseTimes): the ZooKeeper
+// watcher's first session (the ensemble serving; the watcher connects once
+// it is ready) and the last broker registration before the set-up ended
+// (a broker the driver kills at once may not have flushed its event log, so
+// "every broker's first" can be missing or land after a restart). The column "rest"
+// is the wall time no phase accounts for: the teardown (container logs
+// saved, containers removed), reading the history and rendering the report.
+const (
+	markEnsemble   = "zk-ready"
+	markRegistered = "registered"
+	restColumn     = "rest"
+)
+
+// benchColumns are the figures a bench row shows after the total.
+var benchColumns = []string{history.PhaseSetup, markEnsemble, markRegistered, history.PhaseWorkload, history.PhaseHeal,
+	history.PhaseFinalReads, history.PhaseCollect, "check", restColumn}
 
 func newReproBenchCmd() *cobra.Command {
 	var (
@@ -40,8 +56,9 @@ verdict with the median of each phase (set-up, the driver's workload window,
 heal and settle, final reads, collection, check). Needs Docker; a warm base
 image keeps image builds out of the figures.
 
-Exit status: 0 when every bug run reproduced and every fixed run was valid,
-1 otherwise, 2 on bad input or a harness error.`,
+A run the harness cannot finish counts as not as expected and the bench goes
+on. Exit status: 0 when every bug run reproduced and every fixed run was
+valid, 1 otherwise, 2 on bad input or when a run ended in a harness error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
 				return withCode(exitBad, fmt.Errorf("-n: %d runs, want at least 1", n))
@@ -70,7 +87,17 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 						res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, io.Discard)
 						unlock()
 						if err != nil {
-							return withCode(exitBad, err)
+							if cmd.Context().Err() != nil {
+								return withCode(exitBad, err)
+							}
+							// A run the harness could not finish counts
+							// against the scenario (it is what a user of
+							// 'chaos repro' would have got), and the bench
+							// goes on.
+							fmt.Fprintf(cmd.ErrOrStderr(), "%s %s run %d/%d: harness error: %v\n", sc.Bug, m.Name, i+1, n, err)
+							row.runs++
+							row.errors++
+							continue
 						}
 						caught := sc.Catcher(res.Results.Results)
 						ok := m.Fixed && res.Results.Verdict == checkers.Valid ||
@@ -85,8 +112,12 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 						if err := phaseTimes(res.Dir, one); err != nil {
 							return withCode(exitBad, err)
 						}
+						one[restColumn] = []time.Duration{res.Took - res.Checked - sumFirst(one, benchPhases)}
 						var took []string
-						for _, p := range benchPhases {
+						for _, p := range benchColumns {
+							if p == "check" {
+								continue
+							}
 							row.phases[p] = append(row.phases[p], one[p]...)
 							if len(one[p]) > 0 {
 								took = append(took, p+" "+fmtSec(one[p][0]))
@@ -99,6 +130,11 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 				}
 			}
 			writeBench(cmd.OutOrStdout(), n, rows)
+			for _, r := range rows {
+				if r.errors > 0 {
+					return withCode(exitBad, fmt.Errorf("%s %s: %d runs ended in a harness error", r.scenario, r.mode, r.errors))
+				}
+			}
 			for _, r := range rows {
 				if r.ok != r.runs {
 					return withCode(exitInvalid, nil)
@@ -116,6 +152,7 @@ Exit status: 0 when every bug run reproduced and every fixed run was valid,
 type benchRow struct {
 	scenario, mode string
 	runs, ok       int
+	errors         int // runs the harness could not finish
 	total          []time.Duration
 	phases         map[string][]time.Duration
 }
@@ -148,43 +185,86 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	}
 }
 
-// phaseTimes adds the duration of each harness phase of the run in dir.
+// sumFirst adds the first duration of each of keys in m.
+func sumFirst(m map[string][]time.Duration, keys []string) time.Duration {
+	var d time.Duration
+	for _, k := range keys {
+		if len(m[k]) > 0 {
+			d += m[k][0]
+		}
+	}
+	return d
+}
+
+// phaseTimes adds the duration of each harness phase of the run in dir,
+// and the set-up's marks (markEnsemble, markRegistered) from its start.
 func phaseTimes(dir string, into map[string][]time.Duration) error {
 	h, err := history.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("phases of %s: %w", dir, err)
 	}
 	begin := map[string]int64{}
+	var zkReady int64
+	var registrations []int64
 	for _, e := range h.Events {
-		if e.Kind != history.KindPhase {
-			continue
-		}
-		switch e.Phase.Mark {
-		case history.PhaseBegin:
-			begin[e.Phase.Name] = e.Time
-		case history.PhaseEnd:
-			if b, ok := begin[e.Phase.Name]; ok {
-				into[e.Phase.Name] = append(into[e.Phase.Name], time.Duration(e.Time-b))
+		switch {
+		case e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.SessionState == "StateHasSession" && zkReady == 0:
+			zkReady = e.Time
+		case e.Kind == history.KindBrokerRegistered:
+			registrations = append(registrations, e.Time)
+		case e.Kind == history.KindPhase:
+			switch e.Phase.Mark {
+			case history.PhaseBegin:
+				begin[e.Phase.Name] = e.Time
+			case history.PhaseEnd:
+				if b, ok := begin[e.Phase.Name]; ok {
+					into[e.Phase.Name] = append(into[e.Phase.Name], time.Duration(e.Time-b))
+				}
 			}
 		}
+	}
+	b, ok := begin[history.PhaseSetup]
+	if !ok {
+		return nil
+	}
+	if zkReady > 0 {
+		into[markEnsemble] = append(into[markEnsemble], time.Duration(zkReady-b))
+	}
+	if len(into[history.PhaseSetup]) == 0 {
+		return nil
+	}
+	end := b + int64(into[history.PhaseSetup][len(into[history.PhaseSetup])-1])
+	var last int64
+	for _, r := range registrations {
+		if r <= end {
+			last = max(last, r)
+		}
+	}
+	if last > 0 {
+		into[markRegistered] = append(into[markRegistered], time.Duration(last-b))
 	}
 	return nil
 }
 
 func writeBench(w io.Writer, n int, rows []benchRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	head := append([]string{"scenario", "mode", "as expected", "median total"}, benchPhases...)
-	head = append(head, "check")
+	head := append([]string{"scenario", "mode", "as expected", "median total"}, benchColumns...)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
-		cells := []string{r.scenario, r.mode, fmt.Sprintf("%d/%d", r.ok, r.runs), fmtSec(harness.Median(r.total))}
-		for _, p := range append(slices.Clone(benchPhases), "check") {
+		expected := fmt.Sprintf("%d/%d", r.ok, r.runs)
+		if r.errors > 0 {
+			expected += fmt.Sprintf(" (%d harness errors)", r.errors)
+		}
+		cells := []string{r.scenario, r.mode, expected, fmtSec(harness.Median(r.total))}
+		for _, p := range benchColumns {
 			cells = append(cells, fmtSec(harness.Median(r.phases[p])))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "(%d runs per mode; medians in seconds; 'as expected' counts bug runs its checker found invalid and fixed runs that were valid)\n", n)
+	fmt.Fprintf(w, "(%d runs per mode; medians in seconds; 'as expected' counts bug runs its checker found invalid and fixed runs that were valid;\n"+
+		" %s and %s are marks inside the set-up, from its start: ZooKeeper serving, every broker registered;\n"+
+		" %s is what no phase accounts for: teardown, reading the history, rendering the report)\n", n, markEnsemble, markRegistered, restColumn)
 }
 
 func fmtSec(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
