@@ -102,10 +102,9 @@ type kafka16667Driver struct {
 // (the fix), or W's write has failed with BADVERSION more often after the
 // grace than liveness allows (the bug).
 func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
-	start := time.Now().UnixNano()
-	c1, err := l.World.Controller(ctx)
+	start, c1, err := begin(ctx, l, "KAFKA-16667")
 	if err != nil {
-		return fmt.Errorf("KAFKA-16667: find controller: %w", err)
+		return err
 	}
 	lead, err := l.World.ZKLeader(ctx)
 	if err != nil {

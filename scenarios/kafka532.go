@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
@@ -44,10 +43,9 @@ type kafka532Driver struct{}
 // until another broker is elected controller, bring the killed broker back
 // so the new controller acts, then let the zombie go on.
 func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
-	start := time.Now().UnixNano()
-	c, err := l.World.Controller(ctx)
+	start, c, err := begin(ctx, l, "KAFKA-532")
 	if err != nil {
-		return fmt.Errorf("KAFKA-532: find controller: %w", err)
+		return err
 	}
 	l.Note("controller is n%d; arming %s on it", c, failpointBrokerChange)
 	if err := l.ArmFailpoint(ctx, c, failpointBrokerChange, "1*sigstop"); err != nil {

@@ -55,10 +55,9 @@ type kafka7235Driver struct{}
 // hold the controller before it handles broker changes; bounce B; then heal
 // the link so the queued request reaches B's new process.
 func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
-	start := time.Now().UnixNano()
-	c, err := l.World.Controller(ctx)
+	start, c, err := begin(ctx, l, "KAFKA-7235")
 	if err != nil {
-		return fmt.Errorf("KAFKA-7235: find controller: %w", err)
+		return err
 	}
 	b, x := c%3+1, (c+1)%3+1
 	ts, err := l.Nodes(c, b, x)

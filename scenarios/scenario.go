@@ -15,10 +15,12 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
@@ -140,6 +142,17 @@ func oneSwitch(s Scenario, run harness.RunConfig) Scenario {
 		return cfg
 	}
 	return s
+}
+
+// begin starts a driver: the time its window opens (what it waits on
+// events from) and the controller it starts from.
+func begin(ctx context.Context, l *harness.Live, bug string) (start int64, controller int, err error) {
+	start = time.Now().UnixNano()
+	controller, err = l.World.Controller(ctx)
+	if err != nil {
+		return start, -1, fmt.Errorf("%s: find controller: %w", bug, err)
+	}
+	return start, controller, nil
 }
 
 // All returns every scenario, in bug-number order.
