@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/zkchaos/zkchaos/history"
 )
 
 // fpWorld is a cluster of three brokers as the failpoint fault sees it: n1
@@ -219,19 +217,7 @@ func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
 			if tt.window == "follower-after-truncation" && (calls[0] == "arm n2 follower-after-truncation=1*error") {
 				t.Fatalf("armed the leader n2, not a follower: %q", calls)
 			}
-			evs, _, err := history.ReadFile(filepath.Join(dir, "nemesis.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var start, stop *history.Fault
-			for _, e := range evs {
-				switch e.Kind {
-				case history.KindFaultStart:
-					start = e.Fault
-				case history.KindFaultStop:
-					stop = e.Fault
-				}
-			}
+			start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
 			if start == nil || stop == nil || start.Failpoint != tt.window || stop.Failpoint != tt.window || start.Name != string(FailpointFault) {
 				t.Fatalf("fault events %+v / %+v, want both naming %s", start, stop, tt.window)
 			}
