@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -50,6 +51,22 @@ func (n *Node) AdminAddr() string { return fmt.Sprintf("%s:%d", n.IP, NodeAdminP
 // NodeIP is where node id lives (.101, .102, ...), known before it starts so
 // flags can name peers.
 func (c *Cluster) NodeIP(id int) netip.Addr { return c.Network.Host(100 + id) }
+
+// NodeFlags are the node program's flags that place node id in this
+// cluster: its id, the ensemble, its listeners at its static address, its
+// data directory and its event log in the shared history folder. Callers
+// add the session timeout, bug switches and the rest.
+func (c *Cluster) NodeFlags(id int) []string {
+	return []string{
+		fmt.Sprintf("--id=%d", id),
+		"--zk=" + strings.Join(c.ZKConnect(), ","),
+		fmt.Sprintf("--listen=0.0.0.0:%d", NodeKafkaPort),
+		fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), NodeKafkaPort),
+		fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), NodeAdminPort),
+		"--data-dir=" + NodeDir + "/data",
+		fmt.Sprintf("--event-log=%s/n%d.jsonl", NodeHistoryDir, id),
+	}
+}
 
 // StartNode starts a node container. The program runs as PID 1 so signals
 // sent to the container reach it.

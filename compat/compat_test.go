@@ -76,16 +76,7 @@ func setup(t *testing.T) *env {
 	clustertest.WaitConnected(t, e.zk, 15*time.Second)
 	var addrs []string
 	for id := 1; id <= 3; id++ {
-		args := []string{
-			"--id=" + strconv.Itoa(id),
-			"--zk=" + strings.Join(c.ZKConnect(), ","),
-			"--zk-session-timeout=4s",
-			fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
-			fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
-			fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
-			"--data-dir=" + cluster.NodeDir + "/data",
-			fmt.Sprintf("--event-log=%s/n%d.jsonl", cluster.NodeHistoryDir, id),
-		}
+		args := append(c.NodeFlags(id), "--zk-session-timeout=4s")
 		n, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: args})
 		if err != nil {
 			t.Fatal(err)

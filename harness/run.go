@@ -443,19 +443,11 @@ func (idle) Run(ctx context.Context) error {
 // nodeArgs are the flags of node id. Its event log goes straight into the
 // run's history folder.
 func nodeArgs(c *cluster.Cluster, cfg RunConfig, id int) []string {
-	args := []string{
-		"--id=" + strconv.Itoa(id),
-		"--zk=" + strings.Join(c.ZKConnect(), ","),
-		"--zk-session-timeout=" + cfg.ZKSessionTimeout.String(),
+	args := append(c.NodeFlags(id),
+		"--zk-session-timeout="+cfg.ZKSessionTimeout.String(),
 		// Brokers start while the ensemble elects its leader; on a loaded
 		// machine that can take as long as the set-up's own wait for it.
-		"--zk-connect-timeout=60s",
-		fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
-		fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
-		fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
-		"--data-dir=" + cluster.NodeDir + "/data",
-		fmt.Sprintf("--event-log=%s/n%d.jsonl", cluster.NodeHistoryDir, id),
-	}
+		"--zk-connect-timeout=60s")
 	if len(cfg.Bugs) > 0 {
 		args = append(args, "--bugs="+strings.Join(cfg.Bugs, ","))
 	}

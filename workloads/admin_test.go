@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,14 +140,7 @@ func TestAdminOpsCompleteOnRealCluster(t *testing.T) {
 	}
 	const topic, parts = "chaos", 3
 	args := func(id int) []string {
-		return []string{
-			"--id=" + strconv.Itoa(id), "--zk=" + strings.Join(c.ZKConnect(), ","), "--zk-session-timeout=6s",
-			fmt.Sprintf("--listen=0.0.0.0:%d", cluster.NodeKafkaPort),
-			fmt.Sprintf("--advertised=%s:%d", c.NodeIP(id), cluster.NodeKafkaPort),
-			fmt.Sprintf("--admin-listen=%s:%d", c.NodeIP(id), cluster.NodeAdminPort),
-			"--data-dir=" + cluster.NodeDir + "/data",
-			fmt.Sprintf("--event-log=%s/n%d.jsonl", cluster.NodeHistoryDir, id),
-		}
+		return append(c.NodeFlags(id), "--zk-session-timeout=6s")
 	}
 	for id := 1; id <= 3; id++ {
 		if _, err := c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: args(id)}); err != nil {
