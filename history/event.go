@@ -661,23 +661,6 @@ type BrokerZnode struct {
 	Czxid int64 `json:"czxid"`
 }
 
-// Fault is a nemesis fault starting or stopping. ID pairs a stop with its
-// start; Targets name nodes ("n1"), ZooKeeper servers ("zk2") or links.
-type Fault struct {
-	_ struct{}
-
-	ID      string   `json:"id"`
-	Name    string   `json:"name"` // pause, kill, partition-halves, slow-link, ...
-	Targets []string `json:"targets,omitempty"`
-	Detail  string   `json:"detail,omitempty"`
-	Error   string   `json:"error,omitempty"`
-	// Failpoint names the node-program failpoint when a node reports that it
-	// reached one (Name "failpoint", src the node): fault_start when its
-	// action begins, fault_stop when the node goes on. Added by the node
-	// program (issue 3).
-	Failpoint string `json:"failpoint,omitempty"`
-}
-
 // Phase marks (Phase.Mark).
 const (
 	PhaseBegin = "begin"

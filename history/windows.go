@@ -14,6 +14,23 @@ func (tp TopicPartition) Compare(o TopicPartition) int {
 	return cmp.Or(cmp.Compare(tp.Topic, o.Topic), cmp.Compare(tp.Partition, o.Partition))
 }
 
+// Fault is a nemesis fault starting or stopping. ID pairs a stop with its
+// start; Targets name nodes ("n1"), ZooKeeper servers ("zk2") or links.
+type Fault struct {
+	_ struct{}
+
+	ID      string   `json:"id"`
+	Name    string   `json:"name"` // pause, kill, partition-halves, slow-link, ...
+	Targets []string `json:"targets,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	// Failpoint names the node-program failpoint when a node reports that it
+	// reached one (Name "failpoint", src the node): fault_start when its
+	// action begins, fault_stop when the node goes on. Added by the node
+	// program (issue 3).
+	Failpoint string `json:"failpoint,omitempty"`
+}
+
 // FaultWindow is the interval of one fault, from its fault_start to what
 // ended it.
 type FaultWindow struct {
