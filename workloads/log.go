@@ -275,8 +275,7 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 
 	octx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	defer cancel()
-	res := c.kc.ProduceSync(octx, &kgo.Record{Topic: c.cfg.Topic, Partition: p, Value: []byte(val)})
-	r, err := res.First()
+	r, err := c.produceOne(octx, &kgo.Record{Topic: c.cfg.Topic, Partition: p, Value: []byte(val)})
 	done := base
 	switch {
 	case err == nil:
@@ -295,6 +294,37 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 	}
 	c.record(done)
 	return done.Type == history.OpInfo
+}
+
+// errNoAnswer ends a produce whose promise did not fire within its timeout.
+var errNoAnswer = errors.New("no answer within the operation timeout")
+
+// produceOne produces rec and waits for its promise until ctx ends, plus a
+// grace for kgo to fail the record itself. kgo's delivery timeout is checked
+// only between requests, so a request to a broker frozen with SIGSTOP (its
+// connection open, never answering) can hold ProduceSync past any context:
+// a CI run waited 72 minutes. The caller then records the outcome unknown
+// and closes the client, which fails the record.
+func (c *client) produceOne(ctx context.Context, rec *kgo.Record) (*kgo.Record, error) {
+	type result struct {
+		r   *kgo.Record
+		err error
+	}
+	ch := make(chan result, 1)
+	c.kc.Produce(ctx, rec, func(r *kgo.Record, err error) { ch <- result{r, err} })
+	select {
+	case res := <-ch:
+		return res.r, res.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case res := <-ch:
+		return res.r, res.err
+	case <-t.C:
+		return nil, errNoAnswer
+	}
 }
 
 // definiteFailure is true for errors that prove the record was not appended:
