@@ -42,7 +42,10 @@ type electableOffline struct {
 
 // registrations is, in time order, which brokers /brokers/ids listed after
 // each change the ZooKeeper watcher saw.
-type registrations []struct {
+type registrations []listing
+
+// listing is one /brokers/ids observation.
+type listing struct {
 	time int64
 	ids  []int32
 }
@@ -58,10 +61,7 @@ func brokerRegistrations(h *history.History) registrations {
 		for _, b := range e.Watch.Brokers {
 			ids = append(ids, b.ID)
 		}
-		out = append(out, struct {
-			time int64
-			ids  []int32
-		}{e.Time, ids})
+		out = append(out, listing{e.Time, ids})
 	}
 	return out
 }

@@ -147,10 +147,11 @@ func (c Liveness) Check(h *history.History) Result {
 	// restarted: the restart (an operator's, or the admin workload's
 	// controlled shutdown) ends the retrying, not the fact that the
 	// controller was stuck.
-	var stuck []struct {
+	type stuckStreak struct {
 		k  key
 		st *streak
 	}
+	var stuck []stuckStreak
 	for i := range h.Events {
 		e := &h.Events[i]
 		if e.Time <= hi.at {
@@ -162,10 +163,7 @@ func (c Liveness) Check(h *history.History) Result {
 			for k, st := range open {
 				if k.node == e.Node {
 					if st.n > c.MaxBadVersionRetries {
-						stuck = append(stuck, struct {
-							k  key
-							st *streak
-						}{k, st})
+						stuck = append(stuck, stuckStreak{k, st})
 					}
 					delete(open, k)
 				}

@@ -328,7 +328,7 @@ func pickFP(ts []Target, pick int) (Target, error) {
 	return ts[pick%len(ts)], nil
 }
 
-func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick int) (heal func(context.Context) error, err error) {
+func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick int) (func(context.Context) error, error) {
 	fw, ok := w.(FailpointWorld)
 	if !ok {
 		return nil, fmt.Errorf("%s: the run's world cannot arm failpoints (no FailpointWorld)", FailpointFault)
@@ -414,11 +414,6 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	// and disarming then would waste the fault.
 	reachBy := since.Add(reachWithin(fw))
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() {
-		if heal == nil {
-			wcancel()
-		}
-	}()
 	var mu sync.Mutex
 	reached, paused := time.Time{}, time.Time{}
 	watchDone := make(chan struct{})
@@ -450,7 +445,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		}
 	}()
 
-	heal = func(ctx context.Context) error {
+	heal := func(ctx context.Context) error {
 		joinWatch(ctx, watchDone, wcancel)
 		mu.Lock()
 		reachedAt, p := reached, paused
