@@ -153,7 +153,12 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 	tests := []struct {
 		bug, window, action, provoke, harm string
 	}{
-		{"KAFKA-532", "controller-after-zk-write", nemesis.FPSigstop, "", "controller-fencing"},
+		// controller-before-broker-change is reached on any broker
+		// change. controller-after-zk-write needs the bounce to move a
+		// partition's leadership, and a bounced broker that is back
+		// before the controller handles its death moves none (CI,
+		// 2026-12-03: the window was not reached and the run was valid).
+		{"KAFKA-532", "controller-before-broker-change", nemesis.FPSigstop, "", "controller-fencing"},
 		// KAFKA-7235 is not here: no single failpoint fault yet brings a
 		// request queued for a broker's previous process to its new one.
 		// Its earlier case passed only because broker-fencing then flagged
