@@ -82,3 +82,9 @@ func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
 func isNotFound(err error) bool {
 	return errors.Is(err, ErrNotFound) || cerrdefs.IsNotFound(err)
 }
+
+// IsNotRunning reports whether err is the engine refusing to signal a
+// container that has no running process (a broker the nemesis left down).
+func IsNotRunning(err error) bool {
+	return cerrdefs.IsConflict(err)
+}

@@ -88,6 +88,15 @@ type RunConfig struct {
 	// whole lines per phase, and on a terminal a status line redrawn in
 	// place; nil for silence.
 	Progress io.Writer
+
+	// Teardown, when set, is handed the end of a run that succeeded
+	// (saving the containers' output under logs/, removing the containers
+	// and the network) instead of Run doing it before it returns, so a
+	// caller can check the history while the engine tears down: the
+	// verdict need not wait for it. The brokers are killed first, so their
+	// event logs are final when Run returns. The receiver must call finish
+	// exactly once. After a failed run Run tears down itself.
+	Teardown func(finish func() error)
 }
 
 // defaults gives the zero fields the values a nightly job uses; the run's
@@ -276,8 +285,17 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer func() {
-		collectLogs(env.Cluster, filepath.Join(abs, rundir.LogsDir))
-		if cerr := env.Close(); cerr != nil && err == nil {
+		finish := func() error {
+			collectLogs(env.Cluster, filepath.Join(abs, rundir.LogsDir))
+			return env.Close()
+		}
+		if err == nil && cfg.Teardown != nil {
+			if err = stopNodes(env.Cluster); err == nil {
+				cfg.Teardown(finish)
+				return
+			}
+		}
+		if cerr := finish(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
@@ -583,6 +601,37 @@ func collectLogs(c *cluster.Cluster, dir string) {
 		go func() { defer wg.Done(); save(fmt.Sprintf("n%d", n.ID), n.Container) }()
 	}
 	wg.Wait()
+}
+
+// stopNodes kills every broker's process and waits until each container
+// has stopped, so no event log grows after Run returns. The containers stay
+// for their logs to be saved.
+func stopNodes(c *cluster.Cluster) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := c.Nodes()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		if n.Container == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A broker the nemesis left stopped has no process to signal.
+			if err := n.Container.Signal(ctx, "SIGKILL"); err != nil && !docker.IsNotRunning(err) {
+				errs[i] = err
+				return
+			}
+			errs[i] = n.Container.WaitExited(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop brokers before the check: %w", err)
+	}
+	return nil
 }
 
 // startNodes starts every broker's container side by side (each start is a

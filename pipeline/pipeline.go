@@ -11,6 +11,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -28,6 +29,10 @@ type Options struct {
 	Check *checkers.Config
 	// NoVisualize skips porcupine's page (RUN_DIR/linearizability.html).
 	NoVisualize bool
+	// OnVerdict, when set, is called once the checkers have judged the run,
+	// before the report is rendered and while Execute's teardown may still
+	// be removing containers: what a person waits for comes first.
+	OnVerdict func(Outcome)
 }
 
 // Outcome is what a run left and what the checkers said.
@@ -66,13 +71,23 @@ func (o Outcome) Result(checker string) *checkers.Result {
 // Execute runs cfg (containers, workload, faults or a scenario's driver),
 // then Finish. The returned Outcome names the run directory even on error,
 // so the partial history and logs can be found; an error from the run
-// itself says so.
+// itself says so. The run's teardown (saving container logs, removing the
+// containers) goes on beside the check; the report, which links those
+// logs, is rendered once it is done.
 func Execute(ctx context.Context, cfg harness.RunConfig, opt Options) (Outcome, error) {
+	var teardown func() error
+	cfg.Teardown = func(finish func() error) { teardown = finish }
 	dir, err := harness.Run(ctx, cfg)
 	if err != nil {
 		return Outcome{Dir: dir}, fmt.Errorf("partial history and logs kept in %s: %w", dir, err)
 	}
-	return Finish(dir, opt)
+	torn := make(chan error, 1)
+	if teardown == nil {
+		torn <- nil
+	} else {
+		go func() { torn <- teardown() }()
+	}
+	return finish(dir, opt, torn)
 }
 
 // Finish checks a stored run (writing results.json and, unless told not
@@ -80,6 +95,14 @@ func Execute(ctx context.Context, cfg harness.RunConfig, opt Options) (Outcome, 
 // Docker. A history that cannot be read is an error wrapping
 // harness.ErrBadHistory.
 func Finish(dir string, opt Options) (Outcome, error) {
+	torn := make(chan error, 1)
+	torn <- nil
+	return finish(dir, opt, torn)
+}
+
+// finish is Finish once the run's teardown, running beside it, reports on
+// torn; it waits for that before rendering and before returning.
+func finish(dir string, opt Options, torn <-chan error) (Outcome, error) {
 	out := Outcome{Dir: dir}
 	check := checkers.DefaultConfig()
 	if opt.Check != nil {
@@ -92,9 +115,15 @@ func Finish(dir string, opt Options) (Outcome, error) {
 	start := time.Now()
 	res, err := harness.Check(dir, check)
 	if err != nil {
-		return out, err
+		return out, errors.Join(err, <-torn)
 	}
 	out.Results, out.Checked = res, time.Since(start)
+	if opt.OnVerdict != nil {
+		opt.OnVerdict(out)
+	}
+	if err := <-torn; err != nil {
+		return out, fmt.Errorf("teardown of %s: %w", dir, err)
+	}
 	page, err := reports.RenderHTML(dir)
 	if err != nil {
 		return out, fmt.Errorf("report of %s: %w", dir, err)

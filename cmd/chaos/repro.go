@@ -78,11 +78,11 @@ run's, and 2 when the fixed run was not valid.`,
 				if len(modes) > 1 {
 					runID = id + "-" + m.Name
 				}
-				res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, cmd.ErrOrStderr())
+				res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, cmd.ErrOrStderr(), func(res *reproResult) { printRepro(out, sc, m, res) })
 				if err != nil {
 					return withCode(exitBad, err)
 				}
-				printRepro(out, sc, m, res)
+				fmt.Fprintf(out, "report: %s\n", res.Report)
 				runs = append(runs, reports.CompareRun{Mode: m.Name, About: m.About, RunDir: res.Dir})
 				if len(modes) == 1 || m == sc.BugMode() {
 					status = verdictExit(res.Results.Verdict)
@@ -119,14 +119,16 @@ run's, and 2 when the fixed run was not valid.`,
 type reproResult struct {
 	Dir     string
 	Results *rundir.Results
-	Report  string
+	Report  string // "" until rendered, after the verdict
 	// Took is the wall time from start to verdict; Checked the part of it
 	// spent checking.
 	Took, Checked time.Duration
 }
 
-// reproRun runs, checks and renders one mode of sc.
-func reproRun(ctx context.Context, sc scenarios.Scenario, m scenarios.Mode, runID, runsDir string, progress io.Writer) (*reproResult, error) {
+// reproRun runs, checks and renders one mode of sc. verdict, when not nil,
+// is called as soon as the checkers have judged, before the containers are
+// gone and the report rendered.
+func reproRun(ctx context.Context, sc scenarios.Scenario, m scenarios.Mode, runID, runsDir string, progress io.Writer, verdict func(*reproResult)) (*reproResult, error) {
 	start := time.Now()
 	cfg := sc.Config(m)
 	cfg.RunID = runID
@@ -134,13 +136,22 @@ func reproRun(ctx context.Context, sc scenarios.Scenario, m scenarios.Mode, runI
 	cfg.Progress = progress
 	fmt.Fprintf(progress, "%s: %s (%s: %s)\n", sc.Bug, sc.Summary, m.Name, m.About)
 	check := sc.Check
-	o, err := pipeline.Execute(ctx, cfg, pipeline.Options{Check: &check})
+	res := &reproResult{}
+	o, err := pipeline.Execute(ctx, cfg, pipeline.Options{Check: &check, OnVerdict: func(o pipeline.Outcome) {
+		res.Dir, res.Results, res.Took, res.Checked = o.Dir, o.Results, time.Since(start), o.Checked
+		if verdict != nil {
+			verdict(res)
+		}
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", sc.Bug, m.Name, err)
 	}
-	return &reproResult{Dir: o.Dir, Results: o.Results, Report: o.Report, Took: time.Since(start), Checked: o.Checked}, nil
+	res.Report = o.Report
+	return res, nil
 }
 
+// printRepro says whether sc's bug was reproduced and by what, as soon as
+// the run is judged.
 func printRepro(out io.Writer, sc scenarios.Scenario, m scenarios.Mode, res *reproResult) {
 	caught := sc.Catcher(res.Results.Results)
 	fmt.Fprintf(out, "%s %s: ", sc.Bug, m.Name)
@@ -157,7 +168,7 @@ func printRepro(out io.Writer, sc scenarios.Scenario, m scenarios.Mode, res *rep
 	default:
 		fmt.Fprintf(out, "not reproduced: %s\n", verdictLine(res.Results.Verdict, res.Results.Results))
 	}
-	fmt.Fprintf(out, "verdict after %s; report: %s\n", res.Took.Round(100*time.Millisecond), res.Report)
+	fmt.Fprintf(out, "verdict after %s\n", res.Took.Round(100*time.Millisecond))
 }
 
 func writeScenarioList(w io.Writer) {

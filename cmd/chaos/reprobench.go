@@ -27,8 +27,10 @@ var benchPhases = []string{history.PhaseSetup, history.PhaseWorkload, history.Ph
 // it is ready) and the last broker registration before the set-up ended
 // (a broker the driver kills at once may not have flushed its event log, so
 // "every broker's first" can be missing or land after a restart). The column "rest"
-// is the wall time no phase accounts for: the teardown (container logs
-// saved, containers removed), reading the history and rendering the report.
+// is the wall time to the verdict no phase accounts for: starting the
+// process and the run directory, and stopping the brokers. The teardown
+// (container logs saved, containers removed) and the report come after the
+// verdict, beside the check (pipeline.Execute), and are not counted.
 const (
 	markEnsemble   = "zk-ready"
 	markRegistered = "registered"
@@ -84,7 +86,7 @@ valid, 1 otherwise, 2 on bad input or when a run ended in a harness error.`,
 						if err != nil {
 							return withCode(exitBad, err)
 						}
-						res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, io.Discard)
+						res, err := reproRun(cmd.Context(), sc, m, runID, runsDir, io.Discard, nil)
 						unlock()
 						if err != nil {
 							if cmd.Context().Err() != nil {
@@ -264,7 +266,7 @@ func writeBench(w io.Writer, n int, rows []benchRow) {
 	tw.Flush()
 	fmt.Fprintf(w, "(%d runs per mode; medians in seconds; 'as expected' counts bug runs its checker found invalid and fixed runs that were valid;\n"+
 		" %s and %s are marks inside the set-up, from its start: ZooKeeper serving, every broker registered;\n"+
-		" %s is what no phase accounts for: teardown, reading the history, rendering the report)\n", n, markEnsemble, markRegistered, restColumn)
+		" %s is what no phase accounts for before the verdict; teardown and report follow it)\n", n, markEnsemble, markRegistered, restColumn)
 }
 
 func fmtSec(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
