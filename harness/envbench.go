@@ -45,6 +45,14 @@ func Median(s []time.Duration) time.Duration {
 // to RUN_DIR/history/nemesis.jsonl; figures go to RUN_DIR/figures.json.
 func MeasureEnv(ctx context.Context, runDir string, reps int, out io.Writer) (EnvFigures, error) {
 	var f EnvFigures
+	// The servers' data directories are bind mounts: Docker takes a relative
+	// path for a volume name and refuses it, so the default runs/... must be
+	// made absolute here.
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		return f, fmt.Errorf("bench-env: run directory %q: %w", runDir, err)
+	}
+	runDir = abs
 	eng, err := docker.Connect(ctx)
 	if err != nil {
 		return f, err
