@@ -115,8 +115,11 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	l.Note("n%d: %s", ev.Node, ev.Kind)
 	// Producers and readers run a moment longer against what the zombie
-	// left, so its damage shows as lost or divergent records too.
-	if !sleepCtx(ctx, time.Second) {
+	// left, so its damage shows as lost or divergent records too: with
+	// the bug every broker has obeyed the zombie within tens of
+	// milliseconds of the first, and a producer (one produce per 10 ms)
+	// meets the new leaders within a few operations.
+	if !sleepCtx(ctx, 300*time.Millisecond) {
 		return ctx.Err()
 	}
 	return nil

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,31 +30,35 @@ func kafka7235() Scenario {
 		Catches: checkers.HWCheckpoint{},
 		Check:   checkers.DefaultConfig(),
 	}, harness.RunConfig{
-		Nodes:            3,
-		Partitions:       4,
-		RF:               2,
-		ZKSessionTimeout: 3 * time.Second,
+		Nodes:      3,
+		Partitions: 4,
+		RF:         2,
+		// Two sessions run out in the window (the dead broker's, then the
+		// bounced one's): short sessions make both quick.
+		ZKSessionTimeout: 2 * time.Second,
 		TimeLimit:        90 * time.Second,
 		NoWorkload:       true,
 		Driver:           kafka7235Driver{},
 		// A short socket timeout makes the controller retry the queued
 		// request (on a new connection, to the new process) soon after
 		// the link heals; a short checkpoint interval writes the
-		// partial checkpoint before the controller's fresh requests
-		// fill the partition map.
-		NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=200ms"},
+		// partial checkpoint within 100 ms of the stale request, before
+		// the released controller's fresh requests fill the partition
+		// map, and the driver waits for that write.
+		NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=100ms"},
 	})
 }
 
 type kafka7235Driver struct{}
 
-// Drive: cut the controller's link to broker B so its requests to B queue;
-// kill a third broker X so the controller queues a LeaderAndIsr for B (X
-// replicates every partition, and the controller tells the surviving
-// replicas of a dead replica's partitions whether or not X was in an ISR or
-// led anything: X may not have caught up yet, and then no state changes);
-// hold the controller before it handles broker changes; bounce B; then heal
-// the link so the queued request reaches B's new process.
+// Drive: cut the controller's link to broker B so its requests to B queue,
+// and kill a third broker X at the same moment so the controller queues a
+// LeaderAndIsr for B (X replicates every partition, and the controller
+// tells the surviving replicas of a dead replica's partitions whether or
+// not X was in an ISR or led anything: X may not have caught up yet, and
+// then no state changes); hold the controller before it handles broker
+// changes; bounce B; then heal the link so the queued request reaches B's
+// new process, and release the controller while X starts again.
 func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	start, c, err := begin(ctx, l, "KAFKA-7235")
 	if err != nil {
@@ -66,12 +71,15 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	ct, bt, xt := ts[0], ts[1], ts[2]
 
-	l.Note("controller n%d; cutting its link to n%d so requests for n%d queue", c, b, b)
-	if err := l.Nemesis.DropLink(ctx, ct, bt); err != nil {
-		return err
-	}
-	l.Note("killing n%d: the controller queues a LeaderAndIsr for n%d (a surviving replica of n%d's partitions)", x, b, x)
-	if err := l.Nemesis.KillTarget(ctx, xt); err != nil {
+	// Side by side: X's death reaches the controller only when X's
+	// session expires, seconds after the link is cut, so the order of the
+	// two does not matter.
+	l.Note("controller n%d; cutting its link to n%d so requests for n%d queue, and killing n%d so the controller queues a LeaderAndIsr for n%d (a surviving replica of n%d's partitions)",
+		c, b, b, x, b, x)
+	if err := both(
+		func() error { return l.Nemesis.DropLink(ctx, ct, bt) },
+		func() error { return l.Nemesis.KillTarget(ctx, xt) },
+	); err != nil {
 		return err
 	}
 	queued, err := l.WaitEvent(ctx, start, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
@@ -95,9 +103,11 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err != nil {
 		return err
 	}
+	// Only the link: X stays down until the request has arrived, so
+	// nothing but the queued request reaches B meanwhile.
 	l.Note("n%d restarted with broker epoch %d; healing the link so the queued request gets through", b, reg.Registration.BrokerEpoch)
 	since = time.Now().UnixNano()
-	if err := l.Nemesis.Heal(ctx); err != nil {
+	if err := l.Nemesis.HealNet(ctx); err != nil {
 		return err
 	}
 	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the queued request at the new process", func(e *history.Event) bool {
@@ -106,12 +116,15 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}); err != nil {
 		return err
 	}
-	l.Note("the request from n%d's previous incarnation reached the new process; releasing the controller", b)
+	l.Note("the request from n%d's previous incarnation reached the new process; releasing the controller and starting n%d", b, x)
 	since = time.Now().UnixNano()
-	if err := l.ReleaseFailpoint(ctx, c, failpointBrokerChange); err != nil {
+	if err := both(
+		func() error { return l.ReleaseFailpoint(ctx, c, failpointBrokerChange) },
+		func() error { return l.Nemesis.StartTarget(ctx, xt) },
+	); err != nil {
 		return err
 	}
-	// The damage is in n<b>'s next checkpoint writes (every 200 ms): wait
+	// The damage is in n<b>'s next checkpoint writes (every 100 ms): wait
 	// for two after the release (with the bug the first already lacks the
 	// partitions the stale request did not cover; fixed, the controller's
 	// fresh requests come first), instead of a fixed sleep.
@@ -124,4 +137,12 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return len(seen) >= 2
 	})
 	return err
+}
+
+// both runs f and g side by side and returns their errors joined.
+func both(f, g func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- g() }()
+	err := f()
+	return errors.Join(err, <-errc)
 }
