@@ -273,12 +273,20 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}()
 	envCfg.Progress = cfg.Progress
 	envCfg.NoWait = true
+	// alive receives the start-up check of the node processes (nodesAlive),
+	// which looks a moment after the starts: the set-up goes on meanwhile
+	// and the wait for the brokers' registrations takes its answer.
+	alive := make(chan error, 1)
 	envCfg.Beside = func(ctx context.Context, c *cluster.Cluster) error {
 		bin := <-binc
 		if bin.err != nil {
 			return bin.err
 		}
-		return startNodes(ctx, c, cfg, bin.path)
+		if err := startNodes(ctx, c, cfg, bin.path); err != nil {
+			return err
+		}
+		go func() { alive <- nodesAlive(ctx, c) }()
+		return nil
 	}
 	env, err := StartEnv(ctx, envCfg)
 	if err != nil {
@@ -323,7 +331,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer w.close()
-	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second); err != nil {
+	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second, alive); err != nil {
 		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
 	}
 	if err := createTopic(ctx, w.conn, cfg); err != nil {
@@ -524,10 +532,20 @@ func waitLeaders(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 	}
 }
 
-// waitBrokerIDs waits until n brokers are registered under /brokers/ids.
-func waitBrokerIDs(ctx context.Context, w *world, n int, within time.Duration) error {
+// waitBrokerIDs waits until n brokers are registered under /brokers/ids. A
+// node process that exited at start-up (an error from alive) ends the wait
+// at once: it would never register.
+func waitBrokerIDs(ctx context.Context, w *world, n int, within time.Duration, alive <-chan error) error {
 	deadline := time.Now().Add(within)
 	for {
+		select {
+		case err := <-alive:
+			if err != nil {
+				return err
+			}
+			alive = nil // answered: a nil channel is never ready
+		default:
+		}
 		ids, _, err := w.conn.Children("/brokers/ids")
 		if err == nil && len(ids) >= n {
 			return nil
@@ -635,8 +653,8 @@ func stopNodes(c *cluster.Cluster) error {
 }
 
 // startNodes starts every broker's container side by side (each start is a
-// round of engine calls, 0.3–1 s on a loaded machine) and checks that none
-// refused its flags.
+// round of engine calls, 0.3–1 s on a loaded machine); nodesAlive checks
+// that none refused its flags.
 func startNodes(ctx context.Context, c *cluster.Cluster, cfg RunConfig, bin string) error {
 	errs := make([]error, cfg.Nodes)
 	var wg sync.WaitGroup
@@ -648,10 +666,7 @@ func startNodes(ctx context.Context, c *cluster.Cluster, cfg RunConfig, bin stri
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return nodesAlive(ctx, c)
+	return errors.Join(errs...)
 }
 
 // nodesAlive catches a node program that refused its flags (an unknown bug

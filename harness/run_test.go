@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,25 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 	defer eng.Close()
 	if n, err := eng.CountLabelled(context.Background(), cfg.RunID); err != nil || n.Containers+n.Networks != 0 {
 		t.Fatalf("run left %d containers and %d networks (err %v)", n.Containers, n.Networks, err)
+	}
+}
+
+// A node program that refuses its flags exits at start-up; the set-up says
+// so with the node's own message (the start-up check answers the wait for
+// registrations, which would otherwise end after a minute with "0 of 3
+// brokers registered").
+func TestRunReportsANodeThatExitsAtStartup(t *testing.T) {
+	dockertest.Require(t)
+	cfg := RunConfig{
+		RunID: "t-badflag-" + cluster.NewRunID()[16:], RunDir: t.TempDir(), Seed: 1,
+		ZK: cluster.ZKOptions{Servers: 1}, NoWorkload: true, TimeLimit: time.Second,
+		NodeFlags: []string{"--no-such-flag"},
+	}
+	_, err := Run(t.Context(), cfg)
+	if err == nil {
+		t.Fatal("a run whose nodes refuse their flags succeeded")
+	}
+	if !strings.Contains(err.Error(), "exited with status 2 at start-up") || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("error does not name the exit and the flag: %v", err)
 	}
 }

@@ -45,12 +45,61 @@ func Connect(servers []string, sessionTimeout, requestTimeout time.Duration) (*S
 	s := &Session{RequestTimeout: requestTimeout}
 	conn, _, err := zk.Connect(servers, sessionTimeout,
 		zk.WithLogger(quietLogger{}),
-		zk.WithEventCallback(s.dispatch))
+		zk.WithEventCallback(s.dispatch),
+		zk.WithHostProvider(newStartProvider(firstRoundPause)))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper connect %v: %w", servers, err)
 	}
 	s.Conn = conn
 	return s, nil
+}
+
+// firstRoundPause is the pause between rounds over the servers until the
+// first session: a broker starts beside the ensemble and finds every server
+// refusing until one serves.
+const firstRoundPause = 50 * time.Millisecond
+
+// startProvider is go-zookeeper's DNSHostProvider with a short pause between
+// rounds over the servers until the first session is established, and the
+// library's own second after that. go-zookeeper waits a second after every
+// round in which no server took the connection; at start-up that second
+// is spent after the ensemble is already serving (a broker registered 0.5 to
+// 1 s after ZooKeeper was ready). Once a session exists, the second stays:
+// a broker cut off from the ensemble by a fault must not spin on it.
+type startProvider struct {
+	*zk.DNSHostProvider
+	pause time.Duration
+
+	mu        sync.Mutex
+	connected bool
+}
+
+func newStartProvider(pause time.Duration) *startProvider {
+	return &startProvider{DNSHostProvider: zk.NewDNSHostProvider(), pause: pause}
+}
+
+// Next implements zk.HostProvider. Before the first session a round's end
+// pauses here and is not reported, so the library neither waits its second
+// nor fails queued requests with ErrNoServer (none are sent before the
+// session: Connect's callers wait for it).
+func (p *startProvider) Next() (string, bool) {
+	server, retryStart := p.DNSHostProvider.Next()
+	p.mu.Lock()
+	connected := p.connected
+	p.mu.Unlock()
+	if retryStart && !connected {
+		time.Sleep(p.pause)
+		return server, false
+	}
+	return server, retryStart
+}
+
+// Connected implements zk.HostProvider.
+func (p *startProvider) Connected() {
+	p.mu.Lock()
+	p.connected = true
+	p.mu.Unlock()
+	p.DNSHostProvider.Connected()
 }
 
 // OnEvent adds a listener for session and watch events delivered through the

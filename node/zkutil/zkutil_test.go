@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
@@ -76,5 +77,40 @@ func TestRetriable(t *testing.T) {
 		if got := Retriable(tt.err); got != tt.want {
 			t.Errorf("%s: Retriable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
 		}
+	}
+}
+
+// Before the first session no round over the servers ends in the library's
+// one-second wait (Next never reports a round's end); after it, the end of
+// every round is reported again.
+func TestStartProviderPausesOnlyBeforeTheFirstSession(t *testing.T) {
+	tests := []struct {
+		name      string
+		connected bool
+		want      int // rounds' ends reported over three rounds
+	}{
+		{"before the first session", false, 0},
+		{"after it", true, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newStartProvider(time.Millisecond)
+			if err := p.Init([]string{"127.0.0.1:2181", "127.0.0.2:2181"}); err != nil {
+				t.Fatal(err)
+			}
+			if tt.connected {
+				p.Next()
+				p.Connected()
+			}
+			got := 0
+			for range 3 * p.Len() {
+				if _, retryStart := p.Next(); retryStart {
+					got++
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("rounds' ends reported: %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
