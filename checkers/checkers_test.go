@@ -489,11 +489,11 @@ func TestHWCheckpoint(t *testing.T) {
 			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 4))
 			return nil
 		}},
-		{name: "partition dropped across restart", want: Invalid, explain: "dropped hosted partition t-1", build: func(b *hb.Builder) []int {
+		{name: "partition dropped across restart", want: Invalid, explain: "dropped t-1 (HW 3), which it hosted", build: func(b *hb.Builder) []int {
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
-			b.Start(2)
+			s := b.Start(2)
 			c := checkpoint(b, 2, nil, cpe(0, 5))
-			return []int{a, c}
+			return []int{a, s, c}
 		}},
 		{name: "high watermark goes back", want: Invalid, explain: "back from 5", build: func(b *hb.Builder) []int {
 			a := checkpoint(b, 2, nil, cpe(0, 5))
@@ -517,6 +517,71 @@ func TestHWCheckpoint(t *testing.T) {
 			return nil
 		}},
 	})
+}
+
+// Each checkpoint write that loses something is one violation naming every
+// partition it dropped and every high watermark it moved back, the restart
+// before it and the write it is compared with; writes that lose nothing are
+// none.
+func TestHWCheckpointExplainsEachWrite(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(b *hb.Builder)
+		want  []string // one explanation per violation
+	}{
+		{"KAFKA-7235: the restarted broker's write drops two partitions", func(b *hb.Builder) {
+			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 0), cpe(3, 0))
+			b.Start(2)
+			checkpoint(b, 2, nil, cpe(1, 0))
+			checkpoint(b, 2, nil, cpe(1, 0), cpe(3, 0))
+		}, []string{
+			"broker 2's checkpoint write (event 2) after its restart at event 1 dropped t-0 (HW 0) and t-3 (HW 0), which it hosted (previous write: event 0): those high watermarks are lost.",
+			// t-3 is back: its HW was lost at event 2, and nothing more.
+		}},
+		{"a drop without a restart, then a write moving a high watermark back", func(b *hb.Builder) {
+			checkpoint(b, 1, nil, cpe(0, 7), cpe(1, 4))
+			checkpoint(b, 1, nil, cpe(0, 7))
+			checkpoint(b, 1, nil, cpe(0, 6))
+		}, []string{
+			"broker 1's checkpoint write (event 1) dropped t-1 (HW 4), which it hosted (previous write: event 0): that high watermark is lost.",
+			"broker 1's checkpoint write (event 2) moved t-0's high watermark back from 7 to 6 (previous write: event 1): a restart from it starts below the high watermark it had written.",
+		}},
+		{"one write drops one partition and moves another back", func(b *hb.Builder) {
+			checkpoint(b, 3, nil, cpe(0, 9), cpe(1, 4))
+			b.Start(3)
+			b.Start(3)
+			checkpoint(b, 3, nil, cpe(1, 2))
+		}, []string{
+			"broker 3's checkpoint write (event 3) after its restart at event 2 dropped t-0 (HW 9), which it hosted, and moved t-1's high watermark back from 4 to 2 (previous write: event 0): that high watermark is lost.",
+		}},
+		{"clean: every write keeps every hosted partition at or above its high watermark", func(b *hb.Builder) {
+			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 0))
+			b.Start(2)
+			checkpoint(b, 2, nil, cpe(0, 3), cpe(1, 0))
+			checkpoint(b, 2, []history.TopicPartition{tp0}, cpe(0, 3)) // t-1 no longer hosted
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := hb.New()
+			tt.build(b)
+			r := HWCheckpoint{}.Check(b.History())
+			var got []string
+			for _, v := range r.Violations {
+				got = append(got, v.Explanation)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if want := Valid; len(tt.want) > 0 {
+				if r.Verdict != Invalid {
+					t.Fatalf("verdict %s with violations", r.Verdict)
+				}
+			} else if r.Verdict != want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, want, r.Explanation)
+			}
+		})
+	}
 }
 
 func TestAvailability(t *testing.T) {

@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -22,9 +23,9 @@ func (HWCheckpoint) Name() string { return "hw-checkpoint" }
 func (c HWCheckpoint) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
 	type last struct {
-		entries  map[history.TopicPartition]int64
-		idx      int
-		restarts int // node_start events since this write
+		entries map[history.TopicPartition]int64
+		idx     int
+		restart int // the latest node_start event since this write; -1: none
 	}
 	prev := map[int32]*last{}
 	// excused[node][tp] = the partition was stopped or truncated since the
@@ -47,7 +48,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		switch e.Kind {
 		case history.KindNodeStart:
 			if p := prev[e.Node]; p != nil {
-				p.restarts++
+				p.restart = e.Index
 			}
 		case history.KindControlRequest:
 			if acceptedControl(e) && e.Control.API == history.APIStopReplica {
@@ -66,7 +67,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		case history.KindHWCheckpoint:
 			writes++
 			cp := e.Checkpoint
-			cur := &last{entries: make(map[history.TopicPartition]int64, len(cp.Entries)), idx: e.Index}
+			cur := &last{entries: make(map[history.TopicPartition]int64, len(cp.Entries)), idx: e.Index, restart: -1}
 			for _, en := range cp.Entries {
 				cur.entries[history.TP(en.Topic, en.Partition)] = en.HW
 			}
@@ -78,10 +79,9 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 				}
 			}
 			if p := prev[e.Node]; p != nil {
-				across := ""
-				if p.restarts > 0 {
-					across = " across a restart"
-				}
+				// One violation per write: the partitions it dropped and
+				// those whose high watermark it moved back.
+				var dropped, back []string
 				for _, tp := range sortedTPs(p.entries) {
 					oldHW := p.entries[tp]
 					ex, isEx := excused[e.Node][tp]
@@ -91,17 +91,20 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 						if (isEx && ex < 0) || (hosted != nil && !hosted[tp]) {
 							continue
 						}
-						r.violate([]int{p.idx, e.Index},
-							"broker %d's checkpoint write (%s) dropped hosted partition %s, which had high watermark %d in its previous write (event %d)%s: that high watermark is lost.",
-							e.Node, ev(e), tp, oldHW, p.idx, across)
+						dropped = append(dropped, fmt.Sprintf("%s (HW %d)", tp, oldHW))
 					case newHW < oldHW:
 						if isEx && (ex < 0 || ex < oldHW) {
 							continue
 						}
-						r.violate([]int{p.idx, e.Index},
-							"broker %d's checkpoint write (%s) moved %s's high watermark back from %d (event %d) to %d%s.",
-							e.Node, ev(e), tp, oldHW, p.idx, newHW, across)
+						back = append(back, fmt.Sprintf("%s's high watermark back from %d to %d", tp, oldHW, newHW))
 					}
+				}
+				if len(dropped)+len(back) > 0 {
+					events := []int{p.idx, e.Index}
+					if p.restart >= 0 {
+						events = append(events, p.restart)
+					}
+					r.violate(events, "%s", checkpointHarm(e, p.restart, p.idx, dropped, back))
 				}
 			}
 			prev[e.Node] = cur
@@ -110,4 +113,47 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 	}
 	r.detail("checkpoint_writes", writes)
 	return r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a hosted partition or moved a high watermark back.", writes, len(prev)))
+}
+
+// checkpointHarm explains one checkpoint write of broker e.Node that dropped
+// hosted partitions (dropped: "chaos-0 (HW 5)") and moved high watermarks
+// back (back: "chaos-1's high watermark back from 5 to 3"), against its
+// previous write at event prevIdx, with the broker's restart in between at
+// event restart (-1: none).
+func checkpointHarm(e *history.Event, restart, prevIdx int, dropped, back []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s's checkpoint write (%s)", nodeName(e.Node), ev(e))
+	if restart >= 0 {
+		fmt.Fprintf(&b, " after its restart at event %d", restart)
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(&b, " dropped %s, which it hosted", andList(dropped))
+		if len(back) > 0 {
+			b.WriteString(", and")
+		}
+	}
+	if len(back) > 0 {
+		fmt.Fprintf(&b, " moved %s", andList(back))
+	}
+	fmt.Fprintf(&b, " (previous write: event %d)", prevIdx)
+	switch {
+	case len(dropped) == 1:
+		b.WriteString(": that high watermark is lost.")
+	case len(dropped) > 1:
+		b.WriteString(": those high watermarks are lost.")
+	default:
+		b.WriteString(": a restart from it starts below the high watermark it had written.")
+	}
+	return b.String()
+}
+
+// andList joins items as "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
