@@ -177,6 +177,13 @@ type procs interface {
 	waitExited(ctx context.Context, t Target) error
 	pause(ctx context.Context, t Target) error
 	resume(ctx context.Context, t Target) error
+	// down reports whether t's process is not running (another fault
+	// killed it); an error asking counts as up.
+	down(ctx context.Context, t Target) bool
+	// held reports whether another fault holds t (paused, killed, armed);
+	// claim marks t held by this one until the returned release.
+	held(t Target) bool
+	claim(t Target) (release func())
 }
 
 type nemesisProcs struct{ n *Nemesis }
@@ -197,6 +204,12 @@ func (p nemesisProcs) terminate(ctx context.Context, t Target) error {
 func (p nemesisProcs) waitExited(ctx context.Context, t Target) error {
 	return t.Container.WaitExited(ctx)
 }
+func (p nemesisProcs) down(ctx context.Context, t Target) bool {
+	st, err := t.Container.State(ctx)
+	return err == nil && !st.Running
+}
+func (p nemesisProcs) held(t Target) bool              { return p.n.isHeld(t) }
+func (p nemesisProcs) claim(t Target) (release func()) { return p.n.claim(t) }
 
 // InjectFailpoint starts a failpoint fault drawn from pick and returns what
 // ends it. It records a fault_start naming the window and the role, and a
@@ -213,7 +226,7 @@ func nodeID(t Target) int {
 
 // resolveRole finds the node holding plan's role now, and the broker the
 // provocation hits (-1: the target itself or none).
-func resolveRole(ctx context.Context, fw FailpointWorld, plan FPPlan) (target Target, other Target, err error) {
+func resolveRole(ctx context.Context, fw FailpointWorld, pr procs, plan FPPlan) (target Target, other Target, err error) {
 	nodes := fw.Nodes()
 	ctl, err := fw.Controller(ctx)
 	if err != nil {
@@ -269,7 +282,9 @@ func resolveRole(ctx context.Context, fw FailpointWorld, plan FPPlan) (target Ta
 		return target, other, err
 	}
 	if plan.Provoke == ProvokeBounceOther || plan.Provoke == ProvokeBounceTwo {
-		rest := without(nodes, target)
+		// A broker another fault holds (paused, killed, armed) is no
+		// provocation: bouncing it would undo that fault.
+		rest := free(pr, without(nodes, target))
 		if plan.Window.Role == RoleController {
 			// A controller reaches its windows by handling the broker
 			// change, and after-zk-write only when that change moves a
@@ -281,6 +296,36 @@ func resolveRole(ctx context.Context, fw FailpointWorld, plan FPPlan) (target Ta
 		other, err = pickFP(rest, plan.Pick/7)
 	}
 	return target, other, err
+}
+
+// free returns the brokers of ts no other fault holds, or ts when every one
+// is held.
+func free(pr procs, ts []Target) []Target {
+	var out []Target
+	for _, t := range ts {
+		if !pr.held(t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return ts
+	}
+	return out
+}
+
+// resolveRoleSoon retries resolveRole while the role has no holder (a
+// failover in progress, a partition without a leader) or within passes.
+func resolveRoleSoon(ctx context.Context, fw FailpointWorld, pr procs, plan FPPlan, within time.Duration) (Target, Target, error) {
+	deadline := time.Now().Add(within)
+	for {
+		target, other, err := resolveRole(ctx, fw, pr, plan)
+		if err == nil || time.Now().After(deadline) {
+			return target, other, err
+		}
+		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			return target, other, err
+		}
+	}
 }
 
 // leadersAmong returns the brokers of ts that lead a partition of the
@@ -334,10 +379,14 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		return nil, fmt.Errorf("%s: the run's world cannot arm failpoints (no FailpointWorld)", FailpointFault)
 	}
 	plan := PlanFailpoint(pick)
-	target, other, err := resolveRole(ctx, fw, plan)
+	// A role may have no holder for a moment (the controller failing
+	// over, a partition between leaders): look again for a session
+	// timeout and a little more before giving the fault up.
+	target, other, err := resolveRoleSoon(ctx, fw, pr, plan, fw.SessionTimeout()+2*time.Second)
 	if err != nil {
 		return nil, err
 	}
+	release := pr.claim(target)
 	id := nodeID(target)
 	name := plan.Window.Name
 	action := "1*" + plan.Action
@@ -360,6 +409,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		// The failpoint must be armed in the new process before it runs:
 		// kill, arm it for the next start, start.
 		if err := pr.kill(ctx, target); err != nil {
+			release()
 			stop(false, err)
 			return nil, err
 		}
@@ -372,11 +422,13 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			err = serr
 		}
 		if err != nil {
+			release()
 			stop(false, err)
 			return nil, err
 		}
 	default:
 		if err := fw.ArmFailpoint(ctx, id, name, action); err != nil {
+			release()
 			stop(false, err)
 			return nil, err
 		}
@@ -390,7 +442,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		if err == nil && waitReached(ctx, fw, id, name, since, reachWithin(fw)) {
 			// The third broker restarts while the armed node holds in the
 			// window; a window not reached in time leaves it alone.
-			if rest := without(without(fw.Nodes(), target), other); len(rest) > 0 {
+			if rest := free(pr, without(without(fw.Nodes(), target), other)); len(rest) > 0 {
 				err = pr.bounce(ctx, rest[plan.Pick%len(rest)])
 			}
 		}
@@ -402,6 +454,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	}
 	if err != nil {
 		fw.DisarmFailpoint(context.WithoutCancel(ctx), id, name)
+		release()
 		stop(false, err)
 		return nil, err
 	}
@@ -446,6 +499,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	}()
 
 	heal := func(ctx context.Context) error {
+		defer release()
 		joinWatch(ctx, watchDone, wcancel)
 		mu.Lock()
 		reachedAt, p := reached, paused
@@ -484,9 +538,14 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		// An armed failpoint left behind would fire later with nobody to
 		// end its hold, so disarming is retried while another fault (a
 		// partition, a restart) keeps the admin port away. A terminated
-		// node may have exited already, with nothing left armed.
-		if err := disarmSoon(ctx, fw, id, name, 5*time.Second); err != nil && !terminated {
-			errs = append(errs, err)
+		// node may have exited already, and a node another fault killed
+		// meanwhile is down: neither has anything left armed (a failpoint
+		// lives in the process; ArmAtStart's file is consumed by the start
+		// it was written for).
+		if !pr.down(ctx, target) {
+			if err := disarmSoon(ctx, fw, id, name, 5*time.Second); err != nil && !terminated && !pr.down(ctx, target) {
+				errs = append(errs, err)
+			}
 		}
 		if terminated {
 			// Its controlled shutdown finishes once released; then it
@@ -617,7 +676,9 @@ func GuideFailpoints(s Schedule, reached map[string]int) Schedule {
 	out := s
 	out.Steps = slices.Clone(s.Steps)
 	for i, st := range out.Steps {
-		if st.Kind != FailpointFault {
+		if st.Kind != FailpointFault || st.Opening {
+			// An opening aims at its seed bug's window; guidance leaves
+			// it in place.
 			continue
 		}
 		// Each step aims at one least-reached window drawn at random, so

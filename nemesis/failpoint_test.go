@@ -26,6 +26,10 @@ type fpWorld struct {
 	provokedAt time.Time
 	// successorAt: from then on ZooKeeper names n2 the controller.
 	successorAt time.Time
+	// held: brokers another fault holds; down: brokers not running, whose
+	// admin port refuses a disarm.
+	held, down map[string]bool
+	claims     int // claims not yet released
 }
 
 // callLog records what a fake world was asked, in order; mu also guards
@@ -39,6 +43,19 @@ type callLog struct {
 func (l *callLog) DisarmFailpoint(_ context.Context, node int, name string) error {
 	l.log("disarm n%d %s", node, name)
 	return nil
+}
+
+// DisarmFailpoint fails on a broker that is down, as the admin port of a
+// killed process does.
+func (w *fpWorld) DisarmFailpoint(ctx context.Context, node int, name string) error {
+	w.mu.Lock()
+	down := w.down[fmt.Sprintf("n%d", node)]
+	w.mu.Unlock()
+	if down {
+		w.log("disarm n%d %s refused", node, name)
+		return fmt.Errorf("n%d: connection refused", node)
+	}
+	return w.callLog.DisarmFailpoint(ctx, node, name)
 }
 
 func (l *callLog) log(format string, args ...any) {
@@ -110,6 +127,26 @@ func (p fpProcs) waitExited(_ context.Context, t Target) error {
 	return nil
 }
 func (p fpProcs) pause(_ context.Context, t Target) error { p.w.log("sigstop %s", t.Name); return nil }
+func (p fpProcs) down(_ context.Context, t Target) bool {
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.w.down[t.Name]
+}
+func (p fpProcs) held(t Target) bool {
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.w.held[t.Name]
+}
+func (p fpProcs) claim(t Target) func() {
+	p.w.mu.Lock()
+	p.w.claims++
+	p.w.mu.Unlock()
+	return func() {
+		p.w.mu.Lock()
+		p.w.claims--
+		p.w.mu.Unlock()
+	}
+}
 func (p fpProcs) resume(_ context.Context, t Target) error {
 	c, _ := p.w.Controller(context.Background())
 	p.w.log("sigcont %s (controller n%d)", t.Name, c)
@@ -308,7 +345,7 @@ func TestGuideFailpoints(t *testing.T) {
 	g := GuideFailpoints(s, reached)
 	nfp := 0
 	for i, st := range g.Steps {
-		if st.Kind != FailpointFault {
+		if st.Kind != FailpointFault || st.Opening {
 			if st != s.Steps[i] {
 				t.Fatalf("step %d (%s) changed: %+v → %+v", i, st.Kind, s.Steps[i], st)
 			}

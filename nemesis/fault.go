@@ -120,8 +120,11 @@ type injector func(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal
 // chooser picks the broker a fault hits.
 type chooser func(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Target, error)
 
+// aBroker picks among the brokers no other fault holds (all of them when
+// every one is held): a random fault on a broker another holds would undo
+// or blur it.
 func aBroker(_ context.Context, n *Nemesis, k FaultKind, pick int) (Target, error) {
-	return pickOne(k, n.World.Nodes(), pick)
+	return pickOne(k, free(nemesisProcs{n}, n.World.Nodes()), pick)
 }
 
 func theController(ctx context.Context, n *Nemesis, k FaultKind, _ int) (Target, error) {

@@ -43,6 +43,9 @@ type Nemesis struct {
 	paused  map[*docker.Container]openFault // container → its fault
 	killed  map[*docker.Container]openFault
 	openNet []openFault // network faults in force, closed by Heal
+	// claimed counts, per target name, the faults that hold it beyond a
+	// pause or kill (a failpoint armed on it, a leader being cut off).
+	claimed map[string]int
 }
 
 // openFault remembers a recorded fault for its stop event.
@@ -53,7 +56,47 @@ type openFault struct {
 
 // New returns a Nemesis for w recording into rec (which may be nil).
 func New(w World, rec *Recorder) *Nemesis {
-	return &Nemesis{World: w, Net: NewNet(), Rec: rec, paused: map[*docker.Container]openFault{}, killed: map[*docker.Container]openFault{}}
+	return &Nemesis{World: w, Net: NewNet(), Rec: rec, paused: map[*docker.Container]openFault{}, killed: map[*docker.Container]openFault{},
+		claimed: map[string]int{}}
+}
+
+// claim marks t held by a fault until release: faults that pick a random
+// broker leave it alone, so a dense schedule does not bounce the node a
+// failpoint holds in its window (undoing it) or restart a leader another
+// fault keeps down.
+func (n *Nemesis) claim(t Target) (release func()) {
+	n.mu.Lock()
+	if n.claimed == nil {
+		n.claimed = map[string]int{}
+	}
+	n.claimed[t.Name]++
+	n.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			n.mu.Lock()
+			if n.claimed[t.Name]--; n.claimed[t.Name] <= 0 {
+				delete(n.claimed, t.Name)
+			}
+			n.mu.Unlock()
+		})
+	}
+}
+
+// isHeld reports whether a fault in force holds t: paused, killed or
+// claimed.
+func (n *Nemesis) isHeld(t Target) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.claimed[t.Name] > 0 {
+		return true
+	}
+	if t.Container == nil {
+		return false
+	}
+	_, p := n.paused[t.Container]
+	_, k := n.killed[t.Container]
+	return p || k
 }
 
 // PauseTarget SIGSTOPs t until ResumeTarget or Heal.

@@ -16,7 +16,10 @@ import (
 // shrink within the hold, replica.lag.time.max being longer, leaves the
 // fault a partition). The failover then happens with the followers behind
 // and out of the ISR: KAFKA-3861's offline partition, an unclean election's
-// lost writes. Heal restores the links and starts the leader again.
+// lost writes. If leadership moves while the cut holds, the fault follows
+// it: the broker killed is the partition's leader at the moment its ISR is
+// itself alone, and it stays down for the hold and past the failover.
+// Heal restores the links and starts the leader again.
 const KillLaggingLeader FaultKind = "kill-lagging-leader"
 
 // KillLaggingLeaderDoc describes the fault for the catalogue.
@@ -52,6 +55,14 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 	if err := n.PartitionTargets(ctx, string(k), []Target{lt}, followers); err != nil {
 		return nil, err
 	}
+	// The leader is this fault's until heal: a random fault does not
+	// bounce it back while it is kept down.
+	releases := []func(){n.claim(lt)}
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
 	// Kill the leader once its ISR is itself alone: the followers lag.
 	// The watch outlives a short hold (the ISR shrinks only after
 	// replica.lag.time.max), up to reachWithin after the cut.
@@ -67,6 +78,20 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		defer close(done)
 		for {
 			l, now, err := fw.PartitionISR(kctx, topic, p)
+			if err == nil && l >= 0 && l != leader {
+				// Leadership moved while the cut held (a preferred
+				// election, a reassignment, a controlled shutdown):
+				// follow it, cutting the new leader from the others too,
+				// so the broker killed is the partition's leader when its
+				// followers lag.
+				if nt, berr := byName(nodes, fmt.Sprintf("n%d", l)); berr == nil &&
+					n.PartitionTargets(kctx, string(k), []Target{nt}, without(nodes, nt)) == nil {
+					mu.Lock()
+					leader, lt = l, nt
+					releases = append(releases, n.claim(nt))
+					mu.Unlock()
+				}
+			}
 			if err == nil && l == leader && slices.Equal(now, []int{leader}) {
 				break
 			}
@@ -79,7 +104,10 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
-		err := n.KillTarget(kctx, lt)
+		mu.Lock()
+		victim := lt
+		mu.Unlock()
+		err := n.KillTarget(kctx, victim)
 		mu.Lock()
 		if err == nil {
 			killedAt = time.Now()
@@ -89,8 +117,9 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 	}()
 	return func(ctx context.Context) error {
 		joinWatch(ctx, done, cancel)
+		defer release()
 		mu.Lock()
-		k, ke := killedAt, kerr
+		k, ke, victim := killedAt, kerr, lt
 		mu.Unlock()
 		if !k.IsZero() {
 			// The leader stays away like a machine being replaced: past
@@ -101,7 +130,7 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		}
 		errs := []error{n.HealNet(ctx)}
 		if !k.IsZero() {
-			errs = append(errs, n.StartTarget(ctx, lt))
+			errs = append(errs, n.StartTarget(ctx, victim))
 		} else if ke != nil && !errors.Is(ke, context.Canceled) {
 			errs = append(errs, ke)
 		}

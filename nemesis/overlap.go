@@ -15,8 +15,9 @@ import (
 // held together most of the time; below 1 leaves quiet gaps). Faults start
 // at exponentially spaced times (a Poisson process with rate
 // density/meanHold), each held for [minHold, maxHold], all inside total. The
-// same seed gives the same schedule, so --replay still works; Steps are in
-// start order and may overlap, which RunOverlapping executes and Run (one at
+// same seed gives the same schedule, so --replay still works. The openings
+// (opening.go) come first, one at a time. Steps are in start order and may
+// overlap, which RunOverlapping executes and Run (one at
 // a time) does not.
 func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []FaultKind, density float64) (Schedule, error) {
 	if density <= 0 || density > 8 {
@@ -34,7 +35,9 @@ func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []Fault
 	// not move the starts and holds a seed gives.
 	kr := rand.New(rand.NewPCG(seed, 0xfa17))
 	mean := float64(minHold+maxHold) / 2
-	at := time.Duration(0)
+	// The openings come first; the Poisson starts begin after them.
+	openings, at := planOpenings(seed, total, kinds)
+	s.Steps = openings
 	for {
 		at += time.Duration(r.ExpFloat64() * mean / density)
 		hold := minHold
@@ -95,7 +98,14 @@ func RunOverlapping(ctx context.Context, s Schedule, inject Injector) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	for _, st := range s.Steps {
+	// The openings run first, one at a time; the rest move with their
+	// overrun.
+	steps, shift, err := runOpenings(ctx, start, s.Steps, inject)
+	if err != nil {
+		add(err)
+	}
+	for _, st := range steps {
+		st.At += shift
 		if !sleepUntil(ctx, start.Add(st.At)) {
 			break
 		}

@@ -75,6 +75,10 @@ type Step struct {
 	// Pick chooses among candidates (a random broker, one follower); the
 	// same Pick in a replay chooses the same position.
 	Pick int `json:"pick"`
+	// Opening marks a step aimed at a seed bug's window (opening.go): the
+	// schedule's openings run first, one at a time, each until its window
+	// is over, and no other step starts until OpeningQuiet after them.
+	Opening bool `json:"opening,omitempty"`
 }
 
 // Schedule is a seeded plan of faults, one at a time with quiet gaps, the
@@ -167,11 +171,12 @@ func Usable(topo Topology, kinds []FaultKind) (usable []FaultKind, skipped []str
 	return usable, skipped
 }
 
-// Plan makes the schedule for seed on a run of topology topo: faults drawn
-// from the kinds available on topo, each held for [minHold, maxHold],
-// separated by quiet gaps of [minHold/2, maxHold], all inside total. Kinds
-// the topology cannot take are listed in Skipped with the reason and never
-// drawn, so a planned step does not fail for want of a target.
+// Plan makes the schedule for seed on a run of topology topo: the openings
+// (opening.go) the available kinds allow, then faults drawn from the kinds
+// available on topo, each held for [minHold, maxHold], separated by quiet
+// gaps of [minHold/2, maxHold], all inside total. Kinds the topology cannot
+// take are listed in Skipped with the reason and never drawn, so a planned
+// step does not fail for want of a target.
 func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kinds []FaultKind) Schedule {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration {
@@ -184,6 +189,9 @@ func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kin
 	usable, skipped := Usable(topo, kinds)
 	s.Skipped = skipped
 	at := between(minHold/2, maxHold)
+	openings, after := planOpenings(seed, total, usable)
+	s.Steps = openings
+	at = max(at, after)
 	for len(usable) > 0 {
 		hold := between(minHold, maxHold)
 		if at+hold > total {
@@ -246,6 +254,11 @@ func (n *Nemesis) RunSchedule(ctx context.Context, s Schedule) error {
 	// A step that could not be applied (its target gone while another
 	// fault holds the cluster) is in the history with its error; only a
 	// heal that failed ends the run.
+	return healErrors(err)
+}
+
+// healErrors keeps the heal failures of a runner's joined errors.
+func healErrors(err error) error {
 	var healErrs []error
 	for _, e := range unwrapJoined(err) {
 		if strings.HasPrefix(e.Error(), "heal ") {
@@ -272,7 +285,20 @@ func unwrapJoined(err error) []error {
 func (n *Nemesis) Run(ctx context.Context, s Schedule) error {
 	start := time.Now()
 	defer n.Heal(context.WithoutCancel(ctx))
-	for _, st := range s.Steps {
+	// Openings first; a heal that fails ends the run as any step's would.
+	steps, shift, err := runOpenings(ctx, start, s.Steps, func(ctx context.Context, st Step) (func(context.Context) error, error) {
+		heal, err := n.Apply(ctx, st)
+		if err != nil {
+			// Whatever the fault did before it failed is healed.
+			return nil, errors.Join(err, n.Heal(context.WithoutCancel(ctx)))
+		}
+		return func(ctx context.Context) error { return errors.Join(heal(ctx), n.Heal(ctx)) }, nil
+	})
+	if herr := healErrors(err); herr != nil {
+		return fmt.Errorf("openings: %w", herr)
+	}
+	for _, st := range steps {
+		st.At += shift
 		if !sleepUntil(ctx, start.Add(st.At)) {
 			return nil
 		}

@@ -73,6 +73,9 @@ func (f zkfFake) start(_ context.Context, t Target) error  { f.w.log("start %s",
 func (f zkfFake) terminate(context.Context, Target) error  { return nil }
 func (f zkfFake) waitExited(context.Context, Target) error { return nil }
 func (f zkfFake) pause(_ context.Context, t Target) error  { f.w.log("sigstop %s", t.Name); return nil }
+func (f zkfFake) down(context.Context, Target) bool        { return false }
+func (f zkfFake) held(Target) bool                         { return false }
+func (f zkfFake) claim(Target) func()                      { return func() {} }
 func (f zkfFake) resume(_ context.Context, t Target) error {
 	f.w.log("sigcont %s", t.Name)
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func TestDenseScheduleReplaysTheSameFailpoints(t *testing.T) {
 	o := &runOptions{}
 	cmd := newRunCmdWith(o)
-	if err := cmd.ParseFlags([]string{"--seed", "5", "--time-limit", "60s", "--fault-density", "2", "--faults", "all"}); err != nil {
+	if err := cmd.ParseFlags([]string{"--seed", "5", "--time-limit", "180s", "--fault-density", "2", "--faults", "all"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _, err := o.config()
@@ -33,14 +34,17 @@ func TestDenseScheduleReplaysTheSameFailpoints(t *testing.T) {
 		for _, st := range s.Steps {
 			if st.Kind == nemesis.FailpointFault {
 				p := nemesis.PlanFailpoint(st.Pick)
-				out = append(out, fmt.Sprintf("%s %s/%s %s %s p%d", st.At, p.Window.Name, p.Window.Role, p.Action, p.Provoke, p.Partition))
+				out = append(out, fmt.Sprintf("%s %s/%s %s %s p%d opening=%v", st.At, p.Window.Name, p.Window.Role, p.Action, p.Provoke, p.Partition, st.Opening))
 			}
 		}
 		return out
 	}
 	first := arms(s)
-	// Failpoint steps are weighted (nemesis.FailpointShare): a minute at
-	// density 2 draws several.
+	if len(first) == 0 || !strings.HasSuffix(first[0], "opening=true") {
+		t.Fatalf("the schedule does not begin with a failpoint opening: %q", first)
+	}
+	// Failpoint steps are weighted (nemesis.FailpointShare): the two
+	// minutes after the openings, at density 2, draw several.
 	if len(first) < 3 {
 		t.Fatalf("only %d failpoint steps in %d: %q", len(first), len(s.Steps), first)
 	}
@@ -57,7 +61,7 @@ func TestDenseScheduleReplaysTheSameFailpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if replay.Schedule == nil || replay.Density != 2 || replay.TimeLimit != time.Minute {
+	if replay.Schedule == nil || replay.Density != 2 || replay.TimeLimit != 3*time.Minute {
 		t.Fatalf("replay config: schedule %v, density %g, time limit %s", replay.Schedule != nil, replay.Density, replay.TimeLimit)
 	}
 	second := arms(replay.Plan())

@@ -66,7 +66,9 @@ func (s shard) seeds(first uint64, n int) []uint64 {
 
 // printSchedule writes one seed's schedule as a table a person can read
 // and diff: each fault's start, hold, end and pick (the position among
-// candidates that chooses a random broker or follower).
+// candidates that chooses a random broker or follower). Openings are
+// marked [opening BUG]: their ends are planned, the run holds each until
+// its window is over and moves the steps after them by any overrun.
 func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
 	fmt.Fprintf(out, "seed %d%s: %d faults in %s\n", s.Seed, label, len(s.Steps), s.Total)
 	if len(s.Steps) == 0 {
@@ -85,6 +87,15 @@ func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
 			// replay).
 			p := nemesis.PlanFailpoint(st.Pick)
 			kind += fmt.Sprintf(" %s (%s, %s, %s)", p.Window.Name, p.Window.Role, p.Action, p.Provoke)
+		}
+		if st.Opening {
+			// Aimed at a seed bug's window; runs alone, until its window
+			// is over, before the others.
+			kind += " [opening"
+			if bug := nemesis.OpeningBug(st); bug != "" {
+				kind += " " + bug
+			}
+			kind += "]"
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\n", i+1, st.At.Round(time.Millisecond), st.Hold.Round(time.Millisecond),
 			(st.At + st.Hold).Round(time.Millisecond), kind, st.Pick)

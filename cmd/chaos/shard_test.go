@@ -116,6 +116,23 @@ func TestRunDryRun(t *testing.T) {
 		}
 	}
 
+	// Openings are marked with the seed bug they aim at; other steps are
+	// not.
+	for _, st := range want.Steps {
+		line := ""
+		for _, l := range strings.Split(a, "\n") {
+			if strings.Contains(l, " "+st.At.Round(time.Millisecond).String()+" ") {
+				line = l
+			}
+		}
+		if marked := strings.Contains(line, "[opening "); marked != st.Opening {
+			t.Errorf("step at %s (opening %v) printed as %q", st.At, st.Opening, line)
+		}
+	}
+	if !strings.Contains(a, "[opening KAFKA-532]") || !strings.Contains(a, "[opening KAFKA-7235]") {
+		t.Errorf("dry run lacks the failpoint openings:\n%s", a)
+	}
+
 	// A shard prints only its seeds.
 	s, code := runCLI(t, "run", "--dry-run", "--seed", "10", "--seeds", "4", "--shard", "2/2")
 	if code != exitValid || !strings.Contains(s, "seed 11 (shard 2/2)") || !strings.Contains(s, "seed 13 (shard 2/2)") ||

@@ -1,0 +1,155 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// A random schedule's faults rarely line up with the windows where the
+// fencing and replication bugs live (issue 13: a random SIGSTOP lands on an
+// idle controller, a random kill on a leader whose followers are caught
+// up). So a seeded schedule begins with openings: one fault aimed at each
+// known window, run one after another, each healed (its window over) before
+// the next starts, and no other fault starts until OpeningQuiet after the
+// last. Which broker each hits and when it starts are drawn from the seed;
+// the steps are ordinary steps marked Opening, saved with the schedule, so
+// a replay arms the same failpoints at the same offsets.
+
+// OpeningQuiet is how long after the last opening's end the schedule's
+// other faults may start: the cluster settles (a resumed zombie controller
+// resigns, a restarted leader catches up) before faults overlap it, so a
+// violation an opening provoked is not confused with the next fault's.
+const OpeningQuiet = 8 * time.Second
+
+// openingGap separates two openings: the controller a failover just elected
+// is known before the next opening looks its role up.
+const openingGap = 2 * time.Second
+
+// openingSpec is one opening: the fault kind and, for the failpoint fault,
+// the window, action and provocation its pick must plan.
+type openingSpec struct {
+	bug                     string // the seed bug whose window it opens
+	kind                    FaultKind
+	window, action, provoke string
+	// hold is the planned hold: about when the window ends (the fault's
+	// heal waits for its window's end beyond it).
+	hold time.Duration
+}
+
+// openingSpecs are the openings in the order a schedule runs them.
+var openingSpecs = []openingSpec{
+	// The controller stops at the broker change a bounce provokes and
+	// stays stopped past its session: it resumes a zombie with requests
+	// to send.
+	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-broker-change", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
+	// The controller holds between its ZooKeeper write and its
+	// LeaderAndIsr, and a broker it is sending to restarts meanwhile: the
+	// request carries the previous process's broker epoch.
+	{bug: "KAFKA-7235", kind: FailpointFault, window: "controller-after-zk-write", action: FPPause, provoke: ProvokeBounceTwo, hold: 6 * time.Second},
+	// A leader dies once its followers lag out of the ISR.
+	{bug: "KAFKA-3861", kind: KillLaggingLeader, hold: 12 * time.Second},
+	// The controller fails over to a broker whose ZooKeeper server lags.
+	{bug: "KAFKA-16667", kind: FailoverOnLaggingZK, hold: 12 * time.Second},
+}
+
+// OpeningBug names the seed bug whose window an opening step aims at, from
+// its kind and (for the failpoint fault) the plan its pick draws; "" for a
+// step that matches no opening.
+func OpeningBug(st Step) string {
+	for _, o := range openingSpecs {
+		if o.kind != st.Kind {
+			continue
+		}
+		if o.kind != FailpointFault {
+			return o.bug
+		}
+		p := PlanFailpoint(st.Pick)
+		if p.Window.Name == o.window && p.Action == o.action && p.Provoke == o.provoke {
+			return o.bug
+		}
+	}
+	return ""
+}
+
+// openingPick draws a failpoint pick that plans o's window, action and
+// provocation; the rest of the plan (partition, candidate) stays random.
+func openingPick(r *rand.Rand, o openingSpec) (int, bool) {
+	for range 1 << 16 {
+		p := r.IntN(1 << 16)
+		if pl := PlanFailpoint(p); pl.Window.Name == o.window && pl.Action == o.action && pl.Provoke == o.provoke {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// planOpenings returns the openings a schedule of seed over kinds begins
+// with (those whose kind is among kinds and that fit in total) and when the
+// schedule's other faults may start. The openings draw from their own
+// generator, so the other steps a seed gives keep their shape.
+func planOpenings(seed uint64, total time.Duration, kinds []FaultKind) ([]Step, time.Duration) {
+	r := rand.New(rand.NewPCG(seed, 0x0be41195))
+	// The first opening starts once the workload has written for a second
+	// or two: a zombie's harm needs acknowledged records to lose.
+	at := time.Second + time.Duration(r.Int64N(int64(time.Second)))
+	var steps []Step
+	for _, o := range openingSpecs {
+		if !slices.Contains(kinds, o.kind) || at+o.hold > total {
+			continue
+		}
+		pick := r.IntN(1 << 16)
+		if o.kind == FailpointFault {
+			p, ok := openingPick(r, o)
+			if !ok {
+				continue
+			}
+			pick = p
+		}
+		steps = append(steps, Step{At: at, Kind: o.kind, Hold: o.hold, Pick: pick, Opening: true})
+		at += o.hold + openingGap
+	}
+	if len(steps) == 0 {
+		return nil, 0
+	}
+	last := steps[len(steps)-1]
+	return steps, last.At + last.Hold + OpeningQuiet
+}
+
+// runOpenings runs the leading opening steps of steps one after another
+// from start: each starts at its offset (moved later by as much as the
+// openings before it overran their plan) and is healed, its heal
+// returning once its window is over, before the next starts. It returns
+// the steps after the openings and how far they move: the openings'
+// overrun of their planned end, so the quiet after them stays
+// OpeningQuiet. A step that cannot be applied is skipped and its error
+// returned; ctx ending stops it early.
+func runOpenings(ctx context.Context, start time.Time, steps []Step, inject Injector) (rest []Step, shift time.Duration, err error) {
+	var errs []error
+	for i, st := range steps {
+		if !st.Opening {
+			return steps[i:], shift, errors.Join(errs...)
+		}
+		if !sleepUntil(ctx, start.Add(st.At+shift)) {
+			return nil, shift, errors.Join(errs...)
+		}
+		heal, ierr := inject(ctx, st)
+		if ierr != nil {
+			errs = append(errs, fmt.Errorf("opening at %s (%s): %w", st.At, st.Kind, ierr))
+			continue
+		}
+		sleepUntil(ctx, start.Add(st.At+shift+st.Hold))
+		if herr := heal(context.WithoutCancel(ctx)); herr != nil {
+			errs = append(errs, fmt.Errorf("heal %s started at %s: %w", st.Kind, st.At, herr))
+		}
+		if ctx.Err() != nil {
+			return nil, shift, errors.Join(errs...)
+		}
+		// The heal ran past the planned end: what follows moves with it.
+		shift = max(shift, time.Since(start)-(st.At+st.Hold))
+	}
+	return nil, shift, errors.Join(errs...)
+}
