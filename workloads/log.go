@@ -273,9 +273,13 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 	inv.Type = history.OpInvoke
 	c.record(inv)
 
-	octx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
+	// The produce's own context does not end with the workload: a record
+	// still waiting in the client (for its producer id, say) would be
+	// failed at once, an outcome lost. produceOne gives it endGrace after
+	// the workload's end instead.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.OpTimeout)
 	defer cancel()
-	r, err := c.produceOne(octx, &kgo.Record{Topic: c.cfg.Topic, Partition: p, Value: []byte(val)})
+	r, err := c.produceOne(ctx, octx, &kgo.Record{Topic: c.cfg.Topic, Partition: p, Value: []byte(val)})
 	done := base
 	switch {
 	case err == nil:
@@ -299,25 +303,35 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 // errNoAnswer ends a produce whose promise did not fire within its timeout.
 var errNoAnswer = errors.New("no answer within the operation timeout")
 
-// produceOne produces rec and waits for its promise until ctx ends, plus a
-// grace for kgo to fail the record itself. kgo's delivery timeout is checked
-// only between requests, so a request to a broker frozen with SIGSTOP (its
-// connection open, never answering) can hold ProduceSync past any context:
-// a CI run waited 72 minutes. The caller then records the outcome unknown
-// and closes the client, which fails the record.
-func (c *client) produceOne(ctx context.Context, rec *kgo.Record) (*kgo.Record, error) {
+// endGrace is how long a produce in flight when the workload ends may still
+// take to answer: an answer in time is an outcome known, and a produce held
+// by a broker that does not answer keeps the end waiting no longer.
+const endGrace = 200 * time.Millisecond
+
+// produceOne produces rec under ctx (the operation's timeout) and waits for
+// its promise until ctx ends, plus a grace for kgo to fail the record
+// itself; when the workload ends first (end), it waits endGrace more. kgo's
+// delivery timeout is checked only between requests, so a request to a
+// broker frozen with SIGSTOP (its connection open, never answering) can
+// hold ProduceSync past any context: a CI run waited 72 minutes. The caller
+// then records the outcome unknown and closes the client, which fails the
+// record.
+func (c *client) produceOne(end, ctx context.Context, rec *kgo.Record) (*kgo.Record, error) {
 	type result struct {
 		r   *kgo.Record
 		err error
 	}
 	ch := make(chan result, 1)
 	c.kc.Produce(ctx, rec, func(r *kgo.Record, err error) { ch <- result{r, err} })
+	grace := 2 * time.Second
 	select {
 	case res := <-ch:
 		return res.r, res.err
 	case <-ctx.Done():
+	case <-end.Done():
+		grace = endGrace
 	}
-	t := time.NewTimer(2 * time.Second)
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case res := <-ch:

@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"go.uber.org/goleak"
@@ -151,5 +153,69 @@ func TestDefiniteFailure(t *testing.T) {
 		if got := definiteFailure(tt.err, tt.idempotent); got != tt.want {
 			t.Errorf("%v: got %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// A produce still in the client when the workload ends (here: waiting for
+// its producer id) gets its answer if it comes within endGrace, and is
+// recorded unknown (info) if it does not; the workload does not wait for it
+// longer.
+func TestProduceInFlightAtTheEnd(t *testing.T) {
+	tests := []struct {
+		name  string
+		delay time.Duration // the producer id is answered this long after the end
+		want  history.OpType
+	}{
+		{"answered within the grace", endGrace / 4, history.OpOK},
+		{"not answered within the grace", 5 * endGrace, history.OpInfo},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			held := make(chan struct{})
+			var once sync.Once
+			fake.ControlKey(int16(kmsg.InitProducerID), func(kmsg.Request) (kmsg.Response, error, bool) {
+				// Hold the first producer id until the workload has ended
+				// and the delay has passed; kfake then answers it.
+				once.Do(func() {
+					close(held)
+					<-ctx.Done()
+					time.Sleep(tt.delay)
+				})
+				return nil, nil, false
+			})
+			dir := t.TempDir()
+			hdir := filepath.Join(dir, "history")
+			if err := os.MkdirAll(hdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			open := func(name string) (*history.Writer, error) {
+				return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
+			}
+			wl, err := NewLog(LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 1, Producers: 1, OpTimeout: time.Minute, Seed: 1}, open)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { <-held; cancel() }() // the workload ends while the produce waits
+			if err := wl.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h, err := history.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, orphans := history.Operations(h)
+			if len(ops) != 1 || len(orphans) != 0 {
+				t.Fatalf("%d operations, %d without completion; want the one produce", len(ops), len(orphans))
+			}
+			if got := ops[0].Outcome(); got != tt.want {
+				t.Fatalf("the produce in flight at the end was recorded %s (%s), want %s", got, ops[0].Complete.Op.Error, tt.want)
+			}
+		})
 	}
 }
