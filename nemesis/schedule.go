@@ -334,8 +334,24 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// Apply starts one step's fault and returns its heal.
+// Apply starts one step's fault and returns its heal. A step that cannot
+// be applied (no role holder, no candidate) is recorded as a fault that
+// stopped at once with its error, so the history says what the schedule
+// tried; the runners go on past it.
 func (n *Nemesis) Apply(ctx context.Context, st Step) (Heal, error) {
+	heal, err := n.apply(ctx, st)
+	if err != nil && ctx.Err() == nil {
+		detail := "not applied"
+		if st.Opening {
+			detail = "opening not applied"
+		}
+		id := n.Rec.Start(string(st.Kind), nil, detail)
+		n.Rec.Stop(id, string(st.Kind), nil, err)
+	}
+	return heal, err
+}
+
+func (n *Nemesis) apply(ctx context.Context, st Step) (Heal, error) {
 	f, ok := Lookup(st.Kind)
 	if !ok {
 		return nil, fmt.Errorf("unknown fault %q", st.Kind)

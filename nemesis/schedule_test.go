@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/history"
 )
 
 func TestPlanIsSeededAndBounded(t *testing.T) {
@@ -177,14 +179,36 @@ func TestPlanPicksOnlyAvailableFaults(t *testing.T) {
 // A replayed step whose fault the running cluster cannot take fails before
 // touching anything, with the reason.
 func TestApplyRefusesUnavailableFault(t *testing.T) {
-	n := New(fakeWorld{nodes: 1, zks: 1}, nil)
-	for _, k := range []FaultKind{PartitionHalves, IsolateZKLeader, PauseZKFollower} {
-		if _, err := n.Apply(t.Context(), Step{Kind: k}); err == nil || !strings.Contains(err.Error(), "needs") {
-			t.Errorf("%s on one broker and one ZooKeeper server: err %v", k, err)
+	file := filepath.Join(t.TempDir(), "nemesis.jsonl")
+	rec := NewFileRecorder(file)
+	n := New(fakeWorld{nodes: 1, zks: 1}, rec)
+	refused := []Step{{Kind: PartitionHalves}, {Kind: IsolateZKLeader}, {Kind: PauseZKFollower, Opening: true}}
+	for _, st := range refused {
+		if _, err := n.Apply(t.Context(), st); err == nil || !strings.Contains(err.Error(), "needs") {
+			t.Errorf("%s on one broker and one ZooKeeper server: err %v", st.Kind, err)
 		}
 	}
 	if _, err := n.Apply(t.Context(), Step{Kind: "melt-cpu"}); err == nil {
 		t.Error("unknown fault applied")
+	}
+	// Each refused step is in the history: a start and a stop with the
+	// reason, an opening named as such.
+	rec.Close()
+	evs, _, err := history.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2*(len(refused)+1) {
+		t.Fatalf("%d events for %d refused steps", len(evs), len(refused)+1)
+	}
+	for i, st := range refused {
+		start, stop := evs[2*i].Fault, evs[2*i+1].Fault
+		if start.Name != string(st.Kind) || stop.ID != start.ID || !strings.Contains(stop.Error, "needs") {
+			t.Errorf("step %s recorded as %+v, %+v", st.Kind, start, stop)
+		}
+		if wantOpening := st.Opening; strings.HasPrefix(start.Detail, "opening") != wantOpening {
+			t.Errorf("step %s (opening %v) recorded with detail %q", st.Kind, st.Opening, start.Detail)
+		}
 	}
 }
 
