@@ -3,6 +3,9 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -21,9 +24,11 @@ import (
 //
 // ZooKeeper applies commits in order, so the new controller's reads are
 // stale only against writes committed after its own /controller create. The
-// driver makes one: the dead controller is a follower of every partition,
-// so the partition leaders shrink it out of their ISRs past
-// replica.lag.time.max, writing the state znodes themselves, while the new
+// driver makes one: the old controller stops cleanly (SIGTERM with
+// controlled shutdown off: it closes its session, so the election follows
+// at once instead of after a session expiry), and the leader of the
+// partition it followed shrinks it out of the ISR past
+// replica.lag.time.max, writing the state znode itself, while the new
 // controller is held between its election and its reads and its server's
 // link from the ZooKeeper leader is slowed. Each broker's session is pinned
 // to its own ZooKeeper server (--zk-server-by-id) so the driver knows which
@@ -49,7 +54,7 @@ func kafka16667() Scenario {
 		// A slowed follower must stay in the quorum while it lags: its
 		// sync limit is well above the lag the slow link builds.
 		ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
-		ZKSessionTimeout: 6 * time.Second,
+		ZKSessionTimeout: 6 * time.Second, // outlives the new controller's first write waiting on the lagging server
 		TimeLimit:        60 * time.Second,
 		Settle:           time.Second,
 		NoWorkload:       true,
@@ -59,6 +64,9 @@ func kafka16667() Scenario {
 			// The leaders shrink the dead controller out of their
 			// ISRs after the new controller is elected and held.
 			"--replica-lag-time-max=" + kafka16667Lag.String(),
+			// SIGTERM stops a broker cleanly: its session closes and
+			// /controller goes at once; nothing is moved first.
+			"--controlled-shutdown=false",
 		},
 	})
 }
@@ -66,12 +74,12 @@ func kafka16667() Scenario {
 const (
 	// kafka16667Grace is how long after healing the controller has to
 	// finish; the liveness checker counts BADVERSION retries after it.
-	kafka16667Grace = 3 * time.Second
-	// kafka16667Lag: replica.lag.time.max. The shrinks must commit after the
-	// new controller's /controller create, which its lagging server applies
-	// late (the session timeout, then the backlog), and late enough that the
-	// backlog is seconds long by then.
-	kafka16667Lag = 10 * time.Second
+	kafka16667Grace = 2 * time.Second
+	// kafka16667Lag: replica.lag.time.max. The shrink must commit after the
+	// new controller holds and its server's link is slowed (0.2 to 0.6 s
+	// after the old controller's stop, then the shaping), and late enough
+	// that the slowed server's backlog is seconds long by then.
+	kafka16667Lag = 3 * time.Second
 
 	failpointBeforeElect  = "controller-before-elect"
 	failpointAfterElected = "controller-after-elected"
@@ -93,14 +101,16 @@ type kafka16667Driver struct {
 // Drive: the controller C follows one partition, led by O; W, the other
 // survivor, must be on a ZooKeeper follower F. Keep O out of the election
 // (controller-before-elect), hold W right after it wins
-// (controller-after-elected), kill C. Once W holds, slow the link from the
-// ZooKeeper leader to F and let O go. Past replica.lag.time.max O shrinks C
-// out of its ISR, committed through another server; release W (it reads
-// through F, which has not applied O's write) and unslow the link, so W's
-// writes come back. Restart C after W's first partition-state write (W
-// must see it dead), then wait until the run is decided: C hears from W
-// (the fix), or W's write has failed with BADVERSION more often after the
-// grace than liveness allows (the bug).
+// (controller-after-elected), stop C cleanly (SIGTERM, controlled shutdown
+// off). Once W holds, slow the link from the ZooKeeper leader to F and let
+// O go. Past replica.lag.time.max O shrinks C out of its ISR, committed
+// through another server; check that F has not applied that write (else
+// the window was missed: a harness error, not a valid run), release W (it
+// reads through F) and unslow the link, so W's writes come back. Restart C
+// after W's first partition-state write (W must see it dead), then wait
+// until the run is decided: C hears from W (the fix), or W's write has
+// failed with BADVERSION more often after the grace than liveness allows
+// (the bug).
 func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	start, c1, err := begin(ctx, l, "KAFKA-16667")
 	if err != nil {
@@ -154,7 +164,13 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 				return ctx.Err()
 			}
 		}
-		l.Note("zk%d leads now", lead)
+		// Restarting the leader made the other servers drop their
+		// clients; a broker still reconnecting when it is stopped cannot
+		// close its session, and the election would wait for its expiry.
+		if err := waitSessions(ctx, l, serverOf, 15*time.Second); err != nil {
+			return err
+		}
+		l.Note("zk%d leads now; every broker is connected to its server again", lead)
 	}
 	f := serverOf(w)
 	l.Note("controller n%d; ZooKeeper leader zk%d; n%d (on follower zk%d) will take over, n%d (on zk%d) stays out of the election",
@@ -177,9 +193,14 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err != nil {
 		return err
 	}
-	l.Note("killing the controller n%d", c1)
-	if err := l.Nemesis.KillTarget(ctx, ct); err != nil {
-		return err
+	// A clean stop: the session closes, /controller goes at once and W is
+	// elected within a second. The stop stays a fault until the driver
+	// starts C again below.
+	l.Note("stopping the controller n%d (SIGTERM, controlled shutdown off)", c1)
+	stopID := l.Nemesis.Rec.Start("stop", []string{ct.Name}, "SIGTERM, controlled shutdown off; down until restarted")
+	if err := ct.Container.Signal(ctx, "SIGTERM"); err != nil {
+		l.Nemesis.Rec.Stop(stopID, "stop", []string{ct.Name}, err)
+		return fmt.Errorf("KAFKA-16667: stop n%d: %w", c1, err)
 	}
 	held, err := l.WaitEvent(ctx, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && int(e.Node) == w && e.Fault != nil && e.Fault.Failpoint == failpointAfterElected
@@ -203,18 +224,26 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.ArmFailpoint(ctx, o, failpointBeforeElect, "off"); err != nil {
 		return err
 	}
+	// O's shrink as its state write, which carries the zxid it committed
+	// at (the node logs the write, then the ISR change).
 	shrink, err := l.WaitEvent(ctx, held.Time, 20*time.Second, fmt.Sprintf("n%d shrinking n%d out of an ISR", o, c1), func(e *history.Event) bool {
-		return e.Kind == history.KindISRChange && int(e.Node) == o && e.ISR.Outcome == history.ZKOK &&
-			containsID(e.ISR.Old, c1) && !containsID(e.ISR.New, c1)
+		return e.Kind == history.KindZKWrite && int(e.Node) == o && e.ZKWrite.Outcome == history.ZKOK && e.ZKWrite.State != nil &&
+			int(e.ZKWrite.State.Leader) == o && !containsID(e.ZKWrite.State.ISR, c1) && e.ZKWrite.Zxid > 0
 	})
 	if err != nil {
 		return err
 	}
-	zl, errL := cluster.ZKSrvr(ctx, l.Cluster.ZKServer(lead).ClientAddr(), time.Second)
-	zf, errF := cluster.ZKSrvr(ctx, l.Cluster.ZKServer(f).ClientAddr(), time.Second)
-	if errL == nil && errF == nil {
-		l.Note("n%d wrote %s-%d ISR %v (zkVersion %d) through zk%d; zk%d has applied up to zxid %#x, zk%d up to %#x",
-			o, shrink.ISR.Topic, shrink.ISR.Partition, shrink.ISR.New, shrink.ISR.ZkVersion, serverOf(o), lead, zl.Zxid, f, zf.Zxid)
+	// The window: F must not have applied O's write when W reads through
+	// it. srvr tells the last zxid F applied.
+	zf, err := cluster.ZKSrvr(ctx, l.Cluster.ZKServer(f).ClientAddr(), time.Second)
+	if err != nil {
+		return fmt.Errorf("KAFKA-16667: zk%d's applied zxid: %w", f, err)
+	}
+	l.Note("n%d wrote %s ISR %v (zkVersion %d, zxid %#x) through zk%d; zk%d has applied up to zxid %#x",
+		o, shrink.ZKWrite.Path, shrink.ZKWrite.State.ISR, shrink.ZKWrite.NewVersion, shrink.ZKWrite.Zxid, serverOf(o), f, zf.Zxid)
+	if zf.Zxid >= shrink.ZKWrite.Zxid {
+		return fmt.Errorf("KAFKA-16667: window missed: zk%d had applied up to zxid %#x, past n%d's ISR write to %s (zxid %#x), before n%d read through it",
+			f, zf.Zxid, o, shrink.ZKWrite.Path, shrink.ZKWrite.Zxid, w)
 	}
 	since := time.Now().UnixNano()
 	l.Note("releasing n%d: it reads partition state through zk%d", w, f)
@@ -223,7 +252,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	// W's reads are served by F at once; its writes wait for F to apply
 	// them, behind the backlog, and a session whose request waits that long
-	// loses its connection. Unslow the link now (W has read), but keep n1
+	// loses its connection. Unslow the link now (W has read), but keep C
 	// down until W has written: W must see it dead.
 	if err := l.Nemesis.Net.HealAll(ctx); err != nil {
 		return err
@@ -238,6 +267,14 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	first, err := l.WaitEvent(ctx, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
+	}
+	if err := ct.Container.WaitExited(ctx); err != nil {
+		return fmt.Errorf("KAFKA-16667: n%d stopping: %w", c1, err)
+	}
+	err = ct.Container.Start(ctx)
+	l.Nemesis.Rec.Stop(stopID, "stop", []string{ct.Name}, err)
+	if err != nil {
+		return fmt.Errorf("KAFKA-16667: restart n%d: %w", c1, err)
 	}
 	if err := l.Nemesis.Heal(ctx); err != nil {
 		return err
@@ -281,4 +318,74 @@ func containsID(ids []int32, id int) bool {
 		}
 	}
 	return false
+}
+
+// waitSessions waits until every broker has an established session on its
+// own ZooKeeper server: the server's `cons` lists a connection from the
+// broker's address with a session id.
+func waitSessions(ctx context.Context, l *harness.Live, serverOf func(int) int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		var missing []string
+		for _, n := range l.Cluster.Nodes() {
+			out, err := fourLetter(ctx, l.Cluster.ZKServer(serverOf(n.ID)).ClientAddr(), "cons", time.Second)
+			if err != nil || !hasSession(out, l.Cluster.NodeIP(n.ID)) {
+				missing = append(missing, fmt.Sprintf("n%d on zk%d", n.ID, serverOf(n.ID)))
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("KAFKA-16667: waited %s for the brokers' ZooKeeper sessions: %s not connected", within, strings.Join(missing, ", "))
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+// hasSession says whether `cons` output lists an established session
+// (a line with sid=) from ip: " /10.0.0.5:43122[1](queued=0,...,sid=0x...,...)".
+func hasSession(cons string, ip netip.Addr) bool {
+	for _, line := range strings.Split(cons, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "/")
+		if !ok || !strings.Contains(rest, "sid=0x") {
+			continue
+		}
+		end := strings.Index(rest, "](")
+		if end < 0 {
+			continue
+		}
+		end = strings.LastIndex(rest[:end], "[")
+		if end < 0 {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(rest[:end]); err == nil && ap.Addr().Unmap() == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// fourLetter sends a ZooKeeper four-letter word to addr and returns the
+// reply.
+func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (string, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	if _, err := conn.Write([]byte(word)); err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", word, addr, err)
+	}
+	return string(b), nil
 }

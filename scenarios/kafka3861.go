@@ -28,12 +28,14 @@ import (
 //     the live replicas for their log end offsets and elects the longest
 //     log: available, and nothing acknowledged is lost.
 //
-// The dead leader stays down for longer than the availability grace, then
-// comes back (a replaced machine), which bounds the offline run and lets
-// the final reads find every partition.
+// The dead leader stays down for kafka3861Hold after the controller decided
+// the partition's fate (wrote its new state), longer than the availability
+// grace, then comes back (a replaced machine), which bounds the offline run
+// and lets the final reads find every partition.
 func kafka3861() Scenario {
 	check := checkers.DefaultConfig()
 	check.OfflineGrace = kafka3861Grace
+	check.ElectGrace = kafka3861Grace
 	return Scenario{
 		Bug:     "KAFKA-3861",
 		Summary: "the ISR shrinks to the leader (acks=all refused), the leader dies, and no follower may lead although they hold every acknowledged record",
@@ -57,25 +59,42 @@ func kafka3861() Scenario {
 				NodeFlags: []string{
 					"--offline-election=" + m.Name,
 					"--min-insync-replicas=2",
-					// Followers leave the ISR 2 s after they stop fetching.
-					"--replica-lag-time-max=2s",
+					// Followers leave the ISR 1 s after they stop
+					// fetching (checked every 0.5 s).
+					"--replica-lag-time-max=" + kafka3861Lag.String(),
 				},
 			}
 		},
 	}
 }
 
-// kafka3861Grace is how long the partition may stay offline after the
-// faults end; the dead leader stays away for longer than this.
-const kafka3861Grace = 4 * time.Second
+const (
+	// kafka3861Grace is how long the partition may stay offline after the
+	// faults end (availability's grace) and after a controller left it
+	// without a leader (its elect grace). With query-leo the new leader is
+	// in its role well within it: the controller writes the new state once
+	// the dead leader's session expires (2 s after the crash, after the
+	// heal), and the leader takes its role within milliseconds.
+	kafka3861Grace = 2 * time.Second
+	// kafka3861Hold is how long the dead leader stays away after the
+	// controller wrote the partition's state without it: with offline
+	// election the partition is then offline for the hold plus the
+	// restart, clearly past the grace.
+	kafka3861Hold = 3500 * time.Millisecond
+	// kafka3861Lag is replica.lag.time.max.
+	kafka3861Lag = time.Second
+)
 
 type kafka3861Driver struct{}
 
 // Drive: cut the leader from the follower an unclean election would pick,
 // wait until it leaves the ISR, let acks=all writes go on with the other
 // follower, cut that one too, wait until the ISR is the leader alone
-// (produces refused), crash the leader, heal the network, keep the leader
-// away past the grace, then bring it back.
+// (produces refused), crash the leader, heal the network, wait for the
+// controller to write the partition's state without the leader, keep the
+// leader away for kafka3861Hold after that, then bring it back.
+// Write phases: 0.5 s on the full ISR, 1 s with the other follower, 0.5 s
+// of refused produces.
 func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 	const topic, part = "chaos", 0
 	start := time.Now().UnixNano()
@@ -105,7 +124,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		})
 		return err
 	}
-	if !sleepCtx(ctx, 1500*time.Millisecond) {
+	if !sleepCtx(ctx, 500*time.Millisecond) {
 		return ctx.Err()
 	}
 	l.Note("n%d leads %s-%d; cutting it from n%d, the replica an unclean election would pick", leader, topic, part, behind)
@@ -116,7 +135,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("ISR is [n%d n%d]: acks=all writes go on without n%d", leader, current, behind)
-	if !sleepCtx(ctx, 2*time.Second) {
+	if !sleepCtx(ctx, time.Second) {
 		return ctx.Err()
 	}
 	since := time.Now().UnixNano()
@@ -128,9 +147,10 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("ISR is [n%d], below min.insync.replicas 2: acks=all produces are refused", leader)
-	if !sleepCtx(ctx, time.Second) {
+	if !sleepCtx(ctx, 500*time.Millisecond) {
 		return ctx.Err()
 	}
+	crashed := time.Now().UnixNano()
 	// A crash, not a kill the nemesis heals: the machine is gone until the
 	// driver replaces it below, and the fault is over when it is gone.
 	id := l.Nemesis.Rec.Start("crash", []string{lt.Name}, "SIGKILL; stays down until replaced")
@@ -143,9 +163,19 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.Heal(ctx); err != nil {
 		return err
 	}
-	away := kafka3861Grace + 5*time.Second
-	l.Note("keeping n%d down for %s", leader, away)
-	if !sleepCtx(ctx, away) {
+	// The controller decides once the dead leader's session expires (and,
+	// when the leader was the controller, once a new one is elected):
+	// leader -1 with offline election, a live replica otherwise.
+	decided, err := l.WaitEvent(ctx, crashed, 20*time.Second, fmt.Sprintf("the controller's new state for %s-%d", topic, part), func(e *history.Event) bool {
+		return e.Kind == history.KindZKWrite && e.ZKWrite.Outcome == history.ZKOK && e.ZKWrite.State != nil &&
+			e.ZKWrite.State.Topic == topic && e.ZKWrite.State.Partition == part && int(e.ZKWrite.State.Leader) != leader
+	})
+	if err != nil {
+		return err
+	}
+	l.Note("controller n%d wrote %s-%d leader %d, ISR %v; keeping n%d down until %s after that write",
+		decided.Node, topic, part, decided.ZKWrite.State.Leader, decided.ZKWrite.State.ISR, leader, kafka3861Hold)
+	if !sleepCtx(ctx, time.Until(time.Unix(0, decided.Time).Add(kafka3861Hold))) {
 		return ctx.Err()
 	}
 	l.Note("replacing n%d", leader)
