@@ -15,11 +15,13 @@ import (
 )
 
 // fpDriver injects one failpoint fault drawn from pick after a warm-up and
-// heals it after hold.
+// heals it after hold; then, when after is set, it waits for what after
+// waits for (events from since, the heal's start) before the run ends.
 type fpDriver struct {
-	cfg  RunConfig
-	pick int
-	hold time.Duration
+	cfg   RunConfig
+	pick  int
+	hold  time.Duration
+	after func(ctx context.Context, l *Live, since int64) error
 }
 
 func (d fpDriver) Drive(ctx context.Context, l *Live) error {
@@ -37,7 +39,25 @@ func (d fpDriver) Drive(ctx context.Context, l *Live) error {
 	case <-ctx.Done():
 	case <-time.After(d.hold):
 	}
-	return heal(context.WithoutCancel(ctx))
+	since := time.Now().UnixNano()
+	if err := heal(context.WithoutCancel(ctx)); err != nil || d.after == nil {
+		return err
+	}
+	return d.after(ctx, l, since)
+}
+
+// zombieResigned waits until a controller resigns: a controller stopped in
+// its window past its session resumes in the heal, acts as a zombie (with
+// KAFKA-532's switch on, brokers obey it) and resigns once it sees its
+// session gone. The run ends soon after the driver returns and kills the
+// brokers, so without this wait the zombie, which needs a new ZooKeeper
+// session first (with one ZooKeeper server go-zookeeper waits a second
+// before reconnecting), was killed before it acted and the run was valid.
+func zombieResigned(ctx context.Context, l *Live, since int64) error {
+	_, err := l.WaitEvent(ctx, since, 20*time.Second, "the resumed controller's resignation", func(e *history.Event) bool {
+		return e.Kind == history.KindControllerResigned
+	})
+	return err
 }
 
 func pickWindow(t *testing.T, window, action, provoke string) int {
@@ -152,13 +172,17 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 	dockertest.Require(t)
 	tests := []struct {
 		bug, window, action, provoke, harm string
+		after                              func(ctx context.Context, l *Live, since int64) error
 	}{
 		// controller-before-broker-change is reached on any broker
 		// change. controller-after-zk-write needs the bounce to move a
 		// partition's leadership, and a bounced broker that is back
 		// before the controller handles its death moves none (CI,
 		// 2026-12-03: the window was not reached and the run was valid).
-		{"KAFKA-532", "controller-before-broker-change", nemesis.FPSigstop, "", "controller-fencing"},
+		// The zombie acts after the heal has resumed it: the run lasts
+		// until it resigns (zombieResigned). Without that wait the run
+		// ended 0.2 s after the resume and was valid (2 of 2 runs, 2026-12-04).
+		{"KAFKA-532", "controller-before-broker-change", nemesis.FPSigstop, "", "controller-fencing", zombieResigned},
 		// KAFKA-7235 is not here: no single failpoint fault yet brings a
 		// request queued for a broker's previous process to its new one.
 		// Its earlier case passed only because broker-fencing then flagged
@@ -177,7 +201,7 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
 				Scenario: "failpoint-fault-test",
 			}
-			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, tt.provoke), hold: 8 * time.Second}
+			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, tt.provoke), hold: 8 * time.Second, after: tt.after}
 			if testing.Verbose() {
 				cfg.Progress = os.Stderr
 			}
