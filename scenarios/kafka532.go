@@ -40,8 +40,9 @@ type kafka532Driver struct{}
 
 // Drive: arm the controller to stop when a broker change arrives, kill a
 // broker to trigger it, freeze the controller there (SIGSTOP, as a GC pause)
-// until another broker is elected controller, bring the killed broker back
-// so the new controller acts, then let the zombie go on.
+// and bring the killed broker back while another broker is elected
+// controller, wait for the new controller to act, then let the zombie go
+// on.
 func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	start, c, err := begin(ctx, l, "KAFKA-532")
 	if err != nil {
@@ -70,6 +71,15 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.PauseTarget(ctx, ct); err != nil {
 		return err
 	}
+	// The frozen controller never handles the death: its view keeps
+	// n<victim>'s old registration whenever n<victim> comes back. Back
+	// before the election (which waits for the frozen controller's session
+	// to expire), it gets the new controller's LeaderAndIsr at once, and
+	// the restart overlaps the wait for the election.
+	l.Note("restarting n%d so the next controller finds it and sends it leadership", victim)
+	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
+		return err
+	}
 	elected, err := l.WaitEvent(ctx, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
 		return e.Kind == history.KindControllerElected && int(e.Node) != c
 	})
@@ -77,12 +87,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("n%d elected controller at epoch %d while n%d is frozen", elected.Node, elected.Controller.Epoch, c)
-	l.Note("restarting n%d so the new controller sends it leadership", victim)
-	since := time.Now().UnixNano() // before the start: the request can beat StartTarget's return
-	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
-		return err
-	}
-	if _, err := l.WaitEvent(ctx, since, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
+	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
 		return e.Kind == history.KindControlRequest && e.Control != nil && e.Control.API == history.APILeaderAndIsr &&
 			e.Control.ControllerEpoch == elected.Controller.Epoch
 	}); err != nil {
@@ -91,7 +96,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	l.Note("resuming the zombie n%d (controller epoch %d is stale now)", c, elected.Controller.Epoch-1)
 	// Taken before the resume: the zombie acts within milliseconds of
 	// SIGCONT, before ResumeTarget has returned.
-	since = time.Now().UnixNano()
+	since := time.Now().UnixNano()
 	if err := l.Nemesis.ResumeTarget(ctx, ct); err != nil {
 		return err
 	}
