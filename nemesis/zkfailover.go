@@ -150,6 +150,32 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 		return p, fmt.Errorf("%s: no broker but the controller %s has its session on a ZooKeeper follower (leader %s, sessions %v)",
 			k, p.ctl.Name, p.leader.Name, served)
 	}
+	// The state change under the successor is another survivor's ISR
+	// shrink of the controller: a successor whose fellow survivors lead no
+	// partition with the controller in its ISR (leadership piled on it by
+	// earlier faults) waits for a shrink that never comes. Prefer one that
+	// leaves such a leader; with none, any.
+	if fw, ok := w.(FailpointWorld); ok {
+		topic, parts := fw.WorkloadTopic()
+		leaders := map[int]bool{}
+		for q := range parts {
+			if l, isr, err := fw.PartitionISR(ctx, topic, q); err == nil && l >= 0 && l != cid && slices.Contains(isr, cid) {
+				leaders[l] = true
+			}
+		}
+		var good []Target
+		for _, c := range cands {
+			for l := range leaders {
+				if l != nodeID(c) {
+					good = append(good, c)
+					break
+				}
+			}
+		}
+		if len(good) > 0 {
+			cands = good
+		}
+	}
 	p.succ = cands[pick%len(cands)]
 	if p.lagging, err = byName(zks, served[p.succ.Name]); err != nil {
 		return p, fmt.Errorf("%s: %w", k, err)

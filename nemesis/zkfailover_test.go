@@ -19,11 +19,13 @@ import (
 // then, once shrink is set, n3 shrinks n1 out of chaos-2.
 type zkfWorld struct {
 	callLog
-	served  map[string]string // broker → its session's server
-	reach   bool              // the successor reaches controller-after-elected once n1 is cut off
-	shrink  bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off
-	killed  bool
-	armed   map[string]bool
+	served map[string]string // broker → its session's server
+	reach  bool              // the successor reaches controller-after-elected once n1 is cut off
+	shrink bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off
+	killed bool
+	armed  map[string]bool
+	// leadAll > 0: that broker leads every partition (ISR it and n1).
+	leadAll int
 	slowErr error
 }
 
@@ -39,6 +41,9 @@ func (w *zkfWorld) PartitionISR(_ context.Context, _ string, p int32) (int, []in
 	defer w.mu.Unlock()
 	if p == 2 && w.killed && w.shrink {
 		return 3, []int{3, 2}, nil
+	}
+	if w.leadAll > 0 {
+		return w.leadAll, []int{w.leadAll, 1}, nil
 	}
 	return int(p) + 1, []int{int(p) + 1, 1, 2, 3}[:3], nil
 }
@@ -185,14 +190,20 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 	w := &zkfWorld{served: map[string]string{"n1": "zk3", "n2": "zk1", "n3": "zk2"}}
 	for _, tt := range []struct {
 		pick          int
+		leadAll       int
 		succ, lagging string
 		others        []string
 	}{
-		{0, "n2", "zk1", []string{"n3"}},
-		{1, "n3", "zk2", []string{"n2"}},
-		{2, "n2", "zk1", []string{"n3"}},
-		{7, "n3", "zk2", []string{"n2"}},
+		{0, 0, "n2", "zk1", []string{"n3"}},
+		{1, 0, "n3", "zk2", []string{"n2"}},
+		{2, 0, "n2", "zk1", []string{"n3"}},
+		{7, 0, "n3", "zk2", []string{"n2"}},
+		// n2 leads every partition: only n3 as the successor leaves a
+		// survivor (n2) whose ISR shrink of n1 is the state change.
+		{0, 2, "n3", "zk2", []string{"n2"}},
+		{1, 2, "n3", "zk2", []string{"n2"}},
 	} {
+		w.leadAll = tt.leadAll
 		for range 2 { // the same pick, the same plan
 			p, err := planZKFailover(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, tt.pick)
 			if err != nil {
