@@ -31,11 +31,11 @@ func kafka7235() Scenario {
 		Check:   checkers.DefaultConfig(),
 	}, harness.RunConfig{
 		Nodes:      3,
-		Partitions: 4,
-		RF:         2,
+		Partitions: kafka7235Partitions,
+		RF:         kafka7235RF,
 		// Two sessions run out in the window (the dead broker's, then the
 		// bounced one's): short sessions make both quick.
-		ZKSessionTimeout: 2 * time.Second,
+		ZKSessionTimeout: kafka7235Session,
 		TimeLimit:        90 * time.Second,
 		NoWorkload:       true,
 		Driver:           kafka7235Driver{},
@@ -49,6 +49,12 @@ func kafka7235() Scenario {
 	})
 }
 
+const (
+	kafka7235Partitions = 4
+	kafka7235RF         = 2
+	kafka7235Session    = 2 * time.Second
+)
+
 type kafka7235Driver struct{}
 
 // Drive: cut the controller's link to broker B so its requests to B queue,
@@ -60,7 +66,7 @@ type kafka7235Driver struct{}
 // changes; bounce B; then heal the link so the queued request reaches B's
 // new process, and release the controller while X starts again.
 func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
-	start, c, err := begin(ctx, l, "KAFKA-7235")
+	_, c, err := begin(ctx, l, "KAFKA-7235")
 	if err != nil {
 		return err
 	}
@@ -71,18 +77,32 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	ct, bt, xt := ts[0], ts[1], ts[2]
 
+	// The set-up can end inside the controller's start-up burst (it
+	// checks ZooKeeper, where the partitions' states are written before
+	// the LeaderAndIsr requests go out). A start-up request to B still
+	// unsent when the link is cut would be taken for the queued one, or
+	// reach B's new process first and cover all its partitions (run
+	// 20261204-082525-8e2de2: "waited 30s for the queued request"). So:
+	// first B knows a role in every partition it replicates.
+	if err := waitRoles(ctx, l, b); err != nil {
+		return err
+	}
 	// Side by side: X's death reaches the controller only when X's
 	// session expires, seconds after the link is cut, so the order of the
 	// two does not matter.
 	l.Note("controller n%d; cutting its link to n%d so requests for n%d queue, and killing n%d so the controller queues a LeaderAndIsr for n%d (a surviving replica of n%d's partitions)",
 		c, b, b, x, b, x)
+	killed := time.Now()
 	if err := both(
 		func() error { return l.Nemesis.DropLink(ctx, ct, bt) },
 		func() error { return l.Nemesis.KillTarget(ctx, xt) },
 	); err != nil {
 		return err
 	}
-	queued, err := l.WaitEvent(ctx, start, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
+	// The controller hears of X's death when X's session expires, never
+	// before the session timeout: a request sent earlier is not the one.
+	deathSeen := killed.Add(kafka7235Session / 2).UnixNano()
+	queued, err := l.WaitEvent(ctx, deathSeen, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
 		return e.Kind == history.KindControlSent && int(e.Node) == c && e.Control != nil &&
 			e.Control.API == history.APILeaderAndIsr && int(e.Control.TargetBroker) == b
 	})
@@ -135,6 +155,28 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 			seen[e.Seq] = true
 		}
 		return len(seen) >= 2
+	})
+	return err
+}
+
+// waitRoles waits until broker b has taken a role (leader or follower) in
+// every partition the set-up's assignment gives it (replica r of partition
+// p is broker (p+r) mod 3 + 1, as harness.createTopic writes it).
+func waitRoles(ctx context.Context, l *harness.Live, b int) error {
+	want := map[int32]bool{}
+	for p := range kafka7235Partitions {
+		for r := range kafka7235RF {
+			if (p+r)%3+1 == b {
+				want[int32(p)] = true
+			}
+		}
+	}
+	got := map[int32]bool{}
+	_, err := l.WaitEvent(ctx, 0, 30*time.Second, fmt.Sprintf("n%d's roles in its %d partitions", b, len(want)), func(e *history.Event) bool {
+		if e.Kind == history.KindRoleChange && int(e.Node) == b && e.Role != nil && want[e.Role.Partition] {
+			got[e.Role.Partition] = true
+		}
+		return len(got) == len(want)
 	})
 	return err
 }
