@@ -257,6 +257,7 @@ func newPowerCmd() *cobra.Command {
 		runsDir  string
 		jsonOut  string
 		guided   bool
+		lockPath string
 	)
 	check := checkers.DefaultConfig()
 	cmd := &cobra.Command{
@@ -324,7 +325,12 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					}
 					rowCheck := check
 					rowCheck.StrictAvailability = rowCheck.StrictAvailability || sw.StrictAvailability
+					unlock, err := lockFile(cmd.Context(), lockPath)
+					if err != nil {
+						return withCode(exitBad, err)
+					}
 					dir, verdict, results, err := powerExecute(cmd.Context(), rc, rowCheck)
+					unlock()
 					if err != nil {
 						// One run the harness could not finish does not
 						// void the others: it is reported, left out of
@@ -405,6 +411,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
 	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
 	f.Float64Var(&cfg.Density, "fault-density", 1.5, "mean number of faults in force at once (0: one at a time with quiet gaps)")
+	// A power table is hours of runs; per-run locking lets other users
+	// of a shared engine take turns instead of waiting for all of it.
+	f.StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")
 	f.BoolVar(&guided, "guided", false, "aim each seed's failpoint faults at the windows the switch's earlier seeds reached least (coverage-guided; each run stores its schedule, so it replays exactly)")
 	return cmd
 }

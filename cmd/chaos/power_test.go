@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,10 +100,21 @@ func TestPowerTable(t *testing.T) {
 // table and writes power.json; bad flags exit 2.
 func TestPowerCommand(t *testing.T) {
 	var calls []string
+	lock := filepath.Join(t.TempDir(), "docker.lock")
+	unlockedRuns := 0
 	old := powerExecute
 	t.Cleanup(func() { powerExecute = old })
 	powerExecute = func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
 		calls = append(calls, strings.Join(rc.Bugs, "+")+"|"+strings.Join(rc.NodeFlags, " "))
+		// --lock holds the file during each run: a second taker fails.
+		if f, err := os.Open(lock); err != nil {
+			unlockedRuns++
+		} else {
+			if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+				unlockedRuns++
+			}
+			f.Close()
+		}
 		dir := writeRun(t, map[string][]history.Event{"harness": {{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}}}})
 		res := checkers.Result{Checker: "controller-fencing", Verdict: checkers.Valid}
 		if len(rc.Bugs) > 0 && rc.Seed%2 == 1 {
@@ -115,7 +127,7 @@ func TestPowerCommand(t *testing.T) {
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"power", "--seeds", "2", "--seed", "1", "--switches", "KAFKA-532,KAFKA-3861," + powerFixed, "--runs", runs})
+	root.SetArgs([]string{"power", "--seeds", "2", "--seed", "1", "--switches", "KAFKA-532,KAFKA-3861," + powerFixed, "--runs", runs, "--lock", lock})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +135,9 @@ func TestPowerCommand(t *testing.T) {
 	want := []string{"KAFKA-532|", "KAFKA-532|", f3861, f3861, "|", "|"}
 	if strings.Join(calls, ";") != strings.Join(want, ";") {
 		t.Fatalf("executed %q, want %q", calls, want)
+	}
+	if unlockedRuns > 0 {
+		t.Errorf("%d of %d runs executed without holding --lock", unlockedRuns, len(calls))
 	}
 	if !strings.Contains(out.String(), "KAFKA-532") || !strings.Contains(out.String(), "1/2") {
 		t.Fatalf("table:\n%s", out.String())
@@ -140,6 +155,7 @@ func TestPowerCommand(t *testing.T) {
 		{"power", "--seeds", "0"},
 		{"power", "--switches", "KAFKA-1"},
 		{"power", "--faults", "nope"},
+		{"power", "--seeds", "1", "--switches", powerFixed, "--runs", runs, "--lock", filepath.Join(runs, "no-such-dir", "lock")},
 	} {
 		root := newRootCmd()
 		root.SetOut(&bytes.Buffer{})
