@@ -198,10 +198,9 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// elected in under 0.1 s (bench: 0.03 to 0.09 s). The stop stays a fault until the driver
 	// starts C again below.
 	l.Note("stopping the controller n%d (SIGTERM, controlled shutdown off)", c1)
-	stopID := l.Nemesis.Rec.Start("stop", []string{ct.Name}, "SIGTERM, controlled shutdown off; down until restarted")
-	if err := ct.Container.Signal(ctx, "SIGTERM"); err != nil {
-		l.Nemesis.Rec.Stop(stopID, "stop", []string{ct.Name}, err)
-		return fmt.Errorf("KAFKA-16667: stop n%d: %w", c1, err)
+	restartC, err := stopCleanly(ctx, l, "KAFKA-16667", ct)
+	if err != nil {
+		return err
 	}
 	held, err := l.WaitEvent(ctx, start, 20*time.Second, fmt.Sprintf("n%d held after its election", w), func(e *history.Event) bool {
 		return e.Kind == history.KindFaultStart && int(e.Node) == w && e.Fault != nil && e.Fault.Failpoint == failpointAfterElected
@@ -269,13 +268,8 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)
 	}
-	if err := ct.Container.WaitExited(ctx); err != nil {
-		return fmt.Errorf("KAFKA-16667: n%d stopping: %w", c1, err)
-	}
-	err = ct.Container.Start(ctx)
-	l.Nemesis.Rec.Stop(stopID, "stop", []string{ct.Name}, err)
-	if err != nil {
-		return fmt.Errorf("KAFKA-16667: restart n%d: %w", c1, err)
+	if err := restartC(ctx); err != nil {
+		return err
 	}
 	if err := l.Nemesis.Heal(ctx); err != nil {
 		return err

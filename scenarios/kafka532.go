@@ -27,7 +27,12 @@ func kafka532() Scenario {
 		Partitions: 3,
 		// Short sessions so the paused controller loses its role quickly.
 		ZKSessionTimeout: 2 * time.Second,
-		TimeLimit:        90 * time.Second,
+		// The broker change comes from a clean stop: the broker's session
+		// closes with it, so the controller hears of it at once instead of
+		// a session timeout later (the frozen controller's own expiry is
+		// the window and stays).
+		NodeFlags: []string{"--controlled-shutdown=false"},
+		TimeLimit: 90 * time.Second,
 		// acks=all producers and readers run through the whole window, so
 		// the zombie's damage shows up as lost or divergent records too.
 		Driver: kafka532Driver{},
@@ -38,8 +43,8 @@ const failpointBrokerChange = "controller-before-broker-change"
 
 type kafka532Driver struct{}
 
-// Drive: arm the controller to stop when a broker change arrives, kill a
-// broker to trigger it, freeze the controller there (SIGSTOP, as a GC pause)
+// Drive: arm the controller to stop when a broker change arrives, stop a
+// broker cleanly to trigger it, freeze the controller there (SIGSTOP, as a GC pause)
 // and bring the killed broker back while another broker is elected
 // controller, wait for the new controller to act, then let the zombie go
 // on.
@@ -58,8 +63,9 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	vt, ct := ts[0], ts[1]
-	l.Note("killing n%d so the controller handles a broker change", victim)
-	if err := l.Nemesis.KillTarget(ctx, vt); err != nil {
+	l.Note("stopping n%d (SIGTERM, controlled shutdown off) so the controller handles a broker change", victim)
+	restartV, err := stopCleanly(ctx, l, "KAFKA-532", vt)
+	if err != nil {
 		return err
 	}
 	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
@@ -77,7 +83,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// to expire), it gets the new controller's LeaderAndIsr at once, and
 	// the restart overlaps the wait for the election.
 	l.Note("restarting n%d so the next controller finds it and sends it leadership", victim)
-	if err := l.Nemesis.StartTarget(ctx, vt); err != nil {
+	if err := restartV(ctx); err != nil {
 		return err
 	}
 	elected, err := l.WaitEvent(ctx, start, 60*time.Second, "a new controller", func(e *history.Event) bool {
