@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -351,6 +352,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	if err := waitSettled(ctx, w, cfg, 10*time.Second); err != nil {
 		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
 	}
+	if err := waitRoles(ctx, abs, cfg, 10*time.Second); err != nil {
+		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
+	}
 	fmt.Fprintf(cfg.Progress, "brokers' and ensemble's containers running after %s, every partition led after %s, ISRs full after %s\n",
 		brokersUp.Round(time.Millisecond), led.Round(time.Millisecond), time.Since(setupStart).Round(time.Millisecond))
 	phase(history.PhaseSetup, history.PhaseEnd)
@@ -493,11 +497,7 @@ func brokerAddrs(c *cluster.Cluster) []string {
 func createTopic(ctx context.Context, conn *zk.Conn, cfg RunConfig) error {
 	parts := map[string][]int{}
 	for p := 0; p < int(cfg.Partitions); p++ {
-		var reps []int
-		for r := 0; r < cfg.RF; r++ {
-			reps = append(reps, (p+r)%cfg.Nodes+1)
-		}
-		parts[strconv.Itoa(p)] = reps
+		parts[strconv.Itoa(p)] = replicas(cfg, p)
 	}
 	b, _ := json.Marshal(map[string]any{"version": 2, "partitions": parts})
 	acl := zk.WorldACL(zk.PermAll)
@@ -510,6 +510,56 @@ func createTopic(ctx context.Context, conn *zk.Conn, cfg RunConfig) error {
 		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
 	}
 	return nil
+}
+
+// replicas is partition p's assignment as createTopic writes it: RF
+// brokers in a row from p+1, wrapping, so leadership starts spread.
+func replicas(cfg RunConfig, p int) []int {
+	var reps []int
+	for r := 0; r < cfg.RF; r++ {
+		reps = append(reps, (p+r)%cfg.Nodes+1)
+	}
+	return reps
+}
+
+// waitRoles waits until every broker's event log says it has taken a role
+// (leader or follower) in every partition it replicates. waitSettled reads
+// ZooKeeper, where the controller writes each partition's state before it
+// sends the LeaderAndIsr requests that carry it, so a set-up that ended
+// there could end inside the controller's start-up burst: a driver that cut
+// a link at once took a start-up request for the one its fault provoked
+// (KAFKA-7235's driver, 1 run in 6).
+func waitRoles(ctx context.Context, runDir string, cfg RunConfig, within time.Duration) error {
+	type replica struct{ node, partition int32 }
+	want := map[replica]bool{}
+	for p := 0; p < int(cfg.Partitions); p++ {
+		for _, b := range replicas(cfg, p) {
+			want[replica{int32(b), int32(p)}] = true
+		}
+	}
+	logs := newFollower(filepath.Join(runDir, rundir.HistoryDir, "n[0-9]*.jsonl"))
+	defer logs.close()
+	deadline := time.Now().Add(within)
+	for {
+		logs.poll(func(_ *followed, b []byte) {
+			var e history.Event
+			if json.Unmarshal(b, &e) == nil && e.Kind == history.KindRoleChange && e.Role != nil && e.Role.Topic == cfg.Topic {
+				delete(want, replica{e.Node, e.Role.Partition})
+			}
+		})
+		if len(want) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			var missing []string
+			for r := range want {
+				missing = append(missing, fmt.Sprintf("n%d in %s-%d", r.node, cfg.Topic, r.partition))
+			}
+			slices.Sort(missing)
+			return fmt.Errorf("after %s, no role yet for %s", within, strings.Join(missing, ", "))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 // waitLeaders waits until every partition's state znode names a leader.
