@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -17,9 +18,15 @@ import (
 type world struct {
 	c    *cluster.Cluster
 	conn *zk.Conn
+
+	mu  sync.Mutex
+	via map[int]*zk.Conn // sessions pinned to one server, for PartitionStateVia
 }
 
-var _ nemesis.World = (*world)(nil)
+var (
+	_ nemesis.World         = (*world)(nil)
+	_ nemesis.ZKStateReader = (*world)(nil)
+)
 
 func newWorld(c *cluster.Cluster) (*world, error) {
 	conn, _, err := zk.Connect(c.ZKConnect(), 10*time.Second, zk.WithLogger(quietZK{}))
@@ -29,7 +36,78 @@ func newWorld(c *cluster.Cluster) (*world, error) {
 	return &world{c: c, conn: conn}, nil
 }
 
-func (w *world) close() { w.conn.Close() }
+func (w *world) close() {
+	w.conn.Close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.via {
+		c.Close()
+	}
+}
+
+// viaConn is a session on ZooKeeper server id alone, opened on first use
+// and kept for the run.
+func (w *world) viaConn(id int) (*zk.Conn, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c := w.via[id]; c != nil {
+		return c, nil
+	}
+	s := w.c.ZKServer(id)
+	if s == nil {
+		return nil, fmt.Errorf("no ZooKeeper server %d", id)
+	}
+	c, _, err := zk.Connect([]string{s.ClientAddr()}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return nil, fmt.Errorf("connect zk%d: %w", id, err)
+	}
+	if w.via == nil {
+		w.via = map[int]*zk.Conn{}
+	}
+	w.via[id] = c
+	return c, nil
+}
+
+// PartitionStateVia reads a partition's state znode through ZooKeeper
+// server zk alone, without Sync: what that server has applied, with the
+// zxid of the state's last change. Through the leader that is every
+// committed write.
+func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, partition int32) (nemesis.PartitionState, error) {
+	c, err := w.viaConn(zkID)
+	if err != nil {
+		return nemesis.PartitionState{}, err
+	}
+	p := fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+	type res struct {
+		b   []byte
+		st  *zk.Stat
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		b, st, err := c.Get(p)
+		ch <- res{b, st, err}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var r res
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		return nemesis.PartitionState{}, fmt.Errorf("read %s through zk%d: %w", p, zkID, ctx.Err())
+	}
+	if r.err != nil {
+		return nemesis.PartitionState{}, fmt.Errorf("read %s through zk%d: %w", p, zkID, r.err)
+	}
+	var v struct {
+		Leader int   `json:"leader"`
+		ISR    []int `json:"isr"`
+	}
+	if err := json.Unmarshal(r.b, &v); err != nil {
+		return nemesis.PartitionState{}, fmt.Errorf("malformed %s %q: %w", p, r.b, err)
+	}
+	return nemesis.PartitionState{Leader: v.Leader, ISR: v.ISR, Mzxid: r.st.Mzxid}, nil
+}
 
 func (w *world) Nodes() []nemesis.Target {
 	var out []nemesis.Target

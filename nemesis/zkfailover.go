@@ -85,6 +85,29 @@ type zkfOps interface {
 	// sessions maps a broker's name to the name of the ZooKeeper server
 	// its session is connected to now; brokers not found are absent.
 	sessions(ctx context.Context, nodes, zks []Target) map[string]string
+	// stateAt reads a partition's state through ZooKeeper server zk
+	// alone, without Sync, with the zxid of its last change.
+	stateAt(ctx context.Context, zk Target, topic string, partition int32) (PartitionState, error)
+	// appliedZxid is the last zxid ZooKeeper server zk has applied (`srvr`).
+	appliedZxid(ctx context.Context, zk Target) (int64, error)
+}
+
+// PartitionState is a partition's state znode as one ZooKeeper server has
+// it: leader, ISR and the zxid of the write that set them.
+type PartitionState struct {
+	Leader int
+	ISR    []int
+	Mzxid  int64
+}
+
+// ZKStateReader is a World that reads a partition's state through one given
+// ZooKeeper server. failover-on-lagging-zk reads the shrink it waits for
+// through the ZooKeeper leader: a read through the run's shared session (on
+// any server, after Sync) comes back through the slowed follower a third of
+// the time, and so only once that follower has applied the shrink, when the
+// window is already closed.
+type ZKStateReader interface {
+	PartitionStateVia(ctx context.Context, zk int, topic string, partition int32) (PartitionState, error)
 }
 
 type zkfNemesis struct{ nemesisProcs }
@@ -98,6 +121,42 @@ func (o zkfNemesis) partition(ctx context.Context, name string, a, b []Target) e
 func (o zkfNemesis) healNet(ctx context.Context) error { return o.n.HealNet(ctx) }
 func (o zkfNemesis) sessions(ctx context.Context, nodes, zks []Target) map[string]string {
 	return consSessions(ctx, nodes, zks)
+}
+func (o zkfNemesis) stateAt(ctx context.Context, zk Target, topic string, partition int32) (PartitionState, error) {
+	r, ok := o.n.World.(ZKStateReader)
+	if !ok {
+		return PartitionState{}, errors.New("the run's world cannot read through one ZooKeeper server")
+	}
+	var id int
+	if _, err := fmt.Sscanf(zk.Name, "zk%d", &id); err != nil {
+		return PartitionState{}, fmt.Errorf("ZooKeeper server %q: %w", zk.Name, err)
+	}
+	return r.PartitionStateVia(ctx, id, topic, partition)
+}
+func (o zkfNemesis) appliedZxid(ctx context.Context, zk Target) (int64, error) {
+	if zk.Container == nil {
+		return 0, fmt.Errorf("%s has no container", zk.Name)
+	}
+	out, err := fourLetter(ctx, netip.AddrPortFrom(zk.Container.IP, zkClientPort).String(), "srvr", time.Second)
+	if err != nil {
+		return 0, err
+	}
+	return srvrZxid(out)
+}
+
+// srvrZxid reads the "Zxid: 0x..." line of a `srvr` reply: the last zxid
+// the server applied.
+func srvrZxid(out string) (int64, error) {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Zxid: "); ok {
+			z, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(v), "0x"), 16, 64)
+			if err != nil {
+				return 0, fmt.Errorf("srvr: zxid %q: %w", v, err)
+			}
+			return z, nil
+		}
+	}
+	return 0, fmt.Errorf("srvr: no Zxid in %q", out)
 }
 
 func failoverOnLaggingZK(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
@@ -117,11 +176,14 @@ type zkfPlan struct {
 	others  []Target // the other survivors, kept out of the election
 	leader  Target   // the ZooKeeper leader
 	lagging Target   // the follower serving succ
+	// watch: the partitions whose ISR shrink of ctl is the state change
+	// under succ; empty when no survivor but succ leads one.
+	watch []shrinkWatch
 }
 
 // planZKFailover resolves the roles now; pick chooses the successor among
-// the survivors served by a follower, so a replayed step picks the same
-// position among them.
+// the best candidates (survivors served by a follower), so a replayed step
+// picks the same position among them.
 func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick int) (zkfPlan, error) {
 	var p zkfPlan
 	nodes, zks := w.Nodes(), w.ZKServers()
@@ -153,34 +215,53 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 	// The state change under the successor is another survivor's ISR
 	// shrink of the controller: a successor whose fellow survivors lead no
 	// partition with the controller in its ISR (leadership piled on it by
-	// earlier faults) waits for a shrink that never comes. Prefer one that
-	// leaves such a leader; with none, any.
+	// earlier faults or a controlled shutdown) waits for a shrink that
+	// never comes. Best is a shrinking leader whose own session is on
+	// another server than the successor's: its write is answered without
+	// waiting for the slowed server. Prefer the best candidates; with
+	// none, any.
+	var parts []shrinkWatch // partitions led by a survivor, the controller in their ISR
 	if fw, ok := w.(FailpointWorld); ok {
-		topic, parts := fw.WorkloadTopic()
-		leaders := map[int]bool{}
-		for q := range parts {
+		topic, n := fw.WorkloadTopic()
+		for q := range n {
 			if l, isr, err := fw.PartitionISR(ctx, topic, q); err == nil && l >= 0 && l != cid && slices.Contains(isr, cid) {
-				leaders[l] = true
+				parts = append(parts, shrinkWatch{q, l})
 			}
-		}
-		var good []Target
-		for _, c := range cands {
-			for l := range leaders {
-				if l != nodeID(c) {
-					good = append(good, c)
-					break
-				}
-			}
-		}
-		if len(good) > 0 {
-			cands = good
 		}
 	}
-	p.succ = cands[pick%len(cands)]
+	score := func(c Target) int {
+		best := 0
+		for _, q := range parts {
+			if q.leader == nodeID(c) {
+				continue
+			}
+			best = max(best, 1)
+			if s, ok := served[fmt.Sprintf("n%d", q.leader)]; ok && s != served[c.Name] {
+				best = 2
+			}
+		}
+		return best
+	}
+	top := 0
+	for _, c := range cands {
+		top = max(top, score(c))
+	}
+	var best []Target
+	for _, c := range cands {
+		if score(c) == top {
+			best = append(best, c)
+		}
+	}
+	p.succ = best[pick%len(best)]
 	if p.lagging, err = byName(zks, served[p.succ.Name]); err != nil {
 		return p, fmt.Errorf("%s: %w", k, err)
 	}
 	p.others = without(without(nodes, p.ctl), p.succ)
+	for _, q := range parts {
+		if q.leader != nodeID(p.succ) {
+			p.watch = append(p.watch, q)
+		}
+	}
 	return p, nil
 }
 
@@ -190,6 +271,24 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 type shrinkWatch struct {
 	partition int32
 	leader    int
+}
+
+// zkfPlanWithin is how long the fault waits for a plan with a partition to
+// watch (a broker restarting, say after an operator's controlled shutdown,
+// has no session to place yet and leads nothing), as a multiple of the
+// session timeout.
+const zkfPlanWithin = 2
+
+// planZKFailoverSoon plans until the plan has a partition to watch or
+// zkfPlanWithin session timeouts have passed, and returns the last plan.
+func planZKFailoverSoon(ctx context.Context, fw FailpointWorld, ops zkfOps, k FaultKind, pick int) (zkfPlan, error) {
+	deadline := time.Now().Add(zkfPlanWithin * fw.SessionTimeout())
+	for {
+		p, err := planZKFailover(ctx, fw, ops, k, pick)
+		if err == nil && len(p.watch) > 0 || time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			return p, err
+		}
+	}
 }
 
 func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops zkfOps, k FaultKind, pick int) (heal Heal, err error) {
@@ -205,7 +304,7 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 			zkfBusy.Delete(run)
 		}
 	}()
-	p, err := planZKFailover(ctx, fw, ops, k, pick)
+	p, err := planZKFailoverSoon(ctx, fw, ops, k, pick)
 	if err != nil {
 		return nil, err
 	}
@@ -216,15 +315,14 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 	fid := rec.Start(string(k), targets, detail)
 	stop := func(outcome string, err error) { rec.stopDetail(fid, string(k), targets, outcome, err) }
 
-	// Which partitions will change under the successor: read before the
-	// cut, while ZooKeeper names the controller's ISR memberships.
-	topic, parts := fw.WorkloadTopic()
-	var watch []shrinkWatch
-	for q := range parts {
-		l, isr, err := fw.PartitionISR(ctx, topic, q)
-		if err == nil && l != sid && l != cid && l >= 0 && slices.Contains(isr, cid) {
-			watch = append(watch, shrinkWatch{q, l})
-		}
+	// Which partitions will change under the successor (read by the plan
+	// before the cut, while ZooKeeper names the controller's ISR
+	// memberships). A first read through the ZooKeeper leader opens the
+	// session the watch reads through while the link is still fast.
+	topic, _ := fw.WorkloadTopic()
+	watch := p.watch
+	if len(watch) > 0 {
+		ops.stateAt(ctx, p.leader, topic, watch[0].partition)
 	}
 
 	armed := map[string]bool{} // "id name" of every failpoint armed
@@ -310,7 +408,7 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		if err := ops.partition(wctx, "partition", []Target{p.ctl}, p.others); err != nil {
 			set(func() { werr = err })
 		}
-		shrunk := waitShrink(wctx, fw, topic, watch, cid, reachWithin(fw))
+		shrunk, stale, mzxid := waitStaleShrink(wctx, fw, ops, p, topic, cid, reachWithin(fw))
 		// Released, the successor reads partition state through the
 		// lagging follower at once; unslowed right after, its writes are
 		// answered without the backlog (a session whose request waits
@@ -319,13 +417,24 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		if rerr == nil {
 			set(func() { delete(armed, fmt.Sprintf("%d %s", sid, fpAfterElected)) })
 		}
+		// Was the window still open once the successor went on? (It
+		// reads at once; the slowed server applies the shrink later.)
+		if stale && mzxid > 0 {
+			if z, err := ops.appliedZxid(wctx, p.lagging); err == nil {
+				shrunk += fmt.Sprintf(" (%#x once %s was released)", z, p.succ.Name)
+			}
+		}
 		herr := ops.healNet(wctx)
 		set(func() {
 			netHealed = herr == nil
 			werr = errors.Join(rerr, herr)
 			switch {
-			case shrunk != "":
+			case stale:
 				outcome = fmt.Sprintf("window reached: %s released after %s", p.succ.Name, shrunk)
+			case shrunk != "":
+				outcome = fmt.Sprintf("window missed: %s released after %s", p.succ.Name, shrunk)
+			case len(watch) == 0:
+				outcome = fmt.Sprintf("successor held; no survivor but %s leads a partition with %s in its ISR, %s released", p.succ.Name, p.ctl.Name, p.succ.Name)
 			default:
 				outcome = fmt.Sprintf("successor held; no ISR shrink seen within %s, %s released", reachWithin(fw), p.succ.Name)
 			}
@@ -357,24 +466,53 @@ func targetGone(ctx context.Context, nodes []Target, id int) bool {
 	return err == nil && t.Container != nil && gone(ctx, t.Container)
 }
 
-// waitShrink polls the watched partitions until one's leader has shrunk the
-// cut-off controller out of its ISR, or within has passed; it says which.
-func waitShrink(ctx context.Context, fw FailpointWorld, topic string, watch []shrinkWatch, dead int, within time.Duration) string {
-	if len(watch) == 0 {
-		return ""
-	}
+// waitStaleShrink polls the watched partitions through the ZooKeeper
+// leader until one's leader has shrunk the cut-off controller out of its
+// ISR, or within has passed. It says which, and whether the lagging server
+// had not applied that write yet (by its `srvr` zxid against the state's
+// mzxid): then the successor, released now, reads the state from before
+// it. A shrink the lagging server has already applied is no window: the
+// watch goes on with the other partitions. Without a read through the
+// leader it falls back to the run's own reads, unchecked.
+func waitStaleShrink(ctx context.Context, fw FailpointWorld, ops zkfOps, p zkfPlan, topic string, dead int, within time.Duration) (what string, stale bool, mzxid int64) {
+	watch := slices.Clone(p.watch)
+	var missed []string
 	deadline := time.Now().Add(within)
-	for {
-		for _, s := range watch {
-			l, isr, err := fw.PartitionISR(ctx, topic, s.partition)
-			if err == nil && l == s.leader && !slices.Contains(isr, dead) {
-				return fmt.Sprintf("n%d shrank %s-%d to %v", l, topic, s.partition, isr)
+	for len(watch) > 0 {
+		for i := 0; i < len(watch); i++ {
+			s := watch[i]
+			st, err := ops.stateAt(ctx, p.leader, topic, s.partition)
+			if err != nil {
+				l, isr, ierr := fw.PartitionISR(ctx, topic, s.partition)
+				if ierr != nil {
+					continue
+				}
+				st = PartitionState{Leader: l, ISR: isr}
 			}
+			if st.Leader != s.leader || slices.Contains(st.ISR, dead) {
+				continue
+			}
+			what := fmt.Sprintf("n%d shrank %s-%d to %v", st.Leader, topic, s.partition, st.ISR)
+			if st.Mzxid == 0 {
+				return what, true, 0
+			}
+			applied, err := ops.appliedZxid(ctx, p.lagging)
+			if err != nil {
+				return fmt.Sprintf("%s at zxid %#x (%s's zxid unknown: %v)", what, st.Mzxid, p.lagging.Name, err), true, st.Mzxid
+			}
+			what = fmt.Sprintf("%s at zxid %#x, %s at %#x", what, st.Mzxid, p.lagging.Name, applied)
+			if applied < st.Mzxid {
+				return what, true, st.Mzxid
+			}
+			missed = append(missed, what)
+			watch = slices.Delete(watch, i, i+1)
+			i--
 		}
-		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
-			return ""
+		if len(watch) == 0 || time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+			break
 		}
 	}
+	return strings.Join(missed, "; "), false, 0
 }
 
 // stopDetail records a fault's end with what it came to.

@@ -27,7 +27,17 @@ type zkfWorld struct {
 	// leadAll > 0: that broker leads every partition (ISR it and n1).
 	leadAll int
 	slowErr error
+	// applied is the lagging server's last applied zxid; the shrink of
+	// chaos-2 is written at shrinkZxid, every earlier state at 1.
+	applied int64
+	// noVia: the world cannot read through one server (stateAt fails).
+	noVia bool
+	// downPolls: n3 has no session yet (restarting, say after a
+	// controlled shutdown) for the first downPolls plans.
+	downPolls int
 }
+
+const shrinkZxid = 0x100
 
 func (w *zkfWorld) Nodes() []Target { return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}} }
 func (w *zkfWorld) ZKServers() []Target {
@@ -98,8 +108,32 @@ func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
 }
 func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return nil }
 func (f zkfFake) sessions(context.Context, []Target, []Target) map[string]string {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if f.w.downPolls > 0 {
+		f.w.downPolls--
+		out := map[string]string{}
+		for n, s := range f.w.served {
+			if n != "n3" {
+				out[n] = s
+			}
+		}
+		return out
+	}
 	return f.w.served
 }
+func (f zkfFake) stateAt(ctx context.Context, zk Target, topic string, p int32) (PartitionState, error) {
+	if f.w.noVia {
+		return PartitionState{}, fmt.Errorf("no reads through %s", zk.Name)
+	}
+	l, isr, err := f.w.PartitionISR(ctx, topic, p)
+	z := int64(1)
+	if !slices.Contains(isr, 1) {
+		z = shrinkZxid
+	}
+	return PartitionState{Leader: l, ISR: isr, Mzxid: z}, err
+}
+func (f zkfFake) appliedZxid(context.Context, Target) (int64, error) { return f.w.applied, nil }
 
 func TestFailoverOnLaggingZK(t *testing.T) {
 	pinned := map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"} // --zk-server-by-id
@@ -108,33 +142,46 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 		served        map[string]string
 		reach, shrink bool
 		slowErr       error
+		applied       int64 // the lagging server's zxid when the shrink is seen
+		noVia         bool
 		wantErr       string
 		want          []string // calls, in order
 		wantStop      string   // prefix of the fault_stop's detail
 	}{
-		{"pinned sessions: the survivor on a follower takes over", pinned, true, true, nil, "",
+		{"pinned sessions: the survivor on a follower takes over", pinned, true, true, nil, 0x42, false, "",
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"},
+			"window reached: n2 released after n3 shrank chaos-2 to [3 2] at zxid 0x100, zk2 at 0x42 (0x42 once n2 was released)"},
+		// The slowed server applied the shrink before the successor could
+		// read it: said so, not counted as the window.
+		{"the lagging server already applied the shrink: window missed", pinned, true, true, nil, shrinkZxid, false, "",
+			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"},
+			"window missed: n2 released after n3 shrank chaos-2 to [3 2] at zxid 0x100, zk2 at 0x100"},
+		{"no reads through one server: the run's reads, unchecked", pinned, true, true, nil, shrinkZxid, true, "",
 			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
 				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"},
 			"window reached: n2 released after n3 shrank chaos-2 to [3 2]"},
-		{"no shrink in time: released anyway", pinned, true, false, nil, "",
+		{"no shrink in time: released anyway", pinned, true, false, nil, 0, false, "",
 			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
 				"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"},
 			"successor held; no ISR shrink seen"},
-		{"successor never held: nothing slowed, everything disarmed", pinned, false, true, nil, "",
+		{"successor never held: nothing slowed, everything disarmed", pinned, false, true, nil, 0, false, "",
 			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
 				"heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
 			"successor not held"},
-		{"slowing fails (its target gone): released at heal", pinned, true, true, fmt.Errorf("zk2 is not running"), "zk2 is not running",
+		{"slowing fails (its target gone): released at heal", pinned, true, true, fmt.Errorf("zk2 is not running"), 0, false, "zk2 is not running",
 			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
 				"slow zk3->zk2 4kbit", "heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
 			"successor held; slowing the link failed"},
-		{"unpinned, both survivors on the leader: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil,
+		{"unpinned, both survivors on the leader: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil, 0, false,
 			"no broker but the controller n1 has its session on a ZooKeeper follower", nil, ""},
-		{"sessions unknown: unavailable now", map[string]string{}, true, true, nil, "on a ZooKeeper follower", nil, ""},
+		{"sessions unknown: unavailable now", map[string]string{}, true, true, nil, 0, false, "on a ZooKeeper follower", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr}
+			w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr,
+				applied: tt.applied, noVia: tt.noVia}
 			dir := t.TempDir()
 			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
 			heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
@@ -213,6 +260,54 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 				!slices.Equal(targetNames(p.others), tt.others) {
 				t.Fatalf("pick %d: plan %+v, want successor %s on %s, others %v", tt.pick, p, tt.succ, tt.lagging, tt.others)
 			}
+		}
+	}
+}
+
+// A plan without a partition to watch is made again for a while: a broker
+// restarting has no session to place yet, and once it has one it is the
+// successor that leaves a shrinking leader.
+func TestFailoverOnLaggingZKPlansAgain(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		downPolls int
+		succ      string
+		watch     []shrinkWatch
+	}{
+		// n2 leads every partition; n3 (restarting) has no session at
+		// the first plan, so n2 alone is a candidate and leaves no
+		// shrinking leader.
+		{"n3 back by the second plan", 1, "n3", []shrinkWatch{{0, 2}, {1, 2}, {2, 2}}},
+		// n3 never comes back within the wait: the last plan, nothing to
+		// watch (said so at the fault's stop).
+		{"n3 never back", 1 << 20, "n2", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &zkfWorld{served: map[string]string{"n1": "zk3", "n2": "zk1", "n3": "zk2"}, leadAll: 2, downPolls: tt.downPolls}
+			p, err := planZKFailoverSoon(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.succ.Name != tt.succ || !slices.Equal(p.watch, tt.watch) {
+				t.Fatalf("successor %s watching %v, want %s watching %v", p.succ.Name, p.watch, tt.succ, tt.watch)
+			}
+		})
+	}
+}
+
+func TestSrvrZxid(t *testing.T) {
+	for _, tt := range []struct {
+		out  string
+		want int64
+		ok   bool
+	}{
+		{"Zookeeper version: 3.8.4\nLatency min/avg/max: 0/0.5/9\nZxid: 0x1000000f2\nMode: follower\nNode count: 60\n", 0x1000000f2, true},
+		{"This ZooKeeper instance is not currently serving requests\n", 0, false},
+		{"Zxid: 0xzz\n", 0, false},
+	} {
+		got, err := srvrZxid(tt.out)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("srvrZxid(%q) = %#x, %v; want %#x, ok %v", tt.out, got, err, tt.want, tt.ok)
 		}
 	}
 }
