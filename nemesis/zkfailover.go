@@ -179,6 +179,9 @@ type zkfPlan struct {
 	// watch: the partitions whose ISR shrink of ctl is the state change
 	// under succ; empty when no survivor but succ leads one.
 	watch []shrinkWatch
+	// move, when set, is a survivor on the ZooKeeper leader that would
+	// be a better successor than any on a follower.
+	move Target
 }
 
 // planZKFailover resolves the roles now; pick chooses the successor among
@@ -202,16 +205,6 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 		return p, fmt.Errorf("%s: ZooKeeper leader: %w", k, err)
 	}
 	served := ops.sessions(ctx, nodes, zks)
-	var cands []Target
-	for _, t := range without(nodes, p.ctl) {
-		if s, ok := served[t.Name]; ok && s != p.leader.Name {
-			cands = append(cands, t)
-		}
-	}
-	if len(cands) == 0 {
-		return p, fmt.Errorf("%s: no broker but the controller %s has its session on a ZooKeeper follower (leader %s, sessions %v)",
-			k, p.ctl.Name, p.leader.Name, served)
-	}
 	// The state change under the successor is another survivor's ISR
 	// shrink of the controller: a successor whose fellow survivors lead no
 	// partition with the controller in its ISR (leadership piled on it by
@@ -242,9 +235,27 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 		}
 		return best
 	}
+	var cands, onLeader []Target
 	top := 0
-	for _, c := range cands {
-		top = max(top, score(c))
+	for _, t := range without(nodes, p.ctl) {
+		switch s, ok := served[t.Name]; {
+		case ok && s != p.leader.Name:
+			cands = append(cands, t)
+			top = max(top, score(t))
+		case ok && score(t) > 0:
+			onLeader = append(onLeader, t)
+		}
+	}
+	// A survivor that would leave a shrinking leader but is served by the
+	// ZooKeeper leader (the leader's reads are never stale) is worth
+	// moving when no candidate is as good: planZKFailoverSoon cuts it
+	// from the leader until its session moves to a follower.
+	if top == 0 && len(onLeader) > 0 {
+		p.move = onLeader[pick%len(onLeader)]
+	}
+	if len(cands) == 0 {
+		return p, fmt.Errorf("%s: no broker but the controller %s has its session on a ZooKeeper follower (leader %s, sessions %v)",
+			k, p.ctl.Name, p.leader.Name, served)
 	}
 	var best []Target
 	for _, c := range cands {
@@ -281,14 +292,46 @@ const zkfPlanWithin = 2
 
 // planZKFailoverSoon plans until the plan has a partition to watch or
 // zkfPlanWithin session timeouts have passed, and returns the last plan.
+// Once, it moves the session of a survivor the plan wants moved off the
+// ZooKeeper leader.
 func planZKFailoverSoon(ctx context.Context, fw FailpointWorld, ops zkfOps, k FaultKind, pick int) (zkfPlan, error) {
 	deadline := time.Now().Add(zkfPlanWithin * fw.SessionTimeout())
+	moved := false
 	for {
 		p, err := planZKFailover(ctx, fw, ops, k, pick)
+		if p.move.Name != "" && !moved {
+			moved = true
+			if merr := moveSession(ctx, fw, ops, p.move, p.leader, zkfPlanWithin*fw.SessionTimeout()); merr == nil {
+				continue
+			}
+		}
 		if err == nil && len(p.watch) > 0 || time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
 			return p, err
 		}
 	}
+}
+
+// moveSession cuts broker t from ZooKeeper server leader until t's session
+// is served by another server, then heals the cut. The broker's client
+// notices the dead connection within two thirds of its session timeout and
+// goes on to the next server of its list, never the one it left, so the
+// session moves without expiring.
+func moveSession(ctx context.Context, w World, ops zkfOps, t, leader Target, within time.Duration) error {
+	if err := ops.partition(ctx, "partition", []Target{t}, []Target{leader}); err != nil {
+		return errors.Join(err, ops.healNet(context.WithoutCancel(ctx)))
+	}
+	deadline := time.Now().Add(within)
+	var err error
+	for {
+		if s, ok := ops.sessions(ctx, w.Nodes(), w.ZKServers())[t.Name]; ok && s != leader.Name {
+			break
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			err = fmt.Errorf("%s's session still not on a follower %s after its cut from %s", t.Name, within, leader.Name)
+			break
+		}
+	}
+	return errors.Join(err, ops.healNet(context.WithoutCancel(ctx)))
 }
 
 func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops zkfOps, k FaultKind, pick int) (heal Heal, err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ type zkfWorld struct {
 	applied int64
 	// noVia: the world cannot read through one server (stateAt fails).
 	noVia bool
+	// moveTo: where a broker's session goes when it is cut from its
+	// server.
+	moveTo map[string]string
 	// downPolls: n3 has no session yet (restarting, say after a
 	// controlled shutdown) for the first downPolls plans.
 	downPolls int
@@ -102,8 +106,15 @@ func (f zkfFake) slow(_ context.Context, from, to Target, s SlowSpec) error {
 func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
 	f.w.log("partition %s | %s", strings.Join(targetNames(a), " "), strings.Join(targetNames(b), " "))
 	f.w.mu.Lock()
-	f.w.killed = true
-	f.w.mu.Unlock()
+	defer f.w.mu.Unlock()
+	if a[0].Name == "n1" { // the controller cut off
+		f.w.killed = true
+	}
+	// A broker cut from its server reconnects to the one moveTo names.
+	if to, ok := f.w.moveTo[a[0].Name]; ok && len(a) == 1 {
+		f.w.served = maps.Clone(f.w.served)
+		f.w.served[a[0].Name] = to
+	}
 	return nil
 }
 func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return nil }
@@ -174,8 +185,10 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			[]string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
 				"slow zk3->zk2 4kbit", "heal-net", "disarm n2 controller-after-elected", "disarm n3 controller-before-elect"},
 			"successor held; slowing the link failed"},
-		{"unpinned, both survivors on the leader: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil, 0, false,
-			"no broker but the controller n1 has its session on a ZooKeeper follower", nil, ""},
+		// Both survivors on the leader, and cutting n2 from it does not
+		// move its session (moveTo empty): unavailable now.
+		{"unpinned, both survivors on the leader and staying there: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil, 0, false,
+			"no broker but the controller n1 has its session on a ZooKeeper follower", []string{"partition n2 | zk3", "heal-net"}, ""},
 		{"sessions unknown: unavailable now", map[string]string{}, true, true, nil, 0, false, "on a ZooKeeper follower", nil, ""},
 	}
 	for _, tt := range tests {
@@ -198,8 +211,8 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			if !slices.Equal(calls, tt.want) {
 				t.Fatalf("calls\n %q\nwant\n %q", calls, tt.want)
 			}
-			if tt.want == nil {
-				return // nothing was done, nothing recorded
+			if tt.wantErr != "" {
+				return // not started, nothing recorded
 			}
 			start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
 			if start == nil || stop == nil || start.Name != string(FailoverOnLaggingZK) || stop.ID != start.ID {
@@ -261,6 +274,29 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 				t.Fatalf("pick %d: plan %+v, want successor %s on %s, others %v", tt.pick, p, tt.succ, tt.lagging, tt.others)
 			}
 		}
+	}
+}
+
+// Both survivors on the ZooKeeper leader: one is cut from it until its
+// session moves to a follower, and takes over from there.
+func TestFailoverOnLaggingZKMovesASession(t *testing.T) {
+	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, moveTo: map[string]string{"n2": "zk2", "n3": "zk1"},
+		reach: true, shrink: true, armed: map[string]bool{}, applied: 1}
+	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	calls := slices.Clone(w.calls)
+	w.mu.Unlock()
+	want := []string{"partition n2 | zk3", "heal-net", // n2's session moves to zk2
+		"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+		"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls\n %q\nwant\n %q", calls, want)
 	}
 }
 
