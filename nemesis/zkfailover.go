@@ -452,6 +452,7 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 			set(func() { werr = err })
 		}
 		shrunk, stale, mzxid := waitStaleShrink(wctx, fw, ops, p, topic, cid, reachWithin(fw))
+		seen := time.Now()
 		// Released, the successor reads partition state through the
 		// lagging follower at once; unslowed right after, its writes are
 		// answered without the backlog (a session whose request waits
@@ -462,12 +463,24 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		}
 		// Was the window still open once the successor went on? (It
 		// reads at once; the slowed server applies the shrink later.)
+		// And how long after the leader had it did the slowed server
+		// apply it (the link unslowed meanwhile): the window's margin,
+		// measured beside the heal.
+		applied := make(chan string, 1)
 		if stale && mzxid > 0 {
 			if z, err := ops.appliedZxid(wctx, p.lagging); err == nil {
-				shrunk += fmt.Sprintf(" (%#x once %s was released)", z, p.succ.Name)
+				shrunk += fmt.Sprintf(" (%#x once %s was released", z, p.succ.Name)
 			}
+			go func() { applied <- appliedAfter(wctx, ops, p.lagging, mzxid, seen, 3*time.Second) }()
+		} else {
+			applied <- ""
 		}
 		herr := ops.healNet(wctx)
+		if a := <-applied; a != "" {
+			shrunk += "; " + a + ")"
+		} else if stale && mzxid > 0 {
+			shrunk += ")"
+		}
 		set(func() {
 			netHealed = herr == nil
 			werr = errors.Join(rerr, herr)
@@ -556,6 +569,20 @@ func waitStaleShrink(ctx context.Context, fw FailpointWorld, ops zkfOps, p zkfPl
 		}
 	}
 	return strings.Join(missed, "; "), false, 0
+}
+
+// appliedAfter polls zk until it has applied zxid, up to within, and says
+// how long after since that was.
+func appliedAfter(ctx context.Context, ops zkfOps, zk Target, zxid int64, since time.Time, within time.Duration) string {
+	deadline := since.Add(within)
+	for {
+		if z, err := ops.appliedZxid(ctx, zk); err == nil && z >= zxid {
+			return fmt.Sprintf("%s applied it %s after the leader had it", zk.Name, time.Since(since).Round(10*time.Millisecond))
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+			return fmt.Sprintf("%s had not applied it %s after the leader had it", zk.Name, within)
+		}
+	}
 }
 
 // stopDetail records a fault's end with what it came to.
