@@ -24,7 +24,12 @@ import (
 // leader L, and which server serves each broker's session (asked of every
 // server with the `cons` four-letter word, so it works whether the brokers'
 // sessions are pinned or not). The successor W is a surviving broker served
-// by a follower F; the other survivors are held out of the election
+// by a follower F whose fellow survivor O leads a partition with C in its
+// ISR (best: O served by another server than F). The plan is made again
+// for up to two session timeouts until there is such an O (a broker back
+// from a controlled shutdown has no session and leads nothing at first),
+// and a survivor fit to be W but served by L is cut from L until its
+// session moves to a follower. The other survivors are held out of the election
 // (controller-before-elect) and W is held right after winning it
 // (controller-after-elected), then C is cut from ZooKeeper: its session
 // expires (the failover) while its replicas keep fetching. Once W holds,
@@ -35,7 +40,9 @@ import (
 // behind it and come back fresh; a kill makes every leader shrink C, W too,
 // which `chaos repro KAFKA-16667` avoids with RF 2). When one of the others
 // shrinks C out of an ISR (a write committed through the leader that F
-// applies late), W is released (it reads partition state through F, C
+// applies late; watched by reads through L, and checked against F's
+// applied zxid from `srvr`: a shrink F already has is no window, and the
+// watch goes on), W is released (it reads partition state through F, C
 // unregistered) and every link is healed, so W's writes come back; it
 // removes C from the ISRs with the stale zkVersion. With
 // KAFKA-16667 W retries that write with BADVERSION forever (liveness);
