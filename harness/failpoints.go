@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
@@ -26,15 +27,42 @@ type failpointWorld struct {
 	topic      string
 	partitions int32
 	session    time.Duration
+	replicaLag time.Duration
 }
 
-var _ nemesis.FailpointWorld = (*failpointWorld)(nil)
+var (
+	_ nemesis.FailpointWorld  = (*failpointWorld)(nil)
+	_ nemesis.ReplicaLagWorld = (*failpointWorld)(nil)
+)
 
 // newFailpointWorld extends w for the failpoint fault of a run configured by
 // cfg (its topic, partitions and session timeout; defaults applied).
 func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfig) *failpointWorld {
 	return &failpointWorld{world: w, admin: &Live{Cluster: c}, runDir: runDir,
-		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout}
+		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout, replicaLag: replicaLagOf(cfg.NodeFlags)}
+}
+
+// nodeReplicaLagDefault is the node program's --replica-lag-time-max default
+// (node/config).
+const nodeReplicaLagDefault = 10 * time.Second
+
+// replicaLagOf reads --replica-lag-time-max from the nodes' flags (the last
+// one wins, as with the flag package), or the node's default.
+func replicaLagOf(flags []string) time.Duration {
+	lag := nodeReplicaLagDefault
+	for i, f := range flags {
+		name, v, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if name != "replica-lag-time-max" || !strings.HasPrefix(f, "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(flags) {
+			v = flags[i+1]
+		}
+		if d, err := time.ParseDuration(v); err == nil {
+			lag = d
+		}
+	}
+	return lag
 }
 
 func (f *failpointWorld) ArmFailpoint(ctx context.Context, node int, name, action string) error {
@@ -110,3 +138,4 @@ func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partiti
 
 func (f *failpointWorld) WorkloadTopic() (string, int32) { return f.topic, f.partitions }
 func (f *failpointWorld) SessionTimeout() time.Duration  { return f.session }
+func (f *failpointWorld) ReplicaLagTime() time.Duration  { return f.replicaLag }

@@ -291,6 +291,25 @@ type shrinkWatch struct {
 	leader    int
 }
 
+// ReplicaLagWorld is a World that knows the nodes' replica.lag.time.max:
+// failover-on-lagging-zk times the slowing and its watch by it.
+type ReplicaLagWorld interface {
+	ReplicaLagTime() time.Duration
+}
+
+// replicaLag is w's replica.lag.time.max, 0 when unknown.
+func replicaLag(w World) time.Duration {
+	if r, ok := w.(ReplicaLagWorld); ok {
+		return r.ReplicaLagTime()
+	}
+	return 0
+}
+
+// zkfSlowAhead is how long before the others' ISR shrinks are due the link
+// to the successor's server is slowed (at once when replica.lag.time.max
+// is this short or shorter, as in the power table's KAFKA-16667 row).
+const zkfSlowAhead = 2 * time.Second
+
 // zkfPlanWithin is how long the fault waits for a plan with a partition to
 // watch (a broker restarting, say after an operator's controlled shutdown,
 // has no session to place yet and leads nothing), as a multiple of the
@@ -439,8 +458,21 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		if !waitReached(wctx, fw, sid, fpAfterElected, since, reachWithin(fw)) {
 			return
 		}
-		if err := ops.slow(wctx, p.leader, p.lagging, laggingZKSlow); err != nil {
-			set(func() { outcome, werr = "successor held; slowing the link failed", err })
+		// The link is slowed about zkfSlowAhead before the shrink is due:
+		// long enough for a backlog that outlasts the successor's read,
+		// short enough that the follower acknowledges the shrink's
+		// proposal within syncLimit (else the leader drops it, and its
+		// sessions move to an up-to-date server).
+		lag := replicaLag(fw)
+		ahead := max(0, lag-zkfSlowAhead)
+		slow := func() bool {
+			if err := ops.slow(wctx, p.leader, p.lagging, laggingZKSlow); err != nil {
+				set(func() { outcome, werr = "successor held; slowing the link failed", err })
+				return false
+			}
+			return true
+		}
+		if ahead == 0 && !slow() {
 			return
 		}
 		// The others may elect now: they find the successor in
@@ -458,7 +490,10 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		if err := ops.partition(wctx, "partition", []Target{p.ctl}, p.others); err != nil {
 			set(func() { werr = err })
 		}
-		shrunk, stale, mzxid := waitStaleShrink(wctx, fw, ops, p, topic, cid, reachWithin(fw))
+		if ahead > 0 && (!sleepUntil(wctx, time.Now().Add(ahead)) || !slow()) {
+			return
+		}
+		shrunk, stale, mzxid := waitStaleShrink(wctx, fw, ops, p, topic, cid, max(reachWithin(fw), lag+zkfPlanWithin*fw.SessionTimeout()))
 		seen := time.Now()
 		// Released, the successor reads partition state through the
 		// lagging follower at once; unslowed right after, its writes are

@@ -288,6 +288,50 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 	}
 }
 
+// zkfLagWorld is zkfWorld with a replica.lag.time.max.
+type zkfLagWorld struct {
+	*zkfWorld
+	lag time.Duration
+}
+
+func (w zkfLagWorld) ReplicaLagTime() time.Duration { return w.lag }
+
+// With a replica.lag.time.max longer than zkfSlowAhead the link is slowed
+// only that long before the shrinks are due, after the controller's cut
+// from the others; with a short one, at once.
+func TestFailoverOnLaggingZKSlowsAhead(t *testing.T) {
+	for _, tt := range []struct {
+		lag       time.Duration
+		want      []string
+		minWindow time.Duration
+	}{
+		{2 * time.Second, []string{"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3"}, 0},
+		{zkfSlowAhead + 200*time.Millisecond, []string{"disarm n3 controller-before-elect", "partition n1 | n3", "slow zk3->zk2 4kbit"}, 200 * time.Millisecond},
+	} {
+		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+		lw := zkfLagWorld{w, tt.lag}
+		begin := time.Now()
+		heal, err := injectZKFailover(t.Context(), w, lw, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(begin)
+		w.mu.Lock()
+		calls := slices.Clone(w.calls)
+		w.mu.Unlock()
+		// Between the controller's cut from ZooKeeper and the release.
+		if len(calls) < 7 || !slices.Equal(calls[3:6], tt.want) {
+			t.Fatalf("lag %s: calls\n %q\nwant %q after the cut", tt.lag, calls, tt.want)
+		}
+		if took < tt.minWindow {
+			t.Fatalf("lag %s: done in %s, want the slowing %s after the cut", tt.lag, took, tt.minWindow)
+		}
+	}
+}
+
 // Both survivors on the ZooKeeper leader: one is cut from it until its
 // session moves to a follower, and takes over from there.
 func TestFailoverOnLaggingZKMovesASession(t *testing.T) {
