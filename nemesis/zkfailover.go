@@ -326,10 +326,14 @@ func planZKFailoverSoon(ctx context.Context, fw FailpointWorld, ops zkfOps, k Fa
 	for {
 		p, err := planZKFailover(ctx, fw, ops, k, pick)
 		if p.move.Name != "" && !moved {
+			// Planned again whatever came of it: roles may have
+			// changed meanwhile.
 			moved = true
-			if merr := moveSession(ctx, fw, ops, p.move, p.leader, zkfPlanWithin*fw.SessionTimeout()); merr == nil {
-				continue
+			moveSession(ctx, fw, ops, p.move, p.leader, zkfPlanWithin*fw.SessionTimeout())
+			if d := time.Now().Add(fw.SessionTimeout()); d.After(deadline) {
+				deadline = d
 			}
+			continue
 		}
 		if err == nil && len(p.watch) > 0 || time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
 			return p, err
@@ -641,8 +645,11 @@ func (r *Recorder) stopDetail(id, name string, targets []string, detail string, 
 
 // consSessions asks every ZooKeeper server for its client connections
 // (`cons`) and maps each broker to the server it is connected to. A server
-// that does not answer (paused, cut off) serves nobody it can name; a
-// broker seen on two servers (a connection moving) is left out.
+// that does not answer (paused, cut off) serves nobody it can name. A
+// broker seen on two servers has moved: the server that still lists its
+// old connection (cut off, it never learnt the client left) established it
+// earlier, so the latest established one wins; with no times to tell, the
+// broker is left out.
 func consSessions(ctx context.Context, nodes, zks []Target) map[string]string {
 	byIP := map[netip.Addr]string{}
 	for _, t := range nodes {
@@ -650,34 +657,69 @@ func consSessions(ctx context.Context, nodes, zks []Target) map[string]string {
 			byIP[t.Container.IP] = t.Name
 		}
 	}
-	seen := map[string][]string{}
+	var outs []serverCons
 	for _, z := range zks {
 		if z.Container == nil {
 			continue
 		}
 		out, err := fourLetter(ctx, netip.AddrPortFrom(z.Container.IP, zkClientPort).String(), "cons", time.Second)
-		if err != nil {
-			continue
+		if err == nil {
+			outs = append(outs, serverCons{z.Name, out})
 		}
-		for _, ip := range consClients(out) {
-			if n, ok := byIP[ip]; ok && !slices.Contains(seen[n], z.Name) {
-				seen[n] = append(seen[n], z.Name)
+	}
+	return servedBy(byIP, outs)
+}
+
+// serverCons is one server's `cons` reply.
+type serverCons struct{ server, out string }
+
+// servedBy maps each broker (by address) to the server of its latest
+// established connection.
+func servedBy(byIP map[netip.Addr]string, outs []serverCons) map[string]string {
+	type seen struct {
+		server string
+		est    int64
+		tie    bool // another server's connection has the same est
+	}
+	latest := map[string]*seen{}
+	for _, o := range outs {
+		for _, c := range consClients(o.out) {
+			n, ok := byIP[c.ip]
+			if !ok {
+				continue
+			}
+			switch s := latest[n]; {
+			case s == nil:
+				latest[n] = &seen{server: o.server, est: c.est}
+			case s.server == o.server:
+				s.est = max(s.est, c.est)
+			case c.est > s.est:
+				*s = seen{server: o.server, est: c.est}
+			case c.est == s.est:
+				s.tie = true
 			}
 		}
 	}
 	served := map[string]string{}
-	for n, s := range seen {
-		if len(s) == 1 {
-			served[n] = s[0]
+	for n, s := range latest {
+		if !s.tie {
+			served[n] = s.server
 		}
 	}
 	return served
 }
 
+// consConn is one connection a `cons` reply lists: the client's address
+// and when it was established (est=, ms since the epoch; 0 if absent).
+type consConn struct {
+	ip  netip.Addr
+	est int64
+}
+
 // consClients parses `cons` output: one connection a line,
-// " /10.0.0.5:43122[1](queued=0,...)".
-func consClients(out string) []netip.Addr {
-	var ips []netip.Addr
+// " /10.0.0.5:43122[1](queued=0,...,est=1764790000000,...)".
+func consClients(out string) []consConn {
+	var conns []consConn
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -691,15 +733,24 @@ func consClients(out string) []netip.Addr {
 		if end < 0 {
 			continue
 		}
+		stats := rest[end+2:]
 		end = strings.LastIndex(rest[:end], "[")
 		if end < 0 {
 			continue
 		}
-		if ap, err := netip.ParseAddrPort(rest[:end]); err == nil {
-			ips = append(ips, ap.Addr().Unmap())
+		ap, err := netip.ParseAddrPort(rest[:end])
+		if err != nil {
+			continue
 		}
+		c := consConn{ip: ap.Addr().Unmap()}
+		for _, kv := range strings.Split(strings.TrimSuffix(stats, ")"), ",") {
+			if v, ok := strings.CutPrefix(kv, "est="); ok {
+				c.est, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		conns = append(conns, c)
 	}
-	return ips
+	return conns
 }
 
 // fourLetter sends a ZooKeeper four-letter word and returns the reply.

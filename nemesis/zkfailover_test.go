@@ -453,8 +453,39 @@ func TestConsClients(t *testing.T) {
 
 `
 	got := consClients(out)
-	want := []netip.Addr{netip.MustParseAddr("10.213.0.12"), netip.MustParseAddr("10.213.0.1"), netip.MustParseAddr("10.213.0.13")}
+	want := []consConn{{netip.MustParseAddr("10.213.0.12"), 1764790000000}, {netip.MustParseAddr("10.213.0.1"), 0}, {netip.MustParseAddr("10.213.0.13"), 0}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("clients %v, want %v", got, want)
+	}
+}
+
+// A broker whose session moved is still listed by the server it left (cut
+// off, that server never saw the connection close): the latest
+// established connection says where it is now.
+func TestServedBy(t *testing.T) {
+	n1, n2 := netip.MustParseAddr("10.0.0.101"), netip.MustParseAddr("10.0.0.102")
+	byIP := map[netip.Addr]string{n1: "n1", n2: "n2"}
+	line := func(ip netip.Addr, est int64) string {
+		return fmt.Sprintf(" /%s:4000[1](queued=0,sid=0x1,est=%d,to=3000)\n", ip, est)
+	}
+	for _, tt := range []struct {
+		name string
+		outs []serverCons
+		want map[string]string
+	}{
+		{"one connection each", []serverCons{{"zk1", line(n1, 100)}, {"zk2", line(n2, 100)}},
+			map[string]string{"n1": "zk1", "n2": "zk2"}},
+		{"n1 moved from zk3 to zk1: the later one", []serverCons{{"zk1", line(n1, 200)}, {"zk3", line(n1, 100) + line(n2, 100)}},
+			map[string]string{"n1": "zk1", "n2": "zk3"}},
+		{"the same, listed the other way round", []serverCons{{"zk3", line(n1, 100)}, {"zk1", line(n1, 200)}},
+			map[string]string{"n1": "zk1"}},
+		{"no times to tell: left out", []serverCons{{"zk1", line(n1, 0)}, {"zk3", line(n1, 0)}},
+			map[string]string{}},
+		{"unknown addresses ignored", []serverCons{{"zk1", line(netip.MustParseAddr("10.0.0.9"), 5)}},
+			map[string]string{}},
+	} {
+		if got := servedBy(byIP, tt.outs); !maps.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
