@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/zkchaos/zkchaos/fourletter"
 	"io"
 	"maps"
 	"net/netip"
@@ -311,7 +312,7 @@ func (c *Cluster) WaitZKReady(ctx context.Context, timeout time.Duration) (int, 
 func (c *Cluster) zkLeader(ctx context.Context, set []*ZKServer) (int, error) {
 	leader := 0
 	for _, s := range set {
-		st, err := ZKSrvr(ctx, s.ClientAddr(), time.Second)
+		st, err := fourletter.Srvr(ctx, s.ClientAddr(), time.Second)
 		if err != nil {
 			return 0, err
 		}
@@ -429,7 +430,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) ZKLeaderNow(ctx context.Context) (int, error) {
 	var leaders []int
 	for _, s := range c.zk {
-		st, err := ZKSrvr(ctx, s.ClientAddr(), time.Second)
+		st, err := fourletter.Srvr(ctx, s.ClientAddr(), time.Second)
 		if err == nil && (st.Mode == "leader" || st.Mode == "standalone") {
 			leaders = append(leaders, s.ID)
 		}

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -51,58 +49,6 @@ func TestZKOptionsDefaultsAndErrors(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err %v, want %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
-// fakeSrvr answers one `srvr` with reply.
-func fakeSrvr(t *testing.T, reply string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			buf := make([]byte, 4)
-			c.Read(buf)
-			c.Write([]byte(reply))
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-func TestZKSrvrParsing(t *testing.T) {
-	tests := []struct {
-		name     string
-		reply    string
-		wantMode string
-		wantZxid int64
-		wantErr  string
-	}{
-		{"leader", "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nZxid: 0x100000005\nMode: leader\nNode count: 5\n", "leader", 0x100000005, ""},
-		{"follower", "Zxid: 0x0\nMode: follower\n", "follower", 0, ""},
-		{"not serving", "This ZooKeeper instance is not currently serving requests\n", "", 0, "not serving"},
-		{"garbage", "hello\n", "", 0, "no Mode"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, err := ZKSrvr(context.Background(), fakeSrvr(t, tt.reply), time.Second)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || st.Mode != tt.wantMode || st.Zxid != tt.wantZxid {
-				t.Fatalf("got %+v, %v; want mode %s zxid %#x", st, err, tt.wantMode, tt.wantZxid)
 			}
 		})
 	}

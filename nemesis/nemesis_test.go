@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkchaos/zkchaos/fourletter"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func TestPartitionZKLeaderFromFollowers(t *testing.T) {
 	// The isolated server loses its quorum and stops serving: no session can
 	// be had through it, so no write either.
 	waitFor(t, 20*time.Second, "isolated old leader stops serving", func() error {
-		if st, err := cluster.ZKSrvr(ctx, c.ZKServer(old).ClientAddr(), time.Second); err == nil {
+		if st, err := fourletter.Srvr(ctx, c.ZKServer(old).ClientAddr(), time.Second); err == nil {
 			return fmt.Errorf("still serving as %s", st.Mode)
 		}
 		return nil
@@ -96,7 +97,7 @@ func TestPartitionZKLeaderFromFollowers(t *testing.T) {
 		if _, err := c.WaitZKReady(ctx, time.Second); err != nil {
 			return err
 		}
-		st, err := cluster.ZKSrvr(ctx, c.ZKServer(old).ClientAddr(), time.Second)
+		st, err := fourletter.Srvr(ctx, c.ZKServer(old).ClientAddr(), time.Second)
 		if err != nil {
 			return err
 		}

@@ -3,8 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
+	"github.com/zkchaos/zkchaos/fourletter"
 	"net/netip"
 	"strings"
 	"time"
@@ -235,7 +234,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	// The window: F must not have applied O's write when W reads through
 	// it. srvr tells the last zxid F applied.
-	zf, err := cluster.ZKSrvr(ctx, l.Cluster.ZKServer(f).ClientAddr(), time.Second)
+	zf, err := fourletter.Srvr(ctx, l.Cluster.ZKServer(f).ClientAddr(), time.Second)
 	if err != nil {
 		return fmt.Errorf("KAFKA-16667: zk%d's applied zxid: %w", f, err)
 	}
@@ -323,8 +322,8 @@ func waitSessions(ctx context.Context, l *harness.Live, serverOf func(int) int, 
 	for {
 		var missing []string
 		for _, n := range l.Cluster.Nodes() {
-			out, err := fourLetter(ctx, l.Cluster.ZKServer(serverOf(n.ID)).ClientAddr(), "cons", time.Second)
-			if err != nil || !hasSession(out, l.Cluster.NodeIP(n.ID)) {
+			conns, err := fourletter.Cons(ctx, l.Cluster.ZKServer(serverOf(n.ID)).ClientAddr(), time.Second)
+			if err != nil || !hasSession(conns, l.Cluster.NodeIP(n.ID)) {
 				missing = append(missing, fmt.Sprintf("n%d on zk%d", n.ID, serverOf(n.ID)))
 			}
 		}
@@ -340,47 +339,13 @@ func waitSessions(ctx context.Context, l *harness.Live, serverOf func(int) int, 
 	}
 }
 
-// hasSession says whether `cons` output lists an established session
-// (a line with sid=) from ip: " /10.0.0.5:43122[1](queued=0,...,sid=0x...,...)".
-func hasSession(cons string, ip netip.Addr) bool {
-	for _, line := range strings.Split(cons, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "/")
-		if !ok || !strings.Contains(rest, "sid=0x") {
-			continue
-		}
-		end := strings.Index(rest, "](")
-		if end < 0 {
-			continue
-		}
-		end = strings.LastIndex(rest[:end], "[")
-		if end < 0 {
-			continue
-		}
-		if ap, err := netip.ParseAddrPort(rest[:end]); err == nil && ap.Addr().Unmap() == ip {
+// hasSession says whether a server's connections include an established
+// session from ip.
+func hasSession(conns []fourletter.Conn, ip netip.Addr) bool {
+	for _, c := range conns {
+		if c.Session && c.Addr.Addr() == ip {
 			return true
 		}
 	}
 	return false
-}
-
-// fourLetter sends a ZooKeeper four-letter word to addr and returns the
-// reply.
-func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (string, error) {
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	if _, err := conn.Write([]byte(word)); err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	b, err := io.ReadAll(conn)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	return string(b), nil
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/zkchaos/zkchaos/fourletter"
 	"net/netip"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestHasSession(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := hasSession(tt.cons, ip); got != tt.want {
+			if got := hasSession(fourletter.ParseCons(tt.cons), ip); got != tt.want {
 				t.Errorf("hasSession = %v, want %v", got, tt.want)
 			}
 		})

@@ -24,7 +24,7 @@ const Module = "github.com/zkchaos/zkchaos"
 // Module; "x/..." means x and everything under it.
 var Stack = [][]string{
 	{"internal/hugepage", "internal/wanterr"},
-	{"history", "docker", "internal/dockertest", "internal/layers"},
+	{"history", "docker", "fourletter", "internal/dockertest", "internal/layers"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis"},
 	{"checkers", "shrink", "history/historytest/gen1m"},
 	{"rundir", "rundir/rundirtest", "regressions"},
