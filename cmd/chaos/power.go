@@ -22,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/reports"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // powerSwitch is one configuration chaos power measures: a bug switch (or
@@ -226,13 +227,16 @@ func printPowerTable(w io.Writer, rows []powerRow, unreached []string) {
 
 // powerReport is the JSON chaos power writes.
 type powerReport struct {
-	Seeds     int        `json:"seeds"`
-	FirstSeed uint64     `json:"first_seed"`
-	TimeLimit string     `json:"time_limit"`
-	Faults    []string   `json:"faults"`
-	Density   float64    `json:"fault_density,omitempty"`
-	Admin     bool       `json:"admin"`
-	Guided    bool       `json:"guided,omitempty"`
+	Seeds     int      `json:"seeds"`
+	FirstSeed uint64   `json:"first_seed"`
+	TimeLimit string   `json:"time_limit"`
+	Faults    []string `json:"faults"`
+	Density   float64  `json:"fault_density,omitempty"`
+	Admin     bool     `json:"admin"`
+	Guided    bool     `json:"guided,omitempty"`
+	// From lists the directories a --from table was made of; the run
+	// settings above are then those of the runs, not of this command.
+	From      []string   `json:"from,omitempty"`
 	Rows      []powerRow `json:"rows"`
 	Unreached []string   `json:"windows_unreached"`
 	Runs      []powerRun `json:"runs"`
@@ -258,6 +262,7 @@ func newPowerCmd() *cobra.Command {
 		jsonOut  string
 		guided   bool
 		lockPath string
+		from     []string
 	)
 	check := checkers.DefaultConfig()
 	cmd := &cobra.Command{
@@ -275,6 +280,19 @@ reached least, so a switch's seeds together cover every window sooner.
 Exit status: 0 table written, 2 bad input or harness error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(from) > 0 {
+				// A table from runs already made: per-seed invocations
+				// (each holding the Docker lock for one run) or batches
+				// on several days fold into one table.
+				runs, err := judgeStoredPowerRuns(cmd.ErrOrStderr(), from)
+				if err != nil {
+					return withCode(exitBad, err)
+				}
+				if runsDir == "runs" && !cmd.Flags().Changed("runs") {
+					runsDir = from[0]
+				}
+				return writePower(cmd.OutOrStdout(), runs, runsDir, jsonOut, powerReport{Seeds: len(runs), From: from})
+			}
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
 			}
@@ -354,35 +372,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s seed %d: %s (caught %v) %s\n", sw.Name, rc.Seed, r.Verdict, r.Caught, dir)
 				}
 			}
-			rows, unreached := powerTable(runs), unreachedWindows(runs)
-			var table strings.Builder
-			printPowerTable(&table, rows, unreached)
-			fmt.Fprint(out, table.String())
-			if err := os.MkdirAll(runsDir, 0o755); err != nil {
-				return withCode(exitBad, err)
-			}
-			if err := os.WriteFile(filepath.Join(runsDir, reports.PowerFile), []byte(table.String()), 0o644); err != nil {
-				return withCode(exitBad, fmt.Errorf("--runs: %w", err))
-			}
-			if jsonOut == "" {
-				jsonOut = filepath.Join(runsDir, "power.json")
-			}
-			var fk []string
-			for _, k := range kinds {
-				fk = append(fk, string(k))
-			}
-			b, _ := json.MarshalIndent(powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Faults: fk,
-				Density: cfg.Density, Admin: cfg.Admin, Guided: guided,
-				Rows: rows, Unreached: unreached, Runs: runs}, "", "  ")
-			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
-				return withCode(exitBad, err)
-			}
-			if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
-				return withCode(exitBad, fmt.Errorf("--json: %w", err))
-			}
-			fmt.Fprintf(out, "json: %s\n", jsonOut)
-			if idx, err := reports.WriteIndexFile(runsDir); err == nil {
-				fmt.Fprintf(out, "runs index: %s\n", idx)
+			if err := writePower(out, runs, runsDir, jsonOut, powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(),
+				Faults: kindStrings(kinds), Density: cfg.Density, Admin: cfg.Admin, Guided: guided}); err != nil {
+				return err
 			}
 			if len(failed) > 0 {
 				return withCode(exitBad, fmt.Errorf("%d runs the harness could not finish: %w", len(failed), errors.Join(failed...)))
@@ -414,6 +406,108 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	// A power table is hours of runs; per-run locking lets other users
 	// of a shared engine take turns instead of waiting for all of it.
 	f.StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")
+	f.StringSliceVar(&from, "from", nil, "make the table from the run directories already under these directories (comma-separated or repeated) instead of running: each run counts for the switch its run.json matches (its bug switches and node flags); other runs are skipped and named")
 	f.BoolVar(&guided, "guided", false, "aim each seed's failpoint faults at the windows the switch's earlier seeds reached least (coverage-guided; each run stores its schedule, so it replays exactly)")
 	return cmd
+}
+
+func kindStrings(kinds []nemesis.FaultKind) []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// writePower prints the table, stores it as RUNS/power.txt and the JSON
+// report, and refreshes the runs index. rep carries the run settings; the
+// rows, unreached windows and runs are filled in here.
+func writePower(out io.Writer, runs []powerRun, runsDir, jsonOut string, rep powerReport) error {
+	rep.Rows, rep.Unreached, rep.Runs = powerTable(runs), unreachedWindows(runs), runs
+	var table strings.Builder
+	printPowerTable(&table, rep.Rows, rep.Unreached)
+	fmt.Fprint(out, table.String())
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return withCode(exitBad, err)
+	}
+	if err := os.WriteFile(filepath.Join(runsDir, reports.PowerFile), []byte(table.String()), 0o644); err != nil {
+		return withCode(exitBad, fmt.Errorf("--runs: %w", err))
+	}
+	if jsonOut == "" {
+		jsonOut = filepath.Join(runsDir, "power.json")
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
+		return withCode(exitBad, err)
+	}
+	if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+		return withCode(exitBad, fmt.Errorf("--json: %w", err))
+	}
+	fmt.Fprintf(out, "json: %s\n", jsonOut)
+	if idx, err := reports.WriteIndexFile(runsDir); err == nil {
+		fmt.Fprintf(out, "runs index: %s\n", idx)
+	}
+	return nil
+}
+
+// storedPowerSwitch is the switch a stored run was made for: the one whose
+// bug switches and node flags its run.json names exactly (a random run:
+// no scenario).
+func storedPowerSwitch(info *rundir.Info) (powerSwitch, bool) {
+	if info.Scenario != "" {
+		return powerSwitch{}, false
+	}
+	for _, sw := range powerSwitches {
+		if slices.Equal(slices.Sorted(slices.Values(sw.Bugs)), slices.Sorted(slices.Values(info.Bugs))) &&
+			slices.Equal(sw.NodeFlags, info.NodeFlags) {
+			return sw, true
+		}
+	}
+	return powerSwitch{}, false
+}
+
+// judgeStoredPowerRuns judges every checked run directory under dirs, in
+// name order (their run ids start with the time they ran). A directory that
+// is not a checked random run of a power switch is named on warn and left
+// out; one whose files do not read is an error.
+func judgeStoredPowerRuns(warn io.Writer, dirs []string) ([]powerRun, error) {
+	var runs []powerRun
+	for _, root := range dirs {
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			return nil, fmt.Errorf("--from: %w", err)
+		}
+		for _, e := range entries {
+			dir := filepath.Join(root, e.Name())
+			if !e.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, rundir.RunFile)); err != nil {
+				continue // not a run directory
+			}
+			info, err := rundir.ReadInfo(dir)
+			if err != nil || info == nil {
+				return nil, fmt.Errorf("--from %s: %v", dir, err)
+			}
+			sw, ok := storedPowerSwitch(info)
+			if !ok {
+				fmt.Fprintf(warn, "%s: not a random run of a power switch (bugs %v, node flags %v, scenario %q): left out\n", dir, info.Bugs, info.NodeFlags, info.Scenario)
+				continue
+			}
+			res, err := rundir.ReadResults(dir)
+			if err != nil {
+				fmt.Fprintf(warn, "%s: not checked (%v): left out\n", dir, err)
+				continue
+			}
+			h, err := history.ReadDir(dir)
+			if err != nil {
+				return nil, fmt.Errorf("--from %s: %w", dir, err)
+			}
+			runs = append(runs, judgePowerRun(sw, info.Seed, dir, res.Verdict, res.Results, h))
+		}
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("--from %s: no checked random runs of a power switch", strings.Join(dirs, ","))
+	}
+	return runs, nil
 }

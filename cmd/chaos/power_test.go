@@ -15,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // powerHistory: workload begins at 1s; event 2 (at 4s) is a violation;
@@ -164,5 +165,74 @@ func TestPowerCommand(t *testing.T) {
 		if err := root.Execute(); exitCode(err) != exitBad {
 			t.Errorf("%v: exit %d (%v), want %d", args, exitCode(err), err, exitBad)
 		}
+	}
+}
+
+// --from makes the table from stored runs: each counts for the switch its
+// run.json names, and scenario runs, unchecked runs and other folders are
+// left out by name.
+func TestPowerFromStoredRuns(t *testing.T) {
+	root := t.TempDir()
+	wl := history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}}
+	store := func(name string, info rundir.Info, verdict checkers.Verdict, checker string) {
+		t.Helper()
+		src := writeRun(t, map[string][]history.Event{"harness": {wl, {Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseEnd}}}})
+		dir := filepath.Join(root, name)
+		if err := os.Rename(src, dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := rundir.WriteInfo(dir, info); err != nil {
+			t.Fatal(err)
+		}
+		if verdict == "" {
+			return // never checked
+		}
+		res := checkers.Result{Checker: checker, Verdict: verdict}
+		if verdict == checkers.Invalid {
+			res.Events = []int{1}
+		}
+		if err := rundir.WriteResults(dir, &rundir.Results{Verdict: verdict, Results: []checkers.Result{res}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("a-532-seed1", rundir.Info{Seed: 1, Bugs: []string{"KAFKA-532"}}, checkers.Invalid, "controller-fencing")
+	store("b-532-seed2", rundir.Info{Seed: 2, Bugs: []string{"KAFKA-532"}}, checkers.Valid, "controller-fencing")
+	store("c-fixed-seed1", rundir.Info{Seed: 1}, checkers.Valid, "controller-fencing")
+	store("d-3861-seed1", rundir.Info{Seed: 1, NodeFlags: []string{"--offline-election=offline", "--min-insync-replicas=2", "--replica-lag-time-max=2s"}}, checkers.Invalid, "availability")
+	store("e-scenario", rundir.Info{Bugs: []string{"KAFKA-532"}, Scenario: "KAFKA-532"}, checkers.Invalid, "controller-fencing")
+	store("f-unchecked", rundir.Info{Seed: 3, Bugs: []string{"KAFKA-532"}}, "", "")
+	if err := os.Mkdir(filepath.Join(root, "not-a-run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	cmd := newRootCmd()
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SetArgs([]string{"power", "--from", root})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("power --from: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"KAFKA-532    1/2", "KAFKA-3861   1/1", "every-fix-on  0/1 false positives"} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, skipped := range []string{"e-scenario", "f-unchecked"} {
+		if !strings.Contains(errOut.String(), skipped) {
+			t.Errorf("%s not named as left out:\n%s", skipped, errOut)
+		}
+	}
+	var rep powerReport
+	if b, err := os.ReadFile(filepath.Join(root, "power.json")); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Runs) != 4 || len(rep.From) != 1 {
+		t.Fatalf("power.json: %+v (%v)", rep, err)
+	}
+
+	cmd = newRootCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"power", "--from", filepath.Join(root, "not-a-run")})
+	if err := cmd.Execute(); exitCode(err) != exitBad || !strings.Contains(err.Error(), "no checked random runs") {
+		t.Fatalf("--from an empty folder: exit %d (%v), want %d naming the problem", exitCode(err), err, exitBad)
 	}
 }
