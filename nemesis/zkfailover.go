@@ -392,11 +392,9 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 	// before the cut, while ZooKeeper names the controller's ISR
 	// memberships). A first read through the ZooKeeper leader opens the
 	// session the watch reads through while the link is still fast.
-	topic, _ := fw.WorkloadTopic()
+	topic, parts := fw.WorkloadTopic()
 	watch := p.watch
-	if len(watch) > 0 {
-		ops.stateAt(ctx, p.leader, topic, watch[0].partition)
-	}
+	ops.stateAt(ctx, p.leader, topic, 0)
 
 	armed := map[string]bool{} // "id name" of every failpoint armed
 	disarmAll := func(ctx context.Context) error {
@@ -491,13 +489,22 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 		// here, while the link is slowed, and the follower's backlog stays
 		// short enough to keep it in the quorum (a proposal unacknowledged
 		// for syncLimit ticks drops it, and its sessions with it).
+		// Leadership may have moved since the plan (an operator's
+		// preferred election, say, off the controller that led every
+		// partition): watch what the survivors lead now.
+		if now := watchNow(wctx, ops, p.leader, topic, parts, cid, sid); len(now) > 0 {
+			set(func() { watch = now })
+		}
 		if err := ops.partition(wctx, "partition", []Target{p.ctl}, p.others); err != nil {
 			set(func() { werr = err })
 		}
 		if ahead > 0 && (!sleepUntil(wctx, time.Now().Add(ahead)) || !slow()) {
 			return
 		}
-		shrunk, stale, mzxid := waitStaleShrink(wctx, fw, ops, p, topic, cid, max(reachWithin(fw), lag+zkfPlanWithin*fw.SessionTimeout()))
+		mu.Lock()
+		watching := watch
+		mu.Unlock()
+		shrunk, stale, mzxid := waitStaleShrink(wctx, fw, ops, p, watching, topic, cid, max(reachWithin(fw), lag+zkfPlanWithin*fw.SessionTimeout()))
 		seen := time.Now()
 		// Released, the successor reads partition state through the
 		// lagging follower at once; unslowed right after, its writes are
@@ -576,8 +583,8 @@ func targetGone(ctx context.Context, nodes []Target, id int) bool {
 // it. A shrink the lagging server has already applied is no window: the
 // watch goes on with the other partitions. Without a read through the
 // leader it falls back to the run's own reads, unchecked.
-func waitStaleShrink(ctx context.Context, fw FailpointWorld, ops zkfOps, p zkfPlan, topic string, dead int, within time.Duration) (what string, stale bool, mzxid int64) {
-	watch := slices.Clone(p.watch)
+func waitStaleShrink(ctx context.Context, fw FailpointWorld, ops zkfOps, p zkfPlan, watch []shrinkWatch, topic string, dead int, within time.Duration) (what string, stale bool, mzxid int64) {
+	watch = slices.Clone(watch)
 	var missed []string
 	deadline := time.Now().Add(within)
 	for len(watch) > 0 {
@@ -615,6 +622,20 @@ func waitStaleShrink(ctx context.Context, fw FailpointWorld, ops zkfOps, p zkfPl
 		}
 	}
 	return strings.Join(missed, "; "), false, 0
+}
+
+// watchNow lists the partitions of topic that a broker other than the
+// controller and the successor leads with the controller in its ISR, read
+// through ZooKeeper server zk (the leader); nil when none or unreadable.
+func watchNow(ctx context.Context, ops zkfOps, zk Target, topic string, parts int32, ctl, succ int) []shrinkWatch {
+	var out []shrinkWatch
+	for q := range parts {
+		st, err := ops.stateAt(ctx, zk, topic, q)
+		if err == nil && st.Leader >= 0 && st.Leader != ctl && st.Leader != succ && slices.Contains(st.ISR, ctl) {
+			out = append(out, shrinkWatch{q, st.Leader})
+		}
+	}
+	return out
 }
 
 // appliedAfter polls zk until it has applied zxid, up to within, and says

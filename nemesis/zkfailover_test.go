@@ -22,12 +22,16 @@ type zkfWorld struct {
 	callLog
 	served map[string]string // broker → its session's server
 	reach  bool              // the successor reaches controller-after-elected once n1 is cut off
-	shrink bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off
-	killed bool
-	armed  map[string]bool
-	// leadAll > 0: that broker leads every partition (ISR it and n1).
-	leadAll int
-	slowErr error
+	shrink bool              // n3 shrinks n1 out of chaos-2 once n1 is cut off from it
+	killed bool              // n1 cut from ZooKeeper
+	// cutFromOthers: n1 cut from the other survivors.
+	cutFromOthers bool
+	armed         map[string]bool
+	// leadAll > 0: that broker leads every partition (ISR it and n1);
+	// with leadAllUntilArmed, only until the fault arms a failpoint.
+	leadAll           int
+	leadAllUntilArmed bool
+	slowErr           error
 	// applied is the lagging server's last applied zxid; the shrink of
 	// chaos-2 is written at shrinkZxid, every earlier state at 1.
 	applied      int64
@@ -54,10 +58,10 @@ func (w *zkfWorld) PartitionLeader(context.Context, string, int32) (int, error) 
 func (w *zkfWorld) PartitionISR(_ context.Context, _ string, p int32) (int, []int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if p == 2 && w.killed && w.shrink {
+	if p == 2 && w.cutFromOthers && w.shrink {
 		return 3, []int{3, 2}, nil
 	}
-	if w.leadAll > 0 {
+	if w.leadAll > 0 && (!w.leadAllUntilArmed || len(w.armed) == 0) {
 		return w.leadAll, []int{w.leadAll, 1}, nil
 	}
 	return int(p) + 1, []int{int(p) + 1, 1, 2, 3}[:3], nil
@@ -108,8 +112,12 @@ func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
 	f.w.log("partition %s | %s", strings.Join(targetNames(a), " "), strings.Join(targetNames(b), " "))
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
-	if a[0].Name == "n1" { // the controller cut off
-		f.w.killed = true
+	if a[0].Name == "n1" { // the controller cut off: from ZooKeeper first, then from the others
+		if strings.HasPrefix(b[0].Name, "zk") {
+			f.w.killed = true
+		} else {
+			f.w.cutFromOthers = true
+		}
 	}
 	// A broker cut from its server reconnects to the one moveTo names.
 	if to, ok := f.w.moveTo[a[0].Name]; ok && len(a) == 1 {
@@ -285,6 +293,27 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 				t.Fatalf("pick %d: plan %+v, want successor %s on %s, others %v", tt.pick, p, tt.succ, tt.lagging, tt.others)
 			}
 		}
+	}
+}
+
+// The controller led every partition when the fault planned, and an
+// operator's preferred election moved some to the survivors before the
+// controller was cut from them: the watch is what they lead then.
+func TestFailoverOnLaggingZKWatchesLeadersOfNow(t *testing.T) {
+	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{},
+		leadAll: 1, leadAllUntilArmed: true}
+	rec := NewFileRecorder(filepath.Join(t.TempDir(), "nemesis.jsonl"))
+	heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	_, stop := lastFaultEvents(t, rec.path)
+	if want := "window reached: n2 released after n3 shrank chaos-2"; stop == nil || !strings.HasPrefix(stop.Detail, want) {
+		t.Fatalf("fault_stop %+v, want %q...", stop, want)
 	}
 }
 
