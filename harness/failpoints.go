@@ -33,6 +33,7 @@ type failpointWorld struct {
 var (
 	_ nemesis.FailpointWorld  = (*failpointWorld)(nil)
 	_ nemesis.ReplicaLagWorld = (*failpointWorld)(nil)
+	_ nemesis.BadVersionWorld = (*failpointWorld)(nil)
 )
 
 // newFailpointWorld extends w for the failpoint fault of a run configured by
@@ -118,6 +119,28 @@ func (f *failpointWorld) FailpointReached(ctx context.Context, node int, name st
 		}
 	}
 	return false, nil
+}
+
+// BadVersions counts node's conditional ZooKeeper writes that failed with
+// BADVERSION at or after since, from its own event log.
+func (f *failpointWorld) BadVersions(ctx context.Context, node int, since time.Time) (int, error) {
+	p := filepath.Join(f.runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", node))
+	fh, err := os.Open(p)
+	if err != nil {
+		return 0, fmt.Errorf("BADVERSION writes of n%d: %w", node, err)
+	}
+	defer fh.Close()
+	evs, _, err := history.Decode(fh, p)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, fmt.Errorf("BADVERSION writes of n%d: %w", node, err)
+	}
+	n := 0
+	for i := len(evs) - 1; i >= 0 && evs[i].Time >= since.UnixNano(); i-- {
+		if e := &evs[i]; e.Kind == history.KindZKWrite && e.ZKWrite != nil && e.ZKWrite.Outcome == history.ZKBadVersion {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partition int32) (int, []int, error) {

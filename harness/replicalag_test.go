@@ -1,8 +1,12 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/history"
 )
 
 func TestReplicaLagOf(t *testing.T) {
@@ -22,5 +26,43 @@ func TestReplicaLagOf(t *testing.T) {
 		if got := replicaLagOf(tt.flags); got != tt.want {
 			t.Errorf("replicaLagOf(%q) = %s, want %s", tt.flags, got, tt.want)
 		}
+	}
+}
+
+// BadVersions counts the node's own BADVERSION writes since a time, and
+// nothing else.
+func TestBadVersions(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := history.Create(filepath.Join(dir, history.HistoryDir, "n2.jsonl"), "n2", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Minute)
+	write := func(at time.Duration, outcome string) {
+		t.Helper()
+		err := w.Write(history.Event{Kind: history.KindZKWrite, Time: base.Add(at).UnixNano(), ZKWrite: &history.ZKWrite{
+			Path: "/brokers/topics/chaos/partitions/0/state", Op: "set", Conditional: true, ExpectedVersion: 4, Outcome: outcome}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, history.ZKBadVersion) // before since
+	write(2*time.Second, history.ZKOK)
+	write(3*time.Second, history.ZKBadVersion)
+	write(4*time.Second, history.ZKBadVersion)
+	f := &failpointWorld{runDir: dir}
+	for _, tt := range []struct {
+		since time.Duration
+		want  int
+	}{{time.Second, 2}, {-time.Second, 3}, {5 * time.Second, 0}} {
+		if n, err := f.BadVersions(t.Context(), 2, base.Add(tt.since)); err != nil || n != tt.want {
+			t.Errorf("since +%s: %d, %v; want %d", tt.since, n, err, tt.want)
+		}
+	}
+	if _, err := f.BadVersions(t.Context(), 3, base); err == nil {
+		t.Error("a node without an event log: no error")
 	}
 }

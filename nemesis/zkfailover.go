@@ -291,6 +291,32 @@ type shrinkWatch struct {
 	leader    int
 }
 
+// BadVersionWorld is a World that counts a node's conditional ZooKeeper
+// writes that failed with BADVERSION since a time (from the node's event
+// log).
+type BadVersionWorld interface {
+	BadVersions(ctx context.Context, node int, since time.Time) (int, error)
+}
+
+// zkfStuckWithin and zkfStuckCount: a controller with this many BADVERSION
+// failures this recently is retrying a stale zkVersion (the node retries
+// every 500 ms; a fixed controller re-reads after the first).
+const (
+	zkfStuckWithin = 3 * time.Second
+	zkfStuckCount  = 3
+)
+
+// controllerStuck says whether controller cid is retrying a failed
+// conditional write now, and how often it failed within zkfStuckWithin.
+func controllerStuck(ctx context.Context, w World, cid int) (int, bool) {
+	bw, ok := w.(BadVersionWorld)
+	if !ok {
+		return 0, false
+	}
+	n, err := bw.BadVersions(ctx, cid, time.Now().Add(-zkfStuckWithin))
+	return n, err == nil && n >= zkfStuckCount
+}
+
 // ReplicaLagWorld is a World that knows the nodes' replica.lag.time.max:
 // failover-on-lagging-zk times the slowing and its watch by it.
 type ReplicaLagWorld interface {
@@ -377,6 +403,17 @@ func injectZKFailover(ctx context.Context, run any, w World, rec *Recorder, ops 
 			zkfBusy.Delete(run)
 		}
 	}()
+	// A controller already stuck retrying a stale zkVersion (an earlier
+	// fault opened the window) is left alone: failing it over would end
+	// the harm this fault is after.
+	if cid, err := fw.Controller(ctx); err == nil {
+		if n, ok := controllerStuck(ctx, fw, cid); ok {
+			targets := []string{fmt.Sprintf("n%d", cid)}
+			fid := rec.Start(string(k), targets, "")
+			rec.stopDetail(fid, string(k), targets, fmt.Sprintf("left alone: controller n%d is already retrying a failed conditional write (%d BADVERSION in the last %s)", cid, n, zkfStuckWithin), nil)
+			return func(context.Context) error { zkfBusy.Delete(run); return nil }, nil
+		}
+	}
 	p, err := planZKFailoverSoon(ctx, fw, ops, k, pick)
 	if err != nil {
 		return nil, err

@@ -317,6 +317,58 @@ func TestFailoverOnLaggingZKWatchesLeadersOfNow(t *testing.T) {
 	}
 }
 
+// zkfStuckWorld is zkfWorld whose controller (n1) failed bad conditional
+// writes recently.
+type zkfStuckWorld struct {
+	*zkfWorld
+	bad int
+}
+
+func (w zkfStuckWorld) BadVersions(_ context.Context, node int, since time.Time) (int, error) {
+	if node != 1 || time.Since(since) > zkfStuckWithin+time.Second {
+		return 0, nil
+	}
+	return w.bad, nil
+}
+
+// A controller already retrying a stale zkVersion is left alone (failing
+// it over would end the harm); one that failed once and moved on is not.
+func TestFailoverOnLaggingZKLeavesAStuckControllerAlone(t *testing.T) {
+	for _, tt := range []struct {
+		bad       int
+		wantCalls bool
+		wantStop  string
+	}{
+		{zkfStuckCount, false, "left alone: controller n1 is already retrying a failed conditional write (3 BADVERSION in the last 3s)"},
+		{1, true, "window reached"},
+	} {
+		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+		path := filepath.Join(t.TempDir(), "nemesis.jsonl")
+		rec := NewFileRecorder(path)
+		heal, err := injectZKFailover(t.Context(), w, zkfStuckWorld{w, tt.bad}, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		rec.Close()
+		w.mu.Lock()
+		calls := len(w.calls)
+		w.mu.Unlock()
+		if (calls > 0) != tt.wantCalls {
+			t.Fatalf("%d BADVERSION: %d calls, want some: %v", tt.bad, calls, tt.wantCalls)
+		}
+		if _, stop := lastFaultEvents(t, path); stop == nil || !strings.HasPrefix(stop.Detail, tt.wantStop) {
+			t.Fatalf("%d BADVERSION: fault_stop %+v, want %q...", tt.bad, stop, tt.wantStop)
+		}
+		// Healed, the run may draw the fault again.
+		if _, busy := zkfBusy.Load(w); busy {
+			t.Fatalf("%d BADVERSION: still marked in progress after the heal", tt.bad)
+		}
+	}
+}
+
 // zkfLagWorld is zkfWorld with a replica.lag.time.max.
 type zkfLagWorld struct {
 	*zkfWorld
