@@ -342,19 +342,25 @@ const zkfSlowAhead = 2 * time.Second
 // session timeout.
 const zkfPlanWithin = 2
 
+// zkfMaxMoves bounds the sessions one fault moves: the controller may
+// change while the first moves (an operator's controlled shutdown), and the
+// new one's successor be on the leader again.
+const zkfMaxMoves = 2
+
 // planZKFailoverSoon plans until the plan has a partition to watch or
 // zkfPlanWithin session timeouts have passed, and returns the last plan.
-// Once, it moves the session of a survivor the plan wants moved off the
-// ZooKeeper leader.
+// Up to zkfMaxMoves times, it moves the session of a survivor the plan
+// wants moved off the ZooKeeper leader.
 func planZKFailoverSoon(ctx context.Context, fw FailpointWorld, ops zkfOps, k FaultKind, pick int) (zkfPlan, error) {
 	deadline := time.Now().Add(zkfPlanWithin * fw.SessionTimeout())
-	moved := false
+	moves := 0
 	for {
 		p, err := planZKFailover(ctx, fw, ops, k, pick)
-		if p.move.Name != "" && !moved {
+		if p.move.Name != "" && moves < zkfMaxMoves {
 			// Planned again whatever came of it: roles may have
-			// changed meanwhile.
-			moved = true
+			// changed meanwhile (a new controller wants another
+			// survivor moved).
+			moves++
 			moveSession(ctx, fw, ops, p.move, p.leader, zkfPlanWithin*fw.SessionTimeout())
 			if d := time.Now().Add(fw.SessionTimeout()); d.After(deadline) {
 				deadline = d

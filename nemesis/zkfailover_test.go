@@ -207,7 +207,7 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 		// Both survivors on the leader, and cutting n2 from it does not
 		// move its session (moveTo empty): unavailable now.
 		{"unpinned, both survivors on the leader and staying there: unavailable now", map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, true, true, nil, 0, false,
-			"no broker but the controller n1 has its session on a ZooKeeper follower", []string{"partition n2 | zk3", "heal-net"}, ""},
+			"no broker but the controller n1 has its session on a ZooKeeper follower", []string{"partition n2 | zk3", "heal-net", "partition n2 | zk3", "heal-net"}, ""},
 		{"sessions unknown: unavailable now", map[string]string{}, true, true, nil, 0, false, "on a ZooKeeper follower", nil, ""},
 	}
 	for _, tt := range tests {
