@@ -386,77 +386,103 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	if err != nil {
 		return nil, err
 	}
-	release := pr.claim(target)
-	id := nodeID(target)
 	name := plan.Window.Name
 	action := "1*" + plan.Action
-	detail := fmt.Sprintf("%s on %s (%s): %s, provoked by %s", name, target.Name, plan.Window.Role, action, plan.Provoke)
-	if other.Name != "" {
-		detail += " of " + other.Name
+	// armed is the attempt in force: the node armed, its fault's id in the
+	// history, when it was provoked. A controller window re-arms once on
+	// the new controller when the armed one loses the role before
+	// reaching it (an operator's controlled shutdown restarts it, another
+	// fault fails it over): the failpoint left with its process.
+	type attempt struct {
+		target  Target
+		id      int
+		fid     string
+		since   time.Time
+		release func()
+		// ended: closed by a re-arm whose new plan failed; nothing is
+		// left for heal to undo.
+		ended bool
 	}
-	fid := rec.startFailpoint(name, []string{target.Name}, detail)
-	since := time.Now()
-	stop := func(reached bool, err error) {
-		d := "window not reached"
+	var mu sync.Mutex
+	var cur attempt
+	terminated := false
+	// begin claims target, records the fault, arms and provokes; on error
+	// everything it did is undone and recorded.
+	begin := func(ctx context.Context, target, other Target, note string) error {
+		release := pr.claim(target)
+		id := nodeID(target)
+		detail := fmt.Sprintf("%s on %s (%s): %s, provoked by %s", name, target.Name, plan.Window.Role, action, plan.Provoke)
+		if other.Name != "" {
+			detail += " of " + other.Name
+		}
+		detail += note
+		fid := rec.startFailpoint(name, []string{target.Name}, detail)
+		since := time.Now()
+		fail := func(err error) error {
+			release()
+			rec.stopFailpoint(fid, name, []string{target.Name}, "window not reached", err)
+			return err
+		}
+		switch plan.Provoke {
+		case ProvokeRestart:
+			// The failpoint must be armed in the new process before it
+			// runs: kill, arm it for the next start, start.
+			if err := pr.kill(ctx, target); err != nil {
+				return fail(err)
+			}
+			err := fw.ArmAtStart(ctx, id, name, action)
+			// With the error action the new process may exit at once (an
+			// error at broker-before-register aborts its start-up), which
+			// makes the start's network re-apply fail; heal starts it
+			// again and reports a start that still fails.
+			if serr := pr.start(ctx, target); err == nil && plan.Action != FPError {
+				err = serr
+			}
+			if err != nil {
+				return fail(err)
+			}
+		default:
+			if err := fw.ArmFailpoint(ctx, id, name, action); err != nil {
+				return fail(err)
+			}
+		}
+		mu.Lock()
+		cur = attempt{target: target, id: id, fid: fid, since: since, release: release}
+		mu.Unlock()
+		var err error
+		switch plan.Provoke {
+		case ProvokeBounceOther, ProvokeBounceLead:
+			err = pr.bounce(ctx, other)
+		case ProvokeBounceTwo:
+			err = pr.bounce(ctx, other)
+			if err == nil && waitReached(ctx, fw, id, name, since, reachWithin(fw)) {
+				// The third broker restarts while the armed node holds in
+				// the window; a window not reached in time leaves it alone.
+				if rest := free(pr, without(without(fw.Nodes(), target), other)); len(rest) > 0 {
+					err = pr.bounce(ctx, rest[plan.Pick%len(rest)])
+				}
+			}
+		case ProvokeTerminate:
+			// The controlled shutdown runs during the hold; a hold in the
+			// window keeps the process alive until heal.
+			terminated = true
+			err = pr.terminate(ctx, target)
+		}
+		if err != nil {
+			fw.DisarmFailpoint(context.WithoutCancel(ctx), id, name)
+			return fail(err)
+		}
+		return nil
+	}
+	if err := begin(ctx, target, other, ""); err != nil {
+		return nil, err
+	}
+	stop := func(a attempt, reached bool, detail string, err error) {
+		d := "window not reached" + detail
 		if reached {
 			d = "window reached"
 		}
-		rec.stopFailpoint(fid, name, []string{target.Name}, d, err)
-	}
-
-	switch plan.Provoke {
-	case ProvokeRestart:
-		// The failpoint must be armed in the new process before it runs:
-		// kill, arm it for the next start, start.
-		if err := pr.kill(ctx, target); err != nil {
-			release()
-			stop(false, err)
-			return nil, err
-		}
-		err := fw.ArmAtStart(ctx, id, name, action)
-		// With the error action the new process may exit at once (an
-		// error at broker-before-register aborts its start-up), which
-		// makes the start's network re-apply fail; heal starts it again
-		// and reports a start that still fails.
-		if serr := pr.start(ctx, target); err == nil && plan.Action != FPError {
-			err = serr
-		}
-		if err != nil {
-			release()
-			stop(false, err)
-			return nil, err
-		}
-	default:
-		if err := fw.ArmFailpoint(ctx, id, name, action); err != nil {
-			release()
-			stop(false, err)
-			return nil, err
-		}
-	}
-	terminated := false
-	switch plan.Provoke {
-	case ProvokeBounceOther, ProvokeBounceLead:
-		err = pr.bounce(ctx, other)
-	case ProvokeBounceTwo:
-		err = pr.bounce(ctx, other)
-		if err == nil && waitReached(ctx, fw, id, name, since, reachWithin(fw)) {
-			// The third broker restarts while the armed node holds in the
-			// window; a window not reached in time leaves it alone.
-			if rest := free(pr, without(without(fw.Nodes(), target), other)); len(rest) > 0 {
-				err = pr.bounce(ctx, rest[plan.Pick%len(rest)])
-			}
-		}
-	case ProvokeTerminate:
-		// The controlled shutdown runs during the hold; a hold in the
-		// window keeps the process alive until heal.
-		terminated = true
-		err = pr.terminate(ctx, target)
-	}
-	if err != nil {
-		fw.DisarmFailpoint(context.WithoutCancel(ctx), id, name)
-		release()
-		stop(false, err)
-		return nil, err
+		rec.stopFailpoint(a.fid, name, []string{a.target.Name}, d, err)
 	}
 
 	// Watch for the window: on reaching it under sigstop, stop the whole
@@ -465,21 +491,23 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	// a bounce reaches the controller's windows only once the bounced
 	// broker's session has expired, often after a short hold has ended,
 	// and disarming then would waste the fault.
-	reachBy := since.Add(reachWithin(fw))
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
-	var mu sync.Mutex
 	reached, paused := time.Time{}, time.Time{}
+	rearmed := false
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		for {
-			ok, _ := fw.FailpointReached(wctx, id, name, since)
+			mu.Lock()
+			a := cur
+			mu.Unlock()
+			ok, _ := fw.FailpointReached(wctx, a.id, name, a.since)
 			if ok {
 				mu.Lock()
 				reached = time.Now()
 				mu.Unlock()
 				if plan.Action == FPSigstop {
-					if pr.pause(wctx, target) == nil {
+					if pr.pause(wctx, a.target) == nil {
 						mu.Lock()
 						paused = time.Now()
 						mu.Unlock()
@@ -487,7 +515,36 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 				}
 				return
 			}
-			if time.Now().After(reachBy) {
+			if !rearmed && plan.Window.Role == RoleController {
+				if c, err := fw.Controller(wctx); err == nil && c != a.id {
+					rearmed = true
+					// The old process must not keep the failpoint: held
+					// in it later, nobody would end its hold. A node
+					// down or restarted has nothing armed; one another
+					// fault keeps away keeps this attempt.
+					reachedNow, _ := fw.FailpointReached(wctx, a.id, name, a.since)
+					if derr := disarmSoon(wctx, fw, a.id, name, 2*time.Second); !reachedNow && (derr == nil || pr.down(wctx, a.target)) {
+						rearmOnController(wctx, fw, pr, plan, a.target, c, begin, func(detail string, err error) {
+							a.release()
+							stop(a, false, detail, err)
+							mu.Lock()
+							cur.ended = true
+							mu.Unlock()
+						})
+						mu.Lock()
+						ended := cur.ended
+						mu.Unlock()
+						if ended {
+							return
+						}
+						continue
+					}
+				}
+			}
+			mu.Lock()
+			by := cur.since.Add(reachWithin(fw))
+			mu.Unlock()
+			if time.Now().After(by) {
 				return
 			}
 			select {
@@ -499,15 +556,19 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	}()
 
 	heal := func(ctx context.Context) error {
-		defer release()
 		joinWatch(ctx, watchDone, wcancel)
 		mu.Lock()
-		reachedAt, p := reached, paused
+		reachedAt, p, a := reached, paused, cur
 		mu.Unlock()
+		if a.ended {
+			return nil
+		}
+		defer a.release()
+		target, id := a.target, a.id
 		r := !reachedAt.IsZero()
 		if !r {
 			// One last look: the window may have been reached just now.
-			r, _ = fw.FailpointReached(ctx, id, name, since)
+			r, _ = fw.FailpointReached(ctx, id, name, a.since)
 		}
 		var errs []error
 		switch {
@@ -559,10 +620,26 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			errs = append(errs, err)
 		}
 		err := errors.Join(errs...)
-		stop(r, err)
+		stop(a, r, "", err)
 		return err
 	}
 	return heal, nil
+}
+
+// rearmOnController moves a controller window's failpoint to the new
+// controller c once the armed node old has lost the role without reaching
+// it: end closes the old attempt (its history event says why), begin arms
+// and provokes again. When the new plan cannot be made the old attempt's
+// end says so and the watch runs out.
+func rearmOnController(ctx context.Context, fw FailpointWorld, pr procs, plan FPPlan, old Target, c int,
+	begin func(ctx context.Context, target, other Target, note string) error, end func(detail string, err error)) {
+	target, other, err := resolveRoleSoon(ctx, fw, pr, plan, fw.SessionTimeout()+2*time.Second)
+	if err != nil {
+		end(fmt.Sprintf(": %s stopped being the controller (n%d is) before reaching it, and no new plan: %v", old.Name, c, err), nil)
+		return
+	}
+	end(fmt.Sprintf(": %s stopped being the controller (%s is) before reaching it; re-armed on %s", old.Name, target.Name, target.Name), nil)
+	begin(ctx, target, other, fmt.Sprintf(" (re-armed: %s lost the controller role first)", old.Name))
 }
 
 // reachWithin is how long after its provocation a window may still be

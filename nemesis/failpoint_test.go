@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +31,8 @@ type fpWorld struct {
 	// admin port refuses a disarm.
 	held, down map[string]bool
 	claims     int // claims not yet released
+	// session is the ZooKeeper session timeout the fake reports (0: 10 ms).
+	session time.Duration
 }
 
 // callLog records what a fake world was asked, in order; mu also guards
@@ -82,7 +85,12 @@ func (w *fpWorld) PartitionISR(_ context.Context, topic string, p int32) (int, [
 	return 2, []int{2, 3, 1}, nil
 }
 func (w *fpWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
-func (w *fpWorld) SessionTimeout() time.Duration  { return 10 * time.Millisecond }
+func (w *fpWorld) SessionTimeout() time.Duration {
+	if w.session > 0 {
+		return w.session
+	}
+	return 10 * time.Millisecond
+}
 func (w *fpWorld) ArmFailpoint(_ context.Context, node int, name, action string) error {
 	w.arm("arm", node, name, action)
 	return nil
@@ -450,6 +458,60 @@ func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
 	for i := range calls {
 		if !strings.HasPrefix(calls[i], want[i]) {
 			t.Fatalf("calls %q, want %q", calls, want)
+		}
+	}
+}
+
+// A controller that loses the role before reaching its window (an
+// operator's controlled shutdown restarted it, another fault failed it
+// over) takes the failpoint with it: the fault disarms it, ends that
+// attempt in the history saying why, and arms the new controller once,
+// which then reaches the window. Without the re-arm the fault would watch
+// a node that can no longer reach it.
+func TestFailpointReArmsOnNewController(t *testing.T) {
+	// A 200 ms session: the watch looks for the window for 800 ms after
+	// each arming, past the controller change at 30 ms and the window at
+	// 400 ms.
+	w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 400 * time.Millisecond, session: 200 * time.Millisecond}
+	w.successorAt = time.Now().Add(30 * time.Millisecond)
+	dir := t.TempDir()
+	rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+	heal, err := injectFailpoint(t.Context(), w, rec, fpProcs{w}, pickFor(t, "controller-before-broker-change", FPSigstop))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	w.mu.Lock()
+	calls := strings.Join(w.calls, "; ")
+	w.mu.Unlock()
+	for _, want := range []string{
+		"arm n1 controller-before-broker-change=1*sigstop",
+		"disarm n1 controller-before-broker-change",
+		"arm n2 controller-before-broker-change=1*sigstop",
+		"sigstop n2",
+	} {
+		if !strings.Contains(calls, want) {
+			t.Fatalf("calls %q lack %q", calls, want)
+		}
+	}
+	if strings.Contains(calls, "sigstop n1") {
+		t.Fatalf("stopped the old controller: %q", calls)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "nemesis.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"n1 stopped being the controller (n2 is) before reaching it; re-armed on n2",
+		"(re-armed: n1 lost the controller role first)",
+		"window reached",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("history lacks %q:\n%s", want, b)
 		}
 	}
 }
