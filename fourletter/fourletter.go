@@ -98,6 +98,10 @@ type Conn struct {
 	// Session: the handshake is done and the connection carries a session
 	// (the line has a sid); a connection still in its handshake has none.
 	Session bool
+	// Established is when the server established the connection (est=,
+	// ms since the epoch; 0 if absent): a client that moved is still
+	// listed by a server cut off from it, and the later one is current.
+	Established int64
 }
 
 // Cons asks the server at addr for its client connections.
@@ -134,10 +138,13 @@ func ParseCons(out string) []Conn {
 		if err != nil {
 			continue
 		}
-		conns = append(conns, Conn{
-			Addr:    netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()),
-			Session: strings.Contains(rest, "sid=0x"),
-		})
+		c := Conn{Addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Session: strings.Contains(rest, "sid=0x")}
+		for _, kv := range strings.Split(strings.TrimSuffix(rest[strings.Index(rest, "](")+2:], ")"), ",") {
+			if v, ok := strings.CutPrefix(kv, "est="); ok {
+				c.Established, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		conns = append(conns, c)
 	}
 	return conns
 }

@@ -74,12 +74,12 @@ func TestCons(t *testing.T) {
 		want []Conn
 	}{
 		{"established", " /10.0.0.101:43122[1](queued=0,recved=4,sent=4,sid=0x1000a1b2c0001,lop=PING,est=1,to=6000)\n",
-			[]Conn{{Addr: a("10.0.0.101:43122"), Session: true}}},
+			[]Conn{{Addr: a("10.0.0.101:43122"), Session: true, Established: 1}}},
 		{"several, one in its handshake, one IPv4-mapped", ` /10.213.0.12:40412[1](queued=0,recved=52,sent=52,sid=0x10000a1b2c30001,lop=PING,est=1764790000000,to=3000)
  /10.213.0.1:51234[1](queued=0,recved=9,sent=9,sid=0x10000a1b2c30002)
  /[::ffff:10.213.0.13]:40999[0](queued=0,recved=1,sent=0)
 
-`, []Conn{{Addr: a("10.213.0.12:40412"), Session: true}, {Addr: a("10.213.0.1:51234"), Session: true}, {Addr: a("10.213.0.13:40999")}}},
+`, []Conn{{Addr: a("10.213.0.12:40412"), Session: true, Established: 1764790000000}, {Addr: a("10.213.0.1:51234"), Session: true}, {Addr: a("10.213.0.13:40999")}}},
 		{"not serving", "This ZooKeeper instance is not currently serving requests\n", nil},
 		{"empty", "", nil},
 	}

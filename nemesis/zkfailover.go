@@ -1,12 +1,11 @@
 package nemesis
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkchaos/zkchaos/fourletter"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -144,26 +143,11 @@ func (o zkfNemesis) appliedZxid(ctx context.Context, zk Target) (int64, error) {
 	if zk.Container == nil {
 		return 0, fmt.Errorf("%s has no container", zk.Name)
 	}
-	out, err := fourLetter(ctx, netip.AddrPortFrom(zk.Container.IP, zkClientPort).String(), "srvr", time.Second)
+	st, err := fourletter.Srvr(ctx, netip.AddrPortFrom(zk.Container.IP, zkClientPort).String(), time.Second)
 	if err != nil {
 		return 0, err
 	}
-	return srvrZxid(out)
-}
-
-// srvrZxid reads the "Zxid: 0x..." line of a `srvr` reply: the last zxid
-// the server applied.
-func srvrZxid(out string) (int64, error) {
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Zxid: "); ok {
-			z, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(v), "0x"), 16, 64)
-			if err != nil {
-				return 0, fmt.Errorf("srvr: zxid %q: %w", v, err)
-			}
-			return z, nil
-		}
-	}
-	return 0, fmt.Errorf("srvr: no Zxid in %q", out)
+	return st.Zxid, nil
 }
 
 func failoverOnLaggingZK(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
@@ -726,7 +710,7 @@ func consSessions(ctx context.Context, nodes, zks []Target) map[string]string {
 		if z.Container == nil {
 			continue
 		}
-		out, err := fourLetter(ctx, netip.AddrPortFrom(z.Container.IP, zkClientPort).String(), "cons", time.Second)
+		out, err := fourletter.Ask(ctx, netip.AddrPortFrom(z.Container.IP, zkClientPort).String(), "cons", time.Second)
 		if err == nil {
 			outs = append(outs, serverCons{z.Name, out})
 		}
@@ -747,19 +731,19 @@ func servedBy(byIP map[netip.Addr]string, outs []serverCons) map[string]string {
 	}
 	latest := map[string]*seen{}
 	for _, o := range outs {
-		for _, c := range consClients(o.out) {
-			n, ok := byIP[c.ip]
+		for _, c := range fourletter.ParseCons(o.out) {
+			n, ok := byIP[c.Addr.Addr()]
 			if !ok {
 				continue
 			}
 			switch s := latest[n]; {
 			case s == nil:
-				latest[n] = &seen{server: o.server, est: c.est}
+				latest[n] = &seen{server: o.server, est: c.Established}
 			case s.server == o.server:
-				s.est = max(s.est, c.est)
-			case c.est > s.est:
-				*s = seen{server: o.server, est: c.est}
-			case c.est == s.est:
+				s.est = max(s.est, c.Established)
+			case c.Established > s.est:
+				*s = seen{server: o.server, est: c.Established}
+			case c.Established == s.est:
 				s.tie = true
 			}
 		}
@@ -771,72 +755,4 @@ func servedBy(byIP map[netip.Addr]string, outs []serverCons) map[string]string {
 		}
 	}
 	return served
-}
-
-// consConn is one connection a `cons` reply lists: the client's address
-// and when it was established (est=, ms since the epoch; 0 if absent).
-type consConn struct {
-	ip  netip.Addr
-	est int64
-}
-
-// consClients parses `cons` output: one connection a line,
-// " /10.0.0.5:43122[1](queued=0,...,est=1764790000000,...)".
-func consClients(out string) []consConn {
-	var conns []consConn
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		rest, ok := strings.CutPrefix(line, "/")
-		if !ok {
-			continue
-		}
-		// The address ends where "[interest ops](" begins; an IPv6
-		// address has brackets of its own.
-		end := strings.Index(rest, "](")
-		if end < 0 {
-			continue
-		}
-		stats := rest[end+2:]
-		end = strings.LastIndex(rest[:end], "[")
-		if end < 0 {
-			continue
-		}
-		ap, err := netip.ParseAddrPort(rest[:end])
-		if err != nil {
-			continue
-		}
-		c := consConn{ip: ap.Addr().Unmap()}
-		for _, kv := range strings.Split(strings.TrimSuffix(stats, ")"), ",") {
-			if v, ok := strings.CutPrefix(kv, "est="); ok {
-				c.est, _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-// fourLetter sends a ZooKeeper four-letter word and returns the reply.
-func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (string, error) {
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write([]byte(word)); err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	var b strings.Builder
-	sc := bufio.NewScanner(conn)
-	for sc.Scan() {
-		b.WriteString(sc.Text())
-		b.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("%s %s: %w", word, addr, err)
-	}
-	return b.String(), nil
 }

@@ -467,23 +467,6 @@ func TestFailoverOnLaggingZKPlansAgain(t *testing.T) {
 	}
 }
 
-func TestSrvrZxid(t *testing.T) {
-	for _, tt := range []struct {
-		out  string
-		want int64
-		ok   bool
-	}{
-		{"Zookeeper version: 3.8.4\nLatency min/avg/max: 0/0.5/9\nZxid: 0x1000000f2\nMode: follower\nNode count: 60\n", 0x1000000f2, true},
-		{"This ZooKeeper instance is not currently serving requests\n", 0, false},
-		{"Zxid: 0xzz\n", 0, false},
-	} {
-		got, err := srvrZxid(tt.out)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("srvrZxid(%q) = %#x, %v; want %#x, ok %v", tt.out, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
 // A second one drawn while the first is in progress is refused, and the
 // run can take another once the first healed.
 func TestFailoverOnLaggingZKOneAtATime(t *testing.T) {
@@ -524,19 +507,6 @@ func TestFailoverOnLaggingZKNeeds(t *testing.T) {
 		if err := f.Available(tt.topo); (err == nil) != tt.ok {
 			t.Errorf("%+v: available %v, want %v", tt.topo, err, tt.ok)
 		}
-	}
-}
-
-func TestConsClients(t *testing.T) {
-	out := ` /10.213.0.12:40412[1](queued=0,recved=52,sent=52,sid=0x10000a1b2c30001,lop=PING,est=1764790000000,to=3000,lcxid=0x5,lzxid=0x1d,lresp=1764790010000,llat=0,minlat=0,avglat=0.1,maxlat=2)
- /10.213.0.1:51234[1](queued=0,recved=9,sent=9,sid=0x10000a1b2c30002)
- /[::ffff:10.213.0.13]:40999[0](queued=0,recved=1,sent=0)
-
-`
-	got := consClients(out)
-	want := []consConn{{netip.MustParseAddr("10.213.0.12"), 1764790000000}, {netip.MustParseAddr("10.213.0.1"), 0}, {netip.MustParseAddr("10.213.0.13"), 0}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("clients %v, want %v", got, want)
 	}
 }
 
