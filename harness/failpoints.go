@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,14 +98,8 @@ func (f *failpointWorld) DisarmFailpoint(ctx context.Context, node int, name str
 // FailpointReached reads node's own event log only: its fault_start for the
 // failpoint (written and synced before the action begins).
 func (f *failpointWorld) FailpointReached(ctx context.Context, node int, name string, since time.Time) (bool, error) {
-	p := filepath.Join(f.runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", node))
-	fh, err := os.Open(p)
+	evs, err := f.nodeEvents(node)
 	if err != nil {
-		return false, fmt.Errorf("failpoint %s on n%d: %w", name, node, err)
-	}
-	defer fh.Close()
-	evs, _, err := history.Decode(fh, p)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return false, fmt.Errorf("failpoint %s on n%d: %w", name, node, err)
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
@@ -121,17 +114,27 @@ func (f *failpointWorld) FailpointReached(ctx context.Context, node int, name st
 	return false, nil
 }
 
-// BadVersions counts node's conditional ZooKeeper writes that failed with
-// BADVERSION at or after since, from its own event log.
-func (f *failpointWorld) BadVersions(ctx context.Context, node int, since time.Time) (int, error) {
+// nodeEvents reads node's own event log as it stands; a last line still
+// being written is left out.
+func (f *failpointWorld) nodeEvents(node int) ([]history.Event, error) {
 	p := filepath.Join(f.runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", node))
 	fh, err := os.Open(p)
 	if err != nil {
-		return 0, fmt.Errorf("BADVERSION writes of n%d: %w", node, err)
+		return nil, err
 	}
 	defer fh.Close()
 	evs, _, err := history.Decode(fh, p)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// BadVersions counts node's conditional ZooKeeper writes that failed with
+// BADVERSION at or after since, from its own event log.
+func (f *failpointWorld) BadVersions(ctx context.Context, node int, since time.Time) (int, error) {
+	evs, err := f.nodeEvents(node)
+	if err != nil {
 		return 0, fmt.Errorf("BADVERSION writes of n%d: %w", node, err)
 	}
 	n := 0
@@ -144,19 +147,16 @@ func (f *failpointWorld) BadVersions(ctx context.Context, node int, since time.T
 }
 
 func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partition int32) (int, []int, error) {
-	p := fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+	p := statePath(topic, partition)
 	b, err := f.get(ctx, p)
 	if err != nil {
 		return -1, nil, err
 	}
-	var v struct {
-		Leader int   `json:"leader"`
-		ISR    []int `json:"isr"`
+	st, err := parseState(p, b)
+	if err != nil {
+		return -1, nil, err
 	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return -1, nil, fmt.Errorf("malformed %s %q: %w", p, b, err)
-	}
-	return v.Leader, v.ISR, nil
+	return st.Leader, st.ISR, nil
 }
 
 func (f *failpointWorld) WorkloadTopic() (string, int32) { return f.topic, f.partitions }

@@ -77,7 +77,41 @@ func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, p
 	if err != nil {
 		return nemesis.PartitionState{}, err
 	}
-	p := fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+	p := statePath(topic, partition)
+	b, stat, err := getWithin(ctx, c, p, false, 2*time.Second)
+	if err != nil {
+		return nemesis.PartitionState{}, fmt.Errorf("through zk%d: %w", zkID, err)
+	}
+	st, err := parseState(p, b)
+	if err != nil {
+		return nemesis.PartitionState{}, err
+	}
+	st.Mzxid = stat.Mzxid
+	return st, nil
+}
+
+// statePath is a partition's state znode.
+func statePath(topic string, partition int32) string {
+	return fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+}
+
+// parseState reads the leader and ISR of a partition state znode's data.
+func parseState(p string, b []byte) (nemesis.PartitionState, error) {
+	var v struct {
+		Leader int   `json:"leader"`
+		ISR    []int `json:"isr"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nemesis.PartitionState{}, fmt.Errorf("malformed %s %q: %w", p, b, err)
+	}
+	return nemesis.PartitionState{Leader: v.Leader, ISR: v.ISR}, nil
+}
+
+// getWithin reads znode p through conn (after a Sync when sync is set, so
+// the read sees every committed write) and gives up after within or when
+// ctx ends: go-zookeeper's calls take no context, and a call on a session
+// cut off by a fault would hold a nemesis step.
+func getWithin(ctx context.Context, conn *zk.Conn, p string, sync bool, within time.Duration) ([]byte, *zk.Stat, error) {
 	type res struct {
 		b   []byte
 		st  *zk.Stat
@@ -85,28 +119,26 @@ func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, p
 	}
 	ch := make(chan res, 1)
 	go func() {
-		b, st, err := c.Get(p)
+		if sync {
+			if _, err := conn.Sync(p); err != nil {
+				ch <- res{err: err}
+				return
+			}
+		}
+		b, st, err := conn.Get(p)
 		ch <- res{b, st, err}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	var r res
 	select {
-	case r = <-ch:
+	case r := <-ch:
+		if r.err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", p, r.err)
+		}
+		return r.b, r.st, nil
 	case <-ctx.Done():
-		return nemesis.PartitionState{}, fmt.Errorf("read %s through zk%d: %w", p, zkID, ctx.Err())
+		return nil, nil, fmt.Errorf("read %s: %w", p, ctx.Err())
 	}
-	if r.err != nil {
-		return nemesis.PartitionState{}, fmt.Errorf("read %s through zk%d: %w", p, zkID, r.err)
-	}
-	var v struct {
-		Leader int   `json:"leader"`
-		ISR    []int `json:"isr"`
-	}
-	if err := json.Unmarshal(r.b, &v); err != nil {
-		return nemesis.PartitionState{}, fmt.Errorf("malformed %s %q: %w", p, r.b, err)
-	}
-	return nemesis.PartitionState{Leader: v.Leader, ISR: v.ISR, Mzxid: r.st.Mzxid}, nil
 }
 
 func (w *world) Nodes() []nemesis.Target {
@@ -128,30 +160,8 @@ func (w *world) ZKServers() []nemesis.Target {
 // get reads p after Sync, bounded in time: go-zookeeper has no per-call
 // timeout and a partitioned session would otherwise block a fault forever.
 func (w *world) get(ctx context.Context, p string) ([]byte, error) {
-	type res struct {
-		b   []byte
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		if _, err := w.conn.Sync(p); err != nil {
-			ch <- res{nil, err}
-			return
-		}
-		b, _, err := w.conn.Get(p)
-		ch <- res{b, err}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, fmt.Errorf("read %s: %w", p, r.err)
-		}
-		return r.b, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("read %s: %w", p, ctx.Err())
-	}
+	b, _, err := getWithin(ctx, w.conn, p, true, 5*time.Second)
+	return b, err
 }
 
 func (w *world) Controller(ctx context.Context) (int, error) {
@@ -173,18 +183,16 @@ func (w *world) ZKLeader(ctx context.Context) (int, error) {
 }
 
 func (w *world) PartitionLeader(ctx context.Context, topic string, partition int32) (int, error) {
-	p := fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+	p := statePath(topic, partition)
 	b, err := w.get(ctx, p)
 	if err != nil {
 		return 0, err
 	}
-	var v struct {
-		Leader int `json:"leader"`
+	st, err := parseState(p, b)
+	if err != nil {
+		return 0, err
 	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return 0, fmt.Errorf("malformed %s %q: %w", p, b, err)
-	}
-	return v.Leader, nil
+	return st.Leader, nil
 }
 
 type quietZK struct{}
