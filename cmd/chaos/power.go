@@ -288,7 +288,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				if err != nil {
 					return withCode(exitBad, err)
 				}
-				if runsDir == "runs" && !cmd.Flags().Changed("runs") {
+				if !cmd.Flags().Changed("runs") {
 					runsDir = from[0]
 				}
 				return writePower(cmd.OutOrStdout(), runs, runsDir, jsonOut, powerReport{Seeds: len(runs), From: from})

@@ -156,10 +156,4 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 	return cfg, seeds, nil
 }
 
-func kindNames() []string {
-	var out []string
-	for _, k := range nemesis.Catalogue {
-		out = append(out, string(k))
-	}
-	return out
-}
+func kindNames() []string { return kindStrings(nemesis.Catalogue) }
