@@ -522,19 +522,17 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 					// in it later, nobody would end its hold. A node
 					// down or restarted has nothing armed; one another
 					// fault keeps away keeps this attempt.
-					reachedNow, _ := fw.FailpointReached(wctx, a.id, name, a.since)
-					if derr := disarmSoon(wctx, fw, a.id, name, 2*time.Second); !reachedNow && (derr == nil || pr.down(wctx, a.target)) {
-						rearmOnController(wctx, fw, pr, plan, a.target, c, begin, func(detail string, err error) {
+					if reachedNow, _ := fw.FailpointReached(wctx, a.id, name, a.since); reachedNow {
+						continue // reached as the role moved: handled above
+					}
+					if derr := disarmSoon(wctx, fw, a.id, name, 2*time.Second); derr == nil || pr.down(wctx, a.target) {
+						if !rearmOnController(wctx, fw, pr, plan, a.target, c, begin, func(detail string, err error) {
 							a.release()
 							stop(a, false, detail, err)
 							mu.Lock()
 							cur.ended = true
 							mu.Unlock()
-						})
-						mu.Lock()
-						ended := cur.ended
-						mu.Unlock()
-						if ended {
+						}) {
 							return
 						}
 						continue
@@ -629,17 +627,17 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 // rearmOnController moves a controller window's failpoint to the new
 // controller c once the armed node old has lost the role without reaching
 // it: end closes the old attempt (its history event says why), begin arms
-// and provokes again. When the new plan cannot be made the old attempt's
-// end says so and the watch runs out.
+// and provokes again. It reports whether a new attempt is in force; when
+// none could be made, end or begin has recorded why.
 func rearmOnController(ctx context.Context, fw FailpointWorld, pr procs, plan FPPlan, old Target, c int,
-	begin func(ctx context.Context, target, other Target, note string) error, end func(detail string, err error)) {
+	begin func(ctx context.Context, target, other Target, note string) error, end func(detail string, err error)) bool {
 	target, other, err := resolveRoleSoon(ctx, fw, pr, plan, fw.SessionTimeout()+2*time.Second)
 	if err != nil {
 		end(fmt.Sprintf(": %s stopped being the controller (n%d is) before reaching it, and no new plan: %v", old.Name, c, err), nil)
-		return
+		return false
 	}
 	end(fmt.Sprintf(": %s stopped being the controller (%s is) before reaching it; re-armed on %s", old.Name, target.Name, target.Name), nil)
-	begin(ctx, target, other, fmt.Sprintf(" (re-armed: %s lost the controller role first)", old.Name))
+	return begin(ctx, target, other, fmt.Sprintf(" (re-armed: %s lost the controller role first)", old.Name)) == nil
 }
 
 // reachWithin is how long after its provocation a window may still be
