@@ -339,6 +339,11 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // stopped at once with its error, so the history says what the schedule
 // tried; the runners go on past it.
 func (n *Nemesis) Apply(ctx context.Context, st Step) (Heal, error) {
+	if !st.Opening {
+		if heal, ok := n.leaveStuckAlone(ctx, st); ok {
+			return heal, nil
+		}
+	}
 	heal, err := n.apply(ctx, st)
 	if err != nil && ctx.Err() == nil {
 		detail := "not applied"
@@ -349,6 +354,28 @@ func (n *Nemesis) Apply(ctx context.Context, st Step) (Heal, error) {
 		n.Rec.Stop(id, string(st.Kind), nil, err)
 	}
 	return heal, err
+}
+
+// leaveStuckAlone records a random step as left alone, and says so, while
+// the controller is retrying a conditional write that keeps failing with
+// BADVERSION: a fault now (a kill, a pause past the session, a cut from
+// ZooKeeper) would hand the role over and end the stuck state, and liveness,
+// which judges only after every fault has healed, would never see it. A
+// fixed controller re-reads after its first BADVERSION, so with every fix on
+// this almost never holds and the schedule runs as drawn.
+func (n *Nemesis) leaveStuckAlone(ctx context.Context, st Step) (Heal, bool) {
+	cid, err := n.World.Controller(ctx)
+	if err != nil {
+		return nil, false
+	}
+	bad, stuck := controllerStuck(ctx, n.World, cid)
+	if !stuck {
+		return nil, false
+	}
+	targets := []string{fmt.Sprintf("n%d", cid)}
+	id := n.Rec.Start(string(st.Kind), targets, "")
+	n.Rec.stopDetail(id, string(st.Kind), targets, fmt.Sprintf("left alone: controller n%d is retrying a failed conditional write (%d BADVERSION in the last %s); the step would end that before liveness can judge it", cid, bad, zkfStuckWithin), nil)
+	return func(context.Context) error { return nil }, true
 }
 
 func (n *Nemesis) apply(ctx context.Context, st Step) (Heal, error) {

@@ -239,3 +239,63 @@ func (fakeWorld) ZKLeader(context.Context) (int, error) {
 func (fakeWorld) PartitionLeader(context.Context, string, int32) (int, error) {
 	return 0, errors.New("fake world has no partitions")
 }
+
+// stuckWorld is fakeWorld whose controller n2 failed bad conditional writes
+// with BADVERSION within the last zkfStuckWithin.
+type stuckWorld struct {
+	fakeWorld
+	bad int
+}
+
+func (stuckWorld) Controller(context.Context) (int, error) { return 2, nil }
+func (w stuckWorld) BadVersions(_ context.Context, node int, since time.Time) (int, error) {
+	if node != 2 || time.Since(since) > zkfStuckWithin+time.Second {
+		return 0, nil
+	}
+	return w.bad, nil
+}
+
+// While the controller retries a write that keeps failing, a random step
+// is recorded as left alone and does nothing (a fault would end the stuck
+// state before liveness judges it); an opening, or a controller that
+// failed once and re-read, goes through as drawn.
+func TestApplyLeavesAStuckControllerAlone(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		bad      int
+		opening  bool
+		wantLeft bool
+	}{
+		{"stuck, random step", zkfStuckCount, false, true},
+		{"stuck, opening", zkfStuckCount, true, false},
+		{"one BADVERSION", 1, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "nemesis.jsonl")
+			rec := NewFileRecorder(file)
+			// One broker: partition-halves needs two, so a step that
+			// reaches the fault is refused with "needs".
+			n := New(stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}, rec)
+			heal, err := n.Apply(t.Context(), Step{Kind: PartitionHalves, Opening: tt.opening})
+			rec.Close()
+			evs, _, rerr := history.ReadFile(file)
+			if rerr != nil || len(evs) != 2 {
+				t.Fatalf("history: %d events, %v", len(evs), rerr)
+			}
+			stop := evs[1].Fault
+			if tt.wantLeft {
+				if err != nil || heal == nil || heal(t.Context()) != nil {
+					t.Fatalf("left alone: heal %v, err %v", heal != nil, err)
+				}
+				want := "left alone: controller n2 is retrying a failed conditional write (3 BADVERSION in the last 3s)"
+				if !strings.HasPrefix(stop.Detail, want) || !reflect.DeepEqual(stop.Targets, []string{"n2"}) {
+					t.Fatalf("fault_stop %+v, want %q on n2", stop, want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "needs") || !strings.Contains(stop.Error, "needs") {
+				t.Fatalf("applied as drawn: err %v, fault_stop %+v", err, stop)
+			}
+		})
+	}
+}
