@@ -2,9 +2,7 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +25,7 @@ type failpointWorld struct {
 	partitions int32
 	session    time.Duration
 	replicaLag time.Duration
+	logs       nodeLogs
 }
 
 var (
@@ -114,20 +113,10 @@ func (f *failpointWorld) FailpointReached(ctx context.Context, node int, name st
 	return false, nil
 }
 
-// nodeEvents reads node's own event log as it stands; a last line still
-// being written is left out.
+// nodeEvents reads node's own event log as it stands (its fault starts and
+// ZooKeeper writes); a last line still being written is left out.
 func (f *failpointWorld) nodeEvents(node int) ([]history.Event, error) {
-	p := filepath.Join(f.runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", node))
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	evs, _, err := history.Decode(fh, p)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
-	}
-	return evs, nil
+	return f.logs.events(node, filepath.Join(f.runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", node)))
 }
 
 // BadVersions counts node's conditional ZooKeeper writes that failed with
