@@ -112,33 +112,25 @@ func parseState(p string, b []byte) (nemesis.PartitionState, error) {
 // ctx ends: go-zookeeper's calls take no context, and a call on a session
 // cut off by a fault would hold a nemesis step.
 func getWithin(ctx context.Context, conn *zk.Conn, p string, sync bool, within time.Duration) ([]byte, *zk.Stat, error) {
-	type res struct {
-		b   []byte
-		st  *zk.Stat
-		err error
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	type got struct {
+		b  []byte
+		st *zk.Stat
 	}
-	ch := make(chan res, 1)
-	go func() {
+	r, err := zkCall(ctx, func() (got, error) {
 		if sync {
 			if _, err := conn.Sync(p); err != nil {
-				ch <- res{err: err}
-				return
+				return got{}, err
 			}
 		}
 		b, st, err := conn.Get(p)
-		ch <- res{b, st, err}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", p, r.err)
-		}
-		return r.b, r.st, nil
-	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("read %s: %w", p, ctx.Err())
+		return got{b, st}, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", p, err)
 	}
+	return r.b, r.st, nil
 }
 
 func (w *world) Nodes() []nemesis.Target {

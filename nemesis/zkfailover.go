@@ -96,6 +96,17 @@ type zkfOps interface {
 	stateAt(ctx context.Context, zk Target, topic string, partition int32) (PartitionState, error)
 	// appliedZxid is the last zxid ZooKeeper server zk has applied (`srvr`).
 	appliedZxid(ctx context.Context, zk Target) (int64, error)
+	// electPreferred asks the controller, as an operator would, to move
+	// the leadership of partitions to their preferred replicas, and
+	// returns once it took the request.
+	electPreferred(ctx context.Context, topic string, partitions []int32) error
+}
+
+// PreferredElector is a World that can ask the controller for a preferred
+// replica election (/admin/preferred_replica_election) and wait until it
+// took the request.
+type PreferredElector interface {
+	ElectPreferred(ctx context.Context, topic string, partitions []int32) error
 }
 
 // PartitionState is a partition's state znode as one ZooKeeper server has
@@ -139,6 +150,23 @@ func (o zkfNemesis) stateAt(ctx context.Context, zk Target, topic string, partit
 	}
 	return r.PartitionStateVia(ctx, id, topic, partition)
 }
+// electPreferred is recorded as a fault of its own: it changes roles.
+func (o zkfNemesis) electPreferred(ctx context.Context, topic string, partitions []int32) error {
+	e, ok := o.n.World.(PreferredElector)
+	if !ok {
+		return errors.New("the run's world cannot ask for a preferred replica election")
+	}
+	parts := make([]string, len(partitions))
+	for i, q := range partitions {
+		parts[i] = fmt.Sprintf("%s-%d", topic, q)
+	}
+	f, err := o.n.record("preferred-election", nil, strings.Join(parts, ", "), func() error { return e.ElectPreferred(ctx, topic, partitions) })
+	if err == nil {
+		o.n.Rec.Stop(f.id, f.name, f.targets, nil)
+	}
+	return err
+}
+
 func (o zkfNemesis) appliedZxid(ctx context.Context, zk Target) (int64, error) {
 	if zk.Container == nil {
 		return 0, fmt.Errorf("%s has no container", zk.Name)
@@ -173,6 +201,8 @@ type zkfPlan struct {
 	// move, when set, is a survivor on the ZooKeeper leader that would
 	// be a better successor than any on a follower.
 	move Target
+	// ctlLeads: the workload partitions the controller leads.
+	ctlLeads []int32
 }
 
 // planZKFailover resolves the roles now; pick chooses the successor among
@@ -208,7 +238,12 @@ func planZKFailover(ctx context.Context, w World, ops zkfOps, k FaultKind, pick 
 	if fw, ok := w.(FailpointWorld); ok {
 		topic, n := fw.WorkloadTopic()
 		for q := range n {
-			if l, isr, err := fw.PartitionISR(ctx, topic, q); err == nil && l >= 0 && l != cid && slices.Contains(isr, cid) {
+			l, isr, err := fw.PartitionISR(ctx, topic, q)
+			switch {
+			case err != nil || l < 0:
+			case l == cid:
+				p.ctlLeads = append(p.ctlLeads, q)
+			case slices.Contains(isr, cid):
 				parts = append(parts, shrinkWatch{q, l})
 			}
 		}
@@ -337,9 +372,25 @@ const zkfMaxMoves = 2
 // wants moved off the ZooKeeper leader.
 func planZKFailoverSoon(ctx context.Context, fw FailpointWorld, ops zkfOps, k FaultKind, pick int) (zkfPlan, error) {
 	deadline := time.Now().Add(zkfPlanWithin * fw.SessionTimeout())
-	moves := 0
+	moves, elected := 0, false
 	for {
 		p, err := planZKFailover(ctx, fw, ops, k, pick)
+		if err == nil && len(p.watch) == 0 && len(p.ctlLeads) > 0 && !elected {
+			// The controller leads the partitions, so no survivor will
+			// shrink it out of an ISR once it is cut off (the usual
+			// state after a leader came back to partitions that waited
+			// offline for it). An operator's preferred replica election
+			// hands the partitions whose preferred replica is another
+			// broker back to it; plan again once the controller took it.
+			elected = true
+			topic, _ := fw.WorkloadTopic()
+			if ops.electPreferred(ctx, topic, p.ctlLeads) == nil {
+				if d := time.Now().Add(fw.SessionTimeout()); d.After(deadline) {
+					deadline = d
+				}
+				continue
+			}
+		}
 		if p.move.Name != "" && moves < zkfMaxMoves {
 			// Planned again whatever came of it: roles may have
 			// changed meanwhile (a new controller wants another

@@ -127,6 +127,18 @@ func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
 	return nil
 }
 func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return nil }
+
+// electPreferred: the preferred replica of chaos-p is n(p+1), so the
+// controller n1 leading every partition keeps chaos-0 alone.
+func (f zkfFake) electPreferred(_ context.Context, topic string, parts []int32) error {
+	f.w.log("elect-preferred %s %v", topic, parts)
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if f.w.leadAll == 1 {
+		f.w.leadAll = 0
+	}
+	return nil
+}
 func (f zkfFake) sessions(context.Context, []Target, []Target) map[string]string {
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
@@ -539,4 +551,51 @@ func TestServedBy(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// A controller that leads every partition is shrunk out of no ISR once cut
+// off; a preferred replica election first hands the partitions back to
+// their preferred replicas, and the fault then reaches its window. The
+// election is asked for once only: a controller that keeps every
+// partition (its preferred replica) is planned as before.
+func TestFailoverOnLaggingZKElectsPreferredOffTheController(t *testing.T) {
+	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}, leadAll: 1}
+	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
+	rec := NewFileRecorder(path)
+	heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	w.mu.Lock()
+	calls := slices.Clone(w.calls)
+	w.mu.Unlock()
+	if len(calls) == 0 || calls[0] != "elect-preferred chaos [0 1 2]" || slices.Index(calls[1:], calls[0]) >= 0 {
+		t.Fatalf("calls %q: want one preferred election of chaos 0-2 first", calls)
+	}
+	if _, stop := lastFaultEvents(t, path); stop == nil || !strings.HasPrefix(stop.Detail, "window reached") {
+		t.Fatalf("fault_stop %+v, want the window reached", stop)
+	}
+
+	// Leadership that does not move: one election, then the plan as it is.
+	w = &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, leadAll: 1}
+	p, err := planZKFailoverSoon(t.Context(), w, stickyOps{zkfFake{w}}, FailoverOnLaggingZK, 0)
+	if err != nil || len(p.watch) != 0 || len(p.ctlLeads) != 3 {
+		t.Fatalf("plan %+v, %v: want no watch, the controller leading 3", p, err)
+	}
+	if n := strings.Count(strings.Join(w.calls, "\n"), "elect-preferred"); n != 1 {
+		t.Fatalf("%d elections, want 1: %q", n, w.calls)
+	}
+}
+
+// stickyOps: the controller n1 stays the leader of every partition
+// whatever the election (each is its preferred replica).
+type stickyOps struct{ zkfFake }
+
+func (o stickyOps) electPreferred(_ context.Context, topic string, parts []int32) error {
+	o.w.log("elect-preferred %s %v", topic, parts)
+	return nil
 }
