@@ -150,6 +150,7 @@ func (o zkfNemesis) stateAt(ctx context.Context, zk Target, topic string, partit
 	}
 	return r.PartitionStateVia(ctx, id, topic, partition)
 }
+
 // electPreferred is recorded as a fault of its own: it changes roles.
 func (o zkfNemesis) electPreferred(ctx context.Context, topic string, partitions []int32) error {
 	e, ok := o.n.World.(PreferredElector)
