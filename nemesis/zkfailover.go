@@ -99,7 +99,8 @@ type zkfOps interface {
 	// electPreferred asks the controller, as an operator would, to move
 	// the leadership of partitions to their preferred replicas, and
 	// returns once it took the request.
-	electPreferred(ctx context.Context, topic string, partitions []int32) error
+	// ctl is the controller that leads them, named in the history.
+	electPreferred(ctx context.Context, ctl Target, topic string, partitions []int32) error
 }
 
 // PreferredElector is a World that can ask the controller for a preferred
@@ -152,7 +153,7 @@ func (o zkfNemesis) stateAt(ctx context.Context, zk Target, topic string, partit
 }
 
 // electPreferred is recorded as a fault of its own: it changes roles.
-func (o zkfNemesis) electPreferred(ctx context.Context, topic string, partitions []int32) error {
+func (o zkfNemesis) electPreferred(ctx context.Context, ctl Target, topic string, partitions []int32) error {
 	e, ok := o.n.World.(PreferredElector)
 	if !ok {
 		return errors.New("the run's world cannot ask for a preferred replica election")
@@ -161,7 +162,9 @@ func (o zkfNemesis) electPreferred(ctx context.Context, topic string, partitions
 	for i, q := range partitions {
 		parts[i] = fmt.Sprintf("%s-%d", topic, q)
 	}
-	f, err := o.n.record("preferred-election", nil, strings.Join(parts, ", "), func() error { return e.ElectPreferred(ctx, topic, partitions) })
+	detail := fmt.Sprintf("%s led by the controller %s: moved to their preferred replicas, so a survivor shrinks %s out of an ISR once it is cut off",
+		strings.Join(parts, ", "), ctl.Name, ctl.Name)
+	f, err := o.n.record("preferred-election", []string{ctl.Name}, detail, func() error { return e.ElectPreferred(ctx, topic, partitions) })
 	if err == nil {
 		o.n.Rec.Stop(f.id, f.name, f.targets, nil)
 	}
@@ -385,7 +388,7 @@ func planZKFailoverSoon(ctx context.Context, fw FailpointWorld, ops zkfOps, k Fa
 			// broker back to it; plan again once the controller took it.
 			elected = true
 			topic, _ := fw.WorkloadTopic()
-			if ops.electPreferred(ctx, topic, p.ctlLeads) == nil {
+			if ops.electPreferred(ctx, p.ctl, topic, p.ctlLeads) == nil {
 				if d := time.Now().Add(fw.SessionTimeout()); d.After(deadline) {
 					deadline = d
 				}

@@ -130,7 +130,7 @@ func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return ni
 
 // electPreferred: the preferred replica of chaos-p is n(p+1), so the
 // controller n1 leading every partition keeps chaos-0 alone.
-func (f zkfFake) electPreferred(_ context.Context, topic string, parts []int32) error {
+func (f zkfFake) electPreferred(_ context.Context, _ Target, topic string, parts []int32) error {
 	f.w.log("elect-preferred %s %v", topic, parts)
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
@@ -595,7 +595,7 @@ func TestFailoverOnLaggingZKElectsPreferredOffTheController(t *testing.T) {
 // whatever the election (each is its preferred replica).
 type stickyOps struct{ zkfFake }
 
-func (o stickyOps) electPreferred(_ context.Context, topic string, parts []int32) error {
+func (o stickyOps) electPreferred(_ context.Context, _ Target, topic string, parts []int32) error {
 	o.w.log("elect-preferred %s %v", topic, parts)
 	return nil
 }
