@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -50,7 +51,7 @@ func (w *world) ElectPreferred(ctx context.Context, topic string, partitions []i
 	// Another request in the znode (the admin workload's) is waited out:
 	// the controller takes one at a time.
 	for {
-		_, err := zkCall(ctx, func() (string, error) { return w.conn.Create(preferredElectionPath, body, 0, zk.WorldACL(zk.PermAll)) })
+		_, err := zkcall.Do(ctx, electWithin, func() (string, error) { return w.conn.Create(preferredElectionPath, body, 0, zk.WorldACL(zk.PermAll)) })
 		if err == nil {
 			break
 		}
@@ -59,34 +60,13 @@ func (w *world) ElectPreferred(ctx context.Context, topic string, partitions []i
 		}
 	}
 	for {
-		there, err := zkCall(ctx, func() (bool, error) { ok, _, err := w.conn.Exists(preferredElectionPath); return ok, err })
+		there, err := zkcall.Do(ctx, electWithin, func() (bool, error) { ok, _, err := w.conn.Exists(preferredElectionPath); return ok, err })
 		if err == nil && !there {
 			return nil
 		}
 		if !sleepCtx(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("preferred election of %s %v: the controller had not taken %s %s after the write", topic, partitions, preferredElectionPath, time.Since(begin).Round(time.Millisecond))
 		}
-	}
-}
-
-// zkCall runs one ZooKeeper request, which go-zookeeper cannot cancel,
-// until ctx ends.
-func zkCall[T any](ctx context.Context, do func() (T, error)) (T, error) {
-	type res struct {
-		v   T
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		v, err := do()
-		ch <- res{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
 	}
 }
 

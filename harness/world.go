@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -112,13 +113,11 @@ func parseState(p string, b []byte) (nemesis.PartitionState, error) {
 // ctx ends: go-zookeeper's calls take no context, and a call on a session
 // cut off by a fault would hold a nemesis step.
 func getWithin(ctx context.Context, conn *zk.Conn, p string, sync bool, within time.Duration) ([]byte, *zk.Stat, error) {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
 	type got struct {
 		b  []byte
 		st *zk.Stat
 	}
-	r, err := zkCall(ctx, func() (got, error) {
+	r, err := zkcall.Do(ctx, within, func() (got, error) {
 		if sync {
 			if _, err := conn.Sync(p); err != nil {
 				return got{}, err

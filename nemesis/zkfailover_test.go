@@ -314,16 +314,8 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 func TestFailoverOnLaggingZKWatchesLeadersOfNow(t *testing.T) {
 	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{},
 		leadAll: 1, leadAllUntilArmed: true}
-	rec := NewFileRecorder(filepath.Join(t.TempDir(), "nemesis.jsonl"))
-	heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rec.Close()
-	_, stop := lastFaultEvents(t, rec.path)
+	// Leadership moves by the operator's election only, not the fault's.
+	_, stop := injectAndHeal(t, w, stickyOps{zkfFake{w}})
 	if want := "window reached: n2 released after n3 shrank chaos-2"; stop == nil || !strings.HasPrefix(stop.Detail, want) {
 		t.Fatalf("fault_stop %+v, want %q...", stop, want)
 	}
@@ -560,23 +552,11 @@ func TestServedBy(t *testing.T) {
 // partition (its preferred replica) is planned as before.
 func TestFailoverOnLaggingZKElectsPreferredOffTheController(t *testing.T) {
 	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}, leadAll: 1}
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
-	heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rec.Close()
-	w.mu.Lock()
-	calls := slices.Clone(w.calls)
-	w.mu.Unlock()
+	calls, stop := injectAndHeal(t, w, zkfFake{w})
 	if len(calls) == 0 || calls[0] != "elect-preferred chaos [0 1 2]" || slices.Index(calls[1:], calls[0]) >= 0 {
 		t.Fatalf("calls %q: want one preferred election of chaos 0-2 first", calls)
 	}
-	if _, stop := lastFaultEvents(t, path); stop == nil || !strings.HasPrefix(stop.Detail, "window reached") {
+	if stop == nil || !strings.HasPrefix(stop.Detail, "window reached") {
 		t.Fatalf("fault_stop %+v, want the window reached", stop)
 	}
 
@@ -598,4 +578,23 @@ type stickyOps struct{ zkfFake }
 func (o stickyOps) electPreferred(_ context.Context, _ Target, topic string, parts []int32) error {
 	o.w.log("elect-preferred %s %v", topic, parts)
 	return nil
+}
+
+// injectAndHeal runs one failover-on-lagging-zk on w with ops to its heal,
+// and returns the calls it made and its fault_stop.
+func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fault) {
+	t.Helper()
+	rec := NewFileRecorder(filepath.Join(t.TempDir(), "nemesis.jsonl"))
+	heal, err := injectZKFailover(t.Context(), w, w, rec, ops, FailoverOnLaggingZK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	_, stop := lastFaultEvents(t, rec.path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.calls), stop
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/zkcall"
 )
 
 // ZooKeeper paths the admin tools used.
@@ -181,35 +182,12 @@ func (o *adminOp) record(typ history.OpType, op history.ClientOp) {
 	}
 }
 
-// zkCall runs fn with a deadline: go-zookeeper calls have none, and a
-// ZooKeeper in trouble must not stall the workload past its operation.
-func zkCall[T any](ctx context.Context, within time.Duration, fn func() (T, error)) (T, error) {
-	type res struct {
-		v   T
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		v, err := fn()
-		ch <- res{v, err}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 func (o *adminOp) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 	type gs struct {
 		b  []byte
 		st *zk.Stat
 	}
-	r, err := zkCall(ctx, 5*time.Second, func() (gs, error) {
+	r, err := zkcall.Do(ctx, 5*time.Second, func() (gs, error) {
 		b, st, err := o.conn.Get(p)
 		return gs{b, st}, err
 	})
@@ -220,14 +198,14 @@ func (o *adminOp) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 }
 
 func (o *adminOp) exists(ctx context.Context, p string) (bool, error) {
-	return zkCall(ctx, 5*time.Second, func() (bool, error) {
+	return zkcall.Do(ctx, 5*time.Second, func() (bool, error) {
 		ok, _, err := o.conn.Exists(p)
 		return ok, err
 	})
 }
 
 func (o *adminOp) create(ctx context.Context, p string, data []byte) error {
-	_, err := zkCall(ctx, 5*time.Second, func() (string, error) {
+	_, err := zkcall.Do(ctx, 5*time.Second, func() (string, error) {
 		return o.conn.Create(p, data, 0, zk.WorldACL(zk.PermAll))
 	})
 	return err
