@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -78,6 +81,43 @@ type powerRun struct {
 	FirstViolation *time.Duration `json:"first_violation_ns,omitempty"`
 	// Windows are the failpoint windows the nemesis armed and reached.
 	Windows []string `json:"windows_reached,omitempty"`
+	// Cost of the run: from its run.json to its results.json being
+	// written (set-up, workload, settle, collection, check), and the disk
+	// space its run directory takes. Zero when the files are not there.
+	Seconds float64 `json:"run_seconds,omitempty"`
+	Bytes   int64   `json:"run_bytes,omitempty"`
+}
+
+// runCost is how long one stored run took, from its run.json being written
+// (after any wait for --lock) to its results.json, and the bytes its
+// directory holds.
+func runCost(dir string) (time.Duration, int64) {
+	var took time.Duration
+	begin, err1 := os.Stat(filepath.Join(dir, rundir.RunFile))
+	end, err2 := os.Stat(filepath.Join(dir, rundir.ResultsFile))
+	if err1 == nil && err2 == nil && end.ModTime().After(begin.ModTime()) {
+		took = end.ModTime().Sub(begin.ModTime())
+	}
+	var size int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				size += onDisk(fi)
+			}
+		}
+		return nil
+	})
+	return took, size
+}
+
+// onDisk is the space a file takes: ZooKeeper preallocates its transaction
+// logs as 64 MB sparse files, which would otherwise count ten times the
+// run's real cost.
+func onDisk(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return fi.Size()
 }
 
 // judgePowerRun reads what one run found.
@@ -130,6 +170,8 @@ func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Ver
 		}
 	}
 	sort.Strings(r.Windows)
+	took, size := runCost(dir)
+	r.Seconds, r.Bytes = took.Seconds(), size
 	return r
 }
 
@@ -144,6 +186,23 @@ type powerRow struct {
 	// Median and Worst time to first violation over the caught runs.
 	Median *time.Duration `json:"median_first_violation_ns,omitempty"`
 	Worst  *time.Duration `json:"worst_first_violation_ns,omitempty"`
+	// The median run's cost over the runs whose cost is known.
+	MedianSeconds float64 `json:"median_run_seconds,omitempty"`
+	MedianBytes   int64   `json:"median_run_bytes,omitempty"`
+}
+
+// median is the middle of xs (the mean of the two middle ones), 0 when
+// empty.
+func median[T int64 | float64 | time.Duration](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
 }
 
 // powerTable folds runs into one row per switch, in powerSwitches order.
@@ -151,12 +210,22 @@ func powerTable(runs []powerRun) []powerRow {
 	var rows []powerRow
 	for _, sw := range powerSwitches {
 		row := powerRow{Switch: sw.Name, ByChecker: map[string]int{}}
-		var ttf []time.Duration
+		var (
+			ttf     []time.Duration
+			seconds []float64
+			bytes   []int64
+		)
 		for _, r := range runs {
 			if r.Switch != sw.Name {
 				continue
 			}
 			row.Runs++
+			if r.Seconds > 0 {
+				seconds = append(seconds, r.Seconds)
+			}
+			if r.Bytes > 0 {
+				bytes = append(bytes, r.Bytes)
+			}
 			if !r.Caught {
 				continue
 			}
@@ -172,14 +241,10 @@ func powerTable(runs []powerRun) []powerRow {
 			continue
 		}
 		if len(ttf) > 0 {
-			slices.Sort(ttf)
-			med := ttf[len(ttf)/2]
-			if len(ttf)%2 == 0 {
-				med = (ttf[len(ttf)/2-1] + ttf[len(ttf)/2]) / 2
-			}
-			worst := ttf[len(ttf)-1]
+			med, worst := median(ttf), slices.Max(ttf)
 			row.Median, row.Worst = &med, &worst
 		}
+		row.MedianSeconds, row.MedianBytes = median(seconds), median(bytes)
 		rows = append(rows, row)
 	}
 	return rows
@@ -198,7 +263,7 @@ func unreachedWindows(runs []powerRun) []string {
 
 func printPowerTable(w io.Writer, rows []powerRow, unreached []string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "switch\tcaught\tchecker\tmedian to first violation\tworst")
+	fmt.Fprintln(tw, "switch\tcaught\tchecker\tmedian to first violation\tworst\tmedian run")
 	for _, r := range rows {
 		caught := fmt.Sprintf("%d/%d", r.Caught, r.Runs)
 		if r.Switch == powerFixed {
@@ -217,7 +282,11 @@ func printPowerTable(w io.Writer, rows []powerRow, unreached []string) {
 		if checker == "" {
 			checker = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Switch, caught, checker, med, worst)
+		cost := "-"
+		if r.MedianSeconds > 0 || r.MedianBytes > 0 {
+			cost = fmt.Sprintf("%.0fs, %.1f MB", r.MedianSeconds, float64(r.MedianBytes)/1e6)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Switch, caught, checker, med, worst, cost)
 	}
 	tw.Flush()
 	if len(unreached) > 0 {
@@ -234,6 +303,10 @@ type powerReport struct {
 	Density   float64  `json:"fault_density,omitempty"`
 	Admin     bool     `json:"admin"`
 	Guided    bool     `json:"guided,omitempty"`
+	// Build is the commit chaos was built from ("+modified" when the
+	// checkout had changes), so tables from two builds are not mixed up;
+	// with --from, the build that made the table.
+	Build string `json:"build,omitempty"`
 	// From lists the directories a --from table was made of; the run
 	// settings above are then those of the runs, not of this command.
 	From      []string   `json:"from,omitempty"`
@@ -424,8 +497,12 @@ func kindStrings(kinds []nemesis.FaultKind) []string {
 // rows, unreached windows and runs are filled in here.
 func writePower(out io.Writer, runs []powerRun, runsDir, jsonOut string, rep powerReport) error {
 	rep.Rows, rep.Unreached, rep.Runs = powerTable(runs), unreachedWindows(runs), runs
+	rep.Build = buildRevision()
 	var table strings.Builder
 	printPowerTable(&table, rep.Rows, rep.Unreached)
+	if rep.Build != "" {
+		fmt.Fprintf(&table, "build: %s\n", rep.Build)
+	}
 	fmt.Fprint(out, table.String())
 	if err := os.MkdirAll(runsDir, 0o755); err != nil {
 		return withCode(exitBad, err)
@@ -510,4 +587,28 @@ func judgeStoredPowerRuns(warn io.Writer, dirs []string) ([]powerRun, error) {
 		return nil, fmt.Errorf("--from %s: no checked random runs of a power switch", strings.Join(dirs, ","))
 	}
 	return runs, nil
+}
+
+// buildRevision is the VCS revision the binary was built from, "" when the
+// build did not record one (go run, go test).
+func buildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev[:min(12, len(rev))] + modified
 }

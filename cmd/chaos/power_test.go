@@ -70,10 +70,10 @@ func TestJudgePowerRun(t *testing.T) {
 func TestPowerTable(t *testing.T) {
 	d := func(s int) *time.Duration { v := time.Duration(s) * time.Second; return &v }
 	runs := []powerRun{
-		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing"}, FirstViolation: d(10)},
-		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing", "durability"}, FirstViolation: d(30)},
-		{Switch: "KAFKA-532", Caught: true, By: []string{"durability"}, FirstViolation: d(20)},
-		{Switch: "KAFKA-532"},
+		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing"}, FirstViolation: d(10), Seconds: 80, Bytes: 20e6},
+		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing", "durability"}, FirstViolation: d(30), Seconds: 90, Bytes: 24e6},
+		{Switch: "KAFKA-532", Caught: true, By: []string{"durability"}, FirstViolation: d(20), Seconds: 84, Bytes: 22e6},
+		{Switch: "KAFKA-532"}, // cost unknown: left out of the medians
 		{Switch: powerFixed},
 		{Switch: powerFixed, Caught: true, By: []string{"liveness"}, FirstViolation: d(5)},
 	}
@@ -82,12 +82,13 @@ func TestPowerTable(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 	r := rows[0]
-	if r.Runs != 4 || r.Caught != 3 || r.ByChecker["controller-fencing"] != 2 || r.ByChecker["durability"] != 2 || *r.Median != 20*time.Second || *r.Worst != 30*time.Second {
+	if r.Runs != 4 || r.Caught != 3 || r.ByChecker["controller-fencing"] != 2 || r.ByChecker["durability"] != 2 || *r.Median != 20*time.Second || *r.Worst != 30*time.Second ||
+		r.MedianSeconds != 84 || r.MedianBytes != 22e6 {
 		t.Fatalf("KAFKA-532 row %+v", r)
 	}
 	var out bytes.Buffer
 	printPowerTable(&out, rows, []string{"follower-after-truncation"})
-	for _, want := range []string{"3/4", "controller-fencing 2, durability 2", "20s", "30s", "1/2 false positives", "no run reached: follower-after-truncation"} {
+	for _, want := range []string{"3/4", "controller-fencing 2, durability 2", "20s", "30s", "1/2 false positives", "84s, 22.0 MB", "no run reached: follower-after-truncation"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -234,5 +235,47 @@ func TestPowerFromStoredRuns(t *testing.T) {
 	cmd.SetArgs([]string{"power", "--from", filepath.Join(root, "not-a-run")})
 	if err := cmd.Execute(); exitCode(err) != exitBad || !strings.Contains(err.Error(), "no checked random runs") {
 		t.Fatalf("--from an empty folder: exit %d (%v), want %d naming the problem", exitCode(err), err, exitBad)
+	}
+}
+
+// A stored run's cost: from run.json to results.json being written, and
+// the disk space under its directory; nothing known without those files.
+func TestRunCost(t *testing.T) {
+	dir := t.TempDir()
+	if took, size := runCost(dir); took != 0 || size != 0 {
+		t.Fatalf("empty directory: %s, %d bytes", took, size)
+	}
+	begin := time.Now().Add(-time.Minute)
+	for _, f := range []struct {
+		path string
+		size int
+		at   time.Time
+	}{
+		{rundir.RunFile, 100, begin},
+		{rundir.ResultsFile, 300, begin.Add(82 * time.Second)},
+		{"history/n1.jsonl", 600, begin.Add(70 * time.Second)},
+	} {
+		p := filepath.Join(dir, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, f.size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, f.at, f.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A preallocated ZooKeeper log: 64 MB long, nothing written.
+	fh, err := os.Create(filepath.Join(dir, "zk-log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	if took, size := runCost(dir); took != 82*time.Second || size < 1000 || size > 1<<20 {
+		t.Fatalf("got %s, %d bytes; want 1m22s, the 1000 bytes written (in whole blocks), not the sparse 64 MB", took, size)
 	}
 }
