@@ -356,6 +356,9 @@ func (n *Nemesis) Apply(ctx context.Context, st Step) (Heal, error) {
 	return heal, err
 }
 
+// stuckAskWithin bounds leaveStuckAlone's questions.
+const stuckAskWithin = time.Second
+
 // leaveStuckAlone records a random step as left alone, and says so, while
 // the controller is retrying a conditional write that keeps failing with
 // BADVERSION: a fault now (a kill, a pause past the session, a cut from
@@ -364,11 +367,19 @@ func (n *Nemesis) Apply(ctx context.Context, st Step) (Heal, error) {
 // fixed controller re-reads after its first BADVERSION, so with every fix on
 // this almost never holds and the schedule runs as drawn.
 func (n *Nemesis) leaveStuckAlone(ctx context.Context, st Step) (Heal, bool) {
-	cid, err := n.World.Controller(ctx)
+	if _, ok := n.World.(BadVersionWorld); !ok {
+		return nil, false
+	}
+	// The question must not hold the step up: with ZooKeeper cut off or
+	// paused by a fault in force, the controller read waits; the step
+	// then goes ahead as drawn.
+	qctx, cancel := context.WithTimeout(ctx, stuckAskWithin)
+	defer cancel()
+	cid, err := n.World.Controller(qctx)
 	if err != nil {
 		return nil, false
 	}
-	bad, stuck := controllerStuck(ctx, n.World, cid)
+	bad, stuck := controllerStuck(qctx, n.World, cid)
 	if !stuck {
 		return nil, false
 	}

@@ -299,3 +299,26 @@ func TestApplyLeavesAStuckControllerAlone(t *testing.T) {
 		})
 	}
 }
+
+// slowZKWorld is stuckWorld whose controller read waits until it is given
+// up (ZooKeeper cut off by a fault in force).
+type slowZKWorld struct{ stuckWorld }
+
+func (slowZKWorld) Controller(ctx context.Context) (int, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// The stuck-controller question does not hold a step up when ZooKeeper
+// does not answer: the step goes ahead as drawn within stuckAskWithin.
+func TestApplyDoesNotWaitOnASilentZooKeeper(t *testing.T) {
+	n := New(slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
+	begin := time.Now()
+	_, err := n.Apply(t.Context(), Step{Kind: PartitionHalves})
+	if took := time.Since(begin); took > stuckAskWithin+time.Second {
+		t.Fatalf("step held up %s", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "needs") {
+		t.Fatalf("step not applied as drawn: %v", err)
+	}
+}
