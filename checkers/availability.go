@@ -249,7 +249,7 @@ func (c Availability) Check(h *history.History) Result {
 			case o.online && open != nil:
 				// Offline for longer than Grace after healing?
 				if hi.healed && o.time-max(open.Start, hi.at) > int64(c.Grace) && o.time > deadline {
-					r.violate([]int{offendIdx, o.idx},
+					r.violateAt(max(open.Start, hi.at)+int64(c.Grace), []int{offendIdx, o.idx},
 						"partition %s had no acting leader from event %d until event %d (%s), %s after every fault healed (grace %s).",
 						tp, offendIdx, o.idx, why, time.Duration(o.time-max(open.Start, hi.at)).Round(time.Millisecond), c.Grace)
 				}
@@ -268,7 +268,7 @@ func (c Availability) Check(h *history.History) Result {
 					evs = append(evs, hi.lastStop)
 					healed = fmt.Sprintf("last fault stopped at event %d", hi.lastStop)
 				}
-				r.violate(evs, "partition %s has had no acting leader since event %d (%s) and was still offline %s after every fault healed (%s; grace %s).",
+				r.violateAt(since+int64(c.Grace), evs, "partition %s has had no acting leader since event %d (%s) and was still offline %s after every fault healed (%s; grace %s).",
 					tp, offendIdx, why, time.Duration(hi.end-since).Round(time.Millisecond), healed, c.Grace)
 			default:
 				r.cannotDecide("partition %s has no acting leader since event %d (%s) and the history ends before the %s grace after healing ran out (%s after healing).",
@@ -287,7 +287,7 @@ func (c Availability) Check(h *history.History) Result {
 				evs = append(evs, f.onlineAt)
 			}
 			if c.Strict {
-				r.violate(evs, "%s", f.explain(h))
+				r.violateAt(h.Events[f.write].Time+int64(c.ElectGrace), evs, "%s", f.explain(h))
 			} else {
 				r.knownAnomaly(KnownKafka3861, evs, "%s", f.explain(h))
 			}

@@ -93,6 +93,11 @@ type KnownAnomaly struct {
 type Violation struct {
 	Explanation string `json:"explanation"`
 	Events      []int  `json:"events"`
+	// At, when set, is the time (as event times) from which the
+	// violation holds, for one that an absence proves: nothing happened
+	// within a grace (a partition without a leader, a controller still
+	// retrying). Otherwise it holds from the latest of its events.
+	At int64 `json:"at_ns,omitempty"`
 }
 
 // Result is what a checker concluded.
@@ -235,11 +240,17 @@ func (r *report) addKnown(k KnownAnomaly) {
 }
 
 func (r *report) violate(events []int, format string, args ...any) {
+	r.violateAt(0, events, format, args...)
+}
+
+// violateAt is violate for a violation that holds from time at (see
+// Violation.At).
+func (r *report) violateAt(at int64, events []int, format string, args ...any) {
 	if len(r.violations) >= MaxViolations {
 		r.omitted++
 		return
 	}
-	r.violations = append(r.violations, Violation{Explanation: fmt.Sprintf(format, args...), Events: events})
+	r.violations = append(r.violations, Violation{Explanation: fmt.Sprintf(format, args...), Events: events, At: at})
 }
 
 func (r *report) cannotDecide(format string, args ...any) {

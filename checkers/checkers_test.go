@@ -891,3 +891,57 @@ func TestDurabilityReportsPartitionsInOrder(t *testing.T) {
 		t.Fatalf("violations out of partition order: %q, %q", r.Violations[0].Explanation, r.Violations[1].Explanation)
 	}
 }
+
+// A violation that an absence proves (no leader, no progress within a
+// grace) holds from when the grace ran out, which is neither of the events
+// it cites: chaos power's time to first violation reads At. One an event
+// proves leaves At unset.
+func TestViolationAt(t *testing.T) {
+	cfg := testConfig()
+	live := Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: 3}
+	avail := Availability{Grace: cfg.OfflineGrace}
+	ms := func(n int64) int64 { return hb.T0 + n*hb.Ms }
+	for _, tt := range []struct {
+		name  string
+		c     Checker
+		build func(b *hb.Builder)
+		want  int64
+	}{
+		// Healed at +50 ms, grace 100 ms: the 4th failure past +150 ms
+		// (MaxBadVersionRetries 3) is at +203 ms.
+		{"stuck retrying", live, func(b *hb.Builder) { badVersionsAfterHeal(b, 6) }, ms(203)},
+		{"still offline after the grace", avail, func(b *hb.Builder) {
+			b.State(tp0, 1, 1, 1, 1, 1, 2)
+			b.Fault(true, "f1", "kill", "n1")
+			b.State(tp0, -1, 1, 1, 2, 1)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(1000).Phase()
+		}, ms(150)},
+		{"back, but after the grace", avail, func(b *hb.Builder) {
+			b.Fault(true, "f1", "kill", "n1")
+			b.State(tp0, -1, 1, 1, 2, 1)
+			b.At(50).Fault(false, "f1", "kill", "n1")
+			b.At(500).State(tp0, 2, 2, 1, 3, 2)
+		}, ms(150)},
+		// The controller's leader -1 write at +100 ms, ElectGrace 300 ms.
+		{"electable broker left offline", Availability{Grace: time.Second, ElectGrace: 300 * time.Millisecond, Strict: true},
+			func(b *hb.Builder) { kafka3861(b, 900, nil) }, ms(400)},
+		{"a stale request obeyed", ControllerFencing{}, func(b *hb.Builder) {
+			b.Control(3, lai(3, 50, history.VerdictAccepted, 0))
+			b.Control(2, lai(4, 50, history.VerdictAccepted, 3))
+			b.Control(2, lai(3, 50, history.VerdictAccepted, 4))
+		}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := hb.New()
+			tt.build(b)
+			r := tt.c.Check(b.History())
+			if r.Verdict != Invalid || len(r.Violations) == 0 {
+				t.Fatalf("verdict %s: %s", r.Verdict, r.Explanation)
+			}
+			if got := r.Violations[0].At; got != tt.want {
+				t.Fatalf("At %+d ms from T0, want %+d ms (%s)", (got-hb.T0)/hb.Ms, (tt.want-hb.T0)/hb.Ms, r.Explanation)
+			}
+		})
+	}
+}

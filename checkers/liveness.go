@@ -123,7 +123,7 @@ func (c Liveness) Check(h *history.History) Result {
 			r.cannotDecide("partition %s has no leader (event %d) although ISR member(s) %v are alive, and the history ends before the %s grace after healing ran out.", tp, o.idx, eligible, c.Grace)
 			continue
 		}
-		r.violate([]int{o.idx}, "partition %s still had leader -1 (event %d) %s after every fault healed although ISR member(s) %v were alive: the controller did not finish electing a leader.",
+		r.violateAt(deadline, []int{o.idx}, "partition %s still had leader -1 (event %d) %s after every fault healed although ISR member(s) %v were alive: the controller did not finish electing a leader.",
 			tp, o.idx, c.Grace, eligible)
 	}
 
@@ -139,6 +139,9 @@ func (c Liveness) Check(h *history.History) Result {
 		n           int // failures after the grace
 		since       int // failures after healing
 		first, last int
+		// over is when the failures after the grace exceeded
+		// MaxBadVersionRetries: from then on the controller is stuck.
+		over int64
 	}
 	open := map[key]*streak{}
 	var order []key
@@ -190,12 +193,14 @@ func (c Liveness) Check(h *history.History) Result {
 				if st.first < 0 {
 					st.first = e.Index
 				}
-				st.n++
+				if st.n++; st.n == c.MaxBadVersionRetries+1 {
+					st.over = e.Time
+				}
 			}
 		}
 	}
 	for _, s := range stuck {
-		r.violate([]int{s.st.first, s.st.last},
+		r.violateAt(s.st.over, []int{s.st.first, s.st.last},
 			"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d) and never succeeded until it stopped being controller: it was stuck retrying a stale zkVersion.",
 			s.k.node, s.st.epoch, s.k.path, s.st.n, c.Grace, s.st.first, s.st.last)
 	}
@@ -208,7 +213,7 @@ func (c Liveness) Check(h *history.History) Result {
 		seen[k] = true
 		switch {
 		case st.n > c.MaxBadVersionRetries:
-			r.violate([]int{st.first, st.last},
+			r.violateAt(st.over, []int{st.first, st.last},
 				"controller %d (epoch %d) failed its write to %s with BADVERSION %d times more than %s after every fault healed (events %d to %d) and never succeeded: it is stuck retrying a stale zkVersion.",
 				k.node, st.epoch, k.path, st.n, c.Grace, st.first, st.last)
 		case ended && st.since > c.MaxBadVersionRetries:
@@ -257,7 +262,7 @@ func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64
 		if last >= 0 {
 			evs = append(evs, last)
 		}
-		r.violate(evs, "admin operation %s (invoked at event %d, before every fault healed) was still not completed %s after healing: the controller did not finish it.",
+		r.violateAt(deadline, evs, "admin operation %s (invoked at event %d, before every fault healed) was still not completed %s after healing: the controller did not finish it.",
 			what, o.Invoke.Index, c.Grace)
 	}
 }

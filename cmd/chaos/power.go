@@ -141,8 +141,10 @@ func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Ver
 		r.Caught = true
 		r.By = append(r.By, res.Checker)
 		// A violation cites the events that show it, context included (a
-		// registration long before): it happened at the latest of them.
-		// The first violation is the earliest such moment.
+		// registration long before): it happened at the latest of them,
+		// unless an absence proves it (no leader within a grace), which
+		// holds from when the grace ran out (its At). The first violation
+		// is the earliest such moment.
 		vs := res.Violations
 		if len(vs) == 0 {
 			vs = []checkers.Violation{{Events: res.Events}}
@@ -153,6 +155,9 @@ func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Ver
 				if i >= 0 && i < len(h.Events) {
 					at = max(at, h.Events[i].Time)
 				}
+			}
+			if v.At > 0 {
+				at = v.At
 			}
 			if at >= 0 && (first < 0 || at < first) {
 				first = at

@@ -46,6 +46,10 @@ func TestJudgePowerRun(t *testing.T) {
 		// latest event.
 		{"violation with context", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid, Events: []int{1, 2},
 			Violations: []checkers.Violation{{Events: []int{1, 2}}}}}, true, "controller-fencing", 3 * time.Second},
+		// One an absence proves holds from its At: 2.5 s after the
+		// workload began, between the events it cites.
+		{"violation held from a grace's end", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2},
+			Violations: []checkers.Violation{{Events: []int{1, 2}, At: historytest.T0 + 3500*historytest.Ms}}}}, true, "liveness", 2500 * time.Millisecond},
 		{"other checker is not the harm", sw532, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1}}}, false, "", -1},
 		{"valid", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Valid}}, false, "", -1},
 		{"fixed: any invalid is a false positive", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2},
