@@ -299,6 +299,19 @@ func printPowerTable(w io.Writer, rows []powerRow, unreached []string) {
 	}
 }
 
+// printPowerMisses names the runs to open next: each bug switch's seeds its
+// harm checker did not catch, and every false positive with every fix on.
+func printPowerMisses(w io.Writer, runs []powerRun) {
+	for _, r := range runs {
+		switch {
+		case r.Switch == powerFixed && r.Caught:
+			fmt.Fprintf(w, "false positive: %s seed %d, %s by %s: %s\n", r.Switch, r.Seed, r.Verdict, strings.Join(r.By, ", "), r.RunDir)
+		case r.Switch != powerFixed && !r.Caught:
+			fmt.Fprintf(w, "not caught: %s seed %d (%s): %s\n", r.Switch, r.Seed, r.Verdict, r.RunDir)
+		}
+	}
+}
+
 // powerReport is the JSON chaos power writes.
 type powerReport struct {
 	Seeds     int      `json:"seeds"`
@@ -505,6 +518,7 @@ func writePower(out io.Writer, runs []powerRun, runsDir, jsonOut string, rep pow
 	rep.Build = buildRevision()
 	var table strings.Builder
 	printPowerTable(&table, rep.Rows, rep.Unreached)
+	printPowerMisses(&table, runs)
 	if rep.Build != "" {
 		fmt.Fprintf(&table, "build: %s\n", rep.Build)
 	}

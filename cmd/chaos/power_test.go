@@ -283,3 +283,19 @@ func TestRunCost(t *testing.T) {
 		t.Fatalf("got %s, %d bytes; want 1m22s, the 1000 bytes written (in whole blocks), not the sparse 64 MB", took, size)
 	}
 }
+
+// The runs to open next are named with their directories: a bug switch's
+// misses and every-fix-on's false positives, nothing else.
+func TestPrintPowerMisses(t *testing.T) {
+	var out bytes.Buffer
+	printPowerMisses(&out, []powerRun{
+		{Switch: "KAFKA-532", Seed: 1, Caught: true, RunDir: "r1"},
+		{Switch: "KAFKA-532", Seed: 2, Verdict: checkers.Valid, RunDir: "r2"},
+		{Switch: powerFixed, Seed: 3, Verdict: checkers.Valid, RunDir: "r3"},
+		{Switch: powerFixed, Seed: 4, Caught: true, Verdict: checkers.Invalid, By: []string{"liveness"}, RunDir: "r4"},
+	})
+	want := "not caught: KAFKA-532 seed 2 (valid): r2\nfalse positive: every-fix-on seed 4, invalid by liveness: r4\n"
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
