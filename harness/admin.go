@@ -63,6 +63,14 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 	return workloads.NewAdmin(workloads.AdminConfig{
 		ZKServers: c.ZKConnect(), Topic: cfg.Topic, Partitions: cfg.Partitions, Brokers: ids,
 		Seed: cfg.Seed, StopBroker: stop, StartBroker: start,
+		// A broker a fault holds (a failpoint armed on it, a leader kept
+		// down) is left alone: its restart would end the fault's window
+		// (power KAFKA-7235 seed 4: the armed controller was shut down
+		// while it held its LeaderAndIsr, which never went out).
+		Held: func(id int) bool {
+			t, err := live.Node(id)
+			return err == nil && live.Nemesis.Holds(t)
+		},
 	}, open)
 }
 

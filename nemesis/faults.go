@@ -83,6 +83,13 @@ func (n *Nemesis) claim(t Target) (release func()) {
 	}
 }
 
+// Holds reports whether a fault in force holds t: paused, killed, or
+// claimed by a fault that needs it as it is (a failpoint armed on it, a
+// leader kept down). Others acting on the cluster beside the nemesis (an
+// operator's controlled shutdown in the control-plane workload) leave such
+// a broker alone, as an operator leaves alone a machine in an incident.
+func (n *Nemesis) Holds(t Target) bool { return n.isHeld(t) }
+
 // isHeld reports whether a fault in force holds t: paused, killed or
 // claimed.
 func (n *Nemesis) isHeld(t Target) bool {

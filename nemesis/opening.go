@@ -29,6 +29,12 @@ const OpeningQuiet = 8 * time.Second
 // is known before the next opening looks its role up.
 const openingGap = 2 * time.Second
 
+// openingTries bounds the tries of an opening a passing state refused;
+// openingRetryAfter separates them (a broker restart takes about 2 s).
+const openingTries = 3
+
+var openingRetryAfter = 2 * time.Second
+
 // openingSpec is one opening: the fault kind and, for the failpoint fault,
 // the window, action and provocation its pick must plan.
 type openingSpec struct {
@@ -136,12 +142,29 @@ func runOpenings(ctx context.Context, start time.Time, steps []Step, inject Inje
 		if !sleepUntil(ctx, start.Add(st.At+shift)) {
 			return nil, shift, errors.Join(errs...)
 		}
-		heal, ierr := inject(ctx, st)
+		// A step refused by a passing state (a broker the control-plane
+		// workload is restarting has no network namespace to cut) is
+		// tried again; the hold moves with the time the tries took.
+		var (
+			heal  func(context.Context) error
+			ierr  error
+			extra time.Duration
+		)
+		for try := 1; ; try++ {
+			began := time.Now()
+			if heal, ierr = inject(ctx, st); ierr == nil {
+				break
+			}
+			errs = append(errs, fmt.Errorf("opening at %s (%s), try %d of %d: %w", st.At, st.Kind, try, openingTries, ierr))
+			if try == openingTries || !sleepUntil(ctx, time.Now().Add(openingRetryAfter)) {
+				break
+			}
+			extra += time.Since(began)
+		}
 		if ierr != nil {
-			errs = append(errs, fmt.Errorf("opening at %s (%s): %w", st.At, st.Kind, ierr))
 			continue
 		}
-		sleepUntil(ctx, start.Add(st.At+shift+st.Hold))
+		sleepUntil(ctx, start.Add(st.At+shift+extra+st.Hold))
 		if herr := heal(context.WithoutCancel(ctx)); herr != nil {
 			errs = append(errs, fmt.Errorf("heal %s started at %s: %w", st.Kind, st.At, herr))
 		}

@@ -293,3 +293,43 @@ func (w *noCtlWorld) Controller(ctx context.Context) (int, error) {
 	w.mu.Unlock()
 	return w.fpWorld.Controller(ctx)
 }
+
+// An opening refused by a passing state is tried again (up to openingTries
+// times, openingRetryAfter apart) and then held for its whole hold; one
+// refused every time is given up after the last try, and the run goes on.
+func TestOpeningTriedAgain(t *testing.T) {
+	old := openingRetryAfter
+	openingRetryAfter = 20 * time.Millisecond
+	t.Cleanup(func() { openingRetryAfter = old })
+	for _, tt := range []struct {
+		name      string
+		failures  int
+		wantTries int
+		wantHeld  bool
+	}{
+		{"second try", 1, 2, true},
+		{"refused every time", 10, openingTries, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			steps := []Step{{At: 0, Kind: KillLaggingLeader, Hold: 50 * time.Millisecond, Opening: true}, {At: time.Second, Kind: PauseNode}}
+			tries := 0
+			var injected, healed time.Time
+			rest, _, err := runOpenings(t.Context(), time.Now(), steps, func(context.Context, Step) (func(context.Context) error, error) {
+				if tries++; tries <= tt.failures {
+					return nil, errors.New("n2 is not running; its network namespace is gone")
+				}
+				injected = time.Now()
+				return func(context.Context) error { healed = time.Now(); return nil }, nil
+			})
+			if tries != tt.wantTries || len(rest) != 1 || rest[0].Kind != PauseNode {
+				t.Fatalf("%d tries, rest %v; want %d tries, the pause after", tries, rest, tt.wantTries)
+			}
+			if err == nil || !strings.Contains(err.Error(), "try 1 of 3") {
+				t.Fatalf("err %v: want the refused tries named", err)
+			}
+			if tt.wantHeld && healed.Sub(injected) < 45*time.Millisecond {
+				t.Fatalf("held %s after a late start, want the whole 50ms hold", healed.Sub(injected))
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -239,5 +240,22 @@ func waitZK(t *testing.T, within time.Duration, what string, cond func() bool) {
 			t.Fatalf("waited %s for %s", within, what)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A controlled shutdown drawn for a broker a fault holds is left out: no
+// invoke in the history, no stop, and the generator moves on as the seed
+// gives it (no ZooKeeper needed: it returns before asking).
+func TestControlledShutdownLeavesAHeldBrokerAlone(t *testing.T) {
+	var buf bytes.Buffer
+	stops := 0
+	cfg := AdminConfig{Brokers: []int{2}, Topic: "chaos", Partitions: 1,
+		StopBroker:  func(context.Context, int) error { stops++; return nil },
+		StartBroker: func(context.Context, int) error { return nil },
+		Held:        func(id int) bool { return id == 2 }}
+	o := &adminOp{cfg: cfg, w: history.NewWriter(&buf, "admin", 0), rng: rand.New(rand.NewPCG(1, 2))}
+	o.controlledShutdown(t.Context())
+	if stops != 0 || buf.Len() != 0 {
+		t.Fatalf("held broker: %d stops, history %q", stops, buf.String())
 	}
 }
