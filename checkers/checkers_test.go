@@ -182,9 +182,11 @@ func TestControllerFencing(t *testing.T) {
 	})
 }
 
-func shutdown(b *hb.Builder, broker int32, epoch int64, verdict string) int {
+// shutdown is controller 1's record of handling broker's ControlledShutdown
+// carrying epoch, when its cache held cached for the broker.
+func shutdown(b *hb.Builder, broker int32, epoch, cached int64, verdict string) int {
 	return b.Add(history.Event{Kind: history.KindControlledShutdown, Node: 1, Shutdown: &history.Shutdown{
-		BrokerID: broker, BrokerEpoch: epoch, CachedBrokerEpoch: epoch, ControllerEpoch: 1, Verdict: verdict}})
+		BrokerID: broker, BrokerEpoch: epoch, CachedBrokerEpoch: cached, ControllerEpoch: 1, Verdict: verdict}})
 }
 
 // shutdownSent is broker's own record of sending ControlledShutdown as the
@@ -199,7 +201,7 @@ func TestBrokerFencing(t *testing.T) {
 		{name: "current epoch", want: Valid, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
-			shutdown(b, 2, 50, history.VerdictAccepted)
+			shutdown(b, 2, 50, 50, history.VerdictAccepted)
 			return nil
 		}},
 		{name: "previous generation accepted after restart", want: Invalid, explain: "stale broker epoch 50", build: func(b *hb.Builder) []int {
@@ -345,13 +347,29 @@ func TestBrokerFencing(t *testing.T) {
 		{name: "stale controlled shutdown acted on", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			r2 := process(b, 2, 80)
-			s := shutdown(b, 2, 50, history.VerdictAccepted)
+			s := shutdown(b, 2, 50, 80, history.VerdictAccepted)
 			return []int{r2, s}
+		}},
+		// KIP-380 checks the controller's cached epoch: a request that came
+		// before the broker change it had not yet processed is acted on by
+		// Kafka too, a known anomaly.
+		{name: "stale controlled shutdown queued before the broker change", want: Valid, explain: KnownQueuedShutdown, build: func(b *hb.Builder) []int {
+			process(b, 2, 50)
+			process(b, 2, 80)
+			shutdown(b, 2, 50, 50, history.VerdictAccepted)
+			return nil
+		}},
+		{name: "epoch-less controlled shutdown of the previous process, queued before the broker change", want: Valid, explain: KnownQueuedShutdown, build: func(b *hb.Builder) []int {
+			process(b, 2, 50)
+			shutdownSent(b, 2, 50)
+			process(b, 2, 80)
+			shutdown(b, 2, -1, 50, history.VerdictAccepted)
+			return nil
 		}},
 		{name: "controlled shutdown of a process that re-registered after a session loss", want: Valid, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			b.Register(2, 80) // same process, new session
-			shutdown(b, 2, 50, history.VerdictAccepted)
+			shutdown(b, 2, 50, 80, history.VerdictAccepted)
 			return nil
 		}},
 		// KAFKA-7235's switch sends no broker epoch: the broker's own record
@@ -360,26 +378,26 @@ func TestBrokerFencing(t *testing.T) {
 			process(b, 2, 50)
 			process(b, 2, 80)
 			shutdownSent(b, 2, 80)
-			shutdown(b, 2, -1, history.VerdictAccepted)
+			shutdown(b, 2, -1, 80, history.VerdictAccepted)
 			return nil
 		}},
 		{name: "epoch-less controlled shutdown from the previous process acted on after the restart", want: Invalid, explain: "previous process (broker epoch 50) sent at event", build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			sent := shutdownSent(b, 2, 50)
 			r2 := process(b, 2, 80)
-			s := shutdown(b, 2, -1, history.VerdictAccepted)
+			s := shutdown(b, 2, -1, 80, history.VerdictAccepted)
 			return []int{s, sent, r2}
 		}},
 		{name: "epoch-less controlled shutdown with no record of its sender", want: Valid, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			process(b, 2, 80)
-			shutdown(b, 2, -1, history.VerdictAccepted)
+			shutdown(b, 2, -1, 80, history.VerdictAccepted)
 			return nil
 		}},
 		{name: "stale controlled shutdown refused", want: Valid, build: func(b *hb.Builder) []int {
 			b.Register(2, 50)
 			b.Register(2, 80)
-			shutdown(b, 2, 50, history.VerdictRejected)
+			shutdown(b, 2, 50, 80, history.VerdictRejected)
 			return nil
 		}},
 	})

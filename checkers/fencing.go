@@ -391,6 +391,19 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			if !stale {
 				continue
 			}
+			if sd.CachedBrokerEpoch > 0 && sender == sd.CachedBrokerEpoch {
+				// The controller had not yet processed the broker's
+				// re-registration: by its own cache the request was the
+				// live process's, which is all KIP-380 checks.
+				evs := []int{e.Index}
+				if known {
+					evs = append(evs, l.idx)
+				}
+				r.knownAnomaly(KnownQueuedShutdown, evs,
+					"controller %d acted on ControlledShutdown of %s (%s) carrying broker epoch %d, which its cache still held for the broker although the broker had re-registered with czxid %d (event %d): the request came before that broker change, and KIP-380 checks the controller's cached epoch, so Kafka moves leadership off the new process too.",
+					e.Node, nodeName(sd.BrokerID), ev(e), sender, l.epoch, l.idx)
+				continue
+			}
 			evs := []int{e.Index}
 			sentBy := fmt.Sprintf("carrying broker epoch %d", sd.BrokerEpoch)
 			if senderAt >= 0 {
@@ -409,7 +422,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 	r.detail("accepted_without_broker_epoch", unfenced)
 	r.detail("accepted_controlled_shutdowns", shutdowns)
 	r.detail("accepted_controlled_shutdowns_of_unknown_sender", unfencedShutdowns)
-	ok := fmt.Sprintf("none of %d accepted control requests was acted on by a broker process other than the one it was meant for, and none of %d accepted controlled shutdowns came from a broker's previous process", checked, shutdowns)
+	ok := fmt.Sprintf("none of %d accepted control requests was acted on by a broker process other than the one it was meant for, and none of %d accepted controlled shutdowns came from a broker's previous process once the controller knew of its restart", checked, shutdowns)
 	if unfenced > 0 {
 		ok += fmt.Sprintf(" (%d of the requests carried no broker epoch)", unfenced)
 	}
