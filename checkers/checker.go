@@ -77,10 +77,10 @@ const (
 	// acknowledged record (no ISR member alive, unclean election off).
 	KnownKafka3861 = "KAFKA-3861"
 	// KnownQueuedShutdown: a controller acted on a ControlledShutdown that
-	// a broker's previous process sent, before it had processed that
-	// broker's re-registration: KIP-380 compares the request's broker
-	// epoch with the controller's cached one, which was still the sender's,
-	// and the controller takes requests and broker changes in arrival order.
+	// a broker's previous process sent before its new one registered,
+	// while the controller's cache still held the sender's epoch: KIP-380
+	// compares with the cached epoch, and the controller takes requests
+	// and broker changes in arrival order.
 	KnownQueuedShutdown = "queued-controlled-shutdown"
 )
 

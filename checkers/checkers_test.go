@@ -355,9 +355,26 @@ func TestBrokerFencing(t *testing.T) {
 		// Kafka too, a known anomaly.
 		{name: "stale controlled shutdown queued before the broker change", want: Valid, explain: KnownQueuedShutdown, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
+			shutdownSent(b, 2, 50)
 			process(b, 2, 80)
 			shutdown(b, 2, 50, 50, history.VerdictAccepted)
 			return nil
+		}},
+		// Without the sender's record nothing shows the request came
+		// first: a controller that missed the restart keeps the old epoch
+		// in its cache too (KAFKA-7235).
+		{name: "stale controlled shutdown, the controller's cache never updated", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
+			process(b, 2, 50)
+			r2 := process(b, 2, 80)
+			s := shutdown(b, 2, 50, 50, history.VerdictAccepted)
+			return []int{r2, s}
+		}},
+		{name: "stale controlled shutdown sent after the new process registered", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
+			process(b, 2, 50)
+			r2 := process(b, 2, 80)
+			shutdownSent(b, 2, 50)
+			s := shutdown(b, 2, 50, 50, history.VerdictAccepted)
+			return []int{r2, s}
 		}},
 		{name: "epoch-less controlled shutdown of the previous process, queued before the broker change", want: Valid, explain: KnownQueuedShutdown, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)

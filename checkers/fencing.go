@@ -391,17 +391,17 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			if !stale {
 				continue
 			}
-			if sd.CachedBrokerEpoch > 0 && sender == sd.CachedBrokerEpoch {
-				// The controller had not yet processed the broker's
-				// re-registration: by its own cache the request was the
-				// live process's, which is all KIP-380 checks.
-				evs := []int{e.Index}
-				if known {
-					evs = append(evs, l.idx)
-				}
-				r.knownAnomaly(KnownQueuedShutdown, evs,
-					"controller %d acted on ControlledShutdown of %s (%s) carrying broker epoch %d, which its cache still held for the broker although the broker had re-registered with czxid %d (event %d): the request came before that broker change, and KIP-380 checks the controller's cached epoch, so Kafka moves leadership off the new process too.",
-					e.Node, nodeName(sd.BrokerID), ev(e), sender, l.epoch, l.idx)
+			// The previous process sent it before the new one registered
+			// (its own record says so), and the controller's cache still
+			// held the sender's epoch when it acted: the request was
+			// queued ahead of the broker change, and KIP-380 checks the
+			// cache. A request with no such record proves no order, and
+			// a controller that missed the restart (KAFKA-7235's other
+			// half) also keeps the old epoch: both stay violations.
+			if s, ok := lastShutdownSend[sd.BrokerID]; ok && known && s.epoch == sender && s.idx < l.idx && sd.CachedBrokerEpoch == sender {
+				r.knownAnomaly(KnownQueuedShutdown, []int{e.Index, s.idx, l.idx},
+					"controller %d acted on ControlledShutdown of %s (%s) that its previous process (broker epoch %d) sent at event %d, after the broker re-registered with czxid %d (event %d) but while its cache still held epoch %d: the request was queued ahead of that broker change, and KIP-380 checks the controller's cached epoch, so Kafka moves leadership off the new process too.",
+					e.Node, nodeName(sd.BrokerID), ev(e), sender, s.idx, l.epoch, l.idx, sender)
 				continue
 			}
 			evs := []int{e.Index}
