@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -26,6 +25,7 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 	for _, n := range c.Nodes() {
 		ids = append(ids, n.ID)
 	}
+	reg := &nodeLogs{keep: registrationKinds}
 	stop := func(ctx context.Context, id int) error {
 		t, err := live.Node(id)
 		if err != nil {
@@ -36,7 +36,7 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 		// (an ephemeral znode outlives its process by the session
 		// timeout), and a process stopped before it registered has no
 		// broker epoch to send with its ControlledShutdown.
-		if err := waitRegistered(ctx, live.RunDir, id, 10*time.Second); err != nil {
+		if err := waitRegistered(ctx, reg, live.RunDir, id, 10*time.Second); err != nil {
 			return err
 		}
 		if err := t.Container.Signal(ctx, "SIGTERM"); err != nil {
@@ -74,27 +74,24 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 	}, open)
 }
 
+// registrationKinds: the node event kinds that say whether a node's latest
+// process has registered.
+func registrationKinds(k history.Kind) bool {
+	return k == history.KindNodeStart || k == history.KindBrokerRegistered
+}
+
 // waitRegistered waits until node id's event log shows its latest process
-// registered (a broker_registered after its last node_start).
-func waitRegistered(ctx context.Context, runDir string, id int, within time.Duration) error {
+// registered (a broker_registered after its last node_start). logs keeps
+// registrationKinds, so each poll reads only what the node wrote since the
+// last one.
+func waitRegistered(ctx context.Context, logs *nodeLogs, runDir string, id int, within time.Duration) error {
 	p := filepath.Join(runDir, history.HistoryDir, fmt.Sprintf("n%d.jsonl", id))
 	deadline := time.Now().Add(within)
 	for {
-		if f, err := os.Open(p); err == nil {
-			evs, _, _ := history.Decode(f, p)
-			f.Close()
-			registered := false
-			for i := range evs {
-				switch evs[i].Kind {
-				case history.KindNodeStart:
-					registered = false
-				case history.KindBrokerRegistered:
-					registered = true
-				}
-			}
-			if registered {
-				return nil
-			}
+		// An unreadable log (not written yet) is asked again until the
+		// deadline, as a log without the registration is.
+		if evs, err := logs.events(id, p); err == nil && len(evs) > 0 && evs[len(evs)-1].Kind == history.KindBrokerRegistered {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("n%d has not registered since its last start (waited %s)", id, within)

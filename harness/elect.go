@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
@@ -55,7 +56,7 @@ func (w *world) ElectPreferred(ctx context.Context, topic string, partitions []i
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, zk.ErrNodeExists) || !sleepCtx(ctx, 100*time.Millisecond) {
+		if !errors.Is(err, zk.ErrNodeExists) || !ctxsleep.For(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("preferred election of %s %v: write %s: %w", topic, partitions, preferredElectionPath, err)
 		}
 	}
@@ -64,18 +65,8 @@ func (w *world) ElectPreferred(ctx context.Context, topic string, partitions []i
 		if err == nil && !there {
 			return nil
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !ctxsleep.For(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("preferred election of %s %v: the controller had not taken %s %s after the write", topic, partitions, preferredElectionPath, time.Since(begin).Round(time.Millisecond))
 		}
-	}
-}
-
-// sleepCtx sleeps d unless ctx ends first, and says whether it slept.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
 	}
 }

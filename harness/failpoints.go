@@ -38,7 +38,14 @@ var (
 // cfg (its topic, partitions and session timeout; defaults applied).
 func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfig) *failpointWorld {
 	return &failpointWorld{world: w, admin: &Live{Cluster: c}, runDir: runDir,
-		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout, replicaLag: replicaLagOf(cfg.NodeFlags)}
+		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout, replicaLag: replicaLagOf(cfg.NodeFlags),
+		logs: nodeLogs{keep: nemesisKinds}}
+}
+
+// nemesisKinds: the node event kinds the nemesis's questions read (failpoint
+// reached, BADVERSION retries).
+func nemesisKinds(k history.Kind) bool {
+	return k == history.KindFaultStart || k == history.KindZKWrite
 }
 
 // nodeReplicaLagDefault is the node program's --replica-lag-time-max default

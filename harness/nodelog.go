@@ -15,8 +15,10 @@ import (
 // run goes on. The failpoint fault polls every 100 ms; decoding a whole log
 // each time would cost CPU in proportion to the run's length, on the same
 // two cores the cluster runs on. Each log is read once, from where the last
-// read stopped, and only the kinds those questions need are kept.
+// read stopped, and only the kinds its owner's questions need are kept.
 type nodeLogs struct {
+	// keep says which event kinds to keep; set before the first read.
+	keep  func(history.Kind) bool
 	mu    sync.Mutex
 	tails map[int]*nodeTail
 }
@@ -26,9 +28,6 @@ type nodeTail struct {
 	off  int64 // byte offset after the last complete line read
 	kept []history.Event
 }
-
-// keptKind: the event kinds the nemesis's questions read.
-func keptKind(k history.Kind) bool { return k == history.KindFaultStart || k == history.KindZKWrite }
 
 // events returns node's kept events in file order, reading what the node
 // has written since the last call from the log at path. A last line still
@@ -75,7 +74,7 @@ func (l *nodeLogs) events(node int, path string) ([]history.Event, error) {
 		return nil, fmt.Errorf("from byte %d: %w", t.off, err)
 	}
 	for _, e := range evs {
-		if keptKind(e.Kind) {
+		if l.keep(e.Kind) {
 			t.kept = append(t.kept, e)
 		}
 	}

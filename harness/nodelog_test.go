@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -24,6 +28,10 @@ func writeNodeLog(t testing.TB, path string, k history.Kind, n int) {
 			ev.ZKWrite = &history.ZKWrite{Path: "/controller", Op: "create", Outcome: history.ZKOK}
 		case history.KindPhase:
 			ev.Phase = &history.Phase{Name: "workload", Mark: "start"}
+		case history.KindNodeStart:
+			ev.Process = &history.Process{}
+		case history.KindBrokerRegistered:
+			ev.Registration = &history.Registration{}
 		}
 		if err := w.Write(ev); err != nil {
 			t.Fatal(err)
@@ -40,7 +48,7 @@ func writeNodeLog(t testing.TB, path string, k history.Kind, n int) {
 // is read again from its start.
 func TestNodeLogsReadsOnlyWhatIsNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n1.jsonl")
-	var l nodeLogs
+	l := nodeLogs{keep: nemesisKinds}
 	count := func(want int) {
 		t.Helper()
 		evs, err := l.events(1, path)
@@ -110,7 +118,7 @@ func BenchmarkNodeEventsPoll(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "n1.jsonl")
 	writeNodeLog(b, path, history.KindZKWrite, 20000)
 	b.Run("tail", func(b *testing.B) {
-		var l nodeLogs
+		l := nodeLogs{keep: nemesisKinds}
 		if _, err := l.events(1, path); err != nil {
 			b.Fatal(err)
 		}
@@ -138,4 +146,45 @@ func BenchmarkNodeEventsPoll(b *testing.B) {
 			fh.Close()
 		}
 	})
+}
+
+// An operator's stop waits for the latest process's registration: one from
+// an earlier process does not count once the node started again.
+func TestWaitRegisteredWantsTheLatestProcess(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, history.HistoryDir, "n1.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logs := &nodeLogs{keep: registrationKinds}
+	ctx := context.Background()
+	if err := waitRegistered(ctx, logs, dir, 1, 0); err == nil {
+		t.Fatal("no log yet: registered")
+	}
+	writeNodeLog(t, path, history.KindNodeStart, 1)
+	writeNodeLog(t, path, history.KindBrokerRegistered, 1)
+	writeNodeLog(t, path, history.KindPhase, 2)
+	if err := waitRegistered(ctx, logs, dir, 1, 0); err != nil {
+		t.Fatalf("registered after its start: %v", err)
+	}
+	writeNodeLog(t, path, history.KindNodeStart, 1)
+	if err := waitRegistered(ctx, logs, dir, 1, 0); err == nil || !strings.Contains(err.Error(), "n1 has not registered") {
+		t.Fatalf("restarted, not registered again: %v", err)
+	}
+	// The registration lands while the stop waits.
+	written := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		w, err := history.Create(path, "n1", 1)
+		if err == nil {
+			err = errors.Join(w.Write(history.Event{Kind: history.KindBrokerRegistered, Time: 1, Registration: &history.Registration{}}), w.Close())
+		}
+		written <- err
+	}()
+	if err := waitRegistered(ctx, logs, dir, 1, 5*time.Second); err != nil {
+		t.Fatalf("registered again while waiting: %v", err)
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
 }

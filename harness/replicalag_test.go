@@ -53,7 +53,7 @@ func TestBadVersions(t *testing.T) {
 	write(2*time.Second, history.ZKOK)
 	write(3*time.Second, history.ZKBadVersion)
 	write(4*time.Second, history.ZKBadVersion)
-	f := &failpointWorld{runDir: dir}
+	f := &failpointWorld{runDir: dir, logs: nodeLogs{keep: nemesisKinds}}
 	for _, tt := range []struct {
 		since time.Duration
 		want  int

@@ -3,15 +3,16 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"github.com/zkchaos/zkchaos/fourletter"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/fourletter"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -160,7 +161,7 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("KAFKA-16667: after restarting zk%d: leader %d, %v", serverOf(w), nl, err)
 			}
-			if !sleepCtx(ctx, 200*time.Millisecond) {
+			if !ctxsleep.For(ctx, 200*time.Millisecond) {
 				return ctx.Err()
 			}
 		}
@@ -333,7 +334,7 @@ func waitSessions(ctx context.Context, l *harness.Live, serverOf func(int) int, 
 		if time.Now().After(deadline) {
 			return fmt.Errorf("KAFKA-16667: waited %s for the brokers' ZooKeeper sessions: %s not connected", within, strings.Join(missing, ", "))
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !ctxsleep.For(ctx, 100*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

@@ -1,9 +1,10 @@
 package scenarios
 
 import (
-	"github.com/zkchaos/zkchaos/fourletter"
 	"net/netip"
 	"testing"
+
+	"github.com/zkchaos/zkchaos/fourletter"
 )
 
 func TestHasSession(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -124,7 +125,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		})
 		return err
 	}
-	if !sleepCtx(ctx, 500*time.Millisecond) {
+	if !ctxsleep.For(ctx, 500*time.Millisecond) {
 		return ctx.Err()
 	}
 	l.Note("n%d leads %s-%d; cutting it from n%d, the replica an unclean election would pick", leader, topic, part, behind)
@@ -135,7 +136,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("ISR is [n%d n%d]: acks=all writes go on without n%d", leader, current, behind)
-	if !sleepCtx(ctx, time.Second) {
+	if !ctxsleep.For(ctx, time.Second) {
 		return ctx.Err()
 	}
 	since := time.Now().UnixNano()
@@ -147,7 +148,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("ISR is [n%d], below min.insync.replicas 2: acks=all produces are refused", leader)
-	if !sleepCtx(ctx, 500*time.Millisecond) {
+	if !ctxsleep.For(ctx, 500*time.Millisecond) {
 		return ctx.Err()
 	}
 	crashed := time.Now().UnixNano()
@@ -175,7 +176,7 @@ func (kafka3861Driver) Drive(ctx context.Context, l *harness.Live) error {
 	}
 	l.Note("controller n%d wrote %s-%d leader %d, ISR %v; keeping n%d down until %s after that write",
 		decided.Node, topic, part, decided.ZKWrite.State.Leader, decided.ZKWrite.State.ISR, leader, kafka3861Hold)
-	if !sleepCtx(ctx, time.Until(time.Unix(0, decided.Time).Add(kafka3861Hold))) {
+	if !ctxsleep.For(ctx, time.Until(time.Unix(0, decided.Time).Add(kafka3861Hold))) {
 		return ctx.Err()
 	}
 	l.Note("replacing n%d", leader)
@@ -192,16 +193,4 @@ func sorted(ids []int32) []int32 {
 	s := slices.Clone(ids)
 	slices.Sort(s)
 	return s
-}
-
-// sleepCtx sleeps for d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

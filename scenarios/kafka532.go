@@ -7,6 +7,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // kafka532 is KAFKA-532: a controller paused past its ZooKeeper session
@@ -130,7 +131,7 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// the bug every broker has obeyed the zombie within tens of
 	// milliseconds of the first, and a producer (one produce per 10 ms)
 	// meets the new leaders within a few operations.
-	if !sleepCtx(ctx, 300*time.Millisecond) {
+	if !ctxsleep.For(ctx, 300*time.Millisecond) {
 		return ctx.Err()
 	}
 	return nil
