@@ -71,6 +71,7 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 			t, err := live.Node(id)
 			return err == nil && live.Nemesis.Holds(t)
 		},
+		HeldPartition: func(p int32) bool { return live.Nemesis.HoldsPartition(cfg.Topic, p) },
 	}, open)
 }
 

@@ -46,6 +46,9 @@ type Nemesis struct {
 	// claimed counts, per target name, the faults that hold it beyond a
 	// pause or kill (a failpoint armed on it, a leader being cut off).
 	claimed map[string]int
+	// heldParts counts, per partition ("topic-p"), the faults that hold
+	// it (kill-lagging-leader waits for its leader's ISR to shrink).
+	heldParts map[string]int
 }
 
 // openFault remembers a recorded fault for its stop event.
@@ -89,6 +92,39 @@ func (n *Nemesis) claim(t Target) (release func()) {
 // operator's controlled shutdown in the control-plane workload) leave such
 // a broker alone, as an operator leaves alone a machine in an incident.
 func (n *Nemesis) Holds(t Target) bool { return n.isHeld(t) }
+
+// holdPartition marks a partition held by a fault until release, so the
+// control-plane workload does not move its leader meanwhile: a preferred
+// election or reassignment during kill-lagging-leader's cut hands the
+// partition to a broker the cut controller cannot tell, and the ISR the
+// fault waits for never shrinks (power KAFKA-3861 seeds 12, 13, 19).
+func (n *Nemesis) holdPartition(topic string, p int32) (release func()) {
+	key := fmt.Sprintf("%s-%d", topic, p)
+	n.mu.Lock()
+	if n.heldParts == nil {
+		n.heldParts = map[string]int{}
+	}
+	n.heldParts[key]++
+	n.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			n.mu.Lock()
+			if n.heldParts[key]--; n.heldParts[key] <= 0 {
+				delete(n.heldParts, key)
+			}
+			n.mu.Unlock()
+		})
+	}
+}
+
+// HoldsPartition reports whether a fault in force holds partition p of
+// topic: one whose leadership the fault's window needs left where it is.
+func (n *Nemesis) HoldsPartition(topic string, p int32) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.heldParts[fmt.Sprintf("%s-%d", topic, p)] > 0
+}
 
 // isHeld reports whether a fault in force holds t: paused, killed or
 // claimed.

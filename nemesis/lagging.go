@@ -52,12 +52,16 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 	if len(followers) == 0 {
 		return nil, fmt.Errorf("%s: %s-%d has no follower", k, topic, p)
 	}
+	// The partition's leadership stays where it is while the fault waits
+	// for the ISR: the control-plane workload leaves it alone.
+	releasePart := n.holdPartition(topic, p)
 	if err := n.PartitionTargets(ctx, string(k), []Target{lt}, followers); err != nil {
+		releasePart()
 		return nil, err
 	}
 	// The leader is this fault's until heal: a random fault does not
 	// bounce it back while it is kept down.
-	releases := []func(){n.claim(lt)}
+	releases := []func(){releasePart, n.claim(lt)}
 	release := func() {
 		for _, r := range releases {
 			r()

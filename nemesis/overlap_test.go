@@ -109,3 +109,26 @@ func TestRunOverlappingHealsOnCancel(t *testing.T) {
 		t.Fatalf("healed %d after %s", healed, time.Since(start))
 	}
 }
+
+// A partition stays held while any fault holding it is in force, and a
+// release counts once however often it is called.
+func TestHoldPartition(t *testing.T) {
+	n := New(nil, nil)
+	if n.HoldsPartition("chaos", 1) {
+		t.Fatal("held before any fault")
+	}
+	r1 := n.holdPartition("chaos", 1)
+	r2 := n.holdPartition("chaos", 1)
+	if !n.HoldsPartition("chaos", 1) || n.HoldsPartition("chaos", 2) || n.HoldsPartition("other", 1) {
+		t.Fatal("holds the wrong partitions")
+	}
+	r1()
+	r1()
+	if !n.HoldsPartition("chaos", 1) {
+		t.Fatal("released by one of two faults, twice: no longer held")
+	}
+	r2()
+	if n.HoldsPartition("chaos", 1) {
+		t.Fatal("held after every release")
+	}
+}

@@ -65,6 +65,11 @@ type AdminConfig struct {
 	// (a fault in force): a controlled shutdown drawn for it is left out,
 	// not invoked, and the draws that follow stay as the seed gives them.
 	Held func(id int) bool
+	// HeldPartition, when set, says whether something else holds partition
+	// p of Topic now (a fault waiting for its leader's ISR to shrink): a
+	// reassignment or preferred election drawn for it is left out, as a
+	// held broker's controlled shutdown is.
+	HeldPartition func(p int32) bool
 }
 
 // Admin is the control-plane workload: one operator process issuing one
@@ -372,6 +377,9 @@ func (o *adminOp) createFailed(inv history.ClientOp, p string, err error) {
 // the znode and the topic's assignment shows the new replicas.
 func (o *adminOp) reassign(ctx context.Context) {
 	tp := int32(o.rng.IntN(int(o.cfg.Partitions)))
+	if o.partitionHeld(tp) {
+		return
+	}
 	as, err := o.assignment(ctx, o.cfg.Topic)
 	if err != nil || len(as[tp]) < 2 {
 		return // nothing to reassign: no operation is invoked
@@ -395,11 +403,20 @@ func (o *adminOp) reassign(ctx context.Context) {
 	}))
 }
 
+// partitionHeld reports whether a fault holds partition tp of the workload
+// topic (AdminConfig.HeldPartition).
+func (o *adminOp) partitionHeld(tp int32) bool {
+	return o.cfg.HeldPartition != nil && o.cfg.HeldPartition(tp)
+}
+
 // preferred writes /admin/preferred_replica_election for one partition; ok
 // once the controller deleted the znode (the election ran; the leader moves
 // only if the preferred replica is alive and in the ISR).
 func (o *adminOp) preferred(ctx context.Context) {
 	tp := int32(o.rng.IntN(int(o.cfg.Partitions)))
+	if o.partitionHeld(tp) {
+		return
+	}
 	inv := history.ClientOp{F: history.FPreferredElection, Topic: o.cfg.Topic, Partition: tp}
 	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp}}})
 	o.request(ctx, inv, adminPreferredPath, body, "preferred election", o.consumed(ctx, adminPreferredPath, func() (bool, string) {

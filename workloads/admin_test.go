@@ -259,3 +259,28 @@ func TestControlledShutdownLeavesAHeldBrokerAlone(t *testing.T) {
 		t.Fatalf("held broker: %d stops, history %q", stops, buf.String())
 	}
 }
+
+// A reassignment or preferred election drawn for a partition a fault holds
+// is left out: no invoke, no znode written (no ZooKeeper needed: it returns
+// before asking); other partitions are not held.
+func TestPartitionOpsLeaveAHeldPartitionAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(*adminOp, context.Context)
+	}{
+		{"reassign", (*adminOp).reassign},
+		{"preferred-election", (*adminOp).preferred},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			asked := []int32{}
+			cfg := AdminConfig{Brokers: []int{1, 2, 3}, Topic: "chaos", Partitions: 3,
+				HeldPartition: func(p int32) bool { asked = append(asked, p); return true }}
+			o := &adminOp{cfg: cfg, w: history.NewWriter(&buf, "admin", 0), rng: rand.New(rand.NewPCG(1, 2))}
+			tc.op(o, t.Context())
+			if buf.Len() != 0 || len(asked) != 1 {
+				t.Fatalf("held partition: asked %v, history %q", asked, buf.String())
+			}
+		})
+	}
+}
