@@ -68,18 +68,24 @@ func New(w World, rec *Recorder) *Nemesis {
 // failpoint holds in its window (undoing it) or restart a leader another
 // fault keeps down.
 func (n *Nemesis) claim(t Target) (release func()) {
+	return n.count(&n.claimed, t.Name)
+}
+
+// count counts one more fault holding key in *counts until the returned
+// release, which counts once however often it is called.
+func (n *Nemesis) count(counts *map[string]int, key string) (release func()) {
 	n.mu.Lock()
-	if n.claimed == nil {
-		n.claimed = map[string]int{}
+	if *counts == nil {
+		*counts = map[string]int{}
 	}
-	n.claimed[t.Name]++
+	(*counts)[key]++
 	n.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			n.mu.Lock()
-			if n.claimed[t.Name]--; n.claimed[t.Name] <= 0 {
-				delete(n.claimed, t.Name)
+			if (*counts)[key]--; (*counts)[key] <= 0 {
+				delete(*counts, key)
 			}
 			n.mu.Unlock()
 		})
@@ -99,23 +105,7 @@ func (n *Nemesis) Holds(t Target) bool { return n.isHeld(t) }
 // partition to a broker the cut controller cannot tell, and the ISR the
 // fault waits for never shrinks (power KAFKA-3861 seeds 12, 13, 19).
 func (n *Nemesis) holdPartition(topic string, p int32) (release func()) {
-	key := fmt.Sprintf("%s-%d", topic, p)
-	n.mu.Lock()
-	if n.heldParts == nil {
-		n.heldParts = map[string]int{}
-	}
-	n.heldParts[key]++
-	n.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			n.mu.Lock()
-			if n.heldParts[key]--; n.heldParts[key] <= 0 {
-				delete(n.heldParts, key)
-			}
-			n.mu.Unlock()
-		})
-	}
+	return n.count(&n.heldParts, fmt.Sprintf("%s-%d", topic, p))
 }
 
 // HoldsPartition reports whether a fault in force holds partition p of
