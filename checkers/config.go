@@ -90,6 +90,7 @@ func All(cfg Config) []Checker {
 		LeaderUniqueness{},
 		Durability{},
 		HWCheckpoint{},
+		ISR{},
 		Availability{Grace: cfg.OfflineGrace, ElectGrace: cfg.ElectGrace, Strict: cfg.StrictAvailability},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},

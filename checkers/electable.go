@@ -1,7 +1,6 @@
 package checkers
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -90,22 +89,7 @@ func (r registrations) throughout(broker int32, from, to int64) bool {
 // findElectableOffline returns the KAFKA-3861 findings of h: tl are the
 // partitions' ZooKeeper states, serving their acting-leader timelines.
 func findElectableOffline(h *history.History, ops []history.Operation, tl map[history.TopicPartition][]leaderObs, serving map[history.TopicPartition][]servingObs, grace time.Duration) []electableOffline {
-	type ack struct {
-		time   int64
-		idx    int
-		offset int64
-	}
-	acks := map[history.TopicPartition][]ack{}
-	for _, op := range ops {
-		if op.Op().F != history.FProduce || op.Outcome() != history.OpOK || op.Acks() != -1 {
-			continue
-		}
-		tp := op.Op().TP()
-		acks[tp] = append(acks[tp], ack{op.Complete.Time, op.Complete.Index, op.Offset()})
-	}
-	for _, as := range acks {
-		slices.SortStableFunc(as, func(a, b ack) int { return cmp.Compare(a.time, b.time) })
-	}
+	acks := ackedProduces(ops)
 	truncs := map[history.TopicPartition][]*history.Event{}
 	for i := range h.Events {
 		if e := &h.Events[i]; e.Kind == history.KindTruncation {

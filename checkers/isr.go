@@ -1,0 +1,561 @@
+package checkers
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ISR checks Kafka's in-sync replica promise: every replica in a
+// partition's ISR holds the partition's committed log, identical to the
+// leader's up to the high watermark. That is what makes electing any ISR
+// member safe, so a replica wrongly in the ISR loses acknowledged records
+// the day it is elected. Two ways in are judged, each from what the
+// replicas did rather than from how the ISR was computed:
+//
+//   - A controller's state write that puts a broker into the ISR which the
+//     state it replaced did not have, while that broker does not hold every
+//     acknowledged record. Kafka's controller never grows an ISR: offline,
+//     controlled-shutdown, reassignment and preferred elections keep or
+//     shrink it (PartitionStateMachine), and only the leader adds a
+//     follower, once it has caught up (Partition.maybeExpandIsr). The one
+//     exception is an unclean election (unclean.leader.election.enable),
+//     which makes a replica from outside the ISR leader with ISR [leader];
+//     when the controller's process ran with that policy it is the known
+//     anomaly "unclean-election", not a violation.
+//   - A leader whose ISR holds a replica whose log differs from the
+//     leader's at an offset below the leader's high watermark. Two logs
+//     differ at offset o when each broker appended o itself, as leader, at
+//     different leader epochs, and neither truncated o away since: a
+//     replica that follows a leader truncates to where their epochs agree
+//     (KIP-101, KIP-279) before it fetches, so it never holds another
+//     lineage's record below what the leader has committed. Records a
+//     follower replicated are not in the history (no produce_append), so
+//     they never count as a difference.
+type ISR struct{}
+
+// KnownUncleanElection: a controller whose process ran with the unclean
+// offline-election policy made a replica outside the ISR leader (ISR
+// [leader]) although it lacked acknowledged records, as Kafka does with
+// unclean.leader.election.enable.
+const KnownUncleanElection = "unclean-election"
+
+// Name implements Checker.
+func (ISR) Name() string { return "isr" }
+
+// Check implements Checker.
+func (c ISR) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	if len(h.Events) == 0 {
+		return r.result("the history is empty: no ISR to judge.")
+	}
+	grown := checkControllerISRGrowth(h, r)
+	joins, advances := checkDivergentISRMembers(h, r)
+	// Both passes append in history order; keep the report so.
+	sort.SliceStable(r.violations, func(a, b int) bool {
+		return slices.Max(r.violations[a].Events) < slices.Max(r.violations[b].Events)
+	})
+	r.detail("controller_isr_additions", grown)
+	r.detail("isr_joins", joins)
+	r.detail("leader_hw_advances", advances)
+	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), and no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark.",
+		grown, joins, advances))
+}
+
+// ---- acknowledged records (shared with electable.go) ----------------------
+
+// ackedProduce is one acks=all produce a client saw acknowledged.
+type ackedProduce struct {
+	invoke int64 // when the client sent it: no broker held the record before
+	time   int64 // when the acknowledgement reached the client
+	idx    int   // the completion event
+	offset int64
+}
+
+// ackedProduces returns, per partition, the acks=all produces acknowledged
+// to a client, in completion-time order.
+func ackedProduces(ops []history.Operation) map[history.TopicPartition][]ackedProduce {
+	acks := map[history.TopicPartition][]ackedProduce{}
+	for _, op := range ops {
+		if op.Op().F != history.FProduce || op.Outcome() != history.OpOK || op.Acks() != history.AcksAll {
+			continue
+		}
+		tp := op.Op().TP()
+		acks[tp] = append(acks[tp], ackedProduce{op.Invoke.Time, op.Complete.Time, op.Complete.Index, op.Offset()})
+	}
+	for _, as := range acks {
+		slices.SortStableFunc(as, func(a, b ackedProduce) int { return cmp.Compare(a.time, b.time) })
+	}
+	return acks
+}
+
+// ---- rule 1: a controller grows an ISR --------------------------------------
+
+// stateVersion is a partition state as ZooKeeper held it: its zxid and
+// znode version, from a successful write or a watcher observation.
+type stateVersion struct {
+	zxid    int64
+	version int32
+	isr     []int32
+	idx     int
+}
+
+// stateVersions collects, per partition, every state with a zxid, in zxid
+// order.
+func stateVersions(h *history.History) map[history.TopicPartition][]stateVersion {
+	out := map[history.TopicPartition][]stateVersion{}
+	for i := range h.Events {
+		e := &h.Events[i]
+		var s *history.PartitionState
+		var sv stateVersion
+		switch {
+		case e.Kind == history.KindZKWatch && e.Watch.State != nil:
+			s, sv = e.Watch.State, stateVersion{zxid: e.Watch.Mzxid, version: e.Watch.Version}
+		case e.Kind == history.KindZKWrite && e.ZKWrite.Outcome == history.ZKOK && e.ZKWrite.State != nil:
+			s, sv = e.ZKWrite.State, stateVersion{zxid: e.ZKWrite.Zxid, version: e.ZKWrite.NewVersion}
+		default:
+			continue
+		}
+		if sv.zxid <= 0 {
+			continue
+		}
+		sv.isr, sv.idx = s.ISR, e.Index
+		out[s.TP()] = append(out[s.TP()], sv)
+	}
+	for _, vs := range out {
+		slices.SortStableFunc(vs, func(a, b stateVersion) int { return cmp.Compare(a.zxid, b.zxid) })
+	}
+	return out
+}
+
+// replaced returns the state a write with zxid and expected znode version
+// replaced: the newest one before it in zxid order, provided its version is
+// the one the write expected (else a state in between went unseen, and
+// what was replaced is unknown).
+func replaced(vs []stateVersion, zxid int64, expected int32) (stateVersion, bool) {
+	k := sort.Search(len(vs), func(j int) bool { return vs[j].zxid >= zxid }) - 1
+	if k < 0 || (expected >= 0 && vs[k].version != expected) {
+		return stateVersion{}, false
+	}
+	return vs[k], true
+}
+
+// ackHolders answers whether a broker held every record acknowledged
+// before some time.
+type ackHolders struct {
+	acks   map[history.TopicPartition][]ackedProduce
+	top    map[history.TopicPartition][]int // top[tp][k]: index in acks[tp] of the highest offset among acks[tp][:k+1]
+	tl     map[history.TopicPartition][]leaderObs
+	truncs map[history.TopicPartition][]*history.Event
+	hws    map[history.TopicPartition][]*history.Event
+}
+
+func newAckHolders(h *history.History, ops []history.Operation) *ackHolders {
+	a := &ackHolders{acks: ackedProduces(ops), top: map[history.TopicPartition][]int{}, tl: leaderTimelines(h),
+		truncs: map[history.TopicPartition][]*history.Event{}, hws: map[history.TopicPartition][]*history.Event{}}
+	for tp, as := range a.acks {
+		top := make([]int, len(as))
+		for k := range as {
+			top[k] = k
+			if k > 0 && as[top[k-1]].offset >= as[k].offset {
+				top[k] = top[k-1]
+			}
+		}
+		a.top[tp] = top
+	}
+	for i := range h.Events {
+		switch e := &h.Events[i]; e.Kind {
+		case history.KindTruncation:
+			a.truncs[e.Truncation.TP()] = append(a.truncs[e.Truncation.TP()], e)
+		case history.KindHWAdvance:
+			a.hws[e.HW.TP()] = append(a.hws[e.HW.TP()], e)
+		}
+	}
+	return a
+}
+
+// lacking reports whether broker b is not known to hold every record of tp
+// acknowledged before t (judged at until), and the highest such
+// acknowledgement. A broker holds them when it was in the ISR at that
+// acknowledgement (the high watermark had passed it, and the high
+// watermark is the smallest log end in the ISR), or when its own high
+// watermark, which never exceeds its log end, passed that offset after the
+// record was produced; either way, unless it truncated the offset away
+// since.
+func (a *ackHolders) lacking(tp history.TopicPartition, b int32, t, until int64) (best ackedProduce, isr string, lacks bool) {
+	as := a.acks[tp]
+	k := sort.Search(len(as), func(j int) bool { return as[j].time >= t }) - 1
+	if k < 0 {
+		return ackedProduce{}, "", false // nothing acknowledged: nothing to lack
+	}
+	best = as[a.top[tp][k]]
+	isr = "an ISR the history does not show"
+	st, ok := stateAt(a.tl[tp], best.time)
+	if ok {
+		isr = fmt.Sprintf("ISR %v", st.isr)
+		if slices.Contains(st.isr, b) && !truncatedBelow(a.truncs[tp], b, best.time, until, best.offset) {
+			return best, isr, false
+		}
+	}
+	for _, e := range a.hws[tp] {
+		if e.Node != b || e.Time < best.invoke || e.Time > until || e.HW.New <= best.offset {
+			continue
+		}
+		if !truncatedBelow(a.truncs[tp], b, e.Time, until, best.offset) {
+			return best, isr, false
+		}
+	}
+	return best, isr, true
+}
+
+// policies tells which offline-election policy each node's process ran
+// with (node_start).
+type policies map[int32][]*history.Event
+
+func nodePolicies(h *history.History) policies {
+	p := policies{}
+	for i := range h.Events {
+		if e := &h.Events[i]; e.Kind == history.KindNodeStart {
+			p[e.Node] = append(p[e.Node], e)
+		}
+	}
+	return p
+}
+
+// at returns the policy of node's process at t ("" if unknown).
+func (p policies) at(node int32, t int64) string {
+	pol := ""
+	for _, e := range p[node] {
+		if e.Time > t {
+			break
+		}
+		pol = e.Process.Policy
+	}
+	return pol
+}
+
+// uncleanPolicy is the node program's --offline-election value for
+// Kafka's unclean.leader.election.enable.
+const uncleanPolicy = "unclean"
+
+// checkControllerISRGrowth reports controller state writes that put a
+// broker lacking acknowledged records into an ISR that did not have it,
+// and returns how many brokers controllers added to an ISR.
+func checkControllerISRGrowth(h *history.History, r *report) int {
+	versions := stateVersions(h)
+	// Built on the first growth: most histories have none, and pairing
+	// the client operations is most of the cost.
+	var holders *ackHolders
+	var pols policies
+	t0 := h.Events[0].Time
+	added := 0
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind != history.KindZKWrite {
+			continue
+		}
+		w := e.ZKWrite
+		if w.Outcome != history.ZKOK || w.State == nil || w.ControllerEpoch <= 0 || w.Op == "create" || w.Zxid <= 0 {
+			continue
+		}
+		tp := w.State.TP()
+		prev, ok := replaced(versions[tp], w.Zxid, w.ExpectedVersion)
+		if !ok {
+			continue
+		}
+		for _, b := range w.State.ISR {
+			if slices.Contains(prev.isr, b) {
+				continue
+			}
+			added++
+			if holders == nil {
+				holders, pols = newAckHolders(h, operations(h)), nodePolicies(h)
+			}
+			start := w.Start
+			if start == 0 || start > e.Time {
+				start = e.Time
+			}
+			ack, ackISR, lacks := holders.lacking(tp, b, start, e.Time)
+			if !lacks {
+				continue
+			}
+			evs := []int{prev.idx, ack.idx, e.Index}
+			lack := fmt.Sprintf("although broker %d did not hold every acknowledged record: the highest acknowledged offset, %d (event %d, +%s), was acknowledged with %s, and broker %d showed no high watermark above it afterwards",
+				b, ack.offset, ack.idx, rel(h.Events[ack.idx].Time, t0), ackISR, b)
+			if b == w.State.Leader && len(w.State.ISR) == 1 {
+				pol := pols.at(e.Node, e.Time)
+				what := fmt.Sprintf("controller %d (epoch %d) elected broker %d leader of %s at leader epoch %d with ISR %v (event %d, +%s) from outside the ISR %v it replaced (event %d), %s",
+					e.Node, w.ControllerEpoch, b, tp, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), prev.isr, prev.idx, lack)
+				if pol == uncleanPolicy {
+					r.knownAnomaly(KnownUncleanElection, evs, "%s; an unclean election, which this controller's process was configured for (offline-election policy %q).", what, pol)
+					continue
+				}
+				r.violate(evs, "%s; Kafka elects a replica from outside the ISR only in an unclean election (unclean.leader.election.enable), which this controller's process was not configured for.", what)
+				continue
+			}
+			r.violate(evs, "controller %d (epoch %d) wrote %s's state with leader %d at leader epoch %d and ISR %v (event %d, +%s), adding broker %d, which the ISR %v it replaced (event %d) did not have, %s; Kafka's controller never adds a replica to the ISR, only the leader does, once the replica has caught up.",
+				e.Node, w.ControllerEpoch, tp, w.State.Leader, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), b, prev.isr, prev.idx, lack)
+		}
+	}
+	return added
+}
+
+// ---- rule 2: a divergent replica in a leader's ISR --------------------------
+
+// ownRun is a run of offsets a broker appended itself, as leader, at one
+// leader epoch, still in its log as far as the history shows.
+type ownRun struct {
+	base, last int64
+	epoch      int32
+}
+
+// ownLog is a broker's own runs of one partition, by offset, disjoint.
+type ownLog []ownRun
+
+// cut drops every offset at or above from.
+func (l ownLog) cut(from int64) ownLog {
+	for len(l) > 0 {
+		r := &l[len(l)-1]
+		switch {
+		case r.base >= from:
+			l = l[:len(l)-1]
+			continue
+		case r.last >= from:
+			r.last = from - 1
+		}
+		break
+	}
+	return l
+}
+
+// add records an append of base..last at epoch: a leader appends at its
+// log end, so whatever the history still shows from base on is gone.
+func (l ownLog) add(base, last int64, epoch int32) ownLog {
+	l = l.cut(base)
+	if n := len(l); n > 0 && l[n-1].epoch == epoch && l[n-1].last+1 == base {
+		l[n-1].last = last
+		return l
+	}
+	return append(l, ownRun{base, last, epoch})
+}
+
+// diverge returns the lowest offset that both logs appended themselves at
+// different leader epochs, with each one's run there.
+func diverge(a, b ownLog) (int64, ownRun, ownRun, bool) {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		x, y := a[i], b[j]
+		if lo := max(x.base, y.base); lo <= min(x.last, y.last) && x.epoch != y.epoch {
+			return lo, x, y, true
+		}
+		if x.last < y.last {
+			i++
+		} else {
+			j++
+		}
+	}
+	return 0, ownRun{}, ownRun{}, false
+}
+
+// leading is a broker process's leadership of a partition as it logged it:
+// the leader epoch, its ISR, and when each member joined it.
+type leading struct {
+	epoch  int32
+	isr    []int32
+	joined map[int32]int // member → the event that put it in this leader's ISR
+}
+
+// What a leader did when check judged its ISR.
+const (
+	becameLeader = iota
+	tookIn
+	movedHW
+)
+
+// checkDivergentISRMembers reports leaders whose ISR held a replica whose
+// log differed from theirs below their high watermark, and returns how
+// many ISR joins and leader high-watermark advances it judged.
+func checkDivergentISRMembers(h *history.History, r *report) (joins, advances int) {
+	type key struct {
+		tp   history.TopicPartition
+		node int32
+	}
+	own := map[key]ownLog{}
+	appends := map[key][]int{} // produce_append events, to name the one behind a run
+	lead := map[key]*leading{}
+	hw := map[key]int64{} // -1: not known since the process started
+	type finding struct {
+		tp      history.TopicPartition
+		member  int32
+		offset  int64
+		me, you int32
+	}
+	reported := map[finding]bool{}
+	t0 := h.Events[0].Time
+
+	// appendAt names the produce_append by node that put offset o at epoch
+	// into its log, the latest before event before.
+	appendAt := func(k key, o int64, epoch int32, before int) int {
+		evs := appends[k]
+		for n := len(evs) - 1; n >= 0; n-- {
+			a := h.Events[evs[n]].Append
+			if evs[n] < before && a.LeaderEpoch == epoch && a.BaseOffset <= o && o <= a.LastOffset {
+				return evs[n]
+			}
+		}
+		return -1
+	}
+	// check judges member m of leader e.Node's ISR at the leader's current
+	// high watermark, after the leader did what at event e.
+	check := func(e *history.Event, tp history.TopicPartition, m int32, what int) {
+		lk, mk := key{tp, e.Node}, key{tp, m}
+		l := lead[lk]
+		if m == e.Node || l == nil || len(own[mk]) == 0 || len(own[lk]) == 0 {
+			return
+		}
+		o, mine, theirs, ok := diverge(own[lk], own[mk])
+		if !ok || o >= hw[lk] {
+			return
+		}
+		f := finding{tp, m, o, mine.epoch, theirs.epoch}
+		if reported[f] {
+			return
+		}
+		reported[f] = true
+		evs := []int{e.Index}
+		var how string
+		switch what {
+		case becameLeader:
+			how = fmt.Sprintf("became leader with broker %d in its ISR and its high watermark at %d", m, hw[lk])
+		case tookIn:
+			how = fmt.Sprintf("took broker %d into its ISR with its high watermark at %d", m, hw[lk])
+		default:
+			how = fmt.Sprintf("moved its high watermark to %d with broker %d in its ISR", hw[lk], m)
+			if j, ok := l.joined[m]; ok {
+				evs = append(evs, j)
+				how += fmt.Sprintf(" since event %d", j)
+			}
+		}
+		appended := func(k key, epoch int32) string {
+			a := appendAt(k, o, epoch, e.Index)
+			if a < 0 {
+				return ""
+			}
+			evs = append(evs, a)
+			return fmt.Sprintf(" (event %d, +%s)", a, rel(h.Events[a].Time, t0))
+		}
+		theirApp, myApp := appended(mk, theirs.epoch), appended(lk, mine.epoch)
+		r.violate(evs, "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s), although broker %d's log differed from its own at offset %d, below that high watermark: broker %d had appended offset %d itself as leader at epoch %d%s and had not truncated to %d or below since, while broker %d appended offset %d as leader at epoch %d%s.",
+			e.Node, tp, l.epoch, how, e.Index, rel(e.Time, t0), m, o,
+			m, o, theirs.epoch, theirApp, o, e.Node, o, mine.epoch, myApp)
+	}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindNodeStart:
+			// A new process leads nothing and knows its high watermark
+			// only from its checkpoint; its log stays on disk.
+			for k := range lead {
+				if k.node == e.Node {
+					delete(lead, k)
+				}
+			}
+			for k := range hw {
+				if k.node == e.Node {
+					hw[k] = -1
+				}
+			}
+		case history.KindProduceAppend:
+			k := key{e.Append.TP(), e.Node}
+			own[k] = own[k].add(e.Append.BaseOffset, e.Append.LastOffset, e.Append.LeaderEpoch)
+			appends[k] = append(appends[k], e.Index)
+		case history.KindTruncation:
+			k := key{e.Truncation.TP(), e.Node}
+			if t := e.Truncation; t.From < t.To {
+				own[k] = nil // the log restarted at To: nothing before it is left
+			} else {
+				own[k] = own[k].cut(t.To)
+			}
+		case history.KindControlRequest:
+			// A StopReplica may delete the log; the history does not say
+			// whether it did, so what the broker appended is no longer
+			// known to be there.
+			if e.Control.API != history.APIStopReplica || e.Control.Verdict != history.VerdictAccepted {
+				continue
+			}
+			for _, p := range e.Control.Partitions {
+				if p.ErrorCode == history.ErrNone {
+					delete(own, key{p.TP(), e.Node})
+					delete(lead, key{p.TP(), e.Node})
+				}
+			}
+		case history.KindRoleChange:
+			k := key{e.Role.TP(), e.Node}
+			if e.Role.Role != history.RoleLeader {
+				delete(lead, k)
+				continue
+			}
+			l := &leading{epoch: e.Role.LeaderEpoch, isr: e.Role.ISR, joined: map[int32]int{}}
+			if old := lead[k]; old != nil {
+				l.joined = old.joined
+			}
+			lead[k] = l
+			for _, m := range l.isr {
+				if _, ok := l.joined[m]; !ok {
+					l.joined[m] = e.Index
+				}
+			}
+			for m := range l.joined {
+				if !slices.Contains(l.isr, m) {
+					delete(l.joined, m)
+				}
+			}
+			for _, m := range l.isr {
+				if m != e.Node && l.joined[m] == e.Index {
+					joins++
+					check(e, k.tp, m, becameLeader)
+				}
+			}
+		case history.KindISRChange:
+			c := e.ISR
+			k := key{c.TP(), e.Node}
+			l := lead[k]
+			if c.Outcome != history.ZKOK || l == nil || l.epoch != c.LeaderEpoch {
+				continue
+			}
+			var in []int32
+			for _, m := range c.New {
+				if !slices.Contains(l.isr, m) {
+					in = append(in, m)
+					l.joined[m] = e.Index
+				}
+			}
+			for _, m := range l.isr {
+				if !slices.Contains(c.New, m) {
+					delete(l.joined, m)
+				}
+			}
+			l.isr = c.New
+			for _, m := range in {
+				joins++
+				check(e, k.tp, m, tookIn)
+			}
+		case history.KindHWAdvance:
+			k := key{e.HW.TP(), e.Node}
+			old, known := hw[k]
+			hw[k] = e.HW.New
+			l := lead[k]
+			if l == nil || (known && e.HW.New <= old) {
+				continue
+			}
+			advances++
+			for _, m := range l.isr {
+				check(e, k.tp, m, movedHW)
+			}
+		}
+	}
+	return joins, advances
+}

@@ -1,0 +1,263 @@
+package checkers
+
+import (
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+const isrStatePath = "/brokers/topics/t/partitions/0/state"
+
+// isrWrite appends a successful state write of t-0 by node: a controller's
+// when ctrlEpoch > 0, a leader's own ISR write otherwise.
+func isrWrite(b *hb.Builder, node, ctrlEpoch int32, zxid int64, expected, version int32, leader, leaderEpoch int32, isr ...int32) int {
+	return b.Add(history.Event{Kind: history.KindZKWrite, Node: node, ZKWrite: &history.ZKWrite{
+		Start: b.Now() - hb.Ms/2, Path: isrStatePath, Op: "set", Conditional: ctrlEpoch > 0, ControllerEpoch: ctrlEpoch,
+		ExpectedVersion: expected, Outcome: history.ZKOK, NewVersion: version, Zxid: zxid,
+		State: &history.PartitionState{Topic: "t", Partition: 0, Leader: leader, LeaderEpoch: leaderEpoch, ControllerEpoch: max(ctrlEpoch, 1), ISR: isr}}})
+}
+
+// isrWatch appends the watcher's observation of t-0's state at zxid and
+// znode version.
+func isrWatch(b *hb.Builder, zxid int64, version int32, leader, leaderEpoch int32, isr ...int32) int {
+	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: isrStatePath, Type: history.WatchChanged,
+		Mzxid: zxid, Version: version,
+		State: &history.PartitionState{Topic: "t", Partition: 0, Leader: leader, LeaderEpoch: leaderEpoch, ControllerEpoch: 1, ISR: isr}}})
+}
+
+func startPolicy(b *hb.Builder, node int32, policy string) int {
+	return b.Add(history.Event{Kind: history.KindNodeStart, Node: node, Process: &history.Process{Incarnation: b.Now(), Policy: policy}})
+}
+
+func hwMove(b *hb.Builder, node int32, old, new int64, epoch int32) int {
+	return b.Add(history.Event{Kind: history.KindHWAdvance, Node: node, HW: &history.HWAdvance{Topic: "t", Partition: 0, Old: old, New: new, LeaderEpoch: epoch}})
+}
+
+func truncate(b *hb.Builder, node int32, from, to int64) int {
+	return b.Add(history.Event{Kind: history.KindTruncation, Node: node, Truncation: &history.Truncation{Topic: "t", Partition: 0, From: from, To: to, Reason: "leader-epoch"}})
+}
+
+func roleISR(b *hb.Builder, node int32, r string, leader, epoch int32, isr ...int32) int {
+	return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: "t", Partition: 0, Role: r, Leader: leader, LeaderEpoch: epoch, ISR: isr}})
+}
+
+func isrChange(b *hb.Builder, node int32, action string, epoch int32, old, new []int32) int {
+	return b.Add(history.Event{Kind: history.KindISRChange, Node: node, ISR: &history.ISRChange{Topic: "t", Partition: 0, Action: action,
+		Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
+}
+
+// offlineElection builds mutant 07's story on t-0: broker 1 leads with ISR
+// [1 2 3], broker 3 falls behind and leader 1 shrinks the ISR to [1 2]
+// (event prev), offsets 2 and 3 are acknowledged without broker 3 (ack:
+// offset 3), broker 1 dies and controller 2 elects broker 2 with ISR isr.
+// mid runs before the election.
+func offlineElection(b *hb.Builder, policy string, mid func(b *hb.Builder), isr ...int32) (prev, ack, write int) {
+	startPolicy(b, 2, policy)
+	isrWatch(b, 10, 0, 1, 1, 1, 2, 3)
+	b.ProduceOK(0, tp0, "a", 0)
+	b.ProduceOK(0, tp0, "b", 1)
+	prev = isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1, 2)
+	b.ProduceOK(0, tp0, "c", 2)
+	_, ack = b.ProduceOK(0, tp0, "d", 3)
+	if mid != nil {
+		mid(b)
+	}
+	write = isrWrite(b, 2, 1, 12, 1, 2, isr[0], 2, isr...)
+	return prev, ack, write
+}
+
+// uncleanElection builds an election from outside the ISR: leader 1 alone
+// in the ISR (event shrink) after offset 1 was acknowledged with ISR [1 2]
+// (event ack), then controller 2, whose process ran with policy, makes
+// broker 3 leader with ISR [3] (event write).
+func uncleanElection(b *hb.Builder, policy string) []int {
+	startPolicy(b, 2, policy)
+	isrWatch(b, 10, 0, 1, 1, 1, 2)
+	_, ack := b.ProduceOK(0, tp0, "a", 1)
+	shrink := isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
+	write := isrWrite(b, 2, 1, 12, 1, 2, 3, 3, 3)
+	return []int{shrink, ack, write}
+}
+
+func TestISRControllerGrowth(t *testing.T) {
+	runCases(t, ISR{}, []tcase{
+		{name: "offline election puts a lagging follower back", want: Invalid,
+			explain: "adding broker 3, which the ISR [1 2] it replaced", build: func(b *hb.Builder) []int {
+				prev, ack, write := offlineElection(b, "offline", nil, 2, 3)
+				return []int{prev, ack, write}
+			}},
+		{name: "offline election keeps the live ISR", want: Valid, build: func(b *hb.Builder) []int {
+			offlineElection(b, "offline", nil, 2)
+			return nil
+		}},
+		{name: "the follower's high watermark passed every acknowledgement", want: Valid, build: func(b *hb.Builder) []int {
+			offlineElection(b, "offline", func(b *hb.Builder) { hwMove(b, 3, 2, 4, 1) }, 2, 3)
+			return nil
+		}},
+		{name: "high watermark passed, then truncated below", want: Invalid, explain: "broker 3 did not hold every acknowledged record",
+			build: func(b *hb.Builder) []int {
+				_, ack, write := offlineElection(b, "offline", func(b *hb.Builder) {
+					hwMove(b, 3, 2, 4, 1)
+					truncate(b, 3, 4, 3)
+				}, 2, 3)
+				return []int{ack, write}
+			}},
+		{name: "a state in between went unseen", want: Valid, build: func(b *hb.Builder) []int {
+			startPolicy(b, 2, "offline")
+			isrWatch(b, 10, 0, 1, 1, 1, 2)
+			b.ProduceOK(0, tp0, "a", 0)
+			isrWrite(b, 2, 1, 13, 2, 3, 2, 2, 2, 3) // expects version 2; the history shows version 0 only
+			return nil
+		}},
+		{name: "nothing acknowledged yet", want: Valid, build: func(b *hb.Builder) []int {
+			startPolicy(b, 2, "offline")
+			isrWatch(b, 10, 0, 1, 1, 1, 2)
+			isrWrite(b, 2, 1, 12, 0, 1, 2, 2, 2, 3)
+			return nil
+		}},
+		{name: "the leader's own expansion", want: Valid, build: func(b *hb.Builder) []int {
+			startPolicy(b, 2, "offline")
+			isrWatch(b, 10, 0, 1, 1, 1, 2)
+			b.ProduceOK(0, tp0, "a", 0)
+			isrWrite(b, 1, 0, 12, 0, 1, 1, 1, 1, 2, 3)
+			return nil
+		}},
+		{name: "unclean election configured: known anomaly", want: Valid, explain: "unclean-election ×1", build: func(b *hb.Builder) []int {
+			uncleanElection(b, "unclean")
+			return nil
+		}},
+		{name: "unclean election not configured", want: Invalid, explain: "elected broker 3 leader of t-0 at leader epoch 3 with ISR [3]",
+			build: func(b *hb.Builder) []int {
+				return uncleanElection(b, "offline")
+			}},
+	})
+}
+
+// divergence builds mutant 10's story on t-0: broker 1 leads at epoch 1
+// with ISR [1 2], appends offsets 0-4 (committed) and 5-7 (not
+// replicated), and is cut off; broker 2 leads at epoch 2 with ISR [2] and
+// appends 5-9 itself (event own2); broker 1 returns as follower (mid runs
+// then) and fetches up to 10; broker 2 takes it into its ISR (event join).
+func divergence(b *hb.Builder, mid func(b *hb.Builder)) (own1, own2, join int) {
+	b.Start(1)
+	b.Start(2)
+	roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
+	roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
+	appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+	hwMove(b, 1, 0, 5, 1)
+	hwMove(b, 2, 0, 5, 1)
+	own1 = appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+	roleISR(b, 2, history.RoleLeader, 2, 2, 2)
+	own2 = appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+	hwMove(b, 2, 5, 10, 2)
+	roleISR(b, 1, history.RoleFollower, 2, 2, 2)
+	if mid != nil {
+		mid(b)
+	}
+	join = isrChange(b, 2, history.ISRExpand, 2, []int32{2}, []int32{1, 2})
+	return own1, own2, join
+}
+
+func TestISRDivergentMember(t *testing.T) {
+	runCases(t, ISR{}, []tcase{
+		{name: "deposed leader keeps its tail and rejoins", want: Invalid,
+			explain: "took broker 1 into its ISR with its high watermark at 10", build: func(b *hb.Builder) []int {
+				own1, own2, join := divergence(b, nil)
+				return []int{own1, own2, join}
+			}},
+		{name: "a restart keeps the log", want: Invalid, explain: "differed from its own at offset 5", build: func(b *hb.Builder) []int {
+			own1, own2, join := divergence(b, func(b *hb.Builder) { b.Start(1) })
+			return []int{own1, own2, join}
+		}},
+		{name: "truncated to the divergence first", want: Valid, build: func(b *hb.Builder) []int {
+			divergence(b, func(b *hb.Builder) { truncate(b, 1, 8, 5) })
+			return nil
+		}},
+		{name: "truncated, but above the divergence", want: Invalid, explain: "had not truncated to 5 or below since", build: func(b *hb.Builder) []int {
+			_, _, join := divergence(b, func(b *hb.Builder) { truncate(b, 1, 8, 6) })
+			return []int{join}
+		}},
+		{name: "log restarted at a later offset", want: Valid, build: func(b *hb.Builder) []int {
+			divergence(b, func(b *hb.Builder) { truncate(b, 1, 8, 10) })
+			return nil
+		}},
+		{name: "replica stopped (its log may be deleted)", want: Valid, build: func(b *hb.Builder) []int {
+			divergence(b, func(b *hb.Builder) {
+				b.Control(1, history.Control{API: history.APIStopReplica, ControllerID: 3, ControllerEpoch: 1, Verdict: history.VerdictAccepted,
+					Partitions: []history.ControlPartition{{Topic: "t", Partition: 0, Leader: -1, LeaderEpoch: 2}}})
+			})
+			return nil
+		}},
+		{name: "joined while the divergence is above the high watermark, then it passes", want: Invalid,
+			explain: "moved its high watermark to 10 with broker 1 in its ISR since event", build: func(b *hb.Builder) []int {
+				b.Start(1)
+				b.Start(2)
+				roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
+				roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
+				appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+				hwMove(b, 2, 0, 5, 1)
+				appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+				// A preferred election keeps broker 1 in the ISR.
+				join := roleISR(b, 2, history.RoleLeader, 2, 2, 1, 2)
+				roleISR(b, 1, history.RoleFollower, 2, 2, 1, 2)
+				own2 := appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+				hw := hwMove(b, 2, 5, 10, 2)
+				return []int{join, own2, hw}
+			}},
+		{name: "records the new leader replicated are not a divergence", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(1)
+			b.Start(2)
+			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
+			roleISR(b, 2, history.RoleLeader, 2, 2, 2)
+			hwMove(b, 2, 0, 8, 2)
+			appendEv(b, history.KindProduceAppend, 2, 2, 8, 9)
+			hwMove(b, 2, 8, 10, 2)
+			roleISR(b, 1, history.RoleFollower, 2, 2, 2)
+			isrChange(b, 2, history.ISRExpand, 2, []int32{2}, []int32{1, 2})
+			return nil
+		}},
+		{name: "divergence above the leader's high watermark", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(1)
+			b.Start(2)
+			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
+			roleISR(b, 2, history.RoleLeader, 2, 2, 1, 2)
+			hwMove(b, 2, 0, 5, 2)
+			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+			return nil
+		}},
+		{name: "an ISR change of a leadership the history does not show", want: Valid, build: func(b *hb.Builder) []int {
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
+			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+			hwMove(b, 2, 5, 10, 2)
+			isrChange(b, 2, history.ISRExpand, 2, []int32{2}, []int32{1, 2})
+			return nil
+		}},
+	})
+}
+
+func TestOwnLog(t *testing.T) {
+	var l ownLog
+	l = l.add(0, 4, 1)
+	l = l.add(5, 7, 1)
+	if len(l) != 1 || l[0] != (ownRun{0, 7, 1}) {
+		t.Fatalf("contiguous appends at one epoch: %v", l)
+	}
+	l = l.add(6, 9, 2) // a leader appends at its end: 6-7 were gone
+	if len(l) != 2 || l[0] != (ownRun{0, 5, 1}) || l[1] != (ownRun{6, 9, 2}) {
+		t.Fatalf("append below the end: %v", l)
+	}
+	if l = l.cut(3); len(l) != 1 || l[0] != (ownRun{0, 2, 1}) {
+		t.Fatalf("cut at 3: %v", l)
+	}
+	a := ownLog{{0, 4, 1}, {5, 9, 3}}
+	b := ownLog{{2, 6, 1}, {7, 8, 2}}
+	if o, x, y, ok := diverge(a, b); !ok || o != 5 || x.epoch != 3 || y.epoch != 1 {
+		t.Fatalf("diverge = %d %v %v %v", o, x, y, ok)
+	}
+	if _, _, _, ok := diverge(a, ownLog{{10, 12, 4}}); ok {
+		t.Fatal("disjoint logs diverge")
+	}
+}
