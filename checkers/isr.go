@@ -27,14 +27,17 @@ import (
 //     when the controller's process ran with that policy it is the known
 //     anomaly "unclean-election", not a violation.
 //   - A leader whose ISR holds a replica whose log differs from the
-//     leader's at an offset below the leader's high watermark. Two logs
-//     differ at offset o when each broker appended o itself, as leader, at
-//     different leader epochs, and neither truncated o away since: a
-//     replica that follows a leader truncates to where their epochs agree
+//     leader's at an offset below the leader's high watermark. A replica
+//     that follows a leader truncates to where their leader epochs agree
 //     (KIP-101, KIP-279) before it fetches, so it never holds another
-//     lineage's record below what the leader has committed. Records a
-//     follower replicated are not in the history (no produce_append), so
-//     they never count as a difference.
+//     lineage's record below what the leader has committed. The history
+//     shows which leader epoch a broker's log holds at offset o when the
+//     broker appended o itself, as leader (produce_append), or when a
+//     leader acknowledged o to an acks=all producer while the broker was in
+//     that leader's ISR (produce_ack: the high watermark had passed o, so
+//     every member held the leader's record); a truncation to o or below
+//     forgets it. Other replicated records are not in the history, and an
+//     offset the history does not show never counts as a difference.
 type ISR struct{}
 
 // KnownUncleanElection: a controller whose process ran with the unclean
@@ -293,7 +296,11 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 					r.knownAnomaly(KnownUncleanElection, evs, "%s; an unclean election, which this controller's process was configured for (offline-election policy %q).", what, pol)
 					continue
 				}
-				r.violate(evs, "%s; Kafka elects a replica from outside the ISR only in an unclean election (unclean.leader.election.enable), which this controller's process was not configured for.", what)
+				ran := "the history does not show which offline-election policy this controller's process ran with"
+				if pol != "" {
+					ran = fmt.Sprintf("this controller's process ran with offline-election policy %q", pol)
+				}
+				r.violate(evs, "%s; Kafka elects a replica from outside the ISR only in an unclean election (unclean.leader.election.enable), and %s.", what, ran)
 				continue
 			}
 			r.violate(evs, "controller %d (epoch %d) wrote %s's state with leader %d at leader epoch %d and ISR %v (event %d, +%s), adding broker %d, which the ISR %v it replaced (event %d) did not have, %s; Kafka's controller never adds a replica to the ISR, only the leader does, once the replica has caught up.",
@@ -305,18 +312,19 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 
 // ---- rule 2: a divergent replica in a leader's ISR --------------------------
 
-// ownRun is a run of offsets a broker appended itself, as leader, at one
-// leader epoch, still in its log as far as the history shows.
-type ownRun struct {
+// heldRun is a run of offsets a broker's log holds at one leader epoch, as
+// far as the history shows.
+type heldRun struct {
 	base, last int64
 	epoch      int32
 }
 
-// ownLog is a broker's own runs of one partition, by offset, disjoint.
-type ownLog []ownRun
+// heldLog is what the history shows of a broker's log of one partition:
+// runs by offset, disjoint; offsets without a run are unknown, not absent.
+type heldLog []heldRun
 
 // cut drops every offset at or above from.
-func (l ownLog) cut(from int64) ownLog {
+func (l heldLog) cut(from int64) heldLog {
 	for len(l) > 0 {
 		r := &l[len(l)-1]
 		switch {
@@ -333,18 +341,76 @@ func (l ownLog) cut(from int64) ownLog {
 
 // add records an append of base..last at epoch: a leader appends at its
 // log end, so whatever the history still shows from base on is gone.
-func (l ownLog) add(base, last int64, epoch int32) ownLog {
+func (l heldLog) add(base, last int64, epoch int32) heldLog {
 	l = l.cut(base)
 	if n := len(l); n > 0 && l[n-1].epoch == epoch && l[n-1].last+1 == base {
 		l[n-1].last = last
 		return l
 	}
-	return append(l, ownRun{base, last, epoch})
+	return append(l, heldRun{base, last, epoch})
 }
 
-// diverge returns the lowest offset that both logs appended themselves at
-// different leader epochs, with each one's run there.
-func diverge(a, b ownLog) (int64, ownRun, ownRun, bool) {
+// within appends to buf the runs of l inside base..last, clipped to it,
+// and returns it. It looks from the end: acknowledgements are of the newest
+// records.
+func (l heldLog) within(buf []heldRun, base, last int64) []heldRun {
+	k := len(l)
+	for k > 0 && l[k-1].last >= base {
+		k--
+	}
+	for _, r := range l[k:] {
+		if r.base > last {
+			break
+		}
+		buf = append(buf, heldRun{max(r.base, base), min(r.last, last), r.epoch})
+	}
+	return buf
+}
+
+// overlay records that the log holds run x, whatever the history showed
+// there before; the rest of the log is kept.
+func (l heldLog) overlay(x heldRun) heldLog {
+	// Acknowledgements mostly cover the newest records: extend the last
+	// run in place rather than copy the log.
+	if n := len(l); n == 0 || x.base > l[n-1].last {
+		return l.add(x.base, x.last, x.epoch)
+	} else if t := &l[n-1]; x.base >= t.base && x.epoch == t.epoch {
+		t.last = max(t.last, x.last)
+		return l
+	}
+	out := make(heldLog, 0, len(l)+2)
+	put := func(r heldRun) {
+		if n := len(out); n > 0 && out[n-1].epoch == r.epoch && out[n-1].last+1 == r.base {
+			out[n-1].last = r.last
+			return
+		}
+		out = append(out, r)
+	}
+	placed := false
+	for _, r := range l {
+		if !placed && r.last >= x.base {
+			if r.base < x.base {
+				put(heldRun{r.base, x.base - 1, r.epoch})
+			}
+			put(x)
+			placed = true
+		}
+		switch {
+		case r.last < x.base:
+			put(r)
+		case r.last > x.last:
+			put(heldRun{max(r.base, x.last+1), r.last, r.epoch})
+		}
+	}
+	if !placed {
+		put(x)
+	}
+	return out
+}
+
+// diverge returns the lowest offset both logs hold at different leader
+// epochs, with each one's run there.
+func diverge(a, b heldLog) (int64, heldRun, heldRun, bool) {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		x, y := a[i], b[j]
@@ -357,7 +423,7 @@ func diverge(a, b ownLog) (int64, ownRun, ownRun, bool) {
 			j++
 		}
 	}
-	return 0, ownRun{}, ownRun{}, false
+	return 0, heldRun{}, heldRun{}, false
 }
 
 // leading is a broker process's leadership of a partition as it logged it:
@@ -383,8 +449,29 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		tp   history.TopicPartition
 		node int32
 	}
-	own := map[key]ownLog{}
-	appends := map[key][]int{} // produce_append events, to name the one behind a run
+	held := map[key]heldLog{}
+	// How each broker came to hold what it holds, to name the event: its
+	// own produce_append, or another leader's acks=all produce_ack while
+	// it was in that leader's ISR.
+	type source struct {
+		heldRun
+		idx    int // the first event of the run
+		leader int32
+		kind   history.Kind
+	}
+	sources := map[key][]source{}
+	// addSource merges a run that continues the last one, so the list
+	// grows with leaderships, not with records.
+	addSource := func(k key, s source) {
+		ss := sources[k]
+		if n := len(ss); n > 0 {
+			if p := &ss[n-1]; p.leader == s.leader && p.kind == s.kind && p.epoch == s.epoch && s.base <= p.last+1 && p.base <= s.last+1 {
+				p.base, p.last = min(p.base, s.base), max(p.last, s.last)
+				return
+			}
+		}
+		sources[k] = append(ss, s)
+	}
 	lead := map[key]*leading{}
 	hw := map[key]int64{} // -1: not known since the process started
 	type finding struct {
@@ -395,28 +482,45 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 	}
 	reported := map[finding]bool{}
 	t0 := h.Events[0].Time
+	var buf []heldRun
 
-	// appendAt names the produce_append by node that put offset o at epoch
-	// into its log, the latest before event before.
-	appendAt := func(k key, o int64, epoch int32, before int) int {
-		evs := appends[k]
-		for n := len(evs) - 1; n >= 0; n-- {
-			a := h.Events[evs[n]].Append
-			if evs[n] < before && a.LeaderEpoch == epoch && a.BaseOffset <= o && o <= a.LastOffset {
-				return evs[n]
+	// how says how broker k.node came to hold offset o at epoch, naming
+	// the latest event before before that shows it, and adds it to evs.
+	how := func(k key, o int64, epoch int32, before int, evs *[]int) string {
+		ss := sources[k]
+		for n := len(ss) - 1; n >= 0; n-- {
+			s := ss[n]
+			if s.idx >= before || s.epoch != epoch || o < s.base || o > s.last {
+				continue
 			}
+			// A source stands for a run of appends or acknowledgements;
+			// name the one that covered o.
+			at := s.idx
+			for j := before - 1; j > s.idx; j-- {
+				if x := &h.Events[j]; x.Node == s.leader && x.Append != nil && x.Kind == s.kind &&
+					x.Append.TP() == k.tp && x.Append.BaseOffset <= o && o <= x.Append.LastOffset {
+					at = j
+					break
+				}
+			}
+			*evs = append(*evs, at)
+			t := rel(h.Events[at].Time, t0)
+			if s.leader == k.node {
+				return fmt.Sprintf("appended it itself as leader at event %d, +%s", at, t)
+			}
+			return fmt.Sprintf("broker %d acknowledged it at event %d, +%s, with broker %d in its ISR", s.leader, at, t, k.node)
 		}
-		return -1
+		return "as the history shows"
 	}
 	// check judges member m of leader e.Node's ISR at the leader's current
 	// high watermark, after the leader did what at event e.
 	check := func(e *history.Event, tp history.TopicPartition, m int32, what int) {
 		lk, mk := key{tp, e.Node}, key{tp, m}
 		l := lead[lk]
-		if m == e.Node || l == nil || len(own[mk]) == 0 || len(own[lk]) == 0 {
+		if m == e.Node || l == nil || len(held[mk]) == 0 || len(held[lk]) == 0 {
 			return
 		}
-		o, mine, theirs, ok := diverge(own[lk], own[mk])
+		o, mine, theirs, ok := diverge(held[lk], held[mk])
 		if !ok || o >= hw[lk] {
 			return
 		}
@@ -426,31 +530,24 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		}
 		reported[f] = true
 		evs := []int{e.Index}
-		var how string
+		var did string
 		switch what {
 		case becameLeader:
-			how = fmt.Sprintf("became leader with broker %d in its ISR and its high watermark at %d", m, hw[lk])
+			did = fmt.Sprintf("became leader with broker %d in its ISR and its high watermark at %d", m, hw[lk])
 		case tookIn:
-			how = fmt.Sprintf("took broker %d into its ISR with its high watermark at %d", m, hw[lk])
+			did = fmt.Sprintf("took broker %d into its ISR with its high watermark at %d", m, hw[lk])
 		default:
-			how = fmt.Sprintf("moved its high watermark to %d with broker %d in its ISR", hw[lk], m)
+			did = fmt.Sprintf("moved its high watermark to %d with broker %d in its ISR", hw[lk], m)
 			if j, ok := l.joined[m]; ok {
 				evs = append(evs, j)
-				how += fmt.Sprintf(" since event %d", j)
+				did += fmt.Sprintf(" since event %d", j)
 			}
 		}
-		appended := func(k key, epoch int32) string {
-			a := appendAt(k, o, epoch, e.Index)
-			if a < 0 {
-				return ""
-			}
-			evs = append(evs, a)
-			return fmt.Sprintf(" (event %d, +%s)", a, rel(h.Events[a].Time, t0))
-		}
-		theirApp, myApp := appended(mk, theirs.epoch), appended(lk, mine.epoch)
-		r.violate(evs, "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s), although broker %d's log differed from its own at offset %d, below that high watermark: broker %d had appended offset %d itself as leader at epoch %d%s and had not truncated to %d or below since, while broker %d appended offset %d as leader at epoch %d%s.",
-			e.Node, tp, l.epoch, how, e.Index, rel(e.Time, t0), m, o,
-			m, o, theirs.epoch, theirApp, o, e.Node, o, mine.epoch, myApp)
+		theirs2 := how(mk, o, theirs.epoch, e.Index, &evs)
+		mine2 := how(lk, o, mine.epoch, e.Index, &evs)
+		r.violate(evs, "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s), although broker %d's log differed from its own at offset %d, below that high watermark: broker %d held offset %d from leader epoch %d (%s) and had not truncated to %d or below since, while broker %d held it from leader epoch %d (%s).",
+			e.Node, tp, l.epoch, did, e.Index, rel(e.Time, t0), m, o,
+			m, o, theirs.epoch, theirs2, o, e.Node, mine.epoch, mine2)
 	}
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -469,26 +566,49 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 				}
 			}
 		case history.KindProduceAppend:
-			k := key{e.Append.TP(), e.Node}
-			own[k] = own[k].add(e.Append.BaseOffset, e.Append.LastOffset, e.Append.LeaderEpoch)
-			appends[k] = append(appends[k], e.Index)
+			a := e.Append
+			k := key{a.TP(), e.Node}
+			held[k] = held[k].add(a.BaseOffset, a.LastOffset, a.LeaderEpoch)
+			addSource(k, source{heldRun{a.BaseOffset, a.LastOffset, a.LeaderEpoch}, e.Index, e.Node, e.Kind})
+		case history.KindProduceAck:
+			// An acks=all acknowledgement comes once the high watermark
+			// passed the records, and the high watermark is the smallest
+			// log end in the ISR: every member holds what the leader
+			// holds there. The leader's own log says which epoch that
+			// is; the acknowledgement's epoch may be newer (a retried
+			// batch appended by an earlier leader).
+			a := e.Append
+			k := key{a.TP(), e.Node}
+			l := lead[k]
+			if a.Acks != history.AcksAll || l == nil {
+				continue
+			}
+			buf = held[k].within(buf[:0], a.BaseOffset, a.LastOffset)
+			for _, x := range buf {
+				for _, m := range l.isr {
+					if mk := (key{k.tp, m}); m != e.Node {
+						held[mk] = held[mk].overlay(x)
+						addSource(mk, source{x, e.Index, e.Node, e.Kind})
+					}
+				}
+			}
 		case history.KindTruncation:
 			k := key{e.Truncation.TP(), e.Node}
 			if t := e.Truncation; t.From < t.To {
-				own[k] = nil // the log restarted at To: nothing before it is left
+				held[k] = nil // the log restarted at To: nothing before it is left
 			} else {
-				own[k] = own[k].cut(t.To)
+				held[k] = held[k].cut(t.To)
 			}
 		case history.KindControlRequest:
 			// A StopReplica may delete the log; the history does not say
-			// whether it did, so what the broker appended is no longer
-			// known to be there.
+			// whether it did, so what the broker held is no longer known
+			// to be there.
 			if e.Control.API != history.APIStopReplica || e.Control.Verdict != history.VerdictAccepted {
 				continue
 			}
 			for _, p := range e.Control.Partitions {
 				if p.ErrorCode == history.ErrNone {
-					delete(own, key{p.TP(), e.Node})
+					delete(held, key{p.TP(), e.Node})
 					delete(lead, key{p.TP(), e.Node})
 				}
 			}

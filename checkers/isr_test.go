@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -228,6 +229,39 @@ func TestISRDivergentMember(t *testing.T) {
 			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
 			return nil
 		}},
+		{name: "the new leader holds another leader's acknowledged records", want: Invalid,
+			explain: "broker 3 acknowledged it at event", build: func(b *hb.Builder) []int {
+				b.Start(1)
+				b.Start(2)
+				b.Start(3)
+				roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+				appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+				appendEv(b, history.KindProduceAck, 1, 1, 0, 4)
+				own1 := appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+				roleISR(b, 3, history.RoleLeader, 3, 2, 2, 3)
+				appendEv(b, history.KindProduceAppend, 3, 2, 5, 9)
+				ack := appendEv(b, history.KindProduceAck, 3, 2, 5, 9)
+				roleISR(b, 2, history.RoleLeader, 2, 3, 2)
+				hwMove(b, 2, 5, 10, 3)
+				roleISR(b, 1, history.RoleFollower, 2, 3, 2)
+				join := isrChange(b, 2, history.ISRExpand, 3, []int32{2}, []int32{1, 2})
+				return []int{own1, ack, join}
+			}},
+		{name: "a retried batch acknowledged at a newer epoch keeps its epoch", want: Valid, build: func(b *hb.Builder) []int {
+			b.Start(1)
+			b.Start(2)
+			b.Start(3)
+			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
+			appendEv(b, history.KindProduceAck, 1, 1, 0, 7)
+			roleISR(b, 2, history.RoleLeader, 2, 2, 2, 3)
+			appendEv(b, history.KindProduceAck, 2, 2, 5, 7) // the duplicate, answered at epoch 2
+			roleISR(b, 3, history.RoleLeader, 3, 3, 3)
+			hwMove(b, 3, 0, 8, 3)
+			roleISR(b, 1, history.RoleFollower, 3, 3, 3)
+			isrChange(b, 3, history.ISRExpand, 3, []int32{3}, []int32{1, 3})
+			return nil
+		}},
 		{name: "an ISR change of a leadership the history does not show", want: Valid, build: func(b *hb.Builder) []int {
 			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
 			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
@@ -238,26 +272,45 @@ func TestISRDivergentMember(t *testing.T) {
 	})
 }
 
-func TestOwnLog(t *testing.T) {
-	var l ownLog
+func TestHeldLog(t *testing.T) {
+	var l heldLog
 	l = l.add(0, 4, 1)
 	l = l.add(5, 7, 1)
-	if len(l) != 1 || l[0] != (ownRun{0, 7, 1}) {
+	if len(l) != 1 || l[0] != (heldRun{0, 7, 1}) {
 		t.Fatalf("contiguous appends at one epoch: %v", l)
 	}
 	l = l.add(6, 9, 2) // a leader appends at its end: 6-7 were gone
-	if len(l) != 2 || l[0] != (ownRun{0, 5, 1}) || l[1] != (ownRun{6, 9, 2}) {
+	if len(l) != 2 || l[0] != (heldRun{0, 5, 1}) || l[1] != (heldRun{6, 9, 2}) {
 		t.Fatalf("append below the end: %v", l)
 	}
-	if l = l.cut(3); len(l) != 1 || l[0] != (ownRun{0, 2, 1}) {
+	if got := l.within(nil, 4, 7); len(got) != 2 || got[0] != (heldRun{4, 5, 1}) || got[1] != (heldRun{6, 7, 2}) {
+		t.Fatalf("within 4-7: %v", got)
+	}
+	if l = l.cut(3); len(l) != 1 || l[0] != (heldRun{0, 2, 1}) {
 		t.Fatalf("cut at 3: %v", l)
 	}
-	a := ownLog{{0, 4, 1}, {5, 9, 3}}
-	b := ownLog{{2, 6, 1}, {7, 8, 2}}
+	for _, tt := range []struct {
+		l    heldLog
+		x    heldRun
+		want heldLog
+	}{
+		{nil, heldRun{3, 4, 2}, heldLog{{3, 4, 2}}},
+		{heldLog{{0, 9, 1}}, heldRun{3, 4, 2}, heldLog{{0, 2, 1}, {3, 4, 2}, {5, 9, 1}}},
+		{heldLog{{0, 2, 1}, {8, 9, 3}}, heldRun{3, 4, 1}, heldLog{{0, 4, 1}, {8, 9, 3}}},
+		{heldLog{{0, 2, 1}, {3, 5, 2}, {6, 9, 3}}, heldRun{2, 7, 4}, heldLog{{0, 1, 1}, {2, 7, 4}, {8, 9, 3}}},
+		{heldLog{{5, 9, 1}}, heldRun{0, 1, 2}, heldLog{{0, 1, 2}, {5, 9, 1}}},
+		{heldLog{{0, 1, 1}}, heldRun{5, 6, 2}, heldLog{{0, 1, 1}, {5, 6, 2}}},
+	} {
+		if got := tt.l.overlay(tt.x); !slices.Equal(got, tt.want) {
+			t.Errorf("%v overlay %v = %v, want %v", tt.l, tt.x, got, tt.want)
+		}
+	}
+	a := heldLog{{0, 4, 1}, {5, 9, 3}}
+	b := heldLog{{2, 6, 1}, {7, 8, 2}}
 	if o, x, y, ok := diverge(a, b); !ok || o != 5 || x.epoch != 3 || y.epoch != 1 {
 		t.Fatalf("diverge = %d %v %v %v", o, x, y, ok)
 	}
-	if _, _, _, ok := diverge(a, ownLog{{10, 12, 4}}); ok {
+	if _, _, _, ok := diverge(a, heldLog{{10, 12, 4}}); ok {
 		t.Fatal("disjoint logs diverge")
 	}
 }
