@@ -223,20 +223,21 @@ func TestLivenessResignWhileNamed(t *testing.T) {
 	})
 }
 
-// A violation holds from the resignation plus the grace.
+// A violation holds from the resignation plus the grace, by default
+// DefaultResignGrace.
 func TestLivenessResignWhileNamedAt(t *testing.T) {
 	b := hb.New()
 	electedController(b)
 	resigned(b.At(100), 2, 3)
 	b.At(5000).Phase()
-	r := Liveness{Grace: time.Second, ResignGrace: time.Second}.Check(b.History())
+	r := Liveness{Grace: time.Second}.Check(b.History())
 	if r.Verdict != Invalid || len(r.Violations) != 1 {
 		t.Fatalf("%s: %s", r.Verdict, r.Explanation)
 	}
-	if got, want := r.Violations[0].At, hb.T0+1100*hb.Ms; got != want {
+	if got, want := r.Violations[0].At, hb.T0+100*hb.Ms+int64(DefaultResignGrace); got != want {
 		t.Errorf("At %d, want %d", got-hb.T0, want-hb.T0)
 	}
-	if !strings.Contains(r.Explanation, "longer than the 1s grace") {
+	if !strings.Contains(r.Explanation, "longer than the "+DefaultResignGrace.String()+" grace") {
 		t.Errorf("explanation %q does not name the grace", r.Explanation)
 	}
 }
