@@ -155,6 +155,26 @@ func TestLivenessResignWhileNamed(t *testing.T) {
 				elected(b, 1, 4, 90)
 				return []int{r, w, g}
 			}},
+		{name: "resigned during its failover, before the watcher saw its znode", want: Invalid,
+			explain: "while /controller still named it (watcher event", build: func(b *hb.Builder) []int {
+				b.Brokers(1, 2, 3)
+				controllerAt(b, 1, 40)
+				controllerGone(b.At(10))
+				elected(b.At(20), 2, 3, 50)
+				r := resigned(b.At(30), 2, 3)
+				w := controllerAt(b.At(40), 2, 50)
+				b.At(5000).Phase()
+				return []int{r, w}
+			}},
+		{name: "the znode the watcher sees later is not the one of the resigned term", want: Valid, build: func(b *hb.Builder) []int {
+			b.Brokers(1, 2, 3)
+			controllerGone(b.At(10))
+			elected(b.At(20), 2, 3, 50)
+			resigned(b.At(30), 2, 3)
+			controllerAt(b.At(40), 2, 70)
+			b.At(5000).Phase()
+			return nil
+		}},
 		{name: "judged while faults are still open", want: Invalid, explain: "the cluster had no acting controller", build: func(b *hb.Builder) []int {
 			w := electedController(b)
 			b.Fault(true, "f1", "partition", "n1")

@@ -273,9 +273,10 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 		return
 	}
 	t0, end := h.Events[0].Time, h.Events[len(h.Events)-1].Time
-	var named *history.Event    // the watcher's latest /controller observation
-	var newest int32            // the highest controller epoch known elected so far
-	stopped := map[int32]bool{} // node → its current process logged node_stop
+	var named *history.Event                 // the watcher's latest /controller observation
+	var newest int32                         // the highest controller epoch known elected so far
+	stopped := map[int32]bool{}              // node → its current process logged node_stop
+	won := map[int32]history.ControllerRun{} // node → its latest election
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
@@ -290,23 +291,31 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 		case history.KindControllerElected:
 			if e.Controller != nil {
 				newest = max(newest, e.Controller.Epoch)
+				won[e.Node] = *e.Controller
 			}
 		case history.KindNodeStart:
 			delete(stopped, e.Node)
 		case history.KindNodeStop:
 			stopped[e.Node] = true
 		case history.KindControllerResigned:
-			if e.Controller == nil || named == nil || !names(named, e.Node) {
+			if e.Controller == nil {
+				continue
+			}
+			at := named
+			if at == nil || !names(at, e.Node) {
+				at = seenLater(h, i, e.Node, won[e.Node], e.Controller.Epoch)
+			}
+			if at == nil {
 				continue
 			}
 			// A process that already logged its clean stop resigns as part
 			// of stopping: its session closes with it.
-			if stopped[e.Node] || newest > e.Controller.Epoch || reregisteredSince(h, i, e.Node, named.Watch.Czxid) {
+			if stopped[e.Node] || newest > e.Controller.Epoch || reregisteredSince(h, i, e.Node, at.Watch.Czxid) {
 				continue
 			}
 			until, by := end, -1
 			for j := i + 1; j < len(h.Events); j++ {
-				if x := &h.Events[j]; endsNaming(x, e.Node, e.Controller.Epoch, named.Watch.Czxid) {
+				if x := &h.Events[j]; x != at && endsNaming(x, e.Node, e.Controller.Epoch, at.Watch.Czxid) {
 					until, by = x.Time, j
 					break
 				}
@@ -314,7 +323,7 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 			if time.Duration(until-e.Time) <= grace {
 				continue
 			}
-			evs := []int{e.Index, named.Index}
+			evs := []int{e.Index, at.Index}
 			ended := fmt.Sprintf("and it still named the broker when the history ended (+%s)", rel(end, t0))
 			if by >= 0 {
 				evs = append(evs, by)
@@ -322,10 +331,33 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 			}
 			r.violateAt(e.Time+int64(grace), evs,
 				"controller %d (epoch %d) resigned at event %d (+%s) while /controller still named it (watcher event %d, czxid %d), and /controller kept naming it for %s, %s: the cluster had no acting controller while ZooKeeper named one, longer than the %s grace.",
-				e.Node, e.Controller.Epoch, e.Index, rel(e.Time, t0), named.Index, named.Watch.Czxid,
+				e.Node, e.Controller.Epoch, e.Index, rel(e.Time, t0), at.Index, at.Watch.Czxid,
 				time.Duration(until-e.Time).Round(10*time.Millisecond), ended, grace)
 		}
 	}
+}
+
+// seenLater returns the watcher's first /controller observation after
+// event i when it shows the znode that node created when it was elected at
+// epoch (its czxid is that election's zxid, as one Multi creates the znode
+// and bumps /controller_epoch): the znode existed from the election through
+// the resignation at i, which the watcher had not caught up with yet (a
+// controller resigning during its failover). Nil otherwise.
+func seenLater(h *history.History, i int, node int32, won history.ControllerRun, epoch int32) *history.Event {
+	if won.Epoch != epoch || won.Zxid == 0 {
+		return nil
+	}
+	for j := i + 1; j < len(h.Events); j++ {
+		x := &h.Events[j]
+		if x.Kind != history.KindZKWatch || x.Watch == nil || x.Watch.Path != "/controller" {
+			continue
+		}
+		if names(x, node) && x.Watch.Czxid == won.Zxid {
+			return x
+		}
+		return nil
+	}
+	return nil
 }
 
 // names says whether watcher observation w shows /controller naming node.
