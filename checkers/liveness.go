@@ -256,8 +256,9 @@ func (c Liveness) Check(h *history.History) Result {
 // resignedWhileNamed flags each controller_resigned after which /controller
 // kept naming the resigning broker for longer than the resign grace. Only a
 // resignation the watcher saw the znode name its broker at (its latest
-// /controller observation up to the resignation) is judged: a history
-// without those observations shows nothing about the znode. The naming
+// /controller observation up to the resignation, or its first one after it
+// when that shows the znode of the resigned term: see seenLater) is judged:
+// a history without those observations shows nothing about the znode. The naming
 // ends, and the cluster may elect again, when the watcher sees the znode
 // deleted or replaced, a controller is elected, the broker's process stops
 // or restarts, or the broker registers again with a newer czxid (a new
@@ -309,7 +310,10 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 				continue
 			}
 			// A process that already logged its clean stop resigns as part
-			// of stopping: its session closes with it.
+			// of stopping (its session closes with it); one that a newer
+			// epoch superseded, or whose session was replaced (it
+			// registered again since), resigns because it is no longer
+			// the controller.
 			if stopped[e.Node] || newest > e.Controller.Epoch || reregisteredSince(h, i, e.Node, at.Watch.Czxid) {
 				continue
 			}
