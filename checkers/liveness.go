@@ -19,10 +19,37 @@ import (
 // while a partition awaits a leader, or while a controller keeps retrying
 // (more than MaxBadVersionRetries failures since healing), is unknown, not
 // valid.
+//
+// At any time, faults healed or not, a controller must not resign while
+// /controller still names it: Kafka resigns only when the znode no longer
+// names the broker (KafkaController.maybeResign, after a
+// ControllerMovedException or a /controller change), when its session
+// expired (Expire; the ephemeral is gone), or when it shuts down (its
+// session, and with it the znode, ends as the process stops). Every other
+// broker sees a controller named and does not stand for election, so a
+// resignation that leaves the znode in place leaves the cluster without an
+// acting controller for as long as it stays. A resignation is a violation
+// when the watcher's /controller still named the resigning broker (the same
+// znode) for longer than ResignGrace afterwards, with no controller elected
+// and the resigning process still running (no node_stop or node_start of
+// that broker) meanwhile.
 type Liveness struct {
 	Grace                time.Duration
 	MaxBadVersionRetries int
+	// ResignGrace is how long /controller may still name a controller
+	// that resigned (0: DefaultResignGrace).
+	ResignGrace time.Duration
 }
+
+// DefaultResignGrace covers the watcher's lag behind a legitimate
+// resignation. In 19 every-fix-on runs (3 s ZooKeeper sessions, 58
+// resignations) the watcher's /controller stopped naming a controller that
+// resigned at shutdown within 8 to 47 ms (20 cases), and every other
+// resignation came after the znode had changed; a controller that resigns
+// by mistake stays named until its session ends, which takes a session
+// timeout once the broker is cut off, and never while it runs. A second is
+// twenty times the lag seen and a third of the session timeout.
+const DefaultResignGrace = time.Second
 
 // Name implements Checker.
 func (Liveness) Name() string { return "liveness" }
@@ -92,6 +119,7 @@ func (a *aliveness) alive(id int32, t int64) bool {
 // Check implements Checker.
 func (c Liveness) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
+	c.resignedWhileNamed(h, r)
 	hi := heal(h)
 	if !hi.healed {
 		r.cannotDecide("fault event %d was never stopped, so liveness after healing cannot be judged.", hi.openIdx)
@@ -222,7 +250,214 @@ func (c Liveness) Check(h *history.History) Result {
 		}
 	}
 	c.adminOps(h, r, hi.at, deadline)
-	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader, no controller was stuck retrying a write and no admin operation was left pending.", c.Grace))
+	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader, no controller was stuck retrying a write, no admin operation was left pending, and no controller resigned while /controller kept naming it.", c.Grace))
+}
+
+// resignedWhileNamed flags each controller_resigned after which /controller
+// kept naming the resigning broker for longer than the resign grace. Only a
+// resignation the watcher saw the znode name its broker at (its latest
+// /controller observation up to the resignation, or its first one after it
+// when that shows the znode of the resigned term: see seenLater) is judged:
+// a history without those observations shows nothing about the znode. The naming
+// ends, and the cluster may elect again, when the watcher sees the znode
+// deleted or replaced, a controller is elected, the broker's process stops
+// or restarts, or the broker registers again with a newer czxid (a new
+// session: the one that held the ephemeral /controller is gone). A
+// resignation after a newer controller epoch was elected is the controller
+// moving, whatever the watcher (on a lagging server) still shows.
+func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
+	grace := c.ResignGrace
+	if grace <= 0 {
+		grace = DefaultResignGrace
+	}
+	if len(h.Events) == 0 {
+		return
+	}
+	t0, end := h.Events[0].Time, h.Events[len(h.Events)-1].Time
+	var named *history.Event                 // the watcher's latest /controller observation
+	var newest int32                         // the highest controller epoch known elected so far
+	stopped := map[int32]bool{}              // node → its current process logged node_stop
+	won := map[int32]history.ControllerRun{} // node → its latest election
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindZKWatch:
+			switch w := e.Watch; {
+			case w == nil:
+			case w.Path == "/controller" && (w.Type == history.WatchDeleted || w.ControllerID != nil):
+				named = e
+			case w.Path == "/controller_epoch" && w.ControllerEpoch != nil:
+				newest = max(newest, *w.ControllerEpoch)
+			}
+		case history.KindControllerElected:
+			if e.Controller != nil {
+				newest = max(newest, e.Controller.Epoch)
+				won[e.Node] = *e.Controller
+			}
+		case history.KindNodeStart:
+			delete(stopped, e.Node)
+		case history.KindNodeStop:
+			stopped[e.Node] = true
+		case history.KindControllerResigned:
+			if e.Controller == nil {
+				continue
+			}
+			at := named
+			if at == nil || !names(at, e.Node) {
+				at = seenLater(h, i, e.Node, won[e.Node], e.Controller.Epoch)
+			}
+			if at == nil {
+				continue
+			}
+			// A process that already logged its clean stop resigns as part
+			// of stopping (its session closes with it); one that a newer
+			// epoch superseded, or whose session was replaced (it
+			// registered again since), resigns because it is no longer
+			// the controller.
+			if stopped[e.Node] || newest > e.Controller.Epoch || reregisteredSince(h, i, e.Node, at.Watch.Czxid) {
+				continue
+			}
+			until, by := end, -1
+			for j := i + 1; j < len(h.Events); j++ {
+				if x := &h.Events[j]; x != at && endsNaming(x, e.Node, e.Controller.Epoch, at.Watch.Czxid) {
+					until, by = x.Time, j
+					break
+				}
+			}
+			if time.Duration(until-e.Time) <= grace {
+				continue
+			}
+			evs := []int{e.Index, at.Index}
+			ended := fmt.Sprintf("and it still named the broker when the history ended (+%s)", rel(end, t0))
+			if by >= 0 {
+				evs = append(evs, by)
+				ended = "until " + namingEnd(&h.Events[by], t0)
+			}
+			r.violateAt(e.Time+int64(grace), evs,
+				"controller %d (epoch %d) resigned at event %d (+%s) while /controller still named it (watcher event %d, czxid %d), and /controller kept naming it for %s, %s: the cluster had no acting controller while ZooKeeper named one, longer than the %s grace.",
+				e.Node, e.Controller.Epoch, e.Index, rel(e.Time, t0), at.Index, at.Watch.Czxid,
+				time.Duration(until-e.Time).Round(10*time.Millisecond), ended, grace)
+		}
+	}
+}
+
+// seenLater returns the watcher's first /controller observation after
+// event i when it shows the znode that node created when it was elected at
+// epoch (its czxid is that election's zxid, as one Multi creates the znode
+// and bumps /controller_epoch): the znode existed from the election through
+// the resignation at i, which the watcher had not caught up with yet (a
+// controller resigning during its failover). Nil otherwise.
+func seenLater(h *history.History, i int, node int32, won history.ControllerRun, epoch int32) *history.Event {
+	if won.Epoch != epoch || won.Zxid == 0 {
+		return nil
+	}
+	for j := i + 1; j < len(h.Events); j++ {
+		x := &h.Events[j]
+		if x.Kind != history.KindZKWatch || x.Watch == nil || x.Watch.Path != "/controller" {
+			continue
+		}
+		if names(x, node) && x.Watch.Czxid == won.Zxid {
+			return x
+		}
+		return nil
+	}
+	return nil
+}
+
+// names says whether watcher observation w shows /controller naming node.
+func names(w *history.Event, node int32) bool {
+	return w.Watch.Type != history.WatchDeleted && w.Watch.ControllerID != nil && *w.Watch.ControllerID == node
+}
+
+// reregisteredSince says whether node registered with a czxid newer than
+// czxid (the /controller znode's) between that znode and event i: its
+// broker znode is ephemeral too, so a newer one means a new session, and
+// the session that held /controller is gone.
+func reregisteredSince(h *history.History, i int, node int32, czxid int64) bool {
+	if czxid == 0 {
+		return false
+	}
+	for j := i - 1; j >= 0; j-- {
+		x := &h.Events[j]
+		if x.Kind == history.KindNodeStart && x.Node == node {
+			return false
+		}
+		if newSession(x, node, czxid) {
+			return true
+		}
+	}
+	return false
+}
+
+// newSession says whether x is node registering with a czxid above czxid.
+func newSession(x *history.Event, node int32, czxid int64) bool {
+	if x.Kind != history.KindBrokerRegistered || x.Registration == nil || czxid == 0 {
+		return false
+	}
+	id := x.Registration.BrokerID
+	if id == 0 {
+		id = x.Node
+	}
+	return id == node && x.Registration.BrokerEpoch > czxid
+}
+
+// endsNaming says whether x ends /controller's naming node (epoch, the
+// znode with czxid) as a controller that had resigned: the watcher saw the
+// znode deleted or replaced, a controller (any) was elected, a newer epoch
+// appeared in /controller_epoch, node's process stopped or restarted (what
+// follows a crash is not the resignation's doing), or node registered in a
+// new session.
+func endsNaming(x *history.Event, node, epoch int32, czxid int64) bool {
+	switch x.Kind {
+	case history.KindZKWatch:
+		w := x.Watch
+		switch {
+		case w == nil:
+			return false
+		case w.Path == "/controller_epoch":
+			return w.ControllerEpoch != nil && *w.ControllerEpoch > epoch
+		case w.Path != "/controller":
+			return false
+		case w.Type == history.WatchDeleted:
+			return true
+		}
+		return w.ControllerID != nil && (*w.ControllerID != node || (czxid != 0 && w.Czxid != czxid))
+	case history.KindControllerElected:
+		return true
+	case history.KindNodeStop, history.KindNodeStart:
+		return x.Node == node
+	case history.KindBrokerRegistered:
+		return newSession(x, node, czxid)
+	}
+	return false
+}
+
+// namingEnd describes the event that ended /controller's naming a resigned
+// controller.
+func namingEnd(x *history.Event, t0 int64) string {
+	at := fmt.Sprintf("event %d, +%s", x.Index, rel(x.Time, t0))
+	switch x.Kind {
+	case history.KindZKWatch:
+		switch w := x.Watch; {
+		case w.Path == "/controller_epoch":
+			return fmt.Sprintf("the watcher saw /controller_epoch reach %d (%s)", *w.ControllerEpoch, at)
+		case w.Type == history.WatchDeleted:
+			return fmt.Sprintf("the watcher saw /controller deleted (%s)", at)
+		}
+		return fmt.Sprintf("the watcher saw /controller name broker %d with czxid %d (%s)", *x.Watch.ControllerID, x.Watch.Czxid, at)
+	case history.KindControllerElected:
+		epoch := int32(0)
+		if x.Controller != nil {
+			epoch = x.Controller.Epoch
+		}
+		return fmt.Sprintf("broker %d was elected controller at epoch %d (%s)", x.Node, epoch, at)
+	case history.KindNodeStop:
+		return fmt.Sprintf("broker %d's process stopped (%s)", x.Node, at)
+	case history.KindBrokerRegistered:
+		return fmt.Sprintf("broker %d registered in a new ZooKeeper session with czxid %d (%s)", x.Node, x.Registration.BrokerEpoch, at)
+	default:
+		return fmt.Sprintf("broker %d restarted (%s)", x.Node, at)
+	}
 }
 
 // adminOps flags the control-plane operations (workloads/admin.go) the
