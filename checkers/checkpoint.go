@@ -14,6 +14,17 @@ import (
 // it in between, when the later write lists the hosted partitions and it is
 // not among them, or (for going backwards) when the broker truncated it
 // below the old high watermark in between.
+//
+// It also checks that the checkpoint never runs ahead of the high watermark
+// (ReplicaManager.checkpointHighWatermarks writes each partition's
+// highWatermark): an entry a broker writes for a partition is never above
+// the highest high watermark that broker's current process (since its
+// latest node_start) had reported for it by hw_advance events logged before
+// the write. A restart starts from the checkpointed value, so an entry above
+// the high watermark makes uncommitted records count as committed. The high
+// watermark a process restores at start is not logged, so a partition is
+// judged only once an hw_advance of that process shows its high watermark;
+// trimmed histories without hw_advance events are not judged at all.
 type HWCheckpoint struct{}
 
 // Name implements Checker.
@@ -42,13 +53,27 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 			m[tp] = to
 		}
 	}
-	writes := 0
+	// reported[node][tp]: the highest high watermark the node's current
+	// process has reported for tp, with the hw_advance event that did.
+	reported := map[int32]map[history.TopicPartition]hwMark{}
+	writes, judged := 0, 0
+	var t0 int64
+	if len(h.Events) > 0 {
+		t0 = h.Events[0].Time
+	}
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindNodeStart:
 			if p := prev[e.Node]; p != nil {
 				p.restart = e.Index
+			}
+			// The new process starts from the checkpoint file, not from
+			// anything the old one reported.
+			delete(reported, e.Node)
+		case history.KindHWAdvance:
+			if e.HW != nil {
+				reportHW(reported, e)
 			}
 		case history.KindControlRequest:
 			if acceptedControl(e) && e.Control.API == history.APIStopReplica {
@@ -65,7 +90,11 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		case history.KindTruncation:
 			excuse(e.Node, e.Truncation.TP(), e.Truncation.To)
 		case history.KindHWCheckpoint:
+			if e.Checkpoint == nil {
+				continue
+			}
 			writes++
+			judged += checkpointAhead(r, e, reported[e.Node], t0)
 			cp := e.Checkpoint
 			cur := &last{entries: make(map[history.TopicPartition]int64, len(cp.Entries)), idx: e.Index, restart: -1}
 			for _, en := range cp.Entries {
@@ -112,7 +141,66 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		}
 	}
 	r.detail("checkpoint_writes", writes)
-	return r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a hosted partition or moved a high watermark back.", writes, len(prev)))
+	r.detail("entries_judged_against_hw", judged)
+	return r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a hosted partition or moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", writes, len(prev), judged))
+}
+
+// hwMark is the highest high watermark a process reported for a partition
+// and the hw_advance event that reported it.
+type hwMark struct {
+	hw   int64
+	idx  int
+	time int64
+}
+
+// reportHW records hw_advance e in reported. The Old value counts as well
+// as the New one: the node reads a partition's high watermark for a
+// checkpoint under the partition's lock and logs the write afterwards, so a
+// move logged between the read and the write (a truncation lowering it)
+// leaves the write holding the move's Old value; for the first move after a
+// start, Old is also the only record of the high watermark the process
+// restored from the checkpoint file.
+func reportHW(reported map[int32]map[history.TopicPartition]hwMark, e *history.Event) {
+	m := reported[e.Node]
+	if m == nil {
+		m = map[history.TopicPartition]hwMark{}
+		reported[e.Node] = m
+	}
+	hw := max(e.HW.Old, e.HW.New)
+	if cur, ok := m[e.HW.TP()]; !ok || hw > cur.hw {
+		m[e.HW.TP()] = hwMark{hw: hw, idx: e.Index, time: e.Time}
+	}
+}
+
+// checkpointAhead reports checkpoint write e if it put any partition above
+// the highest high watermark its process had reported for it (reported, the
+// writer's marks) and returns how many entries it could judge. The node sets
+// a high watermark and logs its hw_advance under the partition's lock, and
+// the checkpoint reads it under the same lock, so the hw_advance of any value
+// a checkpoint writes is logged before the checkpoint.
+func checkpointAhead(r *report, e *history.Event, reported map[history.TopicPartition]hwMark, t0 int64) int {
+	judged := 0
+	var ahead []string
+	events := []int{e.Index}
+	for _, en := range e.Checkpoint.Entries {
+		tp := history.TP(en.Topic, en.Partition)
+		mk, ok := reported[tp]
+		if !ok {
+			continue
+		}
+		judged++
+		if en.HW <= mk.hw {
+			continue
+		}
+		ahead = append(ahead, fmt.Sprintf("%s at offset %d while its high watermark was %d (the highest its process had reported, by hw_advance event %d at +%s)",
+			tp, en.HW, mk.hw, mk.idx, rel(mk.time, t0)))
+		events = append(events, mk.idx)
+	}
+	if len(ahead) > 0 {
+		r.violate(events, "%s's checkpoint write (event %d, +%s) put %s: the checkpoint must hold the high watermark, and a restart from it would take the records above it, uncommitted when it was written, as committed.",
+			nodeName(e.Node), e.Index, rel(e.Time, t0), andList(ahead))
+	}
+	return judged
 }
 
 // checkpointHarm explains one checkpoint write of broker e.Node that dropped

@@ -58,7 +58,10 @@ func Clean(cfg GenConfig) *history.History {
 	add := func(e history.Event) { all = append(all, e) }
 	var end int64 = T0
 	logs := make([][]string, cfg.Partitions)
-	hws := make([]int64, cfg.Partitions)
+	// commits[p][k] is when offset k of partition p was committed: the time
+	// of the leader's hw_advance to k+1 (offsets follow linearization order,
+	// so the times never decrease).
+	commits := make([][]int64, cfg.Partitions)
 	leaderOf := func(p int) int32 { return int32(p%3) + 1 }
 
 	if cfg.NodeEvents {
@@ -126,6 +129,7 @@ func Clean(cfg GenConfig) *history.History {
 				if !o.unknown || o.effect {
 					o.offset = int64(len(log))
 					log = append(log, o.value)
+					commits[p] = append(commits[p], o.lin)
 				}
 				continue
 			}
@@ -185,18 +189,21 @@ func Clean(cfg GenConfig) *history.History {
 				}
 			}
 		}
-		hws[p] = int64(len(log))
 	}
 
 	if cfg.NodeEvents {
-		// Periodic checkpoints (HW only grows) and a healed pause of n3.
+		// Periodic checkpoints and a healed pause of n3. Each broker writes
+		// each partition's high watermark at the time: the leader's, which
+		// its hw_advance events show, and the same on the followers, which
+		// the generator lets replicate at once.
 		steps := int64(20)
 		for s := int64(1); s <= steps; s++ {
 			t := T0 + (end-T0)*s/steps
 			for n := int32(1); n <= 3; n++ {
 				var entries []history.CheckpointEntry
 				for p := 0; p < cfg.Partitions; p++ {
-					entries = append(entries, history.CheckpointEntry{Topic: "t", Partition: int32(p), HW: hws[p] * s / steps})
+					hw := sort.Search(len(commits[p]), func(k int) bool { return commits[p][k] > t })
+					entries = append(entries, history.CheckpointEntry{Topic: "t", Partition: int32(p), HW: int64(hw)})
 				}
 				add(history.Event{Time: t, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindHWCheckpoint, Checkpoint: &history.Checkpoint{Entries: entries}})
 			}
@@ -221,5 +228,10 @@ func Clean(cfg GenConfig) *history.History {
 	for i := range all {
 		all[i].V = history.SchemaVersion
 	}
+	// Merge keeps one source's order as given: put every event where its
+	// time says, as a node logs them, so a checkpoint follows the
+	// hw_advance events that set what it writes (ties keep the order
+	// above, which puts the checkpoints after).
+	sort.SliceStable(all, func(a, b int) bool { return all[a].Time < all[b].Time })
 	return history.Merge(all)
 }
