@@ -10,7 +10,7 @@ import (
 )
 
 // hwMove appends node's hw_advance for t-p from old to new.
-func hwMove(b *hb.Builder, node, p int32, old, new int64) int {
+func hwAt(b *hb.Builder, node, p int32, old, new int64) int {
 	return b.Add(history.Event{Kind: history.KindHWAdvance, Node: node,
 		HW: &history.HWAdvance{Topic: "t", Partition: p, Old: old, New: new, LeaderEpoch: 1}})
 }
@@ -22,50 +22,50 @@ func TestHWCheckpointAheadOfHighWatermark(t *testing.T) {
 		{name: "leader writes its log end offset while a follower lags", want: Invalid,
 			explain: "put t-0 at offset 7 while its high watermark was 5", build: func(b *hb.Builder) []int {
 				b.Start(1)
-				hw := hwMove(b, 1, 0, 0, 5)
-				hwMove(b, 1, 0, 4, 5) // reaches 5 again: the first report stays the one named
+				hw := hwAt(b, 1, 0, 0, 5)
+				hwAt(b, 1, 0, 4, 5) // reaches 5 again: the first report stays the one named
 				cp := checkpoint(b, 1, nil, cpe(0, 7))
 				return []int{hw, cp}
 			}},
 		{name: "the old process's high watermark does not count after a restart", want: Invalid,
 			explain: "put t-0 at offset 6 while its high watermark was 4", build: func(b *hb.Builder) []int {
 				b.Start(2)
-				hwMove(b, 2, 0, 0, 9)
+				hwAt(b, 2, 0, 0, 9)
 				checkpoint(b, 2, nil, cpe(0, 9))
 				b.Start(2)
-				hw := hwMove(b, 2, 0, 3, 4)
+				hw := hwAt(b, 2, 0, 3, 4)
 				cp := checkpoint(b, 2, nil, cpe(0, 6))
 				return []int{hw, cp}
 			}},
 		{name: "another broker's high watermark does not count", want: Invalid,
 			explain: "broker 2's checkpoint write", build: func(b *hb.Builder) []int {
-				hwMove(b, 1, 0, 0, 10)
-				hw := hwMove(b, 2, 0, 0, 3)
+				hwAt(b, 1, 0, 0, 10)
+				hw := hwAt(b, 2, 0, 0, 3)
 				cp := checkpoint(b, 2, nil, cpe(0, 10))
 				return []int{hw, cp}
 			}},
 		{name: "a move logged after the write does not excuse it", want: Invalid,
 			explain: "at offset 7 while its high watermark was 5", build: func(b *hb.Builder) []int {
-				hw := hwMove(b, 3, 1, 0, 5)
+				hw := hwAt(b, 3, 1, 0, 5)
 				cp := checkpoint(b, 3, nil, cpe(1, 7))
-				hwMove(b, 3, 1, 5, 7)
+				hwAt(b, 3, 1, 5, 7)
 				return []int{hw, cp}
 			}},
 		{name: "entry at the high watermark", want: Valid, build: func(b *hb.Builder) []int {
 			b.Start(1)
-			hwMove(b, 1, 0, 0, 5)
+			hwAt(b, 1, 0, 0, 5)
 			checkpoint(b, 1, nil, cpe(0, 5))
 			return nil
 		}},
 		{name: "entry below the high watermark, which moved on after the read", want: Valid, build: func(b *hb.Builder) []int {
-			hwMove(b, 1, 0, 0, 5)
-			hwMove(b, 1, 0, 5, 8)
+			hwAt(b, 1, 0, 0, 5)
+			hwAt(b, 1, 0, 5, 8)
 			checkpoint(b, 1, nil, cpe(0, 5))
 			return nil
 		}},
 		{name: "restored high watermark never reported is not judged", want: Valid, build: func(b *hb.Builder) []int {
 			b.Start(2)
-			hwMove(b, 2, 1, 0, 2) // another partition
+			hwAt(b, 2, 1, 0, 2) // another partition
 			checkpoint(b, 2, nil, cpe(0, 50), cpe(1, 2))
 			return nil
 		}},
@@ -74,7 +74,7 @@ func TestHWCheckpointAheadOfHighWatermark(t *testing.T) {
 			// the high watermark to 40 and logged it.
 			b.Start(2)
 			b.Add(history.Event{Kind: history.KindTruncation, Node: 2, Truncation: &history.Truncation{Topic: "t", Partition: 0, From: 60, To: 40}})
-			hwMove(b, 2, 0, 50, 40)
+			hwAt(b, 2, 0, 50, 40)
 			checkpoint(b, 2, nil, cpe(0, 50))
 			return nil
 		}},
@@ -98,14 +98,14 @@ func TestHWCheckpointAheadExplains(t *testing.T) {
 	b := hb.New()
 	b.Start(2)                                  // 0, +0s
 	b.At(500)                                   //
-	hwMove(b, 2, 0, 0, 4)                       // 1, +0.5s
-	hwMove(b, 2, 1, 0, 2)                       // 2
+	hwAt(b, 2, 0, 0, 4)                         // 1, +0.5s
+	hwAt(b, 2, 1, 0, 2)                         // 2
 	b.At(1500)                                  //
 	checkpoint(b, 2, nil, cpe(0, 4), cpe(1, 2)) // 3: clean
-	hwMove(b, 2, 1, 2, 3)                       // 4, +1.5s
+	hwAt(b, 2, 1, 2, 3)                         // 4, +1.5s
 	b.At(2250)                                  //
 	checkpoint(b, 2, nil, cpe(0, 6), cpe(1, 9)) // 5, +2.25s
-	hwMove(b, 2, 1, 3, 9)                       // 6: t-1 catches up
+	hwAt(b, 2, 1, 3, 9)                         // 6: t-1 catches up
 	checkpoint(b, 2, nil, cpe(0, 7), cpe(1, 9)) // 7, +2.25s
 	r := HWCheckpoint{}.Check(b.History())
 	var got []string
