@@ -36,14 +36,6 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		idx   int
 	}
 	var elections []election
-	type psObs struct {
-		epoch   int32
-		zxid    int64
-		time    int64
-		idx     int
-		watcher bool
-	}
-	states := map[history.TopicPartition][]psObs{}
 	var writes []*history.Event
 	accepted := 0
 	type nodeEpoch struct {
@@ -83,18 +75,12 @@ func (c ControllerFencing) Check(h *history.History) Result {
 			if w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
 				elections = append(elections, election{*w.ControllerEpoch, e.Time, w.Mzxid, e.Index})
 			}
-			if w.State != nil {
-				states[w.State.TP()] = append(states[w.State.TP()], psObs{w.State.ControllerEpoch, w.Mzxid, e.Time, e.Index, true})
-			}
 		case history.KindZKWrite:
 			zw := e.ZKWrite
 			if zw.Outcome != history.ZKOK {
 				continue
 			}
 			writes = append(writes, e)
-			if zw.State != nil {
-				states[zw.State.TP()] = append(states[zw.State.TP()], psObs{zw.State.ControllerEpoch, zw.Zxid, e.Time, e.Index, false})
-			}
 		}
 	}
 
@@ -132,35 +118,20 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		}
 	}
 
-	// Partition-state controller_epoch never decreases, in ZooKeeper order:
-	// by zxid, over the observations that have one; if none has, over the
-	// watcher's own observations in time order (one ZooKeeper session sees
-	// updates in order). Node-logged writes without a zxid are not ordered
-	// by time: a node paused between its write and its log line would make
-	// an old write look late.
+	// Partition-state controller_epoch never decreases, in ZooKeeper order
+	// (see zkStates).
+	states := partitionStates(h)
 	for _, tp := range sortedTPs(states) {
-		var withZxid, watched []psObs
-		for _, o := range states[tp] {
-			if o.zxid > 0 {
-				withZxid = append(withZxid, o)
-			} else if o.watcher {
-				watched = append(watched, o)
-			}
-		}
-		obs := watched
-		if len(withZxid) > 0 {
-			obs = withZxid
-			sort.SliceStable(obs, func(a, b int) bool { return obs[a].zxid < obs[b].zxid })
-		}
+		obs := states[tp].ordered
 		if len(obs) == 0 {
 			continue
 		}
 		maxO := obs[0]
 		for _, o := range obs[1:] {
-			if o.epoch < maxO.epoch {
+			if o.ControllerEpoch < maxO.ControllerEpoch {
 				r.violate([]int{maxO.idx, o.idx},
 					"partition %s state went back from controller_epoch %d (event %d) to %d (event %d).",
-					tp, maxO.epoch, maxO.idx, o.epoch, o.idx)
+					tp, maxO.ControllerEpoch, maxO.idx, o.ControllerEpoch, o.idx)
 			} else {
 				maxO = o
 			}
