@@ -125,88 +125,49 @@ func (c LeaderUniqueness) Check(h *history.History) Result {
 		nClaims, len(claims), nAcks, nStates))
 }
 
-// stateObs is one version of a partition's state znode: a node's
-// successful write of it, or the watcher's observation of it.
-type stateObs struct {
-	leader, epoch int32
-	zxid          int64
-	time          int64
-	idx           int
-	writer        int32 // the node that wrote it, unless watcher
-	watcher       bool
-}
-
 // stateEpochs checks that each partition state's leader_epoch never
-// decreases in ZooKeeper order, and returns how many partitions' states it
-// could order. The order is the zxid (a write's zxid, an observation's
-// mzxid) over the observations that have one; a partition with none is
-// judged over the watcher's own observations in time order (one ZooKeeper
-// session sees updates in order). Node-logged writes without a zxid are not
-// ordered by time: a node paused between its write and its log line would
-// make an old write look late. The write and the watcher's observation of
-// one znode version share a zxid and count once (the write, which names its
-// writer).
+// decreases in ZooKeeper order (see zkStates), and returns how many
+// partitions' states it could order. The write and the watcher's
+// observation of one znode version share a zxid and count once (the write,
+// which names its writer).
 func (LeaderUniqueness) stateEpochs(h *history.History, r *report) int {
-	states := map[history.TopicPartition][]stateObs{}
-	var watched map[history.TopicPartition][]stateObs // only the watcher's, without zxid
-	for i := range h.Events {
-		e := &h.Events[i]
-		switch {
-		case e.Kind == history.KindZKWrite && e.ZKWrite != nil && e.ZKWrite.State != nil && e.ZKWrite.Outcome == history.ZKOK:
-			st := e.ZKWrite.State
-			if e.ZKWrite.Zxid > 0 {
-				states[st.TP()] = append(states[st.TP()], stateObs{st.Leader, st.LeaderEpoch, e.ZKWrite.Zxid, e.Time, e.Index, e.Node, false})
-			}
-		case e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.State != nil:
-			st := e.Watch.State
-			o := stateObs{st.Leader, st.LeaderEpoch, e.Watch.Mzxid, e.Time, e.Index, 0, true}
-			if o.zxid > 0 {
-				states[st.TP()] = append(states[st.TP()], o)
-			} else {
-				if watched == nil {
-					watched = map[history.TopicPartition][]stateObs{}
-				}
-				watched[st.TP()] = append(watched[st.TP()], o)
-			}
-		}
-	}
-	for tp, obs := range watched {
-		if _, ok := states[tp]; !ok {
-			states[tp] = obs
-		}
-	}
+	states := partitionStates(h)
 	var t0 int64
 	if len(h.Events) > 0 {
 		t0 = h.Events[0].Time
 	}
+	n := 0
 	for _, tp := range sortedTPs(states) {
-		obs := states[tp]
-		if obs[0].zxid > 0 {
-			sort.SliceStable(obs, func(a, b int) bool { return obs[a].zxid < obs[b].zxid })
+		obs := states[tp].ordered
+		if len(obs) == 0 {
+			continue
+		}
+		n++
+		if states[tp].byZxid() {
 			obs = oneByZxid(obs)
 		}
 		maxO, prev := obs[0], obs[0]
 		for _, o := range obs[1:] {
 			// A run of versions at one older epoch (the stale writer's
 			// further ISR changes) is one regression, reported once.
-			if o.epoch < maxO.epoch && o.epoch != prev.epoch {
+			if o.LeaderEpoch < maxO.LeaderEpoch && o.LeaderEpoch != prev.LeaderEpoch {
 				r.violate([]int{maxO.idx, o.idx},
 					"partition %s's state went back in ZooKeeper from leader %d at leader epoch %d (%s) to leader %d at leader epoch %d (%s): the later write replaced a newer leader decision with an older one.",
-					tp, maxO.leader, maxO.epoch, maxO.describe(t0), o.leader, o.epoch, o.describe(t0))
+					tp, maxO.Leader, maxO.LeaderEpoch, describeState(maxO, t0), o.Leader, o.LeaderEpoch, describeState(o, t0))
 			}
-			if o.epoch > maxO.epoch {
+			if o.LeaderEpoch > maxO.LeaderEpoch {
 				maxO = o
 			}
 			prev = o
 		}
 	}
-	return len(states)
+	return n
 }
 
 // oneByZxid keeps one observation per zxid in obs (sorted by zxid),
 // preferring a node's write, which names its writer, to the watcher's view
-// of the same version.
-func oneByZxid(obs []stateObs) []stateObs {
+// of the same version. obs is shared with other checkers and stays as it is.
+func oneByZxid(obs []zkState) []zkState {
 	out := obs[:0:0]
 	for _, o := range obs {
 		if n := len(out); n > 0 && out[n-1].zxid == o.zxid {
@@ -220,8 +181,9 @@ func oneByZxid(obs []stateObs) []stateObs {
 	return out
 }
 
-// describe names who wrote or saw the version, its zxid, event and time.
-func (o stateObs) describe(t0 int64) string {
+// describeState names who wrote or saw the version, its zxid, event and
+// time.
+func describeState(o zkState, t0 int64) string {
 	who := "seen by the ZooKeeper watcher"
 	if !o.watcher {
 		who = fmt.Sprintf("written by broker %d", o.writer)
