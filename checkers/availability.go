@@ -1,65 +1,54 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// leaderObs is one observed partition state: who leads at which epoch, the
-// ISR, and when it was in ZooKeeper at the latest (see leaderTimelines).
+// leaderObs is a partition state in a leader timeline: a version of the
+// state znode, and when it was in ZooKeeper at the latest (see
+// leaderTimelines).
 type leaderObs struct {
-	time   int64
-	leader int32
-	epoch  int32
-	isr    []int32
-	idx    int
-	zxid   int64
+	zkState
+	at int64
 }
 
-// leaderTimelines collects, per partition, the states the ZooKeeper watcher
-// saw and the controllers wrote successfully, in ZooKeeper's order: by zxid
-// over the observations that have one (log time is not ZooKeeper's order: a
-// controller paused between its write and its log line logs an old state
-// late), else in history order. A state's time is when it was in ZooKeeper
-// at the latest: its own log time, or earlier if a newer state (by zxid)
-// was logged before it.
+// leaderTimelines returns, per partition, the state znode's versions in
+// ZooKeeper order (see zkStates), each with when it was in ZooKeeper at the
+// latest: its own log time, or earlier if a newer version (by zxid) was
+// logged before it, since ZooKeeper had applied that one by then. A
+// partition none of whose versions has a zxid has only history order, and
+// its timeline takes the node-logged writes too, in history order among
+// the watcher's observations: without them a partition whose state no
+// watcher saw would have no timeline.
 func leaderTimelines(h *history.History) map[history.TopicPartition][]leaderObs {
-	all := map[history.TopicPartition][]leaderObs{}
-	for i := range h.Events {
-		e := &h.Events[i]
-		var s *history.PartitionState
-		var zxid int64
-		switch e.Kind {
-		case history.KindZKWatch:
-			s, zxid = e.Watch.State, e.Watch.Mzxid
-		case history.KindZKWrite:
-			if e.ZKWrite.Outcome == history.ZKOK {
-				s, zxid = e.ZKWrite.State, e.ZKWrite.Zxid
+	states := partitionStates(h)
+	out := make(map[history.TopicPartition][]leaderObs, len(states))
+	for tp, s := range states {
+		if s.byZxid() {
+			obs := make([]leaderObs, len(s.ordered))
+			for i, v := range s.ordered {
+				obs[i] = leaderObs{v, v.time}
 			}
-		}
-		if s == nil {
+			for i := len(obs) - 2; i >= 0; i-- {
+				obs[i].at = min(obs[i].at, obs[i+1].at)
+			}
+			out[tp] = obs
 			continue
 		}
-		all[s.TP()] = append(all[s.TP()], leaderObs{e.Time, s.Leader, s.LeaderEpoch, s.ISR, e.Index, zxid})
-	}
-	out := make(map[history.TopicPartition][]leaderObs, len(all))
-	for tp, obs := range all {
-		var withZxid []leaderObs
-		for _, o := range obs {
-			if o.zxid > 0 {
-				withZxid = append(withZxid, o)
-			}
+		obs := make([]leaderObs, 0, len(s.ordered)+len(s.unordered))
+		for _, v := range s.ordered {
+			obs = append(obs, leaderObs{v, v.time})
 		}
-		if len(withZxid) > 0 {
-			obs = withZxid
-			sort.SliceStable(obs, func(a, b int) bool { return obs[a].zxid < obs[b].zxid })
-			for i := len(obs) - 2; i >= 0; i-- {
-				obs[i].time = min(obs[i].time, obs[i+1].time)
-			}
+		for _, v := range s.unordered {
+			obs = append(obs, leaderObs{v, v.time})
 		}
+		slices.SortStableFunc(obs, func(a, b leaderObs) int { return cmp.Compare(a.idx, b.idx) })
 		out[tp] = obs
 	}
 	return out
@@ -70,7 +59,7 @@ func stateAt(obs []leaderObs, t int64) (leaderObs, bool) {
 	var o leaderObs
 	found := false
 	for _, x := range obs {
-		if x.time > t {
+		if x.at > t {
 			break
 		}
 		o, found = x, true
@@ -105,7 +94,7 @@ func servingTimeline(roles []*history.Event, tp history.TopicPartition, states [
 	}
 	pts := make([]point, 0, len(states))
 	for i := range states {
-		pts = append(pts, point{time: states[i].time, state: &states[i]})
+		pts = append(pts, point{time: states[i].at, state: &states[i]})
 	}
 	if useRoles {
 		for _, e := range roles {
@@ -137,11 +126,11 @@ func servingTimeline(roles []*history.Event, tp history.TopicPartition, states [
 			continue
 		}
 		o := servingObs{time: p.time, online: true, idx: idx}
-		switch ep, ok := acting[cur.leader]; {
-		case cur.leader < 0:
+		switch ep, ok := acting[cur.Leader]; {
+		case cur.Leader < 0:
 			o.online, o.why = false, fmt.Sprintf("ZooKeeper names no leader at event %d", cur.idx)
-		case useRoles && (!ok || ep != cur.epoch):
-			o.online, o.why = false, fmt.Sprintf("ZooKeeper names broker %d leader at epoch %d at event %d, but no process of broker %d took that role", cur.leader, cur.epoch, cur.idx, cur.leader)
+		case useRoles && (!ok || ep != cur.LeaderEpoch):
+			o.online, o.why = false, fmt.Sprintf("ZooKeeper names broker %d leader at epoch %d at event %d, but no process of broker %d took that role", cur.Leader, cur.LeaderEpoch, cur.idx, cur.Leader)
 		}
 		if n := len(out); n > 0 && out[n-1].online == o.online && (o.online || out[n-1].why == o.why) {
 			continue

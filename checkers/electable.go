@@ -126,7 +126,7 @@ func findElectableOffline(h *history.History, ops []history.Operation, tl map[hi
 			continue
 		}
 		var holders []int32
-		for _, b := range st.isr {
+		for _, b := range st.ISR {
 			if truncatedBelow(truncs[tp], b, last.time, until, last.offset) {
 				continue
 			}
@@ -142,7 +142,7 @@ func findElectableOffline(h *history.History, ops []history.Operation, tl map[hi
 			end = 0
 		}
 		reported[tp] = end
-		out = append(out, electableOffline{tp: tp, write: e.Index, ack: last.idx, offset: last.offset, ackISR: st.isr,
+		out = append(out, electableOffline{tp: tp, write: e.Index, ack: last.idx, offset: last.offset, ackISR: st.ISR,
 			holders: holders, offline: time.Duration(until - e.Time), onlineAt: onlineAt})
 	}
 	return out

@@ -97,51 +97,15 @@ func ackedProduces(ops []history.Operation) map[history.TopicPartition][]ackedPr
 
 // ---- rule 1: a controller grows an ISR --------------------------------------
 
-// stateVersion is a partition state as ZooKeeper held it: its zxid and
-// znode version, from a successful write or a watcher observation.
-type stateVersion struct {
-	zxid    int64
-	version int32
-	isr     []int32
-	idx     int
-}
-
-// stateVersions collects, per partition, every state with a zxid, in zxid
-// order.
-func stateVersions(h *history.History) map[history.TopicPartition][]stateVersion {
-	out := map[history.TopicPartition][]stateVersion{}
-	for i := range h.Events {
-		e := &h.Events[i]
-		var s *history.PartitionState
-		var sv stateVersion
-		switch {
-		case e.Kind == history.KindZKWatch && e.Watch.State != nil:
-			s, sv = e.Watch.State, stateVersion{zxid: e.Watch.Mzxid, version: e.Watch.Version}
-		case e.Kind == history.KindZKWrite && e.ZKWrite.Outcome == history.ZKOK && e.ZKWrite.State != nil:
-			s, sv = e.ZKWrite.State, stateVersion{zxid: e.ZKWrite.Zxid, version: e.ZKWrite.NewVersion}
-		default:
-			continue
-		}
-		if sv.zxid <= 0 {
-			continue
-		}
-		sv.isr, sv.idx = s.ISR, e.Index
-		out[s.TP()] = append(out[s.TP()], sv)
-	}
-	for _, vs := range out {
-		slices.SortStableFunc(vs, func(a, b stateVersion) int { return cmp.Compare(a.zxid, b.zxid) })
-	}
-	return out
-}
-
 // replaced returns the state a write with zxid and expected znode version
 // replaced: the newest one before it in zxid order, provided its version is
 // the one the write expected (else a state in between went unseen, and
-// what was replaced is unknown).
-func replaced(vs []stateVersion, zxid int64, expected int32) (stateVersion, bool) {
+// what was replaced is unknown). vs are the partition's versions in
+// ZooKeeper order, which is zxid order since the write has one.
+func replaced(vs []zkState, zxid int64, expected int32) (zkState, bool) {
 	k := sort.Search(len(vs), func(j int) bool { return vs[j].zxid >= zxid }) - 1
 	if k < 0 || (expected >= 0 && vs[k].version != expected) {
-		return stateVersion{}, false
+		return zkState{}, false
 	}
 	return vs[k], true
 }
@@ -198,8 +162,8 @@ func (a *ackHolders) lacking(tp history.TopicPartition, b int32, t, until int64)
 	isr = "an ISR the history does not show"
 	st, ok := stateAt(a.tl[tp], best.time)
 	if ok {
-		isr = fmt.Sprintf("ISR %v", st.isr)
-		if slices.Contains(st.isr, b) && !truncatedBelow(a.truncs[tp], b, best.time, until, best.offset) {
+		isr = fmt.Sprintf("ISR %v", st.ISR)
+		if slices.Contains(st.ISR, b) && !truncatedBelow(a.truncs[tp], b, best.time, until, best.offset) {
 			return best, isr, false
 		}
 	}
@@ -248,7 +212,7 @@ const uncleanPolicy = "unclean"
 // broker lacking acknowledged records into an ISR that did not have it,
 // and returns how many brokers controllers added to an ISR.
 func checkControllerISRGrowth(h *history.History, r *report) int {
-	versions := stateVersions(h)
+	versions := partitionStates(h)
 	// Built on the first growth: most histories have none, and pairing
 	// the client operations is most of the cost.
 	var holders *ackHolders
@@ -265,12 +229,12 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 			continue
 		}
 		tp := w.State.TP()
-		prev, ok := replaced(versions[tp], w.Zxid, w.ExpectedVersion)
+		prev, ok := replaced(versions[tp].ordered, w.Zxid, w.ExpectedVersion)
 		if !ok {
 			continue
 		}
 		for _, b := range w.State.ISR {
-			if slices.Contains(prev.isr, b) {
+			if slices.Contains(prev.ISR, b) {
 				continue
 			}
 			added++
@@ -291,7 +255,7 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 			if b == w.State.Leader && len(w.State.ISR) == 1 {
 				pol := pols.at(e.Node, e.Time)
 				what := fmt.Sprintf("controller %d (epoch %d) elected broker %d leader of %s at leader epoch %d with ISR %v (event %d, +%s) from outside the ISR %v it replaced (event %d), %s",
-					e.Node, w.ControllerEpoch, b, tp, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), prev.isr, prev.idx, lack)
+					e.Node, w.ControllerEpoch, b, tp, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), prev.ISR, prev.idx, lack)
 				if pol == uncleanPolicy {
 					r.knownAnomaly(KnownUncleanElection, evs, "%s; an unclean election, which this controller's process was configured for (offline-election policy %q).", what, pol)
 					continue
@@ -304,7 +268,7 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 				continue
 			}
 			r.violate(evs, "controller %d (epoch %d) wrote %s's state with leader %d at leader epoch %d and ISR %v (event %d, +%s), adding broker %d, which the ISR %v it replaced (event %d) did not have, %s; Kafka's controller never adds a replica to the ISR, only the leader does, once the replica has caught up.",
-				e.Node, w.ControllerEpoch, tp, w.State.Leader, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), b, prev.isr, prev.idx, lack)
+				e.Node, w.ControllerEpoch, tp, w.State.Leader, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), b, prev.ISR, prev.idx, lack)
 		}
 	}
 	return added

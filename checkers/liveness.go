@@ -135,11 +135,11 @@ func (c Liveness) Check(h *history.History) Result {
 	tl := leaderTimelines(h)
 	for _, tp := range sortedTPs(tl) {
 		o, ok := stateAt(tl[tp], judgeAt)
-		if !ok || o.leader >= 0 {
+		if !ok || o.Leader >= 0 {
 			continue
 		}
 		var eligible []int32
-		for _, id := range o.isr {
+		for _, id := range o.ISR {
 			if al.alive(id, judgeAt) {
 				eligible = append(eligible, id)
 			}
