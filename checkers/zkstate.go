@@ -28,8 +28,8 @@ type zkStates struct {
 	// ordered are the versions in ZooKeeper order. ZooKeeper orders every
 	// update by zxid, so the versions that carry one (a write's zxid, an
 	// observation's mzxid) are ordered by it, those with equal zxids in
-	// history order. When none carries one (a history from before zxids
-	// were logged), the watcher's own observations are the order: one
+	// history order. When none carries one (nodes and watcher that logged
+	// no zxids), the watcher's own observations are the order: one
 	// ZooKeeper session sees a znode's updates in the order they were
 	// applied, and the watcher logs them in that order. Log time is never
 	// the order: a node paused between its write and its log line logs an
@@ -47,9 +47,8 @@ type zkStates struct {
 func (s zkStates) byZxid() bool { return len(s.ordered) > 0 && s.ordered[0].zxid > 0 }
 
 // zkVersions holds the partition states of the histories Run is checking,
-// by history: four checkers judge the state znode's versions, and each
-// collecting and ordering them over a whole history again was a pass over
-// every event apiece.
+// by history: several checkers judge the state znode's versions, and each
+// collecting and ordering them again was one more pass over every event.
 var zkVersions sync.Map // *history.History → map[history.TopicPartition]zkStates
 
 // partitionStates returns, for every partition whose state the history
