@@ -25,8 +25,9 @@ func newCheckCmd() *cobra.Command {
 		Short: "Re-check a stored run's history offline (no Docker) and write RUN_DIR/results.json",
 		Long: `check reads every RUN_DIR/history/*.jsonl file, merges them into one ordered
 history, runs every checker (controller fencing, broker fencing, leader
-uniqueness, durability, HW checkpoint, availability, liveness, linearizability),
-writes RUN_DIR/results.json and prints a summary.
+uniqueness, durability, HW checkpoint, ISR, availability, liveness,
+linearizability, idempotence), writes RUN_DIR/results.json and prints a
+summary.
 
 Exit status: 0 valid, 1 invalid, 2 bad input (unreadable history: the error
 names file and line), 3 unknown (a checker could not decide).`,
