@@ -13,7 +13,7 @@ import (
 // partition's ISR holds the partition's committed log, identical to the
 // leader's up to the high watermark. That is what makes electing any ISR
 // member safe, so a replica wrongly in the ISR loses acknowledged records
-// the day it is elected. Two ways in are judged, each from what the
+// the day it is elected. Three ways in are judged, each from what the
 // replicas did rather than from how the ISR was computed:
 //
 //   - A controller's state write that puts a broker into the ISR which the
@@ -38,6 +38,12 @@ import (
 //     every member held the leader's record); a truncation to o or below
 //     forgets it. Other replicated records are not in the history, and an
 //     offset the history does not show never counts as a difference.
+//   - A leader whose successful ISR expand took in a follower whose fetch
+//     offset, which is its log end offset, was below the leader's high
+//     watermark when it decided (isr_change's join). Kafka's leader takes
+//     a follower in only once its fetch offset has reached the high
+//     watermark (Partition.maybeExpandIsr), so the new member lacked the
+//     committed offsets [fetch offset, high watermark).
 type ISR struct{}
 
 // KnownUncleanElection: a controller whose process ran with the unclean
@@ -57,6 +63,7 @@ func (c ISR) Check(h *history.History) Result {
 	}
 	grown := checkControllerISRGrowth(h, r)
 	joins, advances := checkDivergentISRMembers(h, r)
+	expands := checkLaggingJoins(h, r)
 	// Both passes append in history order; keep the report so.
 	sort.SliceStable(r.violations, func(a, b int) bool {
 		return slices.Max(r.violations[a].Events) < slices.Max(r.violations[b].Events)
@@ -64,8 +71,9 @@ func (c ISR) Check(h *history.History) Result {
 	r.detail("controller_isr_additions", grown)
 	r.detail("isr_joins", joins)
 	r.detail("leader_hw_advances", advances)
-	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), and no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark.",
-		grown, joins, advances))
+	r.detail("leader_isr_expands", expands)
+	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, and no leader took in a follower whose fetch offset was below its high watermark (%d expands judged).",
+		grown, joins, advances, expands))
 }
 
 // ---- acknowledged records (shared with electable.go) ----------------------
@@ -642,4 +650,66 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		}
 	}
 	return joins, advances
+}
+
+// ---- rule 3: a leader takes in a follower below its high watermark ---------
+
+// checkLaggingJoins reports leaders' successful ISR expands whose joining
+// follower fetched from below the leader's high watermark, and returns how
+// many expands it judged (those whose event says what the leader saw).
+func checkLaggingJoins(h *history.History, r *report) int {
+	type key struct {
+		tp   history.TopicPartition
+		node int32
+	}
+	// hws[k]: the high watermark moves of broker k.node's current process,
+	// to name the one that set the high watermark the leader decided at.
+	hws := map[key][]*history.Event{}
+	t0 := h.Events[0].Time
+	judged := 0
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindNodeStart:
+			for k := range hws {
+				if k.node == e.Node {
+					delete(hws, k)
+				}
+			}
+			continue
+		case history.KindHWAdvance:
+			k := key{e.HW.TP(), e.Node}
+			hws[k] = append(hws[k], e)
+			continue
+		case history.KindISRChange:
+		default:
+			continue
+		}
+		c := e.ISR
+		j := c.Join
+		if c.Action != history.ISRExpand || c.Outcome != history.ZKOK || j == nil {
+			continue
+		}
+		judged++
+		if j.FetchOffset >= j.HW {
+			continue
+		}
+		evs := []int{e.Index}
+		since := ""
+		moves := hws[key{c.TP(), e.Node}]
+		// The event comes after the ZooKeeper write: the high watermark
+		// may have moved on since the decision, so look back.
+		for n := len(moves) - 1; n >= 0; n-- {
+			if x := moves[n]; x.HW.New == j.HW {
+				evs = append([]int{x.Index}, evs...)
+				since = fmt.Sprintf(" (since event %d, +%s)", x.Index, rel(x.Time, t0))
+				break
+			} else if x.HW.New < j.HW {
+				break
+			}
+		}
+		r.violate(evs, "broker %d, leader of %s at leader epoch %d, took broker %d into its ISR %v → %v (event %d, +%s) on a fetch from offset %d while its high watermark was %d%s: the new member lacked the committed offsets [%d, %d); Kafka takes a follower into the ISR only once its fetch offset has reached the leader's high watermark (Partition.maybeExpandIsr).",
+			e.Node, c.TP(), c.LeaderEpoch, j.Follower, c.Old, c.New, e.Index, rel(e.Time, t0), j.FetchOffset, j.HW, since, j.FetchOffset, j.HW)
+	}
+	return judged
 }

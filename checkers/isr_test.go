@@ -272,6 +272,75 @@ func TestISRDivergentMember(t *testing.T) {
 	})
 }
 
+// expand appends leader node's expand of t-0's ISR at epoch from old to
+// new, taking in follower on a fetch from fetchOffset while its high
+// watermark was hw, with the write's outcome.
+func expand(b *hb.Builder, node, epoch int32, old, new []int32, follower int32, fetchOffset, hw int64, outcome string) int {
+	return b.Add(history.Event{Kind: history.KindISRChange, Node: node, ISR: &history.ISRChange{Topic: "t", Partition: 0, Action: history.ISRExpand,
+		Old: old, New: new, LeaderEpoch: epoch, Outcome: outcome, Join: &history.ISRJoin{Follower: follower, FetchOffset: fetchOffset, HW: hw}}})
+}
+
+// TestISRLaggingJoin is mutant 09's story on t-0: broker 1 leads at epoch
+// 2 with ISR [1 2] and commits up to 7 (event hw) while broker 3 is down;
+// broker 3 restarts with its log ending at 4 and fetches.
+func TestISRLaggingJoin(t *testing.T) {
+	lagging := func(b *hb.Builder, mid func(b *hb.Builder)) (hw int) {
+		b.Start(1)
+		roleISR(b, 1, history.RoleLeader, 1, 2, 1, 2)
+		hw = hwMove(b, 1, 0, 7, 2)
+		if mid != nil {
+			mid(b)
+		}
+		b.Start(3)
+		return hw
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "taken in on its first fetch, below the high watermark", want: Invalid,
+			explain: "took broker 3 into its ISR [1 2] → [1 2 3]", build: func(b *hb.Builder) []int {
+				hw := lagging(b, nil)
+				join := expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 4, 7, history.ZKOK)
+				return []int{hw, join}
+			}},
+		{name: "names the offsets it lacked", want: Invalid, explain: "on a fetch from offset 4 while its high watermark was 7", build: func(b *hb.Builder) []int {
+			lagging(b, nil)
+			return []int{expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 4, 7, history.ZKOK)}
+		}},
+		{name: "the high watermark moved on before the write returned", want: Invalid, explain: "lacked the committed offsets [4, 7)", build: func(b *hb.Builder) []int {
+			hw := lagging(b, nil)
+			hwMove(b, 1, 7, 9, 2)
+			join := expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 4, 7, history.ZKOK)
+			return []int{hw, join}
+		}},
+		{name: "high watermark set by an earlier process", want: Invalid, explain: "while its high watermark was 7:", build: func(b *hb.Builder) []int {
+			b.Start(1)
+			hwMove(b, 1, 0, 7, 2)
+			b.Start(1)
+			roleISR(b, 1, history.RoleLeader, 1, 2, 1, 2)
+			return []int{expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 4, 7, history.ZKOK)}
+		}},
+		{name: "caught up to the high watermark", want: Valid, build: func(b *hb.Builder) []int {
+			lagging(b, nil)
+			expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 7, 7, history.ZKOK)
+			return nil
+		}},
+		{name: "past the high watermark", want: Valid, build: func(b *hb.Builder) []int {
+			lagging(b, nil)
+			expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 9, 7, history.ZKOK)
+			return nil
+		}},
+		{name: "the write failed: the ISR did not grow", want: Valid, build: func(b *hb.Builder) []int {
+			lagging(b, nil)
+			expand(b, 1, 2, []int32{1, 2}, []int32{1, 2, 3}, 3, 4, 7, history.ZKBadVersion)
+			return nil
+		}},
+		{name: "an expand that does not say what the leader saw", want: Valid, build: func(b *hb.Builder) []int {
+			lagging(b, nil)
+			isrChange(b, 1, history.ISRExpand, 2, []int32{1, 2}, []int32{1, 2, 3})
+			return nil
+		}},
+	})
+}
+
 func TestHeldLog(t *testing.T) {
 	var l heldLog
 	l = l.add(0, 4, 1)

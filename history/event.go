@@ -587,6 +587,22 @@ type ISRChange struct {
 	LeaderEpoch int32   `json:"leader_epoch"`
 	ZkVersion   int32   `json:"zk_version,omitempty"`
 	Outcome     string  `json:"outcome,omitempty"` // a ZK* outcome
+	// Join, on an expand, is what the leader saw of the joining follower
+	// when it decided; absent on shrinks and from older writers.
+	Join *ISRJoin `json:"join,omitempty"`
+}
+
+// ISRJoin is the ground of a leader's ISR expand (Partition.maybeExpandIsr):
+// the follower's fetch offset, which is its log end offset, as its fetch
+// request carried it, and the leader's high watermark at that moment. Kafka
+// takes a follower in only when FetchOffset >= HW, so that every ISR member
+// holds every committed record.
+type ISRJoin struct {
+	_ struct{}
+
+	Follower    int32 `json:"follower"`
+	FetchOffset int64 `json:"fetch_offset"`
+	HW          int64 `json:"hw"`
 }
 
 // TP returns the partition.

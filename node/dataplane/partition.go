@@ -191,7 +191,10 @@ func (p *partition) updateFollowerLocked(id int32, fetchOffset int64, now time.T
 	if !slices.Contains(p.isr, id) && r.leo >= p.hw && r.leo >= p.epochStart && !p.isrBusy {
 		newISR := append(slices.Clone(p.isr), id)
 		slices.Sort(newISR)
-		p.startISRWriteLocked(history.ISRExpand, newISR)
+		// The event carries the fetch offset as the request did, not
+		// r.leo: what the follower had is the fact to judge the decision
+		// by, whatever our bookkeeping made of it.
+		p.startISRWriteLocked(history.ISRExpand, newISR, &history.ISRJoin{Follower: id, FetchOffset: fetchOffset, HW: p.hw})
 	}
 	p.maybeIncrementHWLocked()
 }
@@ -217,12 +220,13 @@ func (p *partition) maybeShrinkISR(now time.Time) {
 		return
 	}
 	p.m.log.Printf("%s: shrinking ISR %v to %v: %v not caught up for %s", p.tp, p.isr, keep, out, p.m.cfg.LagTime)
-	p.startISRWriteLocked(history.ISRShrink, keep)
+	p.startISRWriteLocked(history.ISRShrink, keep, nil)
 }
 
 // startISRWriteLocked writes the new ISR to the partition state znode in
-// the background (the fetch path must not wait on ZooKeeper).
-func (p *partition) startISRWriteLocked(action string, newISR []int32) {
+// the background (the fetch path must not wait on ZooKeeper). join, for an
+// expand, is what the leader saw of the joining follower when it decided.
+func (p *partition) startISRWriteLocked(action string, newISR []int32, join *history.ISRJoin) {
 	sess := p.m.session()
 	if sess == nil || p.m.ctx.Err() != nil {
 		return
@@ -233,13 +237,13 @@ func (p *partition) startISRWriteLocked(action string, newISR []int32) {
 	p.m.wg.Add(1)
 	go func() {
 		defer p.m.wg.Done()
-		p.writeISR(sess, action, old, newISR, epoch, ctrlEpoch, ver)
+		p.writeISR(sess, action, old, newISR, join, epoch, ctrlEpoch, ver)
 	}()
 }
 
 // writeISR is Partition.updateIsr (pre-2.7): a conditional write of the
 // state znode at our cached zkVersion, then an ISR change notification.
-func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []int32, epoch, ctrlEpoch, ver int32) {
+func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []int32, join *history.ISRJoin, epoch, ctrlEpoch, ver int32) {
 	defer func() {
 		p.mu.Lock()
 		p.isrBusy = false
@@ -281,7 +285,7 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 		}
 	}
 	ic := history.ISRChange{Topic: p.tp.Topic, Partition: p.tp.Partition, Action: action, Old: old, New: newISR,
-		LeaderEpoch: epoch, ZkVersion: newVer, Outcome: zkutil.Outcome(err)}
+		LeaderEpoch: epoch, ZkVersion: newVer, Outcome: zkutil.Outcome(err), Join: join}
 	p.m.log.Emit(history.Event{Kind: history.KindISRChange, ISR: &ic})
 	if err != nil {
 		return

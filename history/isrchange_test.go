@@ -1,0 +1,42 @@
+package history
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// An expand's join survives the file, including a fetch offset of 0 (a
+// follower with an empty log), and a shrink has none.
+func TestISRChangeJoinRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		join *ISRJoin
+	}{
+		{"expand from an empty log", &ISRJoin{Follower: 3, FetchOffset: 0, HW: 7}},
+		{"expand", &ISRJoin{Follower: 2, FetchOffset: 9, HW: 7}},
+		{"shrink", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "n1.jsonl")
+			w, err := Create(p, "n1", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := ISRChange{Topic: "t", Partition: 0, Action: ISRExpand, Old: []int32{1}, New: []int32{1, 3}, LeaderEpoch: 2, Outcome: ZKOK, Join: c.join}
+			if err := w.Write(Event{Kind: KindISRChange, ISR: &in}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			evs, _, err := ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := evs[0].ISR.Join
+			if (got == nil) != (c.join == nil) || got != nil && *got != *c.join {
+				t.Fatalf("join %+v, want %+v", got, c.join)
+			}
+		})
+	}
+}
