@@ -42,9 +42,22 @@ type RunConfig struct {
 	Topic      string // default "chaos"
 	Partitions int32  // default 3
 	RF         int    // replication factor; default min(3, Nodes)
-	Producers  int    // default 4
-	Readers    int    // default 2
-	Acks       int    // default acks=all
+	// SpreadTopic adds a second topic beside the workload topic (named by
+	// SpreadTopicName, no clients): RF 2, one partition per broker,
+	// assignments rotating ({1,2}, {2,3}, {3,1} for 3 brokers). Real
+	// clusters have topics not on every broker, and the workload topic is
+	// on every broker of a 3-broker run: a zombie controller (KAFKA-532)
+	// is then in every ISR, so the controller elected in its place
+	// rewrites every partition when the zombie's session dies, and none
+	// of the zombie's writes can land on a state the new controller left
+	// alone. With the rotation, whichever broker is controller, every
+	// other broker replicates a partition the controller does not host:
+	// the partitions where a zombie's unfenced write would stand. Ignored
+	// below 3 brokers, where RF 2 puts every partition on every broker.
+	SpreadTopic bool
+	Producers   int // default 4
+	Readers     int // default 2
+	Acks        int // default acks=all
 	// NonIdempotent turns the workload's idempotent producer off (it is on
 	// by default with acks=all, as in every Kafka client since 3.0).
 	NonIdempotent bool
@@ -116,13 +129,16 @@ func (c *RunConfig) defaults() {
 		c.ZK.TickTime = 200 * time.Millisecond
 	}
 	if c.Topic == "" {
-		c.Topic = "chaos"
+		c.Topic = defaultTopic
 	}
 	if c.Partitions == 0 {
 		c.Partitions = 3
 	}
 	if c.RF == 0 {
 		c.RF = min(3, c.Nodes)
+	}
+	if c.Nodes <= spreadRF {
+		c.SpreadTopic = false
 	}
 	if c.Producers == 0 && c.Readers == 0 {
 		c.Producers, c.Readers = 4, 2
@@ -179,6 +195,14 @@ func (c *RunConfig) Info() rundir.Info {
 	for _, k := range c.Faults {
 		faults = append(faults, string(k))
 	}
+	spread := ""
+	if c.SpreadTopic {
+		topic := c.Topic
+		if topic == "" { // Info of a configuration before defaults
+			topic = defaultTopic
+		}
+		spread = SpreadTopicName(topic)
+	}
 	return rundir.Info{
 		RunID: c.RunID, RunDir: c.RunDir, Seed: c.Seed,
 		ZK:    rundir.ZK{Servers: c.ZK.Servers, TickTime: c.ZK.TickTime},
@@ -186,7 +210,7 @@ func (c *RunConfig) Info() rundir.Info {
 		Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, Producers: c.Producers, Readers: c.Readers,
 		Acks: c.Acks, NonIdempotent: c.NonIdempotent, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
 		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
-		Admin: c.Admin, Density: c.Density,
+		Admin: c.Admin, Density: c.Density, SpreadTopic: spread,
 	}
 }
 
@@ -202,6 +226,9 @@ func ConfigFromInfo(info rundir.Info) (RunConfig, error) {
 		Acks: info.Acks, NonIdempotent: info.NonIdempotent, NoWorkload: info.NoWorkload, TimeLimit: info.TimeLimit,
 		MinHold: info.MinHold, MaxHold: info.MaxHold, Settle: info.Settle, Scenario: info.Scenario,
 		Admin: info.Admin, Density: info.Density,
+		// Runs stored before the spread topic existed name none and
+		// repeat without it.
+		SpreadTopic: info.SpreadTopic != "",
 	}
 	if len(info.Faults) > 0 {
 		kinds, err := nemesis.ParseKinds(strings.Join(info.Faults, ","))
@@ -335,7 +362,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second, alive); err != nil {
 		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
 	}
-	if err := createTopic(ctx, w.conn, cfg); err != nil {
+	if err := createTopics(ctx, w.conn, cfg); err != nil {
 		return abs, err
 	}
 	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
@@ -492,32 +519,73 @@ func brokerAddrs(c *cluster.Cluster) []string {
 	return out
 }
 
-// createTopic writes /brokers/topics/<topic> with a round-robin assignment,
-// as ZooKeeper-era admin tools did; the controller's watch does the rest.
-func createTopic(ctx context.Context, conn *zk.Conn, cfg RunConfig) error {
-	parts := map[string][]int{}
-	for p := 0; p < int(cfg.Partitions); p++ {
-		parts[strconv.Itoa(p)] = replicas(cfg, p)
+// defaultTopic is the workload topic of a configuration that names none.
+const defaultTopic = "chaos"
+
+// spreadRF is the spread topic's replication factor: below the broker
+// count, so no broker hosts every partition.
+const spreadRF = 2
+
+// SpreadTopicName names the spread topic of a run whose workload topic is
+// topic.
+func SpreadTopicName(topic string) string { return topic + "-rf2" }
+
+// layout is a topic the set-up creates: its name and each partition's
+// replicas, the first of them the preferred leader.
+type layout struct {
+	topic  string
+	assign [][]int
+}
+
+// layouts are the topics of a run of c (after defaults): the workload
+// topic and, with SpreadTopic, the spread topic.
+func (c RunConfig) layouts() []layout {
+	work := layout{topic: c.Topic}
+	for p := 0; p < int(c.Partitions); p++ {
+		work.assign = append(work.assign, rotation(c.Nodes, c.RF, p))
 	}
-	b, _ := json.Marshal(map[string]any{"version": 2, "partitions": parts})
+	out := []layout{work}
+	if c.SpreadTopic {
+		spread := layout{topic: SpreadTopicName(c.Topic)}
+		for p := 0; p < c.Nodes; p++ {
+			spread.assign = append(spread.assign, rotation(c.Nodes, spreadRF, p))
+		}
+		out = append(out, spread)
+	}
+	return out
+}
+
+// createTopics writes /brokers/topics/<topic> for each of the run's
+// layouts, as ZooKeeper-era admin tools did; the controller's watch does
+// the rest.
+func createTopics(ctx context.Context, conn *zk.Conn, cfg RunConfig) error {
 	acl := zk.WorldACL(zk.PermAll)
 	for _, p := range []string{"/brokers", "/brokers/topics"} {
 		if _, err := conn.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
 	}
-	if _, err := conn.Create("/brokers/topics/"+cfg.Topic, b, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+	for _, l := range cfg.layouts() {
+		parts := map[string][]int{}
+		for p, reps := range l.assign {
+			parts[strconv.Itoa(p)] = reps
+		}
+		b, _ := json.Marshal(map[string]any{"version": 2, "partitions": parts})
+		if _, err := conn.Create("/brokers/topics/"+l.topic, b, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create topic %s: %w", l.topic, err)
+		}
 	}
 	return nil
 }
 
-// replicas is partition p's assignment as createTopic writes it: RF
-// brokers in a row from p+1, wrapping, so leadership starts spread.
-func replicas(cfg RunConfig, p int) []int {
+// rotation is partition p's replicas in a topic of replication factor rf
+// on brokers 1..nodes: rf brokers in a row from p+1, wrapping, so
+// leadership starts spread (the round-robin assignment of ZooKeeper-era
+// admin tools, without their random start).
+func rotation(nodes, rf, p int) []int {
 	var reps []int
-	for r := 0; r < cfg.RF; r++ {
-		reps = append(reps, (p+r)%cfg.Nodes+1)
+	for r := 0; r < rf; r++ {
+		reps = append(reps, (p+r)%nodes+1)
 	}
 	return reps
 }
@@ -530,11 +598,17 @@ func replicas(cfg RunConfig, p int) []int {
 // a link at once took a start-up request for the one its fault provoked
 // (KAFKA-7235's driver, 1 run in 6).
 func waitRoles(ctx context.Context, runDir string, cfg RunConfig, within time.Duration) error {
-	type replica struct{ node, partition int32 }
+	type replica struct {
+		node      int32
+		topic     string
+		partition int32
+	}
 	want := map[replica]bool{}
-	for p := 0; p < int(cfg.Partitions); p++ {
-		for _, b := range replicas(cfg, p) {
-			want[replica{int32(b), int32(p)}] = true
+	for _, l := range cfg.layouts() {
+		for p, reps := range l.assign {
+			for _, b := range reps {
+				want[replica{int32(b), l.topic, int32(p)}] = true
+			}
 		}
 	}
 	logs := newFollower(filepath.Join(runDir, rundir.HistoryDir, "n[0-9]*.jsonl"))
@@ -543,8 +617,8 @@ func waitRoles(ctx context.Context, runDir string, cfg RunConfig, within time.Du
 	for {
 		logs.poll(func(_ *followed, b []byte) {
 			var e history.Event
-			if json.Unmarshal(b, &e) == nil && e.Kind == history.KindRoleChange && e.Role != nil && e.Role.Topic == cfg.Topic {
-				delete(want, replica{e.Node, e.Role.Partition})
+			if json.Unmarshal(b, &e) == nil && e.Kind == history.KindRoleChange && e.Role != nil {
+				delete(want, replica{e.Node, e.Role.Topic, e.Role.Partition})
 			}
 		})
 		if len(want) == 0 {
@@ -553,7 +627,7 @@ func waitRoles(ctx context.Context, runDir string, cfg RunConfig, within time.Du
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			var missing []string
 			for r := range want {
-				missing = append(missing, fmt.Sprintf("n%d in %s-%d", r.node, cfg.Topic, r.partition))
+				missing = append(missing, fmt.Sprintf("n%d in %s-%d", r.node, r.topic, r.partition))
 			}
 			slices.Sort(missing)
 			return fmt.Errorf("after %s, no role yet for %s", within, strings.Join(missing, ", "))
@@ -562,14 +636,17 @@ func waitRoles(ctx context.Context, runDir string, cfg RunConfig, within time.Du
 	}
 }
 
-// waitLeaders waits until every partition's state znode names a leader.
+// waitLeaders waits until every partition's state znode names a leader,
+// in every topic of the run.
 func waitLeaders(ctx context.Context, w *world, cfg RunConfig, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		var missing []string
-		for p := int32(0); p < cfg.Partitions; p++ {
-			if l, err := w.PartitionLeader(ctx, cfg.Topic, p); err != nil || l < 0 {
-				missing = append(missing, fmt.Sprintf("%s-%d", cfg.Topic, p))
+		for _, l := range cfg.layouts() {
+			for p := range l.assign {
+				if ld, err := w.PartitionLeader(ctx, l.topic, int32(p)); err != nil || ld < 0 {
+					missing = append(missing, fmt.Sprintf("%s-%d", l.topic, p))
+				}
 			}
 		}
 		if len(missing) == 0 {
@@ -612,19 +689,21 @@ func waitBrokerIDs(ctx context.Context, w *world, n int, within time.Duration, a
 // it in and sends UpdateMetadata right after.
 const isrChangeNotifications = "/isr_change_notification"
 
-// waitSettled waits until every partition's ISR holds all its replicas and
-// no ISR change waits for the controller.
+// waitSettled waits until every partition's ISR (of every topic of the
+// run) holds all its replicas and no ISR change waits for the controller.
 func waitSettled(ctx context.Context, w *world, cfg RunConfig, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		var short []string
-		for p := int32(0); p < cfg.Partitions; p++ {
-			b, err := w.get(ctx, fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", cfg.Topic, p))
-			var st struct {
-				ISR []int `json:"isr"`
-			}
-			if err != nil || json.Unmarshal(b, &st) != nil || len(st.ISR) < cfg.RF {
-				short = append(short, fmt.Sprintf("%s-%d", cfg.Topic, p))
+		for _, l := range cfg.layouts() {
+			for p, reps := range l.assign {
+				b, err := w.get(ctx, statePath(l.topic, int32(p)))
+				var st struct {
+					ISR []int `json:"isr"`
+				}
+				if err != nil || json.Unmarshal(b, &st) != nil || len(st.ISR) < len(reps) {
+					short = append(short, fmt.Sprintf("%s-%d", l.topic, p))
+				}
 			}
 		}
 		pending, _, err := w.conn.Children(isrChangeNotifications)

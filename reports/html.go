@@ -179,6 +179,9 @@ func buildPage(r *run) *pageData {
 		}
 		d.Topology = fmt.Sprintf("%d brokers, %d ZooKeeper servers, topic %s × %d partitions (RF %d), %s, session timeout %s",
 			ri.Nodes, ri.ZK.Servers, ri.Topic, ri.Partitions, ri.RF, clients, ri.ZKSessionTimeout)
+		if ri.SpreadTopic != "" {
+			d.Topology += fmt.Sprintf(", topic %s × %d partitions (RF 2, rotating, no clients)", ri.SpreadTopic, ri.Nodes)
+		}
 		if len(ri.NodeFlags) > 0 {
 			d.Topology += ", node flags " + strings.Join(ri.NodeFlags, " ")
 		}

@@ -48,6 +48,11 @@ type Info struct {
 	// Density is the mean number of faults in force at once of a dense
 	// schedule; zero for one fault at a time.
 	Density float64 `json:"Density,omitempty"`
+	// SpreadTopic names the run's second topic (RF 2, one partition per
+	// broker, assignments rotating from broker 1, no clients;
+	// harness.RunConfig.SpreadTopic); "" when the run had none, as every
+	// run stored before it existed.
+	SpreadTopic string `json:"SpreadTopic,omitempty"`
 }
 
 // ZK is the ZooKeeper ensemble of a run.

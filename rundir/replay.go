@@ -38,6 +38,7 @@ const (
 const (
 	FlagAdmin        = "admin"
 	FlagFaultDensity = "fault-density"
+	FlagSpreadTopic  = "spread-topic"
 )
 
 // FaultsNone is the --faults value of a fault-free run.
@@ -66,6 +67,7 @@ type RunFlags struct {
 	// Issue 13: the control-plane workload and dense schedules.
 	Admin        bool
 	FaultDensity float64
+	SpreadTopic  bool
 }
 
 // Register defines the flags on fs, bound to r, with their defaults and
@@ -90,6 +92,7 @@ func (r *RunFlags) Register(fs *pflag.FlagSet, faultNames []string) {
 	// Issue 13: control-plane workload and dense schedules.
 	fs.BoolVar(&r.Admin, FlagAdmin, true, "run the control-plane workload beside the clients (reassignments, preferred elections, topic creation, controlled shutdowns); --admin=false to leave the controller idle")
 	fs.Float64Var(&r.FaultDensity, FlagFaultDensity, 0, "mean number of faults in force at once, overlapping (0: one fault at a time with quiet gaps; at most 8)")
+	fs.BoolVar(&r.SpreadTopic, FlagSpreadTopic, true, "with 3 or more brokers, also create TOPIC-rf2: RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host); --spread-topic=false for the workload topic alone")
 }
 
 // ReplayCommand is the one-line command that replays the run in runDir
@@ -189,6 +192,7 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 	dur(FlagSessionTimeout, info.ZKSessionTimeout)
 	// Issue 13: always written, so a replay matches whatever the default.
 	add(FlagAdmin, strconv.FormatBool(info.Admin), "eq")
+	add(FlagSpreadTopic, strconv.FormatBool(info.SpreadTopic != ""), "eq")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

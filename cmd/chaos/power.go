@@ -321,6 +321,9 @@ type powerReport struct {
 	Density   float64  `json:"fault_density,omitempty"`
 	Admin     bool     `json:"admin"`
 	Guided    bool     `json:"guided,omitempty"`
+	// SpreadTopic: the runs had the RF-2 spread topic beside the workload
+	// topic (harness.RunConfig.SpreadTopic).
+	SpreadTopic bool `json:"spread_topic,omitempty"`
 	// Build is the commit chaos was built from ("+modified" when the
 	// checkout had changes), so tables from two builds are not mixed up;
 	// with --from, the build that made the table.
@@ -464,7 +467,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				}
 			}
 			if err := writePower(out, runs, runsDir, jsonOut, powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(),
-				Faults: kindStrings(kinds), Density: cfg.Density, Admin: cfg.Admin, Guided: guided}); err != nil {
+				Faults: kindStrings(kinds), Density: cfg.Density, Admin: cfg.Admin, Guided: guided,
+				SpreadTopic: cfg.SpreadTopic}); err != nil {
 				return err
 			}
 			if len(failed) > 0 {
@@ -493,6 +497,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.DurationVar(&check.LivenessGrace, "liveness-grace", check.LivenessGrace, "time the controller has after healing to finish pending work; each run settles 5s past the longer grace")
 	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
 	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
+	f.BoolVar(&cfg.SpreadTopic, rundir.FlagSpreadTopic, true, "also create a second topic, RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host)")
 	f.Float64Var(&cfg.Density, "fault-density", 1.5, "mean number of faults in force at once (0: one at a time with quiet gaps)")
 	// A power table is hours of runs; per-run locking lets other users
 	// of a shared engine take turns instead of waiting for all of it.

@@ -49,6 +49,8 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 	admin.Admin = true
 	dense := admin
 	dense.Density = 1.5
+	spread := admin
+	spread.SpreadTopic = "chaos-rf2"
 	tests := []struct {
 		name     string
 		info     rundir.Info
@@ -60,6 +62,8 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 		{"non-idempotent producers", nonIdempotent, false},
 		{"with the admin workload", admin, false},
 		{"dense, re-planned from the seed", dense, false},
+		{"with the spread topic", spread, false},
+		{"with the spread topic, the stored schedule", spread, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

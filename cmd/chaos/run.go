@@ -122,7 +122,7 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		Seed: r.Seed, TimeLimit: r.TimeLimit, MinHold: r.MinHold, MaxHold: r.MaxHold,
 		NodeFlags: r.NodeFlags, Nodes: r.Nodes, Partitions: r.Partitions, NoWorkload: r.NoWorkload,
 		Producers: r.Producers, Readers: r.Readers, ZKSessionTimeout: r.SessionTimeout,
-		NonIdempotent: r.NonIdempotent, Admin: r.Admin, Density: r.FaultDensity,
+		NonIdempotent: r.NonIdempotent, Admin: r.Admin, Density: r.FaultDensity, SpreadTopic: r.SpreadTopic,
 	}
 	cfg.ZK.Servers = r.ZK
 	if r.FaultDensity < 0 || r.FaultDensity > 8 {
