@@ -57,6 +57,7 @@ func (c ISR) Check(h *history.History) Result {
 	}
 	grown := checkControllerISRGrowth(h, r)
 	joins, advances := checkDivergentISRMembers(h, r)
+	checkLeaderInISR(h, r)
 	// Both passes append in history order; keep the report so.
 	sort.SliceStable(r.violations, func(a, b int) bool {
 		return slices.Max(r.violations[a].Events) < slices.Max(r.violations[b].Events)
