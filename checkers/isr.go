@@ -13,7 +13,7 @@ import (
 // partition's ISR holds the partition's committed log, identical to the
 // leader's up to the high watermark. That is what makes electing any ISR
 // member safe, so a replica wrongly in the ISR loses acknowledged records
-// the day it is elected. Three ways in are judged, each from what the
+// the day it is elected. Four ways in are judged, each from what the
 // replicas did rather than from how the ISR was computed:
 //
 //   - A controller's state write that puts a broker into the ISR which the
@@ -44,6 +44,11 @@ import (
 //     a follower in only once its fetch offset has reached the high
 //     watermark (Partition.maybeExpandIsr), so the new member lacked the
 //     committed offsets [fetch offset, high watermark).
+//   - A partition state, written by a controller or by a leader, whose
+//     leader is not in its own ISR (isr_leader.go). Every Kafka election
+//     picks the leader from the ISR, and an unclean one sets ISR
+//     [leader], so such a leader can lack committed records that every
+//     follower then truncates away.
 type ISR struct{}
 
 // KnownUncleanElection: a controller whose process ran with the unclean
@@ -64,6 +69,7 @@ func (c ISR) Check(h *history.History) Result {
 	grown := checkControllerISRGrowth(h, r)
 	joins, advances := checkDivergentISRMembers(h, r)
 	expands := checkLaggingJoins(h, r)
+	checkLeaderInISR(h, r)
 	// Both passes append in history order; keep the report so.
 	sort.SliceStable(r.violations, func(a, b int) bool {
 		return slices.Max(r.violations[a].Events) < slices.Max(r.violations[b].Events)
@@ -72,7 +78,7 @@ func (c ISR) Check(h *history.History) Result {
 	r.detail("isr_joins", joins)
 	r.detail("leader_hw_advances", advances)
 	r.detail("leader_isr_expands", expands)
-	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, and no leader took in a follower whose fetch offset was below its high watermark (%d expands judged).",
+	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, no leader took in a follower whose fetch offset was below its high watermark (%d expands judged), and no partition state named a leader outside its ISR.",
 		grown, joins, advances, expands))
 }
 

@@ -118,6 +118,10 @@ type FailpointWorld interface {
 	// (node/failpoint.OnceFile in its data directory); the node must be
 	// down.
 	ArmAtStart(ctx context.Context, node int, name, action string) error
+	// PartitionReplicas returns topic's replica assignment
+	// (/brokers/topics/<topic>): each partition's replicas, the first its
+	// preferred replica.
+	PartitionReplicas(ctx context.Context, topic string) (map[int32][]int, error)
 }
 
 // FPPlan is what one failpoint fault does, drawn from its step's Pick: the

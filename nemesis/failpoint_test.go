@@ -85,6 +85,9 @@ func (w *fpWorld) PartitionISR(_ context.Context, topic string, p int32) (int, [
 	return 2, []int{2, 3, 1}, nil
 }
 func (w *fpWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
+func (w *fpWorld) PartitionReplicas(context.Context, string) (map[int32][]int, error) {
+	return map[int32][]int{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}, nil
+}
 func (w *fpWorld) SessionTimeout() time.Duration {
 	if w.session > 0 {
 		return w.session

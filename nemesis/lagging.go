@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,7 +20,15 @@ import (
 // lost writes. If leadership moves while the cut holds, the fault follows
 // it: the broker killed is the partition's leader at the moment its ISR is
 // itself alone, and it stays down for the hold and past the failover.
-// Heal restores the links and starts the leader again.
+// Once the controller has taken the death, the fault asks for a preferred
+// replica election of the partitions the killed leader led whose preferred
+// replica is another broker, as an operator running
+// kafka-preferred-replica-election.sh to bring an offline partition back
+// would: the preferred replica is live but out of the ISR, so a controller
+// must refuse it (it would elect a replica lacking acknowledged records).
+// The partition the fault cuts is, when there is one, a partition whose
+// leader is not its preferred replica, so that request has a partition to
+// refuse. Heal restores the links and starts the leader again.
 const KillLaggingLeader FaultKind = "kill-lagging-leader"
 
 // KillLaggingLeaderDoc describes the fault for the catalogue.
@@ -35,7 +44,7 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 	if parts < 1 {
 		parts = 1
 	}
-	p := int32(pick) % parts
+	p := laggingPartition(pick, parts, partitionLeaders(ctx, fw, topic, parts), replicasOf(ctx, fw, topic))
 	leader, _, err := fw.PartitionISR(ctx, topic, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
@@ -109,7 +118,7 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 			}
 		}
 		mu.Lock()
-		victim := lt
+		victim, vid := lt, leader
 		mu.Unlock()
 		err := n.KillTarget(kctx, victim)
 		mu.Lock()
@@ -118,6 +127,9 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		}
 		kerr = err
 		mu.Unlock()
+		if err == nil {
+			recoverPreferred(kctx, fw, n.Rec, topic, parts, p, vid)
+		}
 	}()
 	return func(ctx context.Context) error {
 		joinWatch(ctx, done, cancel)
@@ -153,3 +165,143 @@ func laggingWithin(fw FailpointWorld) time.Duration { return 12*time.Second + fw
 // session expires, the controller decides, and an election grace (5 s by
 // default) passes.
 func keepDown(fw FailpointWorld) time.Duration { return 2*fw.SessionTimeout() + 6*time.Second }
+
+// partitionLeaders reads the leader of each of topic's parts partitions;
+// a partition whose state cannot be read is left out.
+func partitionLeaders(ctx context.Context, fw isrReader, topic string, parts int32) map[int32]int {
+	out := map[int32]int{}
+	for q := range parts {
+		if l, _, err := fw.PartitionISR(ctx, topic, q); err == nil {
+			out[q] = l
+		}
+	}
+	return out
+}
+
+// replicasOf reads topic's assignment; nil when it cannot be read (the
+// fault then chooses as it did before it read assignments).
+func replicasOf(ctx context.Context, fw FailpointWorld, topic string) map[int32][]int {
+	a, err := fw.PartitionReplicas(ctx, topic)
+	if err != nil {
+		return nil
+	}
+	return a
+}
+
+// laggingPartition chooses the partition whose leader the fault cuts off:
+// among the partitions led by a broker other than their preferred replica
+// (after a failover or a reassignment), the pick-th, so the preferred
+// election the fault asks for once the leader is dead has a live preferred
+// replica outside the ISR to refuse; when every leader is its partition's
+// preferred replica, partition pick mod parts. The same pick on the same
+// roles chooses the same partition.
+func laggingPartition(pick int, parts int32, leaders map[int32]int, assign map[int32][]int) int32 {
+	var cands []int32
+	for q := range parts {
+		l, ok := leaders[q]
+		if as := assign[q]; ok && l >= 0 && len(as) > 0 && as[0] != l {
+			cands = append(cands, q)
+		}
+	}
+	if len(cands) > 0 {
+		return cands[pick%len(cands)]
+	}
+	return int32(pick % int(parts))
+}
+
+// isrReader reads a partition's leader and ISR (FailpointWorld's
+// PartitionISR).
+type isrReader interface {
+	PartitionISR(ctx context.Context, topic string, partition int32) (leader int, isr []int, err error)
+}
+
+// recoveryWorld is what the recovery election reads and asks: partition
+// roles and assignment from ZooKeeper and, when the world can, a preferred
+// election.
+type recoveryWorld interface {
+	isrReader
+	PartitionReplicas(ctx context.Context, topic string) (map[int32][]int, error)
+	SessionTimeout() time.Duration
+}
+
+// offlineWithin bounds the wait for the controller to take the killed
+// leader's death: its session expires, then the controller writes the
+// partition's new state within offlineGrace.
+func offlineWithin(w recoveryWorld) time.Duration { return w.SessionTimeout() + offlineGrace }
+
+var offlineGrace = 5 * time.Second
+
+// preferredElection is the fault record of the recovery election.
+const preferredElection = "preferred-election"
+
+// recoverPreferred asks, once the controller has taken the death of
+// broker dead (partition p no longer names it leader, or offlineWithin
+// passed), for a preferred replica election of the partitions dead led
+// when it was killed whose preferred replica is another broker and not
+// their leader now: an operator bringing offline partitions back. The
+// request and what the controller made of it are recorded as a
+// preferred-election fault. It returns the partitions asked for.
+func recoverPreferred(ctx context.Context, w recoveryWorld, rec *Recorder, topic string, parts, p int32, dead int) []int32 {
+	e, ok := w.(PreferredElector)
+	if !ok {
+		return nil
+	}
+	var led []int32
+	for q, l := range partitionLeaders(ctx, w, topic, parts) {
+		if l == dead {
+			led = append(led, q)
+		}
+	}
+	slices.Sort(led)
+	if len(led) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(offlineWithin(w))
+	for {
+		if l, _, err := w.PartitionISR(ctx, topic, p); err == nil && l != dead {
+			break
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	assign, err := w.PartitionReplicas(ctx, topic)
+	if err != nil {
+		return nil
+	}
+	var (
+		asked []int32
+		was   []string
+	)
+	for _, q := range led {
+		as := assign[q]
+		if len(as) == 0 || as[0] == dead {
+			continue
+		}
+		l, isr, err := w.PartitionISR(ctx, topic, q)
+		if err != nil || l == as[0] {
+			continue
+		}
+		asked = append(asked, q)
+		was = append(was, fmt.Sprintf("%s-%d (preferred replica n%d; leader %d, ISR %v)", topic, q, as[0], l, isr))
+	}
+	if len(asked) == 0 {
+		return nil
+	}
+	detail := fmt.Sprintf("n%d, the leader kill-lagging-leader killed, stays down: asked for a preferred replica election of %s, as an operator bringing them back would",
+		dead, strings.Join(was, ", "))
+	targets := []string{fmt.Sprintf("n%d", dead)}
+	id := rec.Start(preferredElection, targets, detail)
+	err = e.ElectPreferred(ctx, topic, asked)
+	var now []string
+	for _, q := range asked {
+		if l, isr, rerr := w.PartitionISR(ctx, topic, q); rerr == nil {
+			now = append(now, fmt.Sprintf("%s-%d leader %d, ISR %v", topic, q, l, isr))
+		}
+	}
+	rec.stopDetail(id, preferredElection, targets, "after the request: "+strings.Join(now, "; "), err)
+	return asked
+}

@@ -68,6 +68,11 @@ func (w *zkfWorld) PartitionISR(_ context.Context, _ string, p int32) (int, []in
 }
 func (w *zkfWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
 func (w *zkfWorld) SessionTimeout() time.Duration  { return 20 * time.Millisecond }
+
+// PartitionReplicas is createTopic's round-robin assignment.
+func (w *zkfWorld) PartitionReplicas(context.Context, string) (map[int32][]int, error) {
+	return map[int32][]int{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}, nil
+}
 func (w *zkfWorld) ArmFailpoint(_ context.Context, node int, name, action string) error {
 	w.log("arm n%d %s=%s", node, name, action)
 	w.mu.Lock()
