@@ -54,6 +54,16 @@ const (
 	// previous broker epoch to its new process, a request in flight across
 	// a broker restart (KAFKA-7235's window).
 	ProvokeBounceTwo = "bounce-other-then-third"
+	// ProvokeShutdownRestart SIGTERMs a broker other than the armed
+	// controller, one that follows a partition: its ControlledShutdown
+	// brings the controller to its window (the ISR shrink written, the
+	// StopReplica for the broker not sent yet), and once the controller
+	// holds there the broker, still waiting for the answer, is killed and
+	// started again. Released, the controller sends the StopReplica it
+	// meant for the previous process to the new one (the same address):
+	// only the broker-epoch check (KIP-380) keeps it from stopping a
+	// replica there.
+	ProvokeShutdownRestart = "terminate-other-then-restart"
 )
 
 // FPWindow is one failpoint window the fault can arm: the node program's
@@ -76,7 +86,7 @@ type FPWindow struct {
 // order (node/failpoint.Names; a test keeps them in step). New windows are
 // appended so a saved schedule's picks keep their meaning.
 var FPWindows = []FPWindow{
-	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3},
+	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo, ProvokeShutdownRestart}, controllerActions, 3},
 	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3},
 	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
 	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1},
@@ -299,7 +309,40 @@ func resolveRole(ctx context.Context, fw FailpointWorld, pr procs, plan FPPlan) 
 		}
 		other, err = pickFP(rest, plan.Pick/7)
 	}
+	if plan.Provoke == ProvokeShutdownRestart {
+		// The broker must follow a partition: the controller sends a
+		// StopReplica only for the partitions a shutting-down broker
+		// follows.
+		rest := free(pr, without(nodes, target))
+		if fs := followersAmong(ctx, fw, rest); len(fs) > 0 {
+			rest = fs
+		}
+		other, err = pickFP(rest, plan.Pick/7)
+	}
 	return target, other, err
+}
+
+// followersAmong returns the brokers of ts in the ISR of a partition of the
+// workload topic they do not lead, in ts's order.
+func followersAmong(ctx context.Context, fw FailpointWorld, ts []Target) []Target {
+	topic, parts := fw.WorkloadTopic()
+	follows := map[string]bool{}
+	for p := range parts {
+		if l, isr, err := fw.PartitionISR(ctx, topic, p); err == nil {
+			for _, r := range isr {
+				if r != l {
+					follows[fmt.Sprintf("n%d", r)] = true
+				}
+			}
+		}
+	}
+	var out []Target
+	for _, t := range ts {
+		if follows[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // free returns the brokers of ts no other fault holds, or ts when every one
@@ -410,6 +453,9 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	var mu sync.Mutex
 	var cur attempt
 	terminated := false
+	// holdUntil: a pause lasts at least until then (ProvokeShutdownRestart:
+	// until the restarted broker has registered).
+	var holdUntil time.Time
 	// begin claims target, records the fault, arms and provokes; on error
 	// everything it did is undone and recorded.
 	begin := func(ctx context.Context, target, other Target, note string) error {
@@ -471,6 +517,35 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			// window keeps the process alive until heal.
 			terminated = true
 			err = pr.terminate(ctx, target)
+		case ProvokeShutdownRestart:
+			err = pr.terminate(ctx, other)
+			if err != nil {
+				break
+			}
+			if waitReached(ctx, fw, id, name, since, reachWithin(fw)) {
+				// The broker waits for the held controller's answer: kill
+				// it and start it again. Its new process registers once
+				// the old session has expired (a session timeout after
+				// the kill, give or take ZooKeeper's tick); the hold lasts
+				// twice that, so the controller's requests meet the new
+				// process, registered, not a broker that is gone (the
+				// controller would drop them on seeing it gone).
+				killed := time.Now()
+				err = pr.bounce(ctx, other)
+				mu.Lock()
+				holdUntil = killed.Add(2 * fw.SessionTimeout())
+				mu.Unlock()
+				break
+			}
+			// The window was not reached: the broker finishes its
+			// controlled shutdown and exits; start it again, as an
+			// operator's restart would.
+			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = pr.waitExited(tctx, other)
+			cancel()
+			if err == nil {
+				err = pr.start(ctx, other)
+			}
 		}
 		if err != nil {
 			fw.DisarmFailpoint(context.WithoutCancel(ctx), id, name)
@@ -560,7 +635,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	heal := func(ctx context.Context) error {
 		joinWatch(ctx, watchDone, wcancel)
 		mu.Lock()
-		reachedAt, p, a := reached, paused, cur
+		reachedAt, p, a, until := reached, paused, cur, holdUntil
 		mu.Unlock()
 		if a.ended {
 			return nil
@@ -592,6 +667,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			if !reachedAt.IsZero() {
 				sleepUntil(ctx, reachedAt.Add(fw.SessionTimeout()))
 			}
+			sleepUntil(ctx, until)
 		}
 		if plan.Provoke == ProvokeRestart {
 			// An error at broker-before-register aborts the start-up and

@@ -197,7 +197,7 @@ func TestPlanFailpointCoversEverything(t *testing.T) {
 	}
 	for _, k := range []string{"r:" + RoleController, "r:" + RoleLeader, "r:" + RoleFollower, "r:" + RoleRestarted,
 		"a:" + FPSigstop, "a:" + FPPause, "a:" + FPError,
-		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart, "p:" + ProvokeBounceTwo} {
+		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart, "p:" + ProvokeBounceTwo, "p:" + ProvokeShutdownRestart} {
 		if !seen[k] {
 			t.Errorf("%s never drawn", k)
 		}
@@ -515,6 +515,49 @@ func TestFailpointReArmsOnNewController(t *testing.T) {
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("history lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// terminate-other-then-restart: the controller is armed, a broker that
+// follows a partition (n3: n2 leads, n1 is the controller) is sent SIGTERM,
+// and once the controller holds in the window that broker is bounced, and
+// the hold lasts until its new process can have registered; a window never
+// reached lets the broker finish its shutdown, and it is started again.
+func TestFailpointShutdownRestart(t *testing.T) {
+	pick := -1
+	for p := range 100000 {
+		if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeShutdownRestart {
+			pick = p
+			break
+		}
+	}
+	if pick < 0 {
+		t.Fatal("no pick plans controller-after-zk-write, pause, terminate-other-then-restart")
+	}
+	for _, reach := range []bool{true, false} {
+		w := &fpWorld{armed: map[string]time.Time{}, reach: reach, session: 100 * time.Millisecond}
+		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		held := time.Since(start)
+		w.mu.Lock()
+		calls := slices.Clone(w.calls)
+		w.mu.Unlock()
+		want := []string{"arm n1 controller-after-zk-write=1*pause", "terminate n3", "exited n3", "start n3", "disarm n1 controller-after-zk-write"}
+		if reach {
+			want = []string{"arm n1 controller-after-zk-write=1*pause", "terminate n3", "bounce n3", "disarm n1 controller-after-zk-write"}
+			if held < 150*time.Millisecond {
+				t.Errorf("released %s after the bounce; want a hold until two session timeouts (200 ms) after the kill", held)
+			}
+		}
+		if !slices.Equal(calls, want) {
+			t.Fatalf("reach %v: calls %q, want %q", reach, calls, want)
 		}
 	}
 }

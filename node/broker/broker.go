@@ -301,6 +301,13 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 				tp := history.TP(p.topic, p.partition)
 				pc := code
 				if code == 0 {
+					// ReplicaManager.stopReplicas (KIP-570, Kafka 2.6 to 3.4):
+					// NoEpoch and EpochDuringDelete bypass the check, a
+					// larger leader epoch stops the replica, an equal or
+					// smaller one is FENCED_LEADER_EPOCH. Kafka 3.5
+					// (KAFKA-13972) accepts an equal epoch too; the node
+					// follows 2.x. A partition not hosted has no epoch (-1),
+					// so any request stops it (HostedPartition.None).
 					cur := b.Replicas.leaderEpoch(tp)
 					if p.leaderEpoch == NoEpoch || p.leaderEpoch == EpochDuringDelete || p.leaderEpoch > cur {
 						if err := b.Data.StopReplica(tp, p.delete); err != nil {

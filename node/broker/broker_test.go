@@ -115,6 +115,7 @@ func TestStopReplicaLeaderEpochFencing(t *testing.T) {
 		{"newer leader epoch", "", 5, 100, 4, 0, 0},
 		{"no epoch (-1)", "", 5, 100, -1, 0, 0},
 		{"during delete (-2)", "", 5, 100, -2, 0, 0},
+		// Kafka 2.x refuses an equal epoch; only 3.5 (KAFKA-13972) accepts it.
 		{"same leader epoch", "", 5, 100, 3, 0, kerr.FencedLeaderEpoch.Code},
 		{"older leader epoch", "", 5, 100, 1, 0, kerr.FencedLeaderEpoch.Code},
 		{"stale broker epoch", "", 5, 50, 4, kerr.StaleBrokerEpoch.Code, kerr.StaleBrokerEpoch.Code},

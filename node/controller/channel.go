@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -179,6 +182,7 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 				continue
 			}
 		}
+		resent := false
 		for attempt := 1; ; attempt++ {
 			if sq.ctx.Err() != nil {
 				return
@@ -196,6 +200,18 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 			if err == nil {
 				m.c.onResponse(sq.broker.ID, req, resp)
 				break
+			}
+			if peerClosed(err) && !resent {
+				// Kafka's RequestSendThread asks NetworkClientUtils.isReady
+				// before each send, which polls the connection first: an
+				// idle connection the broker closed (it exited, or was
+				// killed and restarted) is seen as gone and the request
+				// goes over a new connection at once. Here the dead
+				// connection shows only when the request fails on it, so
+				// it is sent again at once, once; further failures back
+				// off as Kafka's do (RequestSendThread.backoff).
+				resent = true
+				continue
 			}
 			select {
 			case <-sq.ctx.Done():
@@ -234,4 +250,12 @@ func describeSent(req kmsg.Request, target int32) history.Control {
 		c.API, c.ControllerID, c.ControllerEpoch, c.BrokerEpoch = history.APIUpdateMetadata, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch
 	}
 	return c
+}
+
+// peerClosed says whether a request failed because the broker had closed
+// the connection (end of stream, reset, broken pipe), not because it could
+// not be reached or did not answer in time.
+func peerClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,9 +119,11 @@ func TestRemoveBrokerAbortsRequestToSilentBroker(t *testing.T) {
 	}
 }
 
-// flakyClient fails its first fails requests, then answers.
+// flakyClient fails its first fails requests (with err, default
+// "connection refused"), then answers.
 type flakyClient struct {
 	fails int
+	err   error
 	corr  int32
 	done  chan struct{}
 }
@@ -128,6 +132,9 @@ func (f *flakyClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	f.corr++
 	if f.fails > 0 {
 		f.fails--
+		if f.err != nil {
+			return nil, f.err
+		}
 		return nil, errors.New("connection refused")
 	}
 	defer close(f.done)
@@ -181,5 +188,44 @@ func TestControlSentRecordsMeantBrokerEpochOnEveryAttempt(t *testing.T) {
 		if a.BrokerEpoch != -1 || a.MeantBrokerEpoch != 4242 || a.Attempt != i+1 || a.CorrelationID != int32(i+1) {
 			t.Errorf("attempt %d: %+v; want broker epoch -1 on the wire, meant 4242, attempt %d, correlation id %d", i+1, a, i+1, i+1)
 		}
+	}
+}
+
+// A request that fails because the broker had closed the connection (it
+// was killed and restarted) is sent again at once over a new connection,
+// as Kafka's RequestSendThread, which polls the connection before sending,
+// never sends on a dead one; other failures back off.
+func TestSendThreadResendsAtOnceOnAConnectionThePeerClosed(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		fails     int
+		wantQuick bool
+	}{
+		{"peer closed (EOF)", fmt.Errorf("read LeaderAndISR response: %w", io.EOF), 1, true},
+		{"peer reset", fmt.Errorf("write: %w", syscall.ECONNRESET), 1, true},
+		{"closed twice: the second backs off", fmt.Errorf("read: %w", io.EOF), 2, false},
+		{"refused: backs off", nil, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			backoff := 300 * time.Millisecond
+			c := &Controller{cfg: Config{SocketTimeout: time.Second, RetryBackoff: backoff}, log: eventlog.New(nil, 1, io.Discard)}
+			m := newChannelManager(c)
+			fc := &flakyClient{fails: tt.fails, err: tt.err, done: make(chan struct{})}
+			m.newClient = func(brokerInfo) requester { return fc }
+			m.addBroker(brokerInfo{ID: 2, Host: "127.0.0.1", Port: 1})
+			defer m.shutdown()
+			start := time.Now()
+			m.send(2, kmsg.NewPtrLeaderAndISRRequest(), 0)
+			select {
+			case <-fc.done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the request was never answered")
+			}
+			if quick := time.Since(start) < backoff; quick != tt.wantQuick {
+				t.Fatalf("answered after %s; want quicker than the %s backoff: %v", time.Since(start), backoff, tt.wantQuick)
+			}
+		})
 	}
 }

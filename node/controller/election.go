@@ -99,6 +99,14 @@ func (c *Controller) electOffline(ctx context.Context) error {
 // changed partitions and UpdateMetadata to every live broker. extra adds
 // more requests to the same batch.
 func (c *Controller) changeAndSend(ctx context.Context, tps []history.TopicPartition, mk func(tp history.TopicPartition) decide, extra func(b *batch, changed []history.TopicPartition)) error {
+	return c.changeAndSendTo(ctx, tps, mk, c.liveReplicas, extra)
+}
+
+// changeAndSendTo is changeAndSend with the LeaderAndIsr recipients of each
+// changed partition given by to (Kafka's state machines choose them per
+// transition: ReplicaStateMachine's OfflineReplica leaves the replica out).
+func (c *Controller) changeAndSendTo(ctx context.Context, tps []history.TopicPartition, mk func(tp history.TopicPartition) decide,
+	to func(tp history.TopicPartition) []int32, extra func(b *batch, changed []history.TopicPartition)) error {
 	var changed []history.TopicPartition
 	for _, tp := range tps {
 		done, err := c.updateStates(ctx, []history.TopicPartition{tp}, mk(tp))
@@ -118,7 +126,7 @@ func (c *Controller) changeAndSend(ctx context.Context, tps []history.TopicParti
 	}
 	b := c.newBatch()
 	for _, tp := range changed {
-		b.leaderAndIsr(c.liveReplicas(tp), tp, false)
+		b.leaderAndIsr(to(tp), tp, false)
 	}
 	if extra != nil {
 		extra(b, changed)

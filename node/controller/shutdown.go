@@ -75,8 +75,13 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 			followed = append(followed, tp)
 		}
 	}
-	// ControlledShutdownPartitionLeaderElectionStrategy: next live ISR
-	// member that is not shutting down.
+	// Partitions it leads: partitionStateMachine.handleStateChanges(...,
+	// OnlinePartition, ControlledShutdownPartitionLeaderElectionStrategy):
+	// the next live ISR member that is not shutting down leads, the
+	// broker leaves the ISR (leader epoch + 1), and the LeaderAndIsr goes
+	// to the replicas live or shutting down (PartitionStateMachine's
+	// leaderForControlledShutdown recipients), the broker included: it
+	// becomes a follower at the new epoch.
 	err := c.changeAndSend(ctx, led, func(tp history.TopicPartition) decide {
 		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
 			isr := removeFromISR(cur.ISR, []int32{e.id})
@@ -88,22 +93,8 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 			return cur, false
 		}
 	}, nil)
-	if err == nil {
-		// Followers on the broker: out of the ISR, then StopReplica
-		// (delete=false) carrying the new leader epoch.
-		err = c.changeAndSend(ctx, followed, func(tp history.TopicPartition) decide {
-			return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
-				isr := removeFromISR(cur.ISR, []int32{e.id})
-				if slices.Equal(isr, cur.ISR) {
-					return cur, false
-				}
-				return zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
-			}
-		}, func(b *batch, _ []history.TopicPartition) {
-			for _, tp := range followed {
-				b.stopReplica(e.id, tp, false, c.ctx.state[tp].st.LeaderEpoch)
-			}
-		})
+	if err == nil && len(followed) > 0 {
+		err = c.shutDownFollowers(ctx, e.id, followed)
 	}
 	if errors.Is(err, errControllerMoved) {
 		c.events.push(evControllerChange{})
@@ -115,4 +106,69 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		}
 	}
 	return finish(0)
+}
+
+// shutDownFollowers takes the shutting-down broker id off the partitions it
+// follows, as Kafka 2.x's KafkaController.doControlledShutdown does (read
+// at 2.7.0; 2.4 to 3.4 agree):
+//
+//  1. A batch of its own, before any ZooKeeper write: StopReplica
+//     (deletePartition=false) to id for every followed partition
+//     (brokerRequestBatch.addStopReplicaRequestForBrokers, then
+//     sendRequestsToBrokers).
+//  2. replicaStateMachine.handleStateChanges(..., OfflineReplica): in one
+//     batch, StopReplica (deletePartition=false) to id again, added before
+//     removeReplicasFromIsr, so both carry the leader epoch from before the
+//     shrink (addStopReplicaRequestForBrokers reads
+//     partitionLeadershipInfo when it is called); then the ISR shrink
+//     written to ZooKeeper (newLeaderAndIsr: leader epoch + 1); then
+//     LeaderAndIsr to the partition's replicas other than id
+//     (partitionReplicaAssignment.filterNot(_ == replicaId), sent to those
+//     live or shutting down) for every partition, shrunk or not (a
+//     partition whose ISR lacked id keeps its state but is still in
+//     doRemoveReplicasFromIsr's answer), and UpdateMetadata for them to
+//     every live or shutting-down broker.
+//
+// So the shutting-down broker never hears of the shrink (no LeaderAndIsr):
+// its replica keeps the pre-shrink leader epoch, and both StopReplicas
+// carry that same epoch, which a 2.x broker refuses with
+// FENCED_LEADER_EPOCH (ReplicaManager.stopReplicas stops a replica only for
+// a larger epoch before KAFKA-13972, 3.5). The broker stops its replicas
+// when it exits. The second StopReplica is sent after the ZooKeeper write:
+// held there (controller-after-zk-write) while the broker restarts, it
+// reaches the new process with the previous process's broker epoch, and
+// only the broker-epoch check (KIP-380) keeps it from stopping a replica
+// there.
+func (c *Controller) shutDownFollowers(ctx context.Context, id int32, followed []history.TopicPartition) error {
+	pre := c.newBatch()
+	epochs := make(map[history.TopicPartition]int32, len(followed))
+	for _, tp := range followed {
+		epochs[tp] = c.ctx.state[tp].st.LeaderEpoch
+		pre.stopReplica(id, tp, false, epochs[tp])
+	}
+	pre.send()
+	others := func(tp history.TopicPartition) []int32 {
+		return slices.DeleteFunc(c.liveReplicas(tp), func(r int32) bool { return r == id })
+	}
+	return c.changeAndSendTo(ctx, followed, func(tp history.TopicPartition) decide {
+		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
+			isr := removeFromISR(cur.ISR, []int32{id})
+			if slices.Equal(isr, cur.ISR) {
+				return cur, false
+			}
+			return zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
+		}
+	}, others, func(b *batch, changed []history.TopicPartition) {
+		var same []history.TopicPartition
+		for _, tp := range followed {
+			b.stopReplica(id, tp, false, epochs[tp])
+			if !slices.Contains(changed, tp) {
+				same = append(same, tp)
+				b.leaderAndIsr(others(tp), tp, false)
+			}
+		}
+		if len(same) > 0 {
+			b.updateMetadata(brokerIDs(c.ctx.live), same)
+		}
+	})
 }
