@@ -41,6 +41,10 @@ type openingSpec struct {
 	bug                     string // the seed bug whose window it opens
 	kind                    FaultKind
 	window, action, provoke string
+	// alt are other provocations of the same window that open the same
+	// seed bug's window; each seed draws one of provoke and alt, so the
+	// nightly's seeds between them open every one.
+	alt []string
 	// hold is the planned hold: about when the window ends (the fault's
 	// heal waits for its window's end beyond it).
 	hold time.Duration
@@ -54,8 +58,12 @@ var openingSpecs = []openingSpec{
 	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-broker-change", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
 	// The controller holds between its ZooKeeper write and its
 	// LeaderAndIsr, and a broker it is sending to restarts meanwhile: the
-	// request carries the previous process's broker epoch.
-	{bug: "KAFKA-7235", kind: FailpointFault, window: "controller-after-zk-write", action: FPPause, provoke: ProvokeBounceTwo, hold: 6 * time.Second},
+	// request carries the previous process's broker epoch. Half the seeds
+	// get there by a bounce and a third broker's bounce (the LeaderAndIsr
+	// of a failure), half by a broker's controlled shutdown and its restart
+	// (the StopReplica of KIP-380's own story): a broker that checks the
+	// epoch on one request type and not the other is found either way.
+	{bug: "KAFKA-7235", kind: FailpointFault, window: "controller-after-zk-write", action: FPPause, provoke: ProvokeBounceTwo, alt: []string{ProvokeShutdownRestart}, hold: 6 * time.Second},
 	// A leader dies once its followers lag out of the ISR.
 	{bug: "KAFKA-3861", kind: KillLaggingLeader, hold: 12 * time.Second},
 	// The controller fails over to a broker whose ZooKeeper server lags.
@@ -74,7 +82,7 @@ func OpeningBug(st Step) string {
 			return o.bug
 		}
 		p := PlanFailpoint(st.Pick)
-		if p.Window.Name == o.window && p.Action == o.action && p.Provoke == o.provoke {
+		if p.Window.Name == o.window && p.Action == o.action && (p.Provoke == o.provoke || slices.Contains(o.alt, p.Provoke)) {
 			return o.bug
 		}
 	}
@@ -82,11 +90,18 @@ func OpeningBug(st Step) string {
 }
 
 // openingPick draws a failpoint pick that plans o's window, action and
-// provocation; the rest of the plan (partition, candidate) stays random.
+// provocation (one of provoke and alt, drawn first); the rest of the plan
+// (partition, candidate) stays random.
 func openingPick(r *rand.Rand, o openingSpec) (int, bool) {
+	provoke := o.provoke
+	if len(o.alt) > 0 {
+		if i := r.IntN(len(o.alt) + 1); i > 0 {
+			provoke = o.alt[i-1]
+		}
+	}
 	for range 1 << 16 {
 		p := r.IntN(1 << 16)
-		if pl := PlanFailpoint(p); pl.Window.Name == o.window && pl.Action == o.action && pl.Provoke == o.provoke {
+		if pl := PlanFailpoint(p); pl.Window.Name == o.window && pl.Action == o.action && pl.Provoke == provoke {
 			return p, true
 		}
 	}

@@ -333,3 +333,30 @@ func TestOpeningTriedAgain(t *testing.T) {
 		})
 	}
 }
+
+// The KAFKA-7235 opening reaches its window by either provocation, each
+// on a share of the seeds, and both are named as that opening.
+func TestOpeningProvocationsAlternate(t *testing.T) {
+	seen := map[string]int{}
+	for seed := uint64(1); seed <= 40; seed++ {
+		s := Plan(seed, full, time.Minute, 2*time.Second, 6*time.Second, Catalogue)
+		for _, st := range s.Steps {
+			if !st.Opening || st.Kind != FailpointFault {
+				continue
+			}
+			p := PlanFailpoint(st.Pick)
+			if p.Window.Name != "controller-after-zk-write" {
+				continue
+			}
+			if got := OpeningBug(st); got != "KAFKA-7235" {
+				t.Fatalf("seed %d: opening %s (%s) named %q, want KAFKA-7235", seed, p.Window.Name, p.Provoke, got)
+			}
+			seen[p.Provoke]++
+		}
+	}
+	for _, pv := range []string{ProvokeBounceTwo, ProvokeShutdownRestart} {
+		if seen[pv] < 10 {
+			t.Errorf("the KAFKA-7235 opening provoked by %s on %d of 40 seeds, want at least 10 (all: %v)", pv, seen[pv], seen)
+		}
+	}
+}
