@@ -2,18 +2,17 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // failpointWorld is the run's world with what the nemesis's failpoint fault
@@ -158,33 +157,14 @@ func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partiti
 }
 
 // PartitionReplicas reads topic's assignment znode, as the admin tools
-// did (workloads/admin.go reads it the same way).
+// did.
 func (f *failpointWorld) PartitionReplicas(ctx context.Context, topic string) (map[int32][]int, error) {
 	p := "/brokers/topics/" + topic
 	b, err := f.get(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return parseAssignment(p, b)
-}
-
-// parseAssignment reads the partition → replicas map of a topic znode.
-func parseAssignment(p string, b []byte) (map[int32][]int, error) {
-	var v struct {
-		Partitions map[string][]int `json:"partitions"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("malformed %s %q: %w", p, b, err)
-	}
-	out := make(map[int32][]int, len(v.Partitions))
-	for k, r := range v.Partitions {
-		n, err := strconv.ParseInt(k, 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("malformed %s: partition %q", p, k)
-		}
-		out[int32(n)] = r
-	}
-	return out, nil
+	return workloads.DecodeAssignment(p, b)
 }
 
 func (f *failpointWorld) WorkloadTopic() (string, int32) { return f.topic, f.partitions }

@@ -234,10 +234,14 @@ func (o *adminOp) assignment(ctx context.Context, topic string) (map[int32][]int
 	if err != nil {
 		return nil, err
 	}
-	return decodeAssignment(p, b)
+	return DecodeAssignment(p, b)
 }
 
-func decodeAssignment(p string, b []byte) (map[int32][]int, error) {
+// DecodeAssignment reads the partition → replicas map of a topic znode
+// (/brokers/topics/<t>, data b read from path p) the way the ZooKeeper-era
+// admin tools did; the harness reads assignments through it too, so the
+// format has one reader.
+func DecodeAssignment(p string, b []byte) (map[int32][]int, error) {
 	var v struct {
 		Partitions map[string][]int `json:"partitions"`
 	}

@@ -100,12 +100,12 @@ func TestRotateAndDecodeAssignment(t *testing.T) {
 	if !slices.Equal(in, []int{1, 2}) {
 		t.Fatal("rotate changed its argument")
 	}
-	as, err := decodeAssignment("/brokers/topics/t", []byte(`{"version":2,"partitions":{"0":[1,2,3],"1":[2,3,1]}}`))
+	as, err := DecodeAssignment("/brokers/topics/t", []byte(`{"version":2,"partitions":{"0":[1,2,3],"1":[2,3,1]}}`))
 	if err != nil || !slices.Equal(as[1], []int{2, 3, 1}) || len(as) != 2 {
 		t.Fatalf("decode = %v, %v", as, err)
 	}
 	for _, bad := range []string{`{"partitions":{"x":[1]}}`, `{"partitions":{"-1":[1]}}`, `not json`} {
-		if _, err := decodeAssignment("/brokers/topics/t", []byte(bad)); err == nil || !strings.Contains(err.Error(), "/brokers/topics/t") {
+		if _, err := DecodeAssignment("/brokers/topics/t", []byte(bad)); err == nil || !strings.Contains(err.Error(), "/brokers/topics/t") {
 			t.Errorf("decode %s: %v, want an error naming the znode", bad, err)
 		}
 	}

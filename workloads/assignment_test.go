@@ -1,4 +1,4 @@
-package harness
+package workloads
 
 import (
 	"maps"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseAssignment(t *testing.T) {
+func TestDecodeAssignmentTable(t *testing.T) {
 	for _, tt := range []struct {
 		data    string
 		want    map[int32][]int
@@ -18,13 +18,13 @@ func TestParseAssignment(t *testing.T) {
 		{`{"partitions":{"-1":[1]}}`, nil, true},
 		{`not json`, nil, true},
 	} {
-		got, err := parseAssignment("/brokers/topics/chaos", []byte(tt.data))
+		got, err := DecodeAssignment("/brokers/topics/chaos", []byte(tt.data))
 		if (err != nil) != tt.wantErr {
-			t.Errorf("parseAssignment(%s): error %v, want error %v", tt.data, err, tt.wantErr)
+			t.Errorf("DecodeAssignment(%s): error %v, want error %v", tt.data, err, tt.wantErr)
 			continue
 		}
 		if !maps.EqualFunc(got, tt.want, slices.Equal[[]int]) {
-			t.Errorf("parseAssignment(%s) = %v, want %v", tt.data, got, tt.want)
+			t.Errorf("DecodeAssignment(%s) = %v, want %v", tt.data, got, tt.want)
 		}
 	}
 }
