@@ -360,6 +360,17 @@ func TestBrokerFencing(t *testing.T) {
 			shutdown(b, 2, 50, 50, history.VerdictAccepted)
 			return nil
 		}},
+		// The new process has sent its own request by the time the
+		// controller acts on the queued one of the previous process: the
+		// previous process's record still shows its request came first.
+		{name: "stale controlled shutdown queued, the new process asked too", want: Valid, explain: KnownQueuedShutdown, build: func(b *hb.Builder) []int {
+			process(b, 2, 50)
+			shutdownSent(b, 2, 50)
+			process(b, 2, 80)
+			shutdownSent(b, 2, 80)
+			shutdown(b, 2, 50, 50, history.VerdictAccepted)
+			return nil
+		}},
 		// Without the sender's record nothing shows the request came
 		// first: a controller that missed the restart keeps the old epoch
 		// in its cache too (KAFKA-7235).

@@ -229,6 +229,14 @@ func (c BrokerFencing) Check(h *history.History) Result {
 	}
 	checked, shutdowns, unfenced, unfencedShutdowns := 0, 0, 0, 0
 	lastShutdownSend := map[int32]procReg{} // broker → its latest own record of sending ControlledShutdown
+	// (broker, process epoch) → that process's latest record of sending
+	// ControlledShutdown: the queued request a controller acts on may be
+	// an earlier process's while the new process has already sent its own.
+	type proc struct {
+		broker int32
+		epoch  int64
+	}
+	shutdownSentBy := map[proc]int{}
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
@@ -342,6 +350,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			if sd.Verdict == history.VerdictSent {
 				if sd.MeantBrokerEpoch > 0 {
 					lastShutdownSend[sd.BrokerID] = procReg{sd.MeantBrokerEpoch, e.Index}
+					shutdownSentBy[proc{sd.BrokerID, sd.MeantBrokerEpoch}] = e.Index
 				}
 				continue
 			}
@@ -376,10 +385,10 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			// cache. A request with no such record proves no order, and
 			// a controller that missed the restart (KAFKA-7235's other
 			// half) also keeps the old epoch: both stay violations.
-			if s, ok := lastShutdownSend[sd.BrokerID]; ok && known && s.epoch == sender && s.idx < l.idx && sd.CachedBrokerEpoch == sender {
-				r.knownAnomaly(KnownQueuedShutdown, []int{e.Index, s.idx, l.idx},
+			if sentAt, ok := shutdownSentBy[proc{sd.BrokerID, sender}]; ok && known && sentAt < l.idx && sd.CachedBrokerEpoch == sender {
+				r.knownAnomaly(KnownQueuedShutdown, []int{e.Index, sentAt, l.idx},
 					"controller %d acted on ControlledShutdown of %s (%s) that its previous process (broker epoch %d) sent at event %d, after the broker re-registered with czxid %d (event %d) but while its cache still held epoch %d: the request was queued ahead of that broker change, and KIP-380 checks the controller's cached epoch, so Kafka moves leadership off the new process too.",
-					e.Node, nodeName(sd.BrokerID), ev(e), sender, s.idx, l.epoch, l.idx, sender)
+					e.Node, nodeName(sd.BrokerID), ev(e), sender, sentAt, l.epoch, l.idx, sender)
 				continue
 			}
 			evs := []int{e.Index}
