@@ -325,20 +325,26 @@ func resolveRole(ctx context.Context, fw FailpointWorld, pr procs, plan FPPlan) 
 // followersAmong returns the brokers of ts in the ISR of a partition of the
 // workload topic they do not lead, in ts's order.
 func followersAmong(ctx context.Context, fw FailpointWorld, ts []Target) []Target {
+	return amongRoles(ctx, fw, ts, func(leader int, isr []int) []int {
+		return slices.DeleteFunc(slices.Clone(isr), func(r int) bool { return r == leader })
+	})
+}
+
+// amongRoles returns the brokers of ts that role names for some partition
+// of the workload topic now (given its leader and ISR), in ts's order.
+func amongRoles(ctx context.Context, fw FailpointWorld, ts []Target, role func(leader int, isr []int) []int) []Target {
 	topic, parts := fw.WorkloadTopic()
-	follows := map[string]bool{}
+	named := map[string]bool{}
 	for p := range parts {
 		if l, isr, err := fw.PartitionISR(ctx, topic, p); err == nil {
-			for _, r := range isr {
-				if r != l {
-					follows[fmt.Sprintf("n%d", r)] = true
-				}
+			for _, b := range role(l, isr) {
+				named[fmt.Sprintf("n%d", b)] = true
 			}
 		}
 	}
 	var out []Target
 	for _, t := range ts {
-		if follows[t.Name] {
+		if named[t.Name] {
 			out = append(out, t)
 		}
 	}
@@ -378,20 +384,12 @@ func resolveRoleSoon(ctx context.Context, fw FailpointWorld, pr procs, plan FPPl
 // leadersAmong returns the brokers of ts that lead a partition of the
 // workload topic now, in ts's order.
 func leadersAmong(ctx context.Context, fw FailpointWorld, ts []Target) []Target {
-	topic, parts := fw.WorkloadTopic()
-	lead := map[string]bool{}
-	for p := range parts {
-		if l, _, err := fw.PartitionISR(ctx, topic, p); err == nil && l >= 0 {
-			lead[fmt.Sprintf("n%d", l)] = true
+	return amongRoles(ctx, fw, ts, func(leader int, _ []int) []int {
+		if leader < 0 {
+			return nil
 		}
-	}
-	var out []Target
-	for _, t := range ts {
-		if lead[t.Name] {
-			out = append(out, t)
-		}
-	}
-	return out
+		return []int{leader}
+	})
 }
 
 // waitReached polls until node reports reaching window name or within
