@@ -210,7 +210,7 @@ func (c *RunConfig) Info() rundir.Info {
 		Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, Producers: c.Producers, Readers: c.Readers,
 		Acks: c.Acks, NonIdempotent: c.NonIdempotent, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
 		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
-		Admin: c.Admin, Density: c.Density, SpreadTopic: spread,
+		Admin: c.Admin, Density: c.Density, SpreadTopic: spread, Build: rundir.BuildRevision(),
 	}
 }
 

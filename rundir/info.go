@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 )
 
@@ -53,6 +54,11 @@ type Info struct {
 	// harness.RunConfig.SpreadTopic); "" when the run had none, as every
 	// run stored before it existed.
 	SpreadTopic string `json:"SpreadTopic,omitempty"`
+	// Build is the commit the binary that made the run was built from
+	// (BuildRevision), so figures folded from runs of several days name
+	// the builds they mix; "" for test binaries and runs stored before it
+	// existed.
+	Build string `json:"Build,omitempty"`
 }
 
 // ZK is the ZooKeeper ensemble of a run.
@@ -82,4 +88,29 @@ func ReadInfo(runDir string) (*Info, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return &ri, nil
+}
+
+// BuildRevision is the VCS commit this binary was built from, shortened to
+// 12 hex digits, with "+modified" when the checkout had changes; "" when
+// the build recorded none (go run, go test, -buildvcs=false).
+func BuildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev[:min(12, len(rev))] + modified
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -328,6 +327,13 @@ type powerReport struct {
 	// checkout had changes), so tables from two builds are not mixed up;
 	// with --from, the build that made the table.
 	Build string `json:"build,omitempty"`
+	// RunBuild is the build every run names in its run.json, when they
+	// agree; runs of several builds are named in Mixed instead.
+	RunBuild string `json:"run_build,omitempty"`
+	// Mixed names each run setting a --from table's runs disagree on,
+	// with its values and how many runs had each: such a row does not
+	// measure one configuration.
+	Mixed []string `json:"mixed_settings,omitempty"`
 	// From lists the directories a --from table was made of; the run
 	// settings above are then those of the runs, not of this command.
 	From      []string   `json:"from,omitempty"`
@@ -378,14 +384,16 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				// A table from runs already made: per-seed invocations
 				// (each holding the Docker lock for one run) or batches
 				// on several days fold into one table.
-				runs, err := judgeStoredPowerRuns(cmd.ErrOrStderr(), from)
+				runs, infos, err := judgeStoredPowerRuns(cmd.ErrOrStderr(), from)
 				if err != nil {
 					return withCode(exitBad, err)
 				}
 				if !cmd.Flags().Changed("runs") {
 					runsDir = from[0]
 				}
-				return writePower(cmd.OutOrStdout(), runs, runsDir, jsonOut, powerReport{Seeds: len(runs), From: from})
+				rep := powerReport{From: from}
+				foldStoredSettings(&rep, runs, infos)
+				return writePower(cmd.OutOrStdout(), runs, runsDir, jsonOut, rep)
 			}
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
@@ -520,10 +528,16 @@ func kindStrings(kinds []nemesis.FaultKind) []string {
 // rows, unreached windows and runs are filled in here.
 func writePower(out io.Writer, runs []powerRun, runsDir, jsonOut string, rep powerReport) error {
 	rep.Rows, rep.Unreached, rep.Runs = powerTable(runs), unreachedWindows(runs), runs
-	rep.Build = buildRevision()
+	rep.Build = rundir.BuildRevision()
 	var table strings.Builder
 	printPowerTable(&table, rep.Rows, rep.Unreached)
 	printPowerMisses(&table, runs)
+	for _, m := range rep.Mixed {
+		fmt.Fprintf(&table, "mixed settings: %s\n", m)
+	}
+	if rep.RunBuild != "" {
+		fmt.Fprintf(&table, "runs built from: %s\n", rep.RunBuild)
+	}
 	if rep.Build != "" {
 		fmt.Fprintf(&table, "build: %s\n", rep.Build)
 	}
@@ -570,13 +584,13 @@ func storedPowerSwitch(info *rundir.Info) (powerSwitch, bool) {
 // judgeStoredPowerRuns judges every checked run directory under dirs, in
 // name order (their run ids start with the time they ran). A directory that
 // is not a checked random run of a power switch is named on warn and left
-// out; one whose files do not read is an error.
-func judgeStoredPowerRuns(warn io.Writer, dirs []string) ([]powerRun, error) {
-	var runs []powerRun
+// out; one whose files do not read is an error. infos[i] is the run.json of
+// runs[i].
+func judgeStoredPowerRuns(warn io.Writer, dirs []string) (runs []powerRun, infos []*rundir.Info, err error) {
 	for _, root := range dirs {
 		entries, err := os.ReadDir(root)
 		if err != nil {
-			return nil, fmt.Errorf("--from: %w", err)
+			return nil, nil, fmt.Errorf("--from: %w", err)
 		}
 		for _, e := range entries {
 			dir := filepath.Join(root, e.Name())
@@ -588,7 +602,7 @@ func judgeStoredPowerRuns(warn io.Writer, dirs []string) ([]powerRun, error) {
 			}
 			info, err := rundir.ReadInfo(dir)
 			if err != nil || info == nil {
-				return nil, fmt.Errorf("--from %s: %v", dir, err)
+				return nil, nil, fmt.Errorf("--from %s: %v", dir, err)
 			}
 			sw, ok := storedPowerSwitch(info)
 			if !ok {
@@ -602,37 +616,78 @@ func judgeStoredPowerRuns(warn io.Writer, dirs []string) ([]powerRun, error) {
 			}
 			h, err := history.ReadDir(dir)
 			if err != nil {
-				return nil, fmt.Errorf("--from %s: %w", dir, err)
+				return nil, nil, fmt.Errorf("--from %s: %w", dir, err)
 			}
 			runs = append(runs, judgePowerRun(sw, info.Seed, dir, res.Verdict, res.Results, h))
+			infos = append(infos, info)
 		}
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("--from %s: no checked random runs of a power switch", strings.Join(dirs, ","))
+		return nil, nil, fmt.Errorf("--from %s: no checked random runs of a power switch", strings.Join(dirs, ","))
 	}
-	return runs, nil
+	return runs, infos, nil
 }
 
-// buildRevision is the VCS revision the binary was built from, "" when the
-// build did not record one (go run, go test).
-func buildRevision() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev, modified string
-	for _, st := range bi.Settings {
-		switch st.Key {
-		case "vcs.revision":
-			rev = st.Value
-		case "vcs.modified":
-			if st.Value == "true" {
-				modified = "+modified"
-			}
+// storedSettings are the run settings a folded table must not mix
+// unnoticed: a row of 30 s runs and 60 s runs, or of two builds, measures
+// no one configuration. set records a value all runs share in the report.
+var storedSettings = []struct {
+	name string
+	of   func(*rundir.Info) string
+	set  func(*powerReport, *rundir.Info)
+}{
+	{"time limit", func(i *rundir.Info) string { return i.TimeLimit.String() }, func(r *powerReport, i *rundir.Info) { r.TimeLimit = i.TimeLimit.String() }},
+	{"faults", func(i *rundir.Info) string { return strings.Join(i.Faults, ",") }, func(r *powerReport, i *rundir.Info) { r.Faults = i.Faults }},
+	{"fault density", func(i *rundir.Info) string { return fmt.Sprint(i.Density) }, func(r *powerReport, i *rundir.Info) { r.Density = i.Density }},
+	{"admin workload", func(i *rundir.Info) string { return fmt.Sprint(i.Admin) }, func(r *powerReport, i *rundir.Info) { r.Admin = i.Admin }},
+	{"spread topic", func(i *rundir.Info) string { return fmt.Sprint(i.SpreadTopic != "") }, func(r *powerReport, i *rundir.Info) { r.SpreadTopic = i.SpreadTopic != "" }},
+	{"fault holds", func(i *rundir.Info) string { return i.MinHold.String() + "-" + i.MaxHold.String() }, nil},
+	{"ZooKeeper servers", func(i *rundir.Info) string { return fmt.Sprint(i.ZK.Servers) }, nil},
+	{"session timeout", func(i *rundir.Info) string { return i.ZKSessionTimeout.String() }, nil},
+	{"build", func(i *rundir.Info) string { return i.Build }, func(r *powerReport, i *rundir.Info) { r.RunBuild = i.Build }},
+}
+
+// foldStoredSettings fills a --from report's run settings from the runs'
+// run.json: a setting they all share is recorded as for a table made by
+// running, one they differ on is named in rep.Mixed with each value's run
+// count. Seeds is the most runs any switch has, FirstSeed the lowest seed.
+func foldStoredSettings(rep *powerReport, runs []powerRun, infos []*rundir.Info) {
+	perSwitch := map[string]int{}
+	for i, r := range runs {
+		perSwitch[r.Switch]++
+		rep.Seeds = max(rep.Seeds, perSwitch[r.Switch])
+		if i == 0 || r.Seed < rep.FirstSeed {
+			rep.FirstSeed = r.Seed
 		}
 	}
-	if rev == "" {
-		return ""
+	for _, st := range storedSettings {
+		count := map[string]int{}
+		var values []string
+		for _, info := range infos {
+			v := st.of(info)
+			if count[v] == 0 {
+				values = append(values, v)
+			}
+			count[v]++
+		}
+		if len(values) == 1 {
+			if st.set != nil {
+				st.set(rep, infos[0])
+			}
+			continue
+		}
+		var parts []string
+		for _, v := range values {
+			label := v
+			if label == "" {
+				label = "(not recorded)"
+			}
+			unit := "runs"
+			if count[v] == 1 {
+				unit = "run"
+			}
+			parts = append(parts, fmt.Sprintf("%s in %d %s", label, count[v], unit))
+		}
+		rep.Mixed = append(rep.Mixed, st.name+": "+strings.Join(parts, ", "))
 	}
-	return rev[:min(12, len(rev))] + modified
 }

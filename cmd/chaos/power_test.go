@@ -200,10 +200,13 @@ func TestPowerFromStoredRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store("a-532-seed1", rundir.Info{Seed: 1, Bugs: []string{"KAFKA-532"}}, checkers.Invalid, "controller-fencing")
-	store("b-532-seed2", rundir.Info{Seed: 2, Bugs: []string{"KAFKA-532"}}, checkers.Valid, "controller-fencing")
-	store("c-fixed-seed1", rundir.Info{Seed: 1}, checkers.Valid, "controller-fencing")
-	store("d-3861-seed1", rundir.Info{Seed: 1, NodeFlags: []string{"--offline-election=offline", "--min-insync-replicas=2", "--replica-lag-time-max=2s"}}, checkers.Invalid, "availability")
+	// Seed 2 of KAFKA-532 ran 30 s on another build: the table must say
+	// it mixes settings, and fill in those all runs share.
+	minute, build := time.Minute, "c705f7f4c6a1"
+	store("a-532-seed1", rundir.Info{Seed: 1, Bugs: []string{"KAFKA-532"}, TimeLimit: minute, Build: build, SpreadTopic: "chaos-rf2"}, checkers.Invalid, "controller-fencing")
+	store("b-532-seed2", rundir.Info{Seed: 2, Bugs: []string{"KAFKA-532"}, TimeLimit: minute / 2, SpreadTopic: "chaos-rf2"}, checkers.Valid, "controller-fencing")
+	store("c-fixed-seed1", rundir.Info{Seed: 1, TimeLimit: minute, Build: build, SpreadTopic: "chaos-rf2"}, checkers.Valid, "controller-fencing")
+	store("d-3861-seed1", rundir.Info{Seed: 1, NodeFlags: []string{"--offline-election=offline", "--min-insync-replicas=2", "--replica-lag-time-max=2s"}, TimeLimit: minute, Build: build, SpreadTopic: "chaos-rf2"}, checkers.Invalid, "availability")
 	store("e-scenario", rundir.Info{Bugs: []string{"KAFKA-532"}, Scenario: "KAFKA-532"}, checkers.Invalid, "controller-fencing")
 	store("f-unchecked", rundir.Info{Seed: 3, Bugs: []string{"KAFKA-532"}}, "", "")
 	if err := os.Mkdir(filepath.Join(root, "not-a-run"), 0o755); err != nil {
@@ -223,13 +226,19 @@ func TestPowerFromStoredRuns(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	for _, want := range []string{"mixed settings: time limit: 1m0s in 3 runs, 30s in 1 run", "mixed settings: build: c705f7f4c6a1 in 3 runs, (not recorded) in 1 run"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
 	for _, skipped := range []string{"e-scenario", "f-unchecked"} {
 		if !strings.Contains(errOut.String(), skipped) {
 			t.Errorf("%s not named as left out:\n%s", skipped, errOut)
 		}
 	}
 	var rep powerReport
-	if b, err := os.ReadFile(filepath.Join(root, "power.json")); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Runs) != 4 || len(rep.From) != 1 {
+	if b, err := os.ReadFile(filepath.Join(root, "power.json")); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Runs) != 4 || len(rep.From) != 1 ||
+		rep.Seeds != 2 || rep.FirstSeed != 1 || !rep.SpreadTopic || rep.TimeLimit != "" || rep.RunBuild != "" || len(rep.Mixed) != 2 {
 		t.Fatalf("power.json: %+v (%v)", rep, err)
 	}
 
