@@ -1,8 +1,8 @@
 // Package checkers owns the custom checkers that decide, from a run's history
 // alone, whether epoch fencing held: controller fencing, broker fencing,
 // leader uniqueness, durability, high-watermark checkpoints, ISR
-// membership, availability, liveness, and the linearizability check that
-// wraps linearize.
+// membership, availability, liveness, idempotence, and the linearizability
+// check that wraps linearize.
 //
 // # What Kafka promises a consumer, and what is checked
 //
@@ -21,18 +21,23 @@
 // Behaviour Kafka documents is a named known anomaly (KnownAnomaly), not a
 // violation: "KAFKA-2334" (a stale empty read answered by a new leader whose
 // HW lags), "deposed-leader-read" (one answered by a leader that had not yet
-// learned of its successor) and "duplicate-append" (a non-idempotent producer's resend
-// appended twice). Known anomalies are listed by name and count and leave
-// the verdict valid; strict mode (Config.StrictReads) reports both kinds of
-// stale read as invalid, still by their names. A stale empty read that no leader change
-// explains (the leader that acknowledged the records answers nothing) is a
-// violation.
+// learned of its successor), "duplicate-append" (a non-idempotent
+// producer's resend appended twice), "KAFKA-3861" (a partition left offline
+// although a registered broker held every acknowledged record),
+// "unclean-election" and "queued-controlled-shutdown" (see their
+// constants). Known anomalies are listed by name and count and leave the
+// verdict valid; strict modes report them as invalid, still by name:
+// Config.StrictReads both kinds of stale read, Config.StrictAvailability
+// KAFKA-3861. A stale empty read that no leader change explains (the leader
+// that acknowledged the records answers nothing) is a violation.
 //
 // Checkers read only a *history.History and return a Result; they never touch
-// containers, files or the network, and never modify the history (data flows
-// one way: history → checkers → results). Each checker returns valid, invalid
-// or unknown; unknown is not failure (an operation that timed out may or may
-// not have happened), and no checker turns an unknown outcome into invalid.
+// containers or the network, write no file but the linearizable checker's
+// porcupine page when asked (Config.VisualizePath), and never modify the
+// history (data flows one way: history → checkers → results). Each checker
+// returns valid, invalid or unknown; unknown is not failure (an operation
+// that timed out may or may not have happened), and no checker turns an
+// unknown outcome into invalid.
 package checkers
 
 import (

@@ -9,12 +9,11 @@
 //
 // The process's interfaces, for the harness:
 //   - Kafka listener (--listen): Produce v3-9, Fetch v4-12, ListOffsets
-//     v1-6, Metadata v0-11, OffsetForLeaderEpoch v0-3 (package dataplane),
-//     LeaderAndIsr v0-4, StopReplica v0-3, UpdateMetadata v0-6,
-//     ControlledShutdown v0-3, ApiVersions v0-3. Other APIs or versions
-//     close the connection (ApiVersions answers v0 with
-//     UNSUPPORTED_VERSION), as Kafka does. No InitProducerID: clients must
-//     disable the idempotent producer.
+//     v1-6, Metadata v0-11, InitProducerId v0-2, OffsetForLeaderEpoch v0-3
+//     (package dataplane), LeaderAndIsr v0-4, StopReplica v0-3,
+//     UpdateMetadata v0-6, ControlledShutdown v0-3, ApiVersions v0-3. Other
+//     APIs or versions close the connection (ApiVersions answers v0 with
+//     UNSUPPORTED_VERSION), as Kafka does.
 //   - Admin HTTP (--admin-listen): GET /debug/pprof/...; GET /state (broker epoch, known
 //     controller epoch, partition map, controller status with live brokers
 //     and bounces detected, armed failpoints); GET /failpoints;

@@ -11,7 +11,7 @@
 //
 // Scenarios drive the cluster only through harness.Live (containers,
 // ZooKeeper, the node's admin port and event log); they never import the node
-// program, and they do not check or render runs (cmd/chaos does).
+// program, and they do not check or render runs (pipeline/ does).
 package scenarios
 
 import (

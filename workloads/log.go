@@ -1,10 +1,14 @@
 // Package workloads owns client traffic: processes that produce to and read
 // from Kafka partitions through an unmodified Kafka client (franz-go kgo),
 // recording every operation in Jepsen's shape (invoke, then ok, fail or info)
-// into the run's history, and the final full reads made after healing.
+// into the run's history, and the final full reads made after healing; and
+// the control-plane workload (admin.go): reassignments, preferred elections
+// and topic creation through the znodes ZooKeeper-era operators' tools
+// wrote, and controlled shutdowns through the caller's stop and start hooks.
 //
-// It must not look at the system under test any other way (no ZooKeeper, no
-// node event logs) and must not judge results: checkers do that from history.
+// It must not look at the system under test any other way (no node event
+// logs, no znodes beyond those the admin tools used) and must not judge
+// results: checkers do that from history.
 package workloads
 
 import (

@@ -56,8 +56,8 @@ Kinds: ` + kindList(),
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "run directory of the running `chaos up` (default: the only one under --runs)")
-	f.StringVar(&runsDir, "runs", "runs", "where to look for a running `chaos up` without --dir")
+	f.StringVar(&dir, "dir", "", "run directory of the running 'chaos up' (default: the only one under --runs)")
+	f.StringVar(&runsDir, "runs", "runs", "where to look for a running 'chaos up' without --dir")
 	f.IntVar(&pick, "pick", 0, "choose among candidate targets (e.g. which broker), as a schedule step's pick")
 	return cmd
 }

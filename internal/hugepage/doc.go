@@ -6,6 +6,9 @@
 // are large, filled once and read often: backed by 2 MB pages they fault
 // 512 times less. THP in "madvise" mode (the common default) gives them
 // only to ranges advised MADV_HUGEPAGE, which is what Advise does.
+//
+// It owns only that advice: it never changes what a slice holds, an advice
+// the kernel refuses is ignored, and it imports no project package.
 package hugepage
 
 // Make returns make([]T, n, capacity), advised (Advise) when large.

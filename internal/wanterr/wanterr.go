@@ -1,5 +1,6 @@
 // Package wanterr holds the error check table-driven tests share: a case
-// either wants no error or an error whose text contains a phrase.
+// either wants no error or an error whose text contains a phrase. Only
+// tests import it, and it imports no project package.
 package wanterr
 
 import (
