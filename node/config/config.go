@@ -155,7 +155,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")
-	fs.StringVar(&c.DataDir, "data-dir", "/node/data", "data directory (logs and checkpoints; part 2)")
+	fs.StringVar(&c.DataDir, "data-dir", "/node/data", "data directory (partition logs and checkpoints)")
 	fs.StringVar(&c.EventLog, "event-log", "/node/events.jsonl", "history JSONL file this node appends its events to (\"\" disables)")
 	fs.StringVar(&bugs, "bugs", "", "bug switches to turn on, comma-separated: "+strings.Join(AllBugs, ", ")+" (default: none = fixed behaviour)")
 	fs.StringVar(&c.OfflinePolicy, "offline-election", PolicyOffline, "leader election when no ISR member is live: "+strings.Join(Policies, "|"))
