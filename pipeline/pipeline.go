@@ -1,7 +1,7 @@
 // Package pipeline is one chaos run from start to verdict, written once for
-// every caller (chaos run, chaos repro, the scenario tests): harness.Run
-// records the run, harness.Check judges its history (with porcupine's
-// visualization), reports.RenderHTML writes the report.
+// every caller (chaos run, repro, repro-bench, shrink and power, the scenario
+// tests): harness.Run records the run, harness.Check judges its history
+// (with porcupine's visualization), reports.RenderHTML writes the report.
 //
 // It owns the order of those stages and nothing else: what a run does is
 // harness's, what a verdict means is checkers', what a report shows is
