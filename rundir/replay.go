@@ -73,7 +73,7 @@ type RunFlags struct {
 // Register defines the flags on fs, bound to r, with their defaults and
 // help. faultNames lists the fault kinds for the help text.
 func (r *RunFlags) Register(fs *pflag.FlagSet, faultNames []string) {
-	fs.Uint64Var(&r.Seed, FlagSeed, uint64(time.Now().UnixNano()%1_000_000), "seed of the first run (fault schedule and workload)")
+	fs.Uint64Var(&r.Seed, FlagSeed, uint64(time.Now().UnixNano()%1_000_000), "seed of the first run (fault schedule and workload); when not given, drawn from the clock (run.json records it)")
 	fs.DurationVar(&r.TimeLimit, FlagTimeLimit, 30*time.Second, "workload and nemesis duration per run")
 	fs.StringVar(&r.Faults, FlagFaults, "all", "fault kinds, comma-separated, 'all' or '"+FaultsNone+"': "+strings.Join(faultNames, ", "))
 	fs.DurationVar(&r.MinHold, FlagMinHold, 2*time.Second, "shortest time a fault is held")
