@@ -21,6 +21,7 @@ flags=("$@")
 seed=${SEED:-1}
 out=${OUT:-runs/nightly-local}
 seeds=$((shards * per))
+bash scripts/setup.sh || exit 2
 export TESTCONTAINERS_RYUK_DISABLED=true
 export CHAOS=${CHAOS:-bin/chaos}
 go build -o "$CHAOS" ./cmd/chaos || exit 2

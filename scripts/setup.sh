@@ -3,7 +3,8 @@
 # image is built locally, there is no registry), iptables/iproute2/nsenter
 # on the host (network faults enter the containers' namespaces from outside),
 # and the independent Kafka clients of the compatibility suite (compat/):
-# kcat (librdkafka) and kafka-python, both from Debian.
+# kcat (librdkafka) and kafka-python, both from Debian, and jq for the
+# nightly scripts.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -17,6 +18,8 @@ command -v nsenter >/dev/null || need+=(util-linux)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
   command -v google-chrome >/dev/null || need+=(chromium)
 command -v kcat >/dev/null || need+=(kcat)
+# scripts/nightly-shard.sh sorts a night's runs by their results.json.
+command -v jq >/dev/null || need+=(jq)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
