@@ -2,15 +2,14 @@ package dataplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/node/zkdata"
 	"github.com/zkchaos/zkchaos/node/zkutil"
 )
 
@@ -18,18 +17,7 @@ import (
 // ProducerIdManager claims them: /latest_producer_id_block holds the last
 // block handed out, and a broker takes the next one with a conditional
 // write, so no two brokers ever give out the same id.
-const (
-	producerIDBlockPath = "/latest_producer_id_block"
-	producerIDBlockSize = 1000
-)
-
-// producerIDBlockZNode is the znode's JSON (ProducerIdBlockZNode).
-type producerIDBlockZNode struct {
-	Version    int    `json:"version"`
-	Broker     int32  `json:"broker"`
-	BlockStart string `json:"block_start"`
-	BlockEnd   string `json:"block_end"`
-}
+const producerIDBlockSize = 1000
 
 // nextProducerID hands out the next id of this broker's block, claiming a
 // new block when it is used up.
@@ -56,32 +44,26 @@ func (m *Manager) claimProducerIDBlock(ctx context.Context) (start, end int64, e
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
-		d, st, err := getZNode(ctx, sess, producerIDBlockPath)
+		d, st, err := getZNode(ctx, sess, zkdata.ProducerIDBlockPath)
 		next, version := int64(0), int32(-1)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 		case err != nil:
-			return 0, 0, fmt.Errorf("read %s: %w", producerIDBlockPath, err)
+			return 0, 0, fmt.Errorf("read %s: %w", zkdata.ProducerIDBlockPath, err)
 		default:
-			var z producerIDBlockZNode
-			if err := json.Unmarshal(d, &z); err != nil {
-				return 0, 0, fmt.Errorf("decode %s %q: %w", producerIDBlockPath, d, err)
-			}
-			last, err := strconv.ParseInt(z.BlockEnd, 10, 64)
+			last, err := zkdata.DecodeProducerIDBlockEnd(d)
 			if err != nil {
-				return 0, 0, fmt.Errorf("decode %s block_end %q: %w", producerIDBlockPath, z.BlockEnd, err)
+				return 0, 0, err
 			}
 			next, version = last+1, st.Version
 		}
-		z := producerIDBlockZNode{Version: 1, Broker: m.cfg.BrokerID,
-			BlockStart: strconv.FormatInt(next, 10), BlockEnd: strconv.FormatInt(next+producerIDBlockSize-1, 10)}
-		data, _ := json.Marshal(z)
+		data := zkdata.EncodeProducerIDBlock(m.cfg.BrokerID, next, next+producerIDBlockSize-1)
 		_, err = zkutil.Call(ctx, sess, func(c *zk.Conn) (struct{}, error) {
 			if version < 0 {
-				_, err := c.Create(producerIDBlockPath, data, 0, zk.WorldACL(zk.PermAll))
+				_, err := c.Create(zkdata.ProducerIDBlockPath, data, 0, zk.WorldACL(zk.PermAll))
 				return struct{}{}, err
 			}
-			_, err := c.Set(producerIDBlockPath, data, version)
+			_, err := c.Set(zkdata.ProducerIDBlockPath, data, version)
 			return struct{}{}, err
 		})
 		switch {
@@ -91,7 +73,7 @@ func (m *Manager) claimProducerIDBlock(ctx context.Context) (start, end int64, e
 		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
 			continue // another broker claimed a block first
 		default:
-			return 0, 0, fmt.Errorf("write %s: %w", producerIDBlockPath, err)
+			return 0, 0, fmt.Errorf("write %s: %w", zkdata.ProducerIDBlockPath, err)
 		}
 	}
 	return 0, 0, fmt.Errorf("claim a producer id block: %w", ctx.Err())

@@ -29,6 +29,7 @@ const (
 	ReassignPartitionsPath = "/admin/reassign_partitions"
 	PreferredElectionPath  = "/admin/preferred_replica_election"
 	ISRChangePath          = "/isr_change_notification"
+	ProducerIDBlockPath    = "/latest_producer_id_block"
 	ISRChangePrefix        = "isr_change_"
 )
 
@@ -286,6 +287,38 @@ func DecodeTopicPartitions(path string, data []byte) ([]TopicPartition, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return v.Partitions, nil
+}
+
+// ProducerIDBlock is the JSON of /latest_producer_id_block
+// (ProducerIdBlockZNode, version 1): the last block of producer ids a broker
+// claimed, its bounds as decimal strings.
+type ProducerIDBlock struct {
+	Version    int    `json:"version"`
+	Broker     int32  `json:"broker"`
+	BlockStart string `json:"block_start"`
+	BlockEnd   string `json:"block_end"`
+}
+
+// EncodeProducerIDBlock returns /latest_producer_id_block's bytes for the
+// block [start, end] claimed by broker.
+func EncodeProducerIDBlock(broker int32, start, end int64) []byte {
+	b, _ := json.Marshal(ProducerIDBlock{Version: 1, Broker: broker,
+		BlockStart: strconv.FormatInt(start, 10), BlockEnd: strconv.FormatInt(end, 10)})
+	return b
+}
+
+// DecodeProducerIDBlockEnd parses /latest_producer_id_block and returns the
+// last id of the block it records: the next claim starts after it.
+func DecodeProducerIDBlockEnd(data []byte) (int64, error) {
+	var z ProducerIDBlock
+	if err := strictUnmarshal(data, &z); err != nil {
+		return 0, fmt.Errorf("%s: %w", ProducerIDBlockPath, err)
+	}
+	end, err := strconv.ParseInt(z.BlockEnd, 10, 64)
+	if err != nil || end < 0 {
+		return 0, fmt.Errorf("%s: malformed block_end %q", ProducerIDBlockPath, z.BlockEnd)
+	}
+	return end, nil
 }
 
 func strictUnmarshal(data []byte, v any) error {

@@ -20,6 +20,7 @@ func TestEncodingsMatchKafka(t *testing.T) {
 		{"topic", EncodeTopic(map[int32][]int32{0: {1, 2, 3}}), `{"version":2,"partitions":{"0":[1,2,3]}}`},
 		{"state", EncodePartitionState(PartitionState{Leader: 2, LeaderEpoch: 5, ControllerEpoch: 3, ISR: []int32{2, 1}}), `{"version":1,"leader":2,"leader_epoch":5,"controller_epoch":3,"isr":[2,1]}`},
 		{"isr change", EncodeTopicPartitions([]TopicPartition{{"t", 1}}), `{"version":1,"partitions":[{"topic":"t","partition":1}]}`},
+		{"producer id block", EncodeProducerIDBlock(2, 1000, 1999), `{"version":1,"broker":2,"block_start":"1000","block_end":"1999"}`},
 	}
 	for _, tt := range tests {
 		if string(tt.got) != tt.want {
@@ -47,6 +48,9 @@ func TestDecodeRoundTripsAndRejectsBadInput(t *testing.T) {
 	if err != nil || st.Leader != 1 || st.LeaderEpoch != 2 || st.ControllerEpoch != 3 {
 		t.Fatalf("state: %+v %v", st, err)
 	}
+	if end, err := DecodeProducerIDBlockEnd(EncodeProducerIDBlock(1, 0, 999)); err != nil || end != 999 {
+		t.Fatalf("producer id block: %d %v", end, err)
+	}
 
 	bad := []struct {
 		name string
@@ -69,6 +73,8 @@ func TestDecodeRoundTripsAndRejectsBadInput(t *testing.T) {
 			return err
 		}()},
 		{"state truncated", func() error { _, err := DecodePartitionState("t", 0, []byte(`{"leader":`)); return err }()},
+		{"producer id block garbage", func() error { _, err := DecodeProducerIDBlockEnd([]byte(`{"block_end":`)); return err }()},
+		{"producer id block bad end", func() error { _, err := DecodeProducerIDBlockEnd([]byte(`{"block_end":"x"}`)); return err }()},
 		{"reassignment bad entry", func() error {
 			_, err := DecodeReassignment([]byte(`{"partitions":[{"topic":"","partition":0,"replicas":[1]}]}`))
 			return err
