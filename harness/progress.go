@@ -170,7 +170,10 @@ func violationLine(at time.Time, checker, explanation string) string {
 // other line of the run (set-up steps, a scenario's notes) goes through it,
 // so the status line is cleared before the line and redrawn after.
 type progress struct {
-	out    io.Writer
+	out io.Writer
+	// log, when set, receives every line out does and never the status
+	// line (the run directory's copy of the progress).
+	log    io.Writer
 	tty    bool
 	width  func() int
 	now    func() time.Time
@@ -269,8 +272,19 @@ func (p *progress) Write(b []byte) (int, error) {
 	defer p.mu.Unlock()
 	p.clearStatus()
 	n, err := p.out.Write(b)
+	if p.log != nil {
+		p.log.Write(b)
+	}
 	p.midLine = len(b) > 0 && b[len(b)-1] != '\n'
 	return n, err
+}
+
+// line writes one line of progress's own to out and the log.
+func (p *progress) line(s string) {
+	fmt.Fprint(p.out, s)
+	if p.log != nil {
+		fmt.Fprint(p.log, s)
+	}
 }
 
 // poll reads what the history files gained and updates the totals.
@@ -335,7 +349,7 @@ func (p *progress) checkLive(now time.Time) {
 	defer p.mu.Unlock()
 	p.violation = checker
 	p.clearStatus()
-	fmt.Fprint(p.out, violationLine(now, checker, why))
+	p.line(violationLine(now, checker, why))
 }
 
 // firstViolation runs the live checkers on the merged sources.
@@ -368,14 +382,14 @@ func (p *progress) phaseMark(name, mark string) {
 	if mark == history.PhaseBegin {
 		p.phase, p.phaseAt = name, now
 		p.began[name], p.beganAt[name] = p.total, now
-		fmt.Fprint(p.out, phaseBeginLine(now, name, p.limits[name]))
+		p.line(phaseBeginLine(now, name, p.limits[name]))
 		return
 	}
 	from, ok := p.beganAt[name]
 	if !ok {
 		return
 	}
-	fmt.Fprint(p.out, phaseEndLine(now, name, now.Sub(from), p.total.minus(p.began[name])))
+	p.line(phaseEndLine(now, name, now.Sub(from), p.total.minus(p.began[name])))
 }
 
 // snapshot is the status line's state now.

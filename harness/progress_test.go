@@ -294,11 +294,13 @@ func BenchmarkLiveCheck(b *testing.B) {
 }
 
 // On a terminal the status line is drawn in place and taken away before
-// any other line, so the lines above it stay whole.
+// any other line, so the lines above it stay whole; the run directory's
+// copy gets the lines and never the status line.
 func TestProgressTerminalRedraw(t *testing.T) {
 	c := &clock{time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC)}
-	var out bytes.Buffer
+	var out, log bytes.Buffer
 	p := newProgress(&out, t.TempDir(), nil)
+	p.log = &log
 	p.tty, p.now, p.start = true, c.now, c.now()
 	p.width = func() int { return 40 }
 	defer p.stop()
@@ -320,6 +322,9 @@ func TestProgressTerminalRedraw(t *testing.T) {
 		if out.String() != s.want {
 			t.Errorf("step %d: wrote %q, want %q", i, out.String(), s.want)
 		}
+	}
+	if want := "zookeeper ready\n[14:00:03.000] setup\n"; log.String() != want {
+		t.Errorf("log %q, want %q", log.String(), want)
 	}
 }
 

@@ -268,9 +268,22 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer hw.Close()
+	// The progress lines are kept in the run directory too: runs whose
+	// output nobody watches (chaos power, the nightly shards) would
+	// otherwise leave no trace of where a slow set-up spent its time.
+	ldir := filepath.Join(abs, rundir.LogsDir)
+	if err := EnsureDir(ldir); err != nil {
+		return abs, err
+	}
+	plog, err := os.OpenFile(filepath.Join(ldir, rundir.HarnessLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return abs, fmt.Errorf("progress log: %w", err)
+	}
+	defer plog.Close()
 	// Every line of progress goes through prog: it follows the history
 	// files and, on a terminal, keeps a status line under them.
 	prog := newProgress(cfg.Progress, hdir, map[string]time.Duration{history.PhaseWorkload: cfg.TimeLimit})
+	prog.log = plog
 	prog.run()
 	defer prog.stop()
 	cfg.Progress = prog

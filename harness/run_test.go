@@ -42,6 +42,11 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 			t.Errorf("run dir lacks %s: %v", f, err)
 		}
 	}
+	// The progress is kept whatever cfg.Progress was (io.Discard here
+	// unless -v), with every phase's lines.
+	if b, err := os.ReadFile(filepath.Join(got, "logs", "harness.log")); err != nil || !strings.Contains(string(b), "] workload") || !strings.Contains(string(b), "collect done") {
+		t.Errorf("logs/harness.log lacks the phase lines (%v):\n%s", err, b)
+	}
 	rep, err := Check(got, checkers.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ const (
 	RunFile       = "run.json"             // Info: what the run was asked to do
 	ScheduleFile  = "schedule.json"        // the fault schedule executed, for --replay
 	LogsDir       = "logs"                 // container output, one NAME.log per container
+	HarnessLog    = "harness.log"          // in LogsDir: the run's progress lines, as a person watching saw them
 	ResultsFile   = "results.json"         // Results: the checkers' verdicts
 	LinearizeFile = "linearizability.html" // porcupine's visualization
 	ReportFile    = "report.html"          // the HTML report
