@@ -398,8 +398,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
 			}
-			if cfg.Density < 0 || cfg.Density > 8 {
-				return withCode(exitBad, fmt.Errorf("--fault-density %g: want 0 (one fault at a time) up to 8", cfg.Density))
+			if err := errors.Join(checkRunConfig(cfg), checkKnobs(check)); err != nil {
+				return withCode(exitBad, err)
 			}
 			kinds, err := nemesis.ParseKinds(faults)
 			if err != nil {
