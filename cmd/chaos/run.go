@@ -54,7 +54,11 @@ error, 3 some run unknown.`,
 				return withCode(exitBad, err)
 			}
 			if o.dryRun {
-				for _, seed := range list {
+				for seed := range list {
+					// Ctrl-C cancels the context rather than the process.
+					if err := cmd.Context().Err(); err != nil {
+						return withCode(exitBad, err)
+					}
 					label := ""
 					if o.shard != "" {
 						label = " (shard " + sh.String() + ")"
@@ -68,7 +72,7 @@ error, 3 some run unknown.`,
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
 			var dirs []string
-			for _, seed := range list {
+			for seed := range list {
 				rc := cfg
 				rc.Seed = seed
 				rc.RunID = cluster.NewRunID()
