@@ -610,9 +610,14 @@ func judgeStoredPowerRuns(warn io.Writer, dirs []string) (runs []powerRun, infos
 				continue
 			}
 			res, err := rundir.ReadResults(dir)
-			if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// Not checked yet, or still running: its results.json
+				// is written whole, at the end.
 				fmt.Fprintf(warn, "%s: not checked (%v): left out\n", dir, err)
 				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("--from %s: %w", dir, err)
 			}
 			h, err := history.ReadDir(dir)
 			if err != nil {
