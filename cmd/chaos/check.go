@@ -33,6 +33,9 @@ Exit status: 0 valid, 1 invalid, 2 bad input (unreadable history: the error
 names file and line), 3 unknown (a checker could not decide).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKnobs(cfg); err != nil {
+				return withCode(exitBad, err)
+			}
 			if visualize {
 				cfg.VisualizePath = filepath.Join(args[0], rundir.LinearizeFile)
 			}

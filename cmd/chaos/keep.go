@@ -6,13 +6,17 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/regressions"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func newKeepCmd() *cobra.Command {
@@ -40,6 +44,20 @@ invalid, a name already taken).`,
 			if err := regressions.ValidName(name); err != nil {
 				return withCode(exitBad, err)
 			}
+			// Found before the trimming, which can take minutes, rather
+			// than by Save after it.
+			dir := filepath.Join(into, name)
+			if _, err := os.Stat(dir); err == nil {
+				return withCode(exitBad, fmt.Errorf("%s already exists: choose another name or remove it", dir))
+			}
+			// Save copies run.json and schedule.json as they are: a corrupt
+			// one would be kept beside the regression for good.
+			if _, err := rundir.ReadInfo(runDir); err != nil {
+				return withCode(exitBad, fmt.Errorf("keep %s: %w", runDir, err))
+			}
+			if _, err := nemesis.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return withCode(exitBad, fmt.Errorf("keep %s: %w", runDir, err))
+			}
 			h, err := history.ReadDir(runDir)
 			if err != nil {
 				return withCode(exitBad, fmt.Errorf("keep %s: %w", runDir, err))
@@ -51,7 +69,6 @@ invalid, a name already taken).`,
 				}
 				return withCode(exitBad, err)
 			}
-			dir := filepath.Join(into, name)
 			if err := regressions.Save(dir, runDir, t); err != nil {
 				return withCode(exitBad, err)
 			}

@@ -9,6 +9,8 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/regressions"
+	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
 
 func TestKeepCommand(t *testing.T) {
@@ -21,6 +23,10 @@ func TestKeepCommand(t *testing.T) {
 		t.Fatalf("kept run does not re-check: %v", err)
 	}
 
+	badRun := rundirtest.Copy(t, rundirtest.Stored(rundirtest.Kafka532))
+	os.WriteFile(filepath.Join(badRun, rundir.RunFile), []byte(`{"Seed": "x",`), 0o644)
+	badSchedule := rundirtest.Copy(t, rundirtest.Stored(rundirtest.Kafka532))
+	os.WriteFile(filepath.Join(badSchedule, rundir.ScheduleFile), []byte("nope\n"), 0o644)
 	bad := []struct {
 		name string
 		args []string
@@ -28,7 +34,10 @@ func TestKeepCommand(t *testing.T) {
 	}{
 		{"bad name", []string{"keep", "--into", into, "testdata/kafka-532", "../escape"}, "regression name"},
 		{"name taken", []string{"keep", "--into", into, "testdata/kafka-532", "zombie"}, "already exists"},
+		{"name taken, found before reading the run", []string{"keep", "--into", into, t.TempDir(), "zombie"}, "already exists"},
 		{"no history", []string{"keep", "--into", into, t.TempDir(), "x"}, "history"},
+		{"corrupt run.json", []string{"keep", "--into", into, badRun, "bad-run"}, filepath.Join(badRun, rundir.RunFile)},
+		{"corrupt schedule.json", []string{"keep", "--into", into, badSchedule, "bad-schedule"}, filepath.Join(badSchedule, rundir.ScheduleFile)},
 		{"checker not failing", []string{"keep", "--into", into, "--checker", "hw-checkpoint", "testdata/kafka-532", "y"}, "says valid"},
 	}
 	for _, tt := range bad {

@@ -398,8 +398,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
 			}
-			if cfg.Density < 0 || cfg.Density > 8 {
-				return withCode(exitBad, fmt.Errorf("--fault-density %g: want 0 (one fault at a time) up to 8", cfg.Density))
+			if err := errors.Join(checkRunConfig(cfg), checkKnobs(check)); err != nil {
+				return withCode(exitBad, err)
 			}
 			kinds, err := nemesis.ParseKinds(faults)
 			if err != nil {
@@ -610,9 +610,14 @@ func judgeStoredPowerRuns(warn io.Writer, dirs []string) (runs []powerRun, infos
 				continue
 			}
 			res, err := rundir.ReadResults(dir)
-			if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// Not checked yet, or still running: its results.json
+				// is written whole, at the end.
 				fmt.Fprintf(warn, "%s: not checked (%v): left out\n", dir, err)
 				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("--from %s: %w", dir, err)
 			}
 			h, err := history.ReadDir(dir)
 			if err != nil {

@@ -249,6 +249,28 @@ func TestPowerFromStoredRuns(t *testing.T) {
 	if err := cmd.Execute(); exitCode(err) != exitBad || !strings.Contains(err.Error(), "no checked random runs") {
 		t.Fatalf("--from an empty folder: exit %d (%v), want %d naming the problem", exitCode(err), err, exitBad)
 	}
+
+	// A run whose files do not read stops the table, naming the file; only
+	// one without results.json (unchecked, or still running) is left out.
+	for _, bad := range []struct{ file, content string }{
+		{rundir.ResultsFile, `{"verdict":`},
+		{rundir.RunFile, `{"Seed": "x",`},
+		{filepath.Join(history.HistoryDir, "harness.jsonl"), "garbage\n"},
+	} {
+		from := t.TempDir()
+		run := filepath.Join(from, "run")
+		copyDir(t, filepath.Join(root, "a-532-seed1"), run)
+		if err := os.WriteFile(filepath.Join(run, bad.file), []byte(bad.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd = newRootCmd()
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs([]string{"power", "--from", from})
+		if err := cmd.Execute(); exitCode(err) != exitBad || !strings.Contains(err.Error(), filepath.Join(run, bad.file)) {
+			t.Errorf("--from a run with a corrupt %s: exit %d (%v), want %d naming it", bad.file, exitCode(err), err, exitBad)
+		}
+	}
 }
 
 // A stored run's cost: from run.json to results.json being written, and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,11 @@ error, 3 some run unknown.`,
 				return withCode(exitBad, err)
 			}
 			if o.dryRun {
-				for _, seed := range list {
+				for seed := range list {
+					// Ctrl-C cancels the context rather than the process.
+					if err := cmd.Context().Err(); err != nil {
+						return withCode(exitBad, err)
+					}
 					label := ""
 					if o.shard != "" {
 						label = " (shard " + sh.String() + ")"
@@ -67,7 +72,7 @@ error, 3 some run unknown.`,
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
 			var dirs []string
-			for _, seed := range list {
+			for seed := range list {
 				rc := cfg
 				rc.Seed = seed
 				rc.RunID = cluster.NewRunID()
@@ -125,9 +130,6 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		NonIdempotent: r.NonIdempotent, Admin: r.Admin, Density: r.FaultDensity, SpreadTopic: r.SpreadTopic,
 	}
 	cfg.ZK.Servers = r.ZK
-	if r.FaultDensity < 0 || r.FaultDensity > 8 {
-		return cfg, 0, fmt.Errorf("--%s %g: want 0 (one fault at a time) up to 8", rundir.FlagFaultDensity, r.FaultDensity)
-	}
 	seeds := o.seeds
 	if r.Faults != rundir.FaultsNone {
 		kinds, err := nemesis.ParseKinds(r.Faults)
@@ -144,6 +146,9 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		if err != nil {
 			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagReplay, err)
 		}
+		if err := checkSchedule(r.Replay, s); err != nil {
+			return cfg, 0, err
+		}
 		cfg.Schedule = &s
 		cfg.Seed = s.Seed
 		cfg.TimeLimit = s.Total
@@ -152,6 +157,22 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 	}
 	if seeds < 1 {
 		return cfg, 0, fmt.Errorf("--seeds %d: want at least 1", seeds)
+	}
+	// The harness would take a zero for its default: three brokers, three
+	// partitions, four producers and two readers.
+	var errs []error
+	if r.Nodes < 1 {
+		errs = append(errs, fmt.Errorf("--%s %d: want at least 1 broker", rundir.FlagNodes, r.Nodes))
+	}
+	if r.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("--%s %d: want at least 1", rundir.FlagPartitions, r.Partitions))
+	}
+	if r.Producers < 0 || r.Readers < 0 || r.Producers == 0 && r.Readers == 0 && !r.NoWorkload {
+		errs = append(errs, fmt.Errorf("--%s %d --%s %d: want 0 or more of each, and at least one client (--%s runs without clients)",
+			rundir.FlagProducers, r.Producers, rundir.FlagReaders, r.Readers, rundir.FlagNoWorkload))
+	}
+	if err := errors.Join(append(errs, checkRunConfig(cfg), checkKnobs(o.check))...); err != nil {
+		return cfg, 0, err
 	}
 	return cfg, seeds, nil
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"iter"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -55,13 +56,16 @@ func (s shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 // the ones at positions Index-1, Index-1+Count, ... Shards interleave rather
 // than take contiguous blocks so that each gets a share of every part of the
 // list and their sizes differ by at most one; together the shards hold every
-// seed exactly once.
-func (s shard) seeds(first uint64, n int) []uint64 {
-	var out []uint64
-	for j := s.Index - 1; j < n; j += s.Count {
-		out = append(out, first+uint64(j))
+// seed exactly once. The seeds are made one at a time, as they are run:
+// a list of --seeds 1000000000 would take 8 GB before the first run.
+func (s shard) seeds(first uint64, n int) iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		for j := s.Index - 1; j < n; j += s.Count {
+			if !yield(first + uint64(j)) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // printSchedule writes one seed's schedule as a table a person can read
@@ -106,7 +110,7 @@ func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
 // selectSeeds applies --shard to the seed list of --seed and --seeds. A
 // shard needs an explicit --seed: the default seed comes from the clock, and
 // shards on different machines would then split different lists.
-func selectSeeds(first uint64, n int, shardFlag string, seedSet, replaying bool) ([]uint64, shard, error) {
+func selectSeeds(first uint64, n int, shardFlag string, seedSet, replaying bool) (iter.Seq[uint64], shard, error) {
 	sh, err := parseShard(shardFlag)
 	if err != nil {
 		return nil, sh, err
@@ -119,9 +123,8 @@ func selectSeeds(first uint64, n int, shardFlag string, seedSet, replaying bool)
 			return nil, sh, fmt.Errorf("--shard %s needs an explicit --seed, so that every shard splits the same seed list", sh)
 		}
 	}
-	list := sh.seeds(first, n)
-	if len(list) == 0 {
+	if sh.Index > n {
 		return nil, sh, fmt.Errorf("--shard %s: --seeds %d leaves this shard no seed (use at most %d shards)", sh, n, n)
 	}
-	return list, sh, nil
+	return sh.seeds(first, n), sh, nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -71,8 +73,8 @@ func TestShardsPartitionTheSeedList(t *testing.T) {
 		minN, maxN := tt.seeds, 0
 		for i := 1; i <= tt.cnt; i++ {
 			s := shard{i, tt.cnt}
-			got := s.seeds(tt.first, tt.seeds)
-			if !slices.Equal(got, s.seeds(tt.first, tt.seeds)) {
+			got := slices.Collect(s.seeds(tt.first, tt.seeds))
+			if !slices.Equal(got, slices.Collect(s.seeds(tt.first, tt.seeds))) {
 				t.Fatalf("shard %s of %+v is not deterministic", s, tt)
 			}
 			minN, maxN = min(minN, len(got)), max(maxN, len(got))
@@ -89,6 +91,30 @@ func TestShardsPartitionTheSeedList(t *testing.T) {
 		if maxN-minN > 1 {
 			t.Errorf("%+v: shard sizes range from %d to %d", tt, minN, maxN)
 		}
+	}
+}
+
+// A seed list is not made before it is run: --seeds as large as an int
+// gives its first seed at once, and Ctrl-C stops a dry run between seeds
+// (main's context is cancelled, not the process).
+func TestSeedListIsLazy(t *testing.T) {
+	for _, sh := range []shard{{1, 1}, {2, 3}} {
+		for seed := range sh.seeds(10, math.MaxInt) {
+			if want := uint64(10 + sh.Index - 1); seed != want {
+				t.Fatalf("shard %s: first seed %d, want %d", sh, seed, want)
+			}
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"run", "--dry-run", "--seed", "1", "--seeds", "1000000"})
+	if err := root.ExecuteContext(ctx); exitCode(err) != exitBad || strings.Contains(out.String(), "seed 1:") {
+		t.Fatalf("cancelled dry run: exit %d (%v), want %d before any schedule\n%.300s", exitCode(err), err, exitBad, out.String())
 	}
 }
 

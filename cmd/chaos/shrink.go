@@ -46,6 +46,9 @@ input (not a failing scheduled run) or harness error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runDir := args[0]
+			if err := errors.Join(checkShrinkOptions(opt), checkKnobs(check)); err != nil {
+				return withCode(exitBad, err)
+			}
 			cfg, sched, target, err := loadShrinkable(runDir, checker)
 			if err != nil {
 				return withCode(exitBad, err)
@@ -100,6 +103,27 @@ input (not a failing scheduled run) or harness error.`,
 	f.DurationVar(&opt.Tail, "tail", 5*time.Second, "time a shortened run goes on after its last fault")
 	check.RegisterFlags(f) // the knobs every replay is checked with
 	return cmd
+}
+
+// checkShrinkOptions refuses what shrink.Shrink would replace by its
+// default without a word (a zero or negative budget, tries, hold or tail).
+func checkShrinkOptions(o shrink.Options) error {
+	var errs []error
+	for _, c := range []struct {
+		flag string
+		bad  bool
+		val  any
+	}{
+		{"budget", o.Budget < 1, o.Budget},
+		{"tries", o.Tries < 1, o.Tries},
+		{"min-hold", o.MinHold <= 0, o.MinHold},
+		{"tail", o.Tail <= 0, o.Tail},
+	} {
+		if c.bad {
+			errs = append(errs, fmt.Errorf("--%s %v: want more than 0", c.flag, c.val))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // loadShrinkable reads what a replay needs: the run's settings, its

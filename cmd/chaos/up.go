@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -43,6 +45,9 @@ what a killed process left behind.`,
 			ctx := cmd.Context()
 			if brokers < 0 {
 				return withCode(exitBad, fmt.Errorf("--brokers %d: want 0 or more", brokers))
+			}
+			if err := checkUpFlags(cfg.ZK, holdFor, session); err != nil {
+				return withCode(exitBad, err)
 			}
 			if brokers == 0 {
 				return upZK(ctx, cfg, holdFor)
@@ -105,6 +110,28 @@ what a killed process left behind.`,
 	f.StringSliceVar(&nodeFlags, "node-flag", nil, "extra flag for every node program (repeatable)")
 	f.DurationVar(&session, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
 	return cmd
+}
+
+// checkUpFlags refuses the settings of `chaos up` that the cluster would
+// refuse only once Docker answers (the ensemble's size and tick), or that
+// would silently mean something else (a zero session timeout is the
+// default, a negative hold none).
+func checkUpFlags(zk cluster.ZKOptions, hold, session time.Duration) error {
+	var errs []error
+	if s := zk.Servers; s != 1 && s != 3 && s != 5 {
+		errs = append(errs, fmt.Errorf("--zk %d: want 1, 3 or 5 ZooKeeper servers", s))
+	}
+	// The cluster's own floor for a tick (cluster.ZKOptions).
+	if zk.TickTime < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--zk-tick %s: want at least 10ms", zk.TickTime))
+	}
+	if hold < 0 {
+		errs = append(errs, fmt.Errorf("--hold %s: want 0 (until Ctrl-C) or more", hold))
+	}
+	if session <= 0 {
+		errs = append(errs, fmt.Errorf("--session-timeout %s: want more than 0", session))
+	}
+	return errors.Join(errs...)
 }
 
 // upZK holds a ZooKeeper ensemble alone.

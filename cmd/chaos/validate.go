@@ -1,0 +1,99 @@
+package main
+
+// This file owns the range checks of the run settings and checker knobs
+// that commands do before anything reaches Docker. The harness fills a zero
+// setting with its default and the cluster refuses an ensemble size only once
+// the engine answers, so without them a typo costs a set-up, or runs
+// something other than what was asked, before the user hears of it.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
+)
+
+// minFaultHold is the shortest fault hold a command accepts. A schedule is
+// planned by drawing holds until the time limit is filled, so holds of a
+// few nanoseconds plan billions of steps and memory runs out before the
+// run starts; and a fault is applied and healed through Docker, which
+// takes longer than this anyway.
+const minFaultHold = 100 * time.Millisecond
+
+// maxFaultDensity is the densest schedule --fault-density asks for.
+const maxFaultDensity = 8
+
+// checkRunConfig names, by its flag, every setting of c that no run can
+// have: the ones `chaos run` and `chaos power` share.
+func checkRunConfig(c harness.RunConfig) error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if s := c.ZK.Servers; s != 1 && s != 3 && s != 5 {
+		bad("--%s %d: want 1, 3 or 5 ZooKeeper servers", rundir.FlagZK, s)
+	}
+	if c.TimeLimit <= 0 {
+		bad("--%s %s: want more than 0", rundir.FlagTimeLimit, c.TimeLimit)
+	}
+	if c.MinHold < minFaultHold {
+		bad("--%s %s: want at least %s", rundir.FlagMinHold, c.MinHold, minFaultHold)
+	}
+	if c.MaxHold < c.MinHold {
+		bad("--%s %s: want at least --%s (%s)", rundir.FlagMaxHold, c.MaxHold, rundir.FlagMinHold, c.MinHold)
+	}
+	if c.ZKSessionTimeout <= 0 {
+		bad("--%s %s: want more than 0", rundir.FlagSessionTimeout, c.ZKSessionTimeout)
+	}
+	// Written so that NaN, which every comparison fails, is refused too.
+	if !(c.Density >= 0 && c.Density <= maxFaultDensity) {
+		bad("--%s %g: want 0 (one fault at a time) up to %d", rundir.FlagFaultDensity, c.Density, maxFaultDensity)
+	}
+	return errors.Join(errs...)
+}
+
+// checkSchedule refuses a --replay schedule that no run wrote: one without
+// a duration (an empty object, another JSON file) or with a step outside
+// time.
+func checkSchedule(path string, s nemesis.Schedule) error {
+	if s.Total <= 0 {
+		return fmt.Errorf("--%s %s: total_ns is %d: not a schedule a run stored (those last more than 0)", rundir.FlagReplay, path, s.Total)
+	}
+	for i, st := range s.Steps {
+		if st.At < 0 || st.Hold <= 0 {
+			return fmt.Errorf("--%s %s: step %d (%s) at %s held %s: want a start of 0 or more and a positive hold", rundir.FlagReplay, path, i+1, st.Kind, st.At, st.Hold)
+		}
+	}
+	return nil
+}
+
+// checkKnobs refuses a negative checker knob (a grace, a timeout, a count):
+// a checker would judge with it, and say "within -1s", rather than fail.
+// It goes through the knobs' own flags, so a new knob is checked without
+// being named here.
+func checkKnobs(c checkers.Config) error {
+	fs := pflag.NewFlagSet("knobs", pflag.ContinueOnError)
+	c.RegisterFlags(fs) // binds to the copy c; nothing is parsed
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		v := f.Value.String()
+		negative := false
+		switch f.Value.Type() {
+		case "duration":
+			d, err := time.ParseDuration(v)
+			negative = err == nil && d < 0
+		case "int":
+			n, err := strconv.Atoi(v)
+			negative = err == nil && n < 0
+		}
+		if negative {
+			errs = append(errs, fmt.Errorf("--%s %s: want 0 or more", f.Name, v))
+		}
+	})
+	return errors.Join(errs...)
+}
