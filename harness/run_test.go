@@ -44,7 +44,7 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 	}
 	// The progress is kept whatever cfg.Progress was (io.Discard here
 	// unless -v), with every phase's lines.
-	if b, err := os.ReadFile(filepath.Join(got, "logs", "harness.log")); err != nil || !strings.Contains(string(b), "] workload") || !strings.Contains(string(b), "collect done") {
+	if b, err := os.ReadFile(filepath.Join(got, "logs", "harness.log")); err != nil || !strings.Contains(string(b), "] workload") || !strings.Contains(string(b), "heal done") {
 		t.Errorf("logs/harness.log lacks the phase lines (%v):\n%s", err, b)
 	}
 	rep, err := Check(got, checkers.DefaultConfig())
