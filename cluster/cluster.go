@@ -41,18 +41,25 @@ type ZKOptions struct {
 	HeapMB            int           // JVM heap per server; default 128
 }
 
+// MinTickTime is the shortest ZooKeeper tick an ensemble accepts.
+const MinTickTime = 10 * time.Millisecond
+
+// ValidServers reports whether an ensemble of n servers can be started:
+// 1, 3 or 5 (an even ensemble tolerates no more failures than one fewer).
+func ValidServers(n int) bool { return n == 1 || n == 3 || n == 5 }
+
 func (o *ZKOptions) defaults() error {
 	if o.Servers == 0 {
 		o.Servers = 3
 	}
-	if o.Servers != 1 && o.Servers != 3 && o.Servers != 5 {
+	if !ValidServers(o.Servers) {
 		return fmt.Errorf("zookeeper servers: %d (want 1, 3 or 5)", o.Servers)
 	}
 	if o.TickTime == 0 {
 		o.TickTime = 200 * time.Millisecond
 	}
-	if o.TickTime < 10*time.Millisecond {
-		return fmt.Errorf("zookeeper tick time %s is below 10ms", o.TickTime)
+	if o.TickTime < MinTickTime {
+		return fmt.Errorf("zookeeper tick time %s is below %s", o.TickTime, MinTickTime)
 	}
 	if o.InitLimit == 0 {
 		o.InitLimit = 20

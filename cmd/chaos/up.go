@@ -118,12 +118,11 @@ what a killed process left behind.`,
 // default, a negative hold none).
 func checkUpFlags(zk cluster.ZKOptions, hold, session time.Duration) error {
 	var errs []error
-	if s := zk.Servers; s != 1 && s != 3 && s != 5 {
+	if s := zk.Servers; !cluster.ValidServers(s) {
 		errs = append(errs, fmt.Errorf("--zk %d: want 1, 3 or 5 ZooKeeper servers", s))
 	}
-	// The cluster's own floor for a tick (cluster.ZKOptions).
-	if zk.TickTime < 10*time.Millisecond {
-		errs = append(errs, fmt.Errorf("--zk-tick %s: want at least 10ms", zk.TickTime))
+	if zk.TickTime < cluster.MinTickTime {
+		errs = append(errs, fmt.Errorf("--zk-tick %s: want at least %s", zk.TickTime, cluster.MinTickTime))
 	}
 	if hold < 0 {
 		errs = append(errs, fmt.Errorf("--hold %s: want 0 (until Ctrl-C) or more", hold))

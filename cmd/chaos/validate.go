@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -35,7 +36,7 @@ const maxFaultDensity = 8
 func checkRunConfig(c harness.RunConfig) error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if s := c.ZK.Servers; s != 1 && s != 3 && s != 5 {
+	if s := c.ZK.Servers; !cluster.ValidServers(s) {
 		bad("--%s %d: want 1, 3 or 5 ZooKeeper servers", rundir.FlagZK, s)
 	}
 	if c.TimeLimit <= 0 {
