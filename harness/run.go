@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 	binc := make(chan built, 1)
 	go func() {
-		path, err := docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
+		path, err := buildNode(ctx)
 		binc <- built{path, err}
 	}()
 	envCfg.Progress = cfg.Progress
@@ -510,10 +510,16 @@ func (idle) Run(ctx context.Context) error {
 	return nil
 }
 
-// nodeArgs are the flags of node id. Its event log goes straight into the
-// run's history folder.
-func nodeArgs(c *cluster.Cluster, cfg RunConfig, id int) []string {
-	args := append(c.NodeFlags(id),
+// buildNode builds the node program (cmd/kafkanode) from this checkout.
+func buildNode(ctx context.Context) (string, error) {
+	return docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
+}
+
+// nodeArgs are a node's flags: placement (which node, where; for a
+// container, cluster.NodeFlags, whose event log goes straight into the
+// run's history folder) and then the run's own.
+func nodeArgs(placement []string, cfg RunConfig) []string {
+	args := append(slices.Clone(placement),
 		"--zk-session-timeout="+cfg.ZKSessionTimeout.String(),
 		// Brokers start while the ensemble elects its leader; on a loaded
 		// machine that can take as long as the set-up's own wait for it.
@@ -804,7 +810,7 @@ func startNodes(ctx context.Context, c *cluster.Cluster, cfg RunConfig, bin stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[id-1] = c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c, cfg, id)})
+			_, errs[id-1] = c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c.NodeFlags(id), cfg)})
 		}()
 	}
 	wg.Wait()

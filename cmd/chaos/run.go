@@ -69,6 +69,9 @@ error, 3 some run unknown.`,
 				}
 				return nil
 			}
+			if err := harness.CheckNodeFlags(cmd.Context(), cfg); err != nil {
+				return withCode(exitBad, err)
+			}
 			cfg.Progress = cmd.ErrOrStderr()
 			overall := checkers.Valid
 			var dirs []string

@@ -55,6 +55,13 @@ what a killed process left behind.`,
 			if parts < 1 {
 				return withCode(exitBad, fmt.Errorf("--partitions %d: want at least 1", parts))
 			}
+			var bugList []string
+			if bugs != "" {
+				bugList = strings.Split(bugs, ",")
+			}
+			if err := harness.CheckNodeFlags(ctx, harness.RunConfig{Bugs: bugList, NodeFlags: nodeFlags, ZKSessionTimeout: session}); err != nil {
+				return withCode(exitBad, err)
+			}
 			if err := cfg.Place(); err != nil {
 				return withCode(exitBad, fmt.Errorf("--dir: %w", err))
 			}
@@ -64,9 +71,7 @@ what a killed process left behind.`,
 				// The hold ends the run, not a time limit.
 				TimeLimit: 100 * 365 * 24 * time.Hour, Progress: os.Stderr,
 			}
-			if bugs != "" {
-				rc.Bugs = strings.Split(bugs, ",")
-			}
+			rc.Bugs = bugList
 			// Ctrl-C ends the hold, after which the run heals and writes its
 			// history out as usual; before the cluster is ready it aborts.
 			runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))

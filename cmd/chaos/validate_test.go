@@ -16,7 +16,8 @@ import (
 )
 
 // A setting no run can have is refused by its flag, with exit 2, before
-// anything reaches Docker or the disk: `run` is tried with --dry-run (the
+// anything reaches Docker or the disk (bug switches and node flags by the
+// node program itself, run on the host with --check-flags): `run` is tried with --dry-run (the
 // same checks come first without it), `power` with an executor that fails
 // the test, `up` and `shrink` with an engine that does not exist, and
 // `check` on a copy whose results.json must not be rewritten.
@@ -65,6 +66,9 @@ func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
 		{"run: every problem named", []string{"run", "--dry-run", "--zk", "4", "--nodes", "0", "--time-limit", "-1s"}, []string{"--zk 4", "--nodes 0", "--time-limit -1s"}},
 		{"run: replay of an empty object", []string{"run", "--dry-run", "--replay", empty}, []string{"--replay " + empty, "total_ns"}},
 		{"run: replay of a negative hold", []string{"run", "--dry-run", "--replay", negHold}, []string{"--replay " + negHold, "step 1"}},
+		{"run: unknown bug switch", []string{"run", "--runs", runs, "--bugs", "KAFKA-999"}, []string{"--bugs", "KAFKA-999", "known: KAFKA-532"}},
+		{"run: unknown election policy", []string{"run", "--runs", runs, "--node-flag=--offline-election=coin"}, []string{"--offline-election", "coin"}},
+		{"run: unknown failpoint", []string{"run", "--runs", runs, "--node-flag=--failpoints=nope=pause"}, []string{"--failpoints", "nope"}},
 		{"power: two ZooKeeper servers", []string{"power", "--runs", runs, "--seeds", "1", "--zk", "2"}, []string{"--zk 2"}},
 		{"power: no time", []string{"power", "--runs", runs, "--seeds", "1", "--time-limit", "0"}, []string{"--time-limit 0s"}},
 		{"power: no hold", []string{"power", "--runs", runs, "--seeds", "1", "--min-hold", "0"}, []string{"--min-hold 0s"}},
@@ -76,6 +80,7 @@ func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
 		{"shrink: negative grace", []string{"shrink", "--runs", runs, "--liveness-grace", "-1s", checked}, []string{"--liveness-grace -1s"}},
 		{"up: two ZooKeeper servers", []string{"up", "--dir", filepath.Join(runs, "up"), "--zk", "2"}, []string{"--zk 2"}},
 		{"up: ZooKeeper alone, four servers", []string{"up", "--brokers", "0", "--zk", "4"}, []string{"--zk 4"}},
+		{"up: unknown bug switch", []string{"up", "--dir", filepath.Join(runs, "up"), "--bugs", "KAFKA-0"}, []string{"--bugs", "KAFKA-0"}},
 		{"up: negative hold", []string{"up", "--dir", filepath.Join(runs, "up"), "--hold", "-1s"}, []string{"--hold -1s"}},
 		{"up: tick too short", []string{"up", "--dir", filepath.Join(runs, "up"), "--zk-tick", "1ms"}, []string{"--zk-tick 1ms"}},
 		{"up: no session timeout", []string{"up", "--dir", filepath.Join(runs, "up"), "--session-timeout", "0"}, []string{"--session-timeout 0s"}},

@@ -5,7 +5,8 @@
 //
 // Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime
 // error (e.g. ZooKeeper unreachable at start-up), 2 on bad flags, an unknown
-// bug switch, policy or failpoint.
+// bug switch, policy or failpoint. With --check-flags it exits 0 or 2 after
+// the flags are checked, without starting.
 package main
 
 import (
@@ -36,6 +37,9 @@ func run(args []string) int {
 	if err := failpoint.New().ArmSpec(cfg.Failpoints); err != nil {
 		fmt.Fprintf(os.Stderr, "kafkanode: --failpoints: %v\n", err)
 		return 2
+	}
+	if cfg.CheckFlags {
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

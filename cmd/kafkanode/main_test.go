@@ -22,6 +22,9 @@ func TestExitCodes(t *testing.T) {
 		{"unknown failpoint", append(base, "--zk=127.0.0.1:1", "--failpoints=nope=pause"), 2},
 		{"bad failpoint action", append(base, "--zk=127.0.0.1:1", "--failpoints=broker-before-register=explode"), 2},
 		{"no zookeeper", base, 2},
+		{"check-flags: good", append(base, "--zk=127.0.0.1:1", "--bugs=KAFKA-532", "--check-flags"), 0},
+		{"check-flags: unknown bug switch", append(base, "--zk=127.0.0.1:1", "--bugs=KAFKA-0", "--check-flags"), 2},
+		{"check-flags: bad failpoint", append(base, "--zk=127.0.0.1:1", "--failpoints=nope=pause", "--check-flags"), 2},
 		// Nothing listens on port 1: start-up fails with a clear error.
 		{"unreachable zookeeper", append(base, "--zk=127.0.0.1:1", "--zk-connect-timeout=300ms"), 1},
 	}

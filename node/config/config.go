@@ -126,6 +126,11 @@ type Config struct {
 	ControlledShutdownRetry  int
 	ControlledShutdownWait   time.Duration
 	ControlledShutdownOnTerm bool
+
+	// CheckFlags: exit after the flags (and failpoint specs) are parsed.
+	// The harness runs the host build this way before it starts any
+	// container, so a mistyped switch costs no set-up.
+	CheckFlags bool
 }
 
 // failpointNames mirrors failpoint.Names for the usage text (config must
@@ -170,6 +175,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.IntVar(&c.ControlledShutdownRetry, "controlled-shutdown-retries", 3, "controlled.shutdown.max.retries")
 	fs.DurationVar(&c.ControlledShutdownWait, "controlled-shutdown-backoff", time.Second, "controlled.shutdown.retry.backoff.ms")
 	fs.BoolVar(&c.ControlledShutdownOnTerm, "controlled-shutdown", true, "on SIGTERM/SIGINT, ask the controller to move leadership away before exiting")
+	fs.BoolVar(&c.CheckFlags, "check-flags", false, "check the flags and exit: 0 if a node could start with them, 2 (and the problem on stderr) if not")
 	fs.Usage = func() {
 		fmt.Fprintf(out, `kafkanode: a ZooKeeper-mode Kafka broker (any node may become the controller).
 
