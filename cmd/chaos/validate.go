@@ -96,5 +96,10 @@ func checkKnobs(c checkers.Config) error {
 			errs = append(errs, fmt.Errorf("--%s %s: want 0 or more", f.Name, v))
 		}
 	})
+	// The linearizability checker would take 0 for its default budget while
+	// results.json recorded 0s: refused, so what is recorded is what ran.
+	if c.LinearizeTimeout == 0 {
+		errs = append(errs, errors.New("--linearize-timeout 0s: want more than 0 (porcupine's budget per run)"))
+	}
 	return errors.Join(errs...)
 }

@@ -74,6 +74,7 @@ func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
 		{"power: no hold", []string{"power", "--runs", runs, "--seeds", "1", "--min-hold", "0"}, []string{"--min-hold 0s"}},
 		{"power: negative grace", []string{"power", "--runs", runs, "--seeds", "1", "--offline-grace", "-1s"}, []string{"--offline-grace -1s"}},
 		{"check: negative retries", []string{"check", "--max-badversion-retries", "-1", checked}, []string{"--max-badversion-retries -1"}},
+		{"check: no linearizability budget", []string{"check", "--linearize-timeout", "0", checked}, []string{"--linearize-timeout 0s"}},
 		{"check: negative grace", []string{"check", "--elect-grace", "-1s", checked}, []string{"--elect-grace -1s"}},
 		{"shrink: no budget", []string{"shrink", "--runs", runs, "--budget", "0", checked}, []string{"--budget 0"}},
 		{"shrink: no tries, hold or tail", []string{"shrink", "--runs", runs, "--tries", "0", "--min-hold", "-1s", "--tail", "0", checked}, []string{"--tries 0", "--min-hold -1s", "--tail 0s"}},
