@@ -171,13 +171,21 @@ func Usable(topo Topology, kinds []FaultKind) (usable []FaultKind, skipped []str
 	return usable, skipped
 }
 
+// MinHold is the shortest fault hold Plan draws. A schedule is planned by
+// drawing holds until total is filled, so holds of a few nanoseconds would
+// plan billions of steps and run out of memory before the run starts; and a
+// fault is applied and healed through Docker, which takes longer anyway.
+const MinHold = 100 * time.Millisecond
+
 // Plan makes the schedule for seed on a run of topology topo: the openings
 // (opening.go) the available kinds allow, then faults drawn from the kinds
 // available on topo, each held for [minHold, maxHold], separated by quiet
 // gaps of [minHold/2, maxHold], all inside total. Kinds the topology cannot
 // take are listed in Skipped with the reason and never drawn, so a planned
-// step does not fail for want of a target.
+// step does not fail for want of a target. Holds shorter than MinHold are
+// raised to it.
 func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kinds []FaultKind) Schedule {
+	minHold, maxHold = max(minHold, MinHold), max(maxHold, MinHold)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration {
 		if hi <= lo {

@@ -322,3 +322,19 @@ func TestApplyDoesNotWaitOnASilentZooKeeper(t *testing.T) {
 		t.Fatalf("step not applied as drawn: %v", err)
 	}
 }
+
+// Holds below MinHold are raised to it, so a zero or nanosecond hold plans a
+// bounded schedule instead of filling memory with steps.
+func TestPlanRaisesTinyHolds(t *testing.T) {
+	for _, hold := range []time.Duration{0, time.Nanosecond, -time.Second} {
+		s := Plan(1, Topology{Nodes: 3, ZKServers: 3}, 10*time.Second, hold, hold, []FaultKind{PauseNode})
+		if n := len(s.Steps); n == 0 || n > int(10*time.Second/MinHold) {
+			t.Fatalf("hold %s: %d steps", hold, n)
+		}
+		for _, st := range s.Steps {
+			if st.Hold < MinHold {
+				t.Fatalf("hold %s: step %s held %s, below MinHold", hold, st.Kind, st.Hold)
+			}
+		}
+	}
+}

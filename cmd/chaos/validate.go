@@ -21,13 +21,6 @@ import (
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-// minFaultHold is the shortest fault hold a command accepts. A schedule is
-// planned by drawing holds until the time limit is filled, so holds of a
-// few nanoseconds plan billions of steps and memory runs out before the
-// run starts; and a fault is applied and healed through Docker, which
-// takes longer than this anyway.
-const minFaultHold = 100 * time.Millisecond
-
 // maxFaultDensity is the densest schedule --fault-density asks for.
 const maxFaultDensity = 8
 
@@ -42,8 +35,8 @@ func checkRunConfig(c harness.RunConfig) error {
 	if c.TimeLimit <= 0 {
 		bad("--%s %s: want more than 0", rundir.FlagTimeLimit, c.TimeLimit)
 	}
-	if c.MinHold < minFaultHold {
-		bad("--%s %s: want at least %s", rundir.FlagMinHold, c.MinHold, minFaultHold)
+	if c.MinHold < nemesis.MinHold {
+		bad("--%s %s: want at least %s", rundir.FlagMinHold, c.MinHold, nemesis.MinHold)
 	}
 	if c.MaxHold < c.MinHold {
 		bad("--%s %s: want at least --%s (%s)", rundir.FlagMaxHold, c.MaxHold, rundir.FlagMinHold, c.MinHold)
