@@ -223,7 +223,8 @@ func (s Schedule) Save(path string) error {
 	return nil
 }
 
-// LoadSchedule reads a saved schedule, for replay.
+// LoadSchedule reads a saved schedule, for replay, and refuses one no run
+// could have written.
 func LoadSchedule(path string) (Schedule, error) {
 	var s Schedule
 	b, err := os.ReadFile(path)
@@ -233,9 +234,17 @@ func LoadSchedule(path string) (Schedule, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, fmt.Errorf("load schedule %s: %w", path, err)
 	}
+	// A file no run wrote (an empty object, another JSON document, a hand
+	// edit) is refused here rather than replayed as something else.
+	if s.Total <= 0 {
+		return s, fmt.Errorf("load schedule %s: total_ns is %d: not a schedule a run stored (those last more than 0)", path, s.Total)
+	}
 	for i, st := range s.Steps {
 		if !slices.Contains(Catalogue, st.Kind) {
-			return s, fmt.Errorf("load schedule %s: step %d: unknown fault %q", path, i, st.Kind)
+			return s, fmt.Errorf("load schedule %s: step %d: unknown fault %q", path, i+1, st.Kind)
+		}
+		if st.At < 0 || st.Hold <= 0 {
+			return s, fmt.Errorf("load schedule %s: step %d (%s) at %s held %s: want a start of 0 or more and a positive hold", path, i+1, st.Kind, st.At, st.Hold)
 		}
 	}
 	return s, nil

@@ -92,15 +92,18 @@ func TestScheduleRoundTripAndBadFiles(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("round trip: %v, equal=%v", err, reflect.DeepEqual(got, s))
 	}
-	bad := map[string]string{
-		"garbage.json": "{not json",
-		"unknown.json": `{"seed":1,"steps":[{"kind":"melt-cpu"}]}`,
+	bad := []struct{ name, body, why string }{
+		{"garbage.json", "{not json", "invalid character"},
+		{"empty.json", "{}", "total_ns is 0"},
+		{"unknown.json", `{"seed":1,"total_ns":1000,"steps":[{"kind":"melt-cpu","hold_ns":1}]}`, `step 1: unknown fault "melt-cpu"`},
+		{"negative-hold.json", `{"seed":1,"total_ns":1000,"steps":[{"kind":"pause-node","hold_ns":1},{"kind":"pause-node","hold_ns":-5}]}`, "step 2 (pause-node)"},
+		{"negative-start.json", `{"seed":1,"total_ns":1000,"steps":[{"kind":"pause-node","at_ns":-1,"hold_ns":1}]}`, "step 1 (pause-node) at -1ns"},
 	}
-	for name, body := range bad {
-		f := filepath.Join(dir, name)
-		os.WriteFile(f, []byte(body), 0o644)
-		if _, err := LoadSchedule(f); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: err %v should name the file", name, err)
+	for _, b := range bad {
+		f := filepath.Join(dir, b.name)
+		os.WriteFile(f, []byte(b.body), 0o644)
+		if _, err := LoadSchedule(f); err == nil || !strings.Contains(err.Error(), b.name) || !strings.Contains(err.Error(), b.why) {
+			t.Errorf("%s: err %v should name the file and %q", b.name, err, b.why)
 		}
 	}
 }

@@ -149,9 +149,6 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		if err != nil {
 			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagReplay, err)
 		}
-		if err := checkSchedule(r.Replay, s); err != nil {
-			return cfg, 0, err
-		}
 		cfg.Schedule = &s
 		cfg.Seed = s.Seed
 		cfg.TimeLimit = s.Total

@@ -51,21 +51,6 @@ func checkRunConfig(c harness.RunConfig) error {
 	return errors.Join(errs...)
 }
 
-// checkSchedule refuses a --replay schedule that no run wrote: one without
-// a duration (an empty object, another JSON file) or with a step outside
-// time.
-func checkSchedule(path string, s nemesis.Schedule) error {
-	if s.Total <= 0 {
-		return fmt.Errorf("--%s %s: total_ns is %d: not a schedule a run stored (those last more than 0)", rundir.FlagReplay, path, s.Total)
-	}
-	for i, st := range s.Steps {
-		if st.At < 0 || st.Hold <= 0 {
-			return fmt.Errorf("--%s %s: step %d (%s) at %s held %s: want a start of 0 or more and a positive hold", rundir.FlagReplay, path, i+1, st.Kind, st.At, st.Hold)
-		}
-	}
-	return nil
-}
-
 // checkKnobs refuses a negative checker knob (a grace, a timeout, a count):
 // a checker would judge with it, and say "within -1s", rather than fail.
 // It goes through the knobs' own flags, so a new knob is checked without
