@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -421,4 +422,28 @@ func staleEmptyRead() *history.History {
 	b.Read(3, tp, 0, true)
 	b.ReadOK(3, tp, 0, true, history.Record{Offset: 0, Value: "a"}, history.Record{Offset: 1, Value: "b"}, history.Record{Offset: 2, Value: "c"})
 	return b.History()
+}
+
+// A schedule.json that would not load is not offered for replay: the page
+// says why.
+func TestReportCorruptScheduleIsNotReplayed(t *testing.T) {
+	dir := rundirtest.Copy(t, kafka532)
+	os.WriteFile(filepath.Join(dir, rundir.ScheduleFile), []byte(`{"seed":1,"total_ns":0}`), 0o644)
+	path, err := RenderHTML(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(string(b))
+	for _, want := range []string{rundir.ScheduleFile + " cannot be replayed", "total_ns is 0"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report does not say %q", want)
+		}
+	}
+	if strings.Contains(page, "--replay") {
+		t.Error("report offers the corrupt schedule for replay")
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -98,8 +99,13 @@ func loadRun(runDir string) (*run, error) {
 		r.notes = append(r.notes, fmt.Sprintf("results.json was computed over %d events but the history now has %d: event references may point at the wrong events; run `chaos check` again",
 			r.results.Events, r.hist.count()))
 	}
-	_, err = os.Stat(filepath.Join(runDir, rundir.ScheduleFile))
-	r.hasSchedule = err == nil
+	// The replay command replays schedule.json; one that would not load
+	// (a hand edit, a truncated copy) gets the seed's command and a note.
+	if _, err := nemesis.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile)); err == nil {
+		r.hasSchedule = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		r.notes = append(r.notes, fmt.Sprintf("%s cannot be replayed (%v): the replay command re-plans from the seed", rundir.ScheduleFile, err))
+	}
 	_, err = os.Stat(filepath.Join(runDir, rundir.LinearizeFile))
 	r.hasLinear = err == nil
 	logs, _ := filepath.Glob(filepath.Join(runDir, rundir.LogsDir, "*.log"))
