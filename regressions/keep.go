@@ -7,6 +7,7 @@
 package regressions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,8 +77,9 @@ var ErrNothingToKeep = errors.New("no checker finds the run invalid: nothing to 
 // re-running the checker at every step: first whole streams (one source's
 // events of one kind), then halves, quarters, ... of what remains of each
 // stream (delta debugging's complement step). The result is 1-minimal only
-// up to MaxChecks; it always still fails.
-func Trim(h *history.History, opt Options) (*Trimmed, error) {
+// up to MaxChecks; it always still fails. A cancelled ctx stops the
+// reduction and Trim returns ctx's error: nothing half-trimmed is kept.
+func Trim(ctx context.Context, h *history.History, opt Options) (*Trimmed, error) {
 	if opt.Context == 0 {
 		opt.Context = 10
 	}
@@ -213,7 +215,7 @@ func Trim(h *history.History, opt Options) (*Trimmed, error) {
 		return keys[a] < keys[b]
 	})
 	try := func(idx []int) bool {
-		if checks >= opt.MaxChecks || len(idx) == 0 {
+		if checks >= opt.MaxChecks || len(idx) == 0 || ctx.Err() != nil {
 			return false
 		}
 		cand := slices.Clone(keep)
@@ -250,6 +252,9 @@ func Trim(h *history.History, opt Options) (*Trimmed, error) {
 		}
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("trim: %w", err)
+	}
 	kept := pick(h.Events, keep)
 	kh := history.New(kept)
 	final := target.Check(kh)

@@ -1,6 +1,7 @@
 package regressions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,7 +122,7 @@ func TestTrim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opt.Config = checkers.DefaultConfig()
 			tt.opt.Context = 1
-			tr, err := Trim(h, tt.opt)
+			tr, err := Trim(context.Background(), h, tt.opt)
 			if wanterr.Check(t, err, tt.wantErr) {
 				return
 			}
@@ -171,7 +172,7 @@ func TestTrimKeepsAFaultWhole(t *testing.T) {
 		return history.Event{V: 1, Time: ts, Source: "nemesis-x", Kind: kind, Fault: &history.Fault{ID: "fx", Name: "pause", Targets: []string{"n2"}}}
 	}
 	h := history.Merge(base.Events, []history.Event{f(history.KindFaultStart, at), f(history.KindFaultStop, last+1e9)})
-	tr, err := Trim(h, Options{Config: checkers.DefaultConfig(), Context: 1})
+	tr, err := Trim(context.Background(), h, Options{Config: checkers.DefaultConfig(), Context: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,10 +189,23 @@ func TestTrimKeepsAFaultWhole(t *testing.T) {
 	}
 }
 
+// Ctrl-C during keep stops the trimming and keeps nothing.
+func TestTrimStopsWhenCancelled(t *testing.T) {
+	h, err := history.ReadDir(rundirtest.Stored(rundirtest.Kafka532))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if tr, err := Trim(ctx, h, Options{Config: checkers.DefaultConfig()}); !errors.Is(err, context.Canceled) || tr != nil {
+		t.Fatalf("Trim with a cancelled context = %v, %v; want context.Canceled and nothing", tr, err)
+	}
+}
+
 func TestTrimRefusesAValidRun(t *testing.T) {
 	evs := []history.Event{{V: 1, Time: 1, Source: "n1", Node: 1, Kind: history.KindHWAdvance,
 		HW: &history.HWAdvance{Topic: "t", Partition: 0, Old: 0, New: 1}}}
-	if _, err := Trim(history.New(evs), Options{Config: checkers.DefaultConfig()}); !errors.Is(err, ErrNothingToKeep) {
+	if _, err := Trim(context.Background(), history.New(evs), Options{Config: checkers.DefaultConfig()}); !errors.Is(err, ErrNothingToKeep) {
 		t.Fatalf("Trim of a valid run = %v, want ErrNothingToKeep", err)
 	}
 }

@@ -62,7 +62,7 @@ invalid, a name already taken).`,
 			if err != nil {
 				return withCode(exitBad, fmt.Errorf("keep %s: %w", runDir, err))
 			}
-			t, err := regressions.Trim(h, opt)
+			t, err := regressions.Trim(cmd.Context(), h, opt)
 			if err != nil {
 				if errors.Is(err, regressions.ErrNothingToKeep) {
 					err = fmt.Errorf("keep %s: %w", runDir, err)
