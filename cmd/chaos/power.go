@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
@@ -352,6 +353,17 @@ var powerExecute = func(ctx context.Context, rc harness.RunConfig, check checker
 	return out.Dir, out.Results.Verdict, out.Results.Results, nil
 }
 
+// powerPreflight asks the engine once before the first seed: without it an
+// unreachable engine fails every seed in turn, each leaving a run dir. A
+// variable for the same reason as powerExecute.
+var powerPreflight = func(ctx context.Context) error {
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	return eng.Close()
+}
+
 func newPowerCmd() *cobra.Command {
 	var (
 		cfg      harness.RunConfig
@@ -418,6 +430,9 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				sws = append(sws, sw)
 			}
 			cfg.Faults = kinds
+			if err := powerPreflight(cmd.Context()); err != nil {
+				return withCode(exitBad, err)
+			}
 			cfg.Progress = io.Discard
 			// The cluster settles past the graces, so a partition left
 			// offline or a controller stuck retrying is seen stuck rather

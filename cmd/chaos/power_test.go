@@ -109,7 +109,9 @@ func TestPowerCommand(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "docker.lock")
 	unlockedRuns := 0
 	old := powerExecute
-	t.Cleanup(func() { powerExecute = old })
+	oldPre := powerPreflight
+	t.Cleanup(func() { powerExecute, powerPreflight = old, oldPre })
+	powerPreflight = func(context.Context) error { return nil }
 	powerExecute = func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
 		calls = append(calls, strings.Join(rc.Bugs, "+")+"|"+strings.Join(rc.NodeFlags, " "))
 		// --lock holds the file during each run: a second taker fails.
@@ -328,5 +330,25 @@ func TestPrintPowerMisses(t *testing.T) {
 	want := "not caught: KAFKA-532 seed 2 (valid): r2\nfalse positive: every-fix-on seed 4, invalid by liveness: r4\n"
 	if out.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// With the engine unreachable, power stops before its first seed: one error,
+// exit 2, and no run dir per seed.
+func TestPowerStopsWhenTheEngineIsUnreachable(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent")
+	old := powerExecute
+	t.Cleanup(func() { powerExecute = old })
+	powerExecute = func(context.Context, harness.RunConfig, checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+		t.Fatal("power reached the executor")
+		return "", "", nil, nil
+	}
+	runs := filepath.Join(t.TempDir(), "runs")
+	out, code := runCLI(t, "power", "--runs", runs, "--seeds", "3", "--switches", "KAFKA-532")
+	if code != exitBad || !strings.Contains(out, "docker engine unreachable at unix:///nonexistent") {
+		t.Fatalf("exit %d, want %d naming the engine:\n%s", code, exitBad, out)
+	}
+	if _, err := os.Stat(runs); err == nil {
+		t.Errorf("created %s", runs)
 	}
 }
