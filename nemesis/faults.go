@@ -55,6 +55,21 @@ type Nemesis struct {
 type openFault struct {
 	id, name string
 	targets  []string
+	// outcome, set by the fault that made it (netOutcome), is the stop
+	// event's detail: what the fault came to while it held.
+	outcome string
+}
+
+// netOutcome sets the outcome the stop events of the network faults named
+// name that are in force will carry.
+func (n *Nemesis) netOutcome(name, outcome string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := range n.openNet {
+		if n.openNet[i].name == name {
+			n.openNet[i].outcome = outcome
+		}
+	}
 }
 
 // New returns a Nemesis for w recording into rec (which may be nil).
@@ -146,7 +161,7 @@ func (n *Nemesis) record(name string, targets []string, detail string, do func()
 		n.Rec.Stop(id, name, targets, err)
 		return openFault{}, err
 	}
-	return openFault{id, name, targets}, nil
+	return openFault{id: id, name: name, targets: targets}, nil
 }
 
 // holdNet keeps a network fault in force until Heal.
@@ -249,7 +264,7 @@ func (n *Nemesis) HealNet(ctx context.Context) error {
 	n.openNet = nil
 	n.mu.Unlock()
 	for _, f := range open {
-		n.Rec.Stop(f.id, f.name, f.targets, err)
+		n.Rec.stopDetail(f.id, f.name, f.targets, f.outcome, err)
 	}
 	return err
 }
@@ -270,7 +285,7 @@ func (n *Nemesis) Heal(ctx context.Context) error {
 	n.killed = map[*docker.Container]openFault{}
 	n.mu.Unlock()
 	for _, f := range open {
-		n.Rec.Stop(f.id, f.name, f.targets, netErr)
+		n.Rec.stopDetail(f.id, f.name, f.targets, f.outcome, netErr)
 	}
 	for c, f := range paused {
 		err := Resume(ctx, c)

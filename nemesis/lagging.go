@@ -85,6 +85,9 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		mu       sync.Mutex
 		killedAt time.Time
 		kerr     error
+		// lastISR is the ISR last read, for the outcome of a watch
+		// that gives up.
+		lastISR []int
 	)
 	done := make(chan struct{})
 	go func() {
@@ -105,10 +108,15 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 					mu.Unlock()
 				}
 			}
+			if err == nil {
+				lastISR = now
+			}
 			if err == nil && l == leader && slices.Equal(now, []int{leader}) {
 				break
 			}
 			if time.Since(cut) > laggingWithin(fw) {
+				n.netOutcome(string(k), fmt.Sprintf("not killed: the ISR of %s-%d was still %v %s after its leader n%d was cut off from the other brokers",
+					topic, p, lastISR, time.Since(cut).Round(time.Millisecond), leader))
 				return
 			}
 			select {
@@ -124,6 +132,8 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 		mu.Lock()
 		if err == nil {
 			killedAt = time.Now()
+			n.netOutcome(string(k), fmt.Sprintf("killed leader n%d of %s-%d %s after the cut, its ISR [%d] alone",
+				vid, topic, p, killedAt.Sub(cut).Round(time.Millisecond), vid))
 		}
 		kerr = err
 		mu.Unlock()
