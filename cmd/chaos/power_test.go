@@ -336,13 +336,7 @@ func TestPrintPowerMisses(t *testing.T) {
 // With the engine unreachable, power stops before its first seed: one error,
 // exit 2, and no run dir per seed.
 func TestPowerStopsWhenTheEngineIsUnreachable(t *testing.T) {
-	t.Setenv("DOCKER_HOST", "unix:///nonexistent")
-	old := powerExecute
-	t.Cleanup(func() { powerExecute = old })
-	powerExecute = func(context.Context, harness.RunConfig, checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
-		t.Fatal("power reached the executor")
-		return "", "", nil, nil
-	}
+	noEngine(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	out, code := runCLI(t, "power", "--runs", runs, "--seeds", "3", "--switches", "KAFKA-532")
 	if code != exitBad || !strings.Contains(out, "docker engine unreachable at unix:///nonexistent") {

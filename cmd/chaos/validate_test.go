@@ -17,18 +17,13 @@ import (
 
 // A setting no run can have is refused by its flag, with exit 2, before
 // anything reaches Docker or the disk (bug switches and node flags by the
-// node program itself, run on the host with --check-flags): `run` is tried with --dry-run (the
-// same checks come first without it), `power` with an executor that fails
-// the test, `up` and `shrink` with an engine that does not exist, and
-// `check` on a copy whose results.json must not be rewritten.
+// node program itself, run on the host with --check-flags): `run` is tried
+// with --dry-run (the same checks come first without it), `power` with an
+// executor that fails the test, `up` and `shrink` with an engine that does
+// not exist, and `check` on a copy whose results.json must not be
+// rewritten.
 func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
-	t.Setenv("DOCKER_HOST", "unix:///nonexistent")
-	old := powerExecute
-	t.Cleanup(func() { powerExecute = old })
-	powerExecute = func(context.Context, harness.RunConfig, checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
-		t.Fatal("power reached the executor")
-		return "", "", nil, nil
-	}
+	noEngine(t)
 	tmp := t.TempDir()
 	empty := filepath.Join(tmp, "empty.json")
 	os.WriteFile(empty, []byte("{}\n"), 0o644)
@@ -107,5 +102,17 @@ func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
 				t.Fatalf("chaos %s: rewrote %s", strings.Join(tt.args, " "), rundir.ResultsFile)
 			}
 		})
+	}
+}
+
+// noEngine points the test at an engine that does not exist and makes
+// power's executor fail the test if a run gets that far.
+func noEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent")
+	old := powerExecute
+	t.Cleanup(func() { powerExecute = old })
+	powerExecute = func(context.Context, harness.RunConfig, checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+		t.Fatal("power reached the executor")
+		return "", "", nil, nil
 	}
 }
