@@ -71,10 +71,15 @@ func (r *Recorder) Start(name string, targets []string, detail string) string {
 // Stop records that fault id ended; err, if not nil, says the fault or its
 // undoing failed.
 func (r *Recorder) Stop(id, name string, targets []string, err error) {
+	r.stopDetail(id, name, targets, "", err)
+}
+
+// stopDetail records a fault's end with what it came to.
+func (r *Recorder) stopDetail(id, name string, targets []string, detail string, err error) {
 	if r == nil {
 		return
 	}
-	f := &history.Fault{ID: id, Name: name, Targets: targets}
+	f := &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}
 	if err != nil {
 		f.Error = err.Error()
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zkchaos/zkchaos/fourletter"
 	"maps"
 	"net/netip"
 	"slices"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/fourletter"
 )
 
 // FailoverOnLaggingZK is the fault of KAFKA-16667's window: the controller
@@ -732,18 +731,6 @@ func appliedAfter(ctx context.Context, ops zkfOps, zk Target, zxid int64, since 
 			return fmt.Sprintf("%s had not applied it %s after the leader had it", zk.Name, within)
 		}
 	}
-}
-
-// stopDetail records a fault's end with what it came to.
-func (r *Recorder) stopDetail(id, name string, targets []string, detail string, err error) {
-	if r == nil {
-		return
-	}
-	f := &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}
-	if err != nil {
-		f.Error = err.Error()
-	}
-	r.write(history.Event{Kind: history.KindFaultStop, Fault: f})
 }
 
 // consSessions asks every ZooKeeper server for its client connections
