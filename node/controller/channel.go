@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
 
@@ -42,6 +43,11 @@ type sendQueue struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// sending orders a send's log line against the queue's stop: the
+	// thread checks ctx and logs control_sent under it, stopQueue cancels
+	// under it, so once a queue is stopped (and the resignation that
+	// stopped it logged) no control_sent of it follows in the event log.
+	sending sync.Mutex
 }
 
 // queued is a request and the broker epoch (czxid) of the process it was
@@ -113,7 +119,9 @@ func (m *channelManager) removeBroker(id int32) {
 
 // stopQueue aborts a queue's request in flight without waiting for it.
 func stopQueue(sq *sendQueue) {
+	sq.sending.Lock()
 	sq.cancel()
+	sq.sending.Unlock()
 	sq.client.Close()
 }
 
@@ -184,16 +192,15 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 		}
 		resent := false
 		for attempt := 1; ; attempt++ {
-			if sq.ctx.Err() != nil {
+			if !m.logSent(sq, req, item.meant, attempt) {
 				return
 			}
-			// Every attempt is logged with its own correlation id: a retry
-			// may reach a different process than the first attempt would
-			// have, and the checker pairs receipts with sends by id.
-			ev := describeSent(req, sq.broker.ID)
-			ev.CorrelationID = sq.client.NextCorrelationID()
-			ev.MeantBrokerEpoch, ev.Attempt = item.meant, attempt
-			m.c.log.Emit(history.Event{Kind: history.KindControlSent, Control: &ev})
+			if sq.broker.ID != m.c.cfg.BrokerID {
+				// The request is in hand and logged: a process held here
+				// and resumed after its successor's election delivers it
+				// under its old controller epoch.
+				_ = m.c.fp.Eval(sq.ctx, failpoint.ControllerBeforeSend)
+			}
 			ctx, cancel := context.WithTimeout(sq.ctx, m.c.cfg.SocketTimeout)
 			resp, err := sq.client.Request(ctx, req)
 			cancel()
@@ -224,6 +231,23 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 			}
 		}
 	}
+}
+
+// logSent logs one attempt of req as sent, unless sq was stopped; it
+// reports whether the attempt may go on. Every attempt is logged with its
+// own correlation id: a retry may reach a different process than the first
+// attempt would have, and the checker pairs receipts with sends by id.
+func (m *channelManager) logSent(sq *sendQueue, req kmsg.Request, meant int64, attempt int) bool {
+	sq.sending.Lock()
+	defer sq.sending.Unlock()
+	if sq.ctx.Err() != nil {
+		return false
+	}
+	ev := describeSent(req, sq.broker.ID)
+	ev.CorrelationID = sq.client.NextCorrelationID()
+	ev.MeantBrokerEpoch, ev.Attempt = meant, attempt
+	m.c.log.Emit(history.Event{Kind: history.KindControlSent, Control: &ev})
+	return true
 }
 
 // describeSent renders a queued request for a control_sent event.

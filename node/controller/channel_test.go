@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
 
@@ -227,5 +229,98 @@ func TestSendThreadResendsAtOnceOnAConnectionThePeerClosed(t *testing.T) {
 				t.Fatalf("answered after %s; want quicker than the %s backoff: %v", time.Since(start), backoff, tt.wantQuick)
 			}
 		})
+	}
+}
+
+// recordingClient answers every request and keeps the controller epochs it
+// was asked to carry.
+type recordingClient struct {
+	mu     sync.Mutex
+	epochs []int32
+	got    chan struct{}
+}
+
+func (r *recordingClient) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	r.mu.Lock()
+	if l, ok := req.(*kmsg.LeaderAndISRRequest); ok {
+		r.epochs = append(r.epochs, l.ControllerEpoch)
+	}
+	r.mu.Unlock()
+	r.got <- struct{}{}
+	return req.ResponseKind(), nil
+}
+func (r *recordingClient) NextCorrelationID() int32 { return 7 }
+func (r *recordingClient) Close()                   {}
+
+// A request held at controller-before-send is already logged as sent and
+// goes out, with the epoch it was built under, when the hold ends: the
+// zombie's request in hand that brokers must refuse. Requests to the
+// controller's own broker never stop there (their receiver knows no newer
+// epoch than its own controller's), and a stopped queue logs nothing more.
+func TestControllerBeforeSendHoldsABuiltRequest(t *testing.T) {
+	var buf bytes.Buffer
+	w := history.NewWriter(&buf, "n1", 1)
+	fp := failpoint.New()
+	if err := fp.ArmSpec(failpoint.ControllerBeforeSend + "=pause"); err != nil {
+		t.Fatal(err)
+	}
+	hits := make(chan failpoint.Hit, 10)
+	fp.OnHit = func(h failpoint.Hit) { hits <- h }
+	c := &Controller{cfg: Config{BrokerID: 1, SocketTimeout: time.Second, RetryBackoff: time.Millisecond},
+		log: eventlog.New(w, 1, io.Discard), fp: fp}
+	m := newChannelManager(c)
+	rc := &recordingClient{got: make(chan struct{}, 10)}
+	m.newClient = func(brokerInfo) requester { return rc }
+	m.addBroker(brokerInfo{ID: 1, Host: "127.0.0.1", Port: 1})
+	m.addBroker(brokerInfo{ID: 2, Host: "127.0.0.1", Port: 2})
+	defer m.shutdown()
+
+	own := kmsg.NewPtrLeaderAndISRRequest()
+	own.ControllerEpoch = 4
+	m.send(1, own, 0)
+	select {
+	case <-rc.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request to the controller's own broker stopped at the failpoint")
+	}
+	req := kmsg.NewPtrLeaderAndISRRequest()
+	req.ControllerEpoch = 5
+	m.send(2, req, 0)
+	select {
+	case h := <-hits:
+		if h.Name != failpoint.ControllerBeforeSend || h.Phase != "start" {
+			t.Fatalf("hit %+v", h)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request to broker 2 never reached controller-before-send")
+	}
+	select {
+	case <-rc.got:
+		t.Fatal("the held request went out before the hold ended")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := fp.Release(failpoint.ControllerBeforeSend); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rc.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held request never went out after the release")
+	}
+	rc.mu.Lock()
+	epochs := slices.Clone(rc.epochs)
+	rc.mu.Unlock()
+	if !slices.Equal(epochs, []int32{4, 5}) {
+		t.Fatalf("sent controller epochs %v, want [4 5]", epochs)
+	}
+
+	m.shutdown()
+	m.send(2, req, 0)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	sent := strings.Count(buf.String(), `"kind":"control_sent"`)
+	if sent != 2 {
+		t.Fatalf("%d control_sent events, want 2 (nothing after the queues stopped)", sent)
 	}
 }

@@ -90,12 +90,22 @@ const (
 	// ZooKeeper leader, and only a Sync before the reads stands between the
 	// new controller and a cached zkVersion that is already stale.
 	ControllerAfterElected = "controller-after-elected"
+	// ControllerBeforeSend: a controller's send thread has taken a request
+	// for another broker off its queue and logged it as sent, and has not
+	// yet written it to the connection (ControllerChannelManager's
+	// RequestSendThread between queue.take() and sendAndReceive). A process
+	// stopped here past its session resumes with a request built under
+	// its old controller epoch already in hand; Kafka's send thread is not
+	// interruptible, so it goes out while the event thread is still
+	// learning that the session expired. Only the receiving broker's
+	// controller-epoch check stands between it and a zombie's decision.
+	ControllerBeforeSend = "controller-before-send"
 )
 
 // Names lists every failpoint. New windows are appended, so indices into it
 // (a replayed schedule's seeded pick) keep naming the same window.
 var Names = []string{ControllerAfterZKWrite, ControllerBeforeBrokerChange, BrokerBeforeRegister, BrokerControlledShutdown,
-	BrokerAfterRegister, FollowerAfterTruncation, ControllerBeforeElect, ControllerAfterElected}
+	BrokerAfterRegister, FollowerAfterTruncation, ControllerBeforeElect, ControllerAfterElected, ControllerBeforeSend}
 
 // ErrInjected is returned by Eval for the "error" action.
 var ErrInjected = errors.New("failpoint: injected error")
