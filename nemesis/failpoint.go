@@ -95,7 +95,28 @@ var FPWindows = []FPWindow{
 	// leader (the follower the election passes over reaches it);
 	// restarting the follower itself reaches it on its first LeaderAndIsr.
 	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1},
+	// A bounce makes the controller send LeaderAndIsr and UpdateMetadata;
+	// stopped with one of them in hand past its session, it resumes after
+	// its successor has reached the receiver, and delivers it under the
+	// old controller epoch: the input of the brokers' controller-epoch
+	// check, which a zombie that resigns at its first fenced ZooKeeper
+	// write never sends.
+	{"controller-before-send", RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2},
 }
+
+// legacyWindows is how many of FPWindows picks below PickAllWindows draw
+// from: the windows there were before picks named their table, so a
+// schedule.json saved then replays with the plans it ran.
+const legacyWindows = 6
+
+// PickAllWindows is the first pick that draws from every window in
+// FPWindows; new schedules draw their picks from PickAllWindows up
+// (NewPick), older ones hold picks below it.
+const PickAllWindows = 1 << 16
+
+// NewPick draws a step's pick from r, in the range that plans a failpoint
+// over every window.
+func NewPick(r *rand.Rand) int { return PickAllWindows + r.IntN(1<<16) }
 
 var fpActions = []string{FPSigstop, FPPause, FPError}
 
@@ -151,13 +172,17 @@ func PlanFailpoint(pick int) FPPlan {
 	// control plane is exercised there (a zombie controller, a request in
 	// flight across a broker restart), and a random run draws only a few
 	// failpoint steps.
+	windows := FPWindows
+	if pick < PickAllWindows {
+		windows = FPWindows[:legacyWindows]
+	}
 	total := 0
-	for _, w := range FPWindows {
+	for _, w := range windows {
 		total += max(1, w.Weight)
 	}
 	n := r.IntN(total)
-	w := FPWindows[len(FPWindows)-1]
-	for _, c := range FPWindows {
+	w := windows[len(windows)-1]
+	for _, c := range windows {
 		if n < max(1, c.Weight) {
 			w = c
 			break
@@ -838,7 +863,7 @@ func GuideFailpoints(s Schedule, reached map[string]int) Schedule {
 		// several steps spread over them instead of piling on one.
 		want := targets[r.IntN(len(targets))]
 		for range 1 << 16 {
-			p := r.IntN(1 << 16)
+			p := NewPick(r)
 			if PlanFailpoint(p).Window.Name == want {
 				out.Steps[i].Pick = p
 				break

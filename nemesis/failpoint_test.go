@@ -168,16 +168,50 @@ func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	// The node program's failpoint.Names, in order (node/failpoint's test
 	// holds the same list; the harness side never imports the node).
 	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register",
-		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation"}
+		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation", "controller-before-send"}
 	if !slices.Equal(FailpointWindowNames(), want) {
 		t.Fatalf("windows %v, want %v", FailpointWindowNames(), want)
+	}
+}
+
+// A schedule.json saved before the window table grew holds picks below
+// PickAllWindows; they plan what they planned when it was saved (the
+// plans below were printed by the build that had six windows).
+func TestLegacyPicksPlanAsSaved(t *testing.T) {
+	tests := []struct {
+		pick                    int
+		window, action, provoke string
+		partition               int32
+		candidate               int
+	}{
+		{0, "controller-before-broker-change", "sigstop", "bounce-other", 854, 45657},
+		{1, "broker-after-register", "pause", "restart-target", 741, 39615},
+		{2, "broker-before-register", "error", "restart-target", 151, 60361},
+		{5, "controller-after-zk-write", "sigstop", "terminate-other-then-restart", 944, 61951},
+		{7, "broker-during-controlled-shutdown", "error", "terminate", 195, 5560},
+		{8, "follower-after-truncation", "pause", "bounce-leader", 732, 58805},
+		{12345, "broker-during-controlled-shutdown", "pause", "terminate", 554, 36861},
+		{65535, "broker-before-register", "pause", "restart-target", 70, 6320},
+	}
+	for _, tt := range tests {
+		p := PlanFailpoint(tt.pick)
+		if p.Window.Name != tt.window || p.Action != tt.action || p.Provoke != tt.provoke || p.Partition != tt.partition || p.Pick != tt.candidate {
+			t.Errorf("pick %d plans %s %s %s %d %d, saved as %s %s %s %d %d", tt.pick,
+				p.Window.Name, p.Action, p.Provoke, p.Partition, p.Pick, tt.window, tt.action, tt.provoke, tt.partition, tt.candidate)
+		}
+	}
+	for pick := range PickAllWindows {
+		if w := PlanFailpoint(pick).Window.Name; w == "controller-before-send" {
+			t.Fatalf("legacy pick %d plans %s, a window added after picks were saved", pick, w)
+		}
 	}
 }
 
 // Over many picks every window, role, action and provocation is drawn.
 func TestPlanFailpointCoversEverything(t *testing.T) {
 	seen := map[string]bool{}
-	for pick := range 2000 {
+	for i := range 2000 {
+		pick := PickAllWindows + i
 		p := PlanFailpoint(pick)
 		if q := PlanFailpoint(pick); q.Window.Name != p.Window.Name || q.Action != p.Action || q.Provoke != p.Provoke || q.Partition != p.Partition || q.Pick != p.Pick {
 			t.Fatalf("pick %d planned twice differently", pick)

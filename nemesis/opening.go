@@ -68,6 +68,13 @@ var openingSpecs = []openingSpec{
 	{bug: "KAFKA-3861", kind: KillLaggingLeader, hold: 12 * time.Second},
 	// The controller fails over to a broker whose ZooKeeper server lags.
 	{bug: "KAFKA-16667", kind: FailoverOnLaggingZK, hold: 12 * time.Second},
+	// The controller stops with a LeaderAndIsr or UpdateMetadata in hand
+	// and resumes once its successor has reached the receiver: the zombie's
+	// request arrives under the old controller epoch. The first opening
+	// tests the controller's own ZooKeeper fence, whose zombie resigns
+	// before it sends anything; this one tests the brokers' check behind
+	// it, so a run with every fix on exercises both.
+	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-send", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
 }
 
 // OpeningBug names the seed bug whose window an opening step aims at, from
@@ -100,7 +107,7 @@ func openingPick(r *rand.Rand, o openingSpec) (int, bool) {
 		}
 	}
 	for range 1 << 16 {
-		p := r.IntN(1 << 16)
+		p := NewPick(r)
 		if pl := PlanFailpoint(p); pl.Window.Name == o.window && pl.Action == o.action && pl.Provoke == provoke {
 			return p, true
 		}
@@ -122,7 +129,7 @@ func planOpenings(seed uint64, total time.Duration, kinds []FaultKind) ([]Step, 
 		if !slices.Contains(kinds, o.kind) || at+o.hold > total {
 			continue
 		}
-		pick := r.IntN(1 << 16)
+		pick := NewPick(r)
 		if o.kind == FailpointFault {
 			p, ok := openingPick(r, o)
 			if !ok {

@@ -42,8 +42,8 @@ func TestScheduleBeginsWithOpenings(t *testing.T) {
 		kinds []FaultKind
 		want  []string // the seed bugs of the openings, in order
 	}{
-		{"every kind", 2 * time.Minute, Catalogue, []string{"KAFKA-532", "KAFKA-7235", "KAFKA-3861", "KAFKA-16667"}},
-		{"failpoint alone", 2 * time.Minute, []FaultKind{FailpointFault}, []string{"KAFKA-532", "KAFKA-7235"}},
+		{"every kind", 2 * time.Minute, Catalogue, []string{"KAFKA-532", "KAFKA-7235", "KAFKA-3861", "KAFKA-16667", "KAFKA-532"}},
+		{"failpoint alone", 2 * time.Minute, []FaultKind{FailpointFault}, []string{"KAFKA-532", "KAFKA-7235", "KAFKA-532"}},
 		{"lagging kinds", 2 * time.Minute, []FaultKind{KillLaggingLeader, FailoverOnLaggingZK, PauseNode}, []string{"KAFKA-3861", "KAFKA-16667"}},
 		{"no targeted kind", 2 * time.Minute, []FaultKind{PauseController, BounceNode}, nil},
 		// 20 s holds the first two; the others do not fit.

@@ -47,7 +47,7 @@ func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []Fault
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(kr, kinds), Hold: hold, Pick: r.IntN(1 << 16)})
+		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(kr, kinds), Hold: hold, Pick: NewPick(r)})
 	}
 	return s, nil
 }

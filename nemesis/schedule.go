@@ -205,7 +205,7 @@ func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kin
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(r, usable), Hold: hold, Pick: r.IntN(1 << 16)})
+		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(r, usable), Hold: hold, Pick: NewPick(r)})
 		at += hold + between(minHold/2, maxHold)
 	}
 	return s

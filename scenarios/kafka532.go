@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
@@ -11,11 +12,15 @@ import (
 )
 
 // kafka532 is KAFKA-532: a controller paused past its ZooKeeper session
-// between reading the cluster state and acting on it comes back as a zombie.
-// A new controller has been elected at a higher epoch meanwhile; the zombie's
-// writes and LeaderAndIsr requests carry its old epoch. Before the fix,
-// brokers did not check the controller epoch and the zombie's ZooKeeper
-// writes were unconditional, so brokers obeyed both controllers.
+// with a control request already built comes back as a zombie. A new
+// controller has been elected at a higher epoch meanwhile and has reached
+// every broker; the zombie's request carries its old epoch. Before the fix,
+// brokers did not check the controller epoch (and the zombie's ZooKeeper
+// writes were unconditional), so a broker obeyed the zombie after its
+// successor. With the fix the broker refuses it (STALE_CONTROLLER_EPOCH):
+// the scenario stops the zombie with the request in hand, in its send
+// thread, because a zombie that resumes before building one resigns at its
+// first fenced ZooKeeper write and never tests the brokers' check.
 func kafka532() Scenario {
 	return oneSwitch(Scenario{
 		Bug:     "KAFKA-532",
@@ -40,50 +45,66 @@ func kafka532() Scenario {
 	})
 }
 
-const failpointBrokerChange = "controller-before-broker-change"
+const (
+	failpointBeforeSend   = "controller-before-send"
+	failpointBrokerChange = "controller-before-broker-change"
+)
 
 type kafka532Driver struct{}
 
-// Drive: arm the controller to stop when a broker change arrives, stop a
-// broker cleanly to trigger it, freeze the controller there (SIGSTOP, as a GC pause)
-// and bring the killed broker back while another broker is elected
-// controller, wait for the new controller to act, then let the zombie go
-// on.
+// Drive: arm the controller to stop in its send thread with a request in
+// hand, stop a broker cleanly so that the controller sends the remaining one
+// LeaderAndIsr, freeze the controller there (SIGSTOP, as a GC pause) and
+// bring the stopped broker back while another broker is elected controller,
+// wait until the new controller has reached the broker the zombie holds a
+// request for, then let the zombie go on.
 func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 	start, c, err := begin(ctx, l, "KAFKA-532")
 	if err != nil {
 		return err
 	}
-	l.Note("controller is n%d; arming %s on it", c, failpointBrokerChange)
-	if err := l.ArmFailpoint(ctx, c, failpointBrokerChange, "1*sigstop"); err != nil {
+	l.Note("controller is n%d; arming %s on it", c, failpointBeforeSend)
+	if err := l.ArmFailpoint(ctx, c, failpointBeforeSend, "1*sigstop"); err != nil {
 		return err
 	}
 	victim := c%3 + 1
+	// The one broker left running besides the controller: the controller's
+	// requests about the stopped broker go to it (and to its own broker,
+	// which never stops at the failpoint).
+	receiver := 6 - c - victim
 	ts, err := l.Nodes(victim, c)
 	if err != nil {
 		return err
 	}
 	vt, ct := ts[0], ts[1]
-	l.Note("stopping n%d (SIGTERM, controlled shutdown off) so the controller handles a broker change", victim)
+	l.Note("stopping n%d (SIGTERM, controlled shutdown off) so the controller sends n%d its decisions", victim, receiver)
 	restartV, err := stopCleanly(ctx, l, "KAFKA-532", vt)
 	if err != nil {
 		return err
 	}
-	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
-		return e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == failpointBrokerChange
-	}); err != nil {
+	hit, err := l.WaitEvent(ctx, start, 30*time.Second, "the controller at its failpoint", func(e *history.Event) bool {
+		return e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == failpointBeforeSend && int(e.Node) == c
+	})
+	if err != nil {
 		return err
 	}
-	l.Note("n%d stopped at its failpoint; freezing it with SIGSTOP", c)
+	l.Note("n%d stopped at its failpoint with a request in hand; freezing it with SIGSTOP", c)
 	if err := l.Nemesis.PauseTarget(ctx, ct); err != nil {
 		return err
 	}
-	// The frozen controller never handles the death: its view keeps
-	// n<victim>'s old registration whenever n<victim> comes back. Back
-	// before the election (which waits for the frozen controller's session
-	// to expire), it gets the new controller's LeaderAndIsr at once, and
-	// the restart overlaps the wait for the election.
-	l.Note("restarting n%d so the next controller finds it and sends it leadership", victim)
+	// The failpoint fires once, on the first request for another broker
+	// since it was armed, after that request was logged as sent: the
+	// controller's first such control_sent is the request in hand.
+	held, err := l.WaitEvent(ctx, start, 5*time.Second, "the request in hand", func(e *history.Event) bool {
+		return e.Kind == history.KindControlSent && int(e.Node) == c && int(e.Control.TargetBroker) != c && e.Time <= hit.Time
+	})
+	if err != nil {
+		return err
+	}
+	if int(held.Control.TargetBroker) != receiver {
+		return fmt.Errorf("KAFKA-532: n%d stopped with a %s for n%d in hand, not for n%d", c, held.Control.API, held.Control.TargetBroker, receiver)
+	}
+	l.Note("restarting n%d so the next controller finds it", victim)
 	if err := restartV(ctx); err != nil {
 		return err
 	}
@@ -94,43 +115,34 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("n%d elected controller at epoch %d while n%d is frozen", elected.Node, elected.Controller.Epoch, c)
-	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the new controller's LeaderAndIsr", func(e *history.Event) bool {
-		return e.Kind == history.KindControlRequest && e.Control != nil && e.Control.API == history.APILeaderAndIsr &&
+	if _, err := l.WaitEvent(ctx, start, 30*time.Second, "the new controller's request at the receiver", func(e *history.Event) bool {
+		return e.Kind == history.KindControlRequest && e.Control != nil && int(e.Node) == receiver &&
 			e.Control.ControllerEpoch == elected.Controller.Epoch
 	}); err != nil {
 		return err
 	}
-	l.Note("resuming the zombie n%d (controller epoch %d is stale now)", c, elected.Controller.Epoch-1)
+	stale := held.Control.ControllerEpoch
+	l.Note("resuming the zombie n%d: its %s for n%d carries controller epoch %d, n%d knows epoch %d",
+		c, held.Control.API, receiver, stale, receiver, elected.Controller.Epoch)
 	// Taken before the resume: the zombie acts within milliseconds of
 	// SIGCONT, before ResumeTarget has returned.
 	since := time.Now().UnixNano()
 	if err := l.Nemesis.ResumeTarget(ctx, ct); err != nil {
 		return err
 	}
-	// The zombie goes on from its failpoint: it reads the broker set, makes
-	// leader decisions, writes them and sends LeaderAndIsr. With the fix its
-	// first conditional write fails and it resigns; with the bug a broker
-	// obeys its stale controller epoch. Either ends the window.
-	stale := elected.Controller.Epoch - 1
-	ev, err := l.WaitEvent(ctx, since, 20*time.Second, "the zombie's resignation or a broker obeying it", func(e *history.Event) bool {
-		switch {
-		case e.Kind == history.KindControllerResigned && int(e.Node) == c:
-			return true
-		case e.Kind == history.KindControlRequest && e.Control != nil && e.Control.ControllerEpoch == stale &&
-			int(e.Control.ControllerID) == c && e.Control.Verdict == history.VerdictAccepted:
-			return true
-		}
-		return false
+	// The send thread goes on from its failpoint and delivers the request;
+	// the receiver refuses it with the fix and obeys it with the bug. Its
+	// receipt ends the window either way.
+	ev, err := l.WaitEvent(ctx, since, 20*time.Second, "the receiver judging the zombie's request", func(e *history.Event) bool {
+		return e.Kind == history.KindControlRequest && e.Control != nil && int(e.Node) == receiver &&
+			int(e.Control.ControllerID) == c && e.Control.ControllerEpoch == stale
 	})
 	if err != nil {
 		return err
 	}
-	l.Note("n%d: %s", ev.Node, ev.Kind)
+	l.Note("n%d %s the zombie's %s (controller epoch %d)", ev.Node, ev.Control.Verdict, ev.Control.API, stale)
 	// Producers and readers run a moment longer against what the zombie
-	// left, so its damage shows as lost or divergent records too: with
-	// the bug every broker has obeyed the zombie within tens of
-	// milliseconds of the first, and a producer (one produce per 10 ms)
-	// meets the new leaders within a few operations.
+	// left, so any damage shows as lost or divergent records too.
 	if !ctxsleep.For(ctx, 300*time.Millisecond) {
 		return ctx.Err()
 	}
