@@ -56,6 +56,15 @@ var openingSpecs = []openingSpec{
 	// stays stopped past its session: it resumes a zombie with requests
 	// to send.
 	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-broker-change", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
+	// The controller stops with a LeaderAndIsr or UpdateMetadata in hand
+	// and resumes once its successor has reached the receiver: the zombie's
+	// request arrives under the old controller epoch. The opening before
+	// tests the controller's own ZooKeeper fence, whose zombie resigns
+	// before it sends anything; this one tests the brokers' check behind
+	// it, so a run with every fix on exercises both. It runs second, not
+	// last: the lagging-leader opening often overruns its plan by ten
+	// seconds, and an opening pushed past the time limit does not run.
+	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-send", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
 	// The controller holds between its ZooKeeper write and its
 	// LeaderAndIsr, and a broker it is sending to restarts meanwhile: the
 	// request carries the previous process's broker epoch. Half the seeds
@@ -68,13 +77,6 @@ var openingSpecs = []openingSpec{
 	{bug: "KAFKA-3861", kind: KillLaggingLeader, hold: 12 * time.Second},
 	// The controller fails over to a broker whose ZooKeeper server lags.
 	{bug: "KAFKA-16667", kind: FailoverOnLaggingZK, hold: 12 * time.Second},
-	// The controller stops with a LeaderAndIsr or UpdateMetadata in hand
-	// and resumes once its successor has reached the receiver: the zombie's
-	// request arrives under the old controller epoch. The first opening
-	// tests the controller's own ZooKeeper fence, whose zombie resigns
-	// before it sends anything; this one tests the brokers' check behind
-	// it, so a run with every fix on exercises both.
-	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-send", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
 }
 
 // OpeningBug names the seed bug whose window an opening step aims at, from

@@ -97,7 +97,7 @@ func TestPowerTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	if got := unreachedWindows([]powerRun{{Windows: []string{"controller-after-zk-write"}}}); len(got) != 5 || got[0] != "controller-before-broker-change" {
+	if got := unreachedWindows([]powerRun{{Windows: []string{"controller-after-zk-write"}}}); len(got) != 6 || got[0] != "controller-before-broker-change" {
 		t.Fatalf("unreached %v", got)
 	}
 }
