@@ -258,7 +258,7 @@ func CountFences(h *history.History) []FenceCount {
 			if sender <= 0 {
 				sender = lastShutdownSend[sd.BrokerID]
 			}
-			if sd.CachedBrokerEpoch > 0 && sender > 0 && sender < sd.CachedBrokerEpoch {
+			if sender > 0 && sender < sd.CachedBrokerEpoch {
 				shutdown.count(e.Index, sd.Verdict == history.VerdictRejected && sd.ErrorCode == history.ErrStaleBrokerEpoch)
 			}
 		case history.KindControllerElected:
