@@ -70,6 +70,15 @@ type FenceCount struct {
 	Obeyed   []int `json:"obeyed,omitempty"`
 }
 
+// String says what the fence saw, e.g. "broker-controller-epoch 3 stale
+// inputs, 3 rejected" or "fetch-leader-epoch untested".
+func (f FenceCount) String() string {
+	if f.Inputs == 0 {
+		return f.Fence + " untested"
+	}
+	return fmt.Sprintf("%s %d stale inputs, %d rejected", f.Fence, f.Inputs, f.Rejected)
+}
+
 func (f *FenceCount) count(idx int, rejected bool) {
 	f.Inputs++
 	// A request's partitions are inputs of one event: listed once.
@@ -365,7 +374,7 @@ func (c FenceCoverage) Check(h *history.History) Result {
 			untested = append(untested, f.Fence)
 			continue
 		}
-		tested = append(tested, fmt.Sprintf("%s %d stale inputs, %d rejected", f.Fence, f.Inputs, f.Rejected))
+		tested = append(tested, f.String())
 	}
 	if len(untested) > 0 {
 		r.detail("untested", untested)
