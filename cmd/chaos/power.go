@@ -339,7 +339,11 @@ func printFenceTable(w io.Writer, rows []powerRow) {
 			}
 		}
 		if len(untested) > 0 {
-			fmt.Fprintf(w, "untested in %s (no stale input in %d runs): %s\n", r.Switch, r.Runs, strings.Join(untested, ", "))
+			runs := "runs"
+			if r.Runs == 1 {
+				runs = "run"
+			}
+			fmt.Fprintf(w, "untested in %s (no stale input in %d %s): %s\n", r.Switch, r.Runs, runs, strings.Join(untested, ", "))
 		}
 	}
 }
