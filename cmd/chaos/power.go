@@ -433,7 +433,10 @@ func newPowerCmd() *cobra.Command {
 with every fix on, and prints, per switch, how many seeds the checker naming
 its harm caught, which checker, and the median and worst time from the start
 of the workload to the first violating event; the every-fix-on row counts
-false positives. It also names the failpoint windows no run reached. The same
+false positives. It also names the failpoint windows no run reached and, per
+switch and fence, in how many runs a stale input reached the fence and in how
+many it refused one, with the counts summed, naming the fences no run tested
+(a row's verdicts say nothing about them). The same
 table goes to power.json in --runs (or --json). With --guided each seed's
 failpoint faults aim at the windows the earlier seeds of the same switch
 reached least, so a switch's seeds together cover every window sooner.
