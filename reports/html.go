@@ -94,6 +94,7 @@ type pageData struct {
 	Nodes    []legendItem
 	Links    []fileLink
 	Kinds    []kindCount
+	Fences   *fenceSummary
 }
 
 type checkerRow struct {
@@ -274,6 +275,7 @@ func buildPage(r *run) *pageData {
 		}
 	}
 	d.VClass = verdictClass(d.Verdict)
+	d.Fences = fenceSummaryOf(r.results)
 
 	d.Timeline = template.HTML(tl.renderSVG()) // built from escaped parts only
 	d.TimeNote = tl.timeNote()
@@ -346,7 +348,7 @@ func humanSize(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"size": humanSize}).Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.Must(template.New("report").Funcs(template.FuncMap{"size": humanSize}).Parse(fencesTmpl)).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="{{.Version}}">
@@ -400,6 +402,7 @@ a{color:#1a5fb4}
 {{if .Warnings}}<div class="note">partial history, lines skipped:<ul>{{range .Warnings}}<li class="mono">{{.}}</li>{{end}}{{if .MoreWarnings}}<li>… {{.MoreWarnings}} more</li>{{end}}</ul></div>{{end}}
 {{if .Links}}<p>{{range $i, $l := .Links}}{{if $i}} · {{end}}<a href="{{$l.Name}}">{{$l.Name}}</a>{{with size $l.Size}} <span class="muted">({{.}})</span>{{end}}{{end}}</p>{{end}}
 
+{{template "fences" .}}
 <h2>Checkers</h2>
 {{if .Checkers}}<table>
 <tr><th style="width:170px">checker</th><th style="width:90px">verdict</th><th>explanation</th></tr>

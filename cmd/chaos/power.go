@@ -86,6 +86,9 @@ type powerRun struct {
 	// space its run directory takes. Zero when the files are not there.
 	Seconds float64 `json:"run_seconds,omitempty"`
 	Bytes   int64   `json:"run_bytes,omitempty"`
+	// Fences are the stale inputs each fence saw and refused in the run
+	// (checkers.CountFences), counted from its history.
+	Fences []checkers.FenceCount `json:"fences,omitempty"`
 }
 
 // runCost is how long one stored run took, from its run.json being written
@@ -175,6 +178,7 @@ func judgePowerRun(sw powerSwitch, seed uint64, dir string, verdict checkers.Ver
 		}
 	}
 	sort.Strings(r.Windows)
+	r.Fences = checkers.CountFences(h)
 	took, size := runCost(dir)
 	r.Seconds, r.Bytes = took.Seconds(), size
 	return r
@@ -194,6 +198,10 @@ type powerRow struct {
 	// The median run's cost over the runs whose cost is known.
 	MedianSeconds float64 `json:"median_run_seconds,omitempty"`
 	MedianBytes   int64   `json:"median_run_bytes,omitempty"`
+	// Fences says, per fence, in how many of the row's runs a stale input
+	// reached it and it refused one, with the inputs and refusals summed
+	// (checkers.TallyFences); a fence no run reached is untested.
+	Fences []checkers.FenceTally `json:"fences,omitempty"`
 }
 
 // median is the middle of xs (the mean of the two middle ones), 0 when
@@ -219,12 +227,14 @@ func powerTable(runs []powerRun) []powerRow {
 			ttf     []time.Duration
 			seconds []float64
 			bytes   []int64
+			fences  [][]checkers.FenceCount
 		)
 		for _, r := range runs {
 			if r.Switch != sw.Name {
 				continue
 			}
 			row.Runs++
+			fences = append(fences, r.Fences)
 			if r.Seconds > 0 {
 				seconds = append(seconds, r.Seconds)
 			}
@@ -250,6 +260,7 @@ func powerTable(runs []powerRun) []powerRow {
 			row.Median, row.Worst = &med, &worst
 		}
 		row.MedianSeconds, row.MedianBytes = median(seconds), median(bytes)
+		row.Fences = checkers.TallyFences(fences)
 		rows = append(rows, row)
 	}
 	return rows
@@ -296,6 +307,44 @@ func printPowerTable(w io.Writer, rows []powerRow, unreached []string) {
 	tw.Flush()
 	if len(unreached) > 0 {
 		fmt.Fprintf(w, "failpoint windows no run reached: %s\n", strings.Join(unreached, ", "))
+	}
+	printFenceTable(w, rows)
+}
+
+// printFenceTable says, per row and fence, in how many runs a stale input
+// reached the fence and in how many it refused one, with the counts summed,
+// and names the fences no run of a row tested: a row's verdicts say nothing
+// about them.
+func printFenceTable(w io.Writer, rows []powerRow) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "switch\tfence\truns with stale input\truns refusing one\tstale inputs\trejected")
+	for _, r := range rows {
+		name := r.Switch
+		for _, f := range r.Fences {
+			with := fmt.Sprintf("%d/%d", f.RunsWithInput, f.Runs)
+			if f.Untested() {
+				with += " UNTESTED"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\n", name, f.Fence, with, f.RunsWithRejection, f.Runs, f.Inputs, f.Rejected)
+			name = ""
+		}
+	}
+	tw.Flush()
+	for _, r := range rows {
+		var untested []string
+		for _, f := range r.Fences {
+			if f.Untested() {
+				untested = append(untested, f.Fence)
+			}
+		}
+		if len(untested) > 0 {
+			runs := "runs"
+			if r.Runs == 1 {
+				runs = "run"
+			}
+			fmt.Fprintf(w, "untested in %s (no stale input in %d %s): %s\n", r.Switch, r.Runs, runs, strings.Join(untested, ", "))
+		}
 	}
 }
 
@@ -384,7 +433,10 @@ func newPowerCmd() *cobra.Command {
 with every fix on, and prints, per switch, how many seeds the checker naming
 its harm caught, which checker, and the median and worst time from the start
 of the workload to the first violating event; the every-fix-on row counts
-false positives. It also names the failpoint windows no run reached. The same
+false positives. It also names the failpoint windows no run reached and, per
+switch and fence, in how many runs a stale input reached the fence and in how
+many it refused one, with the counts summed, naming the fences no run tested
+(a row's verdicts say nothing about them). The same
 table goes to power.json in --runs (or --json). With --guided each seed's
 failpoint faults aim at the windows the earlier seeds of the same switch
 reached least, so a switch's seeds together cover every window sooner.

@@ -346,3 +346,56 @@ func TestPowerStopsWhenTheEngineIsUnreachable(t *testing.T) {
 		t.Errorf("created %s", runs)
 	}
 }
+
+// Each row tallies its runs' fence counts; the table names the fences no
+// run of a row brought a stale input to.
+func TestPowerFenceTable(t *testing.T) {
+	counts := func(ctrlIn, ctrlRej int) []checkers.FenceCount {
+		var out []checkers.FenceCount
+		for _, f := range checkers.Fences {
+			c := checkers.FenceCount{Fence: f}
+			if f == checkers.FenceBrokerControllerEpoch {
+				c.Inputs, c.Rejected = ctrlIn, ctrlRej
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	runs := []powerRun{
+		{Switch: "KAFKA-532", Fences: counts(4, 0)},
+		{Switch: "KAFKA-532", Fences: counts(0, 0)},
+		{Switch: powerFixed, Fences: counts(0, 0)},
+		{Switch: powerFixed}, // judged before fences were counted: untested in it
+	}
+	rows := powerTable(runs)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	got := rows[0].Fences[0]
+	if got.Fence != checkers.FenceBrokerControllerEpoch || got.Runs != 2 || got.RunsWithInput != 1 || got.RunsWithRejection != 0 || got.Inputs != 4 || got.Rejected != 0 {
+		t.Fatalf("KAFKA-532 %+v", got)
+	}
+	if f := rows[1].Fences[0]; f.Runs != 2 || !f.Untested() {
+		t.Fatalf("every-fix-on %+v", f)
+	}
+	var out bytes.Buffer
+	printPowerTable(&out, rows, nil)
+	s := out.String()
+	for _, want := range []string{
+		"KAFKA-532     broker-controller-epoch",
+		"every-fix-on  broker-controller-epoch",
+		"untested in every-fix-on (no stale input in 2 runs): broker-controller-epoch, broker-broker-epoch",
+		"untested in KAFKA-532 (no stale input in 2 runs): broker-broker-epoch,",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	// The KAFKA-532 line: 1 of 2 runs saw 4 stale inputs, none refused.
+	if !strings.Contains(s, "1/2") || strings.Contains(s, "untested in KAFKA-532 (no stale input in 2 runs): broker-controller-epoch") {
+		t.Errorf("KAFKA-532's tested fence:\n%s", s)
+	}
+	if r := judgePowerRun(powerSwitches[0], 1, "d", checkers.Valid, nil, powerHistory()); len(r.Fences) != len(checkers.Fences) {
+		t.Errorf("judged run counts %d fences, want %d", len(r.Fences), len(checkers.Fences))
+	}
+}

@@ -168,7 +168,47 @@ func printRepro(out io.Writer, sc scenarios.Scenario, m scenarios.Mode, res *rep
 	default:
 		fmt.Fprintf(out, "not reproduced: %s\n", verdictLine(res.Results.Verdict, res.Results.Results))
 	}
+	printReproFences(out, sc, res.Results.Results)
 	fmt.Fprintf(out, "verdict after %s\n", res.Took.Round(100*time.Millisecond))
+}
+
+// reproFences names, per scenario, the fence its window brings stale
+// requests to, and what those requests are.
+var reproFences = map[string]struct{ fence, inputs string }{
+	"KAFKA-532":  {checkers.FenceBrokerControllerEpoch, "control requests from a deposed controller (an older controller epoch than one the broker had seen)"},
+	"KAFKA-7235": {checkers.FenceBrokerBrokerEpoch, "control requests meant for a broker's previous registration"},
+}
+
+// printReproFences says how many stale inputs the scenario's fence refused,
+// then what every fence saw, from the fences result (nothing for a run
+// checked without it).
+func printReproFences(out io.Writer, sc scenarios.Scenario, results []checkers.Result) {
+	var counts []checkers.FenceCount
+	for _, r := range results {
+		if fc, ok := checkers.FencesOf(r); ok {
+			counts = fc
+		}
+	}
+	if counts == nil {
+		return
+	}
+	if f, ok := reproFences[sc.Bug]; ok {
+		for _, c := range counts {
+			if c.Fence != f.fence {
+				continue
+			}
+			if c.Inputs == 0 {
+				fmt.Fprintf(out, "%s fence untested: no %s reached it\n", c.Fence, f.inputs)
+			} else {
+				fmt.Fprintf(out, "%s fence: rejected %d of %d %s\n", c.Fence, c.Rejected, c.Inputs, f.inputs)
+			}
+		}
+	}
+	var parts []string
+	for _, c := range counts {
+		parts = append(parts, c.String())
+	}
+	fmt.Fprintf(out, "fences: %s\n", strings.Join(parts, "; "))
 }
 
 func writeScenarioList(w io.Writer) {

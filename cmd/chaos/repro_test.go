@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/scenarios"
 )
 
@@ -46,5 +47,48 @@ func TestReproList(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The verdict line says how many stale inputs the scenario's fence refused,
+// and what every fence saw.
+func TestPrintReproFences(t *testing.T) {
+	sc, err := scenarios.Get("KAFKA-532")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := []checkers.FenceCount{{Fence: checkers.FenceBrokerControllerEpoch, Inputs: 3, Rejected: 2}, {Fence: checkers.FenceFetchLeaderEpoch}}
+	tests := []struct {
+		name    string
+		results []checkers.Result
+		want    []string
+	}{
+		{"counted", []checkers.Result{{Checker: "fences", Details: map[string]any{"fences": counts}}}, []string{
+			"broker-controller-epoch fence: rejected 2 of 3 control requests from a deposed controller",
+			"fences: broker-controller-epoch 3 stale inputs, 2 rejected; fetch-leader-epoch untested",
+		}},
+		{"untested", []checkers.Result{{Checker: "fences", Details: map[string]any{"fences": counts[1:]}}}, []string{
+			"fences: fetch-leader-epoch untested",
+		}},
+		{"checked without fences", []checkers.Result{{Checker: "controller-fencing"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printReproFences(&out, sc, tt.results)
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if tt.want == nil && out.Len() > 0 {
+				t.Errorf("output %q, want none", out.String())
+			}
+		})
+	}
+	var out bytes.Buffer
+	printReproFences(&out, sc, []checkers.Result{{Checker: "fences", Details: map[string]any{"fences": []checkers.FenceCount{{Fence: checkers.FenceBrokerControllerEpoch}}}}})
+	if !strings.Contains(out.String(), "broker-controller-epoch fence untested: no control requests from a deposed controller") {
+		t.Errorf("untested scenario fence: %q", out.String())
 	}
 }

@@ -1,0 +1,69 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/rundir"
+)
+
+// The summary's fence table shows each fence's stale inputs and refusals
+// and names the untested fences; a run checked before fences were counted
+// has no table.
+func TestReportFenceTable(t *testing.T) {
+	b := historytest.New()
+	b.Start(1)
+	b.Register(1, 100)
+	b.Control(1, history.Control{API: history.APIUpdateMetadata, ControllerID: 2, ControllerEpoch: 1, BrokerEpoch: 100,
+		KnownControllerEpoch: 2, OwnBrokerEpoch: 100, Verdict: history.VerdictAccepted})
+	b.Control(1, history.Control{API: history.APIUpdateMetadata, ControllerID: 2, ControllerEpoch: 1, BrokerEpoch: 100,
+		KnownControllerEpoch: 2, OwnBrokerEpoch: 100, Verdict: history.VerdictRejected, ErrorCode: history.ErrStaleControllerEpoch})
+
+	tests := []struct {
+		name   string
+		drop   bool // results.json without the fences result
+		want   []string
+		absent []string
+	}{
+		{"counted", false, []string{
+			"<h2>Fences</h2>",
+			`<td class="mono nw">broker-controller-epoch</td><td class="mono">2</td><td class="mono">1 <span class="muted">(1 not refused)</span>`,
+			`<td class="mono nw">broker-broker-epoch</td><td class="mono">0 <span class="muted">untested</span>`,
+			"Untested in this run (no stale input reached them): broker-broker-epoch, controller-broker-epoch,",
+		}, []string{"Untested in this run (no stale input reached them): broker-controller-epoch"}},
+		{"checked before fences were counted", true, nil, []string{"<h2>Fences</h2>"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSampleRun(t, dir, b.History(), "fences")
+			res := check(t, dir)
+			if tt.drop {
+				var kept []checkers.Result
+				for _, r := range res.Results {
+					if r.Checker != (checkers.FenceCoverage{}).Name() {
+						kept = append(kept, r)
+					}
+				}
+				res.Results = kept
+				if err := rundir.WriteResults(dir, res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			page := render(t, dir)
+			for _, w := range tt.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(page, a) {
+					t.Errorf("page has %q", a)
+				}
+			}
+		})
+	}
+}
