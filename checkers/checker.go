@@ -14,9 +14,11 @@
 //     when the broker answering it is a new leader whose high watermark has
 //     not caught up with its predecessor's (KAFKA-2334; KIP-207 fixed this
 //     for ListOffsets only, never for Fetch), or when it is a deposed
-//     leader that has not yet been told of the newer epoch (a client whose
-//     own metadata is as old is not fenced: KIP-320 fences only a client
-//     that names a newer epoch).
+//     leader that had not been told of the newer epoch when the fetch was
+//     sent (a client whose own metadata is as old is not fenced: KIP-320
+//     fences only a client that names a newer epoch). Only a role change
+//     the broker logged before the read was invoked shows it knew: a
+//     fetch is a long poll, checked for leadership when it arrives.
 //
 // Behaviour Kafka documents is a named known anomaly (KnownAnomaly), not a
 // violation: "KAFKA-2334" (a stale empty read answered by a new leader whose

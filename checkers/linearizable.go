@@ -20,8 +20,10 @@ import (
 //
 // An empty read below acknowledged produces is not judged by the model
 // (Kafka allows it, see the package doc); each is classified here with the
-// node event log: answered by a new leader, it is the known anomaly
-// KAFKA-2334 (invalid only with StrictReads); otherwise a violation.
+// node event log (classifyStale): answered by a new leader, it is the known
+// anomaly KAFKA-2334; by a deposed leader not told of its successor before
+// the fetch was sent, deposed-leader-read (both invalid only with
+// StrictReads); otherwise a violation.
 type Linearizable struct {
 	Timeout       time.Duration
 	VisualizePath string
