@@ -17,6 +17,13 @@ import (
 // are never required to be present. Lost and divergent records are listed
 // in Details. It is linear in the history and is the primary data-loss
 // detector; linearizability is the stricter, costlier second opinion.
+//
+// A lost record that an unclean election cost (see election.go: acknowledged
+// before a controller running the unclean policy elected a leader from
+// outside the ISR, which was not known to hold it) is listed in Details but
+// is not a violation: it is the known anomaly unclean-election, which the
+// ISR checker reports with the records it cost and which
+// Config.StrictElections makes invalid.
 type Durability struct{}
 
 // Name implements Checker.
@@ -180,6 +187,14 @@ func (c Durability) Check(h *history.History) Result {
 	}
 	slices.SortFunc(order, func(a, b int) int { return tps[a].Compare(tps[b]) })
 	var lost []LostRecord
+	// Losses are judged once all are known: those an unclean election
+	// cost are the known anomaly unclean-election (the ISR checker lists
+	// them by election), not violations here.
+	type loss struct {
+		completed int
+		text      string
+	}
+	var losses []loss
 	unverified := 0
 	for _, j := range order {
 		tp, pt := tps[j], parts[j]
@@ -217,12 +232,12 @@ func (c Durability) Check(h *history.History) Result {
 			if present {
 				lr.Found = got.value
 				lr.Events = append(lr.Events, got.idx)
-				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
-					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)
+				losses = append(losses, loss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
+					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)})
 			} else {
 				lr.Events = append(lr.Events, pt.finalIdx)
-				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
-					a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)
+				losses = append(losses, loss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
+					a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)})
 			}
 			lost = append(lost, lr)
 		}
@@ -231,8 +246,27 @@ func (c Durability) Check(h *history.History) Result {
 			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, pt.finalFrom, before)
 		}
 	}
+	unclean := map[int]bool{} // acknowledgements an unclean election cost
+	if len(losses) > 0 {
+		for _, c := range uncleanCosts(h, ops) {
+			for _, a := range c.lost {
+				unclean[a.idx] = true
+			}
+		}
+	}
+	excused := 0
+	for i, l := range losses {
+		if unclean[l.completed] {
+			excused++
+			continue
+		}
+		r.violate(lost[i].Events, "%s", l.text)
+	}
 	if len(lost) > 0 {
 		r.detail("lost", capList(lost))
+	}
+	if excused > 0 {
+		r.detail("lost_to_unclean_election", excused)
 	}
 	if len(divergent) > 0 {
 		r.detail("divergent", capList(divergent))
@@ -242,6 +276,10 @@ func (c Durability) Check(h *history.History) Result {
 	r.detail("divergent_count", len(divergent))
 	if unverified > 0 {
 		r.detail("unverified", unverified)
+	}
+	if excused > 0 {
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d that unclean elections cost (known anomaly %s, listed by the isr checker), and no offset was read with two values.",
+			nAcked, excused, KnownUncleanElection))
 	}
 	return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets, and no offset was read with two values.", nAcked))
 }
