@@ -198,3 +198,30 @@ func TestQueryLEOElection(t *testing.T) {
 			}},
 	})
 }
+
+// A partition whose unclean election cost acknowledged records cannot be
+// one log; linearizable says so and leaves the finding to the known
+// anomaly. The same history without the unclean policy is a violation.
+func TestLinearizableAfterUncleanElection(t *testing.T) {
+	build := func(policy string) *history.History {
+		b := hb.New()
+		startPolicy(b, 2, policy)
+		isrWatch(b, 10, 0, 1, 1, 1, 2)
+		b.ProduceOK(0, tp0, "a", 0)
+		isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
+		b.ProduceOK(0, tp0, "b", 1)
+		b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "b"))
+		isrWrite(b, 2, 1, 12, 1, 2, 3, 2, 3)
+		b.ProduceOK(0, tp0, "c", 0)
+		finalRead(b, hb.Rec(0, "c"))
+		return b.History()
+	}
+	c := Linearizable{Timeout: testConfig().LinearizeTimeout}
+	if r := c.Check(build("unclean")); r.Verdict != Valid ||
+		!strings.Contains(r.Explanation, "0 of 1 partitions (5 operations) are linearizable as a log; partition t-0 is not linearizable after controller 2's unclean election of broker 3 (event 9), which cost 2 acknowledged records (known anomaly unclean-election, reported by the isr checker)") {
+		t.Fatalf("unclean: %s: %s", r.Verdict, r.Explanation)
+	}
+	if r := c.Check(build("offline")); r.Verdict != Invalid || !strings.Contains(r.Explanation, "partition t-0 is not linearizable") {
+		t.Fatalf("offline: %s: %s", r.Verdict, r.Explanation)
+	}
+}
