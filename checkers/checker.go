@@ -30,7 +30,9 @@
 // constants). Known anomalies are listed by name and count and leave the
 // verdict valid; strict modes report them as invalid, still by name:
 // Config.StrictReads both kinds of stale read, Config.StrictAvailability
-// KAFKA-3861. A stale empty read that no leader change explains (the leader
+// KAFKA-3861, Config.StrictElections unclean-election. Every controller
+// election must pick a leader inside the ISR ZooKeeper held, but one by a
+// controller process running the unclean policy (election.go). A stale empty read that no leader change explains (the leader
 // that acknowledged the records answers nothing) is a violation.
 //
 // Checkers read only a *history.History and return a Result; they never touch

@@ -125,6 +125,7 @@ func (c Durability) Check(h *history.History) Result {
 	}
 
 	var divergent []DivergentOffset
+	var divergentText []string // the violation each divergence is, judged at the end
 	markDivergent := func(tp history.TopicPartition, pt *durabilityTP, off int64, a, b seenValue, how string) {
 		if pt.divergent[off] {
 			return
@@ -135,8 +136,8 @@ func (c Durability) Check(h *history.History) Result {
 		pt.divergent[off] = true
 		divergent = append(divergent, DivergentOffset{Partition: tp.String(), Offset: off,
 			Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
-		r.violate([]int{a.idx, b.idx}, "offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
-			off, tp, how, a.value, a.idx, b.value, b.idx)
+		divergentText = append(divergentText, fmt.Sprintf("offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
+			off, tp, how, a.value, a.idx, b.value, b.idx))
 	}
 
 	nAcked := 0
@@ -246,13 +247,32 @@ func (c Durability) Check(h *history.History) Result {
 			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, pt.finalFrom, before)
 		}
 	}
-	unclean := map[int]bool{} // acknowledgements an unclean election cost
-	if len(losses) > 0 {
+	// What unclean elections cost: by acknowledgement, and by the record
+	// (partition, offset, value) whose offset the new leader reused.
+	unclean := map[int]bool{}
+	type record struct {
+		tp    string
+		off   int64
+		value string
+	}
+	uncleanRec := map[record]bool{}
+	if len(losses) > 0 || len(divergent) > 0 {
 		for _, c := range uncleanCosts(h, ops) {
 			for _, a := range c.lost {
 				unclean[a.idx] = true
+				uncleanRec[record{c.state().TP().String(), a.offset, a.value}] = true
 			}
 		}
+	}
+	excusedDivergent := 0
+	for i, d := range divergent {
+		if uncleanRec[record{d.Partition, d.Offset, d.Values[0]}] || uncleanRec[record{d.Partition, d.Offset, d.Values[1]}] {
+			// One of the values is a record an unclean election cost:
+			// the new leader reused its offset.
+			excusedDivergent++
+			continue
+		}
+		r.violate(d.Events, "%s", divergentText[i])
 	}
 	excused := 0
 	for i, l := range losses {
@@ -268,6 +288,9 @@ func (c Durability) Check(h *history.History) Result {
 	if excused > 0 {
 		r.detail("lost_to_unclean_election", excused)
 	}
+	if excusedDivergent > 0 {
+		r.detail("divergent_after_unclean_election", excusedDivergent)
+	}
 	if len(divergent) > 0 {
 		r.detail("divergent", capList(divergent))
 	}
@@ -278,8 +301,12 @@ func (c Durability) Check(h *history.History) Result {
 		r.detail("unverified", unverified)
 	}
 	if excused > 0 {
-		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d that unclean elections cost (known anomaly %s, listed by the isr checker), and no offset was read with two values.",
-			nAcked, excused, KnownUncleanElection))
+		twice := "no offset was read with two values"
+		if excusedDivergent > 0 {
+			twice = fmt.Sprintf("no offset was read with two values but %d whose record an unclean election cost and the new leader replaced", excusedDivergent)
+		}
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d that unclean elections cost (known anomaly %s, listed by the isr checker), and %s.",
+			nAcked, excused, KnownUncleanElection, twice))
 	}
 	return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets, and no offset was read with two values.", nAcked))
 }
