@@ -228,11 +228,12 @@ func (c uncleanCost) explain(t0 int64) string {
 }
 
 // checkElections judges every controller election (see the rule above)
-// and returns how many it judged.
-func checkElections(h *history.History, r *report, strict bool) int {
+// and returns how many it judged and how many of those picked from outside
+// the ISR as their process's policy allowed.
+func checkElections(h *history.History, r *report, strict bool) (judged, allowed int) {
 	els := electionsOf(h)
 	if len(els) == 0 {
-		return 0
+		return 0, 0
 	}
 	t0 := h.Events[0].Time
 	var holders *ackHolders
@@ -263,6 +264,7 @@ func checkElections(h *history.History, r *report, strict bool) int {
 				cevs = append(cevs, c.final)
 			}
 			slices.Sort(cevs)
+			allowed++
 			text := c.explain(t0)
 			r.knownAnomaly(KnownUncleanElection, cevs, "%s", text)
 			if strict {
@@ -278,6 +280,7 @@ func checkElections(h *history.History, r *report, strict bool) int {
 			}
 			ack, ackISR, lacks := holders.lacking(st.TP(), st.Leader, start, el.write.Time)
 			if !lacks {
+				allowed++
 				continue
 			}
 			r.violate(append(evs, ack.idx), "%s, and %s, which elects from outside the ISR only the replica with the longest log, yet broker %d did not hold every acknowledged record: the highest acknowledged offset, %d (event %d, +%s), was acknowledged with %s, and broker %d showed no high watermark above it afterwards.",
@@ -287,5 +290,5 @@ func checkElections(h *history.History, r *report, strict bool) int {
 				el.describe(t0), el.ran())
 		}
 	}
-	return len(els)
+	return len(els), allowed
 }

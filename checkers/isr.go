@@ -76,7 +76,7 @@ func (c ISR) Check(h *history.History) Result {
 	joins, advances := checkDivergentISRMembers(h, r)
 	expands := checkLaggingJoins(h, r)
 	checkLeaderInISR(h, r)
-	elections := checkElections(h, r, c.StrictElections)
+	elections, outside := checkElections(h, r, c.StrictElections)
 	// Both passes append in history order; keep the report so.
 	sort.SliceStable(r.violations, func(a, b int) bool {
 		return slices.Max(r.violations[a].Events) < slices.Max(r.violations[b].Events)
@@ -86,8 +86,16 @@ func (c ISR) Check(h *history.History) Result {
 	r.detail("leader_hw_advances", advances)
 	r.detail("leader_isr_expands", expands)
 	r.detail("elections", elections)
-	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, no leader took in a follower whose fetch offset was below its high watermark (%d expands judged), no partition state named a leader outside its ISR, and no election (%d judged) picked a leader from outside the ISR but as its controller's offline-election policy allows.",
-		grown, joins, advances, expands, elections))
+	r.detail("elections_outside_isr_allowed", outside)
+	picked := fmt.Sprintf("all %d controller elections picked their leader inside the ISR ZooKeeper held", elections)
+	if elections == 1 {
+		picked = "the one controller election picked its leader inside the ISR ZooKeeper held"
+	}
+	if outside > 0 {
+		picked = fmt.Sprintf("the %d controller elections picked their leader inside the ISR ZooKeeper held but %d that the electing process's offline-election policy allowed outside it", elections, outside)
+	}
+	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, no leader took in a follower whose fetch offset was below its high watermark (%d expands judged), no partition state named a leader outside its ISR, and %s.",
+		grown, joins, advances, expands, picked))
 }
 
 // ---- acknowledged records (shared with electable.go) ----------------------
