@@ -14,9 +14,11 @@
 //     when the broker answering it is a new leader whose high watermark has
 //     not caught up with its predecessor's (KAFKA-2334; KIP-207 fixed this
 //     for ListOffsets only, never for Fetch), or when it is a deposed
-//     leader that has not yet been told of the newer epoch (a client whose
-//     own metadata is as old is not fenced: KIP-320 fences only a client
-//     that names a newer epoch).
+//     leader that had not been told of the newer epoch when the fetch was
+//     sent (a client whose own metadata is as old is not fenced: KIP-320
+//     fences only a client that names a newer epoch). Only a role change
+//     the broker logged before the read was invoked shows it knew: a
+//     fetch is a long poll, checked for leadership when it arrives.
 //
 // Behaviour Kafka documents is a named known anomaly (KnownAnomaly), not a
 // violation: "KAFKA-2334" (a stale empty read answered by a new leader whose
@@ -28,7 +30,9 @@
 // constants). Known anomalies are listed by name and count and leave the
 // verdict valid; strict modes report them as invalid, still by name:
 // Config.StrictReads both kinds of stale read, Config.StrictAvailability
-// KAFKA-3861. A stale empty read that no leader change explains (the leader
+// KAFKA-3861, Config.StrictElections unclean-election. Every controller
+// election must pick a leader inside the ISR ZooKeeper held, but one by a
+// controller process running the unclean policy (election.go). A stale empty read that no leader change explains (the leader
 // that acknowledged the records answers nothing) is a violation.
 //
 // Checkers read only a *history.History and return a Result; they never touch

@@ -284,6 +284,35 @@ func TestBrokerFencing(t *testing.T) {
 				cp := b.Add(history.Event{Kind: history.KindHWCheckpoint, Node: 2, Checkpoint: &history.Checkpoint{Entries: []history.CheckpointEntry{{Topic: "t", Partition: 0, HW: 5}}}})
 				return []int{r1, r2, s, got, rc, tr, cp}
 			}},
+		// The controller's clock ran half a millisecond ahead of broker
+		// 2's: the receipt sorts before its send in the merged history.
+		{name: "receipt logged before its send by the clocks", want: Invalid,
+			explain: "meant for its previous process (broker epoch 50", build: func(b *hb.Builder) []int {
+				r1 := process(b, 2, 50)
+				c := lai(1, -1, history.VerdictAccepted, 0)
+				c.OwnBrokerEpoch = 80
+				r2 := process(b, 2, 80)
+				c.CorrelationID = 9
+				at := b.Now()
+				got := b.Add(history.Event{Time: at, Kind: history.KindControlRequest, Node: 2, Control: &c})
+				sc := c
+				sc.Verdict, sc.TargetBroker, sc.MeantBrokerEpoch, sc.Attempt, sc.OwnBrokerEpoch = "", 2, 50, 2, 0
+				s := b.Add(history.Event{Time: at + 500_000, Kind: history.KindControlSent, Node: 1, Control: &sc})
+				return []int{r1, r2, s, got}
+			}},
+		{name: "receipt logged before its send by the clocks, meant for the new process", want: Valid, build: func(b *hb.Builder) []int {
+			process(b, 2, 50)
+			c := lai(1, -1, history.VerdictAccepted, 0)
+			c.OwnBrokerEpoch = 80
+			process(b, 2, 80)
+			c.CorrelationID = 9
+			at := b.Now()
+			b.Add(history.Event{Time: at, Kind: history.KindControlRequest, Node: 2, Control: &c})
+			sc := c
+			sc.Verdict, sc.TargetBroker, sc.MeantBrokerEpoch, sc.Attempt, sc.OwnBrokerEpoch = "", 2, 80, 1, 0
+			b.Add(history.Event{Time: at + 500_000, Kind: history.KindControlSent, Node: 1, Control: &sc})
+			return nil
+		}},
 		{name: "consequences named", want: Invalid,
 			explain: "became follower of t-0 at leader epoch 1", build: func(b *hb.Builder) []int {
 				process(b, 2, 50)

@@ -39,6 +39,10 @@ type Config struct {
 	// StrictAvailability makes KAFKA-3861 invalid; it is still reported by
 	// name.
 	StrictAvailability bool
+	// StrictElections makes the known anomaly unclean-election (an
+	// election from outside the ISR by a controller running the unclean
+	// policy) invalid; it is still reported by name.
+	StrictElections bool
 
 	// VisualizePath, when set, receives porcupine's HTML visualization. It
 	// is where output goes, not a knob of a verdict: it has no flag of its
@@ -67,6 +71,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.LinearizeTimeout, "linearize-timeout", c.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
 	fs.DurationVar(&c.ElectGrace, "elect-grace", c.ElectGrace, "a partition that a controller left without a leader while a registered broker held every acknowledged record may stay so this long before it counts as known anomaly KAFKA-3861 (0: not judged)")
 	fs.BoolVar(&c.StrictAvailability, "strict-availability", c.StrictAvailability, "report known anomaly KAFKA-3861 (a partition left offline although a registered broker held every acknowledged record) as invalid")
+	fs.BoolVar(&c.StrictElections, "strict-elections", c.StrictElections, "report an election from outside the ISR by a controller running the unclean policy (known anomaly unclean-election) as invalid")
 	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) or from a deposed leader not yet told of its successor (deposed-leader-read) as invalid")
 }
 
@@ -90,7 +95,7 @@ func All(cfg Config) []Checker {
 		LeaderUniqueness{},
 		Durability{},
 		HWCheckpoint{},
-		ISR{},
+		ISR{StrictElections: cfg.StrictElections},
 		Availability{Grace: cfg.OfflineGrace, ElectGrace: cfg.ElectGrace, Strict: cfg.StrictAvailability},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},

@@ -17,6 +17,13 @@ import (
 // are never required to be present. Lost and divergent records are listed
 // in Details. It is linear in the history and is the primary data-loss
 // detector; linearizability is the stricter, costlier second opinion.
+//
+// A lost record that an unclean election cost (see election.go: acknowledged
+// before a controller running the unclean policy elected a leader from
+// outside the ISR, which was not known to hold it) is listed in Details but
+// is not a violation: it is the known anomaly unclean-election, which the
+// ISR checker reports with the records it cost and which
+// Config.StrictElections makes invalid.
 type Durability struct{}
 
 // Name implements Checker.
@@ -118,6 +125,7 @@ func (c Durability) Check(h *history.History) Result {
 	}
 
 	var divergent []DivergentOffset
+	var divergentText []string // the violation each divergence is, judged at the end
 	markDivergent := func(tp history.TopicPartition, pt *durabilityTP, off int64, a, b seenValue, how string) {
 		if pt.divergent[off] {
 			return
@@ -128,8 +136,8 @@ func (c Durability) Check(h *history.History) Result {
 		pt.divergent[off] = true
 		divergent = append(divergent, DivergentOffset{Partition: tp.String(), Offset: off,
 			Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
-		r.violate([]int{a.idx, b.idx}, "offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
-			off, tp, how, a.value, a.idx, b.value, b.idx)
+		divergentText = append(divergentText, fmt.Sprintf("offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
+			off, tp, how, a.value, a.idx, b.value, b.idx))
 	}
 
 	nAcked := 0
@@ -180,6 +188,14 @@ func (c Durability) Check(h *history.History) Result {
 	}
 	slices.SortFunc(order, func(a, b int) int { return tps[a].Compare(tps[b]) })
 	var lost []LostRecord
+	// Losses are judged once all are known: those an unclean election
+	// cost are the known anomaly unclean-election (the ISR checker lists
+	// them by election), not violations here.
+	type loss struct {
+		completed int
+		text      string
+	}
+	var losses []loss
 	unverified := 0
 	for _, j := range order {
 		tp, pt := tps[j], parts[j]
@@ -217,12 +233,12 @@ func (c Durability) Check(h *history.History) Result {
 			if present {
 				lr.Found = got.value
 				lr.Events = append(lr.Events, got.idx)
-				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
-					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)
+				losses = append(losses, loss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
+					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)})
 			} else {
 				lr.Events = append(lr.Events, pt.finalIdx)
-				r.violate(lr.Events, "acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
-					a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)
+				losses = append(losses, loss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
+					a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)})
 			}
 			lost = append(lost, lr)
 		}
@@ -231,8 +247,49 @@ func (c Durability) Check(h *history.History) Result {
 			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, pt.finalFrom, before)
 		}
 	}
+	// What unclean elections cost: by acknowledgement, and by the record
+	// (partition, offset, value) whose offset the new leader reused.
+	unclean := map[int]bool{}
+	type record struct {
+		tp    string
+		off   int64
+		value string
+	}
+	uncleanRec := map[record]bool{}
+	if len(losses) > 0 || len(divergent) > 0 {
+		for _, c := range uncleanCosts(h, ops) {
+			for _, a := range c.lost {
+				unclean[a.idx] = true
+				uncleanRec[record{c.state().TP().String(), a.offset, a.value}] = true
+			}
+		}
+	}
+	excusedDivergent := 0
+	for i, d := range divergent {
+		if uncleanRec[record{d.Partition, d.Offset, d.Values[0]}] || uncleanRec[record{d.Partition, d.Offset, d.Values[1]}] {
+			// One of the values is a record an unclean election cost:
+			// the new leader reused its offset.
+			excusedDivergent++
+			continue
+		}
+		r.violate(d.Events, "%s", divergentText[i])
+	}
+	excused := 0
+	for i, l := range losses {
+		if unclean[l.completed] {
+			excused++
+			continue
+		}
+		r.violate(lost[i].Events, "%s", l.text)
+	}
 	if len(lost) > 0 {
 		r.detail("lost", capList(lost))
+	}
+	if excused > 0 {
+		r.detail("lost_to_unclean_election", excused)
+	}
+	if excusedDivergent > 0 {
+		r.detail("divergent_after_unclean_election", excusedDivergent)
 	}
 	if len(divergent) > 0 {
 		r.detail("divergent", capList(divergent))
@@ -242,6 +299,14 @@ func (c Durability) Check(h *history.History) Result {
 	r.detail("divergent_count", len(divergent))
 	if unverified > 0 {
 		r.detail("unverified", unverified)
+	}
+	if excused > 0 {
+		twice := "no offset was read with two values"
+		if excusedDivergent > 0 {
+			twice = fmt.Sprintf("no offset was read with two values but %d whose record an unclean election cost and the new leader replaced", excusedDivergent)
+		}
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d that unclean elections cost (known anomaly %s, listed by the isr checker), and %s.",
+			nAcked, excused, KnownUncleanElection, twice))
 	}
 	return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets, and no offset was read with two values.", nAcked))
 }

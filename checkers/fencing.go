@@ -153,6 +153,11 @@ func (c ControllerFencing) Check(h *history.History) Result {
 // logged with its send (Control.MeantBrokerEpoch, recorded even when the
 // KAFKA-7235 switch keeps it off the wire), else the epoch the request
 // carried; the process that acted is the receiving process's registration.
+// A receipt pairs with the send attempt of the same controller, correlation
+// id and target broker (and content) found anywhere in the history, not
+// only earlier: the controller's and the broker's clocks differ, and a
+// receipt logged a fraction of a millisecond before its send by those
+// clocks is still that send's receipt.
 // A request that carries no broker epoch is not a violation by itself (the
 // switch alone does no harm): only reaching the wrong process is. Each
 // explanation says what the process did with the request (role changes,
@@ -195,10 +200,14 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			latest[id] = procReg{epoch, idx}
 		}
 	}
-	// bySend pairs a receipt with the one attempt that carried its
-	// correlation id (histories that log every attempt); byContent, for
-	// older histories, remembers the newest send of each distinct request.
-	bySend := map[string]int{}
+	// bySend pairs a receipt with the attempt that carried its correlation
+	// id (histories that log every attempt). It is built over the whole
+	// history before judging: the controller's clock and the broker's are
+	// different clocks, and a receipt logged by one a fraction of a
+	// millisecond before the other logged the send sorts first in the
+	// merged history. byContent, for older histories, remembers the newest
+	// send of each distinct request as the walk reaches it.
+	bySend := attemptSends(h)
 	byContent := map[string]int{}
 	started := map[int32]int{} // node → its latest node_start
 	// procRegs are the czxids the current process of each node registered:
@@ -241,9 +250,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindControlSent:
-			if e.Control.Attempt > 0 {
-				bySend[attemptKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
-			} else {
+			if e.Control.Attempt == 0 {
 				byContent[sentKey(e.Node, e.Control.TargetBroker, e.Control)] = e.Index
 			}
 		case history.KindNodeStart:
@@ -281,7 +288,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 			}
 			// Which process was the request meant for?
 			meant, sentIdx := int64(0), -1
-			if s, ok := bySend[attemptKey(cr.ControllerID, e.Node, cr)]; ok {
+			if s := pairSend(bySend[attemptKey(cr.ControllerID, e.Node, cr)], e.Index); s >= 0 {
 				sentIdx = s
 				meant = h.Events[s].Control.MeantBrokerEpoch
 			}
@@ -486,6 +493,37 @@ func consequences(h *history.History, e *history.Event) effect {
 	return effect{text: "acted on it: " + strings.Join(parts, "; "), events: evs}
 }
 
+// attemptSends indexes every logged send attempt (control_sent with an
+// Attempt) of h by attemptKey, each key's sends in history order.
+func attemptSends(h *history.History) map[string][]int {
+	out := map[string][]int{}
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind == history.KindControlSent && e.Control.Attempt > 0 {
+			k := attemptKey(e.Node, e.Control.TargetBroker, e.Control)
+			out[k] = append(out[k], e.Index)
+		}
+	}
+	return out
+}
+
+// pairSend picks, from the sends of one attempt key (in history order),
+// the one a receipt at event recv answers: the latest logged before it,
+// else (the sender's clock ahead of the receiver's) the first after it;
+// -1 when there is none.
+func pairSend(sends []int, recv int) int {
+	best := -1
+	for _, s := range sends {
+		if s < recv || best < 0 {
+			best = s
+		}
+		if s > recv {
+			break
+		}
+	}
+	return best
+}
+
 // attemptKey identifies one send attempt: the controller, the target, the
 // correlation id it went out with, and what the request says.
 func attemptKey(controller, target int32, c *history.Control) string {
@@ -584,6 +622,7 @@ func staleBrokerEpochs(h *history.History, r *report) {
 		old                     int64
 	}
 	byEpoch := map[epochKey]*staleRun{}
+	var rejections []*history.Event
 	sends := 0
 	// longest is the longest a stale send came after the controller's
 	// fault-free run began: what the grace is measured against.
@@ -653,20 +692,26 @@ func staleBrokerEpochs(h *history.History, r *report) {
 			}
 		case history.KindControlRequest:
 			cr := e.Control
-			if cr.Verdict != history.VerdictRejected || cr.ErrorCode != history.ErrStaleBrokerEpoch {
-				continue
+			if cr.Verdict == history.VerdictRejected && cr.ErrorCode == history.ErrStaleBrokerEpoch {
+				rejections = append(rejections, e)
 			}
-			run := bySend[attemptKey(cr.ControllerID, e.Node, cr)]
-			if run == nil {
-				run = byEpoch[epochKey{cr.ControllerID, cr.ControllerEpoch, e.Node, cr.BrokerEpoch}]
-			}
-			if run == nil {
-				continue
-			}
-			run.rejected++
-			if run.firstReject < 0 {
-				run.firstReject = e.Index
-			}
+		}
+	}
+	// Rejections pair with their sends once every send is known: a
+	// receipt can sort before its send when the controller's clock runs
+	// ahead of the broker's.
+	for _, e := range rejections {
+		cr := e.Control
+		run := bySend[attemptKey(cr.ControllerID, e.Node, cr)]
+		if run == nil {
+			run = byEpoch[epochKey{cr.ControllerID, cr.ControllerEpoch, e.Node, cr.BrokerEpoch}]
+		}
+		if run == nil {
+			continue
+		}
+		run.rejected++
+		if run.firstReject < 0 {
+			run.firstReject = e.Index
 		}
 	}
 	t0 := int64(0)

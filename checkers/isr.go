@@ -13,7 +13,7 @@ import (
 // partition's ISR holds the partition's committed log, identical to the
 // leader's up to the high watermark. That is what makes electing any ISR
 // member safe, so a replica wrongly in the ISR loses acknowledged records
-// the day it is elected. Four ways in are judged, each from what the
+// the day it is elected. Four ways in, and the elections that rely on it, are judged, each from what the
 // replicas did rather than from how the ISR was computed:
 //
 //   - A controller's state write that puts a broker into the ISR which the
@@ -21,11 +21,13 @@ import (
 //     acknowledged record. Kafka's controller never grows an ISR: offline,
 //     controlled-shutdown, reassignment and preferred elections keep or
 //     shrink it (PartitionStateMachine), and only the leader adds a
-//     follower, once it has caught up (Partition.maybeExpandIsr). The one
-//     exception is an unclean election (unclean.leader.election.enable),
-//     which makes a replica from outside the ISR leader with ISR [leader];
-//     when the controller's process ran with that policy it is the known
-//     anomaly "unclean-election", not a violation.
+//     follower, once it has caught up (Partition.maybeExpandIsr). A leader
+//     elected from outside the ISR is judged by the election rule instead.
+//   - An election from outside the ISR ZooKeeper held (election.go): the
+//     known anomaly "unclean-election", listing the acknowledged records it
+//     cost, when the controller's process ran the unclean policy (invalid
+//     with StrictElections); a violation otherwise (for the query-leo
+//     policy, when the elected replica lacked an acknowledged record).
 //   - A leader whose ISR holds a replica whose log differs from the
 //     leader's at an offset below the leader's high watermark. A replica
 //     that follows a leader truncates to where their leader epochs agree
@@ -49,12 +51,16 @@ import (
 //     picks the leader from the ISR, and an unclean one sets ISR
 //     [leader], so such a leader can lack committed records that every
 //     follower then truncates away.
-type ISR struct{}
+type ISR struct {
+	// StrictElections makes the known anomaly unclean-election invalid;
+	// it is still reported by name.
+	StrictElections bool
+}
 
 // KnownUncleanElection: a controller whose process ran with the unclean
-// offline-election policy made a replica outside the ISR leader (ISR
-// [leader]) although it lacked acknowledged records, as Kafka does with
-// unclean.leader.election.enable.
+// offline-election policy made a replica outside the ISR ZooKeeper held
+// leader, as Kafka does with unclean.leader.election.enable; the example
+// lists the acknowledged records it cost (possibly none).
 const KnownUncleanElection = "unclean-election"
 
 // Name implements Checker.
@@ -70,6 +76,7 @@ func (c ISR) Check(h *history.History) Result {
 	joins, advances := checkDivergentISRMembers(h, r)
 	expands := checkLaggingJoins(h, r)
 	checkLeaderInISR(h, r)
+	elections, outside := checkElections(h, r, c.StrictElections)
 	// Both passes append in history order; keep the report so.
 	sort.SliceStable(r.violations, func(a, b int) bool {
 		return slices.Max(r.violations[a].Events) < slices.Max(r.violations[b].Events)
@@ -78,8 +85,17 @@ func (c ISR) Check(h *history.History) Result {
 	r.detail("isr_joins", joins)
 	r.detail("leader_hw_advances", advances)
 	r.detail("leader_isr_expands", expands)
-	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, no leader took in a follower whose fetch offset was below its high watermark (%d expands judged), and no partition state named a leader outside its ISR.",
-		grown, joins, advances, expands))
+	r.detail("elections", elections)
+	r.detail("elections_outside_isr_allowed", outside)
+	picked := fmt.Sprintf("all %d controller elections picked their leader inside the ISR ZooKeeper held", elections)
+	if elections == 1 {
+		picked = "the one controller election picked its leader inside the ISR ZooKeeper held"
+	}
+	if outside > 0 {
+		picked = fmt.Sprintf("the %d controller elections picked their leader inside the ISR ZooKeeper held but %d that the electing process's offline-election policy allowed outside it", elections, outside)
+	}
+	return r.result(fmt.Sprintf("no controller put a replica lacking acknowledged records into an ISR (%d additions judged), no leader took a replica into its ISR (%d joins) or advanced its high watermark (%d advances) while that replica's log differed from its own below the high watermark, no leader took in a follower whose fetch offset was below its high watermark (%d expands judged), no partition state named a leader outside its ISR, and %s.",
+		grown, joins, advances, expands, picked))
 }
 
 // ---- acknowledged records (shared with electable.go) ----------------------
@@ -90,6 +106,7 @@ type ackedProduce struct {
 	time   int64 // when the acknowledgement reached the client
 	idx    int   // the completion event
 	offset int64
+	value  string
 }
 
 // ackedProduces returns, per partition, the acks=all produces acknowledged
@@ -101,7 +118,7 @@ func ackedProduces(ops []history.Operation) map[history.TopicPartition][]ackedPr
 			continue
 		}
 		tp := op.Op().TP()
-		acks[tp] = append(acks[tp], ackedProduce{op.Invoke.Time, op.Complete.Time, op.Complete.Index, op.Offset()})
+		acks[tp] = append(acks[tp], ackedProduce{op.Invoke.Time, op.Complete.Time, op.Complete.Index, op.Offset(), op.Op().Value})
 	}
 	for _, as := range acks {
 		slices.SortStableFunc(as, func(a, b ackedProduce) int { return cmp.Compare(a.time, b.time) })
@@ -174,22 +191,29 @@ func (a *ackHolders) lacking(tp history.TopicPartition, b int32, t, until int64)
 	}
 	best = as[a.top[tp][k]]
 	isr = "an ISR the history does not show"
-	st, ok := stateAt(a.tl[tp], best.time)
-	if ok {
+	if st, ok := stateAt(a.tl[tp], best.time); ok {
 		isr = fmt.Sprintf("ISR %v", st.ISR)
-		if slices.Contains(st.ISR, b) && !truncatedBelow(a.truncs[tp], b, best.time, until, best.offset) {
-			return best, isr, false
-		}
+	}
+	return best, isr, !a.holds(tp, b, best, until)
+}
+
+// holds reports whether broker b is known to hold acknowledged record ack
+// of tp at until: it was in the ISR at the acknowledgement, or its own high
+// watermark passed the offset after the record was produced, and it has
+// not truncated the offset away since.
+func (a *ackHolders) holds(tp history.TopicPartition, b int32, ack ackedProduce, until int64) bool {
+	if st, ok := stateAt(a.tl[tp], ack.time); ok && slices.Contains(st.ISR, b) && !truncatedBelow(a.truncs[tp], b, ack.time, until, ack.offset) {
+		return true
 	}
 	for _, e := range a.hws[tp] {
-		if e.Node != b || e.Time < best.invoke || e.Time > until || e.HW.New <= best.offset {
+		if e.Node != b || e.Time < ack.invoke || e.Time > until || e.HW.New <= ack.offset {
 			continue
 		}
-		if !truncatedBelow(a.truncs[tp], b, e.Time, until, best.offset) {
-			return best, isr, false
+		if !truncatedBelow(a.truncs[tp], b, e.Time, until, ack.offset) {
+			return true
 		}
 	}
-	return best, isr, true
+	return false
 }
 
 // policies tells which offline-election policy each node's process ran
@@ -230,7 +254,6 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 	// Built on the first growth: most histories have none, and pairing
 	// the client operations is most of the cost.
 	var holders *ackHolders
-	var pols policies
 	t0 := h.Events[0].Time
 	added := 0
 	for i := range h.Events {
@@ -253,7 +276,12 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 			}
 			added++
 			if holders == nil {
-				holders, pols = newAckHolders(h, operations(h)), nodePolicies(h)
+				holders = newAckHolders(h, operations(h))
+			}
+			if b == w.State.Leader && b != prev.Leader {
+				// A leader elected from outside the ISR: the election
+				// rule (checkElections) judges it.
+				continue
 			}
 			start := w.Start
 			if start == 0 || start > e.Time {
@@ -266,21 +294,6 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 			evs := []int{prev.idx, ack.idx, e.Index}
 			lack := fmt.Sprintf("although broker %d did not hold every acknowledged record: the highest acknowledged offset, %d (event %d, +%s), was acknowledged with %s, and broker %d showed no high watermark above it afterwards",
 				b, ack.offset, ack.idx, rel(h.Events[ack.idx].Time, t0), ackISR, b)
-			if b == w.State.Leader && len(w.State.ISR) == 1 {
-				pol := pols.at(e.Node, e.Time)
-				what := fmt.Sprintf("controller %d (epoch %d) elected broker %d leader of %s at leader epoch %d with ISR %v (event %d, +%s) from outside the ISR %v it replaced (event %d), %s",
-					e.Node, w.ControllerEpoch, b, tp, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), prev.ISR, prev.idx, lack)
-				if pol == uncleanPolicy {
-					r.knownAnomaly(KnownUncleanElection, evs, "%s; an unclean election, which this controller's process was configured for (offline-election policy %q).", what, pol)
-					continue
-				}
-				ran := "the history does not show which offline-election policy this controller's process ran with"
-				if pol != "" {
-					ran = fmt.Sprintf("this controller's process ran with offline-election policy %q", pol)
-				}
-				r.violate(evs, "%s; Kafka elects a replica from outside the ISR only in an unclean election (unclean.leader.election.enable), and %s.", what, ran)
-				continue
-			}
 			r.violate(evs, "controller %d (epoch %d) wrote %s's state with leader %d at leader epoch %d and ISR %v (event %d, +%s), adding broker %d, which the ISR %v it replaced (event %d) did not have, %s; Kafka's controller never adds a replica to the ISR, only the leader does, once the replica has caught up.",
 				e.Node, w.ControllerEpoch, tp, w.State.Leader, w.State.LeaderEpoch, w.State.ISR, e.Index, rel(e.Time, t0), b, prev.ISR, prev.idx, lack)
 		}

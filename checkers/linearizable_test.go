@@ -129,6 +129,24 @@ func TestStaleEmptyReads(t *testing.T) {
 			return readFrom(b, 0, 1, i32(0), i64(0))
 		}
 	}
+	// deposedInFlight is deposedRead(false) with the fetch sent 45 ms before
+	// its empty answer came back, and broker 1's role change to follower at
+	// epoch 1 logged 0.4 ms before that answer: inside the long poll.
+	deposedInFlight := func(b *hb.Builder) int {
+		leader(b, 1, 0)
+		leader(b, 2, 1)
+		for off, v := range []string{"a", "b"} {
+			produceOK(b, 1, v, int64(off))
+			b.Add(history.Event{Kind: history.KindProduceAck, Node: 2, Append: &history.Append{Topic: tp0.Topic,
+				Partition: tp0.Partition, BaseOffset: int64(off), LastOffset: int64(off), LeaderEpoch: 1, Acks: -1}})
+		}
+		sent := b.Now()
+		b.Read(3, tp0, 0, false)
+		b.Add(history.Event{Time: sent + 45*hb.Ms - 400_000, Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: tp0.Topic,
+			Partition: tp0.Partition, Role: history.RoleFollower, Leader: 2, LeaderEpoch: 1}})
+		return b.Add(history.Event{Time: sent + 45*hb.Ms, Kind: history.KindOp, Op: &history.ClientOp{Type: history.OpOK, Process: 3, F: history.FRead,
+			Topic: tp0.Topic, Partition: tp0.Partition, Offset: 0, Broker: 1, LeaderEpoch: i32(0), HW: i64(0)}})
+	}
 	plain := Linearizable{Timeout: testConfig().LinearizeTimeout}
 	strict := Linearizable{Timeout: testConfig().LinearizeTimeout, StrictReads: true}
 	for _, tc := range []struct {
@@ -159,6 +177,7 @@ func TestStaleEmptyReads(t *testing.T) {
 		{"deposed leader not yet told", plain, deposedRead(false), Valid, "1 stale empty read from a deposed leader not yet told of its successor", 1},
 		{"deposed leader, strict reads", strict, deposedRead(false), Invalid, "known anomaly deposed-leader-read (strict reads): broker 1, leader of t-0 at epoch 0", 1},
 		{"deposed leader already told", plain, deposedRead(true), Invalid, "broker 1 answered at epoch 0 although it had been told of epoch 1", 0},
+		{"deposed leader told while the fetch was in flight", plain, deposedInFlight, Valid, "its role change to epoch 1 (event 9) was logged 44.6ms after the fetch was sent and 400µs before its answer came back", 1},
 		{"the leader that acknowledged answers nothing", plain, laggingRead(1, i32(0), nil), Invalid, "broker 1 had led t-0 since before that acknowledgement", 0},
 		{"new leader whose HW had caught up", plain, laggingRead(2, i32(1), i64(3)), Invalid, "its response carried HW 3, above 1", 0},
 		{"no leader recorded", plain, func(b *hb.Builder) int {

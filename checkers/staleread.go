@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -125,10 +126,18 @@ type staleVerdict struct {
 //     a failover serves its old state until a LeaderAndIsr reaches it;
 //     Fetch fences only a client that itself names a newer epoch, KIP-320).
 //
+// "Told" means a role change at a higher epoch that the broker logged
+// before the read was invoked. A fetch is a long poll: the broker checks
+// leadership when the request arrives (Kafka 2.6.3's DelayedFetch checks
+// again when it completes and then answers with an error, not an empty
+// read) and the client logs the answer when it comes back, so a role change
+// logged while the fetch was in flight does not show what the broker knew
+// when it answered; such a read stays a deposed-leader-read.
+//
 // The leader that acknowledged a record answering nothing for it, a broker
-// answering at an epoch it had already been told was superseded, and an
-// answer whose own HW is above the offset, are not Kafka behaviour:
-// violations.
+// answering at an epoch it had been told was superseded before the read
+// was sent, and an answer whose own HW is above the offset, are not Kafka
+// behaviour: violations.
 func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 int64) staleVerdict {
 	read := h.Events[s.Read].Op
 	tp := read.TP()
@@ -143,12 +152,20 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 		newLeader = true
 	}
 	older := !newLeader && found && read.LeaderEpoch != nil && ackKnown && ackEp > *read.LeaderEpoch
-	var told leadership
-	deposed := false
+	// Only a role change logged before the fetch was sent proves the
+	// broker knew when it answered: a fetch is a long poll, the node checks
+	// leadership once when the request arrives, and the client logs the
+	// answer when it comes back, so a change logged in between may have
+	// come after the broker had decided its answer.
+	var told, inFlight leadership
+	deposed, changedInFlight := false, false
 	if older {
 		var knew bool
-		told, knew = f.learnedAbove(tp, l.node, *read.LeaderEpoch, l.time, s.End)
+		told, knew = f.learnedAbove(tp, l.node, *read.LeaderEpoch, l.time, s.Start)
 		deposed = !knew
+		if deposed {
+			inFlight, changedInFlight = f.learnedAbove(tp, l.node, *read.LeaderEpoch, max(l.time, s.Start), s.End)
+		}
 	}
 	who := ""
 	switch {
@@ -191,11 +208,17 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 	case deposed:
 		v.known = KnownDeposedLeaderRead
 		v.explanation = base + fmt.Sprintf(": those were acknowledged at leader epoch %d, and broker %d had not yet been told of any epoch above %d, so it answered as the deposed leader it was (Kafka's Fetch fences only a client that names a newer epoch, KIP-320).", ackEp, l.node, *read.LeaderEpoch)
+		if changedInFlight {
+			v.events = append(v.events, inFlight.idx)
+			sort.Ints(v.events)
+			v.explanation = strings.TrimSuffix(v.explanation, ".") + fmt.Sprintf("; its role change to epoch %d (event %d) was logged %s after the fetch was sent and %s before its answer came back, while the fetch was in flight: the broker checks leadership when a fetch arrives, so that change does not show it knew when it answered.",
+				inFlight.epoch, inFlight.idx, time.Duration(inFlight.time-s.Start).Round(100*time.Microsecond), time.Duration(s.End-inFlight.time).Round(100*time.Microsecond))
+		}
 	case older:
 		v.events = append(v.events, told.idx)
 		sort.Ints(v.events)
-		v.explanation = base + fmt.Sprintf(": those were acknowledged at leader epoch %d, and broker %d answered at epoch %d although it had been told of epoch %d %s earlier (role change event %d).",
-			ackEp, l.node, *read.LeaderEpoch, told.epoch, time.Duration(s.End-told.time).Round(time.Millisecond), told.idx)
+		v.explanation = base + fmt.Sprintf(": those were acknowledged at leader epoch %d, and broker %d answered at epoch %d although it had been told of epoch %d %s before the fetch was sent (role change event %d).",
+			ackEp, l.node, *read.LeaderEpoch, told.epoch, time.Duration(s.Start-told.time).Round(time.Millisecond), told.idx)
 	case found:
 		v.explanation = base + fmt.Sprintf(": broker %d had led %s since before that acknowledgement, so no leader change explains the empty read.", l.node, tp)
 	default:

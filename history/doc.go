@@ -93,6 +93,11 @@
 // JSON, unknown kind, missing payload, a version from the future, an empty
 // file, a line that is not valid UTF-8 or escapes a lone UTF-16 surrogate
 // (checked on the raw bytes: JSON decoders silently turn both into U+FFFD), a
-// negative offset or high watermark, a src other than the file's source, and a
-// seq not above the previous line's ((src, seq) is unique and increasing).
+// negative offset or high watermark, a src other than the file's source, a
+// seq not above the previous line's ((src, seq) is unique and increasing),
+// and a client op completion whose process has no invoke pending
+// (ErrNoInvoke): pairing would have to drop it, and with it what it says,
+// such as an acknowledged offset the durability checker must hold the log
+// to. A wall clock stepping back within a source is no error: file order is
+// kept and the reader returns a Warning with ClockStepBack set.
 package history

@@ -103,6 +103,11 @@ func TestFileRoundTripAndSync(t *testing.T) {
 	}
 }
 
+// readInvoke is a read invoke line of source c (seq 0) by process proc.
+func readInvoke(proc int) string {
+	return fmt.Sprintf(`{"v":1,"ts":8,"src":"c","seq":0,"kind":"op","op":{"type":"invoke","process":%d,"f":"read","topic":"t","partition":0,"offset":4}}`, proc)
+}
+
 // readOK is a read completion line of source c with the given record fields.
 func readOK(fields string) string {
 	return `{"v":1,"ts":9,"src":"c","seq":0,"kind":"op","op":{"type":"ok","process":1,"f":"read","topic":"t","partition":0,"offset":4,` + fields + `}}`
@@ -135,7 +140,15 @@ func TestDecodeBadInput(t *testing.T) {
 		{name: "invalid UTF-8 value", in: good + "\n" + readOK(`"values":["p1-`+"\xff"+`"]`) + "\n", wantLine: 2, wantErr: "not valid UTF-8"},
 		{name: "lone surrogate escape", in: readOK(`"values":["p1-\ud800"]`) + "\n", wantLine: 1, wantErr: "lone UTF-16 surrogate"},
 		{name: "lone low surrogate escape", in: readOK(`"values":["\udc00x"]`) + "\n", wantLine: 1, wantErr: "lone UTF-16 surrogate"},
-		{name: "surrogate pair escape", in: readOK(`"values":["\ud83d\ude00","a\\udc00"]`) + "\n", wantEvs: 1},
+		{name: "surrogate pair escape", in: readInvoke(1) + "\n" + strings.Replace(readOK(`"values":["\ud83d\ude00","a\\udc00"]`), `"seq":0`, `"seq":1`, 1) + "\n", wantEvs: 2},
+		// The schema: per process, one invoke, then exactly one completion.
+		{name: "completion without an invoke", in: good + "\n" + strings.Replace(readOK(`"values":["a"]`), `"seq":0`, `"seq":1`, 1) + "\n", wantLine: 2,
+			wantErr: "completion without an invoke: read ok of process 1 on t-0, and process 1 has no invoke pending"},
+		{name: "completion after another process's invoke", in: readInvoke(2) + "\n" + strings.Replace(readOK(`"values":["a"]`), `"seq":0`, `"seq":1`, 1) + "\n", wantLine: 2,
+			wantErr: "completion without an invoke"},
+		{name: "second completion of one invoke", in: readInvoke(1) + "\n" + strings.Replace(readOK(`"values":["a"]`), `"seq":0`, `"seq":1`, 1) + "\n" +
+			strings.Replace(readOK(`"values":["a"]`), `"seq":0`, `"seq":2`, 1) + "\n", wantLine: 3, wantErr: "completion without an invoke"},
+		{name: "invoke then completion", in: readInvoke(1) + "\n" + strings.Replace(readOK(`"values":["a"]`), `"seq":0`, `"seq":1`, 1) + "\n", wantEvs: 2},
 		{name: "negative read offset", in: strings.Replace(readOK(`"values":["a"]`), `"offset":4`, `"offset":-4`, 1) + "\n", wantLine: 1, wantErr: "negative offset -4"},
 		{name: "negative record offset", in: readOK(`"records":[{"offset":-1,"value":"a"}]`) + "\n", wantLine: 1, wantErr: "negative record offset"},
 		{name: "negative from", in: readOK(`"from":-2,"values":["a"]`) + "\n", wantLine: 1, wantErr: "negative record offset"},
@@ -502,9 +515,12 @@ func TestReadRecordsRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			w := NewWriter(&buf, "c", 0)
+			inv := ClientOp{Type: OpInvoke, Process: 1, F: FRead, Topic: "t", Offset: 7}
 			op := ClientOp{Type: OpOK, Process: 1, F: FRead, Topic: "t", Offset: 7, Records: tt.recs, Broker: 2, LeaderEpoch: &ep, HW: &hw}
-			if err := w.Write(Event{Kind: KindOp, Op: &op}); err != nil {
-				t.Fatal(err)
+			for _, o := range []*ClientOp{&inv, &op} {
+				if err := w.Write(Event{Kind: KindOp, Op: o}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if !strings.Contains(buf.String(), tt.compact) {
 				t.Fatalf("line %s does not contain %s", buf.String(), tt.compact)
@@ -513,7 +529,7 @@ func TestReadRecordsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := evs[0].Op
+			got := evs[1].Op
 			if fmt.Sprint(got.Records) != fmt.Sprint(tt.recs) || got.Broker != 2 || *got.LeaderEpoch != 3 || *got.HW != 99 {
 				t.Fatalf("read back %+v, want records %v", got, tt.recs)
 			}

@@ -1,6 +1,36 @@
 package history
 
-import "github.com/zkchaos/zkchaos/internal/hugepage"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/zkchaos/zkchaos/internal/hugepage"
+)
+
+// ErrNoInvoke is wrapped by the reader's error for a completion (ok, fail
+// or info) whose process has no invoke pending: the schema is one invoke,
+// then exactly one completion, per process. Dropping such a completion
+// would drop what it says (an acknowledged offset) from every verdict.
+var ErrNoInvoke = errors.New("completion without an invoke")
+
+// invokes tracks, for one source read in file order, which of its
+// processes have an invoke waiting for its completion: the rule Operations
+// pairs by, checked where the line number is still known.
+type invokes map[int]struct{}
+
+// note records op and returns an error for a completion with no invoke.
+func (in invokes) note(op *ClientOp) error {
+	if op.Type == OpInvoke {
+		in[op.Process] = struct{}{}
+		return nil
+	}
+	if _, ok := in[op.Process]; !ok {
+		return fmt.Errorf("%w: %s %s of process %d on %s, and process %d has no invoke pending (each process invokes, then completes once)",
+			ErrNoInvoke, op.F, op.Type, op.Process, op.TP(), op.Process)
+	}
+	delete(in, op.Process)
+	return nil
+}
 
 // Operation pairs a client invoke with its completion (ok, fail or info).
 type Operation struct {
@@ -51,9 +81,11 @@ func (o Operation) Final() bool {
 }
 
 // Operations pairs the client op events of h by (Source, Process), in invoke
-// order. A completion without an invoke is returned in orphans (its index) so
-// callers can report it; a second invoke on a busy process closes the first
-// as unknown (the client broke the one-op-per-process rule).
+// order. A completion without an invoke is returned in orphans (its index);
+// a history read from files never has one (the reader rejects it with
+// ErrNoInvoke and the line), so only a history built in memory can. A
+// second invoke on a busy process closes the first as unknown (a client
+// that lost track of an operation, which may or may not have happened).
 func Operations(h *History) (ops []Operation, orphans []int) {
 	type key struct {
 		src  string

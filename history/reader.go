@@ -70,7 +70,8 @@ const maxClockWarnings = 1
 // Beyond what Event.Validate checks, every line must be valid UTF-8 (without
 // lone UTF-16 surrogates in \u escapes, which encoding/json would replace
 // silently) and its seq must be above the previous line's, so (src, seq) is
-// unique. A timestamp below the previous line's is not an error: the file
+// unique. A client op's completion must follow an invoke of its process
+// still pending (ErrNoInvoke). A timestamp below the previous line's is not an error: the file
 // order is the true order of one source and wall clocks step; it is reported
 // as a Warning with the size of the step.
 func Decode(r io.Reader, name string) ([]Event, []Warning, error) {
@@ -122,6 +123,7 @@ func decode(r io.Reader, name, source string, sk sink) ([]Warning, error) {
 		intern  string
 		scratch = new(eventJSON)
 		fast    fastDecoder
+		pending = invokes{}
 	)
 	for {
 		b, err := readLine(br)
@@ -180,6 +182,11 @@ func decode(r io.Reader, name, source string, sk sink) ([]Warning, error) {
 						Message: fmt.Sprintf("%s's wall clock stepped back %s (seq %d after seq %d); file order kept",
 							ev.Source, time.Duration(back), ev.Seq, prev.Seq)})
 				}
+			}
+		}
+		if ev.Kind == KindOp {
+			if err := pending.note(ev.Op); err != nil {
+				return nil, &LineError{File: name, Line: line, Err: err}
 			}
 		}
 		prev.Seq, prev.Time = ev.Seq, ev.Time

@@ -38,7 +38,8 @@ type CompareRow struct {
 	// reads did not find (durability's figures); Lost is -1 when durability
 	// could not count them.
 	Acknowledged, Lost int
-	// Findings are the explanations of the checkers that were not valid.
+	// Findings are the explanations of the checkers that were not valid
+	// and the known anomalies of those that were.
 	Findings []string
 }
 
@@ -54,6 +55,12 @@ func Compare(runs []CompareRun) ([]CompareRow, error) {
 		for _, c := range res.Results {
 			if c.Verdict != checkers.Valid {
 				row.Findings = append(row.Findings, fmt.Sprintf("%s %s: %s", c.Checker, c.Verdict, c.Explanation))
+			} else {
+				// A valid run's known anomalies are what a mode traded
+				// (an unclean election's lost records): say them.
+				for _, k := range c.Known {
+					row.Findings = append(row.Findings, fmt.Sprintf("%s valid, known anomaly %s ×%d: %s", c.Checker, k.Name, k.Count, k.Example))
+				}
 			}
 			switch c.Checker {
 			case checkers.Availability{}.Name():

@@ -50,6 +50,9 @@ func TestCompareReadsOfflineAndLost(t *testing.T) {
 		{"offline", []checkers.Result{avail(300, 8200), dur(500, 0)}, 8200 * time.Millisecond, 0, false},
 		{"unclean", []checkers.Result{avail(2100), dur(500, 42)}, 2100 * time.Millisecond, 42, true},
 		{"no-durability", []checkers.Result{avail()}, 0, -1, false},
+		// Valid, with the unclean election's cost as a known anomaly.
+		{"unclean-known", []checkers.Result{avail(2100), dur(500, 0), {Checker: "isr", Verdict: checkers.Valid,
+			Known: []checkers.KnownAnomaly{{Name: checkers.KnownUncleanElection, Count: 1, Example: "it cost 42 acknowledged records"}}}}, 2100 * time.Millisecond, 0, true},
 	}
 	var runs []CompareRun
 	for _, tt := range tests {
@@ -76,6 +79,9 @@ func TestCompareReadsOfflineAndLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(page)
+	if !strings.Contains(string(b), "isr valid, known anomaly unclean-election ×1: it cost 42 acknowledged records") {
+		t.Errorf("page lacks the known anomaly of a valid run:\n%s", b)
+	}
 	if !strings.Contains(string(b), "42 of 500") || strings.Contains(string(b), "<test>") {
 		t.Errorf("page lacks the lost count or does not escape the title:\n%s", b)
 	}

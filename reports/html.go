@@ -78,16 +78,21 @@ type pageData struct {
 	Replay           string
 	CheckedAt        string
 	Events, Files    int
-	Notes, Warnings  []string
-	MoreWarnings     int
-	Checkers         []checkerRow
-	Violations       []checkerViolations
-	Known            []knownRow
-	Timeline         template.HTML
-	FaultRows        []faultRow
-	MoreFaults       int
-	Zoom             template.HTML // the first violation up close
-	ZoomCaption      string
+	Notes            []string
+	// Skipped are the reader's warnings about lines it stepped over (a
+	// blank line, a cut-short last line, an empty file); ClockSteps its
+	// warnings about a source's wall clock stepping back, where nothing
+	// was skipped and the file order was kept. Each box says which it is.
+	Skipped, ClockSteps         []string
+	MoreSkipped, MoreClockSteps int
+	Checkers                    []checkerRow
+	Violations                  []checkerViolations
+	Known                       []knownRow
+	Timeline                    template.HTML
+	FaultRows                   []faultRow
+	MoreFaults                  int
+	Zoom                        template.HTML // the first violation up close
+	ZoomCaption                 string
 	// TimeNote says where time zero is and how long set-up took (it is
 	// left out of the timeline's drawing).
 	TimeNote string
@@ -203,12 +208,16 @@ func buildPage(r *run) *pageData {
 		t0 = tl.origin
 		d.Events = r.hist.count()
 		d.Files = len(r.hist.files)
-		for i, w := range r.hist.warnings {
-			if i == maxWarningsShown {
-				d.MoreWarnings = len(r.hist.warnings) - i
-				break
+		for _, w := range r.hist.warnings {
+			list, more := &d.Skipped, &d.MoreSkipped
+			if w.ClockStepBack > 0 {
+				list, more = &d.ClockSteps, &d.MoreClockSteps
 			}
-			d.Warnings = append(d.Warnings, w.String())
+			if len(*list) == maxWarningsShown {
+				*more++
+				continue
+			}
+			*list = append(*list, w.String())
 		}
 	}
 
@@ -399,7 +408,8 @@ a{color:#1a5fb4}
 <tr><th>replay</th><td>{{if .Replay}}<div class="cmdrow"><pre class="cmd" id="replay">{{.Replay}}</pre><button type="button" onclick="navigator.clipboard&&navigator.clipboard.writeText(document.getElementById('replay').textContent)">copy</button></div>{{else}}<span class="muted">no run.json: cannot build a replay command</span>{{end}}</td></tr>
 </table>
 {{range .Notes}}<div class="note">{{.}}</div>{{end}}
-{{if .Warnings}}<div class="note">partial history, lines skipped:<ul>{{range .Warnings}}<li class="mono">{{.}}</li>{{end}}{{if .MoreWarnings}}<li>… {{.MoreWarnings}} more</li>{{end}}</ul></div>{{end}}
+{{if .Skipped}}<div class="note">partial history, lines skipped:<ul>{{range .Skipped}}<li class="mono">{{.}}</li>{{end}}{{if .MoreSkipped}}<li>… {{.MoreSkipped}} more</li>{{end}}</ul></div>{{end}}
+{{if .ClockSteps}}<div class="note">wall clock stepped back within a source; nothing skipped, file order kept:<ul>{{range .ClockSteps}}<li class="mono">{{.}}</li>{{end}}{{if .MoreClockSteps}}<li>… {{.MoreClockSteps}} more</li>{{end}}</ul></div>{{end}}
 {{if .Links}}<p>{{range $i, $l := .Links}}{{if $i}} · {{end}}<a href="{{$l.Name}}">{{$l.Name}}</a>{{with size $l.Size}} <span class="muted">({{.}})</span>{{end}}{{end}}</p>{{end}}
 
 {{template "fences" .}}

@@ -192,6 +192,23 @@ func TestReportRendersRuns(t *testing.T) {
 			want: []string{"partial history", "unterminated last line skipped", "empty history file skipped"},
 		},
 		{
+			// n2's wall clock steps back 1 ms: nothing was skipped, and the
+			// box says so instead of "lines skipped".
+			name: "clock step back: a warning, file order kept",
+			setup: func(t *testing.T) string {
+				dir := rundirtest.Copy(t, kafka532)
+				f, err := os.OpenFile(filepath.Join(dir, "history", "n2.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(`{"v":1,"ts":1780000000028000000,"src":"n2","seq":9,"node":2,"kind":"phase","phase":{"name":"collect","mark":"begin"}}` + "\n")
+				f.Close()
+				return dir
+			},
+			want: []string{"wall clock stepped back within a source; nothing skipped, file order kept", "n2.jsonl:10: n2&#39;s wall clock stepped back 1ms"},
+			not:  []string{"partial history", "lines skipped"},
+		},
+		{
 			name: "run dir without history",
 			setup: func(t *testing.T) string {
 				dir := t.TempDir()

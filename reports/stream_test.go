@@ -46,7 +46,8 @@ func TestScanMatchesReadDir(t *testing.T) {
 	for i := 0; i < 20_000; i++ {
 		recs = append(recs, fmt.Sprintf(`{"offset":%d,"value":"value-%d"}`, i, i))
 	}
-	raw["final-big.jsonl"] = "\n" + line(t0+7*historytest.Ms, "final-big", 0, "op",
+	raw["final-big.jsonl"] = "\n" + line(t0+6*historytest.Ms, "final-big", 0, "op",
+		`"op":{"type":"invoke","process":7,"f":"read","topic":"t","partition":0,"final":true}`) + "\n" + line(t0+7*historytest.Ms, "final-big", 1, "op",
 		`"op":{"type":"ok","process":7,"f":"read","topic":"t","partition":0,"final":true,"records":[`+strings.Join(recs, ",")+`]}`) + "\n"
 	for name, content := range raw {
 		if err := os.WriteFile(filepath.Join(dir, "history", name), []byte(content), 0o644); err != nil {

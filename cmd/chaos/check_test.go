@@ -211,6 +211,16 @@ func TestCheckBadHistoryClasses(t *testing.T) {
 		{"src not the file's", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + ph("n3", 6, 1) + "\n"}, `n1.jsonl:2: src "n3"`},
 		{"source in two files", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n", "n1b.jsonl": ph("n1", 6, 1) + "\n"}, `n1b.jsonl:1: src "n1"`},
 		{"repeated seq", map[string]string{"n1.jsonl": ph("n1", 5, 0) + "\n" + ph("n1", 6, 0) + "\n"}, "n1.jsonl:2: seq 0 after seq 0"},
+		// Process 2's acknowledgement of "b" at offset 1 has no invoke:
+		// dropped by the pairing, the final read's lack of it would go
+		// unjudged and the run would be valid.
+		{"completion without an invoke", map[string]string{"client-0.jsonl": strings.Join([]string{
+			`{"v":1,"ts":1000000,"src":"client-0","seq":0,"kind":"op","op":{"type":"invoke","process":1,"f":"produce","topic":"t","partition":0,"value":"a","offset":0,"acks":-1}}`,
+			`{"v":1,"ts":1100000,"src":"client-0","seq":1,"kind":"op","op":{"type":"ok","process":1,"f":"produce","topic":"t","partition":0,"value":"a","offset":0,"acks":-1}}`,
+			`{"v":1,"ts":1200000,"src":"client-0","seq":2,"kind":"op","op":{"type":"ok","process":2,"f":"produce","topic":"t","partition":0,"value":"b","offset":1,"acks":-1}}`,
+			`{"v":1,"ts":2000000,"src":"client-0","seq":3,"kind":"op","op":{"type":"invoke","process":1,"f":"read","topic":"t","partition":0,"offset":0,"final":true}}`,
+			`{"v":1,"ts":2100000,"src":"client-0","seq":4,"kind":"op","op":{"type":"ok","process":1,"f":"read","topic":"t","partition":0,"offset":0,"values":["a"],"final":true}}`,
+		}, "\n") + "\n"}, "client-0.jsonl:3: completion without an invoke: produce ok of process 2 on t-0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
