@@ -98,5 +98,6 @@ func All(cfg Config) []Checker {
 		Registration{},
 		ControllerEpoch{},
 		ControllerTenure{},
+		ZKWrites{},
 	}
 }

@@ -15,6 +15,8 @@ package checkers
 //	controller election | the epoch a controller acts on is the one it wrote | registerControllerAndIncrementControllerEpoch returns the epoch it set with the stat of that setData; KafkaController.elect stores both in ControllerContext | controller_elected (Epoch, Zxid) and the watcher's /controller_epoch at mzxid Zxid | controller-epoch: the watcher saw that version hold another epoch
 //	controller channel | a controller sends control requests only while it is controller: from its election to its resignation, in its own process | KafkaController.onControllerFailover starts the ControllerChannelManager; onControllerResignation → ControllerChannelManager.shutdown → removeExistingBroker → RequestSendThread.shutdown (awaits the thread) before the resignation completes | control_sent, controller_elected, controller_resigned, node_start in the node's log order: the node logs control_sent before handing the request to the network and controller_resigned only after every send thread stopped (one abandoned mid-request sends nothing more) | controller-tenure: a control_sent after the process's resignation and before its next election, or from a process never elected
 //	controller ZooKeeper writes | a controller writes only while it is controller | the event thread: KafkaController.process runs every write and onControllerResignation one at a time | zk_write carrying a controller epoch (not /controller or /controller_epoch, which the election itself writes), in the node's log order | controller-tenure: such a write logged outside its process's tenure
+//	controller ZooKeeper writes | a controller handles a ControlledShutdown only while it is controller | KafkaController.doControlledShutdown throws ControllerMovedException unless isActive | controlled_shutdown accepted by the node, in its log order | controller-tenure: an accepted ControlledShutdown outside its process's tenure, or at another epoch
+//	zkdata / ZooKeeper writes | what a node caches as written is what ZooKeeper holds at that write's zxid | TopicPartitionStateZNode.encode and decode; KafkaZkClient.updateLeaderAndIsr, whose written LeaderIsrAndControllerEpoch the controller caches with the new zkVersion (ControllerContext.partitionLeadershipInfo); Partition.updateIsr caching the ISR it wrote; registerControllerAndIncrementControllerEpoch returning the epoch it set | zk_write (ok, Zxid, State; Data of /controller_epoch) and the watcher's zk_watch of the same path at mzxid Zxid | zk-writes: the two differ in leader, leader epoch, controller epoch, ISR or epoch
 //	controller context epoch | every control request and ZooKeeper write of a controller carries the epoch it was elected at, and its own id: nothing a controller does goes back in epoch | ControllerContext.epoch and epochZkVersion set by KafkaController.elect; AbstractControllerBrokerRequestBatch.sendRequestsToBrokers(controllerEpoch); PartitionStateMachine and ReplicaStateMachine build LeaderIsrAndControllerEpoch(…, controllerContext.epoch); KafkaZkClient's writes check controllerEpochZkVersion | control_sent (ControllerID, ControllerEpoch), zk_write (ControllerEpoch, EpochZkVersion, State.ControllerEpoch) within a tenure | controller-tenure: a value that differs from the tenure's election
 //
 // Not judged here: whether a broker accepts a stale controller epoch and
@@ -27,6 +29,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -274,6 +277,7 @@ func (c ControllerTenure) Check(h *history.History) Result {
 		first, last int
 		sends       int
 		writes      int
+		shutdowns   int
 	}
 	var stretches []*idle
 	open := map[int32]*idle{}
@@ -283,7 +287,7 @@ func (c ControllerTenure) Check(h *history.History) Result {
 		kind history.Kind
 	}
 	wrong := map[wrongKey]bool{}
-	sends, writes, unjudged := 0, 0, 0
+	sends, writes, shutdowns, unjudged := 0, 0, 0, 0
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
@@ -298,11 +302,20 @@ func (c ControllerTenure) Check(h *history.History) Result {
 			if t := cur[e.Node]; t != nil && t.resigned < 0 {
 				t.resigned = e.Index
 			}
-		case history.KindControlSent, history.KindZKWrite:
+		case history.KindControlSent, history.KindZKWrite, history.KindControlledShutdown:
 			isSend := e.Kind == history.KindControlSent
-			if isSend {
+			switch {
+			case isSend:
 				sends++
-			} else {
+			case e.Kind == history.KindControlledShutdown:
+				// The controller's own record of handling one: the
+				// broker's record of sending it says "sent", and a
+				// refusal (NOT_CONTROLLER among them) does nothing.
+				if e.Shutdown.Verdict != history.VerdictAccepted {
+					continue
+				}
+				shutdowns++
+			default:
 				zw := e.ZKWrite
 				// The election's own writes come before controller_elected,
 				// and a leader's ISR write carries no controller epoch.
@@ -328,9 +341,12 @@ func (c ControllerTenure) Check(h *history.History) Result {
 					stretches = append(stretches, s)
 				}
 				s.last = e.Index
-				if isSend {
+				switch {
+				case isSend:
 					s.sends++
-				} else {
+				case e.Kind == history.KindControlledShutdown:
+					s.shutdowns++
+				default:
 					s.writes++
 				}
 				continue
@@ -347,16 +363,19 @@ func (c ControllerTenure) Check(h *history.History) Result {
 		}
 	}
 	for _, s := range stretches {
-		what := describeActs(s.sends, s.writes)
+		what := describeActs(s.sends, s.writes, s.shutdowns)
 		span := fmt.Sprintf("from %s", at(s.first))
 		if s.last != s.first {
 			span += fmt.Sprintf(" to %s", at(s.last))
 		}
 		ex := &h.Events[s.first]
 		var first string
-		if ex.Kind == history.KindControlSent {
+		switch ex.Kind {
+		case history.KindControlSent:
 			first = fmt.Sprintf("the first being %s to %s at controller epoch %d", ex.Control.API, nodeName(ex.Control.TargetBroker), ex.Control.ControllerEpoch)
-		} else {
+		case history.KindControlledShutdown:
+			first = fmt.Sprintf("the first being the ControlledShutdown of %s at controller epoch %d", nodeName(ex.Shutdown.BrokerID), ex.Shutdown.ControllerEpoch)
+		default:
 			first = fmt.Sprintf("the first being a %s of %s at controller epoch %d", ex.ZKWrite.Op, ex.ZKWrite.Path, ex.ZKWrite.ControllerEpoch)
 		}
 		if s.after != nil {
@@ -370,8 +389,9 @@ func (c ControllerTenure) Check(h *history.History) Result {
 	}
 	r.detail("control_sent", sends)
 	r.detail("controller_writes", writes)
+	r.detail("controlled_shutdowns_handled", shutdowns)
 	r.detail("acts_of_processes_without_start", unjudged)
-	ok := fmt.Sprintf("%d control requests sent and %d controller ZooKeeper writes all came from an elected controller before it resigned, at the epoch of its election", sends, writes)
+	ok := fmt.Sprintf("%d control requests sent, %d controller ZooKeeper writes and %d ControlledShutdowns handled all came from an elected controller before it resigned, at the epoch of its election", sends, writes, shutdowns)
 	if unjudged > 0 {
 		ok += fmt.Sprintf(" (%d of them by processes whose start and election the history does not hold, judged for neither)", unjudged)
 	}
@@ -381,6 +401,12 @@ func (c ControllerTenure) Check(h *history.History) Result {
 // offEpoch says how e, a send or controller write within tenure t, departs
 // from t's election ("" if it does not).
 func offEpoch(e *history.Event, t *ctrlTenure) string {
+	if e.Kind == history.KindControlledShutdown {
+		if sd := e.Shutdown; sd.ControllerEpoch != t.epoch {
+			return fmt.Sprintf("handled the ControlledShutdown of %s at controller epoch %d", nodeName(sd.BrokerID), sd.ControllerEpoch)
+		}
+		return ""
+	}
 	if e.Kind == history.KindControlSent {
 		cr := e.Control
 		switch {
@@ -404,8 +430,8 @@ func offEpoch(e *history.Event, t *ctrlTenure) string {
 }
 
 // describeActs says what a node did: "sent 3 control requests and made 1
-// ZooKeeper write".
-func describeActs(sends, writes int) string {
+// controller ZooKeeper write".
+func describeActs(sends, writes, shutdowns int) string {
 	plural := func(n int, one, many string) string {
 		if n == 1 {
 			return "1 " + one
@@ -419,8 +445,11 @@ func describeActs(sends, writes int) string {
 	if writes > 0 {
 		parts = append(parts, "made "+plural(writes, "controller ZooKeeper write", "controller ZooKeeper writes"))
 	}
-	if len(parts) == 2 {
-		return parts[0] + " and " + parts[1]
+	if shutdowns > 0 {
+		parts = append(parts, "handled "+plural(shutdowns, "ControlledShutdown", "ControlledShutdowns"))
+	}
+	if len(parts) > 1 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 	}
 	return parts[0]
 }
@@ -432,4 +461,71 @@ func firstTime(h *history.History) int64 {
 		return 0
 	}
 	return h.Events[0].Time
+}
+
+// ZKWrites checks that what a node logged as written to ZooKeeper is what
+// ZooKeeper holds at that write's zxid, as the watcher saw it: a partition
+// state's leader, leader epoch, controller epoch and ISR, and
+// /controller_epoch's value. A node acts on what it believes it wrote (the
+// controller caches the state with its new zkVersion, a leader its ISR,
+// a controller its epoch), so a difference is a decision ZooKeeper does
+// not hold, made on by the writer and by nobody else.
+type ZKWrites struct{}
+
+// Name implements Checker.
+func (ZKWrites) Name() string { return "zk-writes" }
+
+// Check implements Checker.
+func (c ZKWrites) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	t0 := firstTime(h)
+	type key struct {
+		path string
+		zxid int64
+	}
+	seen := map[key]int{} // the watcher's first observation of a path at an mzxid
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind == history.KindZKWatch && e.Watch.Mzxid > 0 && (e.Watch.State != nil || e.Watch.ControllerEpoch != nil) {
+			k := key{e.Watch.Path, e.Watch.Mzxid}
+			if _, ok := seen[k]; !ok {
+				seen[k] = e.Index
+			}
+		}
+	}
+	compared := 0
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind != history.KindZKWrite || e.ZKWrite.Outcome != history.ZKOK || e.ZKWrite.Zxid == 0 {
+			continue
+		}
+		zw := e.ZKWrite
+		wi, ok := seen[key{zw.Path, zw.Zxid}]
+		if !ok {
+			continue
+		}
+		w := h.Events[wi].Watch
+		var wrote, held string
+		switch {
+		case zw.State != nil && w.State != nil:
+			wrote, held = stateText(zw.State), stateText(w.State)
+		case zw.Path == "/controller_epoch" && w.ControllerEpoch != nil && zw.Data != "":
+			wrote, held = zw.Data, fmt.Sprint(*w.ControllerEpoch)
+		default:
+			continue
+		}
+		compared++
+		if wrote == held {
+			continue
+		}
+		r.violate([]int{e.Index, wi}, "%s logged its write of %s (%s, event %d, +%s) as %s, but ZooKeeper held %s at that write's zxid %d (watcher, event %d, +%s): the node goes on from a value ZooKeeper does not hold.",
+			nodeName(e.Node), zw.Path, zw.Op, e.Index, rel(e.Time, t0), wrote, held, zw.Zxid, wi, rel(h.Events[wi].Time, t0))
+	}
+	r.detail("writes_compared", compared)
+	return r.result(fmt.Sprintf("%d ZooKeeper writes the watcher saw at their zxid held what their writers logged.", compared))
+}
+
+// stateText is a partition state's leader, epochs and ISR, as compared.
+func stateText(s *history.PartitionState) string {
+	return fmt.Sprintf("leader %d, leader epoch %d, controller epoch %d, ISR %v", s.Leader, s.LeaderEpoch, s.ControllerEpoch, s.ISR)
 }

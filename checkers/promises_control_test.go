@@ -44,6 +44,20 @@ func ctrlStateWrite(b *hb.Builder, node, epoch, ver, stateEpoch int32) int {
 // eventTimes matches the "+d" times explanations give events.
 var eventTimes = regexp.MustCompile(`( \(\+[0-9.]+[mµn]?s\)|, \+[0-9.]+[mµn]?s)`)
 
+// shutdownHandled logs controller node's handling of broker 2's
+// ControlledShutdown at epoch with verdict.
+func shutdownHandled(b *hb.Builder, node, epoch int32, verdict string) int {
+	return b.Add(history.Event{Kind: history.KindControlledShutdown, Node: node, Shutdown: &history.Shutdown{
+		BrokerID: 2, BrokerEpoch: 102, CachedBrokerEpoch: 102, ControllerEpoch: epoch, Verdict: verdict}})
+}
+
+// zkWriteAt logs node's successful write of path at zxid, holding state
+// (partition states) or data (/controller_epoch).
+func zkWriteAt(b *hb.Builder, node int32, path string, zxid int64, state *history.PartitionState, data string) int {
+	return b.Add(history.Event{Kind: history.KindZKWrite, Node: node, ZKWrite: &history.ZKWrite{Path: path, Op: "set",
+		ControllerEpoch: 1, EpochZkVersion: 1, Conditional: true, Outcome: history.ZKOK, Zxid: zxid, State: state, Data: data}})
+}
+
 type promiseCase struct {
 	name    string
 	build   func(b *hb.Builder)
@@ -251,10 +265,56 @@ func TestControllerTenure(t *testing.T) {
 			elected(b, 1, 3, 11)
 			ctrlStateWrite(b, 1, 3, 3, 2)
 		}},
+		{name: "a ControlledShutdown refused after resigning", want: Valid, build: func(b *hb.Builder) {
+			b.Start(1)
+			elected(b, 1, 1, 11)
+			resigned(b, 1, 1)
+			shutdownHandled(b, 1, 1, history.VerdictRejected)
+		}},
+		{name: "a ControlledShutdown acted on after resigning", want: Invalid,
+			explain: "and then handled 1 ControlledShutdown from event 3, the first being the ControlledShutdown of broker 2 at controller epoch 1",
+			build: func(b *hb.Builder) {
+				b.Start(1)
+				elected(b, 1, 1, 11)
+				resigned(b, 1, 1)
+				shutdownHandled(b, 1, 1, history.VerdictAccepted)
+			}},
+		{name: "a ControlledShutdown at another epoch", want: Invalid, explain: "handled the ControlledShutdown of broker 2 at controller epoch 2",
+			build: func(b *hb.Builder) {
+				b.Start(1)
+				elected(b, 1, 3, 11)
+				shutdownHandled(b, 1, 2, history.VerdictAccepted)
+			}},
 		{name: "a write guarded by another fencing version", want: Invalid, explain: "guarded by /controller_epoch version 2", build: func(b *hb.Builder) {
 			b.Start(1)
 			elected(b, 1, 3, 11)
 			ctrlStateWrite(b, 1, 3, 2, 3)
+		}},
+	})
+}
+
+func TestZKWrites(t *testing.T) {
+	state := func(leader, le, ce int32, isr ...int32) *history.PartitionState {
+		return &history.PartitionState{Topic: "t", Partition: 0, Leader: leader, LeaderEpoch: le, ControllerEpoch: ce, ISR: isr}
+	}
+	const statePath = "/brokers/topics/t/partitions/0/state"
+	runPromiseCases(t, ZKWrites{}, []promiseCase{
+		{name: "the watcher saw what was written", want: Valid, explain: "2 ZooKeeper writes", build: func(b *hb.Builder) {
+			zkWriteAt(b, 1, statePath, 20, state(2, 3, 1, 2, 3), "")
+			b.State(tp0, 2, 3, 1, 20, 2, 3)
+			zkWriteAt(b, 1, "/controller_epoch", 21, nil, "2")
+			epochZnode(b, 2, 21)
+			zkWriteAt(b, 1, statePath, 22, state(3, 4, 1, 3), "") // the watcher missed this version
+		}},
+		{name: "a state ZooKeeper does not hold", want: Invalid,
+			explain: "broker 1 logged its write of /brokers/topics/t/partitions/0/state (set, event 0) as leader 2, leader epoch 3, controller epoch 1, ISR [2 3], but ZooKeeper held leader 2, leader epoch 3, controller epoch 0, ISR [2 3] at that write's zxid 20 (watcher, event 1)",
+			build: func(b *hb.Builder) {
+				zkWriteAt(b, 1, statePath, 20, state(2, 3, 1, 2, 3), "")
+				b.State(tp0, 2, 3, 0, 20, 2, 3)
+			}},
+		{name: "an epoch ZooKeeper does not hold", want: Invalid, explain: "as 1, but ZooKeeper held 0 at that write's zxid 21", build: func(b *hb.Builder) {
+			zkWriteAt(b, 1, "/controller_epoch", 21, nil, "1")
+			epochZnode(b, 0, 21)
 		}},
 	})
 }
@@ -273,7 +333,7 @@ func TestControlPromisesOnStoredRuns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read %s: %v", dir, err)
 		}
-		for _, c := range []Checker{Registration{}, ControllerEpoch{}, ControllerTenure{}} {
+		for _, c := range []Checker{Registration{}, ControllerEpoch{}, ControllerTenure{}, ZKWrites{}} {
 			if r := c.Check(h); r.Verdict != Valid {
 				t.Errorf("%s on %s: %s: %s", r.Checker, dir, r.Verdict, r.Explanation)
 			}
