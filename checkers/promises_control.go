@@ -13,7 +13,7 @@ package checkers
 //	broker registration | a process's registration is its own: a znode that existed before the process started belongs to a predecessor's session | KafkaZkClient.checkedEphemeralCreate (CheckedEphemeral takes an existing znode only when its ephemeralOwner is this session) | zk_watch /brokers/ids listing the broker with that czxid before the process's node_start | registration: the process logs a czxid the watcher listed for its broker before the process started
 //	controller election | every election makes a new, higher controller epoch: no two elections share one, and ZooKeeper order is epoch order | KafkaController.elect → KafkaZkClient.registerControllerAndIncrementControllerEpoch (Multi: create /controller, setData /controller_epoch to epoch+1 at the version read) | controller_elected (Epoch, Zxid = mzxid of /controller_epoch) | controller-epoch: two elections at one epoch; an election later in ZooKeeper order (zxid), or later in one node's log, at an epoch not above an earlier one
 //	/controller_epoch znode | each new version holds a higher epoch than the one before | registerControllerAndIncrementControllerEpoch (the only writer after KafkaZkClient.createControllerEpochRaw wrote 0) | zk_watch /controller_epoch (ControllerEpoch, Mzxid), between deletions | controller-epoch: a version with a larger mzxid holding an epoch not above the previous version's
-//	controller election | the epoch a controller acts on is the one it wrote | registerControllerAndIncrementControllerEpoch returns the epoch it set with the stat of that setData; KafkaController.elect stores both in ControllerContext | controller_elected (Epoch, Zxid) and the watcher's /controller_epoch at mzxid Zxid | controller-epoch: the watcher saw that version hold another epoch
+//	controller election | the epoch and fencing version a controller acts on are the ones it wrote, and the /controller created with them names it | registerControllerAndIncrementControllerEpoch's Multi creates /controller (ControllerZNode.encode(controllerId, …)) and sets /controller_epoch, and returns the epoch it set with that setData's version; KafkaController.elect stores both in ControllerContext | controller_elected (Epoch, EpochZkVersion, Zxid) and the watcher's /controller_epoch at mzxid Zxid and /controller at czxid Zxid (one Multi, one zxid) | controller-epoch: the watcher saw that version hold another epoch or version, or that /controller name another broker
 //	controller channel | a controller sends control requests only while it is controller: from its election to its resignation, in its own process | KafkaController.onControllerFailover starts the ControllerChannelManager; onControllerResignation → ControllerChannelManager.shutdown → removeExistingBroker → RequestSendThread.shutdown (awaits the thread) before the resignation completes | control_sent, controller_elected, controller_resigned, node_start in the node's log order: the node logs control_sent before handing the request to the network and controller_resigned only after every send thread stopped (one abandoned mid-request sends nothing more) | controller-tenure: a control_sent after the process's resignation and before its next election, or from a process never elected
 //	controller ZooKeeper writes | a controller writes only while it is controller | the event thread: KafkaController.process runs every write and onControllerResignation one at a time | zk_write carrying a controller epoch (not /controller or /controller_epoch, which the election itself writes), in the node's log order | controller-tenure: such a write logged outside its process's tenure
 //	controller event thread | a controller handles a ControlledShutdown only while it is controller | KafkaController.doControlledShutdown throws ControllerMovedException unless isActive | controlled_shutdown accepted by the node, in its log order | controller-tenure: an accepted ControlledShutdown outside its process's tenure, or at another epoch
@@ -130,8 +130,8 @@ func (c Registration) Check(h *history.History) Result {
 
 // ControllerEpoch checks the controller election's promise: each election
 // increments /controller_epoch, so no two controllers share an epoch, ZooKeeper
-// order is epoch order, and the epoch a controller acts on is the value
-// it wrote. Brokers fence a controller only by a lower epoch, so two
+// order is epoch order, the epoch and fencing version a controller acts on
+// are what it wrote, and the /controller it created names it. Brokers fence a controller only by a lower epoch, so two
 // controllers at one epoch are not fenced from each other.
 type ControllerEpoch struct{}
 
@@ -145,14 +145,21 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 	type election struct {
 		node  int32
 		epoch int32
+		ver   int32
 		zxid  int64
 		idx   int
 	}
 	type version struct {
 		epoch int32
+		ver   int32
 		mzxid int64
 		idx   int
 	}
+	type named struct {
+		id  int32
+		idx int
+	}
+	controllerAt := map[int64]named{} // watcher: /controller by czxid
 	var elections []election
 	byEpoch := map[int32]election{}
 	lastOf := map[int32]election{} // node → its latest election
@@ -166,7 +173,7 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindControllerElected:
-			el := election{e.Node, e.Controller.Epoch, e.Controller.Zxid, e.Index}
+			el := election{e.Node, e.Controller.Epoch, e.Controller.EpochZkVersion, e.Controller.Zxid, e.Index}
 			if p, ok := byEpoch[el.epoch]; ok {
 				r.violate([]int{p.idx, el.idx}, "%s and %s share one controller epoch: every election increments /controller_epoch (KafkaZkClient.registerControllerAndIncrementControllerEpoch), and brokers fence only a lower epoch, so neither controller is fenced from the other.",
 					describe(p), describe(el))
@@ -180,6 +187,11 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 			elections = append(elections, el)
 		case history.KindZKWatch:
 			w := e.Watch
+			if w.Path == "/controller" && w.ControllerID != nil && w.Czxid != 0 {
+				if _, ok := controllerAt[w.Czxid]; !ok {
+					controllerAt[w.Czxid] = named{*w.ControllerID, e.Index}
+				}
+			}
 			if w.Path != "/controller_epoch" {
 				continue
 			}
@@ -191,7 +203,7 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 			if w.ControllerEpoch == nil || w.Mzxid == 0 {
 				continue
 			}
-			v := version{*w.ControllerEpoch, w.Mzxid, e.Index}
+			v := version{*w.ControllerEpoch, w.Version, w.Mzxid, e.Index}
 			if _, ok := atZxid[v.mzxid]; !ok {
 				atZxid[v.mzxid] = v
 			}
@@ -223,14 +235,19 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 			}
 		}
 	}
-	// Each election against the version it wrote.
+	// Each election against what its Multi wrote.
 	for _, el := range elections {
-		v, ok := atZxid[el.zxid]
-		if el.zxid == 0 || !ok || v.epoch == el.epoch {
+		if el.zxid == 0 {
 			continue
 		}
-		r.violate([]int{v.idx, el.idx}, "%s wrote /controller_epoch at zxid %d, where the ZooKeeper watcher saw it hold %d (event %d, +%s): the controller acts at an epoch ZooKeeper does not hold.",
-			describe(el), el.zxid, v.epoch, v.idx, rel(h.Events[v.idx].Time, t0))
+		if v, ok := atZxid[el.zxid]; ok && (v.epoch != el.epoch || v.ver != el.ver) {
+			r.violate([]int{v.idx, el.idx}, "%s with /controller_epoch version %d wrote /controller_epoch at zxid %d, where the ZooKeeper watcher saw it hold %d at version %d (event %d, +%s): the controller acts at an epoch and fencing version ZooKeeper does not hold.",
+				describe(el), el.ver, el.zxid, v.epoch, v.ver, v.idx, rel(h.Events[v.idx].Time, t0))
+		}
+		if n, ok := controllerAt[el.zxid]; ok && n.id != el.node {
+			r.violate([]int{n.idx, el.idx}, "%s created /controller at zxid %d, where the ZooKeeper watcher saw it name broker %d (event %d, +%s): the controller acts while ZooKeeper names another.",
+				describe(el), el.zxid, n.id, n.idx, rel(h.Events[n.idx].Time, t0))
+		}
 	}
 	r.detail("elections", len(elections))
 	r.detail("controller_epoch_versions", watched)

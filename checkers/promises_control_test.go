@@ -20,10 +20,21 @@ func czxids(b *hb.Builder, id int32, czxid int64) int {
 }
 
 // epochZnode is the watcher's view of /controller_epoch holding epoch at
-// mzxid.
+// mzxid, at version epoch (created holding 0, then one set per election).
 func epochZnode(b *hb.Builder, epoch int32, mzxid int64) int {
+	return epochVersion(b, epoch, epoch, mzxid)
+}
+
+func epochVersion(b *hb.Builder, epoch, version int32, mzxid int64) int {
 	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller_epoch", Type: history.WatchChanged,
-		Data: fmt.Sprint(epoch), Mzxid: mzxid, ControllerEpoch: &epoch}})
+		Data: fmt.Sprint(epoch), Mzxid: mzxid, Version: version, ControllerEpoch: &epoch}})
+}
+
+// controllerZnode is the watcher's view of /controller naming id, created
+// at czxid.
+func controllerZnode(b *hb.Builder, id int32, czxid int64) int {
+	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller", Type: history.WatchChanged,
+		Czxid: czxid, Mzxid: czxid, ControllerID: &id}})
 }
 
 // leaderAndIsrSent logs a LeaderAndIsr from controller node to broker 2 at epoch.
@@ -139,6 +150,7 @@ func TestControllerEpoch(t *testing.T) {
 		{name: "each election one higher, as the znode shows", want: Valid, build: func(b *hb.Builder) {
 			epochZnode(b, 0, 10)
 			elected(b, 1, 1, 11)
+			controllerZnode(b, 1, 11)
 			epochZnode(b, 1, 11)
 			elected(b, 2, 2, 20)
 			epochZnode(b, 2, 20)
@@ -180,8 +192,19 @@ func TestControllerEpoch(t *testing.T) {
 				epochZnode(b, 2, 12)
 			}},
 		{name: "an election at an epoch the znode does not hold", want: Invalid,
-			explain: "controller 1's election at epoch 2 (event 1) wrote /controller_epoch at zxid 5, where the ZooKeeper watcher saw it hold 1 (event 0)", build: func(b *hb.Builder) {
+			explain: "controller 1's election at epoch 2 (event 1) with /controller_epoch version 2 wrote /controller_epoch at zxid 5, where the ZooKeeper watcher saw it hold 1 at version 1 (event 0)", build: func(b *hb.Builder) {
 				epochZnode(b, 1, 5)
+				elected(b, 1, 2, 5)
+			}},
+		{name: "an election at a fencing version the znode does not have", want: Invalid,
+			explain: "with /controller_epoch version 2 wrote /controller_epoch at zxid 5, where the ZooKeeper watcher saw it hold 2 at version 3", build: func(b *hb.Builder) {
+				epochVersion(b, 2, 3, 5)
+				elected(b, 1, 2, 5)
+			}},
+		{name: "the /controller of the election names another broker", want: Invalid,
+			explain: "controller 1's election at epoch 2 (event 2) created /controller at zxid 5, where the ZooKeeper watcher saw it name broker 3 (event 0)", build: func(b *hb.Builder) {
+				controllerZnode(b, 3, 5)
+				epochZnode(b, 2, 5)
 				elected(b, 1, 2, 5)
 			}},
 	})
