@@ -59,6 +59,12 @@ func (c Registration) Check(h *history.History) Result {
 	regs := map[int32][]reg{}           // broker → registrations in its log's order
 	started := map[int32]int{}          // node → its latest node_start
 	listed := map[int32]map[int64]int{} // broker → czxid → first watcher listing
+	proc := func(start int) string {
+		if start < 0 {
+			return "a process whose start is not in the history"
+		}
+		return fmt.Sprintf("the process started at event %d (+%s)", start, rel(h.Events[start].Time, t0))
+	}
 	n := 0
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -94,25 +100,19 @@ func (c Registration) Check(h *history.History) Result {
 					break
 				}
 			}
-			proc := func(start int) string {
-				if start < 0 {
-					return "a process whose start is not in the history"
-				}
-				return fmt.Sprintf("the process started at event %d (+%s)", start, rel(h.Events[start].Time, t0))
-			}
 			switch {
 			case bad >= 0:
 				p := regs[id][bad]
-				how := "the same czxid"
+				how := "the same czxid as"
 				if p.czxid > czxid {
-					how = fmt.Sprintf("a lower czxid than the %d", p.czxid)
+					how = fmt.Sprintf("a czxid below the %d of", p.czxid)
 				}
 				whose := "the same process"
 				if p.start != start {
 					whose = proc(p.start)
 				}
 				r.violate([]int{p.idx, e.Index},
-					"%s registered with broker epoch (czxid) %d at event %d (+%s), from %s, %s as its registration at event %d (+%s) from %s: every registration creates a new /brokers/ids/%d znode, whose czxid is larger than any before it (KafkaZkClient.registerBroker), so this process did not register anew.",
+					"%s registered with broker epoch (czxid) %d at event %d (+%s), from %s, %s its registration at event %d (+%s) from %s: every registration creates a new /brokers/ids/%d znode, whose czxid is larger than any before it (KafkaZkClient.registerBroker), so this process did not register anew.",
 					nodeName(id), czxid, e.Index, rel(e.Time, t0), proc(start), how, p.idx, rel(h.Events[p.idx].Time, t0), whose, id)
 			case start >= 0:
 				if w, ok := listed[id][czxid]; ok && w < start && h.Events[w].Time < h.Events[start].Time {
@@ -129,9 +129,10 @@ func (c Registration) Check(h *history.History) Result {
 }
 
 // ControllerEpoch checks the controller election's promise: each election
-// increments /controller_epoch, so no two controllers share an epoch, ZooKeeper
-// order is epoch order, the epoch and fencing version a controller acts on
-// are what it wrote, and the /controller it created names it. Brokers fence a controller only by a lower epoch, so two
+// increments /controller_epoch, so no two controllers share an epoch,
+// ZooKeeper order is epoch order, the epoch and fencing version a
+// controller acts on are what it wrote, and the /controller it created
+// names it. Brokers fence a controller only by a lower epoch, so two
 // controllers at one epoch are not fenced from each other.
 type ControllerEpoch struct{}
 
@@ -251,7 +252,7 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 	}
 	r.detail("elections", len(elections))
 	r.detail("controller_epoch_versions", watched)
-	return r.result(fmt.Sprintf("%d controller elections each made a higher controller epoch of their own, in ZooKeeper order, matching what /controller_epoch held.", len(elections)))
+	return r.result(fmt.Sprintf("%d controller elections each made a higher controller epoch of their own, in ZooKeeper order, matching what /controller_epoch and /controller held where the watcher saw them.", len(elections)))
 }
 
 // ControllerTenure checks what a controller does with its tenure: it

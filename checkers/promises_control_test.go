@@ -118,7 +118,7 @@ func TestRegistration(t *testing.T) {
 					b.Register(1, 4294967316)
 				}
 			}},
-		{name: "a later process below an earlier czxid", want: Invalid, explain: "a lower czxid than the 200", build: func(b *hb.Builder) {
+		{name: "a later process below an earlier czxid", want: Invalid, explain: "a czxid below the 200 of its registration at event 1", build: func(b *hb.Builder) {
 			b.Start(1)
 			b.Register(1, 200)
 			b.Start(1)
