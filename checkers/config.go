@@ -100,6 +100,10 @@ func All(cfg Config) []Checker {
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
 		Idempotence{},
+		Registration{},
+		ControllerEpoch{},
+		ControllerTenure{},
+		ZKWrites{},
 		FenceCoverage{},
 	}
 }
