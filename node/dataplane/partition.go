@@ -241,6 +241,32 @@ func (p *partition) startISRWriteLocked(action string, newISR []int32, join *his
 	}()
 }
 
+// isrWriteLimit bounds, in request timeouts, how long a leader's ISR write
+// is retried across connection losses: long enough for a session to expire
+// and a new one to be established, short enough that a broker cut off for
+// good gives the write up (isrBusy stays set while it is retried).
+const isrWriteLimit = 3
+
+// setUntilConnected runs set, sending the request again after a
+// connection loss or a call that timed out while disconnected
+// (go-zookeeper queues a request until it reconnects), until ZooKeeper
+// answers or ctx ends. Sending a conditional set twice is safe: if the
+// first one landed, the second meets BADVERSION and writeISR's read of
+// the znode finds its own state there.
+func setUntilConnected(ctx context.Context, set func() (*zk.Stat, error)) (*zk.Stat, error) {
+	for {
+		st, err := set()
+		if err == nil || ctx.Err() != nil || !(zkutil.Retriable(err) || errors.Is(err, zkutil.ErrTimeout)) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // writeISR is Partition.updateIsr (pre-2.7): a conditional write of the
 // state znode at our cached zkVersion, then an ISR change notification.
 func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []int32, join *history.ISRJoin, epoch, ctrlEpoch, ver int32) {
@@ -249,13 +275,23 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 		p.isrBusy = false
 		p.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(p.m.ctx, sess.RequestTimeout)
+	ctx, cancel := context.WithTimeout(p.m.ctx, isrWriteLimit*sess.RequestTimeout)
 	defer cancel()
 	path := zkdata.PartitionStatePath(p.tp.Topic, p.tp.Partition)
 	state := zkdata.PartitionState{Leader: p.m.cfg.BrokerID, LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
 	data := zkdata.EncodePartitionState(state)
 	start := time.Now()
-	st, err := zkutil.Call(ctx, sess, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, ver) })
+	// KafkaZkClient.conditionalUpdatePath goes through
+	// retryRequestUntilConnected: a write that lost its connection is sent
+	// again once the client has reconnected, in a new session if the old
+	// one expired meanwhile. A leader that was paused or cut off past its
+	// session therefore still makes its write, at the zkVersion it cached,
+	// and a controller that moved the partition meanwhile has fenced it:
+	// BADVERSION. Given up at the first connection loss, the write would
+	// never meet that fence.
+	st, err := setUntilConnected(ctx, func() (*zk.Stat, error) {
+		return zkutil.Call(ctx, sess, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, ver) })
+	})
 	ps := &history.PartitionState{Topic: p.tp.Topic, Partition: p.tp.Partition, Leader: p.m.cfg.BrokerID,
 		LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
 	zw := history.ZKWrite{Start: start.UnixNano(), Path: path, Op: "set", ExpectedVersion: ver,
