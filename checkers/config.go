@@ -39,6 +39,14 @@ type Config struct {
 	// StrictAvailability makes KAFKA-3861 invalid; it is still reported by
 	// name.
 	StrictAvailability bool
+	// RegisteredElectGrace: during the run, a partition without a leader
+	// while a registered ISR member could lead it and an acting controller
+	// reaches ZooKeeper may stay so this long; 0 turns the judgement off.
+	RegisteredElectGrace time.Duration
+	// RecoveryGrace: this long after every fault healed, every running
+	// broker is registered under its own session, every ISR holds its
+	// running replicas and a controller acts.
+	RecoveryGrace time.Duration
 
 	// VisualizePath, when set, receives porcupine's HTML visualization. It
 	// is where output goes, not a knob of a verdict: it has no flag of its
@@ -54,6 +62,8 @@ func DefaultConfig() Config {
 		LivenessGrace:        30 * time.Second,
 		MaxBadVersionRetries: 3,
 		LinearizeTimeout:     30 * time.Second,
+		RegisteredElectGrace: 10 * time.Second,
+		RecoveryGrace:        15 * time.Second,
 	}
 }
 
@@ -67,6 +77,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.LinearizeTimeout, "linearize-timeout", c.LinearizeTimeout, "porcupine's budget; when it runs out linearizability is unknown")
 	fs.DurationVar(&c.ElectGrace, "elect-grace", c.ElectGrace, "a partition that a controller left without a leader while a registered broker held every acknowledged record may stay so this long before it counts as known anomaly KAFKA-3861 (0: not judged)")
 	fs.BoolVar(&c.StrictAvailability, "strict-availability", c.StrictAvailability, "report known anomaly KAFKA-3861 (a partition left offline although a registered broker held every acknowledged record) as invalid")
+	fs.DurationVar(&c.RegisteredElectGrace, "registered-elect-grace", c.RegisteredElectGrace, "during the run, a partition without a leader while a registered ISR member could lead it and an acting controller reaches ZooKeeper is invalid after this long (0: not judged)")
+	fs.DurationVar(&c.RecoveryGrace, "recovery-grace", c.RecoveryGrace, "this long after every fault healed, every running broker must be registered under its own session, every ISR full and a controller acting")
 	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) or from a deposed leader not yet told of its successor (deposed-leader-read) as invalid")
 }
 
@@ -91,9 +103,10 @@ func All(cfg Config) []Checker {
 		Durability{},
 		HWCheckpoint{},
 		ISR{},
-		Availability{Grace: cfg.OfflineGrace, ElectGrace: cfg.ElectGrace, Strict: cfg.StrictAvailability},
+		Availability{Grace: cfg.OfflineGrace, ElectGrace: cfg.ElectGrace, Strict: cfg.StrictAvailability, RegisteredElectGrace: cfg.RegisteredElectGrace},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
 		Idempotence{},
+		Recovery{Grace: cfg.RecoveryGrace},
 	}
 }
