@@ -386,7 +386,7 @@ func controllerSpans(h *history.History) []ctlSpan {
 		}
 	}
 	if open >= 0 && len(h.Events) > 0 {
-		out[open].to = h.Events[len(h.Events)-1].Time
+		out[open].to = h.Events[len(h.Events)-1].Time + 1 // still acting at the last event
 	}
 	return out
 }
@@ -516,6 +516,9 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 		var open *registeredElect
 		k := -1
 		for _, t := range pts {
+			if t > end {
+				break
+			}
 			for k+1 < len(obs) && obs[k+1].at <= t {
 				k++
 			}
