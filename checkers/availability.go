@@ -319,7 +319,11 @@ func (c Availability) Check(h *history.History) Result {
 	if useRoles {
 		leader = "an acting leader (the broker ZooKeeper names, in the role at its leader epoch)"
 	}
-	return r.result(fmt.Sprintf("every one of %d partitions had %s within %s of every fault healing.", len(tl), leader, c.Grace))
+	during := ""
+	if c.RegisteredElectGrace > 0 {
+		during = fmt.Sprintf(", and none stayed without a leader for more than %s while a registered ISR member could lead it and an acting controller reached ZooKeeper", c.RegisteredElectGrace)
+	}
+	return r.result(fmt.Sprintf("every one of %d partitions had %s within %s of every fault healing%s.", len(tl), leader, c.Grace, during))
 }
 
 // roleEvents returns h's node_start and role_change events in history
