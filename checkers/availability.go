@@ -302,7 +302,7 @@ func (c Availability) Check(h *history.History) Result {
 			if f.endIdx >= 0 {
 				evs = append(evs, f.endIdx)
 			}
-			r.violateAt(f.from+int64(g), dedupe(evs), "%s", f.explain(h, g))
+			r.violateAt(f.over, dedupe(evs), "%s", f.explain(h, g))
 		}
 	}
 	list := make([]PartitionAvailability, 0, len(stats))
@@ -426,6 +426,11 @@ type registeredElect struct {
 	ctl      ctlSpan
 	endIdx   int // what ended it; -1 if the history ended first
 	openEnds bool
+	// acting is the time within from..to that the controller acted with
+	// no fault on it or on ZooKeeper; over is when that passed the grace
+	// (0: it never did).
+	acting time.Duration
+	over   int64
 }
 
 // findRegisteredElect judges, during the whole run, the rule Kafka's
@@ -490,23 +495,23 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 		}
 		return false
 	}
-	actingAt := func(t int64) (ctlSpan, bool) {
-		var cur ctlSpan
-		found := false
+	// actingAt returns the controller acting at t, and whether a fault
+	// cuts it off then.
+	actingAt := func(t int64) (cur ctlSpan, found, cut bool) {
 		for _, s := range spans {
 			if s.from <= t && t < s.to {
 				cur, found = s, true
 			}
 		}
 		if !found {
-			return cur, false
+			return cur, false, false
 		}
 		for _, w := range windows {
 			if w.Start.Time <= t && t < w.End && cutsOff(w, cur.node) {
-				return cur, false
+				return cur, true, true
 			}
 		}
-		return cur, true
+		return cur, true, false
 	}
 	var out []registeredElect
 	for _, tp := range sortedTPs(tl) {
@@ -517,12 +522,31 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 		}
 		slices.Sort(pts)
 		pts = slices.Compact(pts)
+		// An episode runs while the partition could be elected by one
+		// controller's term; the time a fault cut that controller off
+		// does not count, and a new term starts a new episode (its
+		// failover elects afresh).
 		var open *registeredElect
+		counting := false
+		var last int64
+		closeAt := func(t int64, idx int, openEnds bool) {
+			if open.over != 0 {
+				open.to, open.endIdx, open.openEnds = t, idx, openEnds
+				out = append(out, *open)
+			}
+			open = nil
+		}
 		k := -1
 		for _, t := range pts {
 			if t > end {
 				break
 			}
+			if open != nil && counting {
+				if open.acting += time.Duration(t - last); open.acting > grace && open.over == 0 {
+					open.over = t - int64(open.acting-grace)
+				}
+			}
+			last = t
 			for k+1 < len(obs) && obs[k+1].at <= t {
 				k++
 			}
@@ -539,22 +563,23 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 					}
 				}
 			}
-			ctl, ok := actingAt(t)
+			ctl, ok, cut := actingAt(t)
 			cond := need && len(elig) > 0 && ok
-			switch {
-			case cond && open == nil:
-				open = &registeredElect{tp: tp, from: t, state: st.idx, elig: elig, ctl: ctl, endIdx: -1}
-			case !cond && open != nil:
-				open.to, open.endIdx = t, eventAt(h, t)
-				if time.Duration(open.to-open.from) > grace {
-					out = append(out, *open)
-				}
-				open = nil
+			if open != nil && (!cond || ctl.elected != open.ctl.elected) {
+				closeAt(t, eventAt(h, t), false)
 			}
+			if cond && open == nil && !cut {
+				open = &registeredElect{tp: tp, from: t, state: st.idx, elig: elig, ctl: ctl, endIdx: -1}
+			}
+			counting = open != nil && !cut
 		}
-		if open != nil && time.Duration(end-open.from) > grace {
-			open.to, open.openEnds = end, true
-			out = append(out, *open)
+		if open != nil {
+			if counting {
+				if open.acting += time.Duration(end - last); open.acting > grace && open.over == 0 {
+					open.over = end - int64(open.acting-grace)
+				}
+			}
+			closeAt(end, -1, true)
 		}
 	}
 	return out
@@ -585,9 +610,9 @@ func (f registeredElect) explain(h *history.History, grace time.Duration) string
 	if f.openEnds {
 		ended = fmt.Sprintf("and still when the history ended (+%s)", rel(f.to, t0))
 	}
-	return fmt.Sprintf("partition %s's state (%s) named %s from +%s while %s registered and in its ISR, and controller %d (epoch %d, elected at %s) acted with no fault on it or on ZooKeeper, for %s, %s, longer than the %s grace: Kafka's controller elects a live ISR member as soon as it registers (KafkaController.onBrokerStartup → PartitionStateMachine.triggerOnlinePartitionStateChange).",
-		f.tp, at(st, t0), leader, rel(f.from, t0), brokersWere(f.elig), f.ctl.node, f.ctl.epoch, at(el, t0),
-		time.Duration(f.to-f.from).Round(10*time.Millisecond), ended, grace)
+	return fmt.Sprintf("partition %s's state (%s) named %s from +%s while %s registered and in its ISR, %s, and controller %d (epoch %d, elected at %s) acted with no fault on it or on ZooKeeper for %s of that time, longer than the %s grace: Kafka's controller elects a live ISR member as soon as it registers (KafkaController.onBrokerStartup → PartitionStateMachine.triggerOnlinePartitionStateChange).",
+		f.tp, at(st, t0), leader, rel(f.from, t0), brokersWere(f.elig), ended, f.ctl.node, f.ctl.epoch, at(el, t0),
+		f.acting.Round(10*time.Millisecond), grace)
 }
 
 // stateOf returns the partition state an event carries (a watcher

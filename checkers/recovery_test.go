@@ -248,7 +248,7 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 	}
 	runCases(t, c, []tcase{
 		{name: "an ISR member registered and the controller never elected it", want: Invalid,
-			explain: "partition t-0's state (event 10, +500ms) named no leader from +2s while broker 2 was registered and in its ISR, and controller 1 (epoch 1, elected at event 7, +10ms) acted with no fault on it or on ZooKeeper, for 10s, until event 12, +12s, longer than the 5s grace",
+			explain: "partition t-0's state (event 10, +500ms) named no leader from +2s while broker 2 was registered and in its ISR, until event 12, +12s, and controller 1 (epoch 1, elected at event 7, +10ms) acted with no fault on it or on ZooKeeper for 10s of that time, longer than the 5s grace",
 			build: func(b *hb.Builder) []int {
 				s, _ := offline(b)
 				b.At(12000)
@@ -262,6 +262,26 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 				b.Phase()
 				return []int{s}
 			}},
+		{name: "acting time before and after a pause adds up", want: Invalid, explain: "for 6s of that time, longer than the 5s grace",
+			build: func(b *hb.Builder) []int {
+				s, _ := offline(b)
+				b.At(5000)
+				b.Fault(true, "f1", "pause", "n1")
+				b.At(10000)
+				b.Fault(false, "f1", "pause", "n1")
+				b.At(13000)
+				e := b.State(tp0, 2, 3, 1, 30, 2)
+				return []int{s, e}
+			}},
+		{name: "a new controller's term starts afresh", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.At(5000)
+			resigned(b, 1, 1)
+			elected(b, 3, 2, 0)
+			b.At(9000)
+			b.State(tp0, 2, 3, 2, 30, 2)
+			return nil
+		}},
 		{name: "elected at once", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
 			b.At(2200)
