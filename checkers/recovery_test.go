@@ -200,6 +200,30 @@ func TestRecovery(t *testing.T) {
 			b.Phase()
 			return nil
 		}},
+		{name: "a broker stopped cleanly and not started again", want: Valid, build: func(b *hb.Builder) []int {
+			healthyStart(b)
+			b.At(1000)
+			b.Fault(true, "f1", "pause-node", "n3")
+			stopped(b, 2)
+			b.Brokers(1, 3)
+			b.State(tp0, 1, 1, 1, 20, 1, 3)
+			b.At(3000)
+			b.Fault(false, "f1", "pause-node", "n3")
+			b.At(30000)
+			b.Phase()
+			return nil
+		}},
+		{name: "/controller names a broker that does not run", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but broker 1 does not run at the end",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "pause-node", "n2")
+				b.At(3000)
+				b.Fault(false, "f1", "pause-node", "n2")
+				b.At(30000)
+				running(b, 2, 3)
+				return []int{8}
+			}},
 		{name: "the history ends inside the grace", want: Unknown, explain: "within the 15s grace after every fault healed",
 			build: func(b *hb.Builder) []int {
 				healthyStart(b)
