@@ -167,6 +167,15 @@ type PartitionAvailability struct {
 // leader never took the role serves no client. States are ordered by zxid.
 // If faults never healed, or the history ends before Grace passed, a
 // partition without an acting leader makes the verdict unknown.
+//
+// During the run, faults in force or not, a partition that could have a
+// leader must get one (RegisteredElectGrace):
+//
+//	layer | promise | Kafka code | event-log evidence | checker rule
+//	election | an offline partition gets a leader once a live ISR member registers | KafkaController.onBrokerStartup and onBrokerFailure → PartitionStateMachine.triggerOnlinePartitionStateChange → offlinePartitionLeaderElection (first live ISR member of the assignment; brokers in controlled shutdown excluded) | partition states in zxid order (leader, ISR), the watcher's /brokers/ids listings, controller_elected / controller_resigned / node_start of the controller, accepted controlled_shutdown, fault windows | a state naming no leader (or an unregistered one) while an ISR member is registered and not shutting down, a controller acts (elected, not resigned, its process alive) and no fault names it or a ZooKeeper server, is invalid once that lasted longer than RegisteredElectGrace
+//
+// A partition whose ISR has no registered member is not judged by it: that
+// is KAFKA-3861's window (ElectGrace), documented Kafka behaviour.
 type Availability struct {
 	Grace time.Duration
 	// ElectGrace is how long a partition may stay without a leader after a
@@ -177,6 +186,11 @@ type Availability struct {
 	// Strict makes that finding a violation; otherwise it is the known
 	// anomaly KAFKA-3861 (Kafka's default without unclean election).
 	Strict bool
+	// RegisteredElectGrace is how long, at any time of the run, a partition
+	// may stay without a leader while a registered ISR member could lead
+	// it and an acting controller reaches ZooKeeper (findRegisteredElect);
+	// 0 turns that judgement off.
+	RegisteredElectGrace time.Duration
 }
 
 // Name implements Checker.
@@ -282,6 +296,15 @@ func (c Availability) Check(h *history.History) Result {
 			}
 		}
 	}
+	if g := c.RegisteredElectGrace; g > 0 {
+		for _, f := range findRegisteredElect(h, tl, g) {
+			evs := []int{f.state, f.ctl.elected}
+			if f.endIdx >= 0 {
+				evs = append(evs, f.endIdx)
+			}
+			r.violateAt(f.over, dedupe(evs), "%s", f.explain(h, g))
+		}
+	}
 	list := make([]PartitionAvailability, 0, len(stats))
 	for _, tp := range sortedTPs(stats) {
 		s := stats[tp]
@@ -296,7 +319,11 @@ func (c Availability) Check(h *history.History) Result {
 	if useRoles {
 		leader = "an acting leader (the broker ZooKeeper names, in the role at its leader epoch)"
 	}
-	return r.result(fmt.Sprintf("every one of %d partitions had %s within %s of every fault healing.", len(tl), leader, c.Grace))
+	during := ""
+	if c.RegisteredElectGrace > 0 {
+		during = fmt.Sprintf(", and none stayed without a leader for more than %s while a registered ISR member could lead it and an acting controller reached ZooKeeper", c.RegisteredElectGrace)
+	}
+	return r.result(fmt.Sprintf("every one of %d partitions had %s within %s of every fault healing%s.", len(tl), leader, c.Grace, during))
 }
 
 // roleEvents returns h's node_start and role_change events in history
@@ -313,4 +340,289 @@ func roleEvents(h *history.History) (evs []*history.Event, anyRole bool) {
 		}
 	}
 	return evs, anyRole
+}
+
+// ctlSpan is a time in which one broker's process was the acting
+// controller: from its controller_elected until it resigned, its process
+// ended (node_start, node_stop, a kill or bounce fault naming it), or a
+// newer epoch was elected elsewhere.
+type ctlSpan struct {
+	node     int32
+	epoch    int32
+	from, to int64
+	elected  int // its controller_elected event
+}
+
+// controllerSpans returns the acting controllers of h in time order.
+func controllerSpans(h *history.History) []ctlSpan {
+	var out []ctlSpan
+	open := -1 // index in out of the span still open
+	end := func(t int64) {
+		if open >= 0 {
+			out[open].to = t
+			open = -1
+		}
+	}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindControllerElected:
+			if e.Controller == nil {
+				continue
+			}
+			end(e.Time)
+			out = append(out, ctlSpan{node: e.Node, epoch: e.Controller.Epoch, from: e.Time, to: -1, elected: e.Index})
+			open = len(out) - 1
+		case history.KindControllerResigned, history.KindNodeStart, history.KindNodeStop:
+			if open >= 0 && out[open].node == e.Node {
+				end(e.Time)
+			}
+		case history.KindFaultStart:
+			if open < 0 || e.Fault == nil || !killsProcess(e.Fault.Name) {
+				continue
+			}
+			for _, t := range e.Fault.Targets {
+				if id, ok := brokerTarget(t); ok && id == out[open].node {
+					end(e.Time)
+					break
+				}
+			}
+		}
+	}
+	if open >= 0 && len(h.Events) > 0 {
+		out[open].to = h.Events[len(h.Events)-1].Time + 1 // still acting at the last event
+	}
+	return out
+}
+
+// cutsOff says whether fault window w may keep broker node's controller
+// from acting or from ZooKeeper: a fault naming the broker (pause, kill,
+// isolation, a partition, a failpoint it holds at), one it reported
+// itself, one on a ZooKeeper server, or one that names no target.
+func cutsOff(w history.FaultWindow, node int32) bool {
+	f := w.Start.Fault
+	if f == nil || len(f.Targets) == 0 || w.Start.Source == fmt.Sprintf("n%d", node) {
+		return true
+	}
+	for _, t := range f.Targets {
+		if t == "->" || t == "|" {
+			continue
+		}
+		id, ok := brokerTarget(t)
+		if !ok || id == node {
+			return true // a ZooKeeper server, or the controller itself
+		}
+	}
+	return false
+}
+
+// registeredElect is one in-run finding: a partition left without a leader
+// while it could have had one.
+type registeredElect struct {
+	tp       history.TopicPartition
+	from, to int64
+	state    int     // the state without a leader
+	elig     []int32 // registered ISR members when it began
+	ctl      ctlSpan
+	endIdx   int // what ended it; -1 if the history ended first
+	openEnds bool
+	// acting is the time within from..to that the controller acted with
+	// no fault on it or on ZooKeeper; over is when that passed the grace
+	// (0: it never did).
+	acting time.Duration
+	over   int64
+}
+
+// findRegisteredElect judges, during the whole run, the rule Kafka's
+// controller keeps on every broker change (KafkaController.onBrokerStartup
+// and onBrokerFailure, both ending in
+// PartitionStateMachine.triggerOnlinePartitionStateChange, whose offline
+// election takes the first live ISR member of the assignment): a partition
+// whose ZooKeeper state names no leader, or a leader no longer registered,
+// gets a leader within grace once an ISR member is registered (and not in
+// controlled shutdown), as long as a controller acts and no fault touches
+// it or ZooKeeper. States are ordered by zxid (leaderTimelines).
+func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]leaderObs, grace time.Duration) []registeredElect {
+	if len(h.Events) == 0 {
+		return nil
+	}
+	end := h.Events[len(h.Events)-1].Time
+	al := newAliveness(h)
+	spans := controllerSpans(h)
+	windows, _ := history.FaultWindowsOf(h, true, true)
+	// Brokers in controlled shutdown: from the controller's accepting it
+	// until the broker's next process starts.
+	type shut struct {
+		node     int32
+		from, to int64
+	}
+	var shuts []shut
+	var points []int64
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindControlledShutdown:
+			if e.Shutdown != nil && e.Shutdown.Verdict == history.VerdictAccepted {
+				shuts = append(shuts, shut{e.Shutdown.BrokerID, e.Time, end})
+				points = append(points, e.Time)
+			}
+		case history.KindNodeStart:
+			for k := range shuts {
+				if shuts[k].node == e.Node && shuts[k].to == end && shuts[k].from <= e.Time {
+					shuts[k].to = e.Time
+				}
+			}
+			points = append(points, e.Time)
+		case history.KindZKWatch:
+			if e.Watch != nil && e.Watch.Path == "/brokers/ids" {
+				points = append(points, e.Time)
+			}
+		case history.KindBrokerRegistered, history.KindNodeStop:
+			points = append(points, e.Time)
+		}
+	}
+	for _, s := range spans {
+		points = append(points, s.from, s.to)
+	}
+	for _, w := range windows {
+		points = append(points, w.Start.Time, w.End)
+	}
+	shuttingDown := func(b int32, t int64) bool {
+		for _, s := range shuts {
+			if s.node == b && s.from <= t && t < s.to {
+				return true
+			}
+		}
+		return false
+	}
+	// actingAt returns the controller acting at t, and whether a fault
+	// cuts it off then.
+	actingAt := func(t int64) (cur ctlSpan, found, cut bool) {
+		for _, s := range spans {
+			if s.from <= t && t < s.to {
+				cur, found = s, true
+			}
+		}
+		if !found {
+			return cur, false, false
+		}
+		for _, w := range windows {
+			if w.Start.Time <= t && t < w.End && cutsOff(w, cur.node) {
+				return cur, true, true
+			}
+		}
+		return cur, true, false
+	}
+	var out []registeredElect
+	for _, tp := range sortedTPs(tl) {
+		obs := tl[tp]
+		pts := slices.Clone(points)
+		for _, o := range obs {
+			pts = append(pts, o.at)
+		}
+		slices.Sort(pts)
+		pts = slices.Compact(pts)
+		// An episode runs while the partition could be elected by one
+		// controller's term; the time a fault cut that controller off
+		// does not count, and a new term starts a new episode (its
+		// failover elects afresh).
+		var open *registeredElect
+		counting := false
+		var last int64
+		closeAt := func(t int64, idx int, openEnds bool) {
+			if open.over != 0 {
+				open.to, open.endIdx, open.openEnds = t, idx, openEnds
+				out = append(out, *open)
+			}
+			open = nil
+		}
+		k := -1
+		for _, t := range pts {
+			if t > end {
+				break
+			}
+			if open != nil && counting {
+				if open.acting += time.Duration(t - last); open.acting > grace && open.over == 0 {
+					open.over = t - int64(open.acting-grace)
+				}
+			}
+			last = t
+			for k+1 < len(obs) && obs[k+1].at <= t {
+				k++
+			}
+			if k < 0 {
+				continue
+			}
+			st := obs[k]
+			need := st.Leader < 0 || !al.alive(st.Leader, t)
+			var elig []int32
+			if need {
+				for _, b := range st.ISR {
+					if b != st.Leader && al.alive(b, t) && !shuttingDown(b, t) {
+						elig = append(elig, b)
+					}
+				}
+			}
+			ctl, ok, cut := actingAt(t)
+			cond := need && len(elig) > 0 && ok
+			if open != nil && (!cond || ctl.elected != open.ctl.elected) {
+				closeAt(t, eventAt(h, t), false)
+			}
+			if cond && open == nil && !cut {
+				open = &registeredElect{tp: tp, from: t, state: st.idx, elig: elig, ctl: ctl, endIdx: -1}
+			}
+			counting = open != nil && !cut
+		}
+		if open != nil {
+			if counting {
+				if open.acting += time.Duration(end - last); open.acting > grace && open.over == 0 {
+					open.over = end - int64(open.acting-grace)
+				}
+			}
+			closeAt(end, -1, true)
+		}
+	}
+	return out
+}
+
+// eventAt returns the index of the first event at time t (-1 if none).
+func eventAt(h *history.History, t int64) int {
+	i := sort.Search(len(h.Events), func(i int) bool { return h.Events[i].Time >= t })
+	if i < len(h.Events) && h.Events[i].Time == t {
+		return i
+	}
+	return -1
+}
+
+// explain says what happened, with the partition, brokers, epochs and times.
+func (f registeredElect) explain(h *history.History, grace time.Duration) string {
+	t0 := h.Events[0].Time
+	st := &h.Events[f.state]
+	el := &h.Events[f.ctl.elected]
+	leader := "no leader"
+	if s := stateOf(st); s != nil && s.Leader >= 0 {
+		leader = fmt.Sprintf("leader %d, which was no longer registered", s.Leader)
+	}
+	ended := fmt.Sprintf("until +%s", rel(f.to, t0))
+	if f.endIdx >= 0 {
+		ended = fmt.Sprintf("until %s", at(&h.Events[f.endIdx], t0))
+	}
+	if f.openEnds {
+		ended = fmt.Sprintf("and still when the history ended (+%s)", rel(f.to, t0))
+	}
+	return fmt.Sprintf("partition %s's state (%s) named %s from +%s while %s registered and in its ISR, %s, and controller %d (epoch %d, elected at %s) acted with no fault on it or on ZooKeeper for %s of that time, longer than the %s grace: Kafka's controller elects a live ISR member as soon as it registers (KafkaController.onBrokerStartup → PartitionStateMachine.triggerOnlinePartitionStateChange).",
+		f.tp, at(st, t0), leader, rel(f.from, t0), brokersWere(f.elig), ended, f.ctl.node, f.ctl.epoch, at(el, t0),
+		f.acting.Round(10*time.Millisecond), grace)
+}
+
+// stateOf returns the partition state an event carries (a watcher
+// observation or a node's write).
+func stateOf(e *history.Event) *history.PartitionState {
+	switch {
+	case e.Watch != nil && e.Watch.State != nil:
+		return e.Watch.State
+	case e.ZKWrite != nil && e.ZKWrite.State != nil:
+		return e.ZKWrite.State
+	}
+	return nil
 }

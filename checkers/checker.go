@@ -1,8 +1,8 @@
 // Package checkers owns the custom checkers that decide, from a run's history
 // alone, whether epoch fencing held: controller fencing, broker fencing,
 // leader uniqueness, durability, high-watermark checkpoints, ISR
-// membership, availability, liveness, idempotence, and the linearizability
-// check that wraps linearize.
+// membership, availability, liveness, idempotence, recovery once faults
+// healed, and the linearizability check that wraps linearize.
 //
 // # What Kafka promises a consumer, and what is checked
 //

@@ -39,7 +39,7 @@ type Kind string
 //	zk_watch              Watch        ZooKeeper watcher, an observed znode state
 //	fault_start           Fault        nemesis, a fault began
 //	fault_stop            Fault        nemesis, a fault was undone
-//	phase                 Phase        harness, a phase started or ended
+//	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -698,4 +698,16 @@ type Phase struct {
 
 	Name string `json:"name"`
 	Mark string `json:"mark"`
+	// Running, when set (on the heal phase's end), is what the harness saw
+	// of the broker containers once the healed cluster had had its time:
+	// the ids of those running and not paused. Nil: not recorded (an older
+	// history, or the engine did not answer for every container).
+	Running *RunningBrokers `json:"running,omitempty"`
+}
+
+// RunningBrokers lists broker ids whose processes the harness saw running.
+type RunningBrokers struct {
+	_ struct{}
+
+	IDs []int32 `json:"ids"`
 }

@@ -489,7 +489,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			// The cluster settles past the graces, so a partition left
 			// offline or a controller stuck retrying is seen stuck rather
 			// than cut off by the end of the history (unknown).
-			cfg.Linger = max(check.LivenessGrace, check.OfflineGrace) + 5*time.Second
+			cfg.Linger = max(check.LivenessGrace, check.OfflineGrace, check.RecoveryGrace) + 5*time.Second
 			out := cmd.OutOrStdout()
 			var runs []powerRun
 			var failed []error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/checkers"
@@ -133,6 +134,10 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 		NonIdempotent: r.NonIdempotent, Admin: r.Admin, Density: r.FaultDensity, SpreadTopic: r.SpreadTopic,
 	}
 	cfg.ZK.Servers = r.ZK
+	// The history goes on for the recovery grace after the final heal, so
+	// the recovery checker sees whether the cluster came back rather than
+	// a history that ends first (unknown).
+	cfg.Linger = o.check.RecoveryGrace + time.Second
 	seeds := o.seeds
 	if r.Faults != rundir.FaultsNone {
 		kinds, err := nemesis.ParseKinds(r.Faults)

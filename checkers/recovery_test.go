@@ -1,0 +1,367 @@
+package checkers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// controllerNamed appends the watcher's /controller naming id (id < 0:
+// deleted).
+func controllerNamed(b *hb.Builder, id int32) int {
+	if id < 0 {
+		return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller", Type: history.WatchDeleted}})
+	}
+	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/controller", Type: history.WatchChanged, ControllerID: &id}})
+}
+
+// brokersListed appends the watcher's /brokers/ids with the given czxids.
+func brokersListed(b *hb.Builder, czxids map[int32]int64) int {
+	var bs []history.BrokerZnode
+	for id := int32(1); id <= 5; id++ {
+		if cz, ok := czxids[id]; ok {
+			bs = append(bs, history.BrokerZnode{ID: id, Czxid: cz})
+		}
+	}
+	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren, Brokers: bs}})
+}
+
+// roleOf appends node's role_change for tp.
+func roleOf(b *hb.Builder, node int32, role string, leader, epoch int32) int {
+	return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: tp0.Topic, Partition: tp0.Partition, Role: role, Leader: leader, LeaderEpoch: epoch}})
+}
+
+// assignment appends controller's LeaderAndIsr to target naming tp0's
+// replicas.
+func assignment(b *hb.Builder, controller, target int32, replicas ...int32) int {
+	return b.Add(history.Event{Kind: history.KindControlSent, Node: controller, Control: &history.Control{API: history.APILeaderAndIsr, ControllerID: controller, ControllerEpoch: 1, TargetBroker: target,
+		Partitions: []history.ControlPartition{{Topic: tp0.Topic, Partition: tp0.Partition, Leader: replicas[0], LeaderEpoch: 1, ISR: replicas, Replicas: replicas}}}})
+}
+
+// running appends the heal phase's end with the brokers the harness saw
+// running.
+func running(b *hb.Builder, ids ...int32) int {
+	return b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseHeal, Mark: history.PhaseEnd, Running: &history.RunningBrokers{IDs: ids}}})
+}
+
+// healthyStart appends three brokers registered (czxid 100+id), broker 1
+// the controller at epoch 1, t-0 replicated on 1, 2, 3 and led by 1 at
+// leader epoch 1 with every replica in its role.
+func healthyStart(b *hb.Builder) {
+	for id := int32(1); id <= 3; id++ {
+		b.Start(id)
+		b.Register(id, int64(100+id))
+	}
+	b.Brokers(1, 2, 3)
+	elected(b, 1, 1, 0)
+	controllerNamed(b, 1)
+	assignment(b, 1, 1, 1, 2, 3)
+	b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+	roleOf(b, 1, history.RoleLeader, 1, 1)
+	roleOf(b, 2, history.RoleFollower, 1, 1)
+	roleOf(b, 3, history.RoleFollower, 1, 1)
+}
+
+// Every rule of the recovery checker, judged 15 s after the last fault
+// healed.
+func TestRecovery(t *testing.T) {
+	runCases(t, Recovery{Grace: 15 * time.Second}, []tcase{
+		{name: "healthy after a broker's isolation", want: Valid, build: func(b *hb.Builder) []int {
+			healthyStart(b)
+			b.At(1000)
+			b.Fault(true, "f1", "isolate-node", "n2")
+			b.Brokers(1, 3)
+			b.State(tp0, 1, 1, 1, 20, 1, 3)
+			b.At(5000)
+			b.Fault(false, "f1", "isolate-node", "n2")
+			b.Register(2, 150)
+			brokersListed(b, map[int32]int64{1: 101, 2: 150, 3: 103})
+			b.State(tp0, 1, 1, 1, 30, 1, 2, 3)
+			b.At(30000)
+			running(b, 1, 2, 3)
+			return nil
+		}},
+		{name: "a session lost and never registered again", want: Invalid,
+			explain: "broker 2's process (started at event 2, +0s) registered with czxid 102 (event 3, +0s) and runs at the end, but /brokers/ids has not listed it with that czxid since event 15, +1s: the last listing (event 15, +1s) does not list it, still so when the history ended (+30s)",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "isolate-node", "n2")
+				drop := b.Brokers(1, 3)
+				b.At(5000)
+				b.Fault(false, "f1", "isolate-node", "n2")
+				b.At(30000)
+				running(b, 1, 2, 3)
+				return []int{3, drop}
+			}},
+		{name: "listed under the previous process's session", want: Invalid, explain: "lists it with czxid 102, another session's",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "bounce", "n2")
+				b.Start(2)
+				reg := b.Register(2, 150)
+				b.Fault(false, "f1", "bounce", "n2")
+				b.At(30000)
+				b.Phase()
+				return []int{reg}
+			}},
+		{name: "a running replica stays out of the ISR", want: Invalid,
+			explain: "partition t-0's ISR is [1 3] of replicas [1 2 3] (leader 1 at epoch 1, event 14, +1s): running broker(s) [2] have been missing from it since event 14, +1s",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				s := b.State(tp0, 1, 1, 1, 20, 1, 3)
+				b.Fault(true, "f1", "pause-node", "n2")
+				b.At(3000)
+				b.Fault(false, "f1", "pause-node", "n2")
+				b.At(30000)
+				running(b, 1, 2, 3)
+				return []int{s}
+			}},
+		{name: "a follower still at the previous leader epoch", want: Invalid,
+			explain: "broker 3's current process last took role follower of broker 1 for partition t-0 at epoch 1",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "pause-node", "n2")
+				s := b.State(tp0, 1, 2, 1, 20, 1, 2, 3)
+				roleOf(b, 1, history.RoleLeader, 1, 2)
+				roleOf(b, 2, history.RoleFollower, 1, 2)
+				b.At(3000)
+				b.Fault(false, "f1", "pause-node", "n2")
+				b.At(30000)
+				b.Phase()
+				return []int{s}
+			}},
+		{name: "a restarted replica took no role", want: Invalid, explain: "broker 2's current process (started at event 15, +1s) took no role for partition t-0",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "bounce", "n2")
+				st := b.Start(2)
+				b.Register(2, 150)
+				brokersListed(b, map[int32]int64{1: 101, 2: 150, 3: 103})
+				b.Fault(false, "f1", "bounce", "n2")
+				b.At(30000)
+				b.Phase()
+				return []int{st}
+			}},
+		{name: "no controller after the controller resigned", want: Invalid, explain: "no broker has been controller since the watcher saw /controller deleted",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "pause-controller", "n1")
+				resigned(b, 1, 1)
+				d := controllerNamed(b, -1)
+				b.At(3000)
+				b.Fault(false, "f1", "pause-controller", "n1")
+				b.At(30000)
+				b.Phase()
+				return []int{d}
+			}},
+		{name: "/controller names a broker whose process resigned", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but its current process last resigned (event 15, +1s)",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "pause-controller", "n1")
+				r := resigned(b, 1, 1)
+				b.At(3000)
+				b.Fault(false, "f1", "pause-controller", "n1")
+				b.At(30000)
+				b.Phase()
+				return []int{r}
+			}},
+		{name: "a crashed broker is not expected back", want: Valid, build: func(b *hb.Builder) []int {
+			healthyStart(b)
+			b.At(1000)
+			b.Fault(true, "f1", "kill", "n2")
+			b.Brokers(1, 3)
+			b.State(tp0, 1, 2, 1, 20, 1, 3)
+			roleOf(b, 1, history.RoleLeader, 1, 2)
+			roleOf(b, 3, history.RoleFollower, 1, 2)
+			b.At(3000)
+			b.Fault(false, "f1", "kill", "n2") // its restart failed: no node_start
+			b.At(30000)
+			running(b, 1, 3)
+			return nil
+		}},
+		{name: "killed and never restarted, without the harness's list", want: Valid, build: func(b *hb.Builder) []int {
+			healthyStart(b)
+			b.At(1000)
+			b.Fault(true, "f1", "kill", "n2")
+			b.Brokers(1, 3)
+			b.State(tp0, 1, 1, 1, 20, 1, 3)
+			b.At(3000)
+			b.Fault(false, "f1", "kill", "n2")
+			b.At(30000)
+			b.Phase()
+			return nil
+		}},
+		{name: "a broker stopped cleanly and not started again", want: Valid, build: func(b *hb.Builder) []int {
+			healthyStart(b)
+			b.At(1000)
+			b.Fault(true, "f1", "pause-node", "n3")
+			stopped(b, 2)
+			b.Brokers(1, 3)
+			b.State(tp0, 1, 1, 1, 20, 1, 3)
+			b.At(3000)
+			b.Fault(false, "f1", "pause-node", "n3")
+			b.At(30000)
+			b.Phase()
+			return nil
+		}},
+		{name: "/controller names a broker that does not run", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but broker 1 does not run at the end",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "pause-node", "n2")
+				b.At(3000)
+				b.Fault(false, "f1", "pause-node", "n2")
+				b.At(30000)
+				running(b, 2, 3)
+				return []int{8}
+			}},
+		{name: "the history ends inside the grace", want: Unknown, explain: "within the 15s grace after every fault healed",
+			build: func(b *hb.Builder) []int {
+				healthyStart(b)
+				b.At(1000)
+				b.Fault(true, "f1", "isolate-node", "n2")
+				b.Brokers(1, 3)
+				b.At(5000)
+				b.Fault(false, "f1", "isolate-node", "n2")
+				b.At(10000)
+				running(b, 1, 2, 3)
+				return nil
+			}},
+		{name: "a fault never healed", want: Unknown, explain: "was never stopped", build: func(b *hb.Builder) []int {
+			healthyStart(b)
+			b.At(1000)
+			b.Fault(true, "f1", "isolate-node", "n2")
+			b.Brokers(1, 3)
+			b.At(30000)
+			b.Phase()
+			return nil
+		}},
+	})
+}
+
+// The in-run election rule of availability: a partition without a leader
+// while a registered ISR member could lead it and an acting controller
+// reaches ZooKeeper gets one within the grace.
+func TestAvailabilityRegisteredElect(t *testing.T) {
+	c := Availability{Grace: time.Minute, RegisteredElectGrace: 5 * time.Second}
+	// offline appends the controller's start and t-0 left with leader -1
+	// and ISR [2] while broker 2 is away, then broker 2 back at 2 s.
+	offline := func(b *hb.Builder) (state, back int) {
+		for id := int32(1); id <= 3; id++ {
+			b.Start(id)
+			b.Register(id, int64(100+id))
+		}
+		b.Brokers(1, 2, 3)
+		elected(b, 1, 1, 0)
+		b.State(tp0, 2, 1, 1, 10, 2)
+		b.At(500)
+		b.Brokers(1, 3)
+		state = b.State(tp0, -1, 2, 1, 20, 2)
+		b.At(2000)
+		back = b.Brokers(1, 2, 3)
+		return state, back
+	}
+	runCases(t, c, []tcase{
+		{name: "an ISR member registered and the controller never elected it", want: Invalid,
+			explain: "partition t-0's state (event 10, +500ms) named no leader from +2s while broker 2 was registered and in its ISR, until event 12, +12s, and controller 1 (epoch 1, elected at event 7, +10ms) acted with no fault on it or on ZooKeeper for 10s of that time, longer than the 5s grace",
+			build: func(b *hb.Builder) []int {
+				s, _ := offline(b)
+				b.At(12000)
+				e := b.State(tp0, 2, 3, 1, 30, 2)
+				return []int{s, e}
+			}},
+		{name: "still without a leader when the history ends", want: Invalid, explain: "and still when the history ended (+20s)",
+			build: func(b *hb.Builder) []int {
+				s, _ := offline(b)
+				b.At(20000)
+				b.Phase()
+				return []int{s}
+			}},
+		{name: "acting time before and after a pause adds up", want: Invalid, explain: "for 6s of that time, longer than the 5s grace",
+			build: func(b *hb.Builder) []int {
+				s, _ := offline(b)
+				b.At(5000)
+				b.Fault(true, "f1", "pause", "n1")
+				b.At(10000)
+				b.Fault(false, "f1", "pause", "n1")
+				b.At(13000)
+				e := b.State(tp0, 2, 3, 1, 30, 2)
+				return []int{s, e}
+			}},
+		{name: "a new controller's term starts afresh", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.At(5000)
+			resigned(b, 1, 1)
+			elected(b, 3, 2, 0)
+			b.At(9000)
+			b.State(tp0, 2, 3, 2, 30, 2)
+			return nil
+		}},
+		{name: "elected at once", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.At(2200)
+			b.State(tp0, 2, 3, 1, 30, 2)
+			b.At(20000)
+			b.Phase()
+			return nil
+		}},
+		{name: "the controller paused meanwhile", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.Fault(true, "f1", "pause", "n1")
+			b.At(11000)
+			b.Fault(false, "f1", "pause", "n1")
+			b.At(12000)
+			b.State(tp0, 2, 3, 1, 30, 2)
+			return nil
+		}},
+		{name: "a ZooKeeper server cut off meanwhile", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.Fault(true, "f1", "isolate-zk-leader", "zk1", "|", "zk2", "zk3")
+			b.At(11000)
+			b.Fault(false, "f1", "isolate-zk-leader", "zk1", "|", "zk2", "zk3")
+			b.At(12000)
+			b.State(tp0, 2, 3, 1, 30, 2)
+			return nil
+		}},
+		{name: "no controller meanwhile", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			resigned(b, 1, 1)
+			b.At(12000)
+			elected(b, 3, 2, 0)
+			b.State(tp0, 2, 3, 2, 30, 2)
+			return nil
+		}},
+		{name: "the ISR member is in controlled shutdown", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.Add(history.Event{Kind: history.KindControlledShutdown, Node: 1, Shutdown: &history.Shutdown{BrokerID: 2, Verdict: history.VerdictAccepted}})
+			b.At(12000)
+			b.State(tp0, 2, 3, 1, 30, 2)
+			return nil
+		}},
+		{name: "no ISR member registered (KAFKA-3861's window)", want: Valid, build: func(b *hb.Builder) []int {
+			for id := int32(1); id <= 3; id++ {
+				b.Start(id)
+				b.Register(id, int64(100+id))
+			}
+			b.Brokers(1, 2, 3)
+			elected(b, 1, 1, 0)
+			b.State(tp0, 2, 1, 1, 10, 2)
+			b.At(500)
+			b.Brokers(1, 3)
+			b.State(tp0, -1, 2, 1, 20, 2)
+			b.At(19000)
+			b.Brokers(1, 2, 3)
+			b.State(tp0, 2, 3, 1, 30, 2)
+			return nil
+		}},
+	})
+}
