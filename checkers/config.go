@@ -95,5 +95,10 @@ func All(cfg Config) []Checker {
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},
 		Linearizable{Timeout: cfg.LinearizeTimeout, VisualizePath: cfg.VisualizePath, StrictReads: cfg.StrictReads},
 		Idempotence{},
+		FollowerTruncation{},
+		LogRetention{},
+		ProducerContinuity{},
+		HWWithinISR{},
+		FollowerHW{},
 	}
 }
