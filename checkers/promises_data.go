@@ -94,7 +94,7 @@ func cleanLeader(vs zkStates, epoch int32) (leader int32, clean, known bool) {
 type FollowerTruncation struct{}
 
 // Name implements Checker.
-func (FollowerTruncation) Name() string { return "follower-truncation" }
+func (FollowerTruncation) Name() string { return "truncation" }
 
 // Check implements Checker.
 func (c FollowerTruncation) Check(h *history.History) Result {
