@@ -145,6 +145,12 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 		case history.KindTruncation:
 			t := e.Truncation
 			k := nodeTP{t.TP(), e.Node}
+			// The file keeps the entry until the next write, but the
+			// restored high watermark is capped at the log end.
+			if c, ok := ckpt[k]; ok && t.To < c.off {
+				c.off = t.To
+				ckpt[k] = c
+			}
 			m, ok := hw[k]
 			if isRecovery(t) {
 				// The restored high watermark is capped at the log end.
@@ -209,6 +215,7 @@ func (c LogRetention) Check(h *history.History) Result {
 	}
 	t0 := h.Events[0].Time
 	held := map[nodeTP]offsetMark{} // the end of what the broker held committed
+	cutSince := map[nodeTP]int64{}  // the lowest cut of each log since its broker's last checkpoint write
 	started := map[int32]int{}      // the broker's latest node_start
 	shown := 0
 	raise := func(k nodeTP, off int64, e *history.Event, why string) {
@@ -252,8 +259,21 @@ func (c LogRetention) Check(h *history.History) Result {
 			if e.Checkpoint == nil {
 				continue
 			}
+			// A write reads each high watermark before it is logged, so a
+			// truncation logged since the node's previous write may
+			// postdate the value read: the entry counts up to that cut.
 			for _, en := range e.Checkpoint.Entries {
-				raise(nodeTP{history.TP(en.Topic, en.Partition), e.Node}, en.HW, e, "below the high watermark it checkpointed")
+				k := nodeTP{history.TP(en.Topic, en.Partition), e.Node}
+				hw := en.HW
+				if to, ok := cutSince[k]; ok {
+					hw = min(hw, to)
+				}
+				raise(k, hw, e, "below the high watermark it checkpointed")
+			}
+			for k := range cutSince {
+				if k.node == e.Node {
+					delete(cutSince, k)
+				}
 			}
 		case history.KindControlRequest:
 			for _, tp := range deletedReplicas(e) {
@@ -264,9 +284,15 @@ func (c LogRetention) Check(h *history.History) Result {
 			k := nodeTP{t.TP(), e.Node}
 			if isRecovery(t) {
 				observe(k, t.To, e, "after start-up recovery cut a torn tail")
+				if to, ok := cutSince[k]; !ok || t.To < to {
+					cutSince[k] = t.To
+				}
 				continue
 			}
 			observe(k, t.From, e, "where a truncation started")
+			if to, ok := cutSince[k]; !ok || t.To < to {
+				cutSince[k] = t.To
+			}
 			if m, ok := held[k]; ok && t.To < m.off {
 				m.off = t.To // a logged cut: other checkers judge whether it was right
 				held[k] = m

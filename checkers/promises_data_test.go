@@ -149,6 +149,12 @@ func TestLogRetention(t *testing.T) {
 			pAppend(b, 1, 10, 10, 1, nil)
 			return nil
 		}},
+		{name: "checkpoint read before a truncation it is logged after", want: Valid, build: func(b *hb.Builder) []int {
+			truncEv(b, 2, 20, 12, 1, "leader-epoch")
+			checkpoint(b, 2, nil, cpe(0, 18))
+			hwEv(b, 2, 18, 12, 1, 12)
+			return nil
+		}},
 		{name: "a deleted log starts over", want: Valid, build: func(b *hb.Builder) []int {
 			pAck(b, 1, 0, 9, 0)
 			b.Control(1, history.Control{API: history.APIStopReplica, Verdict: history.VerdictAccepted, DeletePartition: true,
