@@ -190,18 +190,20 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 // across restarts in particular.
 //
 // Row: storage (start-up recovery) | a log recovered at start-up keeps
-// every record the broker acknowledged as leader and every record below the
-// high watermark it checkpointed; recovery may drop only a torn last batch,
-// which a kill never leaves below those (a kill keeps the page cache) |
-// Log.recover / LogSegment.recover (truncate at the first invalid batch of
-// the segments after the recovery point), ReplicaManager.checkpointHighWatermarks
-// | produce_ack with acks=all by the broker, its hw_checkpoint entries,
-// its truncation events (what a legitimate cut removed), and every showing
-// of its log end offset: a start-up recovery truncation's To, a
-// truncation's From, a produce_append's BaseOffset, an hw_advance's LEO |
-// a log end offset shown below the highest acknowledged-or-checkpointed
-// offset the broker held, with no truncation logged in between that
-// explains it, is a violation.
+// every record the broker acknowledged as leader and every record below
+// the high watermark it had or checkpointed; recovery may drop only a torn
+// last batch, which a kill never leaves below those (a kill keeps the page
+// cache) | Log.recover and LogSegment.recover (truncate at the first
+// invalid batch after the recovery point),
+// ReplicaManager.checkpointHighWatermarks | the broker's produce_ack with
+// acks=all, its hw_checkpoint entries and hw_advance events (every offset
+// below a replica's high watermark is in its log, committed), its
+// truncation events (what a logged cut removed), and every showing of its
+// log end offset: a start-up recovery truncation's To, a truncation's
+// From, a produce_append's BaseOffset, an hw_advance's LEO | a log end
+// offset shown below the highest offset the broker acknowledged,
+// checkpointed or had below its high watermark, with no truncation logged
+// in between that explains it, is a violation.
 type LogRetention struct{}
 
 // Name implements Checker.
@@ -252,9 +254,13 @@ func (c LogRetention) Check(h *history.History) Result {
 		case history.KindProduceAppend:
 			observe(nodeTP{e.Append.TP(), e.Node}, e.Append.BaseOffset, e, "where it appended as leader")
 		case history.KindHWAdvance:
+			k := nodeTP{e.HW.TP(), e.Node}
 			if e.HW.LEO != nil {
-				observe(nodeTP{e.HW.TP(), e.Node}, *e.HW.LEO, e, "its log end offset when its high watermark moved")
+				observe(k, *e.HW.LEO, e, "its log end offset when its high watermark moved")
 			}
+			// Every record below a replica's high watermark is in its log
+			// (the high watermark never passes the log end) and committed.
+			raise(k, e.HW.New, e, "below its high watermark")
 		case history.KindHWCheckpoint:
 			if e.Checkpoint == nil {
 				continue
