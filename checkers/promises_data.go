@@ -642,7 +642,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 	}
 	acked := map[ackKey]*history.Event{}
 	seen := map[seqKey]*history.Event{}
-	firstApp := map[tpVal]*history.Event{}
+	apps := map[tpVal][]*history.Event{} // each value's appends, in history order
 	roles := map[history.TopicPartition][]*history.Event{}
 	starts := map[int32][]int64{}
 	dups, appends := 0, 0
@@ -660,9 +660,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 		case history.KindProduceAppend:
 			a := e.Append
 			for _, v := range a.Values {
-				if _, ok := firstApp[tpVal{a.TP(), v}]; !ok {
-					firstApp[tpVal{a.TP(), v}] = e
-				}
+				apps[tpVal{a.TP(), v}] = append(apps[tpVal{a.TP(), v}], e)
 			}
 			if a.Producer == nil {
 				continue
@@ -710,6 +708,22 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 		}
 		return 0, false
 	}
+	// firstApp is the first append of op's value; tookApp the append that
+	// holds it at the offset its ok names (the copy that was committed).
+	firstApp := func(op history.Operation) *history.Event {
+		if as := apps[tpVal{op.Op().TP(), op.Op().Value}]; len(as) > 0 {
+			return as[0]
+		}
+		return nil
+	}
+	tookApp := func(op history.Operation) *history.Event {
+		for _, a := range apps[tpVal{op.Op().TP(), op.Op().Value}] {
+			if a.Append.BaseOffset <= op.Offset() && op.Offset() <= a.Append.LastOffset {
+				return a
+			}
+		}
+		return nil
+	}
 	// Each client process's idempotent produces, in invoke order.
 	byProc := map[int][]history.Operation{}
 	for _, op := range operations(h) {
@@ -733,7 +747,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 			if pred == nil || pred.Outcome() != history.OpOK {
 				continue
 			}
-			predApp := firstApp[tpVal{tp, pred.Op().Value}]
+			predApp := tookApp(*pred)
 			// (3) the client was told its sequence was refused.
 			if cur.Complete != nil && cur.Outcome() != history.OpOK {
 				code := cur.Complete.Op.ErrorCode
@@ -758,8 +772,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 			if cur.Outcome() != history.OpOK || prev.Outcome() != history.OpOK || predApp == nil {
 				continue
 			}
-			ca := firstApp[tpVal{tp, cur.Op().Value}]
-			pa := firstApp[tpVal{prev.Op().TP(), prev.Op().Value}]
+			ca, pa := firstApp(cur), tookApp(prev)
 			if ca == nil || pa == nil || ca.Append.Producer == nil || pa.Append.Producer == nil || predApp.Append.Producer == nil {
 				continue
 			}
