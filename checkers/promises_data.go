@@ -599,9 +599,10 @@ const (
 // ProducerStateEntry.findDuplicateBatch | produce_append's producer id,
 // epoch, sequences and record values, produce_ack, the client's
 // idempotent produces (process, value, outcome, error code) and the
-// leaders' role changes | three findings: (1) a batch of a producer id and
-// epoch with the same sequences appended again at another offset after the
-// first append was acknowledged to an acks=all producer; (2) a client
+// leaders' role changes | three findings: (1) a leader appends a batch of a
+// producer id and epoch with the same sequences again, at another offset,
+// although its own log held the first copy (its own append, or records of
+// that leader epoch it replicated and did not cut since); (2) a client
 // process whose produce was appended under a new producer id although it
 // had no unknown outcome, after its previous produce to that partition was
 // acknowledged (franz-go takes a new producer id only after a leader
@@ -630,22 +631,59 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 		epoch       int16
 		first, last int32
 	}
-	type ackKey struct {
-		tp    history.TopicPartition
-		node  int32
-		base  int64
-		epoch int32
-	}
 	type tpVal struct {
 		tp  history.TopicPartition
 		val string
 	}
-	acked := map[ackKey]*history.Event{}
+	// reached[replica][epoch]: how far the replica's log held records of
+	// that leader epoch's lineage, lowered by its truncations. A replica
+	// that follows epoch e holds e's lineage in its whole log after its
+	// truncation (KIP-101), and keeps it when it leads a later epoch until
+	// its first append there: tail[replica] is the lineage its log end
+	// holds, and every showing of its log end counts for that lineage.
+	reached := map[nodeTP]map[int32]offsetMark{}
+	tail := map[nodeTP]int32{}
+	reach := func(k nodeTP, epoch int32, leo int64, e *history.Event) {
+		m := reached[k]
+		if m == nil {
+			m = map[int32]offsetMark{}
+			reached[k] = m
+		}
+		if cur, ok := m[epoch]; !ok || leo > cur.off {
+			m[epoch] = offsetMark{off: leo, idx: e.Index, time: e.Time}
+		}
+	}
 	seen := map[seqKey]*history.Event{}
 	apps := map[tpVal][]*history.Event{} // each value's appends, in history order
 	roles := map[history.TopicPartition][]*history.Event{}
 	starts := map[int32][]int64{}
 	dups, appends := 0, 0
+	checkDup := func(e *history.Event) {
+		a := e.Append
+		for _, v := range a.Values {
+			apps[tpVal{a.TP(), v}] = append(apps[tpVal{a.TP(), v}], e)
+		}
+		if a.Producer == nil {
+			return
+		}
+		appends++
+		k := seqKey{a.TP(), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq}
+		prev, ok := seen[k]
+		seen[k] = e // later copies are judged against the latest
+		if !ok || prev.Append.BaseOffset == a.BaseOffset {
+			return
+		}
+		// The appending leader's own log held the first copy: its
+		// own append, or replicated while it followed that epoch.
+		held, ok := reached[nodeTP{a.TP(), e.Node}][prev.Append.LeaderEpoch]
+		if !ok || held.off <= prev.Append.LastOffset {
+			return // the first copy may be gone from this leader's log
+		}
+		dups++
+		r.violate([]int{prev.Index, held.idx, e.Index}, "%s appended producer %d (epoch %d) sequences %d..%d to %s at offset %d, leader epoch %d (event %d, +%s), although its own log already held that batch at offset %d, where %s had appended it at leader epoch %d (event %d; %s's log held that epoch's records up to offset %d, event %d, +%s, and was not cut below it since): a leader's producer state, kept by every append and rebuilt from the log, answers a resend with the original offset (Log.analyzeAndValidateProducerState, ProducerStateEntry.findDuplicateBatch).",
+			nodeName(e.Node), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq, a.TP(), a.BaseOffset, a.LeaderEpoch, e.Index, rel(e.Time, t0),
+			prev.Append.BaseOffset, nodeName(prev.Node), prev.Append.LeaderEpoch, prev.Index, nodeName(e.Node), held.off-1, held.idx, rel(held.time, t0))
+	}
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
@@ -653,36 +691,34 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 			starts[e.Node] = append(starts[e.Node], e.Time)
 		case history.KindRoleChange:
 			roles[e.Role.TP()] = append(roles[e.Role.TP()], e)
-		case history.KindProduceAck:
-			if a := e.Append; a.Acks == history.AcksAll {
-				acked[ackKey{a.TP(), e.Node, a.BaseOffset, a.LeaderEpoch}] = e
+			if e.Role.Role == history.RoleFollower {
+				tail[nodeTP{e.Role.TP(), e.Node}] = e.Role.LeaderEpoch
+			}
+		case history.KindHWAdvance:
+			k := nodeTP{e.HW.TP(), e.Node}
+			if ep, ok := tail[k]; ok && e.HW.LEO != nil {
+				reach(k, ep, *e.HW.LEO, e)
+			}
+		case history.KindTruncation:
+			for ep, m := range reached[nodeTP{e.Truncation.TP(), e.Node}] {
+				if e.Truncation.To < m.off {
+					m.off = e.Truncation.To
+					reached[nodeTP{e.Truncation.TP(), e.Node}][ep] = m
+				}
+			}
+		case history.KindControlRequest:
+			for _, tp := range deletedReplicas(e) {
+				delete(reached, nodeTP{tp, e.Node})
 			}
 		case history.KindProduceAppend:
 			a := e.Append
-			for _, v := range a.Values {
-				apps[tpVal{a.TP(), v}] = append(apps[tpVal{a.TP(), v}], e)
+			k := nodeTP{a.TP(), e.Node}
+			if ep, ok := tail[k]; ok && ep != a.LeaderEpoch {
+				reach(k, ep, a.BaseOffset, e) // the log end the lineage reached
 			}
-			if a.Producer == nil {
-				continue
-			}
-			appends++
-			k := seqKey{a.TP(), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq}
-			prev, ok := seen[k]
-			if !ok {
-				seen[k] = e
-				continue
-			}
-			if prev.Append.BaseOffset == a.BaseOffset {
-				continue
-			}
-			ack := acked[ackKey{a.TP(), prev.Node, prev.Append.BaseOffset, prev.Append.LeaderEpoch}]
-			if ack == nil {
-				continue // the first copy was never committed: it may have been truncated away
-			}
-			dups++
-			r.violate([]int{prev.Index, ack.Index, e.Index}, "%s appended producer %d (epoch %d) sequences %d..%d to %s at offset %d, leader epoch %d (event %d, +%s), although %s had appended that batch at offset %d, leader epoch %d (event %d) and acknowledged it to an acks=all producer (event %d, +%s): a leader's producer state holds every committed batch and answers its resend with the original offset (Log.analyzeAndValidateProducerState, ProducerStateEntry.findDuplicateBatch).",
-				nodeName(e.Node), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq, a.TP(), a.BaseOffset, a.LeaderEpoch, e.Index, rel(e.Time, t0),
-				nodeName(prev.Node), prev.Append.BaseOffset, prev.Append.LeaderEpoch, prev.Index, ack.Index, rel(ack.Time, t0))
+			checkDup(e)
+			tail[k] = a.LeaderEpoch
+			reach(k, a.LeaderEpoch, a.LastOffset+1, e)
 		}
 	}
 	// staleLeader names a broker that, at time t, still led tp in its own
@@ -794,5 +830,5 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 	r.detail("producer_resets_judged", resets)
 	r.detail("refusals_judged", refusals)
 	r.detail("not_judged_deposed_leader", unjudged)
-	return r.result(fmt.Sprintf("no leader appended a committed idempotent batch twice (%d idempotent appends), and no client's producer sequence was refused after its previous produce to the partition was acknowledged (%d not judged: a deposed leader still led in its own view).", appends, unjudged))
+	return r.result(fmt.Sprintf("no leader appended again an idempotent batch its own log held (%d idempotent appends), and no client's producer sequence was refused after its previous produce to the partition was acknowledged (%d not judged: a deposed leader still led in its own view).", appends, unjudged))
 }

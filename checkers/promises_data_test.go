@@ -240,14 +240,27 @@ func TestFollowerHW(t *testing.T) {
 
 func TestProducerContinuity(t *testing.T) {
 	runCases(t, ProducerContinuity{}, []tcase{
-		{name: "new leader appends a committed batch again", want: Invalid,
+		{name: "new leader appends again a batch its log held", want: Invalid,
 			explain: "appended producer 7 (epoch 0) sequences 3..3 to t-0 at offset 9", build: func(b *hb.Builder) []int {
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
 				first := pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
-				ack := pAck(b, 1, 5, 5, 1)
+				roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+				held := hwEv(b, 2, 5, 6, 1, 9) // broker 2 replicated up to 9 at epoch 1
+				roleEv(b, 2, history.RoleLeader, 2, 2, 2)
 				again := pAppend(b, 2, 9, 9, 2, pbatch(7, 3))
-				return []int{first, ack, again}
+				return []int{first, held, again}
 			}},
-		{name: "an unacknowledged batch appended again after a truncation", want: Valid, build: func(b *hb.Builder) []int {
+		{name: "the first copy was cut from the new leader's log", want: Valid, build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
+			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+			hwEv(b, 2, 4, 5, 1, 9)
+			truncEv(b, 2, 9, 5, 2, "leader-epoch")
+			roleEv(b, 2, history.RoleLeader, 2, 2, 2)
+			pAppend(b, 2, 5, 5, 2, pbatch(7, 3))
+			return nil
+		}},
+		{name: "a new leader that never held the first copy", want: Valid, build: func(b *hb.Builder) []int {
 			pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
 			pAppend(b, 2, 9, 9, 2, pbatch(7, 3))
 			return nil
