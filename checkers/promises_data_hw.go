@@ -258,7 +258,16 @@ func (c FollowerHW) Check(h *history.History) Result {
 			if e.HW.New <= e.HW.Old {
 				continue
 			}
-			lm, ok := leaderMax[leadKey{k.tp, f.leader, f.epoch}]
+			// A fetch the leader held in its long poll across its own move
+			// to a newer epoch is answered with the newer epoch's high
+			// watermark, so the leader's moves at that epoch and later count.
+			var lm offsetMark
+			ok = false
+			for lk, m := range leaderMax {
+				if lk.tp == k.tp && lk.leader == f.leader && lk.epoch >= f.epoch && (!ok || m.off > lm.off) {
+					lm, ok = m, true
+				}
+			}
 			if !ok {
 				continue
 			}

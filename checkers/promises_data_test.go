@@ -227,6 +227,15 @@ func TestFollowerHW(t *testing.T) {
 			hwEv(b, 1, 5, 8, 1, 8)
 			return nil
 		}},
+		{name: "a long poll answered after the leader moved to a newer epoch", want: Valid, build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			hwEv(b, 1, 0, 5, 1, 9)
+			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+			hwEv(b, 1, 5, 9, 2, 9) // broker 1 leads epoch 2 alone
+			hwEv(b, 2, 0, 9, 1, 9)
+			hwEv(b, 1, 9, 10, 2, 10)
+			return nil
+		}},
 		{name: "leader's later moves missing (trimmed history): not judged", want: Valid, build: func(b *hb.Builder) []int {
 			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
 			hwEv(b, 1, 0, 5, 1, 8)
