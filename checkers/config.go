@@ -123,6 +123,11 @@ func All(cfg Config) []Checker {
 		ControllerEpoch{},
 		ControllerTenure{},
 		ZKWrites{},
+		FollowerTruncation{},
+		LogRetention{},
+		ProducerContinuity{},
+		HWWithinISR{},
+		FollowerHW{},
 		FenceCoverage{},
 	}
 }

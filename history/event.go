@@ -549,6 +549,22 @@ type Append struct {
 	LeaderEpoch int32    `json:"leader_epoch"`
 	Acks        int      `json:"acks"`
 	Values      []string `json:"values,omitempty"`
+	// Producer, on a produce_append of an idempotent producer's batch
+	// (KIP-98), is the batch's producer id, epoch and sequence range as the
+	// leader appended them; absent for other batches and from older
+	// writers.
+	Producer *ProducerBatch `json:"producer,omitempty"`
+}
+
+// ProducerBatch is an idempotent batch's producer id, producer epoch and the
+// sequence numbers of its first and last records.
+type ProducerBatch struct {
+	_ struct{}
+
+	ID       int64 `json:"id"`
+	Epoch    int16 `json:"epoch"`
+	FirstSeq int32 `json:"first_seq"`
+	LastSeq  int32 `json:"last_seq"`
 }
 
 // TP returns the partition.
@@ -563,6 +579,12 @@ type HWAdvance struct {
 	Old         int64  `json:"old"`
 	New         int64  `json:"new"`
 	LeaderEpoch int32  `json:"leader_epoch,omitempty"`
+	// LEO is the replica's log end offset when the high watermark moved
+	// (after the append or truncation that moved it); nil from older
+	// writers. A follower's LEO is what the leader's view of it must never
+	// exceed, so it is the evidence that an ISR member held what the
+	// leader's high watermark covered.
+	LEO *int64 `json:"leo,omitempty"`
 }
 
 // TP returns the partition.

@@ -181,9 +181,18 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 		p.m.log.Printf("%s: %s", p.tp, w)
 	}
 	p.appliedLocked(info)
-	p.m.log.Emit(history.Event{Kind: history.KindProduceAppend, Append: &history.Append{
-		Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset,
-		LeaderEpoch: p.leaderEpoch, Acks: int(acks)}})
+	ap := &history.Append{Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset,
+		LeaderEpoch: p.leaderEpoch, Acks: int(acks)}
+	// The producer's id and sequences and the record values say whose
+	// batch this is, so that a checker can follow a producer's sequence
+	// across leaders (KIP-98's promise that a new leader continues it).
+	if ok && idempotent(h) {
+		ap.Producer = &history.ProducerBatch{ID: h.ProducerID, Epoch: h.ProducerEpoch, FirstSeq: h.BaseSequence, LastSeq: lastSeqOf(h)}
+	}
+	if vs, vok := storage.RecordValues(records); vok {
+		ap.Values = vs
+	}
+	p.m.log.Emit(history.Event{Kind: history.KindProduceAppend, Append: ap})
 	p.maybeIncrementHWLocked()
 	p.notifyLocked()
 	return 0, info, p.leaderEpoch, p.leaderGen

@@ -142,8 +142,9 @@ func (p *partition) setHWLocked(hw int64) {
 	}
 	old := p.hw
 	p.hw = hw
+	leo := p.log.LogEndOffset()
 	p.m.log.Emit(history.Event{Kind: history.KindHWAdvance, HW: &history.HWAdvance{
-		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch}})
+		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch, LEO: &leo}})
 }
 
 // maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW: HW = min LEO

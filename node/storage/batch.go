@@ -307,3 +307,46 @@ func SplitBatches(b []byte) (headers []BatchHeader, complete int, err error) {
 	}
 	return headers, pos, nil
 }
+
+// RecordValues returns the values of an uncompressed, valid batch's records
+// in offset order (a null value as ""); ok is false for a compressed or
+// malformed batch. The data plane logs them with an append so that a
+// checker can tell which client's record a batch held.
+func RecordValues(b []byte) (values []string, ok bool) {
+	h, err := ValidateBatch(b)
+	if err != nil || h.Compression() != 0 {
+		return nil, false
+	}
+	r := b[BatchHeaderSize:h.Size()]
+	for i := int32(0); i < h.NumRecords; i++ {
+		l, n := binary.Varint(r)
+		if n <= 0 || l < 0 || l > int64(len(r)-n) {
+			return nil, false
+		}
+		rec := r[n : n+int(l)]
+		r = r[n+int(l):]
+		if len(rec) < 1 {
+			return nil, false
+		}
+		rec = rec[1:]                          // attributes
+		if _, rec, ok = varint(rec, 64); !ok { // timestamp delta
+			return nil, false
+		}
+		if _, rec, ok = varint(rec, 32); !ok { // offset delta
+			return nil, false
+		}
+		if rec, ok = bytesField(rec, true); !ok { // key
+			return nil, false
+		}
+		vl, rest, vok := varint(rec, 32)
+		if !vok || vl > int64(len(rest)) {
+			return nil, false
+		}
+		if vl < 0 {
+			values = append(values, "")
+			continue
+		}
+		values = append(values, string(rest[:vl]))
+	}
+	return values, true
+}

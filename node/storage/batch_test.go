@@ -102,3 +102,20 @@ func TestSplitBatches(t *testing.T) {
 		t.Fatalf("corrupt second batch: err %v", err)
 	}
 }
+
+// The data plane logs a batch's record values with its append; a
+// compressed or malformed batch gives none.
+func TestRecordValues(t *testing.T) {
+	b := makeBatch(3, 17, 7)
+	vs, ok := RecordValues(b)
+	if !ok || len(vs) != 3 || vs[2] != "batch-7-record-2-" {
+		t.Fatalf("values %q ok %v", vs, ok)
+	}
+	if _, ok := RecordValues(b[:len(b)-1]); ok {
+		t.Error("a cut batch gave values")
+	}
+	c := batchFromRecords([]kmsg.Record{{Value: []byte("x")}}, 2, []byte{1, 2, 3})
+	if _, ok := RecordValues(recrc(c)); ok {
+		t.Error("a compressed batch gave values")
+	}
+}

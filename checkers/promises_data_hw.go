@@ -1,0 +1,286 @@
+package checkers
+
+// The data-plane promises of the high watermark (see promises_data.go).
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ---- leader high watermark within the ISR ------------------------------------
+
+// HWWithinISR checks the leader's high watermark against its ISR.
+//
+// Row: replication (leader high watermark) | a leader's high watermark
+// never passes its own log end nor an offset some ISR member lacks |
+// Partition.maybeIncrementLeaderHW (the minimum log end offset over the
+// ISR and the caught-up replicas, from Replica.updateFetchState) |
+// the leader's hw_advance (New, LEO, LeaderEpoch), its ISR (role_change,
+// then its successful isr_change events), and each member's own showings
+// of its log end offset afterwards: a truncation's From, an hw_advance's
+// LEO, a produce_append's BaseOffset | an ISR member that later shows a
+// log end below the leader's high watermark, having truncated neither in
+// between nor at a newer leader epoch before the advance (so its log end
+// only grew and was below that high watermark at every fetch it sent), is
+// a violation; so is a leader high watermark above its own LEO.
+type HWWithinISR struct{}
+
+// Name implements Checker.
+func (HWWithinISR) Name() string { return "hw-within-isr" }
+
+// Check implements Checker.
+func (c HWWithinISR) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	if len(h.Events) == 0 {
+		return r.result("the history is empty: no high watermark to judge.")
+	}
+	t0 := h.Events[0].Time
+	type leading struct {
+		epoch int32
+		since int64 // when the leadership began
+		isr   []int32
+	}
+	type claim struct {
+		hw     int64
+		leader int32
+		epoch  int32
+		idx    int
+		time   int64
+	}
+	// A cut the member's later log ends do not show: a truncation (its
+	// leader epoch), a restart's recovery or a deleted log (reset).
+	type cut struct {
+		epoch int32
+		reset bool
+		time  int64
+	}
+	lead := map[nodeTP]*leading{}
+	lastCut := map[nodeTP]cut{}
+	pending := map[nodeTP]claim{} // the highest high watermark a leader counted the member for
+	advances, shown := 0, 0
+	observe := func(k nodeTP, leo int64, e *history.Event, what string) {
+		p, ok := pending[k]
+		if !ok {
+			return
+		}
+		delete(pending, k)
+		shown++
+		if leo >= p.hw {
+			return
+		}
+		r.violate([]int{p.idx, e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) with %s in its ISR, but %s's log ended at %d afterwards (%s, event %d, +%s) without a truncation in between: offsets %d to %d were counted as held by an ISR member that never had them (Partition.maybeIncrementLeaderHW takes the minimum log end offset over the ISR).",
+			p.leader, k.tp, p.hw, p.epoch, p.idx, rel(p.time, t0), nodeName(k.node), nodeName(k.node), leo, what, e.Index, rel(e.Time, t0), leo, p.hw-1)
+	}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindNodeStart:
+			for k := range lead {
+				if k.node == e.Node {
+					delete(lead, k)
+				}
+			}
+		case history.KindRoleChange:
+			k := nodeTP{e.Role.TP(), e.Node}
+			if e.Role.Role == history.RoleLeader {
+				lead[k] = &leading{epoch: e.Role.LeaderEpoch, since: e.Time, isr: slices.Clone(e.Role.ISR)}
+			} else {
+				delete(lead, k)
+			}
+		case history.KindISRChange:
+			// A shrink drops the member. A joining member is not judged:
+			// the leader writes the expand in the background and counts
+			// the member only once the write is back, so the event does
+			// not say from which advance on it was counted.
+			k := nodeTP{e.ISR.TP(), e.Node}
+			if l := lead[k]; l != nil && e.ISR.Outcome == history.ZKOK && e.ISR.LeaderEpoch == l.epoch {
+				l.isr = slices.DeleteFunc(l.isr, func(m int32) bool { return !slices.Contains(e.ISR.New, m) })
+			}
+		case history.KindControlRequest:
+			for _, tp := range deletedReplicas(e) {
+				k := nodeTP{tp, e.Node}
+				delete(pending, k)
+				lastCut[k] = cut{reset: true, time: e.Time}
+			}
+		case history.KindProduceAppend:
+			observe(nodeTP{e.Append.TP(), e.Node}, e.Append.BaseOffset, e, "where it appended as leader")
+		case history.KindTruncation:
+			k := nodeTP{e.Truncation.TP(), e.Node}
+			rec := isRecovery(e.Truncation)
+			if !rec {
+				observe(k, e.Truncation.From, e, "where its truncation started")
+			}
+			delete(pending, k)
+			lastCut[k] = cut{epoch: e.Truncation.LeaderEpoch, reset: rec, time: e.Time}
+		case history.KindHWAdvance:
+			k := nodeTP{e.HW.TP(), e.Node}
+			if e.HW.LEO != nil {
+				observe(k, *e.HW.LEO, e, "its log end offset when its own high watermark moved")
+			}
+			l := lead[k]
+			if l == nil || e.HW.LeaderEpoch != l.epoch || e.HW.New <= e.HW.Old {
+				continue
+			}
+			advances++
+			if e.HW.LEO != nil && e.HW.New > *e.HW.LEO {
+				r.violate([]int{e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) while its own log ended at %d: a high watermark is never above the leader's log end offset.",
+					e.Node, k.tp, e.HW.New, l.epoch, e.Index, rel(e.Time, t0), *e.HW.LEO)
+			}
+			for _, m := range l.isr {
+				if m == e.Node {
+					continue
+				}
+				mk := nodeTP{k.tp, m}
+				// A member that follows a newer leader (this one is
+				// deposed), or whose log was reset during this
+				// leadership, may have had more when it last fetched.
+				if c, ok := lastCut[mk]; ok && (c.epoch > l.epoch || (c.reset && c.time >= l.since)) {
+					continue
+				}
+				if p, ok := pending[mk]; !ok || e.HW.New > p.hw {
+					pending[mk] = claim{hw: e.HW.New, leader: e.Node, epoch: l.epoch, idx: e.Index, time: e.Time}
+				}
+			}
+		}
+	}
+	r.detail("leader_hw_advances", advances)
+	r.detail("member_log_ends_judged", shown)
+	return r.result(fmt.Sprintf("no leader's high watermark passed its own log end or an offset an ISR member lacked (%d advances, %d member log ends judged).", advances, shown))
+}
+
+// ---- follower high watermark -------------------------------------------------
+
+// FollowerHW checks the follower's high watermark.
+//
+// Row: replication (follower fetcher) | a follower's high watermark is
+// never above its leader's nor above its own log end: it is
+// min(leader's high watermark, own log end offset) |
+// ReplicaFetcherThread.processPartitionData (log.updateHighWatermark(
+// partitionData.highWatermark), which Log.updateHighWatermark caps at the
+// log end offset) | the follower's hw_advance (New, LEO, LeaderEpoch), its
+// role_change (which leader at which epoch), the leader's hw_advance
+// events while it led at that epoch | a follower high watermark above the
+// highest one its leader logged for that leadership, or above the
+// follower's own LEO, is a violation.
+type FollowerHW struct{}
+
+// Name implements Checker.
+func (FollowerHW) Name() string { return "follower-hw" }
+
+// Check implements Checker.
+func (c FollowerHW) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	if len(h.Events) == 0 {
+		return r.result("the history is empty: no high watermark to judge.")
+	}
+	t0 := h.Events[0].Time
+	type leadKey struct {
+		tp     history.TopicPartition
+		leader int32
+		epoch  int32
+	}
+	type following struct {
+		leader int32
+		epoch  int32
+	}
+	// nextOld[i] is the Old of the next hw_advance of the same replica
+	// after hw_advance i: a broker logs every move, so only a next move
+	// that starts where i ended proves that none is missing after i (a
+	// trimmed history leaves moves out), and so that i's New was the
+	// leader's high watermark until then.
+	nextOld := map[int]int64{}
+	lastMove := map[nodeTP]int{}
+	for i := range h.Events {
+		if e := &h.Events[i]; e.Kind == history.KindHWAdvance {
+			k := nodeTP{e.HW.TP(), e.Node}
+			if p, ok := lastMove[k]; ok {
+				nextOld[p] = e.HW.Old
+			}
+			lastMove[k] = i
+		}
+	}
+	cur := map[nodeTP]offsetMark{}        // each replica's latest high watermark, this process
+	leaderMax := map[leadKey]offsetMark{} // the highest high watermark of a leadership
+	follows := map[nodeTP]following{}
+	judged := 0
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindNodeStart:
+			for k := range cur {
+				if k.node == e.Node {
+					delete(cur, k)
+				}
+			}
+			for k := range follows {
+				if k.node == e.Node {
+					delete(follows, k)
+				}
+			}
+			for k := range leaderMax {
+				if k.leader == e.Node {
+					delete(leaderMax, k)
+				}
+			}
+		case history.KindRoleChange:
+			k := nodeTP{e.Role.TP(), e.Node}
+			delete(follows, k)
+			switch e.Role.Role {
+			case history.RoleLeader:
+				if m, ok := cur[k]; ok {
+					lk := leadKey{k.tp, e.Node, e.Role.LeaderEpoch}
+					if x, ok := leaderMax[lk]; !ok || m.off > x.off {
+						leaderMax[lk] = m
+					}
+				}
+			case history.RoleFollower:
+				follows[k] = following{e.Role.Leader, e.Role.LeaderEpoch}
+			}
+		case history.KindHWAdvance:
+			k := nodeTP{e.HW.TP(), e.Node}
+			m := offsetMark{off: e.HW.New, idx: e.Index, time: e.Time}
+			cur[k] = m
+			if e.HW.LEO != nil && e.HW.New > *e.HW.LEO {
+				r.violate([]int{e.Index}, "%s moved %s's high watermark to %d (event %d, +%s) while its log ended at %d: a replica's high watermark is capped at its log end offset (Log.updateHighWatermark).",
+					nodeName(e.Node), k.tp, e.HW.New, e.Index, rel(e.Time, t0), *e.HW.LEO)
+			}
+			f, ok := follows[k]
+			if !ok || f.epoch != e.HW.LeaderEpoch {
+				// A leader's own move: it counts for its leadership.
+				lk := leadKey{k.tp, e.Node, e.HW.LeaderEpoch}
+				if x, ok := leaderMax[lk]; !ok || m.off > x.off {
+					leaderMax[lk] = m
+				}
+				continue
+			}
+			if e.HW.New <= e.HW.Old {
+				continue
+			}
+			// A fetch the leader held in its long poll across its own move
+			// to a newer epoch is answered with the newer epoch's high
+			// watermark, so the leader's moves at that epoch and later count.
+			var lm offsetMark
+			ok = false
+			for lk, m := range leaderMax {
+				if lk.tp == k.tp && lk.leader == f.leader && lk.epoch >= f.epoch && (!ok || m.off > lm.off) {
+					lm, ok = m, true
+				}
+			}
+			if !ok {
+				continue
+			}
+			if n, ok := nextOld[lm.idx]; !ok || n != lm.off {
+				continue // no later move of the leader proves none is missing
+			}
+			judged++
+			if e.HW.New > lm.off {
+				r.violate([]int{lm.idx, e.Index}, "%s, following broker %d at leader epoch %d, moved %s's high watermark to %d (event %d, +%s), above the highest high watermark its leader had logged for that leadership, %d (event %d, +%s): a follower takes min(leader's high watermark, own log end offset) from each fetch response (ReplicaFetcherThread.processPartitionData).",
+					nodeName(e.Node), f.leader, f.epoch, k.tp, e.HW.New, e.Index, rel(e.Time, t0), lm.off, lm.idx, rel(lm.time, t0))
+			}
+		}
+	}
+	r.detail("follower_hw_moves_judged", judged)
+	return r.result(fmt.Sprintf("no follower's high watermark went above its leader's or its own log end (%d follower moves judged).", judged))
+}

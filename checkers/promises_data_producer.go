@@ -1,0 +1,269 @@
+package checkers
+
+// The data-plane promise of the idempotent producer state (see
+// promises_data.go).
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ---- idempotent producer state across leaders ------------------------------
+
+// Kafka error codes a leader answers an idempotent batch with when its
+// producer state does not continue the producer's sequence.
+const (
+	errOutOfOrderSequence int16 = 45
+	errDuplicateSequence  int16 = 46
+	errUnknownProducerID  int16 = 59
+)
+
+// ProducerContinuity checks that a leader's idempotent producer state
+// continues its predecessors'.
+//
+// Row: replication (idempotent producer state) | a new leader continues
+// every producer's sequence where the committed log leaves it: it accepts
+// the next sequence, and answers a resend of a committed batch with its
+// original offsets | ProducerStateManager, rebuilt from the log
+// (Log.loadProducerState) and kept by every append, leader's and
+// follower's (Log.appendAsFollower → ProducerAppendInfo);
+// Log.analyzeAndValidateProducerState answers duplicates from
+// ProducerStateEntry.findDuplicateBatch | produce_append's producer id,
+// epoch, sequences and record values, produce_ack, the client's
+// idempotent produces (process, value, outcome, error code) and the
+// leaders' role changes | three findings: (1) a leader appends a batch of a
+// producer id and epoch with the same sequences again, at another offset,
+// although its own log held the first copy (its own append, or records of
+// that leader epoch it replicated and did not cut since); (2) a client
+// process whose produce was appended under a new producer id although it
+// had no unknown outcome, after its previous produce to that partition was
+// acknowledged (franz-go takes a new producer id only after a leader
+// refused a sequence: OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID);
+// (3) an idempotent produce answered OUT_OF_ORDER_SEQUENCE_NUMBER,
+// DUPLICATE_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID after the process's
+// previous produce to that partition was acknowledged. (2) and (3) are not
+// judged while a broker whose latest role was leader at an epoch older
+// than the acknowledged append's still led in its own view: that deposed
+// leader may lack the batch and refuse its successor legitimately.
+type ProducerContinuity struct{}
+
+// Name implements Checker.
+func (ProducerContinuity) Name() string { return "producer-state" }
+
+// Check implements Checker.
+func (c ProducerContinuity) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	if len(h.Events) == 0 {
+		return r.result("the history is empty: no producer to judge.")
+	}
+	t0 := h.Events[0].Time
+	type seqKey struct {
+		tp          history.TopicPartition
+		id          int64
+		epoch       int16
+		first, last int32
+	}
+	type tpVal struct {
+		tp  history.TopicPartition
+		val string
+	}
+	// reached[replica][epoch]: how far the replica's log held records of
+	// that leader epoch's lineage, lowered by its truncations. A replica
+	// that follows epoch e holds e's lineage in its whole log after its
+	// truncation (KIP-101), and keeps it when it leads a later epoch until
+	// its first append there: tail[replica] is the lineage its log end
+	// holds, and every showing of its log end counts for that lineage.
+	reached := map[nodeTP]map[int32]offsetMark{}
+	tail := map[nodeTP]int32{}
+	reach := func(k nodeTP, epoch int32, leo int64, e *history.Event) {
+		m := reached[k]
+		if m == nil {
+			m = map[int32]offsetMark{}
+			reached[k] = m
+		}
+		if cur, ok := m[epoch]; !ok || leo > cur.off {
+			m[epoch] = offsetMark{off: leo, idx: e.Index, time: e.Time}
+		}
+	}
+	seen := map[seqKey]*history.Event{}
+	apps := map[tpVal][]*history.Event{} // each value's appends, in history order
+	roles := map[history.TopicPartition][]*history.Event{}
+	starts := map[int32][]int64{}
+	dups, appends := 0, 0
+	checkDup := func(e *history.Event) {
+		a := e.Append
+		for _, v := range a.Values {
+			apps[tpVal{a.TP(), v}] = append(apps[tpVal{a.TP(), v}], e)
+		}
+		if a.Producer == nil {
+			return
+		}
+		appends++
+		k := seqKey{a.TP(), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq}
+		prev, ok := seen[k]
+		seen[k] = e // later copies are judged against the latest
+		if !ok || prev.Append.BaseOffset == a.BaseOffset {
+			return
+		}
+		// The appending leader's own log held the first copy: its
+		// own append, or replicated while it followed that epoch.
+		held, ok := reached[nodeTP{a.TP(), e.Node}][prev.Append.LeaderEpoch]
+		if !ok || held.off <= prev.Append.LastOffset {
+			return // the first copy may be gone from this leader's log
+		}
+		dups++
+		r.violate([]int{prev.Index, held.idx, e.Index}, "%s appended producer %d (epoch %d) sequences %d..%d to %s at offset %d, leader epoch %d (event %d, +%s), although its own log already held that batch at offset %d, where %s had appended it at leader epoch %d (event %d; %s's log held that epoch's records up to offset %d, event %d, +%s, and was not cut below it since): a leader's producer state, kept by every append and rebuilt from the log, answers a resend with the original offset (Log.analyzeAndValidateProducerState, ProducerStateEntry.findDuplicateBatch).",
+			nodeName(e.Node), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq, a.TP(), a.BaseOffset, a.LeaderEpoch, e.Index, rel(e.Time, t0),
+			prev.Append.BaseOffset, nodeName(prev.Node), prev.Append.LeaderEpoch, prev.Index, nodeName(e.Node), held.off-1, held.idx, rel(held.time, t0))
+	}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindNodeStart:
+			starts[e.Node] = append(starts[e.Node], e.Time)
+		case history.KindRoleChange:
+			roles[e.Role.TP()] = append(roles[e.Role.TP()], e)
+			if e.Role.Role == history.RoleFollower {
+				tail[nodeTP{e.Role.TP(), e.Node}] = e.Role.LeaderEpoch
+			}
+		case history.KindHWAdvance:
+			k := nodeTP{e.HW.TP(), e.Node}
+			if ep, ok := tail[k]; ok && e.HW.LEO != nil {
+				reach(k, ep, *e.HW.LEO, e)
+			}
+		case history.KindTruncation:
+			for ep, m := range reached[nodeTP{e.Truncation.TP(), e.Node}] {
+				if e.Truncation.To < m.off {
+					m.off = e.Truncation.To
+					reached[nodeTP{e.Truncation.TP(), e.Node}][ep] = m
+				}
+			}
+		case history.KindControlRequest:
+			for _, tp := range deletedReplicas(e) {
+				delete(reached, nodeTP{tp, e.Node})
+			}
+		case history.KindProduceAppend:
+			a := e.Append
+			k := nodeTP{a.TP(), e.Node}
+			if ep, ok := tail[k]; ok && ep != a.LeaderEpoch {
+				reach(k, ep, a.BaseOffset, e) // the log end the lineage reached
+			}
+			checkDup(e)
+			tail[k] = a.LeaderEpoch
+			reach(k, a.LeaderEpoch, a.LastOffset+1, e)
+		}
+	}
+	// staleLeader names a broker that, at time t, still led tp in its own
+	// view at an epoch older than epoch.
+	staleLeader := func(tp history.TopicPartition, epoch int32, t int64) (int32, bool) {
+		latest := map[int32]*history.Event{}
+		for _, x := range roles[tp] {
+			if x.Time > t {
+				break
+			}
+			latest[x.Node] = x
+		}
+		for n, x := range latest {
+			restarted := false
+			for _, s := range starts[n] {
+				if s > x.Time && s <= t {
+					restarted = true
+				}
+			}
+			if !restarted && x.Role.Role == history.RoleLeader && x.Role.LeaderEpoch < epoch {
+				return n, true
+			}
+		}
+		return 0, false
+	}
+	// firstApp is the first append of op's value; tookApp the append that
+	// holds it at the offset its ok names (the copy that was committed).
+	firstApp := func(op history.Operation) *history.Event {
+		if as := apps[tpVal{op.Op().TP(), op.Op().Value}]; len(as) > 0 {
+			return as[0]
+		}
+		return nil
+	}
+	tookApp := func(op history.Operation) *history.Event {
+		for _, a := range apps[tpVal{op.Op().TP(), op.Op().Value}] {
+			if a.Append.BaseOffset <= op.Offset() && op.Offset() <= a.Append.LastOffset {
+				return a
+			}
+		}
+		return nil
+	}
+	// Each client process's idempotent produces, in invoke order.
+	byProc := map[int][]history.Operation{}
+	for _, op := range operations(h) {
+		if o := op.Op(); o.F == history.FProduce && o.Idempotent {
+			byProc[o.Process] = append(byProc[o.Process], op)
+		}
+	}
+	resets, refusals, unjudged := 0, 0, 0
+	for _, proc := range slices.Sorted(maps.Keys(byProc)) {
+		ops := byProc[proc]
+		for k := 1; k < len(ops); k++ {
+			cur := ops[k]
+			tp := cur.Op().TP()
+			var pred *history.Operation
+			for j := k - 1; j >= 0; j-- {
+				if ops[j].Op().TP() == tp {
+					pred = &ops[j]
+					break
+				}
+			}
+			if pred == nil || pred.Outcome() != history.OpOK {
+				continue
+			}
+			predApp := tookApp(*pred)
+			// (3) the client was told its sequence was refused.
+			if cur.Complete != nil && cur.Outcome() != history.OpOK {
+				code := cur.Complete.Op.ErrorCode
+				if code != errOutOfOrderSequence && code != errDuplicateSequence && code != errUnknownProducerID {
+					continue
+				}
+				epoch := int32(-1)
+				if predApp != nil {
+					epoch = predApp.Append.LeaderEpoch
+				}
+				if _, stale := staleLeader(tp, epoch, cur.Complete.Time); stale {
+					unjudged++
+					continue
+				}
+				refusals++
+				r.violate([]int{pred.Complete.Index, cur.Complete.Index}, "process %d's idempotent produce of %q to %s was answered with error %d (event %d, +%s) although its previous produce to %s, %q, had been acknowledged at offset %d (event %d, +%s): a leader's producer state continues the committed log (ProducerStateManager, rebuilt by Log.loadProducerState), so the next sequence is accepted.",
+					proc, cur.Op().Value, tp, code, cur.Complete.Index, rel(cur.Complete.Time, t0), tp, pred.Op().Value, pred.Offset(), pred.Complete.Index, rel(pred.Complete.Time, t0))
+				continue
+			}
+			// (2) the client took a new producer id between them.
+			prev := ops[k-1]
+			if cur.Outcome() != history.OpOK || prev.Outcome() != history.OpOK || predApp == nil {
+				continue
+			}
+			ca, pa := firstApp(cur), tookApp(prev)
+			if ca == nil || pa == nil || ca.Append.Producer == nil || pa.Append.Producer == nil || predApp.Append.Producer == nil {
+				continue
+			}
+			if ca.Append.Producer.ID == pa.Append.Producer.ID && ca.Append.Producer.Epoch == pa.Append.Producer.Epoch {
+				continue
+			}
+			if _, stale := staleLeader(tp, predApp.Append.LeaderEpoch, ca.Time); stale {
+				unjudged++
+				continue
+			}
+			resets++
+			pp := predApp.Append.Producer
+			r.violate([]int{predApp.Index, pred.Complete.Index, ca.Index}, "process %d's produce of %q to %s was appended under a new producer id %d (epoch %d) by %s at leader epoch %d (event %d, +%s), although the process had no unknown outcome and its previous produce to %s, %q, had been appended under producer id %d (epoch %d, sequence %d) at offset %d by %s at leader epoch %d (event %d) and acknowledged (event %d, +%s): franz-go takes a new producer id only after a leader refused its next sequence, which a leader holding the committed batch accepts (ProducerStateManager, rebuilt from the log by Log.loadProducerState and kept by follower appends).",
+				proc, cur.Op().Value, tp, ca.Append.Producer.ID, ca.Append.Producer.Epoch, nodeName(ca.Node), ca.Append.LeaderEpoch, ca.Index, rel(ca.Time, t0),
+				tp, pred.Op().Value, pp.ID, pp.Epoch, pp.LastSeq, predApp.Append.BaseOffset, nodeName(predApp.Node), predApp.Append.LeaderEpoch, predApp.Index, pred.Complete.Index, rel(pred.Complete.Time, t0))
+		}
+	}
+	r.detail("idempotent_appends", appends)
+	r.detail("producer_resets_judged", resets)
+	r.detail("refusals_judged", refusals)
+	r.detail("not_judged_deposed_leader", unjudged)
+	return r.result(fmt.Sprintf("no leader appended again an idempotent batch its own log held (%d idempotent appends), and no client's producer sequence was refused after its previous produce to the partition was acknowledged (%d not judged: a deposed leader still led in its own view).", appends, unjudged))
+}
