@@ -45,7 +45,7 @@ func kafka3861() Scenario {
 		Bug:     "KAFKA-3861",
 		Summary: "the ISR shrinks to the leader (acks=all refused), the leader dies, and no follower may lead although they hold every acknowledged record",
 		Fix:     "query-leo: with an ISR below min.insync.replicas the controller asks the live replicas their log end offsets and elects the longest",
-		Catches: checkers.Availability{Grace: check.OfflineGrace, ElectGrace: check.ElectGrace, Strict: check.StrictAvailability},
+		Catches: checkers.Availability{Grace: check.OfflineGrace, ElectGrace: check.ElectGrace, Strict: check.StrictAvailability, RegisteredElectGrace: check.RegisteredElectGrace},
 		Check:   check,
 		Modes: []Mode{
 			{Name: "offline", About: "Kafka's default: no leader outside the ISR"},

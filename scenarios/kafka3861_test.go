@@ -30,6 +30,7 @@ func TestKAFKA3861UncleanModeVerdict(t *testing.T) {
 	}
 	b := hb.New()
 	b.Add(history.Event{Kind: history.KindNodeStart, Node: 2, Process: &history.Process{Incarnation: 1, Policy: "unclean"}})
+	b.Add(history.Event{Kind: history.KindControllerElected, Node: 2, Controller: &history.ControllerRun{Epoch: 1}})
 	state(b, 2, 1, 10, -1, 0, 1, 1, 1, 3)
 	b.ProduceOK(0, tp, "a", 0)
 	b.ProduceOK(0, tp, "b", 1)
