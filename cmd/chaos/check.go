@@ -26,8 +26,11 @@ func newCheckCmd() *cobra.Command {
 		Long: `check reads every RUN_DIR/history/*.jsonl file, merges them into one ordered
 history, runs every checker (controller fencing, broker fencing, leader
 uniqueness, durability, HW checkpoint, ISR, availability, liveness,
-linearizability, idempotence, and the fences count: the stale inputs each
-fence saw and refused), writes RUN_DIR/results.json and prints a summary.
+linearizability, idempotence, recovery; each layer's own promise:
+registration, controller-epoch, controller-tenure, zk-writes, truncation,
+log-retention, producer-state, hw-within-isr, follower-hw; and the fences
+count: the stale inputs each fence saw and refused), writes
+RUN_DIR/results.json and prints a summary.
 
 Exit status: 0 valid, 1 invalid, 2 bad input (unreadable history: the error
 names file and line), 3 unknown (a checker could not decide).`,
