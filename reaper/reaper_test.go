@@ -200,7 +200,9 @@ func TestDialLongPath(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, ln, Config{FirstContact: time.Minute, Grace: time.Minute, Reap: newReapCounter().reap}) }()
+	go func() {
+		done <- Watch(ctx, ln, Config{FirstContact: time.Minute, Grace: time.Minute, Reap: newReapCounter().reap})
+	}()
 	defer func() { cancel(); <-done }()
 	sock := filepath.Join(long, "r.sock")
 	if len(sock) <= maxSocketPath {
