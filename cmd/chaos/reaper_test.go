@@ -67,9 +67,13 @@ func TestKilledRunIsReaped(t *testing.T) {
 			t.Fatal("chaos run started no broker in time")
 		}
 		if runID == "" {
-			if ds, _ := os.ReadDir(runs); len(ds) == 1 {
-				runID = ds[0].Name()
-				t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+			ds, _ := os.ReadDir(runs)
+			for _, d := range ds {
+				if d.IsDir() {
+					runID = d.Name()
+					t.Cleanup(func() { eng.RemoveLabelled(context.Background(), runID) })
+					break
+				}
 			}
 		}
 		if runID != "" && brokers(t, eng, runID) > 0 {
