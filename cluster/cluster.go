@@ -186,7 +186,8 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 			c.Close(cctx)
 		}
 	}()
-	// Without a reaper a run is only as tidy as today: said, not fatal.
+	// Without a reaper Close still removes the run; only a kill -9 leaves
+	// it to `chaos clean`. That is said, not fatal.
 	reaperStart := time.Now()
 	bin := <-reaperBin
 	rerr := bin.err
@@ -425,11 +426,11 @@ func (c *Cluster) Node(id int) *Node {
 
 // Close removes every container and the network of the run, the reaper's
 // included, and then lets go of the reaper. The run directory stays: it
-// holds the history and logs. The containers it knows
-// are removed side by side (each force-removal waits for the engine to
-// kill and unmount, a few hundred ms on a loaded machine, and a run's
-// verdict waits for its teardown); the label sweep after them catches
-// anything else of the run and the network.
+// holds the history and logs. The containers it knows are removed side by
+// side (each force-removal waits for the engine to kill and unmount, a few
+// hundred ms on a loaded machine, and a run's verdict waits for its
+// teardown); the label sweep after them catches anything else of the run
+// and the network.
 func (c *Cluster) Close(ctx context.Context) error {
 	var cts []*docker.Container
 	for _, s := range c.zk {
