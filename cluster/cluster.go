@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/reaper"
 )
 
 // ZKOptions configures the ensemble. Scenarios need sub-second sessions, so
@@ -127,6 +128,10 @@ type Cluster struct {
 	// how long they took to run: WaitEnsemble reports both.
 	zkStart   time.Time
 	zkRunning time.Duration
+	// reaper removes the run if this process dies holding reaperHold
+	// (reaper.go); both nil when it could not be started.
+	reaper     *docker.Container
+	reaperHold *reaper.Hold
 }
 
 // NewRunID returns a sortable, unique run id.
@@ -159,8 +164,18 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: create run dir: %w", err)
 	}
+	type built struct {
+		path string
+		err  error
+	}
+	reaperBin := make(chan built, 1)
+	go func() {
+		path, err := buildReaper(ctx)
+		reaperBin <- built{path, err}
+	}()
 	rep, err := eng.EnsureImage(ctx, o.Image, o.Progress)
 	if err != nil {
+		<-reaperBin
 		return nil, fmt.Errorf("cluster: base image: %w", err)
 	}
 	c := &Cluster{RunID: o.RunID, RunDir: o.RunDir, Image: rep.Ref, opts: o, eng: eng, node: map[int]*Node{}}
@@ -171,6 +186,19 @@ func Start(ctx context.Context, eng *docker.Engine, o Options) (_ *Cluster, err 
 			c.Close(cctx)
 		}
 	}()
+	// Without a reaper Close still removes the run; only a kill -9 leaves
+	// it to `chaos clean`. That is said, not fatal.
+	reaperStart := time.Now()
+	bin := <-reaperBin
+	rerr := bin.err
+	if rerr == nil {
+		rerr = c.startReaper(ctx, bin.path)
+	}
+	if rerr != nil {
+		fmt.Fprintf(o.Progress, "no reaper for run %s (after a kill -9 of this process, `chaos clean` removes the run): %v\n", o.RunID, rerr)
+	} else {
+		fmt.Fprintf(o.Progress, "reaper watching run %s in %s\n", o.RunID, time.Since(reaperStart).Round(time.Millisecond))
+	}
 	c.Network, err = eng.CreateNetwork(ctx, o.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -396,12 +424,13 @@ func (c *Cluster) Node(id int) *Node {
 	return c.node[id]
 }
 
-// Close removes every container and the network of the run. The run
-// directory stays: it holds the history and logs. The containers it knows
-// are removed side by side (each force-removal waits for the engine to
-// kill and unmount, a few hundred ms on a loaded machine, and a run's
-// verdict waits for its teardown); the label sweep after them catches
-// anything else of the run and the network.
+// Close removes every container and the network of the run, the reaper's
+// included, and then lets go of the reaper. The run directory stays: it
+// holds the history and logs. The containers it knows are removed side by
+// side (each force-removal waits for the engine to kill and unmount, a few
+// hundred ms on a loaded machine, and a run's verdict waits for its
+// teardown); the label sweep after them catches anything else of the run
+// and the network.
 func (c *Cluster) Close(ctx context.Context) error {
 	var cts []*docker.Container
 	for _, s := range c.zk {
@@ -412,6 +441,10 @@ func (c *Cluster) Close(ctx context.Context) error {
 	for _, n := range c.Nodes() {
 		cts = append(cts, n.Container)
 	}
+	if c.reaper != nil {
+		cts = append(cts, c.reaper)
+	}
+	defer c.releaseReaper()
 	errs := make([]error, len(cts))
 	var wg sync.WaitGroup
 	for i, ct := range cts {

@@ -20,10 +20,7 @@ type CleanReport struct {
 // removal and returns all failures joined.
 func (e *Engine) RemoveLabelled(ctx context.Context, runID string) (CleanReport, error) {
 	var rep CleanReport
-	f := client.Filters{}.Add("label", LabelProject+"="+projectValue)
-	if runID != "" {
-		f = f.Add("label", LabelRun+"="+runID)
-	}
+	f := client.Filters{}.Add("label", RunSelector(runID)...)
 	var errs []error
 	cs, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -50,13 +47,21 @@ func (e *Engine) RemoveLabelled(ctx context.Context, runID string) (CleanReport,
 	return rep, errors.Join(errs...)
 }
 
+// RunSelector is the label filter ("key=value", all of which must match)
+// that selects the objects of run runID, or of every run when runID is
+// empty: removal by label here and in the run's reaper uses the same.
+func RunSelector(runID string) []string {
+	sel := []string{LabelProject + "=" + projectValue}
+	if runID != "" {
+		sel = append(sel, LabelRun+"="+runID)
+	}
+	return sel
+}
+
 // CountLabelled returns how many containers and networks of run runID (all
 // runs when empty) exist; tests use it to prove nothing leaked.
 func (e *Engine) CountLabelled(ctx context.Context, runID string) (CleanReport, error) {
-	f := client.Filters{}.Add("label", LabelProject+"="+projectValue)
-	if runID != "" {
-		f = f.Add("label", LabelRun+"="+runID)
-	}
+	f := client.Filters{}.Add("label", RunSelector(runID)...)
 	cs, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return CleanReport{}, fmt.Errorf("list labelled containers: %w", err)

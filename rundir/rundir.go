@@ -30,6 +30,9 @@ const (
 	ResultsFile   = "results.json"         // Results: the checkers' verdicts
 	LinearizeFile = "linearizability.html" // porcupine's visualization
 	ReportFile    = "report.html"          // the HTML report
+	// ReaperSocket exists while the run's cluster does: the unix socket
+	// its reaper (package reaper) listens on and the harness holds.
+	ReaperSocket = "reaper.sock"
 )
 
 // writeJSONAtomic writes v to path via a temporary file and rename, so a

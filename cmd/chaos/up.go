@@ -38,8 +38,9 @@ history (node event logs, the ZooKeeper watcher, the nemesis) is recorded in the
 run directory; when up stops (Ctrl-C, SIGTERM or --hold) it heals, removes
 everything it started, and 'chaos check DIR' judges what happened.
 
-With --brokers 0 it starts the ZooKeeper ensemble alone. 'chaos clean' removes
-what a killed process left behind.`,
+With --brokers 0 it starts the ZooKeeper ensemble alone. Killed with SIGKILL,
+up leaves the run to its reaper, which removes the containers and the network
+within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

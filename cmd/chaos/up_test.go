@@ -82,26 +82,17 @@ func count(t *testing.T, eng *docker.Engine, runID string) int {
 	return n.Containers + n.Networks
 }
 
-func TestKilledHarnessLeavesWhatCleanRemoves(t *testing.T) {
+// TestKilledUpIsReaped: `chaos up` killed with SIGKILL removes nothing
+// itself; its reaper removes the ZooKeeper server, the network and itself.
+func TestKilledUpIsReaped(t *testing.T) {
 	eng := engine(t)
 	runID := labelledRun(t, eng, "t-killed-")
 
 	cmd := startUp(t, runID)
 	cmd.Process.Signal(syscall.SIGKILL)
+	at := time.Now()
 	cmd.Wait()
-	if n := count(t, eng, runID); n == 0 {
-		t.Fatal("a SIGKILLed harness left nothing behind; the test proves nothing")
-	}
-	rep, err := eng.RemoveLabelled(t.Context(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Containers != 1 || rep.Networks != 1 {
-		t.Errorf("clean removed %d containers, %d networks; want 1 and 1", rep.Containers, rep.Networks)
-	}
-	if n := count(t, eng, runID); n != 0 {
-		t.Fatalf("%d labelled objects remain after clean", n)
-	}
+	t.Logf("run removed %s after the SIGKILL", waitReaped(t, eng, runID, at).Round(100*time.Millisecond))
 }
 
 func TestInterruptedHarnessCleansUp(t *testing.T) {

@@ -24,8 +24,8 @@ const Module = "github.com/zkchaos/zkchaos"
 // Module; "x/..." means x and everything under it.
 var Stack = [][]string{
 	{"internal/ctxsleep", "internal/hugepage", "internal/wanterr", "internal/zkcall", "mutants"},
-	{"history", "docker", "fourletter", "internal/dockertest", "internal/layers"},
-	{"history/historytest", "linearize", "observer", "workloads", "nemesis"},
+	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers"},
+	{"history/historytest", "linearize", "observer", "workloads", "nemesis", "cmd/reaper"},
 	{"checkers", "shrink", "history/historytest/gen1m"},
 	{"rundir", "rundir/rundirtest", "regressions"},
 	{"cluster"},
