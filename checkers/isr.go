@@ -230,18 +230,6 @@ func nodePolicies(h *history.History) policies {
 	return p
 }
 
-// at returns the policy of node's process at t ("" if unknown).
-func (p policies) at(node int32, t int64) string {
-	pol := ""
-	for _, e := range p[node] {
-		if e.Time > t {
-			break
-		}
-		pol = e.Process.Policy
-	}
-	return pol
-}
-
 // uncleanPolicy is the node program's --offline-election value for
 // Kafka's unclean.leader.election.enable.
 const uncleanPolicy = "unclean"
