@@ -361,3 +361,16 @@ func heal(h *history.History) healInfo {
 func sortedTPs[V any](m map[history.TopicPartition]V) []history.TopicPartition {
 	return slices.SortedFunc(maps.Keys(m), history.TopicPartition.Compare)
 }
+
+// nodeTP names one replica: a partition on one broker.
+type nodeTP struct {
+	tp   history.TopicPartition
+	node int32
+}
+
+// forgetProcess deletes m's entries for node's replicas: a new process of
+// a node starts with none of its predecessor's in-memory state (its log
+// stays on disk).
+func forgetProcess[V any](m map[nodeTP]V, node int32) {
+	maps.DeleteFunc(m, func(k nodeTP, _ V) bool { return k.node == node })
+}

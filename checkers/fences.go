@@ -92,12 +92,6 @@ func (f *FenceCount) count(idx int, rejected bool) {
 	}
 }
 
-// replicaKey is one partition on one broker.
-type replicaKey struct {
-	node int32
-	tp   history.TopicPartition
-}
-
 // epochChange is a replica's leader epoch from an event on (-1: none, the
 // replica is not hosted).
 type epochChange struct {
@@ -163,10 +157,10 @@ func CountFences(h *history.History) []FenceCount {
 	meantBySend := map[string]int64{} // attempt → the broker epoch the controller meant
 	deleteBySend := map[string]bool{}
 	lastShutdownSend := map[int32]int64{} // broker → its latest own record of sending ControlledShutdown
-	epochs := map[replicaKey]int32{}      // replica → its leader epoch now
-	epochLog := map[replicaKey][]epochChange{}
-	zkVersion := map[replicaKey]int32{} // replica → the state znode version it holds
-	setEpoch := func(k replicaKey, idx int, epoch int32) {
+	epochs := map[nodeTP]int32{}          // replica → its leader epoch now
+	epochLog := map[nodeTP][]epochChange{}
+	zkVersion := map[nodeTP]int32{} // replica → the state znode version it holds
+	setEpoch := func(k nodeTP, idx int, epoch int32) {
 		if epoch < 0 {
 			delete(epochs, k)
 		} else {
@@ -195,11 +189,7 @@ func CountFences(h *history.History) []FenceCount {
 					setEpoch(k, e.Index, -1)
 				}
 			}
-			for k := range zkVersion {
-				if k.node == e.Node {
-					delete(zkVersion, k)
-				}
-			}
+			forgetProcess(zkVersion, e.Node)
 		case history.KindControlSent:
 			if e.Control.Attempt > 0 {
 				key := attemptKey(e.Node, e.Control.TargetBroker, e.Control)
@@ -230,7 +220,7 @@ func CountFences(h *history.History) []FenceCount {
 			switch cr.API {
 			case history.APILeaderAndIsr:
 				for _, p := range cr.Partitions {
-					k := replicaKey{e.Node, p.TP()}
+					k := nodeTP{p.TP(), e.Node}
 					cur, hosted := epochs[k]
 					stale := p.ErrorCode == history.ErrStaleControllerEpoch
 					if stale || (hosted && p.LeaderEpoch <= cur) {
@@ -247,13 +237,13 @@ func CountFences(h *history.History) []FenceCount {
 				}
 				for _, p := range cr.Partitions {
 					if p.ErrorCode == history.ErrNone {
-						setEpoch(replicaKey{e.Node, p.TP()}, e.Index, -1)
+						setEpoch(nodeTP{p.TP(), e.Node}, e.Index, -1)
 					}
 				}
 			}
 		case history.KindISRChange:
 			if c := e.ISR; c.Outcome == history.ZKOK && c.ZkVersion >= 0 {
-				zkVersion[replicaKey{e.Node, c.TP()}] = c.ZkVersion
+				zkVersion[nodeTP{c.TP(), e.Node}] = c.ZkVersion
 			}
 		case history.KindControlledShutdown:
 			sd := e.Shutdown
@@ -310,7 +300,7 @@ func CountFences(h *history.History) []FenceCount {
 					ctrlZK.count(e.Index, zw.Conditional && refused)
 				}
 			case zw.State != nil && zw.Op == "set":
-				k := replicaKey{e.Node, zw.State.TP()}
+				k := nodeTP{zw.State.TP(), e.Node}
 				held, known := zkVersion[k]
 				overwrote := zw.ExpectedVersion < 0 && zw.Outcome == history.ZKOK && known && zw.NewVersion-1 != held
 				if refused || overwrote {
@@ -323,7 +313,7 @@ func CountFences(h *history.History) []FenceCount {
 	// Client reads, judged against the answering broker's replica epoch
 	// when the read began: a role change logged before the invoke was in
 	// force before the request could arrive.
-	epochAt := func(k replicaKey, before int) (int32, bool) {
+	epochAt := func(k nodeTP, before int) (int32, bool) {
 		log := epochLog[k]
 		i := sort.Search(len(log), func(i int) bool { return log[i].idx >= before })
 		if i == 0 || log[i-1].epoch < 0 {
@@ -342,7 +332,7 @@ func CountFences(h *history.History) []FenceCount {
 		case c.ErrorCode == history.ErrFencedLeaderEpoch:
 			reads = append(reads, read{o.Complete.Index, -1})
 		case c.Type == history.OpOK && c.LeaderEpoch != nil && *c.LeaderEpoch >= 0 && c.Broker > 0:
-			cur, ok := epochAt(replicaKey{c.Broker, c.TP()}, o.Invoke.Index)
+			cur, ok := epochAt(nodeTP{c.TP(), c.Broker}, o.Invoke.Index)
 			if ok && *c.LeaderEpoch < cur {
 				reads = append(reads, read{o.Complete.Index, o.Complete.Index})
 			}

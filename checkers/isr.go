@@ -424,11 +424,7 @@ const (
 // log differed from theirs below their high watermark, and returns how
 // many ISR joins and leader high-watermark advances it judged.
 func checkDivergentISRMembers(h *history.History, r *report) (joins, advances int) {
-	type key struct {
-		tp   history.TopicPartition
-		node int32
-	}
-	held := map[key]heldLog{}
+	held := map[nodeTP]heldLog{}
 	// How each broker came to hold what it holds, to name the event: its
 	// own produce_append, or another leader's acks=all produce_ack while
 	// it was in that leader's ISR.
@@ -438,10 +434,10 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		leader int32
 		kind   history.Kind
 	}
-	sources := map[key][]source{}
+	sources := map[nodeTP][]source{}
 	// addSource merges a run that continues the last one, so the list
 	// grows with leaderships, not with records.
-	addSource := func(k key, s source) {
+	addSource := func(k nodeTP, s source) {
 		ss := sources[k]
 		if n := len(ss); n > 0 {
 			if p := &ss[n-1]; p.leader == s.leader && p.kind == s.kind && p.epoch == s.epoch && s.base <= p.last+1 && p.base <= s.last+1 {
@@ -451,8 +447,8 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		}
 		sources[k] = append(ss, s)
 	}
-	lead := map[key]*leading{}
-	hw := map[key]int64{} // -1: not known since the process started
+	lead := map[nodeTP]*leading{}
+	hw := map[nodeTP]int64{} // -1: not known since the process started
 	type finding struct {
 		tp      history.TopicPartition
 		member  int32
@@ -465,7 +461,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 
 	// how says how broker k.node came to hold offset o at epoch, naming
 	// the latest event before before that shows it, and adds it to evs.
-	how := func(k key, o int64, epoch int32, before int, evs *[]int) string {
+	how := func(k nodeTP, o int64, epoch int32, before int, evs *[]int) string {
 		ss := sources[k]
 		for n := len(ss) - 1; n >= 0; n-- {
 			s := ss[n]
@@ -494,7 +490,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 	// check judges member m of leader e.Node's ISR at the leader's current
 	// high watermark, after the leader did what at event e.
 	check := func(e *history.Event, tp history.TopicPartition, m int32, what int) {
-		lk, mk := key{tp, e.Node}, key{tp, m}
+		lk, mk := nodeTP{tp, e.Node}, nodeTP{tp, m}
 		l := lead[lk]
 		if m == e.Node || l == nil || len(held[mk]) == 0 || len(held[lk]) == 0 {
 			return
@@ -534,11 +530,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		case history.KindNodeStart:
 			// A new process leads nothing and knows its high watermark
 			// only from its checkpoint; its log stays on disk.
-			for k := range lead {
-				if k.node == e.Node {
-					delete(lead, k)
-				}
-			}
+			forgetProcess(lead, e.Node)
 			for k := range hw {
 				if k.node == e.Node {
 					hw[k] = -1
@@ -546,7 +538,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 			}
 		case history.KindProduceAppend:
 			a := e.Append
-			k := key{a.TP(), e.Node}
+			k := nodeTP{a.TP(), e.Node}
 			held[k] = held[k].add(a.BaseOffset, a.LastOffset, a.LeaderEpoch)
 			addSource(k, source{heldRun{a.BaseOffset, a.LastOffset, a.LeaderEpoch}, e.Index, e.Node, e.Kind})
 		case history.KindProduceAck:
@@ -557,7 +549,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 			// is; the acknowledgement's epoch may be newer (a retried
 			// batch appended by an earlier leader).
 			a := e.Append
-			k := key{a.TP(), e.Node}
+			k := nodeTP{a.TP(), e.Node}
 			l := lead[k]
 			if a.Acks != history.AcksAll || l == nil {
 				continue
@@ -565,14 +557,14 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 			buf = held[k].within(buf[:0], a.BaseOffset, a.LastOffset)
 			for _, x := range buf {
 				for _, m := range l.isr {
-					if mk := (key{k.tp, m}); m != e.Node {
+					if mk := (nodeTP{k.tp, m}); m != e.Node {
 						held[mk] = held[mk].overlay(x)
 						addSource(mk, source{x, e.Index, e.Node, e.Kind})
 					}
 				}
 			}
 		case history.KindTruncation:
-			k := key{e.Truncation.TP(), e.Node}
+			k := nodeTP{e.Truncation.TP(), e.Node}
 			if t := e.Truncation; t.From < t.To {
 				held[k] = nil // the log restarted at To: nothing before it is left
 			} else {
@@ -587,12 +579,12 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 			}
 			for _, p := range e.Control.Partitions {
 				if p.ErrorCode == history.ErrNone {
-					delete(held, key{p.TP(), e.Node})
-					delete(lead, key{p.TP(), e.Node})
+					delete(held, nodeTP{p.TP(), e.Node})
+					delete(lead, nodeTP{p.TP(), e.Node})
 				}
 			}
 		case history.KindRoleChange:
-			k := key{e.Role.TP(), e.Node}
+			k := nodeTP{e.Role.TP(), e.Node}
 			if e.Role.Role != history.RoleLeader {
 				delete(lead, k)
 				continue
@@ -620,7 +612,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 			}
 		case history.KindISRChange:
 			c := e.ISR
-			k := key{c.TP(), e.Node}
+			k := nodeTP{c.TP(), e.Node}
 			l := lead[k]
 			if c.Outcome != history.ZKOK || l == nil || l.epoch != c.LeaderEpoch {
 				continue
@@ -643,7 +635,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 				check(e, k.tp, m, tookIn)
 			}
 		case history.KindHWAdvance:
-			k := key{e.HW.TP(), e.Node}
+			k := nodeTP{e.HW.TP(), e.Node}
 			old, known := hw[k]
 			hw[k] = e.HW.New
 			l := lead[k]
@@ -665,27 +657,19 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 // follower fetched from below the leader's high watermark, and returns how
 // many expands it judged (those whose event says what the leader saw).
 func checkLaggingJoins(h *history.History, r *report) int {
-	type key struct {
-		tp   history.TopicPartition
-		node int32
-	}
 	// hws[k]: the high watermark moves of broker k.node's current process,
 	// to name the one that set the high watermark the leader decided at.
-	hws := map[key][]*history.Event{}
+	hws := map[nodeTP][]*history.Event{}
 	t0 := h.Events[0].Time
 	judged := 0
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindNodeStart:
-			for k := range hws {
-				if k.node == e.Node {
-					delete(hws, k)
-				}
-			}
+			forgetProcess(hws, e.Node)
 			continue
 		case history.KindHWAdvance:
-			k := key{e.HW.TP(), e.Node}
+			k := nodeTP{e.HW.TP(), e.Node}
 			hws[k] = append(hws[k], e)
 			continue
 		case history.KindISRChange:
@@ -703,7 +687,7 @@ func checkLaggingJoins(h *history.History, r *report) int {
 		}
 		evs := []int{e.Index}
 		since := ""
-		moves := hws[key{c.TP(), e.Node}]
+		moves := hws[nodeTP{c.TP(), e.Node}]
 		// The event comes after the ZooKeeper write: the high watermark
 		// may have moved on since the decision, so look back.
 		for n := len(moves) - 1; n >= 0; n-- {

@@ -21,12 +21,6 @@ const recoveryReason = "start-up recovery"
 
 func isRecovery(t *history.Truncation) bool { return strings.HasPrefix(t.Reason, recoveryReason) }
 
-// nodeTP keys a broker's replica of a partition.
-type nodeTP struct {
-	tp   history.TopicPartition
-	node int32
-}
-
 // offsetMark is an offset and the event that showed it.
 type offsetMark struct {
 	off  int64
@@ -112,11 +106,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 		case history.KindNodeStart:
 			// The new process restores its high watermarks from the
 			// checkpoint file, which holds the last write logged.
-			for k := range hw {
-				if k.node == e.Node {
-					delete(hw, k)
-				}
-			}
+			forgetProcess(hw, e.Node)
 			for k, m := range ckpt {
 				if k.node == e.Node {
 					hw[k] = offsetMark{off: m.off, idx: m.idx, time: m.time, why: fmt.Sprintf("restored from its checkpoint write (event %d)", m.idx)}
@@ -128,11 +118,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 			if e.Checkpoint == nil {
 				continue
 			}
-			for k := range ckpt {
-				if k.node == e.Node {
-					delete(ckpt, k)
-				}
-			}
+			forgetProcess(ckpt, e.Node)
 			for _, en := range e.Checkpoint.Entries {
 				ckpt[nodeTP{history.TP(en.Topic, en.Partition), e.Node}] = offsetMark{off: en.HW, idx: e.Index, time: e.Time}
 			}
@@ -275,11 +261,7 @@ func (c LogRetention) Check(h *history.History) Result {
 				}
 				raise(k, hw, e, "below the high watermark it checkpointed")
 			}
-			for k := range cutSince {
-				if k.node == e.Node {
-					delete(cutSince, k)
-				}
-			}
+			forgetProcess(cutSince, e.Node)
 		case history.KindControlRequest:
 			for _, tp := range deletedReplicas(e) {
 				delete(held, nodeTP{tp, e.Node})

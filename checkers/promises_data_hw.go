@@ -77,11 +77,7 @@ func (c HWWithinISR) Check(h *history.History) Result {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindNodeStart:
-			for k := range lead {
-				if k.node == e.Node {
-					delete(lead, k)
-				}
-			}
+			forgetProcess(lead, e.Node)
 		case history.KindRoleChange:
 			k := nodeTP{e.Role.TP(), e.Node}
 			if e.Role.Role == history.RoleLeader {
@@ -209,16 +205,8 @@ func (c FollowerHW) Check(h *history.History) Result {
 		e := &h.Events[i]
 		switch e.Kind {
 		case history.KindNodeStart:
-			for k := range cur {
-				if k.node == e.Node {
-					delete(cur, k)
-				}
-			}
-			for k := range follows {
-				if k.node == e.Node {
-					delete(follows, k)
-				}
-			}
+			forgetProcess(cur, e.Node)
+			forgetProcess(follows, e.Node)
 			for k := range leaderMax {
 				if k.leader == e.Node {
 					delete(leaderMax, k)
