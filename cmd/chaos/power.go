@@ -569,7 +569,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
 	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
 	check.LivenessGrace, check.OfflineGrace = 10*time.Second, 10*time.Second
-	f.DurationVar(&check.LivenessGrace, "liveness-grace", check.LivenessGrace, "time the controller has after healing to finish pending work; each run settles 5s past the longer grace")
+	f.DurationVar(&check.LivenessGrace, "liveness-grace", check.LivenessGrace, "time the controller has after healing to finish pending work; each run settles 5s past the longest of it, --offline-grace and the recovery grace (15s)")
 	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
 	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
 	f.BoolVar(&cfg.SpreadTopic, rundir.FlagSpreadTopic, true, "also create a second topic, RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host)")
