@@ -80,28 +80,35 @@ type FPWindow struct {
 	Actions []string
 	// Weight is the window's share of the draws (0 counts as 1).
 	Weight int
+	// PerBroker: the window is reached once per other broker (a send
+	// thread each), and the fault holds every one of them, not only the
+	// first. A controller's decision goes to every broker at once; held
+	// in one thread only, the request in hand is, as often as not, the one
+	// for the broker the provocation restarted, whose new process refuses
+	// it for its broker epoch before its controller epoch is looked at.
+	PerBroker bool
 }
 
 // FPWindows lists every failpoint window of the node program, in the node's
 // order (node/failpoint.Names; a test keeps them in step). New windows are
 // appended so a saved schedule's picks keep their meaning.
 var FPWindows = []FPWindow{
-	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo, ProvokeShutdownRestart}, controllerActions, 3},
-	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3},
-	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
-	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1},
-	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil, 1},
+	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo, ProvokeShutdownRestart}, controllerActions, 3, false},
+	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3, false},
+	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1, false},
+	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1, false},
+	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil, 1, false},
 	// Bouncing the leader makes the ISR followers truncate to the new
 	// leader (the follower the election passes over reaches it);
 	// restarting the follower itself reaches it on its first LeaderAndIsr.
-	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1},
+	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1, false},
 	// A bounce makes the controller send LeaderAndIsr and UpdateMetadata;
 	// stopped with one of them in hand past its session, it resumes after
 	// its successor has reached the receiver, and delivers it under the
 	// old controller epoch: the input of the brokers' controller-epoch
 	// check, which a zombie that resigns at its first fenced ZooKeeper
 	// write never sends.
-	{"controller-before-send", RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2},
+	{"controller-before-send", RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2, true},
 }
 
 // legacyWindows is how many of FPWindows picks below PickAllWindows draw
@@ -457,7 +464,11 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 		return nil, err
 	}
 	name := plan.Window.Name
-	action := "1*" + plan.Action
+	holds := 1
+	if plan.Window.PerBroker {
+		holds = max(1, len(fw.Nodes())-1)
+	}
+	action := fmt.Sprintf("%d*%s", holds, plan.Action)
 	// armed is the attempt in force: the node armed, its fault's id in the
 	// history, when it was provoked. A controller window re-arms once on
 	// the new controller when the armed one loses the role before
