@@ -168,17 +168,11 @@ func CountFences(h *history.History) []FenceCount {
 		}
 		epochLog[k] = append(epochLog[k], epochChange{idx, epoch})
 	}
-	type election struct {
-		epoch int32
-		time  int64
-		zxid  int64
-	}
-	var elections []election
-	type nodeEpoch struct {
-		node  int32
-		epoch int32
-	}
-	ranAt := map[nodeEpoch]bool{}
+	// Elections count for a write only once logged before it in history
+	// order: the fence is met by a write its node made after it could
+	// have known.
+	elections, ranAt := controllerElections(h)
+	seenElections := 0
 
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -260,13 +254,6 @@ func CountFences(h *history.History) []FenceCount {
 			if sender > 0 && sender < sd.CachedBrokerEpoch {
 				shutdown.count(e.Index, sd.Verdict == history.VerdictRejected && sd.ErrorCode == history.ErrStaleBrokerEpoch)
 			}
-		case history.KindControllerElected:
-			elections = append(elections, election{e.Controller.Epoch, e.Time, e.Controller.Zxid})
-			ranAt[nodeEpoch{e.Node, e.Controller.Epoch}] = true
-		case history.KindZKWatch:
-			if w := e.Watch; w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
-				elections = append(elections, election{*w.ControllerEpoch, e.Time, w.Mzxid})
-			}
 		case history.KindZKWrite:
 			zw := e.ZKWrite
 			decided := zw.Outcome == history.ZKOK || zw.Outcome == history.ZKBadVersion || zw.Outcome == history.ZKNoNode
@@ -279,24 +266,13 @@ func CountFences(h *history.History) []FenceCount {
 				if zw.Path == "/controller" || zw.Path == "/controller_epoch" || !ranAt[nodeEpoch{e.Node, zw.ControllerEpoch}] {
 					continue
 				}
+				for seenElections < len(elections) && elections[seenElections].idx < e.Index {
+					seenElections++
+				}
 				// The node's error for a failed CheckVersion on
 				// /controller_epoch (controller.errControllerMoved).
-				stale := strings.HasPrefix(zw.Error, "controller moved")
-				for _, el := range elections {
-					if stale {
-						break
-					}
-					if el.epoch <= zw.ControllerEpoch {
-						continue
-					}
-					switch {
-					case el.zxid > 0 && zw.Zxid > 0:
-						stale = zw.Zxid > el.zxid
-					case zw.Start > 0:
-						stale = zw.Start > el.time
-					}
-				}
-				if stale {
+				_, superseded := supersededBy(elections[:seenElections], zw)
+				if strings.HasPrefix(zw.Error, "controller moved") || superseded {
 					ctrlZK.count(e.Index, zw.Conditional && refused)
 				}
 			case zw.State != nil && zw.Op == "set":

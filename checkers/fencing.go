@@ -29,20 +29,9 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		idx   int
 	}
 	maxAccepted := map[int32]seen{} // node → highest accepted epoch in this process
-	type election struct {
-		epoch int32
-		time  int64
-		zxid  int64
-		idx   int
-	}
-	var elections []election
+	elections, ranAt := controllerElections(h)
 	var writes []*history.Event
 	accepted := 0
-	type nodeEpoch struct {
-		node  int32
-		epoch int32
-	}
-	ranAt := map[nodeEpoch]bool{} // node was elected controller at epoch
 
 	for i := range h.Events {
 		e := &h.Events[i]
@@ -67,14 +56,6 @@ func (c ControllerFencing) Check(h *history.History) Result {
 			if prev, ok := maxAccepted[e.Node]; !ok || cr.ControllerEpoch > prev.epoch {
 				maxAccepted[e.Node] = seen{cr.ControllerEpoch, e.Index}
 			}
-		case history.KindControllerElected:
-			elections = append(elections, election{e.Controller.Epoch, e.Time, e.Controller.Zxid, e.Index})
-			ranAt[nodeEpoch{e.Node, e.Controller.Epoch}] = true
-		case history.KindZKWatch:
-			w := e.Watch
-			if w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
-				elections = append(elections, election{*w.ControllerEpoch, e.Time, w.Mzxid, e.Index})
-			}
 		case history.KindZKWrite:
 			zw := e.ZKWrite
 			if zw.Outcome != history.ZKOK {
@@ -98,23 +79,10 @@ func (c ControllerFencing) Check(h *history.History) Result {
 			!ranAt[nodeEpoch{w.Node, zw.ControllerEpoch}] {
 			continue
 		}
-		for _, el := range elections {
-			if el.epoch <= zw.ControllerEpoch {
-				continue
-			}
-			after := false
-			switch {
-			case el.zxid > 0 && zw.Zxid > 0:
-				after = zw.Zxid > el.zxid
-			case zw.Start > 0:
-				after = zw.Start > el.time
-			}
-			if after {
-				r.violate([]int{el.idx, w.Index},
-					"controller %d wrote %s at controller epoch %d (%s) after epoch %d had been elected (event %d): its write was not fenced.",
-					w.Node, zw.Path, zw.ControllerEpoch, ev(w), el.epoch, el.idx)
-				break
-			}
+		if el, ok := supersededBy(elections, zw); ok {
+			r.violate([]int{el.idx, w.Index},
+				"controller %d wrote %s at controller epoch %d (%s) after epoch %d had been elected (event %d): its write was not fenced.",
+				w.Node, zw.Path, zw.ControllerEpoch, ev(w), el.epoch, el.idx)
 		}
 	}
 
@@ -780,4 +748,65 @@ func faultOnController(w *history.FaultWindow, ctrl int32) bool {
 		}
 	}
 	return (zk && !nodes) || (named && (zk || !link))
+}
+
+// electionMark is one controller election as the history shows it: a
+// node's controller_elected, or the watcher's /controller_epoch holding a
+// new epoch.
+type electionMark struct {
+	epoch int32
+	time  int64
+	zxid  int64
+	idx   int
+}
+
+// nodeEpoch is a node elected controller at an epoch.
+type nodeEpoch struct {
+	node  int32
+	epoch int32
+}
+
+// controllerElections returns every election of h in history order, and
+// at which epochs each node was elected (a write at an epoch is a
+// controller's only if its node was elected at it).
+func controllerElections(h *history.History) ([]electionMark, map[nodeEpoch]bool) {
+	var els []electionMark
+	ranAt := map[nodeEpoch]bool{}
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch e.Kind {
+		case history.KindControllerElected:
+			els = append(els, electionMark{e.Controller.Epoch, e.Time, e.Controller.Zxid, e.Index})
+			ranAt[nodeEpoch{e.Node, e.Controller.Epoch}] = true
+		case history.KindZKWatch:
+			if w := e.Watch; w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
+				els = append(els, electionMark{*w.ControllerEpoch, e.Time, w.Mzxid, e.Index})
+			}
+		}
+	}
+	return els, ranAt
+}
+
+// supersededBy returns the first of els with a higher epoch than w's that
+// was elected before w landed. With zxids on both sides ZooKeeper's own
+// order decides; otherwise only a write issued after the election was
+// logged counts (no false alarm from a write that landed first and was
+// logged late).
+func supersededBy(els []electionMark, w *history.ZKWrite) (electionMark, bool) {
+	for _, el := range els {
+		if el.epoch <= w.ControllerEpoch {
+			continue
+		}
+		switch {
+		case el.zxid > 0 && w.Zxid > 0:
+			if w.Zxid > el.zxid {
+				return el, true
+			}
+		case w.Start > 0:
+			if w.Start > el.time {
+				return el, true
+			}
+		}
+	}
+	return electionMark{}, false
 }
