@@ -494,6 +494,22 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	// everything it did is undone and recorded.
 	begin := func(ctx context.Context, target, other Target, note string) error {
 		release := pr.claim(target)
+		if plan.Window.PerBroker {
+			// Every other broker receives one of the held requests: an
+			// operator's controlled shutdown of one during the hold (the
+			// control-plane workload) leaves its request nobody to meet
+			// the controller-epoch check (power every-fix-on seeds whose
+			// only other receiver was shutting down refused nothing).
+			releases := []func(){release}
+			for _, n := range without(fw.Nodes(), target) {
+				releases = append(releases, pr.claim(n))
+			}
+			release = func() {
+				for _, r := range releases {
+					r()
+				}
+			}
+		}
 		id := nodeID(target)
 		detail := fmt.Sprintf("%s on %s (%s): %s, provoked by %s", name, target.Name, plan.Window.Role, action, plan.Provoke)
 		if other.Name != "" {

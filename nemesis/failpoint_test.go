@@ -595,3 +595,33 @@ func TestFailpointShutdownRestart(t *testing.T) {
 		}
 	}
 }
+
+// A window reached once per other broker holds a request for each of them,
+// so while it is in force every broker is claimed, not only the armed
+// controller: the control-plane workload, which leaves claimed brokers
+// alone, must not shut down a receiver whose held request is the fence's
+// only input. A single-thread window claims its target alone.
+func TestFailpointPerBrokerWindowClaimsEveryReceiver(t *testing.T) {
+	for _, tc := range []struct {
+		window, action string
+		claims         int
+	}{
+		{"controller-before-send", FPSigstop, 3},
+		{"controller-before-broker-change", FPSigstop, 1},
+	} {
+		w := &fpWorld{armed: map[string]time.Time{}, reach: true}
+		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, tc.window, tc.action))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.mu.Lock()
+		during := w.claims
+		w.mu.Unlock()
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if during != tc.claims || w.claims != 0 {
+			t.Errorf("%s: %d brokers claimed while in force, %d after heal; want %d, then 0", tc.window, during, w.claims, tc.claims)
+		}
+	}
+}
