@@ -111,19 +111,30 @@ var FPWindows = []FPWindow{
 	{"controller-before-send", RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2, true},
 }
 
-// legacyWindows is how many of FPWindows picks below PickAllWindows draw
-// from: the windows there were before picks named their table, so a
-// schedule.json saved then replays with the plans it ran.
-const legacyWindows = 6
+// windowGenerations[g] is how many of FPWindows the picks of generation g
+// (picks in [g*PickAllWindows, (g+1)*PickAllWindows)) draw from: the
+// table as it was when that generation was the newest. A schedule.json
+// holds its picks, so a window added later changes nothing it replays;
+// NewPick draws from the last generation, which sees every window.
+var windowGenerations = []int{6, 7}
 
-// PickAllWindows is the first pick that draws from every window in
-// FPWindows; new schedules draw their picks from PickAllWindows up
-// (NewPick), older ones hold picks below it.
+// PickAllWindows is the size of one generation of picks; picks from
+// PickAllWindows up name their generation (PickAllWindows itself was the
+// first to see every window of its day).
 const PickAllWindows = 1 << 16
 
-// NewPick draws a step's pick from r, in the range that plans a failpoint
-// over every window.
-func NewPick(r *rand.Rand) int { return PickAllWindows + r.IntN(1<<16) }
+// pickWindows returns the windows pick draws from: its generation's, or
+// the newest for a pick beyond every generation.
+func pickWindows(pick int) []FPWindow {
+	g := min(max(pick, 0)/PickAllWindows, len(windowGenerations)-1)
+	return FPWindows[:windowGenerations[g]]
+}
+
+// NewPick draws a step's pick from r, in the newest generation, which
+// plans a failpoint over every window.
+func NewPick(r *rand.Rand) int {
+	return (len(windowGenerations)-1)*PickAllWindows + r.IntN(PickAllWindows)
+}
 
 var fpActions = []string{FPSigstop, FPPause, FPError}
 
@@ -179,10 +190,7 @@ func PlanFailpoint(pick int) FPPlan {
 	// control plane is exercised there (a zombie controller, a request in
 	// flight across a broker restart), and a random run draws only a few
 	// failpoint steps.
-	windows := FPWindows
-	if pick < PickAllWindows {
-		windows = FPWindows[:legacyWindows]
-	}
+	windows := pickWindows(pick)
 	total := 0
 	for _, w := range windows {
 		total += max(1, w.Weight)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -174,9 +175,9 @@ func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	}
 }
 
-// A schedule.json saved before the window table grew holds picks below
-// PickAllWindows; they plan what they planned when it was saved (the
-// plans below were printed by the build that had six windows).
+// A schedule.json saved before the window table grew holds picks of an
+// older generation; they plan what they planned when it was saved (the
+// plans below were printed by the builds of their day).
 func TestLegacyPicksPlanAsSaved(t *testing.T) {
 	tests := []struct {
 		pick                    int
@@ -192,6 +193,13 @@ func TestLegacyPicksPlanAsSaved(t *testing.T) {
 		{8, "follower-after-truncation", "pause", "bounce-leader", 732, 58805},
 		{12345, "broker-during-controlled-shutdown", "pause", "terminate", 554, 36861},
 		{65535, "broker-before-register", "pause", "restart-target", 70, 6320},
+		// The second generation, saved when the table had seven windows
+		// (printed by the build of 2026-12-06 that added the send window).
+		{65536, "controller-after-zk-write", "sigstop", "bounce-other", 456, 11310},
+		{86403, "controller-before-send", "sigstop", "bounce-other", 365, 30604},
+		{88019, "controller-before-broker-change", "sigstop", "bounce-other", 102, 4404},
+		{110952, "controller-after-zk-write", "pause", "terminate-other-then-restart", 601, 52648},
+		{131071, "broker-before-register", "error", "restart-target", 837, 22244},
 	}
 	for _, tt := range tests {
 		p := PlanFailpoint(tt.pick)
@@ -622,6 +630,34 @@ func TestFailpointPerBrokerWindowClaimsEveryReceiver(t *testing.T) {
 		}
 		if during != tc.claims || w.claims != 0 {
 			t.Errorf("%s: %d brokers claimed while in force, %d after heal; want %d, then 0", tc.window, during, w.claims, tc.claims)
+		}
+	}
+}
+
+// Each generation of picks sees the window table of its day, the newest
+// sees all of it, and NewPick draws only from the newest.
+func TestPickGenerations(t *testing.T) {
+	if n := windowGenerations[len(windowGenerations)-1]; n != len(FPWindows) {
+		t.Fatalf("the newest generation sees %d windows, the table has %d: a window added without a generation", n, len(FPWindows))
+	}
+	for g, n := range windowGenerations {
+		if g > 0 && n <= windowGenerations[g-1] {
+			t.Fatalf("generation %d sees %d windows, not more than generation %d's %d", g, n, g-1, windowGenerations[g-1])
+		}
+		seen := map[string]bool{}
+		for i := range 4000 {
+			seen[PlanFailpoint(g*PickAllWindows+i).Window.Name] = true
+		}
+		for i, w := range FPWindows {
+			if seen[w.Name] != (i < n) {
+				t.Errorf("generation %d: window %s drawn %v, want %v", g, w.Name, seen[w.Name], i < n)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		if p := NewPick(r); p/PickAllWindows != len(windowGenerations)-1 {
+			t.Fatalf("NewPick drew %d, outside the newest generation", p)
 		}
 	}
 }
