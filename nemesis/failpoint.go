@@ -112,28 +112,26 @@ var FPWindows = []FPWindow{
 }
 
 // windowGenerations[g] is how many of FPWindows the picks of generation g
-// (picks in [g*PickAllWindows, (g+1)*PickAllWindows)) draw from: the
+// (picks in [g*PickGeneration, (g+1)*PickGeneration)) draw from: the
 // table as it was when that generation was the newest. A schedule.json
 // holds its picks, so a window added later changes nothing it replays;
 // NewPick draws from the last generation, which sees every window.
 var windowGenerations = []int{6, 7}
 
-// PickAllWindows is the size of one generation of picks; picks from
-// PickAllWindows up name their generation (PickAllWindows itself was the
-// first to see every window of its day).
-const PickAllWindows = 1 << 16
+// PickGeneration is how many picks one generation holds.
+const PickGeneration = 1 << 16
 
 // pickWindows returns the windows pick draws from: its generation's, or
 // the newest for a pick beyond every generation.
 func pickWindows(pick int) []FPWindow {
-	g := min(max(pick, 0)/PickAllWindows, len(windowGenerations)-1)
+	g := min(max(pick, 0)/PickGeneration, len(windowGenerations)-1)
 	return FPWindows[:windowGenerations[g]]
 }
 
 // NewPick draws a step's pick from r, in the newest generation, which
 // plans a failpoint over every window.
 func NewPick(r *rand.Rand) int {
-	return (len(windowGenerations)-1)*PickAllWindows + r.IntN(PickAllWindows)
+	return (len(windowGenerations)-1)*PickGeneration + r.IntN(PickGeneration)
 }
 
 var fpActions = []string{FPSigstop, FPPause, FPError}

@@ -208,7 +208,7 @@ func TestLegacyPicksPlanAsSaved(t *testing.T) {
 				p.Window.Name, p.Action, p.Provoke, p.Partition, p.Pick, tt.window, tt.action, tt.provoke, tt.partition, tt.candidate)
 		}
 	}
-	for pick := range PickAllWindows {
+	for pick := range PickGeneration {
 		if w := PlanFailpoint(pick).Window.Name; w == "controller-before-send" {
 			t.Fatalf("legacy pick %d plans %s, a window added after picks were saved", pick, w)
 		}
@@ -219,7 +219,7 @@ func TestLegacyPicksPlanAsSaved(t *testing.T) {
 func TestPlanFailpointCoversEverything(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 2000 {
-		pick := PickAllWindows + i
+		pick := PickGeneration + i
 		p := PlanFailpoint(pick)
 		if q := PlanFailpoint(pick); q.Window.Name != p.Window.Name || q.Action != p.Action || q.Provoke != p.Provoke || q.Partition != p.Partition || q.Pick != p.Pick {
 			t.Fatalf("pick %d planned twice differently", pick)
@@ -646,7 +646,7 @@ func TestPickGenerations(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for i := range 4000 {
-			seen[PlanFailpoint(g*PickAllWindows+i).Window.Name] = true
+			seen[PlanFailpoint(g*PickGeneration+i).Window.Name] = true
 		}
 		for i, w := range FPWindows {
 			if seen[w.Name] != (i < n) {
@@ -656,7 +656,7 @@ func TestPickGenerations(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 1000 {
-		if p := NewPick(r); p/PickAllWindows != len(windowGenerations)-1 {
+		if p := NewPick(r); p/PickGeneration != len(windowGenerations)-1 {
 			t.Fatalf("NewPick drew %d, outside the newest generation", p)
 		}
 	}
