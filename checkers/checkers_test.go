@@ -78,7 +78,8 @@ func sent(b *hb.Builder, ctrl, target int32, c history.Control) int {
 }
 
 // attempt appends a control_sent attempt that logs the broker epoch the
-// controller meant (the node program's format since issue 10).
+// controller meant (the node program's format since broker-fencing judges
+// by consequence).
 func attempt(b *hb.Builder, ctrl, target int32, c history.Control, meant int64, n int) int {
 	c.Verdict, c.TargetBroker, c.MeantBrokerEpoch, c.Attempt = "", target, meant, n
 	return b.Add(history.Event{Kind: history.KindControlSent, Node: ctrl, Control: &c})

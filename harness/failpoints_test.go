@@ -148,8 +148,7 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 			// same leader epoch after its restart with its HW stuck below 68
 			// acknowledged records (durability and linearizable invalid).
 			// That is an open question for the node program (does Kafka bump
-			// the leader epoch there?), tracked in issue 10, not a property
-			// of this window.
+			// the leader epoch there?), not a property of this window.
 			fencing := map[string]bool{"controller-fencing": true, "broker-fencing": true, "leader-uniqueness": true, "hw-checkpoint": true}
 			for _, r := range rep.Results {
 				if r.Verdict != checkers.Valid {
@@ -190,7 +189,8 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 		// controller-before-broker-change + sigstop, provoked by one bounce
 		// or by ProvokeBounceTwo, every request reached the process it was
 		// meant for (measured 2026-12-03). `chaos repro KAFKA-7235` drives
-		// the window; making the random nemesis reach it is issue 13's work.
+		// the window; random runs reach it through the KAFKA-7235 opening
+		// (nemesis/opening.go).
 	}
 	for _, tt := range tests {
 		t.Run(tt.bug, func(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 // testdata/kafka532-run is a real failing run (`chaos repro KAFKA-532`,
 // bug switch on) recorded by the paced, bounded workload in the compact
 // encoding. expected.json holds what the checkers said about the same
-// events before issue 12 (old reader, old merge, the reads rewritten as
+// events before the reader and merge were rewritten for bounded, paced
+// reads (old reader, old merge, the reads rewritten as
 // "records"): each checker's verdict and the events it named, as src:seq
 // (indices differ between the two merges where a node's clock stepped
 // back). The reader and merge of today must lead the checkers to the same

@@ -26,8 +26,8 @@ type Fault struct {
 	Error   string   `json:"error,omitempty"`
 	// Failpoint names the node-program failpoint when a node reports that it
 	// reached one (Name "failpoint", src the node): fault_start when its
-	// action begins, fault_stop when the node goes on. Added by the node
-	// program (issue 3).
+	// action begins, fault_stop when the node goes on. Written by the node
+	// program when it reaches a failpoint.
 	Failpoint string `json:"failpoint,omitempty"`
 }
 

@@ -222,8 +222,8 @@ func TestStaleEmptyReads(t *testing.T) {
 
 // BenchmarkCheck1M is the linearizability check of the generated 1M-event
 // history (historytest.Bench1M: 8 partitions × 31,500 operations and a final
-// read of each partition), the part of `chaos check` BENCHMARKS.md issue 12
-// measures.
+// read of each partition), the part of `chaos check` that BENCHMARKS.md's
+// "Check cost" section measures.
 func BenchmarkCheck1M(b *testing.B) {
 	h := hb.Clean(hb.Bench1M)
 	benchmarkCheck(b, h, porcupine.Ok)

@@ -866,9 +866,9 @@ func failpointEvent(start bool, id, window string, targets []string, detail stri
 // GuideFailpoints biases s's failpoint steps toward the windows reached
 // least often so far (reached: window → runs that reached it; a window
 // absent from it counts as never reached), the coverage-guided search of
-// issue 13: each failpoint step's Pick is redrawn, from a generator seeded
-// by the schedule's seed, until its plan arms one of the least-reached
-// windows. Other steps are left alone. The result is an ordinary schedule:
+// `chaos power --guided`: each failpoint step's Pick is redrawn, from a
+// generator seeded by the schedule's seed, until its plan arms one of the
+// least-reached windows. Other steps are left alone. The result is an ordinary schedule:
 // saved with the run, it replays exactly, whatever reached says later.
 func GuideFailpoints(s Schedule, reached map[string]int) Schedule {
 	least := -1

@@ -10,7 +10,7 @@ import (
 )
 
 // A random schedule's faults rarely line up with the windows where the
-// fencing and replication bugs live (issue 13: a random SIGSTOP lands on an
+// fencing and replication bugs live (a random SIGSTOP lands on an
 // idle controller, a random kill on a leader whose followers are caught
 // up). So a seeded schedule begins with openings: one fault aimed at each
 // known window, run one after another, each healed (its window over) before

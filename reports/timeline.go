@@ -320,7 +320,7 @@ func (b *builder) op(e *history.Event) {
 	}
 	b.tl.counts[out]++
 	b.tl.ops = append(b.tl.ops, opPoint{t: start, lat: e.Time - start, outcome: out})
-	if isAdminOp(o.F) { // issue 13: operator actions share the fault lane
+	if isAdminOp(o.F) { // operator actions (the control-plane workload) share the fault lane
 		b.tl.faults = append(b.tl.faults, adminSpan(start, e))
 	}
 }

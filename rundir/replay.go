@@ -34,7 +34,8 @@ const (
 	FlagNonIdempotent  = "non-idempotent"
 )
 
-// Flags of issue 13 (control-plane workload, dense schedules).
+// Flags of random runs aimed at the control plane (the control-plane
+// workload, dense overlapping schedules, the spread topic).
 const (
 	FlagAdmin        = "admin"
 	FlagFaultDensity = "fault-density"
@@ -64,7 +65,7 @@ type RunFlags struct {
 	Readers        int
 	SessionTimeout time.Duration
 	NonIdempotent  bool
-	// Issue 13: the control-plane workload and dense schedules.
+	// The control-plane workload, dense schedules and the spread topic.
 	Admin        bool
 	FaultDensity float64
 	SpreadTopic  bool
@@ -89,7 +90,7 @@ func (r *RunFlags) Register(fs *pflag.FlagSet, faultNames []string) {
 	fs.IntVar(&r.Readers, FlagReaders, 2, "reader processes")
 	fs.DurationVar(&r.SessionTimeout, FlagSessionTimeout, 3*time.Second, "brokers' ZooKeeper session timeout")
 	fs.BoolVar(&r.NonIdempotent, FlagNonIdempotent, false, "plain at-least-once producers (default: idempotent, as every Kafka client since 3.0)")
-	// Issue 13: control-plane workload and dense schedules.
+	// The control-plane workload, dense schedules and the spread topic.
 	fs.BoolVar(&r.Admin, FlagAdmin, true, "run the control-plane workload beside the clients (reassignments, preferred elections, topic creation, controlled shutdowns); --admin=false to leave the controller idle")
 	fs.Float64Var(&r.FaultDensity, FlagFaultDensity, 0, "mean number of faults in force at once, overlapping (0: one fault at a time with quiet gaps; at most 8)")
 	fs.BoolVar(&r.SpreadTopic, FlagSpreadTopic, true, "with 3 or more brokers, also create TOPIC-rf2: RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host); --spread-topic=false for the workload topic alone")
@@ -160,7 +161,7 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 		add(FlagFaults, faults, "")
 		dur(FlagMinHold, info.MinHold)
 		dur(FlagMaxHold, info.MaxHold)
-		// Issue 13: a dense schedule re-plans densely.
+		// A dense schedule re-plans densely.
 		if info.Density > 0 {
 			add(FlagFaultDensity, strconv.FormatFloat(info.Density, 'g', -1, 64), "")
 		}
@@ -190,7 +191,7 @@ func ReplayArgs(runDir string, info *Info, haveSchedule bool) ([]string, error) 
 		}
 	}
 	dur(FlagSessionTimeout, info.ZKSessionTimeout)
-	// Issue 13: always written, so a replay matches whatever the default.
+	// Always written, so a replay matches whatever the default.
 	add(FlagAdmin, strconv.FormatBool(info.Admin), "eq")
 	add(FlagSpreadTopic, strconv.FormatBool(info.SpreadTopic != ""), "eq")
 	if len(errs) > 0 {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 16's "must show" on a `chaos up` cluster: a kcat idempotent producer
-# (partition 1) and kafka-python (partition 0) each produce 10,000 acks=all
+# Any Kafka client on a `chaos up` cluster, through a controller failover:
+# a kcat idempotent producer (partition 1) and kafka-python (partition 0)
+# each produce 10,000 acks=all
 # records while `chaos fault pause-controller` holds the controller past its
 # ZooKeeper session (a controller failover), then every acknowledged record
 # is read back with kcat and counted. Prints one line per client and the

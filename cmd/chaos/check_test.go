@@ -190,7 +190,7 @@ func TestCheckStoredKafka532Run(t *testing.T) {
 	}
 }
 
-// Each class of bad input the reader rejects (issue 10) makes check exit 2
+// Each class of bad input the history reader rejects makes check exit 2
 // with an error naming the file and line; a source whose clock steps back
 // is not bad input: its file order is kept and the run is judged.
 func TestCheckBadHistoryClasses(t *testing.T) {

@@ -1,7 +1,7 @@
 package itest
 
-// Data-plane must-shows (issue 4): a real kgo client against 3 nodes and 3
-// ZooKeeper servers.
+// What the data plane must show (produce, fetch and replication through the
+// Kafka protocol): a real kgo client against 3 nodes and 3 ZooKeeper servers.
 
 import (
 	"bytes"
