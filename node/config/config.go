@@ -116,7 +116,7 @@ type Config struct {
 	MinInsyncRepl  int
 	ReplicaLagTime time.Duration
 
-	// Data plane (issue 4).
+	// Data plane: produce, fetch and replication.
 	HWCheckpointInterval time.Duration
 	ReplicaFetchWait     time.Duration
 	MessageMaxBytes      int
