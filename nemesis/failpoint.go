@@ -500,6 +500,13 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 	// everything it did is undone and recorded.
 	begin := func(ctx context.Context, target, other Target, note string) error {
 		release := pr.claim(target)
+		if other.Name != "" {
+			// The broker the provocation bounces or restarts is part of
+			// the window too: an operator's controlled shutdown of it
+			// meanwhile would end the window early.
+			rel, relOther := release, pr.claim(other)
+			release = func() { rel(); relOther() }
+		}
 		if plan.Window.PerBroker {
 			// Every other broker receives one of the held requests: an
 			// operator's controlled shutdown of one during the hold (the
@@ -507,7 +514,7 @@ func injectFailpoint(ctx context.Context, w World, rec *Recorder, pr procs, pick
 			// the controller-epoch check (power every-fix-on seeds whose
 			// only other receiver was shutting down refused nothing).
 			releases := []func(){release}
-			for _, n := range without(fw.Nodes(), target) {
+			for _, n := range without(without(fw.Nodes(), target), other) {
 				releases = append(releases, pr.claim(n))
 			}
 			release = func() {

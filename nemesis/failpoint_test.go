@@ -604,18 +604,18 @@ func TestFailpointShutdownRestart(t *testing.T) {
 	}
 }
 
-// A window reached once per other broker holds a request for each of them,
-// so while it is in force every broker is claimed, not only the armed
-// controller: the control-plane workload, which leaves claimed brokers
-// alone, must not shut down a receiver whose held request is the fence's
-// only input. A single-thread window claims its target alone.
+// While a failpoint fault is in force it claims the armed node and the
+// broker its provocation bounces, and a window reached once per other
+// broker claims every broker, since each holds a request for it: the
+// control-plane workload, which leaves claimed brokers alone, must not shut
+// down a receiver whose held request is the fence's only input.
 func TestFailpointPerBrokerWindowClaimsEveryReceiver(t *testing.T) {
 	for _, tc := range []struct {
 		window, action string
 		claims         int
 	}{
 		{"controller-before-send", FPSigstop, 3},
-		{"controller-before-broker-change", FPSigstop, 1},
+		{"controller-before-broker-change", FPSigstop, 2},
 	} {
 		w := &fpWorld{armed: map[string]time.Time{}, reach: true}
 		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, tc.window, tc.action))

@@ -26,8 +26,10 @@ import (
 const OpeningQuiet = 8 * time.Second
 
 // openingGap separates two openings: the controller a failover just elected
-// is known before the next opening looks its role up.
-const openingGap = 2 * time.Second
+// is known before the next opening looks its role up (a role without a
+// holder is looked up again for a session timeout, so a second is enough;
+// the six openings fit a 60 s run only with gaps this short).
+const openingGap = time.Second
 
 // openingTries bounds the tries of an opening a passing state refused;
 // openingRetryAfter separates them (a broker restart takes about 2 s).
