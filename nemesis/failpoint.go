@@ -109,6 +109,14 @@ var FPWindows = []FPWindow{
 	// check, which a zombie that resigns at its first fenced ZooKeeper
 	// write never sends.
 	{"controller-before-send", RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2, true},
+	// A broker's controlled shutdown sends ControlledShutdown; held in the
+	// controller before its event loop sees it while the broker is killed
+	// and started again, the request goes on once the controller knows the
+	// new process: it carries the previous process's broker epoch, the
+	// input of the controller's broker-epoch check (KIP-380), which no
+	// other window reaches. Pause only: a stopped controller resigns and
+	// answers NOT_CONTROLLER without looking at the epoch.
+	{"controller-before-controlled-shutdown", RoleController, []string{ProvokeShutdownRestart}, []string{FPPause}, 1, false},
 }
 
 // windowGenerations[g] is how many of FPWindows the picks of generation g
@@ -116,7 +124,7 @@ var FPWindows = []FPWindow{
 // table as it was when that generation was the newest. A schedule.json
 // holds its picks, so a window added later changes nothing it replays;
 // NewPick draws from the last generation, which sees every window.
-var windowGenerations = []int{6, 7}
+var windowGenerations = []int{6, 7, 8}
 
 // PickGeneration is how many picks one generation holds.
 const PickGeneration = 1 << 16

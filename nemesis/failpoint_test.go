@@ -169,7 +169,8 @@ func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	// The node program's failpoint.Names, in order (node/failpoint's test
 	// holds the same list; the harness side never imports the node).
 	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register",
-		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation", "controller-before-send"}
+		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation", "controller-before-send",
+		"controller-before-controlled-shutdown"}
 	if !slices.Equal(FailpointWindowNames(), want) {
 		t.Fatalf("windows %v, want %v", FailpointWindowNames(), want)
 	}
@@ -219,7 +220,7 @@ func TestLegacyPicksPlanAsSaved(t *testing.T) {
 func TestPlanFailpointCoversEverything(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 2000 {
-		pick := PickGeneration + i
+		pick := (len(windowGenerations)-1)*PickGeneration + i
 		p := PlanFailpoint(pick)
 		if q := PlanFailpoint(pick); q.Window.Name != p.Window.Name || q.Action != p.Action || q.Provoke != p.Provoke || q.Partition != p.Partition || q.Pick != p.Pick {
 			t.Fatalf("pick %d planned twice differently", pick)

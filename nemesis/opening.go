@@ -75,6 +75,11 @@ var openingSpecs = []openingSpec{
 	// (the StopReplica of KIP-380's own story): a broker that checks the
 	// epoch on one request type and not the other is found either way.
 	{bug: "KAFKA-7235", kind: FailpointFault, window: "controller-after-zk-write", action: FPPause, provoke: ProvokeBounceTwo, alt: []string{ProvokeShutdownRestart}, hold: 6 * time.Second},
+	// A broker's ControlledShutdown waits in the controller while the
+	// broker restarts: it reaches the event loop after the new process
+	// registered, under the previous broker epoch, and the controller's own
+	// broker-epoch check (the other half of KIP-380) refuses it.
+	{bug: "KAFKA-7235", kind: FailpointFault, window: "controller-before-controlled-shutdown", action: FPPause, provoke: ProvokeShutdownRestart, hold: 6 * time.Second},
 	// A leader dies once its followers lag out of the ISR.
 	{bug: "KAFKA-3861", kind: KillLaggingLeader, hold: 12 * time.Second},
 	// The controller fails over to a broker whose ZooKeeper server lags.
