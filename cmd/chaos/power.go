@@ -371,7 +371,7 @@ type powerReport struct {
 	Admin     bool     `json:"admin"`
 	Guided    bool     `json:"guided,omitempty"`
 	// SpreadTopic: the runs had the RF-2 spread topic beside the workload
-	// topic (harness.RunConfig.SpreadTopic).
+	// topic (rundir.RunSpec.SpreadTopic).
 	SpreadTopic bool `json:"spread_topic,omitempty"`
 	// Build is the commit chaos was built from ("+modified" when the
 	// checkout had changes), so tables from two builds are not mixed up;
@@ -417,7 +417,6 @@ func newPowerCmd() *cobra.Command {
 	var (
 		cfg      harness.RunConfig
 		seeds    int
-		faults   string
 		switches string
 		runsDir  string
 		jsonOut  string
@@ -462,12 +461,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			if seeds < 1 {
 				return withCode(exitBad, fmt.Errorf("--seeds %d: want at least 1", seeds))
 			}
-			if err := errors.Join(checkRunConfig(cfg), checkKnobs(check)); err != nil {
+			if err := errors.Join(cfg.Validate(), checkKnobs(check)); err != nil {
 				return withCode(exitBad, err)
-			}
-			kinds, err := nemesis.ParseKinds(faults)
-			if err != nil {
-				return withCode(exitBad, fmt.Errorf("--faults: %w", err))
 			}
 			var sws []powerSwitch
 			for _, n := range strings.Split(switches, ",") {
@@ -481,7 +476,6 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				}
 				sws = append(sws, sw)
 			}
-			cfg.Faults = kinds
 			if err := powerPreflight(cmd.Context()); err != nil {
 				return withCode(exitBad, err)
 			}
@@ -542,8 +536,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				}
 			}
 			if err := writePower(out, runs, runsDir, jsonOut, powerReport{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(),
-				Faults: kindStrings(kinds), Density: cfg.Density, Admin: cfg.Admin, Guided: guided,
-				SpreadTopic: cfg.SpreadTopic}); err != nil {
+				Faults: cfg.Faults, Density: cfg.Density, Admin: cfg.Admin, Guided: guided,
+				SpreadTopic: cfg.SpreadTopic != ""}); err != nil {
 				return err
 			}
 			if len(failed) > 0 {
@@ -558,22 +552,20 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 		names = append(names, s.Name)
 	}
 	f.IntVar(&seeds, "seeds", 20, "random runs per switch")
-	f.Uint64Var(&cfg.Seed, "seed", 1, "first seed; each switch runs seed, seed+1, ...")
-	f.DurationVar(&cfg.TimeLimit, "time-limit", 60*time.Second, "workload and nemesis duration per run")
-	f.StringVar(&faults, "faults", "all", "fault kinds, comma-separated or 'all': "+strings.Join(kindNames(), ", "))
+	// A power table's runs: every switch runs seed, seed+1, ...; longer and
+	// denser than a `chaos run`, so each seed has more chances to reach a
+	// window. The switch sets bug switches and node flags, and the brokers
+	// and clients are a `chaos run`'s.
+	cfg.RunSpec = rundir.Default()
+	cfg.Seed, cfg.TimeLimit, cfg.Density = 1, 60*time.Second, 1.5
+	cfg.Register(f, rundir.FlagSeed, rundir.FlagTimeLimit, rundir.FlagFaults, rundir.FlagMinHold, rundir.FlagMaxHold,
+		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity)
 	f.StringVar(&switches, "switches", strings.Join(names, ","), "configurations to measure, comma-separated")
-	f.DurationVar(&cfg.MinHold, "min-hold", 2*time.Second, "shortest time a fault is held")
-	f.DurationVar(&cfg.MaxHold, "max-hold", 6*time.Second, "longest time a fault is held")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per run, and power.json")
 	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")
-	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
-	f.DurationVar(&cfg.ZKSessionTimeout, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
 	check.LivenessGrace, check.OfflineGrace = 10*time.Second, 10*time.Second
 	f.DurationVar(&check.LivenessGrace, "liveness-grace", check.LivenessGrace, "time the controller has after healing to finish pending work; each run settles 5s past the longest of it, --offline-grace and the recovery grace (15s)")
 	f.DurationVar(&check.OfflineGrace, "offline-grace", check.OfflineGrace, "a partition without a leader this long after healing is invalid")
-	f.BoolVar(&cfg.Admin, "admin", true, "run the control-plane workload beside the clients")
-	f.BoolVar(&cfg.SpreadTopic, rundir.FlagSpreadTopic, true, "also create a second topic, RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host)")
-	f.Float64Var(&cfg.Density, "fault-density", 1.5, "mean number of faults in force at once (0: one at a time with quiet gaps)")
 	// A power table is hours of runs; per-run locking lets other users
 	// of a shared engine take turns instead of waiting for all of it.
 	f.StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")

@@ -90,8 +90,13 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 			if tt.schedule && !reflect.DeepEqual(*cfg.Schedule, sched) {
 				t.Errorf("replayed schedule differs from the stored one")
 			}
-			got := cfg.Info()
+			// The command line carries what the run chose; what no flag
+			// sets (topic, RF, acks, settle, tick) is the default on both
+			// sides.
+			got := cfg.RunSpec
+			got.Defaults()
 			want := tt.info
+			want.Defaults()
 			if tt.schedule { // the schedule, not the flags, carries these
 				want.TimeLimit, want.Faults, want.MinHold, want.MaxHold = sched.Total, nil, 0, 0
 				got.Faults, got.MinHold, got.MaxHold = nil, 0, 0

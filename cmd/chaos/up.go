@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -60,19 +61,18 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 			if bugs != "" {
 				bugList = strings.Split(bugs, ",")
 			}
-			if err := harness.CheckNodeFlags(ctx, harness.RunConfig{Bugs: bugList, NodeFlags: nodeFlags, ZKSessionTimeout: session}); err != nil {
+			if err := harness.CheckNodeFlags(ctx, harness.RunConfig{RunSpec: rundir.RunSpec{Bugs: bugList, NodeFlags: nodeFlags, ZKSessionTimeout: session}}); err != nil {
 				return withCode(exitBad, err)
 			}
 			if err := cfg.Place(); err != nil {
 				return withCode(exitBad, fmt.Errorf("--dir: %w", err))
 			}
-			rc := harness.RunConfig{
-				RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Nodes: brokers, NodeFlags: nodeFlags,
-				ZKSessionTimeout: session, Topic: topic, Partitions: parts, NoWorkload: true,
+			rc := harness.RunConfig{RunSpec: rundir.RunSpec{
+				RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: rundir.ZK(cfg.ZK), Nodes: brokers, NodeFlags: nodeFlags,
+				ZKSessionTimeout: session, Topic: topic, Partitions: parts, NoWorkload: true, Bugs: bugList,
 				// The hold ends the run, not a time limit.
-				TimeLimit: 100 * 365 * 24 * time.Hour, Progress: os.Stderr,
-			}
-			rc.Bugs = bugList
+				TimeLimit: 100 * 365 * 24 * time.Hour,
+			}, Progress: os.Stderr}
 			// Ctrl-C ends the hold, after which the run heals and writes its
 			// history out as usual; before the cluster is ready it aborts.
 			runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
@@ -164,7 +164,7 @@ func upZK(ctx context.Context, cfg harness.EnvConfig, holdFor time.Duration) err
 	return nil
 }
 
-func kindList() string { return strings.Join(kindNames(), ", ") }
+func kindList() string { return strings.Join(kindStrings(nemesis.Catalogue), ", ") }
 
 func newCleanCmd() *cobra.Command {
 	var runID string
