@@ -178,10 +178,13 @@ func fill[T comparable](v *T, d T) {
 
 // Default is the run `chaos run` makes without flags (but --seed, drawn
 // from the clock): every fault kind, the admin workload and the spread
-// topic on, the rest from Defaults.
+// topic on, the rest from Defaults but RF, which Defaults derives from the
+// brokers when the run starts: filled in here, it would stay 3 when --nodes
+// asks for 2.
 func Default() RunSpec {
 	s := RunSpec{Faults: allKinds(), Admin: true}
 	s.Defaults()
+	s.RF = 0
 	s.SpreadTopic = SpreadTopicName(s.Topic)
 	return s
 }
