@@ -298,3 +298,53 @@ func TestPlanNamesUnknownKinds(t *testing.T) {
 		t.Fatalf("a fault-free run plans %v", sched.Steps)
 	}
 }
+
+// ReplayArgs writes every flag Register defines, so a new setting with a
+// flag but no line in ReplayArgs fails here: each flag is set to a value
+// other than its default (TestEveryFieldHasAFlag's), and the arguments
+// parse back into the same spec.
+func TestReplayArgsWriteEveryFlag(t *testing.T) {
+	values := map[string]string{
+		FlagSeed: "99", FlagTimeLimit: "41s", FlagFaults: "pause-node", FlagMinHold: "1s", FlagMaxHold: "9s",
+		FlagBugs: "KAFKA-532", FlagNodeFlag: "--x=y", FlagNodes: "5", FlagZK: "5", FlagPartitions: "7",
+		FlagProducers: "1", FlagReaders: "9", FlagSessionTimeout: "8s",
+		FlagNonIdempotent: "true", FlagAdmin: "false", FlagFaultDensity: "2", FlagSpreadTopic: "false",
+	}
+	written := map[string]bool{}
+	for _, noWorkload := range []bool{false, true} {
+		s := Default()
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		s.Register(fs)
+		for name, v := range values {
+			if err := fs.Set(name, v); err != nil {
+				t.Fatalf("--%s %s: %v", name, v, err)
+			}
+		}
+		s.NoWorkload = noWorkload
+		args, err := s.ReplayArgs("RUN", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range args {
+			if name, ok := strings.CutPrefix(a, "--"); ok {
+				name, _, _ = strings.Cut(name, "=")
+				written[name] = true
+			}
+		}
+		got := parseReplay(t, args, nil)
+		if noWorkload { // clients are not started, so not replayed
+			got.Producers, got.Readers, got.NonIdempotent = s.Producers, s.Readers, s.NonIdempotent
+		}
+		if !reflect.DeepEqual(got, s) {
+			t.Errorf("%s\nparses to %+v\nwant      %+v", strings.Join(args, " "), got, s)
+		}
+	}
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	d := Default()
+	d.Register(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !written[f.Name] {
+			t.Errorf("--%s: ReplayArgs never writes it; a replay would take its default", f.Name)
+		}
+	})
+}
