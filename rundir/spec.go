@@ -3,6 +3,7 @@ package rundir
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,10 @@ import (
 // Durations are in nanoseconds.
 //
 // A new run setting is a field here with its default in defaults, its
-// flag in Register and, when a replay must repeat it, a line in
-// ReplayArgs; the harness reads the field where it uses it.
+// flag in Register, a line in ReplayArgs and, if some values are
+// impossible, a check in Validate, all in this file; the harness reads the
+// field where it uses it. spec_test.go fails until the setting has a flag
+// that ReplayArgs writes (or is named there as one no flag sets).
 type RunSpec struct {
 	RunID  string `json:"RunID"`
 	RunDir string `json:"RunDir"`
@@ -282,6 +285,91 @@ func (s *RunSpec) Register(fs *pflag.FlagSet, only ...string) {
 		f := fs.VarPF((*spreadValue)(s), FlagSpreadTopic, "", "with 3 or more brokers, also create TOPIC-rf2: RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host); --spread-topic=false for the workload topic alone")
 		f.NoOptDefVal = "true"
 	})
+}
+
+// ReplayArgs are the `chaos run` arguments that repeat s, shell-quoted:
+// with haveSchedule the schedule stored in runDir, otherwise one planned
+// again from the seed. A zero setting (a run.json of an earlier build that
+// lacked it) is left to the flag's default. Every value goes through the
+// flag set Register defines, so a value the CLI would refuse is an error
+// here.
+func (s *RunSpec) ReplayArgs(runDir string, haveSchedule bool) ([]string, error) {
+	check := Default()
+	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
+	check.Register(fs)
+	var replay string
+	fs.StringVar(&replay, FlagReplay, "", "")
+	var out []string
+	var errs []string
+	add := func(name, value string, form string) {
+		if err := fs.Set(name, value); err != nil {
+			errs = append(errs, fmt.Sprintf("--%s %s: %v", name, value, err))
+			return
+		}
+		switch form {
+		case "bool":
+			out = append(out, "--"+name)
+		case "eq":
+			out = append(out, "--"+name+"="+shellQuote(value))
+		default:
+			out = append(out, "--"+name, shellQuote(value))
+		}
+	}
+	dur := func(name string, d time.Duration) {
+		if d > 0 {
+			add(name, d.String(), "")
+		}
+	}
+	add(FlagSeed, strconv.FormatUint(s.Seed, 10), "")
+	if haveSchedule {
+		add(FlagReplay, filepath.Join(runDir, ScheduleFile), "")
+	} else {
+		dur(FlagTimeLimit, s.TimeLimit)
+		faults := FaultsNone
+		if len(s.Faults) > 0 {
+			faults = strings.Join(s.Faults, ",")
+		}
+		add(FlagFaults, faults, "")
+		dur(FlagMinHold, s.MinHold)
+		dur(FlagMaxHold, s.MaxHold)
+		// A dense schedule re-plans densely.
+		if s.Density > 0 {
+			add(FlagFaultDensity, strconv.FormatFloat(s.Density, 'g', -1, 64), "")
+		}
+	}
+	if len(s.Bugs) > 0 {
+		add(FlagBugs, strings.Join(s.Bugs, ","), "")
+	}
+	for _, f := range s.NodeFlags {
+		add(FlagNodeFlag, f, "eq")
+	}
+	if s.Nodes > 0 {
+		add(FlagNodes, strconv.Itoa(s.Nodes), "")
+	}
+	if s.ZK.Servers > 0 {
+		add(FlagZK, strconv.Itoa(s.ZK.Servers), "")
+	}
+	if s.Partitions > 0 {
+		add(FlagPartitions, strconv.Itoa(int(s.Partitions)), "")
+	}
+	if s.NoWorkload {
+		add(FlagNoWorkload, "true", "bool")
+	} else if s.Producers > 0 || s.Readers > 0 {
+		add(FlagProducers, strconv.Itoa(s.Producers), "")
+		add(FlagReaders, strconv.Itoa(s.Readers), "")
+		if s.NonIdempotent {
+			add(FlagNonIdempotent, "true", "bool")
+		}
+	}
+	dur(FlagSessionTimeout, s.ZKSessionTimeout)
+	// Always written, so a replay matches whatever the default: runs
+	// stored before these settings existed had neither.
+	add(FlagAdmin, strconv.FormatBool(s.Admin), "eq")
+	add(FlagSpreadTopic, strconv.FormatBool(s.SpreadTopic != ""), "eq")
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
 }
 
 // Validate names, by its flag, every setting of s that no run can have, so

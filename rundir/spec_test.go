@@ -172,6 +172,15 @@ func TestFlagDefaultsAreSpecDefaults(t *testing.T) {
 	}
 }
 
+// flagTestValues give every flag Register defines a value other than its
+// default.
+var flagTestValues = map[string]string{
+	FlagSeed: "99", FlagTimeLimit: "41s", FlagFaults: "pause-node", FlagMinHold: "1s", FlagMaxHold: "9s",
+	FlagBugs: "KAFKA-532", FlagNodeFlag: "--x=y", FlagNodes: "5", FlagZK: "5", FlagPartitions: "7",
+	FlagNoWorkload: "true", FlagProducers: "1", FlagReaders: "9", FlagSessionTimeout: "8s",
+	FlagNonIdempotent: "true", FlagAdmin: "false", FlagFaultDensity: "2", FlagSpreadTopic: "false",
+}
+
 // notFlags are the RunSpec fields no `chaos run` flag sets: where and by
 // what a run ran, and what only scenarios and `chaos up` choose.
 var notFlags = []string{"RunID", "RunDir", "Build", "Scenario", "Topic", "RF", "Acks", "Settle",
@@ -182,12 +191,7 @@ var notFlags = []string{"RunID", "RunDir", "Build", "Scenario", "Topic", "RF", "
 // here. Each flag is set to a value other than its default, and the fields
 // that change are the ones it sets.
 func TestEveryFieldHasAFlag(t *testing.T) {
-	values := map[string]string{
-		FlagSeed: "99", FlagTimeLimit: "41s", FlagFaults: "pause-node", FlagMinHold: "1s", FlagMaxHold: "9s",
-		FlagBugs: "KAFKA-532", FlagNodeFlag: "--x=y", FlagNodes: "5", FlagZK: "5", FlagPartitions: "7",
-		FlagNoWorkload: "true", FlagProducers: "1", FlagReaders: "9", FlagSessionTimeout: "8s",
-		FlagNonIdempotent: "true", FlagAdmin: "false", FlagFaultDensity: "2", FlagSpreadTopic: "false",
-	}
+	values := flagTestValues
 	set := map[string]bool{}
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	base := Default()
@@ -301,21 +305,15 @@ func TestPlanNamesUnknownKinds(t *testing.T) {
 
 // ReplayArgs writes every flag Register defines, so a new setting with a
 // flag but no line in ReplayArgs fails here: each flag is set to a value
-// other than its default (TestEveryFieldHasAFlag's), and the arguments
+// other than its default (flagTestValues), and the arguments
 // parse back into the same spec.
 func TestReplayArgsWriteEveryFlag(t *testing.T) {
-	values := map[string]string{
-		FlagSeed: "99", FlagTimeLimit: "41s", FlagFaults: "pause-node", FlagMinHold: "1s", FlagMaxHold: "9s",
-		FlagBugs: "KAFKA-532", FlagNodeFlag: "--x=y", FlagNodes: "5", FlagZK: "5", FlagPartitions: "7",
-		FlagProducers: "1", FlagReaders: "9", FlagSessionTimeout: "8s",
-		FlagNonIdempotent: "true", FlagAdmin: "false", FlagFaultDensity: "2", FlagSpreadTopic: "false",
-	}
 	written := map[string]bool{}
 	for _, noWorkload := range []bool{false, true} {
 		s := Default()
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 		s.Register(fs)
-		for name, v := range values {
+		for name, v := range flagTestValues {
 			if err := fs.Set(name, v); err != nil {
 				t.Fatalf("--%s %s: %v", name, v, err)
 			}
