@@ -31,6 +31,7 @@ var Stack = [][]string{
 	{"cluster"},
 	{"internal/clustertest", "harness", "reports"},
 	{"scenarios", "pipeline", "compat", "power"},
+	{"reprobench"},
 	{"cmd/chaos"},
 }
 
