@@ -41,7 +41,8 @@ func newRunCmdWith(o *runOptions) *cobra.Command {
 workload while the nemesis injects a seeded schedule of faults, heals, reads
 every partition back, and checks the recorded history. Each seed gets its own
 run directory under --runs with the history, the schedule executed (replayable
-with --replay), logs and results.json.
+with --replay), logs and results.json. Without --seed the first seed is drawn
+from the clock.
 
 Exit status: 0 every run valid, 1 some run invalid, 2 bad input or harness
 error, 3 some run unknown.`,
