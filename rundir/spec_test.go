@@ -15,12 +15,16 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
-// storedRuns are run directories with a run.json written by a build of
-// chaos: those under testdata/run-json were written (with replay.txt, the
-// replay commands of that build, re-planned and from the schedule) by the
-// build before RunSpec existed, from `chaos run` flags and a scenario; the
-// regression corpus' run is older still (a dump of the harness's whole
-// configuration, with keys RunSpec does not have).
+// storedRuns are run directories with a stored run.json. Those under
+// testdata/run-json were written by the build at commit f7d264f, the last
+// before RunSpec, from `chaos run` flags and from a scenario, with
+// replay.txt: that build's replay commands, re-planned and from the
+// schedule (a three-mode scenario's corrected since: see
+// TestReplayCommandOfScenarioRuns). old-format-random is the regression
+// corpus' run.json with its scenario taken out, so the older format (a dump
+// of the harness's whole configuration, with keys RunSpec does not have)
+// is replayed as a random run too; the regression corpus' run itself is
+// read as stored.
 func storedRuns(t *testing.T) []string {
 	t.Helper()
 	dirs, err := filepath.Glob(filepath.Join("testdata", "run-json", "*"))
