@@ -12,7 +12,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,17 +26,9 @@ type Env struct {
 	Cluster *cluster.Cluster
 }
 
-// EnvConfig says what to start.
+// EnvConfig says what to start: a cluster's options, which Place completes.
 type EnvConfig struct {
-	RunID    string
-	RunDir   string // created if missing
-	ZK       cluster.ZKOptions
-	Progress io.Writer
-	// NoWait returns once the ensemble's containers run; the caller waits
-	// with Cluster.WaitEnsemble (cluster.Options.NoWait).
-	NoWait bool
-	// Beside starts beside the ZooKeeper containers (cluster.Options.Beside).
-	Beside func(context.Context, *cluster.Cluster) error
+	cluster.Options
 }
 
 // Place gives the run its defaults, a generated id and the directory
@@ -68,7 +59,7 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, eng, cluster.Options{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Progress: cfg.Progress, NoWait: cfg.NoWait, Beside: cfg.Beside})
+	c, err := cluster.Start(ctx, eng, cfg.Options)
 	if err != nil {
 		eng.Close()
 		return nil, err

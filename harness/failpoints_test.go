@@ -12,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // fpDriver injects one failpoint fault drawn from pick after a warm-up and
@@ -94,12 +95,12 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.window, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := RunConfig{
+			cfg := RunConfig{RunSpec: rundir.RunSpec{
 				RunID: "t-fp-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 5,
-				ZK: cluster.ZKOptions{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
+				ZK: rundir.ZK{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
 				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
 				Scenario: "failpoint-fault-test",
-			}
+			}}
 			// The follower window is provoked by restarting the follower:
 			// bouncing the leader reaches it only on the follower the
 			// election passes over.
@@ -195,12 +196,12 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.bug, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := RunConfig{
+			cfg := RunConfig{RunSpec: rundir.RunSpec{
 				RunID: "t-fpbug-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 5, Bugs: []string{tt.bug},
-				ZK: cluster.ZKOptions{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
+				ZK: rundir.ZK{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
 				Topic: "chaos", Partitions: 3, TimeLimit: 25 * time.Second, Settle: 5 * time.Second,
 				Scenario: "failpoint-fault-test",
-			}
+			}}
 			cfg.Driver = fpDriver{cfg: cfg, pick: pickWindow(t, tt.window, tt.action, tt.provoke), hold: 8 * time.Second, after: tt.after}
 			if testing.Verbose() {
 				cfg.Progress = os.Stderr

@@ -20,15 +20,15 @@ func TestLayouts(t *testing.T) {
 		{"3 brokers, workload topic alone", RunConfig{}, []layout{
 			{"chaos", [][]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}},
 		}},
-		{"3 brokers with the spread topic", RunConfig{SpreadTopic: true}, []layout{
+		{"3 brokers with the spread topic", RunConfig{RunSpec: rundir.RunSpec{SpreadTopic: "chaos-rf2"}}, []layout{
 			{"chaos", [][]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}},
 			{"chaos-rf2", [][]int{{1, 2}, {2, 3}, {3, 1}}},
 		}},
-		{"named topic, 4 partitions on 5 brokers", RunConfig{Topic: "t", Nodes: 5, Partitions: 4, SpreadTopic: true}, []layout{
+		{"named topic, 4 partitions on 5 brokers", RunConfig{RunSpec: rundir.RunSpec{Topic: "t", Nodes: 5, Partitions: 4, SpreadTopic: "t-rf2"}}, []layout{
 			{"t", [][]int{{1, 2, 3}, {2, 3, 4}, {3, 4, 5}, {4, 5, 1}}},
 			{"t-rf2", [][]int{{1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 1}}},
 		}},
-		{"2 brokers: RF 2 would be on every broker, so none", RunConfig{Nodes: 2, SpreadTopic: true}, []layout{
+		{"2 brokers: RF 2 would be on every broker, so none", RunConfig{RunSpec: rundir.RunSpec{Nodes: 2, SpreadTopic: "chaos-rf2"}}, []layout{
 			{"chaos", [][]int{{1, 2}, {2, 1}, {1, 2}}},
 		}},
 	} {
@@ -48,7 +48,7 @@ func TestLayouts(t *testing.T) {
 // that replaced it).
 func TestSpreadTopicHasAPartitionWithoutEachController(t *testing.T) {
 	for nodes := 3; nodes <= 7; nodes++ {
-		cfg := RunConfig{Nodes: nodes, SpreadTopic: true}
+		cfg := RunConfig{RunSpec: rundir.RunSpec{Nodes: nodes, SpreadTopic: "chaos-rf2"}}
 		cfg.defaults()
 		ls := cfg.layouts()
 		if len(ls) != 2 {
@@ -69,42 +69,43 @@ func TestSpreadTopicHasAPartitionWithoutEachController(t *testing.T) {
 	}
 }
 
-// run.json names the spread topic, and a configuration read back from it
-// has the same topics; a run stored before the spread topic existed reads
-// back without it.
+// run.json names the spread topic, and a run read back from it has the
+// same topics; a run stored before the spread topic existed reads back
+// without it.
 func TestSpreadTopicInRunInfo(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		cfg    RunConfig
-		stored string // Info.SpreadTopic
+		stored string // RunSpec.SpreadTopic
 	}{
-		{"with", RunConfig{SpreadTopic: true}, "chaos-rf2"},
+		{"with", RunConfig{RunSpec: rundir.RunSpec{SpreadTopic: "chaos-rf2"}}, "chaos-rf2"},
 		{"without", RunConfig{}, ""},
-		{"asked for on 2 brokers", RunConfig{Nodes: 2, SpreadTopic: true}, ""},
+		{"asked for on 2 brokers", RunConfig{RunSpec: rundir.RunSpec{Nodes: 2, SpreadTopic: "chaos-rf2"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.defaults()
-			info := cfg.Info()
-			if info.SpreadTopic != tc.stored {
-				t.Fatalf("run.json SpreadTopic %q, want %q", info.SpreadTopic, tc.stored)
+			dir := t.TempDir()
+			if err := rundir.WriteInfo(dir, cfg.RunSpec); err != nil {
+				t.Fatal(err)
 			}
-			back, err := ConfigFromInfo(info)
+			info, err := rundir.ReadInfo(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if info.SpreadTopic != tc.stored {
+				t.Fatalf("run.json SpreadTopic %q, want %q", info.SpreadTopic, tc.stored)
+			}
+			back := RunConfig{RunSpec: *info}
 			back.defaults()
 			if !reflect.DeepEqual(back.layouts(), cfg.layouts()) {
 				t.Fatalf("read back: topics %v, want %v", back.layouts(), cfg.layouts())
 			}
 		})
 	}
-	old := rundir.Info{Nodes: 3, Topic: "chaos", Partitions: 3, RF: 3}
-	back, err := ConfigFromInfo(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.SpreadTopic {
-		t.Fatal("a run stored without a spread topic reads back with one")
+	old := RunConfig{RunSpec: rundir.Info{Nodes: 3, Topic: "chaos", Partitions: 3, RF: 3}}
+	old.defaults()
+	if ls := old.layouts(); len(ls) != 1 {
+		t.Fatalf("a run stored without a spread topic reads back with topics %v", ls)
 	}
 }

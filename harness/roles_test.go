@@ -16,12 +16,12 @@ import (
 // The set-up ends only once every replica's broker has logged a role: a
 // broker that has not heard its LeaderAndIsr yet is named.
 func TestWaitRoles(t *testing.T) {
-	cfg := RunConfig{Nodes: 3, Partitions: 2, RF: 2, Topic: "chaos"} // replicas: p0 → n1 n2, p1 → n2 n3
+	cfg := RunConfig{RunSpec: rundir.RunSpec{Nodes: 3, Partitions: 2, RF: 2, Topic: "chaos"}} // replicas: p0 → n1 n2, p1 → n2 n3
 	role := func(node, p int32, topic string) history.Event {
 		return history.Event{Kind: history.KindRoleChange, Node: node, Time: 1, Role: &history.Role{Topic: topic, Partition: p, Role: "follower"}}
 	}
 	spread := cfg
-	spread.SpreadTopic = true // chaos-rf2: p0 → n1 n2, p1 → n2 n3, p2 → n3 n1
+	spread.SpreadTopic = "chaos-rf2" // chaos-rf2: p0 → n1 n2, p1 → n2 n3, p2 → n3 n1
 	every := map[string][]history.Event{
 		"n1": {role(1, 0, "chaos"), role(1, 0, "chaos-rf2"), role(1, 2, "chaos-rf2")},
 		"n2": {role(2, 0, "chaos"), role(2, 1, "chaos"), role(2, 0, "chaos-rf2"), role(2, 1, "chaos-rf2")},

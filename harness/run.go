@@ -24,78 +24,24 @@ import (
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
-// RunConfig is everything one run needs. Zero values take the defaults a
-// nightly job uses.
+// RunConfig is one run: its settings (rundir.RunSpec, what run.json
+// records) and what only the running process has, the hooks that run it.
+// Zero settings take their defaults (RunSpec.Defaults).
 type RunConfig struct {
-	RunID  string
-	RunDir string
-	Seed   uint64
+	rundir.RunSpec
 
-	ZK        cluster.ZKOptions
-	Nodes     int      // brokers; default 3
-	Bugs      []string // node bug switches, e.g. "KAFKA-532"
-	NodeFlags []string // further node flags (failpoints, election policy, ...)
-	// ZKSessionTimeout is the brokers' session timeout: how long a paused
-	// controller keeps its role.
-	ZKSessionTimeout time.Duration
-
-	Topic      string // default "chaos"
-	Partitions int32  // default 3
-	RF         int    // replication factor; default min(3, Nodes)
-	// SpreadTopic adds a second topic beside the workload topic (named by
-	// SpreadTopicName, no clients): RF 2, one partition per broker,
-	// assignments rotating ({1,2}, {2,3}, {3,1} for 3 brokers). Real
-	// clusters have topics not on every broker, and the workload topic is
-	// on every broker of a 3-broker run: a zombie controller (KAFKA-532)
-	// is then in every ISR, so the controller elected in its place
-	// rewrites every partition when the zombie's session dies, and none
-	// of the zombie's writes can land on a state the new controller left
-	// alone. With the rotation, whichever broker is controller, every
-	// other broker replicates a partition the controller does not host:
-	// the partitions where a zombie's unfenced write would stand. Ignored
-	// below 3 brokers, where RF 2 puts every partition on every broker.
-	SpreadTopic bool
-	Producers   int // default 4
-	Readers     int // default 2
-	Acks        int // default acks=all
-	// NonIdempotent turns the workload's idempotent producer off (it is on
-	// by default with acks=all, as in every Kafka client since 3.0).
-	NonIdempotent bool
-	// NoWorkload runs the control plane alone: brokers, controller and
-	// nemesis, no client traffic and no final reads. The fencing, leader and
-	// liveness checkers still have the node event logs and the ZooKeeper
-	// watcher's history to judge.
-	NoWorkload bool
-	// Admin runs the control-plane workload (workloads.NewAdmin) beside the
-	// clients: reassignments, preferred elections, topic creation and
-	// controlled shutdowns through ZooKeeper, so the controller is busy
-	// when faults land.
-	Admin bool
-
-	TimeLimit time.Duration       // workload + nemesis; default 30s
-	Faults    []nemesis.FaultKind // default: none (a fault-free run)
-	MinHold   time.Duration       // default 2s
-	MaxHold   time.Duration       // default 6s
-	// Density > 0 plans a dense schedule (nemesis.PlanDense): that many
-	// faults in force at once on average, overlapping. Zero: one fault at
-	// a time with quiet gaps (nemesis.Plan).
-	Density float64
 	// Schedule, when set, replays a stored schedule instead of planning one.
 	Schedule *nemesis.Schedule
 	// Driver, when set, replaces the fault schedule: a scenario drives the
 	// exact fault window of a historical bug. The workload phase ends when
 	// it returns (or at TimeLimit).
 	Driver Driver
-	// Scenario names the driver in run.json and reports.
-	Scenario string
-	// Settle is how long after healing the cluster gets to recover before
-	// the final reads; default 10s.
-	Settle time.Duration
 	// Linger keeps the healed cluster (and the admin workload) running at
 	// least this long after healing, even once every partition has a
 	// leader: a checker with a grace after healing (liveness,
 	// availability) sees a controller stuck past it instead of a history
-	// that ends first. Zero: no minimum.
+	// that ends first. Zero: no minimum. Not recorded: the command derives
+	// it from the checkers' graces, and a replay does the same.
 	Linger time.Duration
 
 	// Progress receives what a person watching the run sees (progress.go):
@@ -113,131 +59,23 @@ type RunConfig struct {
 	Teardown func(finish func() error)
 }
 
-// defaults gives the zero fields the values a nightly job uses; the run's
-// id and directory are placed by Run, with EnvConfig.Place.
+// defaults gives the zero fields their defaults; the run's id and
+// directory are placed by Run, with EnvConfig.Place.
 func (c *RunConfig) defaults() {
-	if c.Nodes == 0 {
-		c.Nodes = 3
-	}
-	if c.ZKSessionTimeout == 0 {
-		c.ZKSessionTimeout = 3 * time.Second
-	}
-	if c.ZK.Servers == 0 {
-		c.ZK.Servers = 3
-	}
-	if c.ZK.TickTime == 0 {
-		c.ZK.TickTime = 200 * time.Millisecond
-	}
-	if c.Topic == "" {
-		c.Topic = defaultTopic
-	}
-	if c.Partitions == 0 {
-		c.Partitions = 3
-	}
-	if c.RF == 0 {
-		c.RF = min(3, c.Nodes)
-	}
-	if c.Nodes <= spreadRF {
-		c.SpreadTopic = false
-	}
-	if c.Producers == 0 && c.Readers == 0 {
-		c.Producers, c.Readers = 4, 2
-	}
-	if c.Acks == 0 {
-		c.Acks = history.AcksAll
-	}
-	if c.TimeLimit == 0 {
-		c.TimeLimit = 30 * time.Second
-	}
-	if c.MinHold == 0 {
-		c.MinHold = 2 * time.Second
-	}
-	if c.MaxHold == 0 {
-		c.MaxHold = 6 * time.Second
-	}
-	if c.Settle == 0 {
-		c.Settle = 10 * time.Second
-	}
+	c.RunSpec.Defaults()
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
 }
 
 // Plan is the fault schedule a run of c executes: the stored one when c
-// replays, otherwise the one its seed draws for its topology. `chaos run
-// --dry-run` prints exactly this, so it needs no Docker.
+// replays, otherwise the one its seed draws for its topology
+// (RunSpec.Plan).
 func (c RunConfig) Plan() nemesis.Schedule {
 	if c.Schedule != nil {
 		return *c.Schedule
 	}
-	c.defaults()
-	topo := nemesis.Topology{Nodes: c.Nodes, ZKServers: c.ZK.Servers}
-	if c.Density > 0 {
-		usable, skipped := nemesis.Usable(topo, c.Faults)
-		s, err := nemesis.PlanDense(c.Seed, c.TimeLimit, c.MinHold, c.MaxHold, usable, c.Density)
-		if err != nil {
-			// The CLI checks the density; a caller that did not gets the
-			// one-at-a-time schedule and the reason in Skipped.
-			s = nemesis.Plan(c.Seed, topo, c.TimeLimit, c.MinHold, c.MaxHold, c.Faults)
-			s.Skipped = append(s.Skipped, err.Error())
-			return s
-		}
-		s.Skipped = skipped
-		return s
-	}
-	return nemesis.Plan(c.Seed, topo, c.TimeLimit, c.MinHold, c.MaxHold, c.Faults)
-}
-
-// Info is what run.json records of c (after defaults): the parameters a
-// report shows and a replay repeats.
-func (c *RunConfig) Info() rundir.Info {
-	var faults []string
-	for _, k := range c.Faults {
-		faults = append(faults, string(k))
-	}
-	spread := ""
-	if c.SpreadTopic {
-		topic := c.Topic
-		if topic == "" { // Info of a configuration before defaults
-			topic = defaultTopic
-		}
-		spread = SpreadTopicName(topic)
-	}
-	return rundir.Info{
-		RunID: c.RunID, RunDir: c.RunDir, Seed: c.Seed,
-		ZK:    rundir.ZK{Servers: c.ZK.Servers, TickTime: c.ZK.TickTime},
-		Nodes: c.Nodes, Bugs: c.Bugs, NodeFlags: c.NodeFlags, ZKSessionTimeout: c.ZKSessionTimeout,
-		Topic: c.Topic, Partitions: c.Partitions, RF: c.RF, Producers: c.Producers, Readers: c.Readers,
-		Acks: c.Acks, NonIdempotent: c.NonIdempotent, NoWorkload: c.NoWorkload, TimeLimit: c.TimeLimit, Faults: faults,
-		MinHold: c.MinHold, MaxHold: c.MaxHold, Settle: c.Settle, Scenario: c.Scenario,
-		Admin: c.Admin, Density: c.Density, SpreadTopic: spread, Build: rundir.BuildRevision(),
-	}
-}
-
-// ConfigFromInfo is the inverse of Info: the configuration that repeats a
-// stored run (its seed, topology, workload and fault kinds; the schedule and
-// a scenario's driver are the caller's to set). Fault kinds this build no
-// longer knows are an error naming them.
-func ConfigFromInfo(info rundir.Info) (RunConfig, error) {
-	c := RunConfig{
-		Seed: info.Seed, ZK: cluster.ZKOptions{Servers: info.ZK.Servers, TickTime: info.ZK.TickTime},
-		Nodes: info.Nodes, Bugs: info.Bugs, NodeFlags: info.NodeFlags, ZKSessionTimeout: info.ZKSessionTimeout,
-		Topic: info.Topic, Partitions: info.Partitions, RF: info.RF, Producers: info.Producers, Readers: info.Readers,
-		Acks: info.Acks, NonIdempotent: info.NonIdempotent, NoWorkload: info.NoWorkload, TimeLimit: info.TimeLimit,
-		MinHold: info.MinHold, MaxHold: info.MaxHold, Settle: info.Settle, Scenario: info.Scenario,
-		Admin: info.Admin, Density: info.Density,
-		// Runs stored before the spread topic existed name none and
-		// repeat without it.
-		SpreadTopic: info.SpreadTopic != "",
-	}
-	if len(info.Faults) > 0 {
-		kinds, err := nemesis.ParseKinds(strings.Join(info.Faults, ","))
-		if err != nil {
-			return c, fmt.Errorf("run.json of %s: %w", info.RunDir, err)
-		}
-		c.Faults = kinds
-	}
-	return c, nil
+	return c.RunSpec.Plan()
 }
 
 // Run is one chaos run: set-up, workload and nemesis, heal, final reads,
@@ -250,7 +88,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	cfg.defaults()
 	// The run's id and directory are placed as for an environment alone
 	// (chaos up): a generated id, runs/RUN_ID, made absolute.
-	envCfg := EnvConfig{RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK}
+	var envCfg EnvConfig
+	envCfg.RunID, envCfg.RunDir = cfg.RunID, cfg.RunDir
+	envCfg.ZK = cluster.ZKOptions(cfg.ZK)
 	if err := envCfg.Place(); err != nil {
 		return envCfg.RunDir, err
 	}
@@ -260,7 +100,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	if err := EnsureDir(hdir); err != nil {
 		return abs, err
 	}
-	if err := rundir.WriteInfo(abs, cfg.Info()); err != nil {
+	spec := cfg.RunSpec
+	spec.Build = rundir.BuildRevision()
+	if err := rundir.WriteInfo(abs, spec); err != nil {
 		return abs, err
 	}
 	hw, err := history.Create(filepath.Join(hdir, "harness.jsonl"), "harness", 0)
@@ -541,17 +383,6 @@ func brokerAddrs(c *cluster.Cluster) []string {
 	return out
 }
 
-// defaultTopic is the workload topic of a configuration that names none.
-const defaultTopic = "chaos"
-
-// spreadRF is the spread topic's replication factor: below the broker
-// count, so no broker hosts every partition.
-const spreadRF = 2
-
-// SpreadTopicName names the spread topic of a run whose workload topic is
-// topic.
-func SpreadTopicName(topic string) string { return topic + "-rf2" }
-
 // layout is a topic the set-up creates: its name and each partition's
 // replicas, the first of them the preferred leader.
 type layout struct {
@@ -567,10 +398,10 @@ func (c RunConfig) layouts() []layout {
 		work.assign = append(work.assign, rotation(c.Nodes, c.RF, p))
 	}
 	out := []layout{work}
-	if c.SpreadTopic {
-		spread := layout{topic: SpreadTopicName(c.Topic)}
+	if c.SpreadTopic != "" {
+		spread := layout{topic: c.SpreadTopic}
 		for p := 0; p < c.Nodes; p++ {
-			spread.assign = append(spread.assign, rotation(c.Nodes, spreadRF, p))
+			spread.assign = append(spread.assign, rotation(c.Nodes, rundir.SpreadRF, p))
 		}
 		out = append(out, spread)
 	}

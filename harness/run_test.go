@@ -13,6 +13,7 @@ import (
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // A control-plane run with every fix on, under controller faults, leaves a
@@ -20,16 +21,16 @@ import (
 func TestControlPlaneRunUnderFaults(t *testing.T) {
 	dockertest.Require(t)
 	dir := t.TempDir()
-	cfg := RunConfig{
+	cfg := RunConfig{RunSpec: rundir.RunSpec{
 		RunID:      "t-run-" + cluster.NewRunID()[16:],
 		RunDir:     dir,
 		Seed:       11,
 		NoWorkload: true,
 		TimeLimit:  20 * time.Second,
-		Faults:     []nemesis.FaultKind{nemesis.PauseController, nemesis.BounceNode, nemesis.IsolateController},
+		Faults:     []string{string(nemesis.PauseController), string(nemesis.BounceNode), string(nemesis.IsolateController)},
 		MinHold:    2 * time.Second,
 		MaxHold:    4 * time.Second,
-	}
+	}}
 	if testing.Verbose() {
 		cfg.Progress = os.Stderr
 	}
@@ -73,11 +74,11 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 // brokers registered").
 func TestRunReportsANodeThatExitsAtStartup(t *testing.T) {
 	dockertest.Require(t)
-	cfg := RunConfig{
+	cfg := RunConfig{RunSpec: rundir.RunSpec{
 		RunID: "t-badflag-" + cluster.NewRunID()[16:], RunDir: t.TempDir(), Seed: 1,
-		ZK: cluster.ZKOptions{Servers: 1}, NoWorkload: true, TimeLimit: time.Second,
+		ZK: rundir.ZK{Servers: 1}, NoWorkload: true, TimeLimit: time.Second,
 		NodeFlags: []string{"--no-such-flag"},
-	}
+	}}
 	_, err := Run(t.Context(), cfg)
 	if err == nil {
 		t.Fatal("a run whose nodes refuse their flags succeeded")

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/fourletter"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // kafka16667 is KAFKA-16667: a new controller reads partition state right
@@ -44,30 +44,32 @@ func kafka16667() Scenario {
 		Catches: checkers.Liveness{Grace: check.LivenessGrace, MaxBadVersionRetries: check.MaxBadVersionRetries},
 		Check:   check,
 	}, harness.RunConfig{
-		Nodes: 3,
-		// Replication factor 2 over three partitions: the dead
-		// controller follows exactly one partition, led by O, and the
-		// new controller's broker leads none that it follows, so its
-		// session has no write pending on the slowed server.
-		Partitions: 3,
-		RF:         2,
-		// A slowed follower must stay in the quorum while it lags: its
-		// sync limit is well above the lag the slow link builds.
-		ZK:               cluster.ZKOptions{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
-		ZKSessionTimeout: 6 * time.Second, // outlives the new controller's first write waiting on the lagging server
-		TimeLimit:        60 * time.Second,
-		Settle:           time.Second,
-		NoWorkload:       true,
-		Driver:           kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
-		NodeFlags: []string{
-			"--zk-server-by-id",
-			// The leaders shrink the dead controller out of their
-			// ISRs after the new controller is elected and held.
-			"--replica-lag-time-max=" + kafka16667Lag.String(),
-			// SIGTERM stops a broker cleanly: its session closes and
-			// /controller goes at once; nothing is moved first.
-			"--controlled-shutdown=false",
+		RunSpec: rundir.RunSpec{
+			Nodes: 3,
+			// Replication factor 2 over three partitions: the dead
+			// controller follows exactly one partition, led by O, and the
+			// new controller's broker leads none that it follows, so its
+			// session has no write pending on the slowed server.
+			Partitions: 3,
+			RF:         2,
+			// A slowed follower must stay in the quorum while it lags: its
+			// sync limit is well above the lag the slow link builds.
+			ZK:               rundir.ZK{Servers: 3, TickTime: 200 * time.Millisecond, SyncLimit: 50},
+			ZKSessionTimeout: 6 * time.Second, // outlives the new controller's first write waiting on the lagging server
+			TimeLimit:        60 * time.Second,
+			Settle:           time.Second,
+			NoWorkload:       true,
+			NodeFlags: []string{
+				"--zk-server-by-id",
+				// The leaders shrink the dead controller out of their
+				// ISRs after the new controller is elected and held.
+				"--replica-lag-time-max=" + kafka16667Lag.String(),
+				// SIGTERM stops a broker cleanly: its session closes and
+				// /controller goes at once; nothing is moved first.
+				"--controlled-shutdown=false",
+			},
 		},
+		Driver: kafka16667Driver{grace: check.LivenessGrace, retries: check.MaxBadVersionRetries},
 	})
 }
 

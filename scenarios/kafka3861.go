@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // kafka3861 is KAFKA-3861: with replication factor 3 and
@@ -54,20 +55,22 @@ func kafka3861() Scenario {
 		},
 		config: func(m Mode) harness.RunConfig {
 			return harness.RunConfig{
-				Nodes:            3,
-				Partitions:       1,
-				RF:               3,
-				ZKSessionTimeout: 2 * time.Second,
-				TimeLimit:        90 * time.Second,
-				Settle:           5 * time.Second,
-				Driver:           kafka3861Driver{},
-				NodeFlags: []string{
-					"--offline-election=" + m.Name,
-					"--min-insync-replicas=2",
-					// Followers leave the ISR 1 s after they stop
-					// fetching (checked every 0.5 s).
-					"--replica-lag-time-max=" + kafka3861Lag.String(),
+				RunSpec: rundir.RunSpec{
+					Nodes:            3,
+					Partitions:       1,
+					RF:               3,
+					ZKSessionTimeout: 2 * time.Second,
+					TimeLimit:        90 * time.Second,
+					Settle:           5 * time.Second,
+					NodeFlags: []string{
+						"--offline-election=" + m.Name,
+						"--min-insync-replicas=2",
+						// Followers leave the ISR 1 s after they stop
+						// fetching (checked every 0.5 s).
+						"--replica-lag-time-max=" + kafka3861Lag.String(),
+					},
 				},
+				Driver: kafka3861Driver{},
 			}
 		},
 	}

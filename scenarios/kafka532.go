@@ -9,6 +9,7 @@ import (
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // kafka532 is KAFKA-532: a controller paused past its ZooKeeper session
@@ -29,18 +30,20 @@ func kafka532() Scenario {
 		Catches: checkers.ControllerFencing{},
 		Check:   checkers.DefaultConfig(),
 	}, harness.RunConfig{
-		Nodes:      3,
-		Partitions: 3,
-		// Short sessions so the paused controller loses its role quickly.
-		ZKSessionTimeout: 2 * time.Second,
-		// The broker change comes from a clean stop: the broker's session
-		// closes with it, so the controller hears of it at once instead of
-		// a session timeout later (the frozen controller's own expiry is
-		// the window and stays).
-		NodeFlags: []string{"--controlled-shutdown=false"},
-		TimeLimit: 90 * time.Second,
-		// acks=all producers and readers run through the whole window, so
-		// the zombie's damage shows up as lost or divergent records too.
+		RunSpec: rundir.RunSpec{
+			Nodes:      3,
+			Partitions: 3,
+			// Short sessions so the paused controller loses its role quickly.
+			ZKSessionTimeout: 2 * time.Second,
+			// The broker change comes from a clean stop: the broker's session
+			// closes with it, so the controller hears of it at once instead of
+			// a session timeout later (the frozen controller's own expiry is
+			// the window and stays).
+			NodeFlags: []string{"--controlled-shutdown=false"},
+			TimeLimit: 90 * time.Second,
+			// acks=all producers and readers run through the whole window, so
+			// the zombie's damage shows up as lost or divergent records too.
+		},
 		Driver: kafka532Driver{},
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // kafka7235 is KAFKA-7235 / KIP-380: the controller has a request queued for
@@ -30,22 +31,24 @@ func kafka7235() Scenario {
 		Catches: checkers.HWCheckpoint{},
 		Check:   checkers.DefaultConfig(),
 	}, harness.RunConfig{
-		Nodes:      3,
-		Partitions: kafka7235Partitions,
-		RF:         kafka7235RF,
-		// Two sessions run out in the window (the dead broker's, then the
-		// bounced one's): short sessions make both quick.
-		ZKSessionTimeout: kafka7235Session,
-		TimeLimit:        90 * time.Second,
-		NoWorkload:       true,
-		Driver:           kafka7235Driver{},
-		// A short socket timeout makes the controller retry the queued
-		// request (on a new connection, to the new process) soon after
-		// the link heals; a short checkpoint interval writes the
-		// partial checkpoint within 100 ms of the stale request, before
-		// the released controller's fresh requests fill the partition
-		// map, and the driver waits for that write.
-		NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=100ms"},
+		RunSpec: rundir.RunSpec{
+			Nodes:      3,
+			Partitions: kafka7235Partitions,
+			RF:         kafka7235RF,
+			// Two sessions run out in the window (the dead broker's, then the
+			// bounced one's): short sessions make both quick.
+			ZKSessionTimeout: kafka7235Session,
+			TimeLimit:        90 * time.Second,
+			NoWorkload:       true,
+			// A short socket timeout makes the controller retry the queued
+			// request (on a new connection, to the new process) soon after
+			// the link heals; a short checkpoint interval writes the
+			// partial checkpoint within 100 ms of the stale request, before
+			// the released controller's fresh requests fill the partition
+			// map, and the driver waits for that write.
+			NodeFlags: []string{"--controller-socket-timeout=2s", "--hw-checkpoint-interval=100ms"},
+		},
+		Driver: kafka7235Driver{},
 	})
 }
 

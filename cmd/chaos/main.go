@@ -51,6 +51,9 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A value a flag refuses as it is parsed (an unknown fault kind) is bad
+	// input, as is any setting a command refuses after parsing.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(exitBad, err) })
 	for _, add := range subcommands {
 		root.AddCommand(add())
 	}

@@ -14,93 +14,9 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/power"
 	"github.com/zkchaos/zkchaos/rundir"
 )
-
-// powerHistory: workload begins at 1s; event 2 (at 4s) is a violation;
-// the nemesis reached controller-after-zk-write.
-func powerHistory() *history.History {
-	b := historytest.New()
-	b.At(1000).Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}})
-	b.At(2000).Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f1", Name: "failpoint", Failpoint: "controller-after-zk-write", Detail: "window reached"}})
-	b.At(4000).Phase()
-	b.At(5000).Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f2", Name: "failpoint", Failpoint: "broker-after-register", Detail: "window not reached"}})
-	return b.History()
-}
-
-func TestJudgePowerRun(t *testing.T) {
-	h := powerHistory()
-	sw532, _ := lookupPowerSwitch("KAFKA-532")
-	fixed, _ := lookupPowerSwitch(powerFixed)
-	tests := []struct {
-		name    string
-		sw      powerSwitch
-		results []checkers.Result
-		caught  bool
-		by      string
-		ttf     time.Duration // -1: none
-	}{
-		{"harm checker", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid, Events: []int{2}}}, true, "controller-fencing", 3 * time.Second},
-		// A violation citing an earlier event for context happened at its
-		// latest event.
-		{"violation with context", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Invalid, Events: []int{1, 2},
-			Violations: []checkers.Violation{{Events: []int{1, 2}}}}}, true, "controller-fencing", 3 * time.Second},
-		// One an absence proves holds from its At: 2.5 s after the
-		// workload began, between the events it cites.
-		{"violation held from a grace's end", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2},
-			Violations: []checkers.Violation{{Events: []int{1, 2}, At: historytest.T0 + 3500*historytest.Ms}}}}, true, "liveness", 2500 * time.Millisecond},
-		{"other checker is not the harm", sw532, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1}}}, false, "", -1},
-		{"valid", sw532, []checkers.Result{{Checker: "controller-fencing", Verdict: checkers.Valid}}, false, "", -1},
-		{"fixed: any invalid is a false positive", fixed, []checkers.Result{{Checker: "liveness", Verdict: checkers.Invalid, Events: []int{1, 2},
-			Violations: []checkers.Violation{{Events: []int{2}}, {Events: []int{1}}}}}, true, "liveness", time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := judgePowerRun(tt.sw, 7, "d", checkers.Invalid, tt.results, h)
-			if r.Caught != tt.caught || strings.Join(r.By, ",") != tt.by {
-				t.Fatalf("caught %v by %v", r.Caught, r.By)
-			}
-			if tt.ttf < 0 && r.FirstViolation != nil || tt.ttf >= 0 && (r.FirstViolation == nil || *r.FirstViolation != tt.ttf) {
-				t.Fatalf("first violation %v, want %s", r.FirstViolation, tt.ttf)
-			}
-			if strings.Join(r.Windows, ",") != "controller-after-zk-write" {
-				t.Fatalf("windows reached %v", r.Windows)
-			}
-		})
-	}
-}
-
-func TestPowerTable(t *testing.T) {
-	d := func(s int) *time.Duration { v := time.Duration(s) * time.Second; return &v }
-	runs := []powerRun{
-		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing"}, FirstViolation: d(10), Seconds: 80, Bytes: 20e6},
-		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing", "durability"}, FirstViolation: d(30), Seconds: 90, Bytes: 24e6},
-		{Switch: "KAFKA-532", Caught: true, By: []string{"durability"}, FirstViolation: d(20), Seconds: 84, Bytes: 22e6},
-		{Switch: "KAFKA-532"}, // cost unknown: left out of the medians
-		{Switch: powerFixed},
-		{Switch: powerFixed, Caught: true, By: []string{"liveness"}, FirstViolation: d(5)},
-	}
-	rows := powerTable(runs)
-	if len(rows) != 2 || rows[0].Switch != "KAFKA-532" || rows[1].Switch != powerFixed {
-		t.Fatalf("rows %+v", rows)
-	}
-	r := rows[0]
-	if r.Runs != 4 || r.Caught != 3 || r.ByChecker["controller-fencing"] != 2 || r.ByChecker["durability"] != 2 || *r.Median != 20*time.Second || *r.Worst != 30*time.Second ||
-		r.MedianSeconds != 84 || r.MedianBytes != 22e6 {
-		t.Fatalf("KAFKA-532 row %+v", r)
-	}
-	var out bytes.Buffer
-	printPowerTable(&out, rows, []string{"follower-after-truncation"})
-	for _, want := range []string{"3/4", "controller-fencing 2, durability 2", "20s", "30s", "1/2 false positives", "84s, 22.0 MB", "no run reached: follower-after-truncation"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, out.String())
-		}
-	}
-	if got := unreachedWindows([]powerRun{{Windows: []string{"controller-after-zk-write"}}}); len(got) != 6 || got[0] != "controller-before-broker-change" {
-		t.Fatalf("unreached %v", got)
-	}
-}
 
 // The command runs every switch × seed through the executor, prints the
 // table and writes power.json; bad flags exit 2.
@@ -135,7 +51,7 @@ func TestPowerCommand(t *testing.T) {
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"power", "--seeds", "2", "--seed", "1", "--switches", "KAFKA-532,KAFKA-3861," + powerFixed, "--runs", runs, "--lock", lock})
+	root.SetArgs([]string{"power", "--seeds", "2", "--seed", "1", "--switches", "KAFKA-532,KAFKA-3861," + power.Fixed, "--runs", runs, "--lock", lock})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +70,7 @@ func TestPowerCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep powerReport
+	var rep power.Report
 	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Rows) != 3 || len(rep.Runs) != 6 || rep.Rows[0].Caught != 1 {
 		t.Fatalf("power.json %s (%v)", b, err)
 	}
@@ -163,7 +79,7 @@ func TestPowerCommand(t *testing.T) {
 		{"power", "--seeds", "0"},
 		{"power", "--switches", "KAFKA-1"},
 		{"power", "--faults", "nope"},
-		{"power", "--seeds", "1", "--switches", powerFixed, "--runs", runs, "--lock", filepath.Join(runs, "no-such-dir", "lock")},
+		{"power", "--seeds", "1", "--switches", power.Fixed, "--runs", runs, "--lock", filepath.Join(runs, "no-such-dir", "lock")},
 	} {
 		root := newRootCmd()
 		root.SetOut(&bytes.Buffer{})
@@ -238,7 +154,7 @@ func TestPowerFromStoredRuns(t *testing.T) {
 			t.Errorf("%s not named as left out:\n%s", skipped, errOut)
 		}
 	}
-	var rep powerReport
+	var rep power.Report
 	if b, err := os.ReadFile(filepath.Join(root, "power.json")); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Runs) != 4 || len(rep.From) != 1 ||
 		rep.Seeds != 2 || rep.FirstSeed != 1 || !rep.SpreadTopic || rep.TimeLimit != "" || rep.RunBuild != "" || len(rep.Mixed) != 2 {
 		t.Fatalf("power.json: %+v (%v)", rep, err)
@@ -275,64 +191,6 @@ func TestPowerFromStoredRuns(t *testing.T) {
 	}
 }
 
-// A stored run's cost: from run.json to results.json being written, and
-// the disk space under its directory; nothing known without those files.
-func TestRunCost(t *testing.T) {
-	dir := t.TempDir()
-	if took, size := runCost(dir); took != 0 || size != 0 {
-		t.Fatalf("empty directory: %s, %d bytes", took, size)
-	}
-	begin := time.Now().Add(-time.Minute)
-	for _, f := range []struct {
-		path string
-		size int
-		at   time.Time
-	}{
-		{rundir.RunFile, 100, begin},
-		{rundir.ResultsFile, 300, begin.Add(82 * time.Second)},
-		{"history/n1.jsonl", 600, begin.Add(70 * time.Second)},
-	} {
-		p := filepath.Join(dir, f.path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, make([]byte, f.size), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, f.at, f.at); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A preallocated ZooKeeper log: 64 MB long, nothing written.
-	fh, err := os.Create(filepath.Join(dir, "zk-log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fh.Truncate(64 << 20); err != nil {
-		t.Fatal(err)
-	}
-	fh.Close()
-	if took, size := runCost(dir); took != 82*time.Second || size < 1000 || size > 1<<20 {
-		t.Fatalf("got %s, %d bytes; want 1m22s, the 1000 bytes written (in whole blocks), not the sparse 64 MB", took, size)
-	}
-}
-
-// The runs to open next are named with their directories: a bug switch's
-// misses and every-fix-on's false positives, nothing else.
-func TestPrintPowerMisses(t *testing.T) {
-	var out bytes.Buffer
-	printPowerMisses(&out, []powerRun{
-		{Switch: "KAFKA-532", Seed: 1, Caught: true, RunDir: "r1"},
-		{Switch: "KAFKA-532", Seed: 2, Verdict: checkers.Valid, RunDir: "r2"},
-		{Switch: powerFixed, Seed: 3, Verdict: checkers.Valid, RunDir: "r3"},
-		{Switch: powerFixed, Seed: 4, Caught: true, Verdict: checkers.Invalid, By: []string{"liveness"}, RunDir: "r4"},
-	})
-	want := "not caught: KAFKA-532 seed 2 (valid): r2\nfalse positive: every-fix-on seed 4, invalid by liveness: r4\n"
-	if out.String() != want {
-		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
-	}
-}
-
 // With the engine unreachable, power stops before its first seed: one error,
 // exit 2, and no run dir per seed.
 func TestPowerStopsWhenTheEngineIsUnreachable(t *testing.T) {
@@ -344,58 +202,5 @@ func TestPowerStopsWhenTheEngineIsUnreachable(t *testing.T) {
 	}
 	if _, err := os.Stat(runs); err == nil {
 		t.Errorf("created %s", runs)
-	}
-}
-
-// Each row tallies its runs' fence counts; the table names the fences no
-// run of a row brought a stale input to.
-func TestPowerFenceTable(t *testing.T) {
-	counts := func(ctrlIn, ctrlRej int) []checkers.FenceCount {
-		var out []checkers.FenceCount
-		for _, f := range checkers.Fences {
-			c := checkers.FenceCount{Fence: f}
-			if f == checkers.FenceBrokerControllerEpoch {
-				c.Inputs, c.Rejected = ctrlIn, ctrlRej
-			}
-			out = append(out, c)
-		}
-		return out
-	}
-	runs := []powerRun{
-		{Switch: "KAFKA-532", Fences: counts(4, 0)},
-		{Switch: "KAFKA-532", Fences: counts(0, 0)},
-		{Switch: powerFixed, Fences: counts(0, 0)},
-		{Switch: powerFixed}, // judged before fences were counted: untested in it
-	}
-	rows := powerTable(runs)
-	if len(rows) != 2 {
-		t.Fatalf("rows %+v", rows)
-	}
-	got := rows[0].Fences[0]
-	if got.Fence != checkers.FenceBrokerControllerEpoch || got.Runs != 2 || got.RunsWithInput != 1 || got.RunsWithRejection != 0 || got.Inputs != 4 || got.Rejected != 0 {
-		t.Fatalf("KAFKA-532 %+v", got)
-	}
-	if f := rows[1].Fences[0]; f.Runs != 2 || !f.Untested() {
-		t.Fatalf("every-fix-on %+v", f)
-	}
-	var out bytes.Buffer
-	printPowerTable(&out, rows, nil)
-	s := out.String()
-	for _, want := range []string{
-		"KAFKA-532     broker-controller-epoch",
-		"every-fix-on  broker-controller-epoch",
-		"untested in every-fix-on (no stale input in 2 runs): broker-controller-epoch, broker-broker-epoch",
-		"untested in KAFKA-532 (no stale input in 2 runs): broker-broker-epoch,",
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("table lacks %q:\n%s", want, s)
-		}
-	}
-	// The KAFKA-532 line: 1 of 2 runs saw 4 stale inputs, none refused.
-	if !strings.Contains(s, "1/2") || strings.Contains(s, "untested in KAFKA-532 (no stale input in 2 runs): broker-controller-epoch") {
-		t.Errorf("KAFKA-532's tested fence:\n%s", s)
-	}
-	if r := judgePowerRun(powerSwitches[0], 1, "d", checkers.Valid, nil, powerHistory()); len(r.Fences) != len(checkers.Fences) {
-		t.Errorf("judged run counts %d fences, want %d", len(r.Fences), len(checkers.Fences))
 	}
 }

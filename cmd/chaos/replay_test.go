@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/scenarios"
 )
 
 // shellWords splits a command line the way a POSIX shell does, by asking one.
@@ -90,8 +91,13 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 			if tt.schedule && !reflect.DeepEqual(*cfg.Schedule, sched) {
 				t.Errorf("replayed schedule differs from the stored one")
 			}
-			got := cfg.Info()
+			// The command line carries what the run chose; what no flag
+			// sets (topic, RF, acks, settle, tick) is the default on both
+			// sides.
+			got := cfg.RunSpec
+			got.Defaults()
 			want := tt.info
+			want.Defaults()
 			if tt.schedule { // the schedule, not the flags, carries these
 				want.TimeLimit, want.Faults, want.MinHold, want.MaxHold = sched.Total, nil, 0, 0
 				got.Faults, got.MinHold, got.MaxHold = nil, 0, 0
@@ -103,5 +109,41 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 				t.Errorf("%s\nparses to %+v\nwant      %+v", line, got, want)
 			}
 		})
+	}
+}
+
+// The replay command of a scenario's run, parsed by the real `chaos repro`
+// command, runs that scenario in that mode and no other: for every mode of
+// every scenario (a scenario of three modes names its runs "BUG MODE").
+func TestReplayCommandOfAScenarioRunParsesBackThroughChaosRepro(t *testing.T) {
+	for _, sc := range scenarios.All() {
+		for _, m := range sc.Modes {
+			t.Run(sc.Bug+" "+m.Name, func(t *testing.T) {
+				spec := sc.Config(m).RunSpec
+				line := rundir.ReplayCommand(t.TempDir(), &spec, true)
+				words := shellWords(t, line)
+				if len(words) < 2 || words[0] != "chaos" || words[1] != "repro" {
+					t.Fatalf("not a chaos repro command: %q", line)
+				}
+				cmd := newReproCmd()
+				if err := cmd.ParseFlags(words[2:]); err != nil {
+					t.Fatalf("chaos repro refuses %q: %v", line, err)
+				}
+				args := cmd.Flags().Args()
+				if len(args) != 1 {
+					t.Fatalf("%q: arguments %q, want the scenario", line, args)
+				}
+				got, err := scenarios.Get(args[0])
+				if err != nil {
+					t.Fatalf("%q: %v", line, err)
+				}
+				mode, _ := cmd.Flags().GetString("mode")
+				fixed, _ := cmd.Flags().GetBool("fixed")
+				modes, err := reproModes(got, mode, fixed)
+				if err != nil || got.Bug != sc.Bug || len(modes) != 1 || modes[0].Name != m.Name {
+					t.Fatalf("%q runs %s modes %v (%v), want %s %s alone", line, got.Bug, modes, err, sc.Bug, m.Name)
+				}
+			})
+		}
 	}
 }

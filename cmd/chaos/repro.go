@@ -55,20 +55,9 @@ run's, and 2 when the fixed run was not valid.`,
 				writeScenarioList(cmd.ErrOrStderr())
 				return withCode(exitBad, err)
 			}
-			modes := []scenarios.Mode{sc.BugMode()}
-			switch {
-			case mode != "" && fixed:
-				return withCode(exitBad, fmt.Errorf("--mode and --fixed: give one"))
-			case mode != "":
-				m, err := sc.Mode(mode)
-				if err != nil {
-					return withCode(exitBad, fmt.Errorf("--mode: %w", err))
-				}
-				modes = []scenarios.Mode{m}
-			case fixed:
-				modes = []scenarios.Mode{sc.FixMode()}
-			case len(sc.Modes) > 2:
-				modes = sc.Modes
+			modes, err := reproModes(sc, mode, fixed)
+			if err != nil {
+				return withCode(exitBad, err)
 			}
 			id := cluster.NewRunID()
 			var runs []reports.CompareRun
@@ -223,4 +212,25 @@ func writeScenarioList(w io.Writer) {
 		fmt.Fprintf(tw, "\t\t\tfix: %s\n", s.Fix)
 	}
 	tw.Flush()
+}
+
+// reproModes are the modes `chaos repro` runs of sc: the one --mode names,
+// the fixed one with --fixed, otherwise the bug mode, or every mode of a
+// scenario of more than two (shown side by side).
+func reproModes(sc scenarios.Scenario, mode string, fixed bool) ([]scenarios.Mode, error) {
+	switch {
+	case mode != "" && fixed:
+		return nil, fmt.Errorf("--mode and --fixed: give one")
+	case mode != "":
+		m, err := sc.Mode(mode)
+		if err != nil {
+			return nil, fmt.Errorf("--mode: %w", err)
+		}
+		return []scenarios.Mode{m}, nil
+	case fixed:
+		return []scenarios.Mode{sc.FixMode()}, nil
+	case len(sc.Modes) > 2:
+		return sc.Modes, nil
+	}
+	return []scenarios.Mode{sc.BugMode()}, nil
 }

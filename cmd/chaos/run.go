@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +16,12 @@ import (
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-// runOptions are the flags of `chaos run`: the run's own (rundir.RunFlags,
-// the ones a replay command repeats) and those of the batch.
+// runOptions are the flags of `chaos run`: the run's own (rundir.RunSpec,
+// what run.json records and a replay command repeats), the stored schedule
+// to replay, and those of the batch.
 type runOptions struct {
-	run     rundir.RunFlags
+	spec    rundir.RunSpec
+	replay  string
 	seeds   int
 	runsDir string
 	junit   string
@@ -40,7 +41,8 @@ func newRunCmdWith(o *runOptions) *cobra.Command {
 workload while the nemesis injects a seeded schedule of faults, heals, reads
 every partition back, and checks the recorded history. Each seed gets its own
 run directory under --runs with the history, the schedule executed (replayable
-with --replay), logs and results.json.
+with --replay), logs and results.json. Without --seed the first seed is drawn
+from the clock.
 
 Exit status: 0 every run valid, 1 some run invalid, 2 bad input or harness
 error, 3 some run unknown.`,
@@ -50,7 +52,7 @@ error, 3 some run unknown.`,
 			if err != nil {
 				return withCode(exitBad, err)
 			}
-			list, sh, err := selectSeeds(cfg.Seed, seeds, o.shard, cmd.Flags().Changed(rundir.FlagSeed), o.run.Replay != "")
+			list, sh, err := selectSeeds(cfg.Seed, seeds, o.shard, cmd.Flags().Changed(rundir.FlagSeed), o.replay != "")
 			if err != nil {
 				return withCode(exitBad, err)
 			}
@@ -113,7 +115,11 @@ error, 3 some run unknown.`,
 		},
 	}
 	f := cmd.Flags()
-	o.run.Register(f, kindNames())
+	o.spec = rundir.Default()
+	// A batch whose seed nobody gave still has one, in run.json.
+	o.spec.Seed = uint64(time.Now().UnixNano() % 1_000_000)
+	o.spec.Register(f)
+	f.StringVar(&o.replay, rundir.FlagReplay, "", "replay a stored schedule.json (sets seed, time limit and fault density)")
 	f.IntVar(&o.seeds, "seeds", 1, "number of runs, with seeds seed, seed+1, ...")
 	f.StringVar(&o.shard, "shard", "", "run only shard I/N of the seed list (I from 1; needs --seed), for a CI matrix")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the fault schedule of each seed and exit, without Docker")
@@ -126,60 +132,26 @@ error, 3 some run unknown.`,
 // config turns the parsed flags into the configuration of the first run and
 // the number of runs; errors name the flag.
 func (o *runOptions) config() (harness.RunConfig, int, error) {
-	r := o.run
-	cfg := harness.RunConfig{
-		Seed: r.Seed, TimeLimit: r.TimeLimit, MinHold: r.MinHold, MaxHold: r.MaxHold,
-		NodeFlags: r.NodeFlags, Nodes: r.Nodes, Partitions: r.Partitions, NoWorkload: r.NoWorkload,
-		Producers: r.Producers, Readers: r.Readers, ZKSessionTimeout: r.SessionTimeout,
-		NonIdempotent: r.NonIdempotent, Admin: r.Admin, Density: r.FaultDensity, SpreadTopic: r.SpreadTopic,
-	}
-	cfg.ZK.Servers = r.ZK
+	cfg := harness.RunConfig{RunSpec: o.spec}
 	// The history goes on for the recovery grace after the final heal, so
 	// the recovery checker sees whether the cluster came back rather than
 	// a history that ends first (unknown).
 	cfg.Linger = o.check.RecoveryGrace + time.Second
 	seeds := o.seeds
-	if r.Faults != rundir.FaultsNone {
-		kinds, err := nemesis.ParseKinds(r.Faults)
-		if err != nil {
-			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagFaults, err)
-		}
-		cfg.Faults = kinds
-	}
-	if r.Bugs != "" {
-		cfg.Bugs = strings.Split(r.Bugs, ",")
-	}
-	if r.Replay != "" {
-		s, err := nemesis.LoadSchedule(r.Replay)
+	if o.replay != "" {
+		s, err := nemesis.LoadSchedule(o.replay)
 		if err != nil {
 			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagReplay, err)
 		}
 		cfg.Schedule = &s
-		cfg.Seed = s.Seed
-		cfg.TimeLimit = s.Total
-		cfg.Density = s.Density
+		cfg.ApplySchedule(s)
 		seeds = 1
 	}
 	if seeds < 1 {
 		return cfg, 0, fmt.Errorf("--seeds %d: want at least 1", seeds)
 	}
-	// The harness would take a zero for its default: three brokers, three
-	// partitions, four producers and two readers.
-	var errs []error
-	if r.Nodes < 1 {
-		errs = append(errs, fmt.Errorf("--%s %d: want at least 1 broker", rundir.FlagNodes, r.Nodes))
-	}
-	if r.Partitions < 1 {
-		errs = append(errs, fmt.Errorf("--%s %d: want at least 1", rundir.FlagPartitions, r.Partitions))
-	}
-	if r.Producers < 0 || r.Readers < 0 || r.Producers == 0 && r.Readers == 0 && !r.NoWorkload {
-		errs = append(errs, fmt.Errorf("--%s %d --%s %d: want 0 or more of each, and at least one client (--%s runs without clients)",
-			rundir.FlagProducers, r.Producers, rundir.FlagReaders, r.Readers, rundir.FlagNoWorkload))
-	}
-	if err := errors.Join(append(errs, checkRunConfig(cfg), checkKnobs(o.check))...); err != nil {
+	if err := errors.Join(cfg.Validate(), checkKnobs(o.check)); err != nil {
 		return cfg, 0, err
 	}
 	return cfg, seeds, nil
 }
-
-func kindNames() []string { return kindStrings(nemesis.Catalogue) }

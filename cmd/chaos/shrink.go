@@ -137,11 +137,14 @@ func loadShrinkable(runDir, checker string) (harness.RunConfig, nemesis.Schedule
 	if err != nil {
 		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: %w", err)
 	}
-	if cfg, err = harness.ConfigFromInfo(*info); err != nil {
-		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: %w", err)
-	}
+	cfg.RunSpec = *info
 	if cfg.Scenario != "" {
 		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: %s is a run of scenario %s, whose driver (not a schedule) makes the faults", runDir, cfg.Scenario)
+	}
+	// A replay re-plans nothing, but a fault kind this build no longer
+	// knows could not be injected either.
+	if _, err := cfg.FaultKinds(); err != nil {
+		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: run.json of %s: %w", runDir, err)
 	}
 	sched, err := nemesis.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile))
 	if err != nil {

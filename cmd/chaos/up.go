@@ -10,22 +10,21 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
 func newUpCmd() *cobra.Command {
-	var (
-		cfg       harness.EnvConfig
-		holdFor   time.Duration
-		brokers   int
-		topic     string
-		parts     int32
-		bugs      string
-		nodeFlags []string
-		session   time.Duration
-	)
+	var holdFor time.Duration
+	// The held cluster is a run's brokers, ensemble and topic without
+	// clients (the user brings theirs), schedule or admin workload; the
+	// hold ends it, not a time limit.
+	spec := rundir.Default()
+	spec.Faults, spec.Admin, spec.SpreadTopic, spec.NoWorkload = nil, false, "", true
+	spec.TimeLimit = 100 * 365 * 24 * time.Hour
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a cluster (ZooKeeper ensemble, brokers, topic) for your own client and hold it until Ctrl-C (or --hold)",
@@ -44,35 +43,28 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if brokers < 0 {
-				return withCode(exitBad, fmt.Errorf("--brokers %d: want 0 or more", brokers))
+			if spec.Nodes < 0 {
+				return withCode(exitBad, fmt.Errorf("--brokers %d: want 0 or more", spec.Nodes))
 			}
-			if err := checkUpFlags(cfg.ZK, holdFor, session); err != nil {
+			if err := checkUpFlags(cluster.ZKOptions(spec.ZK), holdFor, spec.ZKSessionTimeout); err != nil {
 				return withCode(exitBad, err)
 			}
-			if brokers == 0 {
-				return upZK(ctx, cfg, holdFor)
+			var env harness.EnvConfig
+			env.RunID, env.RunDir, env.ZK = spec.RunID, spec.RunDir, cluster.ZKOptions(spec.ZK)
+			if spec.Nodes == 0 {
+				return upZK(ctx, env, holdFor)
 			}
-			if parts < 1 {
-				return withCode(exitBad, fmt.Errorf("--partitions %d: want at least 1", parts))
+			if spec.Partitions < 1 {
+				return withCode(exitBad, fmt.Errorf("--partitions %d: want at least 1", spec.Partitions))
 			}
-			var bugList []string
-			if bugs != "" {
-				bugList = strings.Split(bugs, ",")
-			}
-			if err := harness.CheckNodeFlags(ctx, harness.RunConfig{Bugs: bugList, NodeFlags: nodeFlags, ZKSessionTimeout: session}); err != nil {
+			if err := harness.CheckNodeFlags(ctx, harness.RunConfig{RunSpec: spec}); err != nil {
 				return withCode(exitBad, err)
 			}
-			if err := cfg.Place(); err != nil {
+			if err := env.Place(); err != nil {
 				return withCode(exitBad, fmt.Errorf("--dir: %w", err))
 			}
-			rc := harness.RunConfig{
-				RunID: cfg.RunID, RunDir: cfg.RunDir, ZK: cfg.ZK, Nodes: brokers, NodeFlags: nodeFlags,
-				ZKSessionTimeout: session, Topic: topic, Partitions: parts, NoWorkload: true,
-				// The hold ends the run, not a time limit.
-				TimeLimit: 100 * 365 * 24 * time.Hour, Progress: os.Stderr,
-			}
-			rc.Bugs = bugList
+			rc := harness.RunConfig{RunSpec: spec, Progress: os.Stderr}
+			rc.RunID, rc.RunDir = env.RunID, env.RunDir
 			// Ctrl-C ends the hold, after which the run heals and writes its
 			// history out as usual; before the cluster is ready it aborts.
 			runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
@@ -87,13 +79,13 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 				case <-runCtx.Done():
 				}
 			}()
-			rc.Driver = &harness.ControlDriver{Topic: topic, Stop: ctx.Done(), Hold: holdFor,
+			rc.Driver = &harness.ControlDriver{Topic: spec.Topic, Stop: ctx.Done(), Hold: holdFor,
 				Ready: func(c rundir.Control) {
 					ready.Store(true)
-					fmt.Printf("cluster ready; run dir %s\n", cfg.RunDir)
+					fmt.Printf("cluster ready; run dir %s\n", rc.RunDir)
 					fmt.Printf("bootstrap %s\n", strings.Join(c.Bootstrap, ","))
-					fmt.Printf("topic %s (%d partitions)\n", topic, parts)
-					fmt.Printf("faults: chaos fault --dir %s KIND (%s); chaos fault --dir %s heal\n", cfg.RunDir, kindList(), cfg.RunDir)
+					fmt.Printf("topic %s (%d partitions)\n", spec.Topic, spec.Partitions)
+					fmt.Printf("faults: chaos fault --dir %s KIND (%s); chaos fault --dir %s heal\n", rc.RunDir, kindList(), rc.RunDir)
 				}}
 			dir, err := harness.Run(runCtx, rc)
 			if err != nil {
@@ -104,17 +96,13 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.RunID, "run-id", "", "run id (labels every container; default: generated)")
-	f.StringVar(&cfg.RunDir, "dir", "", "run directory (default runs/RUN_ID)")
-	f.IntVar(&cfg.ZK.Servers, "zk", 3, "ZooKeeper servers: 1, 3 or 5")
-	f.DurationVar(&cfg.ZK.TickTime, "zk-tick", 200*time.Millisecond, "ZooKeeper tickTime")
+	f.StringVar(&spec.RunID, "run-id", "", "run id (labels every container; default: generated)")
+	f.StringVar(&spec.RunDir, "dir", "", "run directory (default runs/RUN_ID)")
+	f.DurationVar(&spec.ZK.TickTime, "zk-tick", spec.ZK.TickTime, "ZooKeeper tickTime")
 	f.DurationVar(&holdFor, "hold", 0, "stop after this long (default: wait for Ctrl-C)")
-	f.IntVar(&brokers, "brokers", 3, "brokers (node programs); 0: the ZooKeeper ensemble alone")
-	f.StringVar(&topic, "topic", "chaos", "topic to create")
-	f.Int32Var(&parts, "partitions", 3, "partitions of the topic")
-	f.StringVar(&bugs, "bugs", "", "node bug switches to turn on, comma-separated (e.g. KAFKA-532); default: every fix on")
-	f.StringSliceVar(&nodeFlags, "node-flag", nil, "extra flag for every node program (repeatable)")
-	f.DurationVar(&session, "session-timeout", 3*time.Second, "brokers' ZooKeeper session timeout")
+	f.IntVar(&spec.Nodes, "brokers", spec.Nodes, "brokers (node programs); 0: the ZooKeeper ensemble alone")
+	f.StringVar(&spec.Topic, "topic", spec.Topic, "topic to create")
+	spec.Register(f, rundir.FlagZK, rundir.FlagPartitions, rundir.FlagBugs, rundir.FlagNodeFlag, rundir.FlagSessionTimeout)
 	return cmd
 }
 
@@ -164,7 +152,7 @@ func upZK(ctx context.Context, cfg harness.EnvConfig, holdFor time.Duration) err
 	return nil
 }
 
-func kindList() string { return strings.Join(kindNames(), ", ") }
+func kindList() string { return strings.Join(kindStrings(nemesis.Catalogue), ", ") }
 
 func newCleanCmd() *cobra.Command {
 	var runID string

@@ -1,10 +1,9 @@
 package main
 
-// This file owns the range checks of the run settings and checker knobs
-// that commands do before anything reaches Docker. The harness fills a zero
-// setting with its default and the cluster refuses an ensemble size only once
-// the engine answers, so without them a typo costs a set-up, or runs
-// something other than what was asked, before the user hears of it.
+// This file owns the range checks of the checker knobs that commands do
+// before anything reaches Docker (a run's settings check themselves:
+// rundir.RunSpec.Validate). Without them a typo costs a set-up, or judges
+// with something other than what was asked, before the user hears of it.
 
 import (
 	"errors"
@@ -15,41 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/rundir"
 )
-
-// maxFaultDensity is the densest schedule --fault-density asks for.
-const maxFaultDensity = 8
-
-// checkRunConfig names, by its flag, every setting of c that no run can
-// have: the ones `chaos run` and `chaos power` share.
-func checkRunConfig(c harness.RunConfig) error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if s := c.ZK.Servers; !cluster.ValidServers(s) {
-		bad("--%s %d: want 1, 3 or 5 ZooKeeper servers", rundir.FlagZK, s)
-	}
-	if c.TimeLimit <= 0 {
-		bad("--%s %s: want more than 0", rundir.FlagTimeLimit, c.TimeLimit)
-	}
-	if c.MinHold < nemesis.MinHold {
-		bad("--%s %s: want at least %s", rundir.FlagMinHold, c.MinHold, nemesis.MinHold)
-	}
-	if c.MaxHold < c.MinHold {
-		bad("--%s %s: want at least --%s (%s)", rundir.FlagMaxHold, c.MaxHold, rundir.FlagMinHold, c.MinHold)
-	}
-	if c.ZKSessionTimeout <= 0 {
-		bad("--%s %s: want more than 0", rundir.FlagSessionTimeout, c.ZKSessionTimeout)
-	}
-	// Written so that NaN, which every comparison fails, is refused too.
-	if !(c.Density >= 0 && c.Density <= maxFaultDensity) {
-		bad("--%s %g: want 0 (one fault at a time) up to %d", rundir.FlagFaultDensity, c.Density, maxFaultDensity)
-	}
-	return errors.Join(errs...)
-}
 
 // checkKnobs refuses a negative checker knob (a grace, a timeout, a count):
 // a checker would judge with it, and say "within -1s", rather than fail.

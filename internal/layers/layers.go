@@ -30,7 +30,8 @@ var Stack = [][]string{
 	{"rundir", "rundir/rundirtest", "regressions"},
 	{"cluster"},
 	{"internal/clustertest", "harness", "reports"},
-	{"scenarios", "pipeline", "compat"},
+	{"scenarios", "pipeline", "compat", "power"},
+	{"reprobench"},
 	{"cmd/chaos"},
 }
 

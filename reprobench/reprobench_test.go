@@ -1,4 +1,4 @@
-package main
+package reprobench
 
 import (
 	"os"
@@ -85,7 +85,7 @@ func TestPhaseTimesSetupMarks(t *testing.T) {
 				writeSource(t, dir, "n"+string(rune('0'+b)), b, evs)
 			}
 			got := map[string][]time.Duration{}
-			if err := phaseTimes(dir, got); err != nil {
+			if err := PhaseTimes(dir, got); err != nil {
 				t.Fatal(err)
 			}
 			if d := got[history.PhaseSetup]; len(d) != 1 || d[0] != 4500*time.Millisecond {
@@ -94,11 +94,11 @@ func TestPhaseTimesSetupMarks(t *testing.T) {
 			if d := got[history.PhaseWorkload]; len(d) != 1 || d[0] != 6499*time.Millisecond {
 				t.Errorf("workload %v, want [6.499s]", d)
 			}
-			if !equalDurations(got[markEnsemble], tt.wantZK) {
-				t.Errorf("%s %v, want %v", markEnsemble, got[markEnsemble], tt.wantZK)
+			if !equalDurations(got[MarkEnsemble], tt.wantZK) {
+				t.Errorf("%s %v, want %v", MarkEnsemble, got[MarkEnsemble], tt.wantZK)
 			}
-			if !equalDurations(got[markRegistered], tt.wantRg) {
-				t.Errorf("%s %v, want %v", markRegistered, got[markRegistered], tt.wantRg)
+			if !equalDurations(got[MarkRegistered], tt.wantRg) {
+				t.Errorf("%s %v, want %v", MarkRegistered, got[MarkRegistered], tt.wantRg)
 			}
 		})
 	}

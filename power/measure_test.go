@@ -1,0 +1,119 @@
+package power
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/rundir"
+)
+
+// emptyRun is a run directory whose history has one harness event.
+func emptyRun(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := history.Create(filepath.Join(dir, history.HistoryDir, "harness.jsonl"), "harness", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}
+	if err := errors.Join(w.Write(history.Event{Kind: history.KindPhase, Time: 1, Phase: &p}), w.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Each switch runs seed, seed+1, ... with its bug switches and its node
+// flags after the configuration's; a run the harness could not finish is
+// named and left out, and the others still count; the lock is held around
+// every run and its failure, like a cancelled context, ends the
+// measurement.
+func TestMeasure(t *testing.T) {
+	sw532, _ := Lookup("KAFKA-532")
+	sw3861, _ := Lookup("KAFKA-3861")
+	base := harness.RunConfig{RunSpec: rundir.RunSpec{Seed: 10, NodeFlags: []string{"--x"}}}
+	type call struct {
+		seed   uint64
+		bugs   string
+		flags  string
+		strict bool
+		locked bool
+	}
+	for _, tt := range []struct {
+		name       string
+		lockErr    error
+		failSeed   uint64 // the executor fails this seed of KAFKA-532
+		cancel     bool   // and cancels the context then
+		wantCalls  int
+		wantRuns   int
+		wantFailed int
+		wantErr    string
+	}{
+		{name: "every run judged", wantCalls: 4, wantRuns: 4},
+		{name: "a harness error is left out", failSeed: 11, wantCalls: 4, wantRuns: 3, wantFailed: 1},
+		{name: "Ctrl-C ends it", failSeed: 10, cancel: true, wantCalls: 1, wantRuns: 0, wantFailed: 1, wantErr: "KAFKA-532 seed 10"},
+		{name: "no lock, no run", lockErr: errors.New("lock refused"), wantCalls: 0, wantErr: "lock refused"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var calls []call
+			locked := false
+			m := Measure{Config: base, Seeds: 2, Switches: []Switch{sw532, sw3861}, RunsDir: t.TempDir(),
+				Lock: func(context.Context) (func(), error) {
+					if tt.lockErr != nil {
+						return nil, tt.lockErr
+					}
+					locked = true
+					return func() { locked = false }, nil
+				},
+				Execute: func(_ context.Context, rc harness.RunConfig, check checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+					calls = append(calls, call{rc.Seed, strings.Join(rc.Bugs, ","), strings.Join(rc.NodeFlags, " "), check.StrictAvailability, locked})
+					if len(rc.Bugs) > 0 && rc.Seed == tt.failSeed {
+						if tt.cancel {
+							cancel()
+						}
+						return rc.RunDir, "", nil, errors.New("set-up failed")
+					}
+					return emptyRun(t), checkers.Valid, nil, nil
+				}}
+			runs, failed, err := m.Run(ctx)
+			if len(calls) != tt.wantCalls || len(runs) != tt.wantRuns || len(failed) != tt.wantFailed {
+				t.Fatalf("calls %+v, runs %d, failed %v", calls, len(runs), failed)
+			}
+			if (err != nil) != (tt.wantErr != "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err %v, want one naming %q", err, tt.wantErr)
+			}
+			if tt.wantCalls == 4 {
+				want := []call{
+					{10, "KAFKA-532", "--x", false, true}, {11, "KAFKA-532", "--x", false, true},
+					{10, "", "--x " + strings.Join(sw3861.NodeFlags, " "), true, true}, {11, "", "--x " + strings.Join(sw3861.NodeFlags, " "), true, true},
+				}
+				for i := range want {
+					if calls[i] != want[i] {
+						t.Errorf("run %d: %+v, want %+v", i, calls[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestParseSwitches(t *testing.T) {
+	got, err := ParseSwitches("KAFKA-532, " + Fixed)
+	if err != nil || len(got) != 2 || got[0].Name != "KAFKA-532" || got[1].Name != Fixed {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	if _, err := ParseSwitches("KAFKA-1"); err == nil || !strings.Contains(err.Error(), `unknown "KAFKA-1" (known: KAFKA-532,`) {
+		t.Fatalf("unknown switch: %v", err)
+	}
+}

@@ -1,0 +1,96 @@
+package power
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// PrintTable prints the rows, the failpoint windows no run reached and the
+// fence table.
+func PrintTable(w io.Writer, rows []Row, unreached []string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "switch\tcaught\tchecker\tmedian to first violation\tworst\tmedian run")
+	for _, r := range rows {
+		caught := fmt.Sprintf("%d/%d", r.Caught, r.Runs)
+		if r.Switch == Fixed {
+			caught = fmt.Sprintf("%d/%d false positives", r.Caught, r.Runs)
+		}
+		var by []string
+		for c, n := range r.ByChecker {
+			by = append(by, fmt.Sprintf("%s %d", c, n))
+		}
+		sort.Strings(by)
+		med, worst := "-", "-"
+		if r.Median != nil {
+			med, worst = r.Median.Round(100*time.Millisecond).String(), r.Worst.Round(100*time.Millisecond).String()
+		}
+		checker := strings.Join(by, ", ")
+		if checker == "" {
+			checker = "-"
+		}
+		cost := "-"
+		if r.MedianSeconds > 0 || r.MedianBytes > 0 {
+			cost = fmt.Sprintf("%.0fs, %.1f MB", r.MedianSeconds, float64(r.MedianBytes)/1e6)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Switch, caught, checker, med, worst, cost)
+	}
+	tw.Flush()
+	if len(unreached) > 0 {
+		fmt.Fprintf(w, "failpoint windows no run reached: %s\n", strings.Join(unreached, ", "))
+	}
+	printFenceTable(w, rows)
+}
+
+// printFenceTable says, per row and fence, in how many runs a stale input
+// reached the fence and in how many it refused one, with the counts summed,
+// and names the fences no run of a row tested: a row's verdicts say nothing
+// about them.
+func printFenceTable(w io.Writer, rows []Row) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "switch\tfence\truns with stale input\truns refusing one\tstale inputs\trejected")
+	for _, r := range rows {
+		name := r.Switch
+		for _, f := range r.Fences {
+			with := fmt.Sprintf("%d/%d", f.RunsWithInput, f.Runs)
+			if f.Untested() {
+				with += " UNTESTED"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\n", name, f.Fence, with, f.RunsWithRejection, f.Runs, f.Inputs, f.Rejected)
+			name = ""
+		}
+	}
+	tw.Flush()
+	for _, r := range rows {
+		var untested []string
+		for _, f := range r.Fences {
+			if f.Untested() {
+				untested = append(untested, f.Fence)
+			}
+		}
+		if len(untested) > 0 {
+			runs := "runs"
+			if r.Runs == 1 {
+				runs = "run"
+			}
+			fmt.Fprintf(w, "untested in %s (no stale input in %d %s): %s\n", r.Switch, r.Runs, runs, strings.Join(untested, ", "))
+		}
+	}
+}
+
+// PrintMisses names the runs to open next: each bug switch's seeds its
+// harm checker did not catch, and every false positive with every fix on.
+func PrintMisses(w io.Writer, runs []Run) {
+	for _, r := range runs {
+		switch {
+		case r.Switch == Fixed && r.Caught:
+			fmt.Fprintf(w, "false positive: %s seed %d, %s by %s: %s\n", r.Switch, r.Seed, r.Verdict, strings.Join(r.By, ", "), r.RunDir)
+		case r.Switch != Fixed && !r.Caught:
+			fmt.Fprintf(w, "not caught: %s seed %d (%s): %s\n", r.Switch, r.Seed, r.Verdict, r.RunDir)
+		}
+	}
+}
