@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/fourletter"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 // FailoverOnLaggingZK is the fault of KAFKA-16667's window: the controller
@@ -49,7 +50,7 @@ import (
 // The fault writes nothing to ZooKeeper: the state change is the partition
 // leader's own ISR shrink (replica.lag.time.max after C's death), and the
 // election is the brokers' own.
-const FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
+const FailoverOnLaggingZK = schedule.FailoverOnLaggingZK
 
 // FailoverOnLaggingZKDoc describes the fault for the catalogue.
 const FailoverOnLaggingZKDoc = "cut the controller from ZooKeeper while its successor's ZooKeeper server lags the leader (the successor held after its election until a partition's ISR shrinks)"
