@@ -22,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/observer"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/workloads"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // RunConfig is everything one run needs. Zero values take the defaults a
@@ -719,11 +720,8 @@ func waitSettled(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 		var short []string
 		for _, l := range cfg.layouts() {
 			for p, reps := range l.assign {
-				b, err := w.get(ctx, statePath(l.topic, int32(p)))
-				var st struct {
-					ISR []int `json:"isr"`
-				}
-				if err != nil || json.Unmarshal(b, &st) != nil || len(st.ISR) < len(reps) {
+				st, _, err := zklayout.ReadPartitionState(w.synced(ctx), l.topic, int32(p))
+				if err != nil || len(st.ISR) < len(reps) {
 					short = append(short, fmt.Sprintf("%s-%d", l.topic, p))
 				}
 			}
