@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // leaderObs is a partition state in a leader timeline: a version of the
@@ -474,7 +475,7 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 			}
 			points = append(points, e.Time)
 		case history.KindZKWatch:
-			if e.Watch != nil && e.Watch.Path == "/brokers/ids" {
+			if e.Watch != nil && e.Watch.Path == zklayout.BrokerIDsPath {
 				points = append(points, e.Time)
 			}
 		case history.KindBrokerRegistered, history.KindNodeStop:

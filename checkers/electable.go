@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // KAFKA-3861's harm, judged on what happened rather than on the election
@@ -53,7 +54,7 @@ func brokerRegistrations(h *history.History) registrations {
 	var out registrations
 	for i := range h.Events {
 		e := &h.Events[i]
-		if e.Kind != history.KindZKWatch || e.Watch.Path != "/brokers/ids" || e.Watch.Type != history.WatchChildren {
+		if e.Kind != history.KindZKWatch || e.Watch.Path != zklayout.BrokerIDsPath || e.Watch.Type != history.WatchChildren {
 			continue
 		}
 		ids := make([]int32, 0, len(e.Watch.Brokers))

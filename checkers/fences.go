@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Fence names, in the order results list them.
@@ -263,7 +264,7 @@ func CountFences(h *history.History) []FenceCount {
 			}
 			switch {
 			case zw.ControllerEpoch > 0:
-				if zw.Path == "/controller" || zw.Path == "/controller_epoch" || !ranAt[nodeEpoch{e.Node, zw.ControllerEpoch}] {
+				if zw.Path == zklayout.ControllerPath || zw.Path == zklayout.ControllerEpochPath || !ranAt[nodeEpoch{e.Node, zw.ControllerEpoch}] {
 					continue
 				}
 				for seenElections < len(elections) && elections[seenElections].idx < e.Index {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // ControllerFencing checks that stale controllers are fenced (KAFKA-532):
@@ -75,7 +76,7 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		zw := w.ZKWrite
 		// Only writes of a controller, by the node that was elected at that
 		// epoch (a leader's ISR write carries no controller epoch).
-		if zw.ControllerEpoch <= 0 || zw.Path == "/controller" || zw.Path == "/controller_epoch" ||
+		if zw.ControllerEpoch <= 0 || zw.Path == zklayout.ControllerPath || zw.Path == zklayout.ControllerEpochPath ||
 			!ranAt[nodeEpoch{w.Node, zw.ControllerEpoch}] {
 			continue
 		}
@@ -613,9 +614,9 @@ func staleBrokerEpochs(h *history.History, r *report) {
 		case history.KindZKWatch:
 			w := e.Watch
 			switch {
-			case w.Path == "/controller_epoch" && w.ControllerEpoch != nil:
+			case w.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil:
 				highest = max(highest, *w.ControllerEpoch)
-			case w.Path == "/brokers/ids" && (w.Type == history.WatchChildren || w.Brokers != nil):
+			case w.Path == zklayout.BrokerIDsPath && (w.Type == history.WatchChildren || w.Brokers != nil):
 				for id := range newest {
 					gone[id] = true
 				}
@@ -779,7 +780,7 @@ func controllerElections(h *history.History) ([]electionMark, map[nodeEpoch]bool
 			els = append(els, electionMark{e.Controller.Epoch, e.Time, e.Controller.Zxid, e.Index})
 			ranAt[nodeEpoch{e.Node, e.Controller.Epoch}] = true
 		case history.KindZKWatch:
-			if w := e.Watch; w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
+			if w := e.Watch; w.ControllerEpoch != nil && w.Path == zklayout.ControllerEpochPath {
 				els = append(els, electionMark{*w.ControllerEpoch, e.Time, w.Mzxid, e.Index})
 			}
 		}

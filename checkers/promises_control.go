@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Registration checks that every broker registration is the registering
@@ -188,12 +189,12 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 			elections = append(elections, el)
 		case history.KindZKWatch:
 			w := e.Watch
-			if w.Path == "/controller" && w.ControllerID != nil && w.Czxid != 0 {
+			if w.Path == zklayout.ControllerPath && w.ControllerID != nil && w.Czxid != 0 {
 				if _, ok := controllerAt[w.Czxid]; !ok {
 					controllerAt[w.Czxid] = named{*w.ControllerID, e.Index}
 				}
 			}
-			if w.Path != "/controller_epoch" {
+			if w.Path != zklayout.ControllerEpochPath {
 				continue
 			}
 			if w.Type == history.WatchDeleted {
@@ -338,7 +339,7 @@ func (c ControllerTenure) Check(h *history.History) Result {
 				zw := e.ZKWrite
 				// The election's own writes come before controller_elected,
 				// and a leader's ISR write carries no controller epoch.
-				if zw.Path == "/controller" || zw.Path == "/controller_epoch" || (zw.ControllerEpoch == 0 && !zw.Conditional) {
+				if zw.Path == zklayout.ControllerPath || zw.Path == zklayout.ControllerEpochPath || (zw.ControllerEpoch == 0 && !zw.Conditional) {
 					continue
 				}
 				writes++
@@ -528,7 +529,7 @@ func (c ZKWrites) Check(h *history.History) Result {
 		switch {
 		case zw.State != nil && w.State != nil:
 			wrote, held = stateText(zw.State), stateText(w.State)
-		case zw.Path == "/controller_epoch" && w.ControllerEpoch != nil && zw.Data != "":
+		case zw.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil && zw.Data != "":
 			wrote, held = zw.Data, fmt.Sprint(*w.ControllerEpoch)
 		default:
 			continue

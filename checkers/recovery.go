@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Recovery checks that the cluster is whole again once every fault healed:
@@ -160,7 +161,7 @@ func brokerListings(h *history.History) []brokerListing {
 	var out []brokerListing
 	for i := range h.Events {
 		e := &h.Events[i]
-		if e.Kind != history.KindZKWatch || e.Watch == nil || e.Watch.Path != "/brokers/ids" ||
+		if e.Kind != history.KindZKWatch || e.Watch == nil || e.Watch.Path != zklayout.BrokerIDsPath ||
 			(e.Watch.Type != history.WatchChildren && e.Watch.Brokers == nil) {
 			continue
 		}
@@ -416,9 +417,9 @@ func (Recovery) controller(h *history.History, ps *nodeProcs, judge judgeFunc, t
 			w := e.Watch
 			switch {
 			case w == nil:
-			case w.Path == "/controller" && (w.Type == history.WatchDeleted || w.ControllerID != nil):
+			case w.Path == zklayout.ControllerPath && (w.Type == history.WatchDeleted || w.ControllerID != nil):
 				named = e
-			case w.Path == "/controller_epoch" && w.ControllerEpoch != nil && *w.ControllerEpoch > newest:
+			case w.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil && *w.ControllerEpoch > newest:
 				newest, newestEv = *w.ControllerEpoch, e
 			}
 		case history.KindControllerElected:

@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 var _ nemesis.PreferredElector = (*world)(nil)
@@ -33,7 +34,7 @@ func (w *world) ElectPreferred(ctx context.Context, topic string, partitions []i
 	// the controller takes one at a time.
 	for {
 		_, err := zkcall.Do(ctx, electWithin, func() (struct{}, error) {
-			return struct{}{}, zklayout.RequestPreferredElection(w.conn, topic, partitions)
+			return struct{}{}, zkio.RequestPreferredElection(w.conn, topic, partitions)
 		})
 		if err == nil {
 			break

@@ -22,7 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/observer"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/workloads"
-	"github.com/zkchaos/zkchaos/zklayout"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 // RunConfig is everything one run needs. Zero values take the defaults a
@@ -720,7 +720,7 @@ func waitSettled(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 		var short []string
 		for _, l := range cfg.layouts() {
 			for p, reps := range l.assign {
-				st, _, err := zklayout.ReadPartitionState(w.synced(ctx), l.topic, int32(p))
+				st, _, err := zkio.ReadPartitionState(w.synced(ctx), l.topic, int32(p))
 				if err != nil || len(st.ISR) < len(reps) {
 					short = append(short, fmt.Sprintf("%s-%d", l.topic, p))
 				}

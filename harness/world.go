@@ -10,7 +10,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/zklayout"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 // world tells the nemesis who is who, from the cluster's containers and
@@ -78,14 +78,14 @@ func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, p
 	if err != nil {
 		return nemesis.PartitionState{}, err
 	}
-	st, stat, err := zklayout.ReadPartitionState(bounded{ctx, c, false, 2 * time.Second}, topic, partition)
+	st, stat, err := zkio.ReadPartitionState(bounded{ctx, c, false, 2 * time.Second}, topic, partition)
 	if err != nil {
 		return nemesis.PartitionState{}, fmt.Errorf("through zk%d: %w", zkID, err)
 	}
 	return nemesis.PartitionState{PartitionState: st, Mzxid: stat.Mzxid}, nil
 }
 
-// bounded is a zklayout.Getter over conn whose every read is getWithin's.
+// bounded is a zkio.Getter over conn whose every read is getWithin's.
 type bounded struct {
 	ctx    context.Context
 	conn   *zk.Conn
@@ -145,7 +145,7 @@ func (w *world) synced(ctx context.Context) bounded {
 }
 
 func (w *world) Controller(ctx context.Context) (int, error) {
-	return zklayout.ReadController(w.synced(ctx))
+	return zkio.ReadController(w.synced(ctx))
 }
 
 func (w *world) ZKLeader(ctx context.Context) (int, error) {
@@ -153,7 +153,7 @@ func (w *world) ZKLeader(ctx context.Context) (int, error) {
 }
 
 func (w *world) PartitionLeader(ctx context.Context, topic string, partition int32) (int, error) {
-	st, _, err := zklayout.ReadPartitionState(w.synced(ctx), topic, partition)
+	st, _, err := zkio.ReadPartitionState(w.synced(ctx), topic, partition)
 	if err != nil {
 		return 0, err
 	}

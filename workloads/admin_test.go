@@ -18,6 +18,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/clustertest"
 	"github.com/zkchaos/zkchaos/zklayout"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 func TestNewAdminRejectsBadConfig(t *testing.T) {
@@ -145,12 +146,12 @@ func TestAdminOpsCompleteOnRealCluster(t *testing.T) {
 		kids, _, err := conn.Children(zklayout.BrokerIDsPath)
 		return err == nil && len(kids) == 3
 	})
-	if err := zklayout.CreateTopic(conn, topic, zklayout.Assignment{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}); err != nil {
+	if err := zkio.CreateTopic(conn, topic, zklayout.Assignment{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	waitZK(t, 60*time.Second, "partition leaders", func() bool {
 		for p := 0; p < parts; p++ {
-			s, _, err := zklayout.ReadPartitionState(conn, topic, int32(p))
+			s, _, err := zkio.ReadPartitionState(conn, topic, int32(p))
 			if err != nil || s.Leader < 0 {
 				return false
 			}

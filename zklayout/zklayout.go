@@ -6,9 +6,10 @@
 // workloads, observer, nemesis, checkers and reports name a znode or
 // decode one through it, so the format has one reader on this side.
 //
-// It is a format package: it reads and writes single znodes through
-// whatever Getter or Creator the caller hands it (a *zk.Conn, or a wrapper
-// that bounds each call), and never decides anything about the cluster.
+// It is a format package and imports only the standard library, so the
+// checkers and reports name znodes without linking a ZooKeeper client;
+// zklayout/zkio reads and writes them through go-zookeeper. It never decides
+// anything about the cluster.
 // It must not touch the node program's Go packages (the harness never
 // imports node/): the node writes these znodes from its own code, and the
 // harness reading them back through an independent decoder is what lets a
@@ -21,8 +22,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Znode paths (ZkData's *ZNode.path).
@@ -225,92 +224,4 @@ func EncodePreferredElection(topic string, partitions []int32) ([]byte, error) {
 		req.Partitions = append(req.Partitions, tp{topic, p})
 	}
 	return json.Marshal(req)
-}
-
-// Getter reads one znode. *zk.Conn is one; a caller that bounds each call
-// in time, or syncs first, hands a wrapper.
-type Getter interface {
-	Get(path string) ([]byte, *zk.Stat, error)
-}
-
-// Creator creates one znode. *zk.Conn is one.
-type Creator interface {
-	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
-}
-
-// ReadPartitionState reads and decodes a partition's state znode, with its
-// stat (Mzxid: the write that set it).
-func ReadPartitionState(g Getter, topic string, partition int32) (PartitionState, *zk.Stat, error) {
-	p := StatePath(topic, partition)
-	b, st, err := g.Get(p)
-	if err != nil {
-		return PartitionState{}, nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	s, err := DecodePartitionState(p, b)
-	return s, st, err
-}
-
-// ReadAssignment reads and decodes topic's assignment znode.
-func ReadAssignment(g Getter, topic string) (Assignment, error) {
-	p := TopicPath(topic)
-	b, _, err := g.Get(p)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	return DecodeAssignment(p, b)
-}
-
-// ReadController reads the broker id /controller names.
-func ReadController(g Getter) (int, error) {
-	b, _, err := g.Get(ControllerPath)
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", ControllerPath, err)
-	}
-	return DecodeController(b)
-}
-
-// CreateTopic writes topic's assignment znode, as ZooKeeper-era admin
-// tools did (AdminZkClient.createTopicWithAssignment); the controller's
-// watch on /brokers/topics does the rest. An existing topic is an error
-// wrapping zk.ErrNodeExists.
-func CreateTopic(c Creator, topic string, a Assignment) error {
-	b, err := EncodeAssignment(a)
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	if _, err := c.Create(TopicPath(topic), b, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	return nil
-}
-
-// RequestPreferredElection writes /admin/preferred_replica_election for
-// partitions of topic, as kafka-preferred-replica-election.sh did; the
-// controller deletes the znode once it ran the election. A request already
-// pending is an error wrapping zk.ErrNodeExists (the controller takes one
-// at a time).
-func RequestPreferredElection(c Creator, topic string, partitions []int32) error {
-	b, err := EncodePreferredElection(topic, partitions)
-	if err != nil {
-		return err
-	}
-	if _, err := c.Create(PreferredElectionPath, b, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		return fmt.Errorf("write %s: %w", PreferredElectionPath, err)
-	}
-	return nil
-}
-
-// RequestReassignment writes /admin/reassign_partitions, as
-// kafka-reassign-partitions.sh did; the controller deletes it once every
-// listed partition has its new replicas. A reassignment already pending is
-// an error wrapping zk.ErrNodeExists.
-func RequestReassignment(c Creator, rs []Reassignment) error {
-	b, err := EncodeReassignment(rs)
-	if err != nil {
-		return err
-	}
-	if _, err := c.Create(ReassignPath, b, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		return fmt.Errorf("write %s: %w", ReassignPath, err)
-	}
-	return nil
 }

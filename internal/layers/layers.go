@@ -24,7 +24,7 @@ const Module = "github.com/zkchaos/zkchaos"
 // Module; "x/..." means x and everything under it.
 var Stack = [][]string{
 	{"internal/ctxsleep", "internal/hugepage", "internal/wanterr", "internal/zkcall", "mutants", "schedule", "zklayout"},
-	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers"},
+	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers", "zklayout/zkio"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis", "cmd/reaper"},
 	{"checkers", "shrink", "history/historytest/gen1m"},
 	{"rundir", "rundir/rundirtest", "regressions"},
@@ -45,8 +45,11 @@ var Shared = []string{"history"}
 // reach.
 var Forbidden = map[string][]string{
 	"harness": {"node/...", "reports", "pipeline"},
-	"reports": {"harness", "node/...", "nemesis", "cluster", "docker"},
-	"judge":   {"harness", "cluster", "docker", "nemesis", "reports"},
+	"reports": {"harness", "node/...", "nemesis", "cluster", "docker", "zklayout/zkio"},
+	"judge":   {"harness", "cluster", "docker", "nemesis", "reports", "zklayout/zkio"},
+	// The checkers name znodes through zklayout's constants and never
+	// link a ZooKeeper client: they judge a stored history.
+	"checkers": {"zklayout/zkio", "observer", "workloads"},
 	// cluster names the run directory's entries it needs itself (the
 	// reaper's socket) or takes them from history, so that starting
 	// containers does not link the checkers.
