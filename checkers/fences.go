@@ -175,8 +175,7 @@ func CountFences(h *history.History) []FenceCount {
 	elections, ranAt := controllerElections(h)
 	seenElections := 0
 
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindControlSent, history.KindControlRequest, history.KindISRChange, history.KindControlledShutdown, history.KindZKWrite) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			for k := range epochs {

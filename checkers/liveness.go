@@ -74,8 +74,7 @@ func newAliveness(h *history.History) *aliveness {
 		time  int64
 		alive bool
 	}{}}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStart, history.KindNodeStop) {
 		switch e.Kind {
 		case history.KindZKWatch:
 			if e.Watch.Path == zklayout.BrokerIDsPath && (e.Watch.Type == history.WatchChildren || e.Watch.Brokers != nil) {
@@ -184,8 +183,7 @@ func (c Liveness) Check(h *history.History) Result {
 		st *streak
 	}
 	var stuck []stuckStreak
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerResigned, history.KindNodeStart, history.KindZKWrite) {
 		if e.Time <= hi.at {
 			continue
 		}

@@ -67,8 +67,7 @@ func (c Registration) Check(h *history.History) Result {
 		return fmt.Sprintf("the process started at event %d (+%s)", start, rel(h.Events[start].Time, t0))
 	}
 	n := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			started[e.Node] = e.Index
@@ -171,8 +170,7 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 	describe := func(el election) string {
 		return fmt.Sprintf("controller %d's election at epoch %d (event %d, +%s)", el.node, el.epoch, el.idx, rel(h.Events[el.idx].Time, t0))
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerElected, history.KindZKWatch) {
 		switch e.Kind {
 		case history.KindControllerElected:
 			el := election{e.Node, e.Controller.Epoch, e.Controller.EpochZkVersion, e.Controller.Zxid, e.Index}
@@ -308,8 +306,7 @@ func (c ControllerTenure) Check(h *history.History) Result {
 	}
 	wrong := map[wrongKey]bool{}
 	sends, writes, shutdowns, unjudged := 0, 0, 0, 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindControllerElected, history.KindControllerResigned, history.KindControlSent, history.KindZKWrite, history.KindControlledShutdown) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			delete(cur, e.Node)
@@ -504,8 +501,7 @@ func (c ZKWrites) Check(h *history.History) Result {
 		zxid int64
 	}
 	seen := map[key]int{} // the watcher's first observation of a path at an mzxid
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch) {
 		if e.Kind == history.KindZKWatch && e.Watch.Mzxid > 0 && (e.Watch.State != nil || e.Watch.ControllerEpoch != nil) {
 			k := key{e.Watch.Path, e.Watch.Mzxid}
 			if _, ok := seen[k]; !ok {
@@ -514,8 +510,7 @@ func (c ZKWrites) Check(h *history.History) Result {
 		}
 	}
 	compared := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWrite) {
 		if e.Kind != history.KindZKWrite || e.ZKWrite.Outcome != history.ZKOK || e.ZKWrite.Zxid == 0 {
 			continue
 		}

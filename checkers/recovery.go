@@ -92,8 +92,7 @@ func collectProcesses(h *history.History) *nodeProcs {
 		return p
 	}
 	var list *history.RunningBrokers
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindNodeStop, history.KindBrokerRegistered, history.KindControllerElected, history.KindControllerResigned, history.KindRoleChange, history.KindFaultStart, history.KindPhase) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			ps.anyNode = true
@@ -159,8 +158,7 @@ type brokerListing struct {
 
 func brokerListings(h *history.History) []brokerListing {
 	var out []brokerListing
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch) {
 		if e.Kind != history.KindZKWatch || e.Watch == nil || e.Watch.Path != zklayout.BrokerIDsPath ||
 			(e.Watch.Type != history.WatchChildren && e.Watch.Brokers == nil) {
 			continue
@@ -272,8 +270,7 @@ func listedAs(l brokerListing, id int32) string {
 // carried them.
 func replicaSets(h *history.History) map[history.TopicPartition][]int32 {
 	out := map[history.TopicPartition][]int32{}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControlSent, history.KindControlRequest) {
 		if (e.Kind != history.KindControlSent && e.Kind != history.KindControlRequest) || e.Control == nil || e.Control.API != history.APILeaderAndIsr {
 			continue
 		}
@@ -410,8 +407,7 @@ func (Recovery) controller(h *history.History, ps *nodeProcs, judge judgeFunc, t
 	var newest int32
 	var newestEv *history.Event
 	anyCtl := false
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch, history.KindControllerElected) {
 		switch e.Kind {
 		case history.KindZKWatch:
 			w := e.Watch
