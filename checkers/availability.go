@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // leaderObs is a partition state in a leader timeline: a version of the
@@ -329,8 +330,7 @@ func (c Availability) Check(h *history.History) Result {
 // roleEvents returns h's node_start and role_change events in history
 // order, and whether there is any role_change.
 func roleEvents(h *history.History) (evs []*history.Event, anyRole bool) {
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindRoleChange, history.KindNodeStart) {
 		switch e.Kind {
 		case history.KindRoleChange:
 			anyRole = true
@@ -363,8 +363,7 @@ func controllerSpans(h *history.History) []ctlSpan {
 			open = -1
 		}
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerElected, history.KindControllerResigned, history.KindNodeStart, history.KindNodeStop, history.KindFaultStart) {
 		switch e.Kind {
 		case history.KindControllerElected:
 			if e.Controller == nil {
@@ -458,8 +457,7 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 	}
 	var shuts []shut
 	var points []int64
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControlledShutdown, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStop) {
 		switch e.Kind {
 		case history.KindControlledShutdown:
 			if e.Shutdown != nil && e.Shutdown.Verdict == history.VerdictAccepted {
@@ -474,7 +472,7 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 			}
 			points = append(points, e.Time)
 		case history.KindZKWatch:
-			if e.Watch != nil && e.Watch.Path == "/brokers/ids" {
+			if e.Watch != nil && e.Watch.Path == zklayout.BrokerIDsPath {
 				points = append(points, e.Time)
 			}
 		case history.KindBrokerRegistered, history.KindNodeStop:

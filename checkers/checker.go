@@ -99,15 +99,19 @@ type Checker interface {
 }
 
 // Run runs each checker on h and returns their results in order and the
-// combined verdict. The client operations are paired, and the partition
-// states put in ZooKeeper order, once for all of them (see operations and
-// partitionStates), and the checkers run concurrently, as many at a time as
+// combined verdict. The client operations are paired, the events indexed
+// by kind and the partition states put in ZooKeeper order, once for all of
+// them (see operations, eventsOf and partitionStates), and the checkers run
+// concurrently, as many at a time as
 // there are CPUs: they only read the history, and each result is the same
 // whatever else runs beside it. Linearizable, the longest, starts first.
 func Run(h *history.History, cs []Checker) ([]Result, Verdict) {
 	ops, _ := history.Operations(h)
 	paired.Store(h, ops)
 	defer paired.Delete(h)
+	// The kind index first: collecting the partition states walks it.
+	kindIndexes.Store(h, buildKindIndex(h))
+	defer kindIndexes.Delete(h)
 	zkVersions.Store(h, collectPartitionStates(h))
 	defer zkVersions.Delete(h)
 	order := make([]int, 0, len(cs))

@@ -61,8 +61,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 	if len(h.Events) > 0 {
 		t0 = h.Events[0].Time
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			if p := prev[e.Node]; p != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // KAFKA-3861's harm, judged on what happened rather than on the election
@@ -51,9 +52,8 @@ type listing struct {
 
 func brokerRegistrations(h *history.History) registrations {
 	var out registrations
-	for i := range h.Events {
-		e := &h.Events[i]
-		if e.Kind != history.KindZKWatch || e.Watch.Path != "/brokers/ids" || e.Watch.Type != history.WatchChildren {
+	for e := range eventsOf(h, history.KindZKWatch) {
+		if e.Kind != history.KindZKWatch || e.Watch.Path != zklayout.BrokerIDsPath || e.Watch.Type != history.WatchChildren {
 			continue
 		}
 		ids := make([]int32, 0, len(e.Watch.Brokers))
@@ -91,16 +91,15 @@ func (r registrations) throughout(broker int32, from, to int64) bool {
 func findElectableOffline(h *history.History, ops []history.Operation, tl map[history.TopicPartition][]leaderObs, serving map[history.TopicPartition][]servingObs, grace time.Duration) []electableOffline {
 	acks := ackedProduces(ops)
 	truncs := map[history.TopicPartition][]*history.Event{}
-	for i := range h.Events {
-		if e := &h.Events[i]; e.Kind == history.KindTruncation {
+	for e := range eventsOf(h, history.KindTruncation) {
+		if e.Kind == history.KindTruncation {
 			truncs[e.Truncation.TP()] = append(truncs[e.Truncation.TP()], e)
 		}
 	}
 	regs := brokerRegistrations(h)
 	var out []electableOffline
 	reported := map[history.TopicPartition]int64{} // partition → end of the offline run reported
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWrite) {
 		if e.Kind != history.KindZKWrite || e.ZKWrite.Outcome != history.ZKOK || e.ZKWrite.State == nil || e.ZKWrite.State.Leader != -1 {
 			continue
 		}

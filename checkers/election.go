@@ -87,8 +87,7 @@ func electionsOf(h *history.History) []election {
 	versions := partitionStates(h)
 	var pols policies
 	var out []election
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWrite) {
 		if e.Kind != history.KindZKWrite {
 			continue
 		}

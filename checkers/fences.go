@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Fence names, in the order results list them.
@@ -174,8 +175,7 @@ func CountFences(h *history.History) []FenceCount {
 	elections, ranAt := controllerElections(h)
 	seenElections := 0
 
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindControlSent, history.KindControlRequest, history.KindISRChange, history.KindControlledShutdown, history.KindZKWrite) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			for k := range epochs {
@@ -263,7 +263,7 @@ func CountFences(h *history.History) []FenceCount {
 			}
 			switch {
 			case zw.ControllerEpoch > 0:
-				if zw.Path == "/controller" || zw.Path == "/controller_epoch" || !ranAt[nodeEpoch{e.Node, zw.ControllerEpoch}] {
+				if zw.Path == zklayout.ControllerPath || zw.Path == zklayout.ControllerEpochPath || !ranAt[nodeEpoch{e.Node, zw.ControllerEpoch}] {
 					continue
 				}
 				for seenElections < len(elections) && elections[seenElections].idx < e.Index {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // ControllerFencing checks that stale controllers are fenced (KAFKA-532):
@@ -33,8 +34,7 @@ func (c ControllerFencing) Check(h *history.History) Result {
 	var writes []*history.Event
 	accepted := 0
 
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindControlRequest, history.KindZKWrite) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			delete(maxAccepted, e.Node)
@@ -75,7 +75,7 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		zw := w.ZKWrite
 		// Only writes of a controller, by the node that was elected at that
 		// epoch (a leader's ISR write carries no controller epoch).
-		if zw.ControllerEpoch <= 0 || zw.Path == "/controller" || zw.Path == "/controller_epoch" ||
+		if zw.ControllerEpoch <= 0 || zw.Path == zklayout.ControllerPath || zw.Path == zklayout.ControllerEpochPath ||
 			!ranAt[nodeEpoch{w.Node, zw.ControllerEpoch}] {
 			continue
 		}
@@ -214,8 +214,7 @@ func (c BrokerFencing) Check(h *history.History) Result {
 		epoch  int64
 	}
 	shutdownSentBy := map[proc]int{}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControlSent, history.KindNodeStart, history.KindBrokerRegistered, history.KindZKWatch, history.KindControlRequest, history.KindControlledShutdown) {
 		switch e.Kind {
 		case history.KindControlSent:
 			if e.Control.Attempt == 0 {
@@ -465,8 +464,7 @@ func consequences(h *history.History, e *history.Event) effect {
 // Attempt) of h by attemptKey, each key's sends in history order.
 func attemptSends(h *history.History) map[string][]int {
 	out := map[string][]int{}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControlSent) {
 		if e.Kind == history.KindControlSent && e.Control.Attempt > 0 {
 			k := attemptKey(e.Node, e.Control.TargetBroker, e.Control)
 			out[k] = append(out[k], e.Index)
@@ -595,8 +593,7 @@ func staleBrokerEpochs(h *history.History, r *report) {
 	// longest is the longest a stale send came after the controller's
 	// fault-free run began: what the grace is measured against.
 	var longest time.Duration
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerElected, history.KindControllerResigned, history.KindNodeStart, history.KindNodeStop, history.KindBrokerRegistered, history.KindZKWatch, history.KindControlSent, history.KindControlRequest) {
 		switch e.Kind {
 		case history.KindControllerElected:
 			tenures[e.Node] = tenure{e.Controller.Epoch, e.Time}
@@ -613,9 +610,9 @@ func staleBrokerEpochs(h *history.History, r *report) {
 		case history.KindZKWatch:
 			w := e.Watch
 			switch {
-			case w.Path == "/controller_epoch" && w.ControllerEpoch != nil:
+			case w.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil:
 				highest = max(highest, *w.ControllerEpoch)
-			case w.Path == "/brokers/ids" && (w.Type == history.WatchChildren || w.Brokers != nil):
+			case w.Path == zklayout.BrokerIDsPath && (w.Type == history.WatchChildren || w.Brokers != nil):
 				for id := range newest {
 					gone[id] = true
 				}
@@ -772,14 +769,13 @@ type nodeEpoch struct {
 func controllerElections(h *history.History) ([]electionMark, map[nodeEpoch]bool) {
 	var els []electionMark
 	ranAt := map[nodeEpoch]bool{}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerElected, history.KindZKWatch) {
 		switch e.Kind {
 		case history.KindControllerElected:
 			els = append(els, electionMark{e.Controller.Epoch, e.Time, e.Controller.Zxid, e.Index})
 			ranAt[nodeEpoch{e.Node, e.Controller.Epoch}] = true
 		case history.KindZKWatch:
-			if w := e.Watch; w.ControllerEpoch != nil && w.Path == "/controller_epoch" {
+			if w := e.Watch; w.ControllerEpoch != nil && w.Path == zklayout.ControllerEpochPath {
 				els = append(els, electionMark{*w.ControllerEpoch, e.Time, w.Mzxid, e.Index})
 			}
 		}

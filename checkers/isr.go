@@ -164,8 +164,8 @@ func newAckHolders(h *history.History, ops []history.Operation) *ackHolders {
 		}
 		a.top[tp] = top
 	}
-	for i := range h.Events {
-		switch e := &h.Events[i]; e.Kind {
+	for e := range eventsOf(h, history.KindTruncation, history.KindHWAdvance) {
+		switch e.Kind {
 		case history.KindTruncation:
 			a.truncs[e.Truncation.TP()] = append(a.truncs[e.Truncation.TP()], e)
 		case history.KindHWAdvance:
@@ -222,8 +222,8 @@ type policies map[int32][]*history.Event
 
 func nodePolicies(h *history.History) policies {
 	p := policies{}
-	for i := range h.Events {
-		if e := &h.Events[i]; e.Kind == history.KindNodeStart {
+	for e := range eventsOf(h, history.KindNodeStart) {
+		if e.Kind == history.KindNodeStart {
 			p[e.Node] = append(p[e.Node], e)
 		}
 	}
@@ -244,8 +244,7 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 	var holders *ackHolders
 	t0 := h.Events[0].Time
 	added := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWrite) {
 		if e.Kind != history.KindZKWrite {
 			continue
 		}
@@ -524,8 +523,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 			e.Node, tp, l.epoch, did, e.Index, rel(e.Time, t0), m, o,
 			m, o, theirs.epoch, theirs2, o, e.Node, mine.epoch, mine2)
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAppend, history.KindProduceAck, history.KindTruncation, history.KindControlRequest, history.KindRoleChange, history.KindISRChange, history.KindHWAdvance) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			// A new process leads nothing and knows its high watermark
@@ -662,8 +660,7 @@ func checkLaggingJoins(h *history.History, r *report) int {
 	hws := map[nodeTP][]*history.Event{}
 	t0 := h.Events[0].Time
 	judged := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindISRChange) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			forgetProcess(hws, e.Node)

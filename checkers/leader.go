@@ -64,8 +64,7 @@ func (c LeaderUniqueness) Check(h *history.History) Result {
 		}
 	}
 
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindRoleChange, history.KindProduceAppend, history.KindProduceAck) {
 		switch e.Kind {
 		case history.KindRoleChange:
 			if e.Role.Role == history.RoleLeader {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Liveness checks that the controller finishes its pending work once every
@@ -73,11 +74,10 @@ func newAliveness(h *history.History) *aliveness {
 		time  int64
 		alive bool
 	}{}}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStart, history.KindNodeStop) {
 		switch e.Kind {
 		case history.KindZKWatch:
-			if e.Watch.Path == "/brokers/ids" && (e.Watch.Type == history.WatchChildren || e.Watch.Brokers != nil) {
+			if e.Watch.Path == zklayout.BrokerIDsPath && (e.Watch.Type == history.WatchChildren || e.Watch.Brokers != nil) {
 				ids := map[int32]bool{}
 				for _, b := range e.Watch.Brokers {
 					ids[b.ID] = true
@@ -183,8 +183,7 @@ func (c Liveness) Check(h *history.History) Result {
 		st *streak
 	}
 	var stuck []stuckStreak
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerResigned, history.KindNodeStart, history.KindZKWrite) {
 		if e.Time <= hi.at {
 			continue
 		}
@@ -284,9 +283,9 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 		case history.KindZKWatch:
 			switch w := e.Watch; {
 			case w == nil:
-			case w.Path == "/controller" && (w.Type == history.WatchDeleted || w.ControllerID != nil):
+			case w.Path == zklayout.ControllerPath && (w.Type == history.WatchDeleted || w.ControllerID != nil):
 				named = e
-			case w.Path == "/controller_epoch" && w.ControllerEpoch != nil:
+			case w.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil:
 				newest = max(newest, *w.ControllerEpoch)
 			}
 		case history.KindControllerElected:
@@ -353,7 +352,7 @@ func seenLater(h *history.History, i int, node int32, won history.ControllerRun,
 	}
 	for j := i + 1; j < len(h.Events); j++ {
 		x := &h.Events[j]
-		if x.Kind != history.KindZKWatch || x.Watch == nil || x.Watch.Path != "/controller" {
+		if x.Kind != history.KindZKWatch || x.Watch == nil || x.Watch.Path != zklayout.ControllerPath {
 			continue
 		}
 		if names(x, node) && x.Watch.Czxid == won.Zxid {
@@ -414,9 +413,9 @@ func endsNaming(x *history.Event, node, epoch int32, czxid int64) bool {
 		switch {
 		case w == nil:
 			return false
-		case w.Path == "/controller_epoch":
+		case w.Path == zklayout.ControllerEpochPath:
 			return w.ControllerEpoch != nil && *w.ControllerEpoch > epoch
-		case w.Path != "/controller":
+		case w.Path != zklayout.ControllerPath:
 			return false
 		case w.Type == history.WatchDeleted:
 			return true
@@ -439,7 +438,7 @@ func namingEnd(x *history.Event, t0 int64) string {
 	switch x.Kind {
 	case history.KindZKWatch:
 		switch w := x.Watch; {
-		case w.Path == "/controller_epoch":
+		case w.Path == zklayout.ControllerEpochPath:
 			return fmt.Sprintf("the watcher saw /controller_epoch reach %d (%s)", *w.ControllerEpoch, at)
 		case w.Type == history.WatchDeleted:
 			return fmt.Sprintf("the watcher saw /controller deleted (%s)", at)

@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Registration checks that every broker registration is the registering
@@ -66,8 +67,7 @@ func (c Registration) Check(h *history.History) Result {
 		return fmt.Sprintf("the process started at event %d (+%s)", start, rel(h.Events[start].Time, t0))
 	}
 	n := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			started[e.Node] = e.Index
@@ -170,8 +170,7 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 	describe := func(el election) string {
 		return fmt.Sprintf("controller %d's election at epoch %d (event %d, +%s)", el.node, el.epoch, el.idx, rel(h.Events[el.idx].Time, t0))
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControllerElected, history.KindZKWatch) {
 		switch e.Kind {
 		case history.KindControllerElected:
 			el := election{e.Node, e.Controller.Epoch, e.Controller.EpochZkVersion, e.Controller.Zxid, e.Index}
@@ -188,12 +187,12 @@ func (c ControllerEpoch) Check(h *history.History) Result {
 			elections = append(elections, el)
 		case history.KindZKWatch:
 			w := e.Watch
-			if w.Path == "/controller" && w.ControllerID != nil && w.Czxid != 0 {
+			if w.Path == zklayout.ControllerPath && w.ControllerID != nil && w.Czxid != 0 {
 				if _, ok := controllerAt[w.Czxid]; !ok {
 					controllerAt[w.Czxid] = named{*w.ControllerID, e.Index}
 				}
 			}
-			if w.Path != "/controller_epoch" {
+			if w.Path != zklayout.ControllerEpochPath {
 				continue
 			}
 			if w.Type == history.WatchDeleted {
@@ -307,8 +306,7 @@ func (c ControllerTenure) Check(h *history.History) Result {
 	}
 	wrong := map[wrongKey]bool{}
 	sends, writes, shutdowns, unjudged := 0, 0, 0, 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindControllerElected, history.KindControllerResigned, history.KindControlSent, history.KindZKWrite, history.KindControlledShutdown) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			delete(cur, e.Node)
@@ -338,7 +336,7 @@ func (c ControllerTenure) Check(h *history.History) Result {
 				zw := e.ZKWrite
 				// The election's own writes come before controller_elected,
 				// and a leader's ISR write carries no controller epoch.
-				if zw.Path == "/controller" || zw.Path == "/controller_epoch" || (zw.ControllerEpoch == 0 && !zw.Conditional) {
+				if zw.Path == zklayout.ControllerPath || zw.Path == zklayout.ControllerEpochPath || (zw.ControllerEpoch == 0 && !zw.Conditional) {
 					continue
 				}
 				writes++
@@ -503,8 +501,7 @@ func (c ZKWrites) Check(h *history.History) Result {
 		zxid int64
 	}
 	seen := map[key]int{} // the watcher's first observation of a path at an mzxid
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch) {
 		if e.Kind == history.KindZKWatch && e.Watch.Mzxid > 0 && (e.Watch.State != nil || e.Watch.ControllerEpoch != nil) {
 			k := key{e.Watch.Path, e.Watch.Mzxid}
 			if _, ok := seen[k]; !ok {
@@ -513,8 +510,7 @@ func (c ZKWrites) Check(h *history.History) Result {
 		}
 	}
 	compared := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWrite) {
 		if e.Kind != history.KindZKWrite || e.ZKWrite.Outcome != history.ZKOK || e.ZKWrite.Zxid == 0 {
 			continue
 		}
@@ -528,7 +524,7 @@ func (c ZKWrites) Check(h *history.History) Result {
 		switch {
 		case zw.State != nil && w.State != nil:
 			wrote, held = stateText(zw.State), stateText(w.State)
-		case zw.Path == "/controller_epoch" && w.ControllerEpoch != nil && zw.Data != "":
+		case zw.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil && zw.Data != "":
 			wrote, held = zw.Data, fmt.Sprint(*w.ControllerEpoch)
 		default:
 			continue

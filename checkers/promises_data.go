@@ -100,8 +100,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 	hw := map[nodeTP]offsetMark{}   // the high watermark each replica has now, when known
 	ckpt := map[nodeTP]offsetMark{} // each broker's latest checkpoint entries
 	judged, unjudged := 0, 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindHWCheckpoint, history.KindControlRequest, history.KindTruncation) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			// The new process restores its high watermarks from the
@@ -227,8 +226,7 @@ func (c LogRetention) Check(h *history.History) Result {
 		m.off = leo // report a loss once
 		held[k] = m
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAck, history.KindProduceAppend, history.KindHWAdvance, history.KindHWCheckpoint, history.KindControlRequest, history.KindTruncation) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			started[e.Node] = e.Index

@@ -73,8 +73,7 @@ func (c HWWithinISR) Check(h *history.History) Result {
 		r.violate([]int{p.idx, e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) with %s in its ISR, but %s's log ended at %d afterwards (%s, event %d, +%s) without a truncation in between: offsets %d to %d were counted as held by an ISR member that never had them (Partition.maybeIncrementLeaderHW takes the minimum log end offset over the ISR).",
 			p.leader, k.tp, p.hw, p.epoch, p.idx, rel(p.time, t0), nodeName(k.node), nodeName(k.node), leo, what, e.Index, rel(e.Time, t0), leo, p.hw-1)
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindISRChange, history.KindControlRequest, history.KindProduceAppend, history.KindTruncation, history.KindHWAdvance) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			forgetProcess(lead, e.Node)
@@ -201,8 +200,7 @@ func (c FollowerHW) Check(h *history.History) Result {
 	leaderMax := map[leadKey]offsetMark{} // the highest high watermark of a leadership
 	follows := map[nodeTP]following{}
 	judged := 0
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindHWAdvance) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			forgetProcess(cur, e.Node)

@@ -119,8 +119,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 			nodeName(e.Node), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq, a.TP(), a.BaseOffset, a.LeaderEpoch, e.Index, rel(e.Time, t0),
 			prev.Append.BaseOffset, nodeName(prev.Node), prev.Append.LeaderEpoch, prev.Index, nodeName(e.Node), held.off-1, held.idx, rel(held.time, t0))
 	}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindHWAdvance, history.KindTruncation, history.KindControlRequest, history.KindProduceAppend) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			starts[e.Node] = append(starts[e.Node], e.Time)

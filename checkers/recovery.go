@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Recovery checks that the cluster is whole again once every fault healed:
@@ -91,8 +92,7 @@ func collectProcesses(h *history.History) *nodeProcs {
 		return p
 	}
 	var list *history.RunningBrokers
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindNodeStart, history.KindNodeStop, history.KindBrokerRegistered, history.KindControllerElected, history.KindControllerResigned, history.KindRoleChange, history.KindFaultStart, history.KindPhase) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			ps.anyNode = true
@@ -158,9 +158,8 @@ type brokerListing struct {
 
 func brokerListings(h *history.History) []brokerListing {
 	var out []brokerListing
-	for i := range h.Events {
-		e := &h.Events[i]
-		if e.Kind != history.KindZKWatch || e.Watch == nil || e.Watch.Path != "/brokers/ids" ||
+	for e := range eventsOf(h, history.KindZKWatch) {
+		if e.Kind != history.KindZKWatch || e.Watch == nil || e.Watch.Path != zklayout.BrokerIDsPath ||
 			(e.Watch.Type != history.WatchChildren && e.Watch.Brokers == nil) {
 			continue
 		}
@@ -271,8 +270,7 @@ func listedAs(l brokerListing, id int32) string {
 // carried them.
 func replicaSets(h *history.History) map[history.TopicPartition][]int32 {
 	out := map[history.TopicPartition][]int32{}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindControlSent, history.KindControlRequest) {
 		if (e.Kind != history.KindControlSent && e.Kind != history.KindControlRequest) || e.Control == nil || e.Control.API != history.APILeaderAndIsr {
 			continue
 		}
@@ -409,16 +407,15 @@ func (Recovery) controller(h *history.History, ps *nodeProcs, judge judgeFunc, t
 	var newest int32
 	var newestEv *history.Event
 	anyCtl := false
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch, history.KindControllerElected) {
 		switch e.Kind {
 		case history.KindZKWatch:
 			w := e.Watch
 			switch {
 			case w == nil:
-			case w.Path == "/controller" && (w.Type == history.WatchDeleted || w.ControllerID != nil):
+			case w.Path == zklayout.ControllerPath && (w.Type == history.WatchDeleted || w.ControllerID != nil):
 				named = e
-			case w.Path == "/controller_epoch" && w.ControllerEpoch != nil && *w.ControllerEpoch > newest:
+			case w.Path == zklayout.ControllerEpochPath && w.ControllerEpoch != nil && *w.ControllerEpoch > newest:
 				newest, newestEv = *w.ControllerEpoch, e
 			}
 		case history.KindControllerElected:

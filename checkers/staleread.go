@@ -31,8 +31,7 @@ type nodeFacts struct {
 func newNodeFacts(h *history.History) *nodeFacts {
 	f := &nodeFacts{leads: map[history.TopicPartition][]leadership{}, roles: map[history.TopicPartition][]leadership{},
 		hws: map[history.TopicPartition][]*history.Event{}, acks: map[history.TopicPartition][]*history.Event{}}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindRoleChange, history.KindHWAdvance, history.KindProduceAck) {
 		switch e.Kind {
 		case history.KindRoleChange:
 			f.roles[e.Role.TP()] = append(f.roles[e.Role.TP()], leadership{e.Node, e.Role.LeaderEpoch, e.Time, e.Index})

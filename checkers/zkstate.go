@@ -67,8 +67,7 @@ func collectPartitionStates(h *history.History) map[history.TopicPartition]zkSta
 		byZxid, watched, unordered []zkState
 	}
 	all := map[history.TopicPartition]*collected{}
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch, history.KindZKWrite) {
 		var s zkState
 		switch {
 		case e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.State != nil:

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/docker"
-	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/history"
 )
 
 // In-container paths of a node. The harness reads the same files on the host
@@ -81,7 +81,7 @@ func (c *Cluster) StartNode(ctx context.Context, s NodeSpec) (*Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	hist := filepath.Join(c.RunDir, rundir.HistoryDir)
+	hist := filepath.Join(c.RunDir, history.HistoryDir)
 	if err := os.MkdirAll(hist, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

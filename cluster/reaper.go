@@ -9,7 +9,6 @@ import (
 
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/reaper"
-	"github.com/zkchaos/zkchaos/rundir"
 )
 
 // In-container paths of the reaper.
@@ -17,6 +16,10 @@ const (
 	reaperBinaryPath = "/usr/local/bin/reaper"
 	reaperRunDir     = "/run-dir" // bind mount of the run directory, for the socket
 )
+
+// ReaperSocket is the unix socket, in RUN_DIR, that the run's reaper listens
+// on and the harness holds for as long as the cluster exists.
+const ReaperSocket = "reaper.sock"
 
 // Reaper timing: within ReaperGrace of this process's death (or
 // reaperFirstContact of the reaper's start, when this process died before
@@ -36,12 +39,12 @@ func buildReaper(ctx context.Context) (string, error) {
 // runs before anything else of the run exists, so no kill of this process
 // leaves an object the reaper does not cover.
 func (c *Cluster) startReaper(ctx context.Context, bin string) error {
-	sock := filepath.Join(c.RunDir, rundir.ReaperSocket)
+	sock := filepath.Join(c.RunDir, ReaperSocket)
 	ct, err := c.eng.StartHelper(ctx, docker.HelperSpec{
 		RunID: c.RunID, Role: "reaper", Name: c.containerName("reaper"), Image: c.Image,
 		Cmd: append([]string{
 			reaperBinaryPath,
-			"--socket=" + reaperRunDir + "/" + rundir.ReaperSocket,
+			"--socket=" + reaperRunDir + "/" + ReaperSocket,
 			"--engine=" + docker.EngineSocketPath,
 			"--keep=" + c.containerName("reaper"),
 			fmt.Sprintf("--owner=%d:%d", os.Getuid(), os.Getgid()),
@@ -80,5 +83,5 @@ func (c *Cluster) releaseReaper() {
 		return
 	}
 	c.reaperHold.Close()
-	os.Remove(filepath.Join(c.RunDir, rundir.ReaperSocket))
+	os.Remove(filepath.Join(c.RunDir, ReaperSocket))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/internal/clustertest"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // ElectPreferred against a real ZooKeeper with a stand-in controller (a
@@ -44,10 +45,10 @@ func TestElectPreferredWaitsForTheController(t *testing.T) {
 	go func() {
 		for range 2 {
 			for {
-				b, _, err := ctl.Get(preferredElectionPath)
+				b, _, err := ctl.Get(zklayout.PreferredElectionPath)
 				if err == nil {
 					time.Sleep(300 * time.Millisecond)
-					if ctl.Delete(preferredElectionPath, -1) == nil {
+					if ctl.Delete(zklayout.PreferredElectionPath, -1) == nil {
 						taken <- string(b)
 					}
 					break

@@ -12,7 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/workloads"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 // failpointWorld is the run's world with what the nemesis's failpoint fault
@@ -144,12 +144,7 @@ func (f *failpointWorld) BadVersions(ctx context.Context, node int, since time.T
 }
 
 func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partition int32) (int, []int, error) {
-	p := statePath(topic, partition)
-	b, err := f.get(ctx, p)
-	if err != nil {
-		return -1, nil, err
-	}
-	st, err := parseState(p, b)
+	st, _, err := zkio.ReadPartitionState(f.synced(ctx), topic, partition)
 	if err != nil {
 		return -1, nil, err
 	}
@@ -159,12 +154,7 @@ func (f *failpointWorld) PartitionISR(ctx context.Context, topic string, partiti
 // PartitionReplicas reads topic's assignment znode, as the admin tools
 // did.
 func (f *failpointWorld) PartitionReplicas(ctx context.Context, topic string) (map[int32][]int, error) {
-	p := "/brokers/topics/" + topic
-	b, err := f.get(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return workloads.DecodeAssignment(p, b)
+	return zkio.ReadAssignment(f.synced(ctx), topic)
 }
 
 func (f *failpointWorld) WorkloadTopic() (string, int32) { return f.topic, f.partitions }

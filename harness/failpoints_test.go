@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
+	"github.com/zkchaos/zkchaos/judge"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -138,7 +139,7 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 			if !armed || !stopped || !nodeHit || stopDetail != "window reached" {
 				t.Fatalf("history: nemesis start %v, stop %v (%q), node reached %v", armed, stopped, stopDetail, nodeHit)
 			}
-			rep, err := Check(got, checkers.DefaultConfig())
+			rep, err := judge.Check(got, checkers.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +211,7 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Check(got, checkers.DefaultConfig())
+			rep, err := judge.Check(got, checkers.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/observer"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/workloads"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 // RunConfig is one run: its settings (rundir.RunSpec, what run.json
@@ -70,12 +71,49 @@ func (c *RunConfig) defaults() {
 
 // Plan is the fault schedule a run of c executes: the stored one when c
 // replays, otherwise the one its seed draws for its topology
-// (RunSpec.Plan).
+// (planSpec).
 func (c RunConfig) Plan() nemesis.Schedule {
 	if c.Schedule != nil {
 		return *c.Schedule
 	}
-	return c.RunSpec.Plan()
+	return planSpec(c.RunSpec)
+}
+
+// planSpec is the fault schedule s's seed draws for its topology (after
+// defaults). `chaos run --dry-run` prints exactly this, so it needs no
+// Docker. Kinds this build does not know are left out and named in
+// Skipped; so is a density Validate would refuse, planned one fault at a
+// time.
+func planSpec(s rundir.RunSpec) nemesis.Schedule {
+	s.Defaults()
+	var kinds []nemesis.FaultKind
+	var unknown []string
+	for _, f := range s.Faults {
+		if k := nemesis.FaultKind(f); slices.Contains(nemesis.Catalogue, k) {
+			kinds = append(kinds, k)
+		} else {
+			unknown = append(unknown, fmt.Sprintf("%q: not a fault kind of this build", f))
+		}
+	}
+	topo := nemesis.Topology{Nodes: s.Nodes, ZKServers: s.ZK.Servers}
+	plan := func() nemesis.Schedule {
+		return nemesis.Plan(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds)
+	}
+	var sched nemesis.Schedule
+	if s.Density > 0 {
+		usable, skipped := nemesis.Usable(topo, kinds)
+		var err error
+		if sched, err = nemesis.PlanDense(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density); err != nil {
+			sched = plan()
+			sched.Skipped = append(sched.Skipped, err.Error())
+		} else {
+			sched.Skipped = skipped
+		}
+	} else {
+		sched = plan()
+	}
+	sched.Skipped = append(sched.Skipped, unknown...)
+	return sched
 }
 
 // Run is one chaos run: set-up, workload and nemesis, heal, final reads,
@@ -550,11 +588,8 @@ func waitSettled(ctx context.Context, w *world, cfg RunConfig, within time.Durat
 		var short []string
 		for _, l := range cfg.layouts() {
 			for p, reps := range l.assign {
-				b, err := w.get(ctx, statePath(l.topic, int32(p)))
-				var st struct {
-					ISR []int `json:"isr"`
-				}
-				if err != nil || json.Unmarshal(b, &st) != nil || len(st.ISR) < len(reps) {
+				st, _, err := zkio.ReadPartitionState(w.synced(ctx), l.topic, int32(p))
+				if err != nil || len(st.ISR) < len(reps) {
 					short = append(short, fmt.Sprintf("%s-%d", l.topic, p))
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
+	"github.com/zkchaos/zkchaos/judge"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -48,7 +49,7 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(got, "logs", "harness.log")); err != nil || !strings.Contains(string(b), "] workload") || !strings.Contains(string(b), "heal done") {
 		t.Errorf("logs/harness.log lacks the phase lines (%v):\n%s", err, b)
 	}
-	rep, err := Check(got, checkers.DefaultConfig())
+	rep, err := judge.Check(got, checkers.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 // world tells the nemesis who is who, from the cluster's containers and
@@ -78,34 +78,23 @@ func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, p
 	if err != nil {
 		return nemesis.PartitionState{}, err
 	}
-	p := statePath(topic, partition)
-	b, stat, err := getWithin(ctx, c, p, false, 2*time.Second)
+	st, stat, err := zkio.ReadPartitionState(bounded{ctx, c, false, 2 * time.Second}, topic, partition)
 	if err != nil {
 		return nemesis.PartitionState{}, fmt.Errorf("through zk%d: %w", zkID, err)
 	}
-	st, err := parseState(p, b)
-	if err != nil {
-		return nemesis.PartitionState{}, err
-	}
-	st.Mzxid = stat.Mzxid
-	return st, nil
+	return nemesis.PartitionState{PartitionState: st, Mzxid: stat.Mzxid}, nil
 }
 
-// statePath is a partition's state znode.
-func statePath(topic string, partition int32) string {
-	return fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, partition)
+// bounded is a zkio.Getter over conn whose every read is getWithin's.
+type bounded struct {
+	ctx    context.Context
+	conn   *zk.Conn
+	sync   bool
+	within time.Duration
 }
 
-// parseState reads the leader and ISR of a partition state znode's data.
-func parseState(p string, b []byte) (nemesis.PartitionState, error) {
-	var v struct {
-		Leader int   `json:"leader"`
-		ISR    []int `json:"isr"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nemesis.PartitionState{}, fmt.Errorf("malformed %s %q: %w", p, b, err)
-	}
-	return nemesis.PartitionState{Leader: v.Leader, ISR: v.ISR}, nil
+func (b bounded) Get(p string) ([]byte, *zk.Stat, error) {
+	return getWithin(b.ctx, b.conn, p, b.sync, b.within)
 }
 
 // getWithin reads znode p through conn (after a Sync when sync is set, so
@@ -127,7 +116,8 @@ func getWithin(ctx context.Context, conn *zk.Conn, p string, sync bool, within t
 		return got{b, st}, err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", p, err)
+		// Unwrapped: zklayout's readers name the znode.
+		return nil, nil, err
 	}
 	return r.b, r.st, nil
 }
@@ -148,25 +138,14 @@ func (w *world) ZKServers() []nemesis.Target {
 	return out
 }
 
-// get reads p after Sync, bounded in time: go-zookeeper has no per-call
+// synced reads after Sync, bounded in time: go-zookeeper has no per-call
 // timeout and a partitioned session would otherwise block a fault forever.
-func (w *world) get(ctx context.Context, p string) ([]byte, error) {
-	b, _, err := getWithin(ctx, w.conn, p, true, 5*time.Second)
-	return b, err
+func (w *world) synced(ctx context.Context) bounded {
+	return bounded{ctx, w.conn, true, 5 * time.Second}
 }
 
 func (w *world) Controller(ctx context.Context) (int, error) {
-	b, err := w.get(ctx, "/controller")
-	if err != nil {
-		return 0, err
-	}
-	var v struct {
-		BrokerID int `json:"brokerid"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return 0, fmt.Errorf("malformed /controller %q: %w", b, err)
-	}
-	return v.BrokerID, nil
+	return zkio.ReadController(w.synced(ctx))
 }
 
 func (w *world) ZKLeader(ctx context.Context) (int, error) {
@@ -174,12 +153,7 @@ func (w *world) ZKLeader(ctx context.Context) (int, error) {
 }
 
 func (w *world) PartitionLeader(ctx context.Context, topic string, partition int32) (int, error) {
-	p := statePath(topic, partition)
-	b, err := w.get(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	st, err := parseState(p, b)
+	st, _, err := zkio.ReadPartitionState(w.synced(ctx), topic, partition)
 	if err != nil {
 		return 0, err
 	}

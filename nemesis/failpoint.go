@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 // FailpointFault is the fault that arms one of the node program's failpoint
 // windows on the node holding a role, then provokes the work that reaches
 // it. A random SIGSTOP almost always lands on an idle controller; a
 // failpoint stops the node inside the window where a seed bug lives.
-const FailpointFault FaultKind = "failpoint"
+const FailpointFault = schedule.FailpointFault
 
 // FailpointDoc describes the fault for the catalogue.
 const FailpointDoc = "arm a node failpoint window on a role (controller, partition leader, follower, restarted broker) and provoke it"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 // KillLaggingLeader is the fault of the replication bugs' window: a
@@ -29,7 +31,7 @@ import (
 // The partition the fault cuts is, when there is one, a partition whose
 // leader is not its preferred replica, so that request has a partition to
 // refuse. Heal restores the links and starts the leader again.
-const KillLaggingLeader FaultKind = "kill-lagging-leader"
+const KillLaggingLeader = schedule.KillLaggingLeader
 
 // KillLaggingLeaderDoc describes the fault for the catalogue.
 const KillLaggingLeaderDoc = "cut a partition leader from its followers until its ISR shrinks, then kill it"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"time"
 )
@@ -50,27 +49,6 @@ func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []Fault
 		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(kr, kinds), Hold: hold, Pick: NewPick(r)})
 	}
 	return s, nil
-}
-
-// MaxOverlap is the largest number of s's faults in force at one instant.
-func (s Schedule) MaxOverlap() int {
-	type edge struct {
-		t time.Duration
-		d int
-	}
-	var es []edge
-	for _, st := range s.Steps {
-		es = append(es, edge{st.At, 1}, edge{st.At + st.Hold, -1})
-	}
-	// Ends before starts at the same instant: a fault healed as the next
-	// starts does not overlap it.
-	sort.Slice(es, func(i, j int) bool { return es[i].t < es[j].t || es[i].t == es[j].t && es[i].d < es[j].d })
-	n, best := 0, 0
-	for _, e := range es {
-		n += e.d
-		best = max(best, n)
-	}
-	return best
 }
 
 // Injector starts one step's fault and returns what ends it (the fault

@@ -57,14 +57,6 @@ func TestPlanDenseDensityAndReplay(t *testing.T) {
 	}
 }
 
-func TestMaxOverlap(t *testing.T) {
-	s := Schedule{Steps: []Step{{At: 0, Hold: 10}, {At: 5, Hold: 10}, {At: 10, Hold: 1}, {At: 20, Hold: 1}}}
-	// [0,10) [5,15) [10,11): at 10 the first ends as the third starts → 2.
-	if got := s.MaxOverlap(); got != 2 {
-		t.Fatalf("max overlap %d, want 2", got)
-	}
-}
-
 // RunOverlapping holds faults together: the second starts before the first
 // is healed, each heal comes at its own step's end, and a failed step does
 // not stop the others.

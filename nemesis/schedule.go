@@ -2,34 +2,33 @@ package nemesis
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
-// FaultKind names one entry of the fault catalogue. Targets are chosen by
-// role when the fault starts (the controller now, the ZooKeeper leader now),
-// so a replayed schedule hits the same roles even if ids differ.
-type FaultKind string
+// FaultKind names one entry of the fault catalogue; the names and the
+// schedule's on-disk shape are package schedule's.
+type FaultKind = schedule.FaultKind
 
 // The fault catalogue's names; what each does is its Fault's Doc.
 const (
-	PauseController    FaultKind = "pause-controller"
-	PauseNode          FaultKind = "pause-node"
-	KillNode           FaultKind = "kill-node"
-	BounceNode         FaultKind = "bounce-node"
-	BounceController   FaultKind = "bounce-controller"
-	IsolateNode        FaultKind = "isolate-node"
-	IsolateController  FaultKind = "isolate-controller"
-	PartitionHalves    FaultKind = "partition-halves"
-	IsolateZKLeader    FaultKind = "isolate-zk-leader"
-	PauseZKFollower    FaultKind = "pause-zk-follower"
-	SlowZKFollowerLink FaultKind = "slow-zk-follower"
+	PauseController    = schedule.PauseController
+	PauseNode          = schedule.PauseNode
+	KillNode           = schedule.KillNode
+	BounceNode         = schedule.BounceNode
+	BounceController   = schedule.BounceController
+	IsolateNode        = schedule.IsolateNode
+	IsolateController  = schedule.IsolateController
+	PartitionHalves    = schedule.PartitionHalves
+	IsolateZKLeader    = schedule.IsolateZKLeader
+	PauseZKFollower    = schedule.PauseZKFollower
+	SlowZKFollowerLink = schedule.SlowZKFollowerLink
 )
 
 // Catalogue lists every fault kind, in the order of the fault values.
@@ -42,60 +41,16 @@ var Catalogue = func() []FaultKind {
 }()
 
 // ParseKinds parses a comma-separated list of fault kinds ("all" for every
-// kind), naming the first unknown one.
-func ParseKinds(s string) ([]FaultKind, error) {
-	if s == "" || s == "all" {
-		return slices.Clone(Catalogue), nil
-	}
-	var out []FaultKind
-	for _, part := range strings.Split(s, ",") {
-		k := FaultKind(strings.TrimSpace(part))
-		if !slices.Contains(Catalogue, k) {
-			return nil, fmt.Errorf("unknown fault %q (known: %s)", k, kindList())
-		}
-		out = append(out, k)
-	}
-	return out, nil
-}
+// kind), naming the first unknown one (schedule.ParseKinds: the catalogue
+// and schedule.Kinds are the same list, a test says so).
+func ParseKinds(s string) ([]FaultKind, error) { return schedule.ParseKinds(s) }
 
-func kindList() string {
-	s := make([]string, len(Catalogue))
-	for i, k := range Catalogue {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
-}
+// Step is one planned fault (schedule.Step).
+type Step = schedule.Step
 
-// Step is one planned fault: start At after the schedule begins, hold for
-// Hold, then heal everything.
-type Step struct {
-	At   time.Duration `json:"at_ns"`
-	Kind FaultKind     `json:"kind"`
-	Hold time.Duration `json:"hold_ns"`
-	// Pick chooses among candidates (a random broker, one follower); the
-	// same Pick in a replay chooses the same position.
-	Pick int `json:"pick"`
-	// Opening marks a step aimed at a seed bug's window (opening.go): the
-	// schedule's openings run first, one at a time, each until its window
-	// is over, and no other step starts until OpeningQuiet after them.
-	Opening bool `json:"opening,omitempty"`
-}
-
-// Schedule is a seeded plan of faults, one at a time with quiet gaps, the
-// shape Jepsen's default nemesis has. It is stored in the run directory so a
-// run can be replayed exactly.
-type Schedule struct {
-	Seed  uint64        `json:"seed"`
-	Total time.Duration `json:"total_ns"`
-	Steps []Step        `json:"steps"`
-	// Skipped names the requested kinds the run's topology could not take,
-	// with the reason; informational, replay ignores it.
-	Skipped []string `json:"skipped,omitempty"`
-	// Density is the mean number of faults in force at once of a schedule
-	// PlanDense made; its steps may overlap and RunSchedule holds them
-	// together. Zero: one fault at a time (Plan).
-	Density float64 `json:"density,omitempty"`
-}
+// Schedule is a seeded plan of faults, stored in the run directory so a run
+// can be replayed exactly (schedule.Schedule).
+type Schedule = schedule.Schedule
 
 // FailpointShare is the share of steps a schedule gives the failpoint fault
 // when it may draw it beside other kinds. Drawn uniformly it would be one
@@ -171,11 +126,8 @@ func Usable(topo Topology, kinds []FaultKind) (usable []FaultKind, skipped []str
 	return usable, skipped
 }
 
-// MinHold is the shortest fault hold Plan draws. A schedule is planned by
-// drawing holds until total is filled, so holds of a few nanoseconds would
-// plan billions of steps and run out of memory before the run starts; and a
-// fault is applied and healed through Docker, which takes longer anyway.
-const MinHold = 100 * time.Millisecond
+// MinHold is the shortest fault hold Plan draws (schedule.MinHold).
+const MinHold = schedule.MinHold
 
 // Plan makes the schedule for seed on a run of topology topo: the openings
 // (opening.go) the available kinds allow, then faults drawn from the kinds
@@ -211,44 +163,9 @@ func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kin
 	return s
 }
 
-// Save writes the schedule as JSON.
-func (s Schedule) Save(path string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("save schedule: %w", err)
-	}
-	return nil
-}
-
 // LoadSchedule reads a saved schedule, for replay, and refuses one no run
-// could have written.
-func LoadSchedule(path string) (Schedule, error) {
-	var s Schedule
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("load schedule: %w", err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("load schedule %s: %w", path, err)
-	}
-	// A file no run wrote (an empty object, another JSON document, a hand
-	// edit) is refused here rather than replayed as something else.
-	if s.Total <= 0 {
-		return s, fmt.Errorf("load schedule %s: total_ns is %d: not a schedule a run stored (those last more than 0)", path, s.Total)
-	}
-	for i, st := range s.Steps {
-		if !slices.Contains(Catalogue, st.Kind) {
-			return s, fmt.Errorf("load schedule %s: step %d: unknown fault %q", path, i+1, st.Kind)
-		}
-		if st.At < 0 || st.Hold <= 0 {
-			return s, fmt.Errorf("load schedule %s: step %d (%s) at %s held %s: want a start of 0 or more and a positive hold", path, i+1, st.Kind, st.At, st.Hold)
-		}
-	}
-	return s, nil
-}
+// could have written (schedule.Load).
+func LoadSchedule(path string) (Schedule, error) { return schedule.Load(path) }
 
 // RunSchedule executes s the way it was planned: a dense schedule
 // (Density > 0) with its faults held together, any other one step by step.

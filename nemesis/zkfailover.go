@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/fourletter"
+	"github.com/zkchaos/zkchaos/schedule"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // FailoverOnLaggingZK is the fault of KAFKA-16667's window: the controller
@@ -49,7 +51,7 @@ import (
 // The fault writes nothing to ZooKeeper: the state change is the partition
 // leader's own ISR shrink (replica.lag.time.max after C's death), and the
 // election is the brokers' own.
-const FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
+const FailoverOnLaggingZK = schedule.FailoverOnLaggingZK
 
 // FailoverOnLaggingZKDoc describes the fault for the catalogue.
 const FailoverOnLaggingZKDoc = "cut the controller from ZooKeeper while its successor's ZooKeeper server lags the leader (the successor held after its election until a partition's ISR shrinks)"
@@ -110,11 +112,11 @@ type PreferredElector interface {
 }
 
 // PartitionState is a partition's state znode as one ZooKeeper server has
-// it: leader, ISR and the zxid of the write that set them.
+// it (decoded by zklayout) with the zxid of the write that set it; Mzxid
+// is 0 when that is unknown.
 type PartitionState struct {
-	Leader int
-	ISR    []int
-	Mzxid  int64
+	zklayout.PartitionState
+	Mzxid int64
 }
 
 // ZKStateReader is a World that reads a partition's state through one given
@@ -677,7 +679,7 @@ func waitStaleShrink(ctx context.Context, fw FailpointWorld, ops zkfOps, p zkfPl
 				if ierr != nil {
 					continue
 				}
-				st = PartitionState{Leader: l, ISR: isr}
+				st = PartitionState{PartitionState: zklayout.PartitionState{Leader: l, ISR: isr}}
 			}
 			if st.Leader != s.leader || slices.Contains(st.ISR, dead) {
 				continue

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // zkfWorld is three brokers and three ZooKeeper servers as the
@@ -168,7 +169,7 @@ func (f zkfFake) stateAt(ctx context.Context, zk Target, topic string, p int32) 
 	if !slices.Contains(isr, 1) {
 		z = shrinkZxid
 	}
-	return PartitionState{Leader: l, ISR: isr, Mzxid: z}, err
+	return PartitionState{PartitionState: zklayout.PartitionState{Leader: l, ISR: isr}, Mzxid: z}, err
 }
 
 // appliedZxid: the lagging server catches up with the shrink from the

@@ -10,17 +10,16 @@ package observer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Watcher follows the fencing znodes until its context ends.
@@ -49,10 +48,10 @@ func WatchZK(ctx context.Context, servers []string, sessionTimeout time.Duration
 		return nil, fmt.Errorf("zookeeper watcher: connect %v: %w", servers, err)
 	}
 	wt.conn = conn
-	wt.loop("/controller", wt.watchData)
-	wt.loop("/controller_epoch", wt.watchData)
-	wt.loop("/brokers/ids", wt.watchBrokers)
-	wt.loop("/brokers/topics", wt.watchTopics)
+	wt.loop(zklayout.ControllerPath, wt.watchData)
+	wt.loop(zklayout.ControllerEpochPath, wt.watchData)
+	wt.loop(zklayout.BrokerIDsPath, wt.watchBrokers)
+	wt.loop(zklayout.TopicsPath, wt.watchTopics)
 	wt.wg.Add(1)
 	go func() {
 		defer wt.wg.Done()
@@ -127,7 +126,7 @@ func (wt *Watcher) watchBrokers(p string) (<-chan zk.Event, error) {
 	}
 	var brokers []history.BrokerZnode
 	for _, id := range ids {
-		n, err := strconv.ParseInt(id, 10, 32)
+		n, err := zklayout.ParseBrokerID(id)
 		if err != nil {
 			continue
 		}
@@ -135,7 +134,7 @@ func (wt *Watcher) watchBrokers(p string) (<-chan zk.Event, error) {
 		if err != nil || !ok {
 			continue // gone between the list and the stat
 		}
-		brokers = append(brokers, history.BrokerZnode{ID: int32(n), Czxid: st.Czxid})
+		brokers = append(brokers, history.BrokerZnode{ID: n, Czxid: st.Czxid})
 	}
 	slices.SortFunc(brokers, func(a, b history.BrokerZnode) int { return int(a.ID - b.ID) })
 	wt.record(&history.Watch{Path: p, Type: history.WatchChildren, Brokers: brokers})
@@ -207,30 +206,26 @@ func (wt *Watcher) record(w *history.Watch) {
 func describe(p string, data []byte, st *zk.Stat) *history.Watch {
 	w := &history.Watch{Path: p, Type: history.WatchChanged, Data: string(data), Czxid: st.Czxid, Mzxid: st.Mzxid, Version: st.Version}
 	switch {
-	case p == "/controller":
-		var v struct {
-			BrokerID int32 `json:"brokerid"`
+	case p == zklayout.ControllerPath:
+		if id, err := zklayout.DecodeController(data); err == nil {
+			c := int32(id)
+			w.ControllerID = &c
 		}
-		if json.Unmarshal(data, &v) == nil {
-			w.ControllerID = &v.BrokerID
-		}
-	case p == "/controller_epoch":
-		if n, err := strconv.ParseInt(string(data), 10, 32); err == nil {
-			e := int32(n)
+	case p == zklayout.ControllerEpochPath:
+		if e, err := zklayout.DecodeControllerEpoch(data); err == nil {
 			w.ControllerEpoch = &e
 		}
-	case path.Base(p) == "state":
-		// /brokers/topics/<t>/partitions/<p>/state
-		part, err := strconv.ParseInt(path.Base(path.Dir(p)), 10, 32)
-		topic := path.Base(path.Dir(path.Dir(path.Dir(p))))
-		var v struct {
-			Leader          int32   `json:"leader"`
-			LeaderEpoch     int32   `json:"leader_epoch"`
-			ControllerEpoch int32   `json:"controller_epoch"`
-			ISR             []int32 `json:"isr"`
+	default:
+		topic, part, ok := zklayout.ParseStatePath(p)
+		if !ok {
+			break
 		}
-		if err == nil && json.Unmarshal(data, &v) == nil {
-			w.State = &history.PartitionState{Topic: topic, Partition: int32(part), Leader: v.Leader, LeaderEpoch: v.LeaderEpoch, ControllerEpoch: v.ControllerEpoch, ISR: v.ISR}
+		if v, err := zklayout.DecodePartitionState(p, data); err == nil {
+			isr := make([]int32, len(v.ISR))
+			for i, b := range v.ISR {
+				isr[i] = int32(b)
+			}
+			w.State = &history.PartitionState{Topic: topic, Partition: part, Leader: int32(v.Leader), LeaderEpoch: int32(v.LeaderEpoch), ControllerEpoch: int32(v.ControllerEpoch), ISR: isr}
 		}
 	}
 	return w

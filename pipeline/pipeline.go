@@ -1,6 +1,6 @@
 // Package pipeline is one chaos run from start to verdict, written once for
 // every caller (chaos run, repro, repro-bench, shrink and power, the scenario
-// tests): harness.Run records the run, harness.Check judges its history
+// tests): harness.Run records the run, judge.Check judges its history
 // (with porcupine's visualization), reports.RenderHTML writes the report.
 //
 // It owns the order of those stages and nothing else: what a run does is
@@ -18,6 +18,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/judge"
 	"github.com/zkchaos/zkchaos/reports"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -93,7 +94,7 @@ func Execute(ctx context.Context, cfg harness.RunConfig, opt Options) (Outcome, 
 // Finish checks a stored run (writing results.json and, unless told not
 // to, porcupine's visualization) and renders its HTML report. It needs no
 // Docker. A history that cannot be read is an error wrapping
-// harness.ErrBadHistory.
+// judge.ErrBadHistory.
 func Finish(dir string, opt Options) (Outcome, error) {
 	torn := make(chan error, 1)
 	torn <- nil
@@ -113,7 +114,7 @@ func finish(dir string, opt Options, torn <-chan error) (Outcome, error) {
 		check.VisualizePath = filepath.Join(dir, rundir.LinearizeFile)
 	}
 	start := time.Now()
-	res, err := harness.Check(dir, check)
+	res, err := judge.Check(dir, check)
 	if err != nil {
 		return out, errors.Join(err, <-torn)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/harness"
+	"github.com/zkchaos/zkchaos/judge"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
@@ -62,7 +62,7 @@ func TestFinishReportsBadHistory(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, rundir.HistoryDir), 0o755)
 	os.WriteFile(filepath.Join(dir, rundir.HistoryDir, "n1.jsonl"), []byte("{not json\n"), 0o644)
 	out, err := Finish(dir, Options{})
-	if !errors.Is(err, harness.ErrBadHistory) {
+	if !errors.Is(err, judge.ErrBadHistory) {
 		t.Fatalf("err %v, want bad history", err)
 	}
 	if out.Results != nil || out.Verdict() != checkers.Unknown || out.Dir != dir {

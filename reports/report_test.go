@@ -37,7 +37,7 @@ func writeSampleRun(t testing.TB, dir string, h *history.History, id string) {
 }
 
 // check runs every checker over the run's history and stores results.json,
-// as harness.Check does.
+// as judge.Check does.
 func check(t testing.TB, dir string) *rundir.Results {
 	t.Helper()
 	h, err := history.ReadDir(dir)

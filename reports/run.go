@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 // absDir makes a run directory absolute for commands a person copies from
@@ -101,7 +101,7 @@ func loadRun(runDir string) (*run, error) {
 	}
 	// The replay command replays schedule.json; one that would not load
 	// (a hand edit, a truncated copy) gets the seed's command and a note.
-	if _, err := nemesis.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile)); err == nil {
+	if _, err := schedule.Load(filepath.Join(runDir, rundir.ScheduleFile)); err == nil {
 		r.hasSchedule = true
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		r.notes = append(r.notes, fmt.Sprintf("%s cannot be replayed (%v): the replay command re-plans from the seed", rundir.ScheduleFile, err))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // Drawing limits.
@@ -284,9 +285,9 @@ func (b *builder) watch(e *history.Event) {
 	case w.State != nil:
 		b.sawWatch[w.State.TP()] = true
 		b.setState(e.Time, w.State)
-	case w.Path == "/controller" && w.ControllerID != nil:
+	case w.Path == zklayout.ControllerPath && w.ControllerID != nil:
 		b.setZK(e.Time, *w.ControllerID, b.zkEpoch)
-	case w.Path == "/controller" && w.Type == history.WatchDeleted:
+	case w.Path == zklayout.ControllerPath && w.Type == history.WatchDeleted:
 		b.setZK(e.Time, -1, b.zkEpoch)
 	case w.ControllerEpoch != nil:
 		id := b.zkID

@@ -30,9 +30,9 @@ const (
 	ResultsFile   = "results.json"         // Results: the checkers' verdicts
 	LinearizeFile = "linearizability.html" // porcupine's visualization
 	ReportFile    = "report.html"          // the HTML report
-	// ReaperSocket exists while the run's cluster does: the unix socket
-	// its reaper (package reaper) listens on and the harness holds.
-	ReaperSocket = "reaper.sock"
+	// While the run's cluster exists, RUN_DIR also holds the unix socket
+	// its reaper listens on: cluster.ReaperSocket, named by the package
+	// that starts the reaper so that cluster need not import this one.
 )
 
 // writeJSONAtomic writes v to path via a temporary file and rename, so a

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 // RunSpec is what one run is asked to do, and RUN_DIR/run.json is its JSON.
@@ -75,7 +75,7 @@ type RunSpec struct {
 	// when faults land.
 	Admin bool `json:"Admin,omitempty"`
 	// Density is the mean number of faults in force at once of a dense
-	// schedule (nemesis.PlanDense), overlapping; zero for one fault at a
+	// schedule, overlapping (nemesis.PlanDense); zero for one fault at a
 	// time with quiet gaps (nemesis.Plan).
 	Density float64 `json:"Density,omitempty"`
 	// SpreadTopic names the run's second topic beside the workload topic
@@ -194,7 +194,7 @@ func Default() RunSpec {
 
 func allKinds() []string {
 	var out []string
-	for _, k := range nemesis.Catalogue {
+	for _, k := range schedule.Kinds {
 		out = append(out, string(k))
 	}
 	return out
@@ -399,8 +399,8 @@ func (s RunSpec) Validate() error {
 	if _, err := s.FaultKinds(); err != nil {
 		bad("--%s %s: %w", FlagFaults, strings.Join(s.Faults, ","), err)
 	}
-	if s.MinHold < nemesis.MinHold {
-		bad("--%s %s: want at least %s", FlagMinHold, s.MinHold, nemesis.MinHold)
+	if s.MinHold < schedule.MinHold {
+		bad("--%s %s: want at least %s", FlagMinHold, s.MinHold, schedule.MinHold)
 	}
 	if s.MaxHold < s.MinHold {
 		bad("--%s %s: want at least --%s (%s)", FlagMaxHold, s.MaxHold, FlagMinHold, s.MinHold)
@@ -423,53 +423,16 @@ func ValidZKServers(n int) bool { return n == 1 || n == 3 || n == 5 }
 // FaultKinds are s's fault kinds as the nemesis knows them; a kind this
 // build no longer knows (a stored run of an earlier one) is an error naming
 // it.
-func (s RunSpec) FaultKinds() ([]nemesis.FaultKind, error) {
+func (s RunSpec) FaultKinds() ([]schedule.FaultKind, error) {
 	if len(s.Faults) == 0 {
 		return nil, nil // ParseKinds would read "" as every kind
 	}
-	return nemesis.ParseKinds(strings.Join(s.Faults, ","))
-}
-
-// Plan is the fault schedule s's seed draws for its topology (after
-// defaults). `chaos run --dry-run` prints exactly this, so it needs no
-// Docker. Kinds this build does not know are left out and named in
-// Skipped; so is a density Validate would refuse, planned one fault at a
-// time.
-func (s RunSpec) Plan() nemesis.Schedule {
-	s.Defaults()
-	var kinds []nemesis.FaultKind
-	var unknown []string
-	for _, f := range s.Faults {
-		if k := nemesis.FaultKind(f); slices.Contains(nemesis.Catalogue, k) {
-			kinds = append(kinds, k)
-		} else {
-			unknown = append(unknown, fmt.Sprintf("%q: not a fault kind of this build", f))
-		}
-	}
-	topo := nemesis.Topology{Nodes: s.Nodes, ZKServers: s.ZK.Servers}
-	plan := func() nemesis.Schedule {
-		return nemesis.Plan(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds)
-	}
-	var sched nemesis.Schedule
-	if s.Density > 0 {
-		usable, skipped := nemesis.Usable(topo, kinds)
-		var err error
-		if sched, err = nemesis.PlanDense(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density); err != nil {
-			sched = plan()
-			sched.Skipped = append(sched.Skipped, err.Error())
-		} else {
-			sched.Skipped = skipped
-		}
-	} else {
-		sched = plan()
-	}
-	sched.Skipped = append(sched.Skipped, unknown...)
-	return sched
+	return schedule.ParseKinds(strings.Join(s.Faults, ","))
 }
 
 // ApplySchedule makes s the run that replays sched: the schedule, not the
 // flags, carries the seed, the time limit and the density.
-func (s *RunSpec) ApplySchedule(sched nemesis.Schedule) {
+func (s *RunSpec) ApplySchedule(sched schedule.Schedule) {
 	s.Seed, s.TimeLimit, s.Density = sched.Seed, sched.Total, sched.Density
 }
 
@@ -492,7 +455,7 @@ func (v *kindsValue) Set(x string) error {
 		*v = nil
 		return nil
 	}
-	kinds, err := nemesis.ParseKinds(x)
+	kinds, err := schedule.ParseKinds(x)
 	if err != nil {
 		return err
 	}

@@ -293,20 +293,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// The planned schedule leaves out, and names, a fault kind this build does
-// not know, rather than reading the stored list as every kind.
-func TestPlanNamesUnknownKinds(t *testing.T) {
-	s := RunSpec{Seed: 3, Faults: []string{"melt-disk"}}
-	sched := s.Plan()
-	if len(sched.Steps) != 0 || !slices.ContainsFunc(sched.Skipped, func(r string) bool { return strings.Contains(r, "melt-disk") }) {
-		t.Fatalf("steps %v, skipped %v", sched.Steps, sched.Skipped)
-	}
-	s.Faults = nil
-	if sched := s.Plan(); len(sched.Steps) != 0 {
-		t.Fatalf("a fault-free run plans %v", sched.Steps)
-	}
-}
-
 // ReplayArgs writes every flag Register defines, so a new setting with a
 // flag but no line in ReplayArgs fails here: each flag is set to a value
 // other than its default (flagTestValues), and the arguments

@@ -9,7 +9,6 @@ package workloads
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -22,14 +21,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/zkcall"
-)
-
-// ZooKeeper paths the admin tools used.
-const (
-	adminReassignPath  = "/admin/reassign_partitions"
-	adminPreferredPath = "/admin/preferred_replica_election"
-	adminTopicsPath    = "/brokers/topics"
-	adminBrokerIDsPath = "/brokers/ids"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // AdminOps lists the control-plane operations, in the order weights apply.
@@ -228,55 +220,22 @@ func createCertainlyFailed(err error) bool {
 }
 
 // assignment is /brokers/topics/<t>'s partition → replicas.
-func (o *adminOp) assignment(ctx context.Context, topic string) (map[int32][]int, error) {
-	p := adminTopicsPath + "/" + topic
+func (o *adminOp) assignment(ctx context.Context, topic string) (zklayout.Assignment, error) {
+	p := zklayout.TopicPath(topic)
 	b, _, err := o.get(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeAssignment(p, b)
+	return zklayout.DecodeAssignment(p, b)
 }
 
-// DecodeAssignment reads the partition → replicas map of a topic znode
-// (/brokers/topics/<t>, data b read from path p) the way the ZooKeeper-era
-// admin tools did; the harness reads assignments through it too, so the
-// format has one reader.
-func DecodeAssignment(p string, b []byte) (map[int32][]int, error) {
-	var v struct {
-		Partitions map[string][]int `json:"partitions"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("malformed %s %q: %w", p, b, err)
-	}
-	out := map[int32][]int{}
-	for k, r := range v.Partitions {
-		n, err := strconv.ParseInt(k, 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("malformed %s: partition %q", p, k)
-		}
-		out[int32(n)] = r
-	}
-	return out, nil
-}
-
-// partState is the part of a partition state znode the workload reports.
-type partState struct {
-	Leader      int   `json:"leader"`
-	LeaderEpoch int   `json:"leader_epoch"`
-	ISR         []int `json:"isr"`
-}
-
-func (o *adminOp) state(ctx context.Context, topic string, p int32) (partState, error) {
-	path := fmt.Sprintf("%s/%s/partitions/%d/state", adminTopicsPath, topic, p)
-	var s partState
-	b, _, err := o.get(ctx, path)
+func (o *adminOp) state(ctx context.Context, topic string, partition int32) (zklayout.PartitionState, error) {
+	p := zklayout.StatePath(topic, partition)
+	b, _, err := o.get(ctx, p)
 	if err != nil {
-		return s, err
+		return zklayout.PartitionState{}, err
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("malformed %s %q: %w", path, b, err)
-	}
-	return s, nil
+	return zklayout.DecodePartitionState(p, b)
 }
 
 // waitFor polls done until it reports true, the operation times out or ctx
@@ -390,14 +349,17 @@ func (o *adminOp) reassign(ctx context.Context) {
 	}
 	target := rotate(as[tp])
 	inv := history.ClientOp{F: history.FReassign, Topic: o.cfg.Topic, Partition: tp, Value: joinInts(target)}
-	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp, "replicas": target}}})
-	o.request(ctx, inv, adminReassignPath, body, "reassignment", o.consumed(ctx, adminReassignPath, func() (bool, string) {
+	body, err := zklayout.EncodeReassignment([]zklayout.Reassignment{{Topic: o.cfg.Topic, Partition: tp, Replicas: target}})
+	if err != nil {
+		return // a rotation of two replicas or more always encodes
+	}
+	o.request(ctx, inv, zklayout.ReassignPath, body, "reassignment", o.consumed(ctx, zklayout.ReassignPath, func() (bool, string) {
 		now, err := o.assignment(ctx, o.cfg.Topic)
 		if err != nil {
 			return false, err.Error()
 		}
 		if !slices.Equal(now[tp], target) {
-			return false, fmt.Sprintf("%s deleted but replicas are %s", adminReassignPath, joinInts(now[tp]))
+			return false, fmt.Sprintf("%s deleted but replicas are %s", zklayout.ReassignPath, joinInts(now[tp]))
 		}
 		st, err := o.state(ctx, o.cfg.Topic, tp)
 		if err != nil {
@@ -422,8 +384,11 @@ func (o *adminOp) preferred(ctx context.Context) {
 		return
 	}
 	inv := history.ClientOp{F: history.FPreferredElection, Topic: o.cfg.Topic, Partition: tp}
-	body, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": o.cfg.Topic, "partition": tp}}})
-	o.request(ctx, inv, adminPreferredPath, body, "preferred election", o.consumed(ctx, adminPreferredPath, func() (bool, string) {
+	body, err := zklayout.EncodePreferredElection(o.cfg.Topic, []int32{tp})
+	if err != nil {
+		return // one partition always encodes
+	}
+	o.request(ctx, inv, zklayout.PreferredElectionPath, body, "preferred election", o.consumed(ctx, zklayout.PreferredElectionPath, func() (bool, string) {
 		as, err := o.assignment(ctx, o.cfg.Topic)
 		if err != nil {
 			return false, err.Error()
@@ -454,8 +419,11 @@ func (o *adminOp) createTopic(ctx context.Context) {
 		replicas = append(replicas, brokers[(start+i)%len(brokers)])
 	}
 	inv := history.ClientOp{F: history.FCreateTopic, Topic: name, Value: "0:" + joinInts(replicas)}
-	body, _ := json.Marshal(map[string]any{"version": 2, "partitions": map[string][]int{"0": replicas}})
-	o.request(ctx, inv, adminTopicsPath+"/"+name, body, "topic creation", func() (bool, string) {
+	body, err := zklayout.EncodeAssignment(zklayout.Assignment{0: replicas})
+	if err != nil {
+		return // no broker to place the partition on: no operation is invoked
+	}
+	o.request(ctx, inv, zklayout.TopicPath(name), body, "topic creation", func() (bool, string) {
 		st, err := o.state(ctx, name, 0)
 		if err != nil {
 			return false, err.Error()
@@ -478,7 +446,7 @@ func (o *adminOp) controlledShutdown(ctx context.Context) {
 	if o.cfg.Held != nil && o.cfg.Held(id) {
 		return
 	}
-	reg := adminBrokerIDsPath + "/" + strconv.Itoa(id)
+	reg := zklayout.BrokerPath(id)
 	inv := history.ClientOp{F: history.FControlledShutdown, Broker: int32(id), Topic: o.cfg.Topic, Partition: -1}
 	_, before, err := o.get(ctx, reg)
 	if err != nil {

@@ -3,7 +3,6 @@ package workloads
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/clustertest"
+	"github.com/zkchaos/zkchaos/zklayout"
+	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
 func TestNewAdminRejectsBadConfig(t *testing.T) {
@@ -91,7 +92,7 @@ func TestPickOpIsSeededAndWeighted(t *testing.T) {
 	}
 }
 
-func TestRotateAndDecodeAssignment(t *testing.T) {
+func TestRotate(t *testing.T) {
 	if got := rotate([]int{1, 2, 3}); !slices.Equal(got, []int{2, 3, 1}) {
 		t.Fatalf("rotate = %v", got)
 	}
@@ -99,15 +100,6 @@ func TestRotateAndDecodeAssignment(t *testing.T) {
 	rotate(in)
 	if !slices.Equal(in, []int{1, 2}) {
 		t.Fatal("rotate changed its argument")
-	}
-	as, err := DecodeAssignment("/brokers/topics/t", []byte(`{"version":2,"partitions":{"0":[1,2,3],"1":[2,3,1]}}`))
-	if err != nil || !slices.Equal(as[1], []int{2, 3, 1}) || len(as) != 2 {
-		t.Fatalf("decode = %v, %v", as, err)
-	}
-	for _, bad := range []string{`{"partitions":{"x":[1]}}`, `{"partitions":{"-1":[1]}}`, `not json`} {
-		if _, err := DecodeAssignment("/brokers/topics/t", []byte(bad)); err == nil || !strings.Contains(err.Error(), "/brokers/topics/t") {
-			t.Errorf("decode %s: %v, want an error naming the znode", bad, err)
-		}
 	}
 }
 
@@ -151,18 +143,16 @@ func TestAdminOpsCompleteOnRealCluster(t *testing.T) {
 	conn := clustertest.Connect(t, c.ZKConnect(), 10*time.Second, nil)
 	clustertest.WaitConnected(t, conn, 30*time.Second)
 	waitZK(t, 30*time.Second, "three registered brokers", func() bool {
-		kids, _, err := conn.Children("/brokers/ids")
+		kids, _, err := conn.Children(zklayout.BrokerIDsPath)
 		return err == nil && len(kids) == 3
 	})
-	as, _ := json.Marshal(map[string]any{"version": 2, "partitions": map[string][]int{"0": {1, 2, 3}, "1": {2, 3, 1}, "2": {3, 1, 2}}})
-	if _, err := conn.Create("/brokers/topics/"+topic, as, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := zkio.CreateTopic(conn, topic, zklayout.Assignment{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	waitZK(t, 60*time.Second, "partition leaders", func() bool {
 		for p := 0; p < parts; p++ {
-			b, _, err := conn.Get(fmt.Sprintf("/brokers/topics/%s/partitions/%d/state", topic, p))
-			var s partState
-			if err != nil || json.Unmarshal(b, &s) != nil || s.Leader < 0 {
+			s, _, err := zkio.ReadPartitionState(conn, topic, int32(p))
+			if err != nil || s.Leader < 0 {
 				return false
 			}
 		}

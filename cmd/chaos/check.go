@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/judge"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -90,7 +90,7 @@ func tuneGC(runDir string) (restore func()) {
 // runCheck does the work of `chaos check` and maps the verdict to an exit
 // code error (nil for valid).
 func runCheck(out io.Writer, runDir string, cfg checkers.Config) error {
-	rep, err := harness.Check(runDir, cfg)
+	rep, err := judge.Check(runDir, cfg)
 	if err != nil {
 		return withCode(exitBad, err)
 	}

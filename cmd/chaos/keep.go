@@ -14,9 +14,9 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/regressions"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 func newKeepCmd() *cobra.Command {
@@ -55,7 +55,7 @@ invalid, a name already taken).`,
 			if _, err := rundir.ReadInfo(runDir); err != nil {
 				return withCode(exitBad, fmt.Errorf("keep %s: %w", runDir, err))
 			}
-			if _, err := nemesis.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if _, err := schedule.Load(filepath.Join(runDir, rundir.ScheduleFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return withCode(exitBad, fmt.Errorf("keep %s: %w", runDir, err))
 			}
 			h, err := history.ReadDir(runDir)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -81,7 +82,7 @@ func TestKilledRunIsReaped(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(runs, runID, rundir.ReaperSocket)); err != nil {
+	if _, err := os.Stat(filepath.Join(runs, runID, cluster.ReaperSocket)); err != nil {
 		t.Errorf("no reaper socket in the run directory while the run lives: %v", err)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)

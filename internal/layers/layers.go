@@ -23,12 +23,12 @@ const Module = "github.com/zkchaos/zkchaos"
 // Stack is the harness side, lowest layer first. Paths are relative to
 // Module; "x/..." means x and everything under it.
 var Stack = [][]string{
-	{"internal/ctxsleep", "internal/hugepage", "internal/wanterr", "internal/worknames", "internal/zkcall", "mutants"},
-	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers"},
+	{"internal/ctxsleep", "internal/hugepage", "internal/wanterr", "internal/worknames", "internal/zkcall", "mutants", "schedule", "zklayout"},
+	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers", "zklayout/zkio"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis", "cmd/reaper"},
 	{"checkers", "shrink", "history/historytest/gen1m"},
 	{"rundir", "rundir/rundirtest", "regressions"},
-	{"cluster"},
+	{"cluster", "judge"},
 	{"internal/clustertest", "harness", "reports"},
 	{"scenarios", "pipeline", "compat", "power"},
 	{"reprobench"},
@@ -46,7 +46,37 @@ var Shared = []string{"history"}
 // reach.
 var Forbidden = map[string][]string{
 	"harness": {"node/...", "reports", "pipeline"},
-	"reports": {"harness", "node/..."},
+	"reports": {"harness", "node/...", "nemesis", "cluster", "docker", "zklayout/zkio"},
+	"judge":   {"harness", "cluster", "docker", "nemesis", "reports", "zklayout/zkio"},
+	// The checkers name znodes through zklayout's constants and never
+	// link a ZooKeeper client: they judge a stored history.
+	"checkers": {"zklayout/zkio", "observer", "workloads"},
+	// cluster names the run directory's entries it needs itself (the
+	// reaper's socket) or takes them from history, so that starting
+	// containers does not link the checkers.
+	"cluster": {"rundir", "checkers", "linearize"},
+}
+
+// Offline are the packages behind the commands that must run without
+// Docker: `chaos check` (judge) and `chaos report` and `chaos serve`
+// (reports). Nothing they depend on may be a container client
+// (ContainerClients), so that they link none.
+var Offline = []string{"judge", "reports"}
+
+// ContainerClients are the import path prefixes of the container engine's
+// client modules (the engine client, testcontainers and what they pull).
+var ContainerClients = []string{"github.com/moby/", "github.com/docker/", "github.com/testcontainers/"}
+
+// ContainerDeps returns the deps (full import paths) that are container
+// clients.
+func ContainerDeps(deps []string) []string {
+	var out []string
+	for _, d := range deps {
+		if slices.ContainsFunc(ContainerClients, func(p string) bool { return strings.HasPrefix(d, p) }) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func match(pattern, pkg string) bool {

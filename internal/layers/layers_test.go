@@ -59,6 +59,38 @@ func TestModuleFollowsTheLayering(t *testing.T) {
 	}
 }
 
+// `chaos check`, `chaos report` and `chaos serve` re-check and render a
+// stored run on a machine without Docker: the packages behind them link no
+// container client. The command package itself links everything, so the
+// check is on the packages its offline commands call into.
+func TestOfflineCommandsLinkNoContainerClient(t *testing.T) {
+	for _, pkg := range Offline {
+		deps := goList(t, "-deps", "-f", "{{.ImportPath}}", Module+"/"+pkg)
+		if len(deps) < 5 {
+			t.Fatalf("go list -deps %s found only %v", pkg, deps)
+		}
+		if bad := ContainerDeps(deps); len(bad) > 0 {
+			t.Errorf("%s links %d container-client packages, first %s: an offline command must not need Docker's client", pkg, len(bad), bad[0])
+		}
+	}
+}
+
+func TestContainerDeps(t *testing.T) {
+	tests := []struct {
+		deps []string
+		want int
+	}{
+		{[]string{"fmt", Module + "/history", "github.com/spf13/cobra"}, 0},
+		{[]string{"github.com/moby/moby/client", "github.com/docker/go-units", "github.com/testcontainers/testcontainers-go/wait"}, 3},
+		{[]string{"github.com/mobyx/other"}, 0},
+	}
+	for _, tt := range tests {
+		if got := ContainerDeps(tt.deps); len(got) != tt.want {
+			t.Errorf("ContainerDeps(%v) = %v, want %d", tt.deps, got, tt.want)
+		}
+	}
+}
+
 // The rules catch what they are for.
 func TestViolations(t *testing.T) {
 	tests := []struct {

@@ -1,4 +1,12 @@
-package harness
+// Package judge checks a stored run offline: it reads RUN_DIR's history,
+// runs every checker and writes RUN_DIR/results.json. `chaos check` and
+// pipeline.Finish (after every run) both judge a run through it.
+//
+// It owns that one step and nothing else: what a verdict means is
+// checkers', the files' names and formats are rundir's. It must never
+// import cluster, docker, nemesis or harness, so that re-checking a stored
+// run links no container client (internal/layers holds it to that).
+package judge
 
 import (
 	"errors"
@@ -34,7 +42,7 @@ func Check(runDir string, cfg checkers.Config) (*rundir.Results, error) {
 		Config:    cfg.Knobs(),
 	}
 	if err := rundir.WriteResults(runDir, rep); err != nil {
-		return rep, err
+		return rep, fmt.Errorf("check %s: %w", runDir, err)
 	}
 	return rep, nil
 }
