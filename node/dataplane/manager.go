@@ -96,6 +96,8 @@ type Manager struct {
 
 	sessMu sync.Mutex
 	sess   *zkutil.Session
+	// testISRStore, when set, takes the ISR writes instead of ZooKeeper.
+	testISRStore isrStore
 
 	mu    sync.Mutex
 	parts map[history.TopicPartition]*partition // every log opened (on disk)

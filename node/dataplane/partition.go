@@ -228,8 +228,8 @@ func (p *partition) maybeShrinkISR(now time.Time) {
 // the background (the fetch path must not wait on ZooKeeper). join, for an
 // expand, is what the leader saw of the joining follower when it decided.
 func (p *partition) startISRWriteLocked(action string, newISR []int32, join *history.ISRJoin) {
-	sess := p.m.session()
-	if sess == nil || p.m.ctx.Err() != nil {
+	store := p.m.isrStore()
+	if store == nil || p.m.ctx.Err() != nil {
 		return
 	}
 	p.isrBusy = true
@@ -238,7 +238,7 @@ func (p *partition) startISRWriteLocked(action string, newISR []int32, join *his
 	p.m.wg.Add(1)
 	go func() {
 		defer p.m.wg.Done()
-		p.writeISR(sess, action, old, newISR, join, epoch, ctrlEpoch, ver)
+		p.writeISR(store, action, old, newISR, join, epoch, ctrlEpoch, ver)
 	}()
 }
 
@@ -270,13 +270,13 @@ func setUntilConnected(ctx context.Context, set func() (*zk.Stat, error)) (*zk.S
 
 // writeISR is Partition.updateIsr (pre-2.7): a conditional write of the
 // state znode at our cached zkVersion, then an ISR change notification.
-func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []int32, join *history.ISRJoin, epoch, ctrlEpoch, ver int32) {
+func (p *partition) writeISR(store isrStore, action string, old, newISR []int32, join *history.ISRJoin, epoch, ctrlEpoch, ver int32) {
 	defer func() {
 		p.mu.Lock()
 		p.isrBusy = false
 		p.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(p.m.ctx, isrWriteLimit*sess.RequestTimeout)
+	ctx, cancel := context.WithTimeout(p.m.ctx, isrWriteLimit*store.requestTimeout())
 	defer cancel()
 	path := zkdata.PartitionStatePath(p.tp.Topic, p.tp.Partition)
 	state := zkdata.PartitionState{Leader: p.m.cfg.BrokerID, LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
@@ -291,7 +291,7 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 	// BADVERSION. Given up at the first connection loss, the write would
 	// never meet that fence.
 	st, err := setUntilConnected(ctx, func() (*zk.Stat, error) {
-		return zkutil.Call(ctx, sess, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, ver) })
+		return store.set(ctx, path, data, ver)
 	})
 	ps := &history.PartitionState{Topic: p.tp.Topic, Partition: p.tp.Partition, Leader: p.m.cfg.BrokerID,
 		LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
@@ -310,7 +310,7 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 		// exactly what we wanted (our earlier write whose answer was lost),
 		// take its version; otherwise wait for the controller's
 		// LeaderAndIsr.
-		d, st, gerr := getZNode(ctx, sess, path)
+		d, st, gerr := store.get(ctx, path)
 		if gerr == nil && st != nil {
 			if cur, derr := zkdata.DecodePartitionState(p.tp.Topic, p.tp.Partition, d); derr == nil &&
 				cur.Leader == p.m.cfg.BrokerID && cur.LeaderEpoch == epoch && slices.Equal(cur.ISR, newISR) {
@@ -345,9 +345,7 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 	note := zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition}})
 	npath := zkdata.ISRChangePath + "/" + zkdata.ISRChangePrefix
 	nstart := time.Now()
-	created, nerr := zkutil.Call(ctx, sess, func(c *zk.Conn) (string, error) {
-		return c.Create(npath, note, zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	})
+	created, nerr := store.createSequential(ctx, npath, note)
 	nw := history.ZKWrite{Start: nstart.UnixNano(), Path: npath, Op: "create", ExpectedVersion: -1, Outcome: zkutil.Outcome(nerr), Data: string(note)}
 	if nerr != nil {
 		nw.Error = nerr.Error()
