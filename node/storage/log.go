@@ -529,7 +529,7 @@ func (l *Log) Read(from int64, maxBytes int, maxOffset int64) ([]byte, error) {
 // (below offset): a partial batch cannot be kept without rewriting its CRC,
 // and keeping it would keep records the caller asked to remove. The epoch
 // cache drops every entry starting at or after the new LEO. offset >= LEO
-// does nothing; offset below the log start empties the log and restarts it
+// cuts no record but drops the epoch entries starting at the LEO; offset below the log start empties the log and restarts it
 // at offset (Kafka's truncateFullyAndStartAt).
 func (l *Log) TruncateTo(offset int64) (int64, error) {
 	l.mu.Lock()
@@ -538,6 +538,13 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		return 0, err
 	}
 	if offset >= l.logEndOffset() {
+		// Log.truncateTo: no record is cut, but an epoch entry starting
+		// at the LEO (an epoch led without an append) goes.
+		if l.epochs.truncateFromEnd(l.logEndOffset()) {
+			if err := l.epochs.flush(); err != nil {
+				return 0, err
+			}
+		}
 		return l.logEndOffset(), nil
 	}
 	if offset < l.segs[0].base {

@@ -373,3 +373,33 @@ func TestEpochFileFormat(t *testing.T) {
 func ep(epoch int32, start int64) checkpoint.EpochEntry {
 	return checkpoint.EpochEntry{Epoch: epoch, StartOffset: start}
 }
+
+// Log.truncateTo (Kafka 2.6.3) at or past the LEO cuts no record but still
+// drops the epoch entries starting at the LEO: an epoch this replica was
+// assigned as leader and never wrote in. A follower asking its new leader
+// about that epoch again and again would never finish truncating.
+func TestTruncateAtLEODropsEmptyEpoch(t *testing.T) {
+	tests := []struct {
+		name string
+		to   int64
+	}{
+		{"at the LEO", 30},
+		{"past the LEO", 45},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustOpen(t, t.TempDir(), Options{})
+			defer l.Close()
+			appendN(t, l, 10, 3, 0, 0) // [0,30) in epoch 0
+			if _, err := l.AssignEpoch(4); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := l.TruncateTo(tc.to); err != nil || got != 30 {
+				t.Fatalf("TruncateTo(%d) = %d, %v; want 30", tc.to, got, err)
+			}
+			if want := []checkpoint.EpochEntry{ep(0, 0)}; !reflect.DeepEqual(l.Epochs(), want) {
+				t.Fatalf("epochs %v, want %v", l.Epochs(), want)
+			}
+		})
+	}
+}
