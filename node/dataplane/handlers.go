@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
@@ -200,9 +201,12 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 
 // waitCommitted is DelayedProduce: wait until the HW passes last. If the ISR
 // is then below min.insync.replicas the answer is
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND. Losing leadership (a new leader epoch
-// while still leading is fine: a leader never truncates), or the deadline,
-// answers REQUEST_TIMED_OUT (see the package doc).
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND (Partition.checkEnoughReplicasReachOffset).
+// The deadline answers REQUEST_TIMED_OUT. Losing leadership (a new leader
+// epoch while still leading is fine: a leader never truncates) answers
+// NOT_LEADER_OR_FOLLOWER, as checkEnoughReplicasReachOffset does without a
+// leader log, although the record may survive on the new leader; the
+// ack-timeout-on-leader-loss proposal answers REQUEST_TIMED_OUT there.
 func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, deadline time.Time) int16 {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
@@ -210,7 +214,10 @@ func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, d
 		p.mu.Lock()
 		if p.role != history.RoleLeader || p.leaderGen != gen {
 			p.mu.Unlock()
-			return kerr.RequestTimedOut.Code
+			if p.m.cfg.Proposals.On(config.ProposalAckTimeoutOnLeaderLoss) {
+				return kerr.RequestTimedOut.Code
+			}
+			return kerr.NotLeaderForPartition.Code
 		}
 		if p.hw > last {
 			code := int16(0)

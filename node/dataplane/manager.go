@@ -21,11 +21,11 @@
 // there loses its high watermark. Fixed, every hosted log is written; one
 // not yet in memory keeps its last checkpointed high watermark.
 //
-// Deviation from Kafka, on purpose: an acks=all produce whose leader lost
-// leadership after the append answers REQUEST_TIMED_OUT (outcome unknown),
-// not NOT_LEADER_FOR_PARTITION as Kafka's DelayedProduce does, because the
-// record may survive on the new leader and the workload treats
-// NOT_LEADER_FOR_PARTITION as a definite failure.
+// An acks=all produce whose leader lost leadership after the append answers
+// NOT_LEADER_OR_FOLLOWER, as Kafka's DelayedProduce does, although the
+// record may survive on the new leader: a client must not take that answer
+// to acks=all as a definite failure. The ack-timeout-on-leader-loss
+// proposal answers REQUEST_TIMED_OUT (outcome unknown) there instead.
 //
 // Idempotent producers (KIP-98) are served: InitProducerId hands out ids
 // from ZooKeeper blocks, the leader checks each producer's epoch and
@@ -65,6 +65,8 @@ type Config struct {
 	BrokerID int32
 	DataDir  string
 	Bugs     config.Bugs
+	// Proposals turns on behaviours stricter than Kafka 2.6.3's.
+	Proposals config.Proposals
 	// MinISR is min.insync.replicas.
 	MinISR int
 	// HWNeedsMinISR holds the high watermark while the ISR is smaller than
