@@ -283,30 +283,43 @@ func writeLogs(t *testing.T, dir string, hws map[int32]int64) {
 	}
 }
 
-// The checkpoint task: fixed, every hosted log is written (those not yet in
-// memory keep their HW); KAFKA-7235, only the in-memory map.
+// The checkpoint task (ReplicaManager.checkpointHighWatermarks, Kafka
+// 2.6.3) writes the partitions in the in-memory partition map, with the
+// KAFKA-7235 switch or without; the checkpoint-hosted proposal writes every
+// hosted log, those not yet in memory with the HW the file had.
 func TestHWCheckpointHosted(t *testing.T) {
-	for _, bugs := range []config.Bugs{nil, {config.BugKafka7235: true}} {
-		dir := t.TempDir()
-		writeLogs(t, dir, map[int32]int64{0: 5, 1: 7, 2: 3})
-		m := newManager(t, dir, bugs, 1)
-		if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 1, Leader: -1, LeaderEpoch: 1, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.WriteCheckpoint(); err != nil {
-			t.Fatal(err)
-		}
-		got, _, err := checkpoint.ReadReplicationOffsets(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 5, {Topic: "t", Partition: 1}: 7, {Topic: "t", Partition: 2}: 3}
-		if bugs.On(config.BugKafka7235) {
-			want = map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 1}: 7}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("bugs %v: checkpoint %v, want %v", bugs.List(), got, want)
-		}
+	inMemory := map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 1}: 7}
+	hosted := map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 5, {Topic: "t", Partition: 1}: 7, {Topic: "t", Partition: 2}: 3}
+	tests := []struct {
+		name      string
+		bugs      config.Bugs
+		proposals config.Proposals
+		want      map[checkpoint.TopicPartition]int64
+	}{
+		{"Kafka 2.6.3: the in-memory map", nil, nil, inMemory},
+		{"KAFKA-7235 switch: the in-memory map", config.Bugs{config.BugKafka7235: true}, nil, inMemory},
+		{"checkpoint-hosted proposal: every hosted log", nil, config.Proposals{config.ProposalCheckpointHosted: true}, hosted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeLogs(t, dir, map[int32]int64{0: 5, 1: 7, 2: 3})
+			m := newManager(t, dir, tt.bugs, 1)
+			m.cfg.Proposals = tt.proposals
+			if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 1, Leader: -1, LeaderEpoch: 1, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.WriteCheckpoint(); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := checkpoint.ReadReplicationOffsets(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("checkpoint %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

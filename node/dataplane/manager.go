@@ -14,12 +14,13 @@
 // isr_change (with the zk_write), hw_checkpoint (with Hosted) and
 // truncation.
 //
-// Bug switch KAFKA-7235, data-plane half: the checkpoint task starts on the
-// first LeaderAndIsr the process handles (always, as in Kafka) and, with the
-// switch, writes only the partitions in the in-memory partition map — those
-// that received a LeaderAndIsr in this process — so a partition missing
-// there loses its high watermark. Fixed, every hosted log is written; one
-// not yet in memory keeps its last checkpointed high watermark.
+// The checkpoint task starts on the first LeaderAndIsr the process handles
+// and writes only the partitions in the in-memory partition map — those
+// that received a LeaderAndIsr in this process — as Kafka 2.6.3 does; with
+// bug switch KAFKA-7235 that first request can be a stale, partial one, and
+// the partitions it leaves out lose their high watermark. The
+// checkpoint-hosted proposal writes every hosted log instead; one not yet in
+// memory keeps its last checkpointed high watermark.
 //
 // An acks=all produce whose leader lost leadership after the append answers
 // NOT_LEADER_OR_FOLLOWER, as Kafka's DelayedProduce does, although the
@@ -361,11 +362,14 @@ func (m *Manager) every(d time.Duration, task func()) {
 }
 
 // WriteCheckpoint writes replication-offset-checkpoint once
-// (ReplicaManager.checkpointHighWatermarks) and records it.
+// (ReplicaManager.checkpointHighWatermarks) and records it. As in Kafka
+// 2.6.3 it holds the partitions in the in-memory map, and with none there
+// nothing is written; the checkpoint-hosted proposal writes every hosted
+// log, one not yet in memory with the high watermark the file had.
 func (m *Manager) WriteCheckpoint() error {
 	m.ckptMu.Lock()
 	defer m.ckptMu.Unlock()
-	bug := m.cfg.Bugs.On(config.BugKafka7235)
+	all := m.cfg.Proposals.On(config.ProposalCheckpointHosted)
 	entries := map[checkpoint.TopicPartition]int64{}
 	inMemory := 0
 	for _, p := range m.all() {
@@ -377,10 +381,7 @@ func (m *Manager) WriteCheckpoint() error {
 		case mem:
 			inMemory++
 			entries[ctp] = hw
-		case bug:
-			// KAFKA-7235: only the in-memory partition map is written.
-		default:
-			// Hosted but not (yet) in memory: keep what the file said.
+		case all:
 			if old, ok := m.lastCkpt[p.tp]; ok {
 				entries[ctp] = old
 			} else {
@@ -388,7 +389,7 @@ func (m *Manager) WriteCheckpoint() error {
 			}
 		}
 	}
-	if bug && inMemory == 0 {
+	if !all && inMemory == 0 {
 		// Kafka writes one file per log dir holding in-memory partitions;
 		// with none, nothing is written.
 		return nil
