@@ -391,23 +391,51 @@ func TestHWWithoutCheckpointStartsAtLogStart(t *testing.T) {
 	}
 }
 
-// A corrupt segment (damage followed by a valid batch) fails start-up with
-// an error naming the file.
-func TestCorruptLogFailsStartup(t *testing.T) {
-	dir := t.TempDir()
-	writeLogs(t, dir, map[int32]int64{0: 3})
-	seg := filepath.Join(storage.PartitionDir(dir, "t", 0), "00000000000000000000.log")
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
+// Damage in the middle of a log at start-up: Kafka's log recovery
+// (LogSegment.recover, Log.recoverLog) cuts the log at the first invalid
+// batch and starts; with the refuse-mid-log-damage proposal start-up fails
+// with an error naming the segment.
+func TestCorruptLogAtStartup(t *testing.T) {
+	tests := []struct {
+		name      string
+		proposals config.Proposals
+		wantErr   bool
+	}{
+		{"Kafka 2.6.3: cut at the damage", nil, false},
+		{"refuse-mid-log-damage", config.Proposals{config.ProposalRefuseMidLogDamage: true}, true},
 	}
-	b[70] ^= 0xff
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Open(Config{BrokerID: 1, DataDir: dir}, nil, broker.New(1, nil, nil).Metadata)
-	if err == nil || !strings.Contains(err.Error(), "00000000000000000000.log") {
-		t.Fatalf("Open: %v, want an error naming the segment", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeLogs(t, dir, map[int32]int64{0: 3})
+			seg := filepath.Join(storage.PartitionDir(dir, "t", 0), "00000000000000000000.log")
+			b, err := os.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, n, err := storage.NextBatch(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[n+storage.BatchHeaderSize] ^= 0xff // in the second batch's records, three valid batches after it
+			if err := os.WriteFile(seg, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Open(Config{BrokerID: 1, DataDir: dir, Proposals: tt.proposals}, nil, broker.New(1, nil, nil).Metadata)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "00000000000000000000.log") {
+					t.Fatalf("Open: %v, want an error naming the segment", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer m.Close()
+			if leo, want := m.get(history.TP("t", 0)).log.LogEndOffset(), first.LastOffset()+1; leo != want {
+				t.Fatalf("LEO %d after recovery, want %d (cut at the second batch)", leo, want)
+			}
+		})
 	}
 }
 

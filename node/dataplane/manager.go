@@ -123,9 +123,11 @@ type Manager struct {
 var _ broker.DataPlane = (*Manager)(nil)
 
 // Open opens every partition log found in cfg.DataDir (LogManager.loadLogs)
-// and reads the checkpointed high watermarks. Recovery warnings go to the
-// event log as truncations; a corrupt log or checkpoint file is an error
-// naming the file.
+// and reads the checkpointed high watermarks. Recovery warnings (a log cut
+// at its first invalid batch, as Kafka's log recovery cuts it) go to the
+// event log as truncations; a corrupt checkpoint file, or with the
+// refuse-mid-log-damage proposal damage before a log's torn tail, is an
+// error naming the file.
 func Open(cfg Config, log *eventlog.Log, meta *broker.MetadataCache) (*Manager, error) {
 	if cfg.MinISR < 1 {
 		cfg.MinISR = 1
@@ -174,7 +176,8 @@ func Open(cfg Config, log *eventlog.Log, meta *broker.MetadataCache) (*Manager, 
 }
 
 func (m *Manager) storageOptions() storage.Options {
-	return storage.Options{MaxBatchBytes: m.cfg.MaxMessageBytes, SegmentBytes: m.cfg.SegmentBytes}
+	return storage.Options{MaxBatchBytes: m.cfg.MaxMessageBytes, SegmentBytes: m.cfg.SegmentBytes,
+		RefuseMidLogDamage: m.cfg.Proposals.On(config.ProposalRefuseMidLogDamage)}
 }
 
 // openLog opens tp's log and registers it (not yet in the in-memory map).
