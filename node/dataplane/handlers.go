@@ -57,13 +57,18 @@ func (p *partition) checkEpochLocked(current int32) int16 {
 	}
 }
 
-// leaderCheckLocked is what a request only the leader serves checks first:
-// that this replica leads, then the client's current leader epoch.
+// leaderCheckLocked is what a request only the leader serves checks first
+// (Partition.getLocalLog, KIP-320): the client's current leader epoch, then
+// that this replica leads. A client behind a follower's epoch is told its
+// epoch is fenced, not that this replica does not lead.
 func (p *partition) leaderCheckLocked(current int32) int16 {
+	if code := p.checkEpochLocked(current); code != 0 {
+		return code
+	}
 	if p.role != history.RoleLeader {
 		return kerr.NotLeaderForPartition.Code
 	}
-	return p.checkEpochLocked(current)
+	return 0
 }
 
 type pendingAck struct {
@@ -304,8 +309,19 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 		total := 0
 		for _, s := range slots {
 			s.p.mu.Lock()
+			// ReplicaManager.readFromLocalLog checks leadership and the
+			// epoch on every read, so a long poll that outlives this
+			// replica's leadership, or the client's leader epoch, is
+			// answered with the error (DelayedFetch.tryComplete completes
+			// it at once), not with the next leadership's records.
+			code := s.p.leaderCheckLocked(s.in.CurrentLeaderEpoch)
 			hw, start := s.p.hw, s.p.log.LogStartOffset()
 			s.p.mu.Unlock()
+			if code != 0 {
+				s.out.ErrorCode, s.out.RecordBatches = code, nil
+				s.out.HighWatermark, s.out.LastStableOffset, s.out.LogStartOffset = -1, -1, -1
+				continue
+			}
 			limit := hw
 			if replica {
 				limit = -1
@@ -351,8 +367,11 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			chans = append(chans, s.p.changed)
 			s.p.mu.Unlock()
 		}
-		n := read()
-		if n > 0 || n >= int(req.MinBytes) || len(slots) == 0 || !time.Now().Before(deadline) {
+		n, failed := read(), false
+		for _, s := range slots {
+			failed = failed || s.out.ErrorCode != 0
+		}
+		if n > 0 || n >= int(req.MinBytes) || len(slots) == 0 || failed || !time.Now().Before(deadline) {
 			break
 		}
 		if !waitAny(ctx, chans, deadline) {
