@@ -82,8 +82,9 @@ type AppendInfo struct {
 	LastOffset  int64 // last offset appended; LogEndOffset is LastOffset+1
 	Batches     int
 	Bytes       int
-	// Warnings are leader epochs the epoch cache ignored because they were
-	// lower than its latest epoch (Kafka logs these and appends anyway).
+	// Warnings are leader epoch assignments below the epoch cache's latest
+	// entry, which dropped the entries they conflict with (Kafka logs these
+	// and appends anyway).
 	Warnings []string
 	// Headers are the appended batches' headers as stored (offsets and
 	// leader epoch stamped): the data plane rebuilds idempotent producer
@@ -216,6 +217,10 @@ func (l *Log) load() ([]Warning, error) {
 
 	changed := false
 	for _, t := range transitions {
+		// LogSegment.recover assigns only epochs above the latest cached.
+		if last, ok := l.epochs.latest(); ok && t.Epoch <= last.Epoch {
+			continue
+		}
 		if c, _ := l.epochs.assign(t.Epoch, t.StartOffset); c {
 			changed = true
 		}

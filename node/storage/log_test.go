@@ -227,11 +227,15 @@ func TestAppendAsFollower(t *testing.T) {
 	if _, err := g.AppendAsFollower(append(append([]byte(nil), b0...), b2...)); !errors.Is(err, ErrNonContiguous) {
 		t.Fatalf("gap: %v", err)
 	}
-	// A lower epoch than cached is appended but not cached, with a warning.
+	// A lower epoch than cached is appended and cached, dropping the later
+	// entries, with a warning (LeaderEpochFileCache.assign).
 	low := makeBatch(1, 10, 0)
 	info, err = f.AppendAsLeader(low, 2)
 	if err != nil || len(info.Warnings) != 1 {
 		t.Fatalf("lower epoch: %+v, %v", info, err)
+	}
+	if e := f.Epochs(); e[len(e)-1] != (checkpoint.EpochEntry{Epoch: 2, StartOffset: info.FirstOffset}) {
+		t.Fatalf("epochs after a lower epoch's append: %v", e)
 	}
 }
 
