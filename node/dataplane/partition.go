@@ -168,11 +168,8 @@ func (p *partition) maybeIncrementHWLocked() bool {
 	}
 	now := time.Now()
 	hw := p.log.LogEndOffset()
-	for _, id := range p.isr {
-		if id != p.m.cfg.BrokerID && p.followers[id] == nil {
-			return false // an ISR member we have no state for: hold
-		}
-	}
+	// Kafka iterates the remote replicas of the assignment; an ISR member
+	// outside it (which the controller never writes) counts for nothing.
 	for _, id := range p.replicas {
 		r := p.followers[id]
 		if r == nil {
