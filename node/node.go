@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	// The data plane opens every log on disk before the node listens: a
 	// corrupt log is a start-up error naming the file (LogManager.loadLogs).
 	n.data, err = dataplane.Open(dataplane.Config{
-		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, MinISR: cfg.MinInsyncRepl,
+		BrokerID: cfg.BrokerID, DataDir: cfg.DataDir, Bugs: cfg.Bugs, Proposals: cfg.Proposals, MinISR: cfg.MinInsyncRepl,
 		HWNeedsMinISR: cfg.OfflinePolicy == config.PolicyQueryLEO,
 		LagTime:       cfg.ReplicaLagTime, CheckpointInterval: cfg.HWCheckpointInterval, FetchMaxWait: cfg.ReplicaFetchWait,
 		MaxMessageBytes: cfg.MessageMaxBytes, SegmentBytes: cfg.SegmentBytes, Failpoints: n.fp,

@@ -288,7 +288,7 @@ func (c *client) produce(ctx context.Context, p int32) bool {
 	switch {
 	case err == nil:
 		done.Type, done.Offset = history.OpOK, r.Offset
-	case definiteFailure(err, base.Idempotent):
+	case definiteFailure(err, base.Idempotent, c.cfg.Acks):
 		done.Type = history.OpFail
 	default:
 		done.Type = history.OpInfo
@@ -351,12 +351,20 @@ func (c *client) produceOne(end, ctx context.Context, rec *kgo.Record) (*kgo.Rec
 // append, and anything without a broker answer (timeout, connection lost) may
 // have reached the log, so those are unknown.
 //
+// With acks=all, NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR are unknown
+// too: Kafka's DelayedProduce answers a produce it appended and then held
+// for the ISR with what ReplicaManager.getPartitionOrError or
+// Partition.checkEnoughReplicasReachOffset says once the broker no longer
+// leads the partition (2.6.3), and the appended record may survive on the
+// new leader. With acks=1 the leader answers right after the append, so
+// those errors come before it.
+//
 // An idempotent producer's error never proves it: kgo resends a batch as
 // often as the sequence numbers require (RecordRetries does not bound it), so
 // the error that ends the record answers only its last try, and an earlier
 // try without an answer may have been appended (for example by a leader
 // that was then cut off). Every idempotent failure is unknown.
-func definiteFailure(err error, idempotent bool) bool {
+func definiteFailure(err error, idempotent bool, acks int) bool {
 	if idempotent {
 		return false
 	}
@@ -367,6 +375,8 @@ func definiteFailure(err error, idempotent bool) bool {
 	switch ke {
 	case kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
 		return false
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return acks != history.AcksAll
 	}
 	return true
 }

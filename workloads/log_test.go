@@ -136,23 +136,105 @@ func TestDefiniteFailure(t *testing.T) {
 	tests := []struct {
 		err        error
 		idempotent bool
+		acks       int
 		want       bool
 	}{
-		{kerr.NotEnoughReplicas, false, true},
-		{kerr.NotLeaderForPartition, false, true},
-		{kerr.NotEnoughReplicasAfterAppend, false, false},
-		{kerr.RequestTimedOut, false, false},
-		{context.DeadlineExceeded, false, false},
-		{os.ErrClosed, false, false},
+		{kerr.NotEnoughReplicas, false, history.AcksAll, true},
+		{kerr.NotLeaderForPartition, false, history.AcksLeader, true},
+		{kerr.KafkaStorageError, false, history.AcksLeader, true},
+		// DelayedProduce answers these after the append once the broker
+		// no longer leads (Kafka 2.6.3).
+		{kerr.NotLeaderForPartition, false, history.AcksAll, false},
+		{kerr.KafkaStorageError, false, history.AcksAll, false},
+		{kerr.NotEnoughReplicasAfterAppend, false, history.AcksAll, false},
+		{kerr.RequestTimedOut, false, history.AcksAll, false},
+		{context.DeadlineExceeded, false, history.AcksAll, false},
+		{os.ErrClosed, false, history.AcksLeader, false},
 		// An idempotent producer's error answers only its last try.
-		{kerr.NotEnoughReplicas, true, false},
-		{kerr.NotLeaderForPartition, true, false},
-		{kerr.OutOfOrderSequenceNumber, true, false},
+		{kerr.NotEnoughReplicas, true, history.AcksAll, false},
+		{kerr.NotLeaderForPartition, true, history.AcksAll, false},
+		{kerr.OutOfOrderSequenceNumber, true, history.AcksAll, false},
 	}
 	for _, tt := range tests {
-		if got := definiteFailure(tt.err, tt.idempotent); got != tt.want {
-			t.Errorf("%v: got %v, want %v", tt.err, got, tt.want)
+		if got := definiteFailure(tt.err, tt.idempotent, tt.acks); got != tt.want {
+			t.Errorf("%v (idempotent %v, acks %d): got %v, want %v", tt.err, tt.idempotent, tt.acks, got, tt.want)
 		}
+	}
+}
+
+// A broker that answers NOT_LEADER_OR_FOLLOWER to acks=all may have
+// appended the record (Kafka's DelayedProduce after a leadership loss): the
+// workload records the produce unknown (info), never failed. To acks=1 the
+// same answer comes before any append: failed.
+func TestNotLeaderAfterAppendIsUnknown(t *testing.T) {
+	tests := []struct {
+		name string
+		acks int
+		want history.OpType
+	}{
+		{"acks=all", history.AcksAll, history.OpInfo},
+		{"acks=1", history.AcksLeader, history.OpFail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			fake.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				fake.KeepControl()
+				req := kr.(*kmsg.ProduceRequest)
+				resp := req.ResponseKind().(*kmsg.ProduceResponse)
+				for _, rt := range req.Topics {
+					ot := kmsg.NewProduceResponseTopic()
+					ot.Topic = rt.Topic
+					for _, rp := range rt.Partitions {
+						op := kmsg.NewProduceResponseTopicPartition()
+						op.Partition, op.ErrorCode, op.BaseOffset = rp.Partition, kerr.NotLeaderForPartition.Code, -1
+						ot.Partitions = append(ot.Partitions, op)
+					}
+					resp.Topics = append(resp.Topics, ot)
+				}
+				return resp, nil, true
+			})
+			dir := t.TempDir()
+			hdir := filepath.Join(dir, "history")
+			if err := os.MkdirAll(hdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			open := func(name string) (*history.Writer, error) {
+				return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
+			}
+			wl, err := NewLog(LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 1, Producers: 1, Acks: tt.acks,
+				NonIdempotent: true, OpTimeout: 2 * time.Second, Seed: 1}, open)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			if err := wl.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h, err := history.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, _ := history.Operations(h)
+			n := 0
+			for _, op := range ops {
+				if op.Invoke.Op.F != history.FProduce || op.Complete == nil {
+					continue
+				}
+				n++
+				if got := op.Outcome(); got != tt.want {
+					t.Fatalf("a produce answered NOT_LEADER_OR_FOLLOWER was recorded %s (%s), want %s", got, op.Complete.Op.Error, tt.want)
+				}
+			}
+			if n == 0 {
+				t.Fatal("no produce completed")
+			}
+		})
 	}
 }
 

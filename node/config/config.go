@@ -39,6 +39,55 @@ const (
 // AllBugs lists every known switch.
 var AllBugs = []string{BugKafka532, BugKafka7235, BugKafka16667}
 
+// Proposal names. Each turns on a behaviour stricter than Kafka 2.6.3's;
+// all off is Kafka 2.6.3 (with the bug switches' fixes as Kafka shipped
+// them). The names are part of the harness contract.
+const (
+	// ProposalAckTimeoutOnLeaderLoss: an acks=all produce whose leader lost
+	// leadership after the append answers REQUEST_TIMED_OUT (outcome
+	// unknown), not NOT_LEADER_OR_FOLLOWER as Kafka's DelayedProduce does.
+	ProposalAckTimeoutOnLeaderLoss = "ack-timeout-on-leader-loss"
+	// ProposalCheckpointHosted: replication-offset-checkpoint holds every
+	// log on disk, not only the partitions in the in-memory map (Kafka's
+	// ReplicaManager.checkpointHighWatermarks); one not yet in memory keeps
+	// its last checkpointed high watermark.
+	ProposalCheckpointHosted = "checkpoint-hosted"
+	// ProposalRefuseMidLogDamage: start-up fails on damage anywhere but the
+	// torn tail of a log's last segment, instead of cutting the log at the
+	// first invalid batch as Kafka's log recovery does.
+	ProposalRefuseMidLogDamage = "refuse-mid-log-damage"
+)
+
+// AllProposals lists every proposal.
+var AllProposals = []string{ProposalAckTimeoutOnLeaderLoss, ProposalCheckpointHosted, ProposalRefuseMidLogDamage}
+
+// Proposals is the set of proposals turned on.
+type Proposals map[string]bool
+
+// On reports whether proposal name is turned on.
+func (p Proposals) On(name string) bool { return p[name] }
+
+// ParseProposals parses a comma-separated list of proposals; "all" turns on
+// every one. An unknown name is an error naming the known ones.
+func ParseProposals(s string) (Proposals, error) {
+	p := Proposals{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		switch {
+		case f == "":
+		case f == "all":
+			for _, n := range AllProposals {
+				p[n] = true
+			}
+		case slices.Contains(AllProposals, f):
+			p[f] = true
+		default:
+			return nil, fmt.Errorf("unknown proposal %q (known: %s, or all)", f, strings.Join(AllProposals, ", "))
+		}
+	}
+	return p, nil
+}
+
 // Offline-election policies (KAFKA-3861).
 const (
 	PolicyOffline = "offline" // Kafka's default: no live ISR member, no leader
@@ -111,6 +160,7 @@ type Config struct {
 	EventLog string // JSONL history file; "" disables
 
 	Bugs           Bugs
+	Proposals      Proposals
 	OfflinePolicy  string
 	Failpoints     string // name=action;name=action
 	MinInsyncRepl  int
@@ -149,7 +199,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs := flag.NewFlagSet("kafkanode", flag.ContinueOnError)
 	fs.SetOutput(out)
 	var id int
-	var zkList, bugs string
+	var zkList, bugs, proposals string
 	var advertised string
 	fs.IntVar(&id, "id", -1, "broker id (required, >= 0)")
 	fs.StringVar(&zkList, "zk", "", "ZooKeeper servers, comma-separated host:port (required)")
@@ -163,6 +213,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&c.DataDir, "data-dir", "/node/data", "data directory (partition logs and checkpoints)")
 	fs.StringVar(&c.EventLog, "event-log", "/node/events.jsonl", "history JSONL file this node appends its events to (\"\" disables)")
 	fs.StringVar(&bugs, "bugs", "", "bug switches to turn on, comma-separated: "+strings.Join(AllBugs, ", ")+" (default: none = fixed behaviour)")
+	fs.StringVar(&proposals, "proposals", "", "behaviours stricter than Kafka 2.6.3 to turn on, comma-separated: "+strings.Join(AllProposals, ", ")+", or all (default: none = Kafka 2.6.3)")
 	fs.StringVar(&c.OfflinePolicy, "offline-election", PolicyOffline, "leader election when no ISR member is live: "+strings.Join(Policies, "|"))
 	fs.StringVar(&c.Failpoints, "failpoints", "", "failpoints armed at start: name=action;... (also $"+FailpointsEnv+"); actions: sleep(DUR), error, sigstop, pause, off; prefix N* to fire N times")
 	fs.IntVar(&c.MinInsyncRepl, "min-insync-replicas", 1, "min.insync.replicas: acks=all produces need at least this many in-sync replicas")
@@ -219,6 +270,11 @@ Flags:
 		errs = append(errs, fmt.Errorf("--bugs: %w", err))
 	}
 	c.Bugs = b
+	pr, err := ParseProposals(proposals)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--proposals: %w", err))
+	}
+	c.Proposals = pr
 	if !slices.Contains(Policies, c.OfflinePolicy) {
 		errs = append(errs, fmt.Errorf("--offline-election: unknown policy %q (known: %s)", c.OfflinePolicy, strings.Join(Policies, ", ")))
 	}

@@ -24,6 +24,12 @@ func TestParse(t *testing.T) {
 		{"bugs", append(base, "--bugs=kafka-532, KAFKA-7235"), "", func(c *Config) bool {
 			return c.Bugs.On(BugKafka532) && c.Bugs.On(BugKafka7235) && !c.Bugs.On(BugKafka16667)
 		}},
+		{"proposals default off", base, "", func(c *Config) bool { return len(c.Proposals) == 0 }},
+		{"proposals", append(base, "--proposals=Checkpoint-Hosted, ack-timeout-on-leader-loss"), "", func(c *Config) bool {
+			return c.Proposals.On(ProposalCheckpointHosted) && c.Proposals.On(ProposalAckTimeoutOnLeaderLoss) && !c.Proposals.On(ProposalRefuseMidLogDamage)
+		}},
+		{"all proposals", append(base, "--proposals=all"), "", func(c *Config) bool { return len(c.Proposals) == len(AllProposals) }},
+		{"unknown proposal", append(base, "--proposals=faster"), `unknown proposal "faster"`, nil},
 		{"policy", append(base, "--offline-election=query-leo"), "", func(c *Config) bool { return c.OfflinePolicy == PolicyQueryLEO }},
 		{"session timeout", append(base, "--zk-session-timeout=750ms"), "", func(c *Config) bool { return c.ZKSessionTimeout == 750*time.Millisecond }},
 		{"zk server by id", append(base, "--zk-server-by-id"), "", func(c *Config) bool {

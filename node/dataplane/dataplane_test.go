@@ -283,30 +283,43 @@ func writeLogs(t *testing.T, dir string, hws map[int32]int64) {
 	}
 }
 
-// The checkpoint task: fixed, every hosted log is written (those not yet in
-// memory keep their HW); KAFKA-7235, only the in-memory map.
+// The checkpoint task (ReplicaManager.checkpointHighWatermarks, Kafka
+// 2.6.3) writes the partitions in the in-memory partition map, with the
+// KAFKA-7235 switch or without; the checkpoint-hosted proposal writes every
+// hosted log, those not yet in memory with the HW the file had.
 func TestHWCheckpointHosted(t *testing.T) {
-	for _, bugs := range []config.Bugs{nil, {config.BugKafka7235: true}} {
-		dir := t.TempDir()
-		writeLogs(t, dir, map[int32]int64{0: 5, 1: 7, 2: 3})
-		m := newManager(t, dir, bugs, 1)
-		if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 1, Leader: -1, LeaderEpoch: 1, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.WriteCheckpoint(); err != nil {
-			t.Fatal(err)
-		}
-		got, _, err := checkpoint.ReadReplicationOffsets(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 5, {Topic: "t", Partition: 1}: 7, {Topic: "t", Partition: 2}: 3}
-		if bugs.On(config.BugKafka7235) {
-			want = map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 1}: 7}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("bugs %v: checkpoint %v, want %v", bugs.List(), got, want)
-		}
+	inMemory := map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 1}: 7}
+	hosted := map[checkpoint.TopicPartition]int64{{Topic: "t", Partition: 0}: 5, {Topic: "t", Partition: 1}: 7, {Topic: "t", Partition: 2}: 3}
+	tests := []struct {
+		name      string
+		bugs      config.Bugs
+		proposals config.Proposals
+		want      map[checkpoint.TopicPartition]int64
+	}{
+		{"Kafka 2.6.3: the in-memory map", nil, nil, inMemory},
+		{"KAFKA-7235 switch: the in-memory map", config.Bugs{config.BugKafka7235: true}, nil, inMemory},
+		{"checkpoint-hosted proposal: every hosted log", nil, config.Proposals{config.ProposalCheckpointHosted: true}, hosted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeLogs(t, dir, map[int32]int64{0: 5, 1: 7, 2: 3})
+			m := newManager(t, dir, tt.bugs, 1)
+			m.cfg.Proposals = tt.proposals
+			if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 1, Leader: -1, LeaderEpoch: 1, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.WriteCheckpoint(); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := checkpoint.ReadReplicationOffsets(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("checkpoint %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -378,23 +391,51 @@ func TestHWWithoutCheckpointStartsAtLogStart(t *testing.T) {
 	}
 }
 
-// A corrupt segment (damage followed by a valid batch) fails start-up with
-// an error naming the file.
-func TestCorruptLogFailsStartup(t *testing.T) {
-	dir := t.TempDir()
-	writeLogs(t, dir, map[int32]int64{0: 3})
-	seg := filepath.Join(storage.PartitionDir(dir, "t", 0), "00000000000000000000.log")
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
+// Damage in the middle of a log at start-up: Kafka's log recovery
+// (LogSegment.recover, Log.recoverLog) cuts the log at the first invalid
+// batch and starts; with the refuse-mid-log-damage proposal start-up fails
+// with an error naming the segment.
+func TestCorruptLogAtStartup(t *testing.T) {
+	tests := []struct {
+		name      string
+		proposals config.Proposals
+		wantErr   bool
+	}{
+		{"Kafka 2.6.3: cut at the damage", nil, false},
+		{"refuse-mid-log-damage", config.Proposals{config.ProposalRefuseMidLogDamage: true}, true},
 	}
-	b[70] ^= 0xff
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Open(Config{BrokerID: 1, DataDir: dir}, nil, broker.New(1, nil, nil).Metadata)
-	if err == nil || !strings.Contains(err.Error(), "00000000000000000000.log") {
-		t.Fatalf("Open: %v, want an error naming the segment", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeLogs(t, dir, map[int32]int64{0: 3})
+			seg := filepath.Join(storage.PartitionDir(dir, "t", 0), "00000000000000000000.log")
+			b, err := os.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, n, err := storage.NextBatch(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[n+storage.BatchHeaderSize] ^= 0xff // in the second batch's records, three valid batches after it
+			if err := os.WriteFile(seg, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Open(Config{BrokerID: 1, DataDir: dir, Proposals: tt.proposals}, nil, broker.New(1, nil, nil).Metadata)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "00000000000000000000.log") {
+					t.Fatalf("Open: %v, want an error naming the segment", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer m.Close()
+			if leo, want := m.get(history.TP("t", 0)).log.LogEndOffset(), first.LastOffset()+1; leo != want {
+				t.Fatalf("LEO %d after recovery, want %d (cut at the second batch)", leo, want)
+			}
+		})
 	}
 }
 

@@ -131,64 +131,96 @@ func (f *fetcher) loop(ctx context.Context) {
 	}
 }
 
-// truncate is the follower's truncation on becoming follower: ask the leader
-// for the end offset of our latest epoch (OffsetForLeaderEpoch) and cut the
-// log there (KIP-279: at most our own end offset for the epoch the leader
-// answered); without epoch information, cut at the high watermark.
+// truncate is the follower's truncation on becoming follower
+// (AbstractFetcherThread.maybeTruncate, KIP-101/KIP-279): ask the leader for
+// the end offset of our latest epoch (OffsetForLeaderEpoch) and cut the log
+// as getOffsetTruncationState says, round after round while the leader
+// answers with an epoch we do not have; without epoch information, cut at
+// the high watermark (truncateToHighWatermark).
 func (f *fetcher) truncate(ctx context.Context, cl *wire.Client) error {
 	p := f.p
-	latest := p.log.LatestEpoch()
-	target, reason := int64(-1), ""
-	if latest == storage.UndefinedEpoch {
-		p.mu.Lock()
-		target, reason = p.hw, "high-watermark (no local leader epoch)"
-		p.mu.Unlock()
-	} else {
-		req := offsetForLeaderEpochRequest(p.m.cfg.BrokerID, p.tp, f.epoch, latest)
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := cl.Request(rctx, req)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("OffsetForLeaderEpoch: %w", err)
-		}
-		r := resp.(*kmsg.OffsetForLeaderEpochResponse)
-		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-			return errors.New("OffsetForLeaderEpoch: malformed response")
-		}
-		pr := r.Topics[0].Partitions[0]
-		if pr.ErrorCode != 0 {
-			return fmt.Errorf("OffsetForLeaderEpoch: error %d", pr.ErrorCode)
-		}
-		switch {
-		case pr.EndOffset < 0:
+	for {
+		latest := p.log.LatestEpoch()
+		var target int64
+		var reason string
+		done := true
+		if latest == storage.UndefinedEpoch {
 			p.mu.Lock()
-			target, reason = p.hw, "high-watermark (leader has no epoch information)"
+			target, reason = p.hw, "high-watermark (no local leader epoch)"
 			p.mu.Unlock()
-		case pr.LeaderEpoch == latest:
-			target, reason = pr.EndOffset, fmt.Sprintf("leader-epoch (leader's end offset for epoch %d)", latest)
-		default:
-			_, own := p.log.EndOffsetFor(pr.LeaderEpoch)
-			target = pr.EndOffset
-			if own >= 0 && own < target {
-				target = own
+		} else {
+			req := offsetForLeaderEpochRequest(p.m.cfg.BrokerID, p.tp, f.epoch, latest)
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			resp, err := cl.Request(rctx, req)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("OffsetForLeaderEpoch: %w", err)
 			}
-			reason = fmt.Sprintf("leader-epoch (leader answered epoch %d end offset %d for our epoch %d)", pr.LeaderEpoch, pr.EndOffset, latest)
+			r := resp.(*kmsg.OffsetForLeaderEpochResponse)
+			if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+				return errors.New("OffsetForLeaderEpoch: malformed response")
+			}
+			pr := r.Topics[0].Partitions[0]
+			if pr.ErrorCode != 0 {
+				return fmt.Errorf("OffsetForLeaderEpoch: error %d", pr.ErrorCode)
+			}
+			target, reason, done = f.truncationTarget(latest, pr.LeaderEpoch, pr.EndOffset)
+		}
+		p.mu.Lock()
+		if !f.currentLocked() {
+			p.mu.Unlock()
+			return context.Canceled
+		}
+		from := p.log.LogEndOffset()
+		// Partition.truncateTo is called whatever the target: Log.truncateTo
+		// at or past the LEO still drops epoch entries starting at the LEO
+		// (an epoch this replica led without appending), which the next
+		// round must not ask about again.
+		err := f.truncateLocked(from, target, reason)
+		if err == nil && p.log.LogEndOffset() < from {
+			p.notifyLocked()
+		}
+		p.mu.Unlock()
+		if err != nil || done {
+			return err
+		}
+		if now := p.log.LatestEpoch(); now >= latest {
+			// Each round cuts the log at the start of an epoch after the
+			// one the leader answered, so the latest epoch falls. If it
+			// did not (unreachable with a sound epoch cache), Kafka would
+			// ask the same question forever; stop and fetch instead.
+			f.logf("truncation to %d left latest epoch %d (asked about %d): truncation ends here", target, now, latest)
+			return nil
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !f.currentLocked() {
-		return context.Canceled
+}
+
+// truncationTarget is AbstractFetcherThread.getOffsetTruncationState: where
+// to cut the log after the leader answered (leaderEpoch, leaderEnd) for our
+// latest epoch asked, and whether that completes truncation.
+func (f *fetcher) truncationTarget(asked, leaderEpoch int32, leaderEnd int64) (target int64, reason string, done bool) {
+	p := f.p
+	leo := p.log.LogEndOffset()
+	switch {
+	case leaderEnd < 0:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.hw, "high-watermark (leader has no epoch information)", true
+	case leaderEpoch < 0:
+		return min(leaderEnd, leo), fmt.Sprintf("leader-epoch (leader's offset %d without an epoch)", leaderEnd), true
 	}
-	from := p.log.LogEndOffset()
-	if target < 0 || target >= from {
-		return nil
+	ownEpoch, ownEnd := p.log.EndOffsetFor(leaderEpoch)
+	switch {
+	case ownEnd < 0:
+		// We track no epoch at or below the leader's: its offset is safe.
+		return min(leaderEnd, leo), fmt.Sprintf("leader-epoch (leader answered epoch %d end offset %d for our epoch %d, below every epoch we have)",
+			leaderEpoch, leaderEnd, asked), true
+	case ownEpoch != leaderEpoch:
+		return min(ownEnd, leo), fmt.Sprintf("leader-epoch (leader answered epoch %d, unknown here, for our epoch %d: cut at the end %d of our epoch %d and ask again)",
+			leaderEpoch, asked, ownEnd, ownEpoch), false
+	default:
+		return min(ownEnd, leaderEnd, leo), fmt.Sprintf("leader-epoch (leader's end offset %d for epoch %d, ours %d)", leaderEnd, leaderEpoch, ownEnd), true
 	}
-	if err := f.truncateLocked(from, target, reason); err != nil {
-		return err
-	}
-	p.notifyLocked()
-	return nil
 }
 
 // truncateLocked cuts the log, which ends at from, back to target for
@@ -200,6 +232,9 @@ func (f *fetcher) truncateLocked(from, target int64, reason string) error {
 	to, err := p.log.TruncateTo(target)
 	if err != nil {
 		return fmt.Errorf("truncate to %d: %w", target, err)
+	}
+	if to >= from {
+		return nil
 	}
 	f.logf("truncated log from %d to %d: %s", from, to, reason)
 	if err := p.rebuildProducersLocked(); err != nil {

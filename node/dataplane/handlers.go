@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
@@ -56,13 +57,18 @@ func (p *partition) checkEpochLocked(current int32) int16 {
 	}
 }
 
-// leaderCheckLocked is what a request only the leader serves checks first:
-// that this replica leads, then the client's current leader epoch.
+// leaderCheckLocked is what a request only the leader serves checks first
+// (Partition.getLocalLog, KIP-320): the client's current leader epoch, then
+// that this replica leads. A client behind a follower's epoch is told its
+// epoch is fenced, not that this replica does not lead.
 func (p *partition) leaderCheckLocked(current int32) int16 {
+	if code := p.checkEpochLocked(current); code != 0 {
+		return code
+	}
 	if p.role != history.RoleLeader {
 		return kerr.NotLeaderForPartition.Code
 	}
-	return p.checkEpochLocked(current)
+	return 0
 }
 
 type pendingAck struct {
@@ -200,9 +206,12 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 
 // waitCommitted is DelayedProduce: wait until the HW passes last. If the ISR
 // is then below min.insync.replicas the answer is
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND. Losing leadership (a new leader epoch
-// while still leading is fine: a leader never truncates), or the deadline,
-// answers REQUEST_TIMED_OUT (see the package doc).
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND (Partition.checkEnoughReplicasReachOffset).
+// The deadline answers REQUEST_TIMED_OUT. Losing leadership (a new leader
+// epoch while still leading is fine: a leader never truncates) answers
+// NOT_LEADER_OR_FOLLOWER, as checkEnoughReplicasReachOffset does without a
+// leader log, although the record may survive on the new leader; the
+// ack-timeout-on-leader-loss proposal answers REQUEST_TIMED_OUT there.
 func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, deadline time.Time) int16 {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
@@ -210,7 +219,10 @@ func (p *partition) waitCommitted(ctx context.Context, gen uint64, last int64, d
 		p.mu.Lock()
 		if p.role != history.RoleLeader || p.leaderGen != gen {
 			p.mu.Unlock()
-			return kerr.RequestTimedOut.Code
+			if p.m.cfg.Proposals.On(config.ProposalAckTimeoutOnLeaderLoss) {
+				return kerr.RequestTimedOut.Code
+			}
+			return kerr.NotLeaderForPartition.Code
 		}
 		if p.hw > last {
 			code := int16(0)
@@ -297,8 +309,19 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 		total := 0
 		for _, s := range slots {
 			s.p.mu.Lock()
+			// ReplicaManager.readFromLocalLog checks leadership and the
+			// epoch on every read, so a long poll that outlives this
+			// replica's leadership, or the client's leader epoch, is
+			// answered with the error (DelayedFetch.tryComplete completes
+			// it at once), not with the next leadership's records.
+			code := s.p.leaderCheckLocked(s.in.CurrentLeaderEpoch)
 			hw, start := s.p.hw, s.p.log.LogStartOffset()
 			s.p.mu.Unlock()
+			if code != 0 {
+				s.out.ErrorCode, s.out.RecordBatches = code, nil
+				s.out.HighWatermark, s.out.LastStableOffset, s.out.LogStartOffset = -1, -1, -1
+				continue
+			}
 			limit := hw
 			if replica {
 				limit = -1
@@ -344,8 +367,11 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			chans = append(chans, s.p.changed)
 			s.p.mu.Unlock()
 		}
-		n := read()
-		if n > 0 || n >= int(req.MinBytes) || len(slots) == 0 || !time.Now().Before(deadline) {
+		n, failed := read(), false
+		for _, s := range slots {
+			failed = failed || s.out.ErrorCode != 0
+		}
+		if n > 0 || n >= int(req.MinBytes) || len(slots) == 0 || failed || !time.Now().Before(deadline) {
 			break
 		}
 		if !waitAny(ctx, chans, deadline) {

@@ -27,7 +27,10 @@ func TestHWHeldBelowMinISR(t *testing.T) {
 			produce(m, 0, -1, 50*time.Millisecond, batch("unacked"))
 			p := m.get(history.TP("t", 0))
 			p.mu.Lock()
-			p.isr = []int32{1} // shrunk: follower 2 fell behind
+			// Shrunk: follower 2 fell behind, longer ago than the lag
+			// time (else, caught up, it would still hold the HW).
+			p.isr = []int32{1}
+			p.followers[2].lastCaughtUp = time.Now().Add(-2 * m.cfg.LagTime)
 			p.maybeIncrementHWLocked()
 			hw := p.hw
 			p.mu.Unlock()

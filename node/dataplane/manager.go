@@ -14,18 +14,19 @@
 // isr_change (with the zk_write), hw_checkpoint (with Hosted) and
 // truncation.
 //
-// Bug switch KAFKA-7235, data-plane half: the checkpoint task starts on the
-// first LeaderAndIsr the process handles (always, as in Kafka) and, with the
-// switch, writes only the partitions in the in-memory partition map — those
-// that received a LeaderAndIsr in this process — so a partition missing
-// there loses its high watermark. Fixed, every hosted log is written; one
-// not yet in memory keeps its last checkpointed high watermark.
+// The checkpoint task starts on the first LeaderAndIsr the process handles
+// and writes only the partitions in the in-memory partition map — those
+// that received a LeaderAndIsr in this process — as Kafka 2.6.3 does; with
+// bug switch KAFKA-7235 that first request can be a stale, partial one, and
+// the partitions it leaves out lose their high watermark. The
+// checkpoint-hosted proposal writes every hosted log instead; one not yet in
+// memory keeps its last checkpointed high watermark.
 //
-// Deviation from Kafka, on purpose: an acks=all produce whose leader lost
-// leadership after the append answers REQUEST_TIMED_OUT (outcome unknown),
-// not NOT_LEADER_FOR_PARTITION as Kafka's DelayedProduce does, because the
-// record may survive on the new leader and the workload treats
-// NOT_LEADER_FOR_PARTITION as a definite failure.
+// An acks=all produce whose leader lost leadership after the append answers
+// NOT_LEADER_OR_FOLLOWER, as Kafka's DelayedProduce does, although the
+// record may survive on the new leader: a client must not take that answer
+// to acks=all as a definite failure. The ack-timeout-on-leader-loss
+// proposal answers REQUEST_TIMED_OUT (outcome unknown) there instead.
 //
 // Idempotent producers (KIP-98) are served: InitProducerId hands out ids
 // from ZooKeeper blocks, the leader checks each producer's epoch and
@@ -65,6 +66,8 @@ type Config struct {
 	BrokerID int32
 	DataDir  string
 	Bugs     config.Bugs
+	// Proposals turns on behaviours stricter than Kafka 2.6.3's.
+	Proposals config.Proposals
 	// MinISR is min.insync.replicas.
 	MinISR int
 	// HWNeedsMinISR holds the high watermark while the ISR is smaller than
@@ -96,6 +99,8 @@ type Manager struct {
 
 	sessMu sync.Mutex
 	sess   *zkutil.Session
+	// testISRStore, when set, takes the ISR writes instead of ZooKeeper.
+	testISRStore isrStore
 
 	mu    sync.Mutex
 	parts map[history.TopicPartition]*partition // every log opened (on disk)
@@ -118,9 +123,11 @@ type Manager struct {
 var _ broker.DataPlane = (*Manager)(nil)
 
 // Open opens every partition log found in cfg.DataDir (LogManager.loadLogs)
-// and reads the checkpointed high watermarks. Recovery warnings go to the
-// event log as truncations; a corrupt log or checkpoint file is an error
-// naming the file.
+// and reads the checkpointed high watermarks. Recovery warnings (a log cut
+// at its first invalid batch, as Kafka's log recovery cuts it) go to the
+// event log as truncations; a corrupt checkpoint file, or with the
+// refuse-mid-log-damage proposal damage before a log's torn tail, is an
+// error naming the file.
 func Open(cfg Config, log *eventlog.Log, meta *broker.MetadataCache) (*Manager, error) {
 	if cfg.MinISR < 1 {
 		cfg.MinISR = 1
@@ -169,7 +176,8 @@ func Open(cfg Config, log *eventlog.Log, meta *broker.MetadataCache) (*Manager, 
 }
 
 func (m *Manager) storageOptions() storage.Options {
-	return storage.Options{MaxBatchBytes: m.cfg.MaxMessageBytes, SegmentBytes: m.cfg.SegmentBytes}
+	return storage.Options{MaxBatchBytes: m.cfg.MaxMessageBytes, SegmentBytes: m.cfg.SegmentBytes,
+		RefuseMidLogDamage: m.cfg.Proposals.On(config.ProposalRefuseMidLogDamage)}
 }
 
 // openLog opens tp's log and registers it (not yet in the in-memory map).
@@ -357,11 +365,14 @@ func (m *Manager) every(d time.Duration, task func()) {
 }
 
 // WriteCheckpoint writes replication-offset-checkpoint once
-// (ReplicaManager.checkpointHighWatermarks) and records it.
+// (ReplicaManager.checkpointHighWatermarks) and records it. As in Kafka
+// 2.6.3 it holds the partitions in the in-memory map, and with none there
+// nothing is written; the checkpoint-hosted proposal writes every hosted
+// log, one not yet in memory with the high watermark the file had.
 func (m *Manager) WriteCheckpoint() error {
 	m.ckptMu.Lock()
 	defer m.ckptMu.Unlock()
-	bug := m.cfg.Bugs.On(config.BugKafka7235)
+	all := m.cfg.Proposals.On(config.ProposalCheckpointHosted)
 	entries := map[checkpoint.TopicPartition]int64{}
 	inMemory := 0
 	for _, p := range m.all() {
@@ -373,10 +384,7 @@ func (m *Manager) WriteCheckpoint() error {
 		case mem:
 			inMemory++
 			entries[ctp] = hw
-		case bug:
-			// KAFKA-7235: only the in-memory partition map is written.
-		default:
-			// Hosted but not (yet) in memory: keep what the file said.
+		case all:
 			if old, ok := m.lastCkpt[p.tp]; ok {
 				entries[ctp] = old
 			} else {
@@ -384,7 +392,7 @@ func (m *Manager) WriteCheckpoint() error {
 			}
 		}
 	}
-	if bug && inMemory == 0 {
+	if !all && inMemory == 0 {
 		// Kafka writes one file per log dir holding in-memory partitions;
 		// with none, nothing is written.
 		return nil

@@ -46,7 +46,6 @@ type partition struct {
 	epochStart      int64 // LEO when this replica became leader
 	followers       map[int32]*remote
 	changed         chan struct{} // closed and replaced when LEO, HW or role change
-	isrBusy         bool
 	fetcher         *fetcher
 	// leaderGen counts the times this replica stopped leading; a pending
 	// acks=all produce is only completed within one leadership.
@@ -100,18 +99,28 @@ func (p *partition) makeLeader(bp broker.Partition) error {
 	} else if w != "" {
 		p.m.log.Printf("%s: %s", p.tp, w)
 	}
+	newLeader := p.role != history.RoleLeader
 	p.applyStateLocked(bp)
 	p.role = history.RoleLeader
 	p.epochStart = p.log.LogEndOffset()
 	now := time.Now()
+	old := p.followers
 	p.followers = map[int32]*remote{}
 	for _, r := range p.replicas {
 		if r == p.m.cfg.BrokerID {
 			continue
 		}
-		// Partition.makeLeader: follower LEOs are unknown until they fetch;
-		// ISR members count as caught up now, others never.
-		st := &remote{leo: -1, lastFetchLeaderLEO: -1}
+		// Partition.makeLeader → Replica.resetLastCaughtUpTime: ISR
+		// members count as caught up now, others not at all; a new
+		// leader does not know the followers' LEOs until they fetch,
+		// one that already led keeps what it learnt.
+		st := &remote{leo: -1, lastFetchLeaderLEO: p.epochStart, lastFetchTime: now}
+		if o := old[r]; o != nil && !newLeader {
+			st.leo = o.leo
+		}
+		if newLeader {
+			st.lastFetchLeaderLEO, st.lastFetchTime = -1, time.Time{}
+		}
 		if slices.Contains(p.isr, r) {
 			st.lastCaughtUp = now
 		}
@@ -147,22 +156,29 @@ func (p *partition) setHWLocked(hw int64) {
 		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch, LEO: &leo}})
 }
 
-// maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW: HW = min LEO
-// over the ISR, only forward; a member whose LEO is unknown holds it.
+// maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW (2.6.3): the
+// HW is the smallest LEO among the leader and every follower that is in the
+// ISR or was caught up within replica.lag.time.max.ms; it only moves
+// forward, and a counted follower whose LEO is unknown holds it. Counting
+// caught-up followers outside the ISR keeps the HW at what a follower about
+// to join has.
 func (p *partition) maybeIncrementHWLocked() bool {
 	if p.role != history.RoleLeader || p.m.cfg.HWNeedsMinISR && len(p.isr) < p.m.cfg.MinISR {
 		return false
 	}
+	now := time.Now()
 	hw := p.log.LogEndOffset()
-	for _, id := range p.isr {
-		if id == p.m.cfg.BrokerID {
+	// Kafka iterates the remote replicas of the assignment; an ISR member
+	// outside it (which the controller never writes) counts for nothing.
+	for _, id := range p.replicas {
+		r := p.followers[id]
+		if r == nil {
 			continue
 		}
-		r := p.followers[id]
-		if r == nil || r.leo < 0 {
-			return false
+		caughtUp := !r.lastCaughtUp.IsZero() && now.Sub(r.lastCaughtUp) <= p.m.cfg.LagTime
+		if caughtUp || slices.Contains(p.isr, id) {
+			hw = min(hw, r.leo)
 		}
-		hw = min(hw, r.leo)
 	}
 	if hw > p.hw {
 		p.setHWLocked(hw)
@@ -173,45 +189,65 @@ func (p *partition) maybeIncrementHWLocked() bool {
 }
 
 // updateFollowerLocked records a replica fetch at fetchOffset
-// (Replica.updateFetchState) and may expand the ISR.
+// (Partition.updateFollowerFetchState → Replica.updateFetchState), may
+// expand the ISR and then moves the HW.
 func (p *partition) updateFollowerLocked(id int32, fetchOffset int64, now time.Time) {
 	r := p.followers[id]
 	if r == nil {
 		return
 	}
 	leo := p.log.LogEndOffset()
+	// lastCaughtUp is the latest time the follower had everything the
+	// leader had: now if this fetch reaches our LEO, else the previous
+	// fetch's time if this one reaches the LEO we had then.
 	if fetchOffset >= leo {
-		r.lastCaughtUp = now
+		r.lastCaughtUp = later(r.lastCaughtUp, now)
 	} else if r.lastFetchLeaderLEO >= 0 && fetchOffset >= r.lastFetchLeaderLEO {
-		r.lastCaughtUp = r.lastFetchTime
+		r.lastCaughtUp = later(r.lastCaughtUp, r.lastFetchTime)
 	}
 	r.lastFetchLeaderLEO, r.lastFetchTime = leo, now
 	r.leo = fetchOffset
 	// Partition.maybeExpandIsr: a follower at or past the HW (and past the
-	// start of our epoch) rejoins.
-	if !slices.Contains(p.isr, id) && r.leo >= p.hw && r.leo >= p.epochStart && !p.isrBusy {
+	// start of our epoch) rejoins. The write is made here, holding p.mu
+	// (Kafka holds leaderIsrUpdateLock for writing through the ZooKeeper
+	// write): nothing is appended and the HW does not move until the ISR
+	// ZooKeeper names is the one the HW counts.
+	if !slices.Contains(p.isr, id) && r.leo >= p.hw && r.leo >= p.epochStart {
 		newISR := append(slices.Clone(p.isr), id)
 		slices.Sort(newISR)
 		// The event carries the fetch offset as the request did, not
 		// r.leo: what the follower had is the fact to judge the decision
 		// by, whatever our bookkeeping made of it.
-		p.startISRWriteLocked(history.ISRExpand, newISR, &history.ISRJoin{Follower: id, FetchOffset: fetchOffset, HW: p.hw})
+		p.writeISRLocked(history.ISRExpand, newISR, &history.ISRJoin{Follower: id, FetchOffset: fetchOffset, HW: p.hw})
 	}
 	p.maybeIncrementHWLocked()
 }
 
-// maybeShrinkISR is Partition.maybeShrinkIsr.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// maybeShrinkISR is Partition.maybeShrinkIsr: it drops the followers
+// getOutOfSyncReplicas names, writing the new ISR while holding p.mu.
 func (p *partition) maybeShrinkISR(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.role != history.RoleLeader || p.isrBusy {
+	if p.role != history.RoleLeader {
 		return
 	}
+	leo := p.log.LogEndOffset()
 	var keep []int32
 	var out []int32
 	for _, id := range p.isr {
 		r := p.followers[id]
-		if id != p.m.cfg.BrokerID && r != nil && now.Sub(r.lastCaughtUp) > p.m.cfg.LagTime {
+		// Partition.isFollowerOutOfSync: a follower whose LEO is the
+		// leader's is in sync however long ago it fetched (nothing was
+		// appended it could lag behind); otherwise it must have been
+		// caught up within the lag time.
+		if id != p.m.cfg.BrokerID && r != nil && r.leo != leo && now.Sub(r.lastCaughtUp) > p.m.cfg.LagTime {
 			out = append(out, id)
 			continue
 		}
@@ -220,32 +256,15 @@ func (p *partition) maybeShrinkISR(now time.Time) {
 	if len(out) == 0 {
 		return
 	}
-	p.m.log.Printf("%s: shrinking ISR %v to %v: %v not caught up for %s", p.tp, p.isr, keep, out, p.m.cfg.LagTime)
-	p.startISRWriteLocked(history.ISRShrink, keep, nil)
-}
-
-// startISRWriteLocked writes the new ISR to the partition state znode in
-// the background (the fetch path must not wait on ZooKeeper). join, for an
-// expand, is what the leader saw of the joining follower when it decided.
-func (p *partition) startISRWriteLocked(action string, newISR []int32, join *history.ISRJoin) {
-	sess := p.m.session()
-	if sess == nil || p.m.ctx.Err() != nil {
-		return
-	}
-	p.isrBusy = true
-	old := slices.Clone(p.isr)
-	epoch, ctrlEpoch, ver := p.leaderEpoch, p.controllerEpoch, p.zkVersion
-	p.m.wg.Add(1)
-	go func() {
-		defer p.m.wg.Done()
-		p.writeISR(sess, action, old, newISR, join, epoch, ctrlEpoch, ver)
-	}()
+	p.m.log.Printf("%s: shrinking ISR %v to %v (HW %d, LEO %d): %v not caught up for %s", p.tp, p.isr, keep, p.hw, leo, out, p.m.cfg.LagTime)
+	p.writeISRLocked(history.ISRShrink, keep, nil)
+	p.maybeIncrementHWLocked()
 }
 
 // isrWriteLimit bounds, in request timeouts, how long a leader's ISR write
 // is retried across connection losses: long enough for a session to expire
 // and a new one to be established, short enough that a broker cut off for
-// good gives the write up (isrBusy stays set while it is retried).
+// good gives the write up (the partition is locked while it is retried).
 const isrWriteLimit = 3
 
 // setUntilConnected runs set, sending the request again after a
@@ -268,15 +287,20 @@ func setUntilConnected(ctx context.Context, set func() (*zk.Stat, error)) (*zk.S
 	}
 }
 
-// writeISR is Partition.updateIsr (pre-2.7): a conditional write of the
-// state znode at our cached zkVersion, then an ISR change notification.
-func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []int32, join *history.ISRJoin, epoch, ctrlEpoch, ver int32) {
-	defer func() {
-		p.mu.Lock()
-		p.isrBusy = false
-		p.mu.Unlock()
-	}()
-	ctx, cancel := context.WithTimeout(p.m.ctx, isrWriteLimit*sess.RequestTimeout)
+// writeISRLocked is Partition.expandIsr/shrinkIsr → ZkPartitionStateStore
+// (pre-2.7): a conditional write of the state znode at our cached zkVersion,
+// made while holding p.mu as Kafka holds leaderIsrUpdateLock for writing,
+// then an ISR change notification (in the background: Kafka propagates
+// those from a periodic task). join, for an expand, is what the leader saw
+// of the joining follower when it decided.
+func (p *partition) writeISRLocked(action string, newISR []int32, join *history.ISRJoin) {
+	store := p.m.isrStore()
+	if store == nil || p.m.ctx.Err() != nil {
+		return
+	}
+	old := slices.Clone(p.isr)
+	epoch, ctrlEpoch, ver := p.leaderEpoch, p.controllerEpoch, p.zkVersion
+	ctx, cancel := context.WithTimeout(p.m.ctx, isrWriteLimit*store.requestTimeout())
 	defer cancel()
 	path := zkdata.PartitionStatePath(p.tp.Topic, p.tp.Partition)
 	state := zkdata.PartitionState{Leader: p.m.cfg.BrokerID, LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
@@ -291,7 +315,7 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 	// BADVERSION. Given up at the first connection loss, the write would
 	// never meet that fence.
 	st, err := setUntilConnected(ctx, func() (*zk.Stat, error) {
-		return zkutil.Call(ctx, sess, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, ver) })
+		return store.set(ctx, path, data, ver)
 	})
 	ps := &history.PartitionState{Topic: p.tp.Topic, Partition: p.tp.Partition, Leader: p.m.cfg.BrokerID,
 		LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
@@ -310,7 +334,7 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 		// exactly what we wanted (our earlier write whose answer was lost),
 		// take its version; otherwise wait for the controller's
 		// LeaderAndIsr.
-		d, st, gerr := getZNode(ctx, sess, path)
+		d, st, gerr := store.get(ctx, path)
 		if gerr == nil && st != nil {
 			if cur, derr := zkdata.DecodePartitionState(p.tp.Topic, p.tp.Partition, d); derr == nil &&
 				cur.Leader == p.m.cfg.BrokerID && cur.LeaderEpoch == epoch && slices.Equal(cur.ISR, newISR) {
@@ -327,27 +351,25 @@ func (p *partition) writeISR(sess *zkutil.Session, action string, old, newISR []
 	if err != nil {
 		return
 	}
-	p.mu.Lock()
-	if p.role == history.RoleLeader && p.leaderEpoch == epoch {
-		p.isr, p.zkVersion = slices.Clone(newISR), newVer
-		if action == history.ISRExpand {
-			for _, id := range newISR {
-				if r := p.followers[id]; r != nil && r.lastCaughtUp.IsZero() {
-					r.lastCaughtUp = time.Now()
-				}
-			}
-		}
-		p.maybeIncrementHWLocked()
-		p.notifyLocked()
-	}
-	p.mu.Unlock()
-	// ReplicaManager.recordIsrChange → /isr_change_notification/isr_change_<seq>.
+	// Partition.maybeUpdateIsrAndVersion.
+	p.isr, p.zkVersion = slices.Clone(newISR), newVer
+	p.notifyLocked()
+	p.m.wg.Add(1)
+	go func() {
+		defer p.m.wg.Done()
+		p.notifyISRChange(store)
+	}()
+}
+
+// notifyISRChange is ReplicaManager.recordIsrChange →
+// /isr_change_notification/isr_change_<seq>.
+func (p *partition) notifyISRChange(store isrStore) {
+	ctx, cancel := context.WithTimeout(p.m.ctx, store.requestTimeout())
+	defer cancel()
 	note := zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition}})
 	npath := zkdata.ISRChangePath + "/" + zkdata.ISRChangePrefix
 	nstart := time.Now()
-	created, nerr := zkutil.Call(ctx, sess, func(c *zk.Conn) (string, error) {
-		return c.Create(npath, note, zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	})
+	created, nerr := store.createSequential(ctx, npath, note)
 	nw := history.ZKWrite{Start: nstart.UnixNano(), Path: npath, Op: "create", ExpectedVersion: -1, Outcome: zkutil.Outcome(nerr), Data: string(note)}
 	if nerr != nil {
 		nw.Error = nerr.Error()

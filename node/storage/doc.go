@@ -10,8 +10,10 @@
 // What it owns: batch validation (ErrCorruptBatch, for CORRUPT_MESSAGE),
 // append as leader and as follower, reads by offset through a sparse
 // in-memory index, truncation (with the epoch cache), the OffsetForLeaderEpoch
-// answer, and start-up recovery (a torn tail of the last segment is cut and
-// reported; any other damage is an error naming file and position).
+// answer, and start-up recovery (the log is cut at the first invalid batch
+// and reported, as Kafka's log recovery does; with
+// Options.RefuseMidLogDamage only a torn tail of the last segment is cut and
+// any other damage is an error naming file and position).
 //
 // What it must not touch: it imports no other node/ package and knows
 // nothing of replication, high watermarks, ISR, ZooKeeper or the bug

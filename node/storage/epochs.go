@@ -30,36 +30,40 @@ func (c *epochCache) latest() (checkpoint.EpochEntry, bool) {
 	return c.entries[len(c.entries)-1], true
 }
 
-// assign records that epoch starts at startOffset, as Kafka's cache does on
-// every appended batch and when a broker becomes leader. It changes nothing
-// when the epoch is already the latest (its first offset is already known).
-// An epoch lower than the latest is ignored and reported as a warning: Kafka
-// logs and ignores it too. A new epoch first removes the entries starting at
-// or after its start offset (later Kafka versions do the same): they describe
-// offsets that were overwritten, or an epoch that never wrote a batch (a
-// leader that was assigned its epoch at the LEO and appended nothing), and
-// keeping them would make OffsetForLeaderEpoch name an epoch that holds no
-// data.
-// changed reports whether the file must be rewritten.
+// assign records that epoch starts at startOffset, as Kafka's
+// LeaderEpochFileCache.assign (2.6.3) does on every appended batch and when
+// a broker becomes leader. Nothing changes when epoch is the latest and
+// startOffset not below its start. Otherwise the entry is added after
+// removing every entry it conflicts with (an epoch not below it, or a start
+// not below its start): the latest assignment is taken as the truth. That
+// also drops an epoch that never wrote a batch (a leader assigned its epoch
+// at the LEO that appended nothing). An epoch or start offset below the
+// latest entry's is reported as a warning, as Kafka logs it; changed
+// reports whether the file must be rewritten.
 func (c *epochCache) assign(epoch int32, startOffset int64) (changed bool, warning string) {
 	if epoch < 0 {
 		return false, ""
 	}
 	if last, ok := c.latest(); ok {
-		if epoch == last.Epoch {
+		switch {
+		case epoch == last.Epoch && startOffset >= last.StartOffset:
 			return false, ""
-		}
-		if epoch < last.Epoch {
-			return false, fmt.Sprintf("leader epoch %d at offset %d is below the latest cached epoch %d (start %d); not cached",
+		case epoch < last.Epoch:
+			warning = fmt.Sprintf("leader epoch %d at offset %d is below the latest cached epoch %d (start %d): later entries dropped",
 				epoch, startOffset, last.Epoch, last.StartOffset)
+		case startOffset < last.StartOffset:
+			warning = fmt.Sprintf("leader epoch %d starts at offset %d, below the start %d of the latest cached epoch %d: later entries dropped",
+				epoch, startOffset, last.StartOffset, last.Epoch)
 		}
 	}
-	i := len(c.entries)
-	for i > 0 && c.entries[i-1].StartOffset >= startOffset {
-		i--
+	kept := c.entries[:0]
+	for _, e := range c.entries {
+		if e.Epoch < epoch && e.StartOffset < startOffset {
+			kept = append(kept, e)
+		}
 	}
-	c.entries = append(c.entries[:i], checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	return true, ""
+	c.entries = append(kept, checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	return true, warning
 }
 
 // truncateFromEnd drops every entry starting at or after endOffset (Kafka's

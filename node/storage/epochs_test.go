@@ -20,10 +20,14 @@ func TestEpochCacheAssign(t *testing.T) {
 		want []checkpoint.EpochEntry
 	}{
 		{"append in order", []op{{0, 0, true, false}, {1, 5, true, false}, {1, 9, false, false}}, []checkpoint.EpochEntry{ep(0, 0), ep(1, 5)}},
-		{"lower epoch ignored", []op{{3, 0, true, false}, {2, 10, false, true}}, []checkpoint.EpochEntry{ep(3, 0)}},
+		// LeaderEpochFileCache.assign (2.6.3) takes the latest assignment as
+		// the truth: a lower epoch drops the entries it conflicts with.
+		{"lower epoch replaces later entries", []op{{3, 0, true, false}, {2, 10, true, true}}, []checkpoint.EpochEntry{ep(2, 10)}},
+		{"lower epoch keeps earlier entries", []op{{1, 0, true, false}, {3, 5, true, false}, {2, 10, true, true}}, []checkpoint.EpochEntry{ep(1, 0), ep(2, 10)}},
+		{"same epoch at a lower offset moves its start", []op{{1, 0, true, false}, {2, 7, true, false}, {2, 5, true, true}}, []checkpoint.EpochEntry{ep(1, 0), ep(2, 5)}},
 		{"undefined epoch ignored", []op{{-1, 0, false, false}}, nil},
 		{"empty epoch replaced", []op{{1, 0, true, false}, {2, 7, true, false}, {3, 7, true, false}}, []checkpoint.EpochEntry{ep(1, 0), ep(3, 7)}},
-		{"overwritten offsets replaced", []op{{1, 0, true, false}, {2, 7, true, false}, {4, 3, true, false}}, []checkpoint.EpochEntry{ep(1, 0), ep(4, 3)}},
+		{"overwritten offsets replaced", []op{{1, 0, true, false}, {2, 7, true, false}, {4, 3, true, true}}, []checkpoint.EpochEntry{ep(1, 0), ep(4, 3)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,10 @@ type Options struct {
 	// relies on replication and flushes on roll and shutdown); the broker
 	// decides.
 	SyncOnAppend bool
+	// RefuseMidLogDamage makes Open fail on damage anywhere but a torn tail
+	// of the last segment, instead of cutting the log at the first invalid
+	// batch as Kafka's recovery does.
+	RefuseMidLogDamage bool
 }
 
 func (o Options) withDefaults() Options {
@@ -57,8 +61,8 @@ var (
 )
 
 // Warning describes data recovery removed from a segment at start-up, so
-// the broker can put it in its event log. Data is only ever removed from the
-// tail of the last segment, when nothing valid follows the damage.
+// the broker can put it in its event log: the segment cut at the first
+// invalid batch, or a later segment deleted after such a cut.
 type Warning struct {
 	File         string
 	Position     int64 // byte position the file was cut at
@@ -68,7 +72,7 @@ type Warning struct {
 }
 
 func (w Warning) String() string {
-	return fmt.Sprintf("%s: truncated torn tail at byte %d (log end offset now %d, %d bytes dropped): %s",
+	return fmt.Sprintf("%s: cut at byte %d (log end offset now %d, %d bytes dropped): %s",
 		w.File, w.Position, w.Offset, w.DroppedBytes, w.Reason)
 }
 
@@ -78,8 +82,9 @@ type AppendInfo struct {
 	LastOffset  int64 // last offset appended; LogEndOffset is LastOffset+1
 	Batches     int
 	Bytes       int
-	// Warnings are leader epochs the epoch cache ignored because they were
-	// lower than its latest epoch (Kafka logs these and appends anyway).
+	// Warnings are leader epoch assignments below the epoch cache's latest
+	// entry, which dropped the entries they conflict with (Kafka logs these
+	// and appends anyway).
 	Warnings []string
 	// Headers are the appended batches' headers as stored (offsets and
 	// leader epoch stamped): the data plane rebuilds idempotent producer
@@ -106,13 +111,15 @@ type Log struct {
 //
 // Recovery reads every segment and validates every batch (length, magic,
 // CRC, record framing, offsets contiguous across batches and segments) and
-// rebuilds the sparse index. Damage at the tail of the last segment — a
-// partial batch, a zero-filled or invalid tail with no valid batch after it —
-// is what a crash during a write leaves: it is cut off and reported as a
-// Warning. Any other damage (in an earlier segment, or followed by a valid
-// batch, or an offset discontinuity) is returned as an error naming the file,
-// byte position and expected offset: the broker must not silently drop
-// acknowledged data. The leader-epoch cache is read from
+// rebuilds the sparse index. As Kafka's Log.recoverLog and
+// LogSegment.recover do, the first invalid batch ends the log: its segment
+// is cut there and every later segment deleted, each reported as a Warning.
+// That is what a crash during a write leaves at the tail of the last
+// segment; with opts.RefuseMidLogDamage any other damage (in an earlier
+// segment, or followed by a valid batch) is instead an error naming the
+// file, byte position and expected offset, so that acknowledged data is not
+// silently dropped. An offset discontinuity is always an error (Kafka does
+// not check; this log never writes one). The leader-epoch cache is read from
 // leader-epoch-checkpoint (a malformed file is an error), completed from the
 // epochs of the recovered batches (as Kafka's segment recovery re-assigns
 // them, which also rebuilds a missing file) and truncated to the log end
@@ -183,11 +190,37 @@ func (l *Log) load() ([]Warning, error) {
 		}
 		if w != nil {
 			warnings = append(warnings, *w)
+			// Log.recoverLog: after a cut, delete all the remaining
+			// segments, newest first so that a crash meanwhile leaves a
+			// prefix of the log.
+			rest := bases[i+1:]
+			for j := len(rest) - 1; j >= 0; j-- {
+				path := filepath.Join(l.dir, segmentName(rest[j]))
+				st, err := os.Stat(path)
+				if err != nil {
+					return nil, fmt.Errorf("storage: %w", err)
+				}
+				if err := os.Remove(path); err != nil {
+					return nil, fmt.Errorf("storage: delete segment after a cut: %w", err)
+				}
+				warnings = append(warnings, Warning{File: path, Offset: seg.next, DroppedBytes: st.Size(),
+					Reason: fmt.Sprintf("deleted: follows the cut in %s", seg.path)})
+			}
+			if len(rest) > 0 {
+				if err := checkpoint.SyncDir(l.dir); err != nil {
+					return nil, err
+				}
+			}
+			break
 		}
 	}
 
 	changed := false
 	for _, t := range transitions {
+		// LogSegment.recover assigns only epochs above the latest cached.
+		if last, ok := l.epochs.latest(); ok && t.Epoch <= last.Epoch {
+			continue
+		}
 		if c, _ := l.epochs.assign(t.Epoch, t.StartOffset); c {
 			changed = true
 		}
@@ -249,17 +282,19 @@ func (l *Log) recoverSegment(seg *segment, last bool, transitions *[]checkpoint.
 				seg.path, pos, h.BaseOffset, expected)
 		}
 		if verr != nil {
-			if !last {
+			if l.opts.RefuseMidLogDamage && !last {
 				return nil, fmt.Errorf("storage: %s: corrupt batch at byte %d (expected offset %d) in a sealed segment: %w",
 					seg.path, pos, expected, verr)
 			}
-			tail := make([]byte, fileSize-pos)
-			if _, err := r.ReadAt(tail, pos); err != nil {
-				return nil, fmt.Errorf("storage: read %s at %d: %w", seg.path, pos, err)
-			}
-			if at, ok := findValidBatch(tail[1:], expected); ok {
-				return nil, fmt.Errorf("storage: %s: corrupt batch at byte %d (expected offset %d) followed by a valid batch at byte %d; refusing to drop it: %w",
-					seg.path, pos, expected, pos+1+int64(at), verr)
+			if l.opts.RefuseMidLogDamage {
+				tail := make([]byte, fileSize-pos)
+				if _, err := r.ReadAt(tail, pos); err != nil {
+					return nil, fmt.Errorf("storage: read %s at %d: %w", seg.path, pos, err)
+				}
+				if at, ok := findValidBatch(tail[1:], expected); ok {
+					return nil, fmt.Errorf("storage: %s: corrupt batch at byte %d (expected offset %d) followed by a valid batch at byte %d; refusing to drop it: %w",
+						seg.path, pos, expected, pos+1+int64(at), verr)
+				}
 			}
 			if err := seg.f.Truncate(pos); err != nil {
 				return nil, fmt.Errorf("storage: truncate torn tail of %s at %d: %w", seg.path, pos, err)
@@ -529,7 +564,7 @@ func (l *Log) Read(from int64, maxBytes int, maxOffset int64) ([]byte, error) {
 // (below offset): a partial batch cannot be kept without rewriting its CRC,
 // and keeping it would keep records the caller asked to remove. The epoch
 // cache drops every entry starting at or after the new LEO. offset >= LEO
-// does nothing; offset below the log start empties the log and restarts it
+// cuts no record but drops the epoch entries starting at the LEO; offset below the log start empties the log and restarts it
 // at offset (Kafka's truncateFullyAndStartAt).
 func (l *Log) TruncateTo(offset int64) (int64, error) {
 	l.mu.Lock()
@@ -538,6 +573,13 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		return 0, err
 	}
 	if offset >= l.logEndOffset() {
+		// Log.truncateTo: no record is cut, but an epoch entry starting
+		// at the LEO (an epoch led without an append) goes.
+		if l.epochs.truncateFromEnd(l.logEndOffset()) {
+			if err := l.epochs.flush(); err != nil {
+				return 0, err
+			}
+		}
 		return l.logEndOffset(), nil
 	}
 	if offset < l.segs[0].base {

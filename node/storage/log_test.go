@@ -227,11 +227,15 @@ func TestAppendAsFollower(t *testing.T) {
 	if _, err := g.AppendAsFollower(append(append([]byte(nil), b0...), b2...)); !errors.Is(err, ErrNonContiguous) {
 		t.Fatalf("gap: %v", err)
 	}
-	// A lower epoch than cached is appended but not cached, with a warning.
+	// A lower epoch than cached is appended and cached, dropping the later
+	// entries, with a warning (LeaderEpochFileCache.assign).
 	low := makeBatch(1, 10, 0)
 	info, err = f.AppendAsLeader(low, 2)
 	if err != nil || len(info.Warnings) != 1 {
 		t.Fatalf("lower epoch: %+v, %v", info, err)
+	}
+	if e := f.Epochs(); e[len(e)-1] != (checkpoint.EpochEntry{Epoch: 2, StartOffset: info.FirstOffset}) {
+		t.Fatalf("epochs after a lower epoch's append: %v", e)
 	}
 }
 
@@ -372,4 +376,34 @@ func TestEpochFileFormat(t *testing.T) {
 
 func ep(epoch int32, start int64) checkpoint.EpochEntry {
 	return checkpoint.EpochEntry{Epoch: epoch, StartOffset: start}
+}
+
+// Log.truncateTo (Kafka 2.6.3) at or past the LEO cuts no record but still
+// drops the epoch entries starting at the LEO: an epoch this replica was
+// assigned as leader and never wrote in. A follower asking its new leader
+// about that epoch again and again would never finish truncating.
+func TestTruncateAtLEODropsEmptyEpoch(t *testing.T) {
+	tests := []struct {
+		name string
+		to   int64
+	}{
+		{"at the LEO", 30},
+		{"past the LEO", 45},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustOpen(t, t.TempDir(), Options{})
+			defer l.Close()
+			appendN(t, l, 10, 3, 0, 0) // [0,30) in epoch 0
+			if _, err := l.AssignEpoch(4); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := l.TruncateTo(tc.to); err != nil || got != 30 {
+				t.Fatalf("TruncateTo(%d) = %d, %v; want 30", tc.to, got, err)
+			}
+			if want := []checkpoint.EpochEntry{ep(0, 0)}; !reflect.DeepEqual(l.Epochs(), want) {
+				t.Fatalf("epochs %v, want %v", l.Epochs(), want)
+			}
+		})
+	}
 }

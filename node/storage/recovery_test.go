@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -144,45 +145,128 @@ func TestRecoveryTails(t *testing.T) {
 	tests := []struct {
 		name    string
 		edit    func(b []byte) []byte
-		wantErr string // substring; empty means recover with a warning
-		keep    int    // bytes kept when recovering
+		keep    int    // bytes kept (Kafka's recovery: cut at the first invalid batch)
+		refused string // with RefuseMidLogDamage: error substring; empty means cut as well
 	}{
-		{"zero-filled tail", func(b []byte) []byte { return append(b, make([]byte, 3000)...) }, "", len(segData)},
-		{"garbage tail", func(b []byte) []byte { return append(b, []byte("not a batch at all")...) }, "", len(segData)},
-		{"last batch CRC broken", func(b []byte) []byte { b[len(b)-3] ^= 0xff; return b }, "", lastStart},
+		{"zero-filled tail", func(b []byte) []byte { return append(b, make([]byte, 3000)...) }, len(segData), ""},
+		{"garbage tail", func(b []byte) []byte { return append(b, []byte("not a batch at all")...) }, len(segData), ""},
+		{"last batch CRC broken", func(b []byte) []byte { b[len(b)-3] ^= 0xff; return b }, lastStart, ""},
 		{"last batch half zeroed", func(b []byte) []byte {
 			for i := lastStart + 40; i < len(b); i++ {
 				b[i] = 0
 			}
 			return b
-		}, "", lastStart},
-		{"middle batch CRC broken", func(b []byte) []byte { b[midStart+70] ^= 0xff; return b },
-			"followed by a valid batch", 0},
-		{"middle batch length huge", func(b []byte) []byte { b[midStart+8] = 0x7f; return b },
-			"followed by a valid batch", 0},
-		{"valid batch at wrong offset", func(b []byte) []byte { b[midStart+7]++; return b },
-			"not contiguous", 0},
+		}, lastStart, ""},
+		{"middle batch CRC broken", func(b []byte) []byte { b[midStart+70] ^= 0xff; return b }, midStart, "followed by a valid batch"},
+		{"middle batch length huge", func(b []byte) []byte { b[midStart+8] = 0x7f; return b }, midStart, "followed by a valid batch"},
+	}
+	for _, tc := range tests {
+		for _, refuse := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s refuse=%v", tc.name, refuse), func(t *testing.T) {
+				d := copyDir(t, dir)
+				p := filepath.Join(d, seg)
+				data := tc.edit(append([]byte(nil), segData...))
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				o := opts
+				o.RefuseMidLogDamage = refuse
+				l, warns, err := Open(d, o)
+				if refuse && tc.refused != "" {
+					if err == nil {
+						l.Close()
+						t.Fatal("want error, recovered")
+					}
+					if !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), p) {
+						t.Fatalf("error %q should name %s and say %q", err, p, tc.refused)
+					}
+					// Nothing was cut.
+					if now, _ := os.ReadFile(p); !bytes.Equal(now, data) {
+						t.Fatal("segment modified although recovery failed")
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				if len(warns) != 1 || warns[0].Position != int64(tc.keep) || warns[0].File != p {
+					t.Fatalf("warnings %v, want one at %d", warns, tc.keep)
+				}
+				if st, _ := os.Stat(p); st.Size() != int64(tc.keep) {
+					t.Fatalf("segment size %d, want %d", st.Size(), tc.keep)
+				}
+			})
+		}
+	}
+	// A valid batch at the wrong offset is an error either way: this log
+	// never writes one, so it is not a crash's doing.
+	for _, refuse := range []bool{false, true} {
+		d := copyDir(t, dir)
+		data := append([]byte(nil), segData...)
+		data[midStart+7]++
+		if err := os.WriteFile(filepath.Join(d, seg), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := opts
+		o.RefuseMidLogDamage = refuse
+		if l, _, err := Open(d, o); err == nil || !strings.Contains(err.Error(), "not contiguous") {
+			if err == nil {
+				l.Close()
+			}
+			t.Fatalf("refuse=%v: valid batch at the wrong offset: %v, want an error", refuse, err)
+		}
+	}
+}
+
+// Log.recoverLog (Kafka 2.6.3): damage in a segment before the last cuts
+// that segment at the first invalid batch and deletes every later segment;
+// the log ends there. RefuseMidLogDamage refuses to start instead.
+func TestRecoveryMidLogDamage(t *testing.T) {
+	opts := Options{SegmentBytes: 2048}
+	dir, all := buildLog(t, opts)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(segs) < 3 {
+		t.Fatalf("need 3 segments, have %d", len(segs))
+	}
+	first, _ := os.ReadFile(segs[0])
+	var lastStart int // where the first segment's last batch starts
+	var lastEnd int64 // the offset after the batch before it
+	base, _ := parseSegmentName(filepath.Base(segs[0]))
+	lastEnd = base
+	for pos := 0; pos < len(first); {
+		h, n, err := NextBatch(first[pos:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos+n == len(first) {
+			lastStart = pos
+			break
+		}
+		lastEnd = h.LastOffset() + 1
+		pos += n
+	}
+	tests := []struct {
+		name   string
+		refuse bool
+	}{
+		{"Kafka: cut and delete the rest", false},
+		{"refused", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := copyDir(t, dir)
-			p := filepath.Join(d, seg)
-			data := tc.edit(append([]byte(nil), segData...))
-			if err := os.WriteFile(p, data, 0o644); err != nil {
+			p := filepath.Join(d, filepath.Base(segs[0]))
+			st, _ := os.Stat(p)
+			if err := os.Truncate(p, st.Size()-5); err != nil {
 				t.Fatal(err)
 			}
-			l, warns, err := Open(d, opts)
-			if tc.wantErr != "" {
-				if err == nil {
-					l.Close()
-					t.Fatal("want error, recovered")
-				}
-				if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), p) {
-					t.Fatalf("error %q should name %s and say %q", err, p, tc.wantErr)
-				}
-				// Nothing was cut.
-				if now, _ := os.ReadFile(p); !bytes.Equal(now, data) {
-					t.Fatal("segment modified although recovery failed")
+			o := opts
+			o.RefuseMidLogDamage = tc.refuse
+			l, warns, err := Open(d, o)
+			if tc.refuse {
+				if err == nil || !strings.Contains(err.Error(), "sealed segment") || !strings.Contains(err.Error(), p) {
+					t.Fatalf("Open: %v, want an error naming %s", err, p)
 				}
 				return
 			}
@@ -190,11 +274,22 @@ func TestRecoveryTails(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			if len(warns) != 1 || warns[0].Position != int64(tc.keep) || warns[0].File != p {
-				t.Fatalf("warnings %v, want one at %d", warns, tc.keep)
+			if l.LogEndOffset() != lastEnd {
+				t.Fatalf("LEO %d, want %d", l.LogEndOffset(), lastEnd)
 			}
-			if st, _ := os.Stat(p); st.Size() != int64(tc.keep) {
-				t.Fatalf("segment size %d, want %d", st.Size(), tc.keep)
+			if left, _ := filepath.Glob(filepath.Join(d, "*.log")); len(left) != 1 {
+				t.Fatalf("segments left %v, want only the cut one", left)
+			}
+			if len(warns) != len(segs) || warns[0].Position != int64(lastStart) {
+				t.Fatalf("warnings %v, want the cut at %d and one per deleted segment", warns, lastStart)
+			}
+			if got := readAll(t, l); !bytes.HasPrefix(all, got) {
+				t.Fatal("recovered log is not a prefix of the original")
+			}
+			for _, e := range l.Epochs() {
+				if e.StartOffset >= l.LogEndOffset() {
+					t.Fatalf("epoch entry %v at or beyond LEO %d", e, l.LogEndOffset())
+				}
 			}
 		})
 	}
@@ -212,11 +307,6 @@ func TestRecoveryErrors(t *testing.T) {
 		edit    func(d string)
 		wantErr []string
 	}{
-		{"sealed segment torn", func(d string) {
-			p := filepath.Join(d, filepath.Base(segs[0]))
-			st, _ := os.Stat(p)
-			os.Truncate(p, st.Size()-5)
-		}, []string{filepath.Base(segs[0]), "sealed segment"}},
 		{"missing middle segment", func(d string) { os.Remove(filepath.Join(d, filepath.Base(segs[1]))) },
 			[]string{filepath.Base(segs[2]), "previous segment"}},
 		{"bad segment name", func(d string) { os.WriteFile(filepath.Join(d, "12.log"), nil, 0o644) },

@@ -1,0 +1,60 @@
+package dataplane
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/broker"
+	"github.com/zkchaos/zkchaos/node/config"
+)
+
+// DelayedProduce (Kafka 2.6.3) answers a waiting acks=all produce with what
+// Partition.checkEnoughReplicasReachOffset returns once the replica no
+// longer leads: NOT_LEADER_OR_FOLLOWER, although the record was appended and
+// may survive on the new leader. The ack-timeout-on-leader-loss proposal
+// answers REQUEST_TIMED_OUT (outcome unknown) instead.
+func TestAcksAllAfterLeadershipLoss(t *testing.T) {
+	tests := []struct {
+		name      string
+		proposals config.Proposals
+		how       string // follower, stop
+		want      int16
+	}{
+		{"Kafka 2.6.3, became follower", nil, "follower", kerr.NotLeaderForPartition.Code},
+		{"Kafka 2.6.3, replica stopped", nil, "stop", kerr.NotLeaderForPartition.Code},
+		{"proposal, became follower", config.Proposals{config.ProposalAckTimeoutOnLeaderLoss: true}, "follower", kerr.RequestTimedOut.Code},
+		{"proposal, replica stopped", config.Proposals{config.ProposalAckTimeoutOnLeaderLoss: true}, "stop", kerr.RequestTimedOut.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, t.TempDir(), nil, 1)
+			m.cfg.Proposals = tt.proposals
+			lead(t, m, 0, 1, 2) // follower 2 never fetches: the produce waits
+			done := make(chan *kmsg.ProduceResponseTopicPartition)
+			go func() { done <- produce(m, 0, -1, 5*time.Second, batch("v")) }()
+			p := m.get(history.TP("t", 0))
+			eventually(t, "appended", func() bool { return p.log.LogEndOffset() == 1 })
+			var err error
+			if tt.how == "stop" {
+				err = m.StopReplica(history.TP("t", 0), false)
+			} else {
+				err = m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ISR: []int32{2}, Replicas: []int32{1, 2, 3}})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-done:
+				if r.ErrorCode != tt.want {
+					t.Fatalf("error %d, want %d", r.ErrorCode, tt.want)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("the produce was not answered when leadership went")
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package dataplane
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/broker"
+)
+
+// longPoll sends a consumer fetch of t-0 at offset with the client's
+// current leader epoch that waits up to wait for one byte.
+func longPoll(m *Manager, offset int64, epoch int32, wait time.Duration) *kmsg.FetchResponseTopicPartition {
+	req := fetchRequest(12, -1, history.TP("t", 0), offset, 1<<20)
+	req.MaxWaitMillis, req.MinBytes = int32(wait/time.Millisecond), 1
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+	return &m.Fetch(context.Background(), req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+}
+
+// DelayedFetch.tryComplete (Kafka 2.6.3) completes a waiting fetch at once
+// when the partition's leadership or leader epoch changes under it, and
+// ReplicaManager.readFromLocalLog then answers that partition with the
+// error: a long poll does not return the records of a leadership the client
+// did not ask about.
+func TestLongPollAcrossLeaderChange(t *testing.T) {
+	tests := []struct {
+		name   string
+		epoch  int32 // the fetch's current leader epoch
+		change func(t *testing.T, m *Manager)
+		want   int16
+	}{
+		{"became follower", 3, func(t *testing.T, m *Manager) {
+			if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ISR: []int32{2}, Replicas: []int32{1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+		}, kerr.FencedLeaderEpoch.Code},
+		{"became follower, no epoch in the fetch", -1, func(t *testing.T, m *Manager) {
+			if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ISR: []int32{2}, Replicas: []int32{1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+		}, kerr.NotLeaderForPartition.Code},
+		{"leads a new epoch, then appends", 3, func(t *testing.T, m *Manager) {
+			if err := m.BecomeLeader(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: 4, ISR: []int32{1}, Replicas: []int32{1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+			produce(m, 0, 1, time.Second, batch("epoch 4"))
+		}, kerr.FencedLeaderEpoch.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, t.TempDir(), nil, 1)
+			lead(t, m, 0, 1) // epoch 3, ISR [1]
+			done := make(chan *kmsg.FetchResponseTopicPartition)
+			start := time.Now()
+			go func() { done <- longPoll(m, 0, tt.epoch, 3*time.Second) }()
+			time.Sleep(100 * time.Millisecond) // the fetch waits
+			tt.change(t, m)
+			r := <-done
+			if r.ErrorCode != tt.want || len(r.RecordBatches) != 0 {
+				t.Fatalf("error %d with %d bytes, want error %d and no records", r.ErrorCode, len(r.RecordBatches), tt.want)
+			}
+			if waited := time.Since(start); waited > 2*time.Second {
+				t.Fatalf("answered after %s: the change should complete the wait", waited)
+			}
+		})
+	}
+}
+
+// Partition.getLocalLog (Kafka 2.6.3, KIP-320) checks the client's current
+// leader epoch before whether this replica leads: a follower tells a client
+// behind its epoch FENCED_LEADER_EPOCH and one ahead UNKNOWN_LEADER_EPOCH,
+// and NOT_LEADER_OR_FOLLOWER only when the epochs agree or none was sent.
+func TestEpochCheckedBeforeLeadership(t *testing.T) {
+	m := newManager(t, t.TempDir(), nil, 1)
+	if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 5, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		epoch int32
+		want  int16
+	}{
+		{4, kerr.FencedLeaderEpoch.Code},
+		{6, kerr.UnknownLeaderEpoch.Code},
+		{5, kerr.NotLeaderForPartition.Code},
+		{-1, kerr.NotLeaderForPartition.Code},
+	}
+	for _, tt := range tests {
+		if r := longPoll(m, 0, tt.epoch, 0); r.ErrorCode != tt.want {
+			t.Errorf("fetch with epoch %d at a follower of epoch 5: error %d, want %d", tt.epoch, r.ErrorCode, tt.want)
+		}
+		o := m.OffsetForLeaderEpoch(offsetForLeaderEpochRequest(-1, history.TP("t", 0), tt.epoch, 5)).(*kmsg.OffsetForLeaderEpochResponse)
+		if c := o.Topics[0].Partitions[0].ErrorCode; c != tt.want {
+			t.Errorf("OffsetForLeaderEpoch with epoch %d at a follower of epoch 5: error %d, want %d", tt.epoch, c, tt.want)
+		}
+	}
+}
