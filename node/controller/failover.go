@@ -19,10 +19,10 @@ import (
 func (c *Controller) onControllerFailover(ctx context.Context) error {
 	c.gen++
 	c.ctx = newContext()
-	c.chans = newChannelManager(c)
+	c.chans = c.newChans(c)
 	gen := c.gen
 	for _, p := range []string{zkdata.ISRChangePath, zkdata.AdminPath} {
-		if err := zkutil.EnsurePath(ctx, c.sess, p); err != nil {
+		if err := zkutil.EnsurePathOn(ctx, c.zk, p); err != nil {
 			return err
 		}
 	}

@@ -30,7 +30,7 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 		}
 		st := zkdata.PartitionState{Leader: live[0], LeaderEpoch: 0, ControllerEpoch: c.epoch, ISR: live}
 		p := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
-		if err := zkutil.EnsurePath(ctx, c.sess, path.Dir(p)); err != nil {
+		if err := zkutil.EnsurePathOn(ctx, c.zk, path.Dir(p)); err != nil {
 			return err
 		}
 		data := zkdata.EncodePartitionState(st)
