@@ -77,7 +77,6 @@ func (c *Controller) onBrokerChange(ctx context.Context) error {
 	}
 	for _, id := range dead {
 		delete(c.ctx.live, id)
-		delete(c.ctx.shuttingDown, id)
 		c.chans.removeBroker(id)
 	}
 	return c.onBrokerFailure(ctx, dead)
@@ -129,6 +128,13 @@ func (c *Controller) onBrokerStartup(ctx context.Context, ids []int32) error {
 func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 	if len(ids) == 0 {
 		return nil
+	}
+	// KafkaController.onBrokerFailure: a failed broker is no longer
+	// shutting down, whether it died or bounced (processBrokerChange calls
+	// this for bounced brokers too), so a bounced broker's new process is
+	// electable.
+	for _, id := range ids {
+		delete(c.ctx.shuttingDown, id)
 	}
 	var tps []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
