@@ -193,7 +193,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 
 	n.ctrl = controller.New(controller.Config{
 		BrokerID: cfg.BrokerID, Bugs: cfg.Bugs, OfflinePolicy: cfg.OfflinePolicy,
-		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout,
+		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout, SyncBeforeRead: cfg.ZKSyncBeforeRead,
 		LEOQuery: controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
 		OnNewSession: func(ctx context.Context) {
 			if err := n.register(ctx); err != nil {

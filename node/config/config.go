@@ -101,6 +101,11 @@ type Config struct {
 	// --zk, as a broker whose zookeeper.connect names its co-located server.
 	// A scenario needs to know which server serves a broker's reads.
 	ZKServerByID bool
+	// ZKSyncBeforeRead: a proposal, not Kafka 2.6.3 behaviour (which has no
+	// sync there): the controller Syncs before it reads a partition state,
+	// so its ZooKeeper server is not behind the leader when it reads.
+	// KAFKA-16667 on overrides it.
+	ZKSyncBeforeRead bool
 
 	Listen         string // Kafka listener, host:port
 	AdvertisedHost string // host written into /brokers/ids/<id>
@@ -157,6 +162,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.ZKRequestTimeout, "zk-request-timeout", 10*time.Second, "upper bound for one ZooKeeper call; a call that exceeds it has an unknown outcome")
 	fs.DurationVar(&c.ZKConnectTimeout, "zk-connect-timeout", 30*time.Second, "how long start-up waits for a first ZooKeeper session before failing (exit 1)")
 	fs.BoolVar(&c.ZKServerByID, "zk-server-by-id", false, "connect only to the ((id-1) mod n)-th of the n --zk servers (a co-located server) instead of any of them")
+	fs.BoolVar(&c.ZKSyncBeforeRead, "zk-sync-before-read", false, "proposal (not in Kafka 2.6.3): the controller issues a ZooKeeper sync before each partition-state read, so it never reads older state than the ZooKeeper leader holds (ignored with KAFKA-16667 on)")
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")

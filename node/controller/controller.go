@@ -50,6 +50,11 @@ type Config struct {
 	// nil: every query fails, so query-leo never elects. ListOffsetsLEO is
 	// the wire implementation.
 	LEOQuery func(ctx context.Context, b ReplicaEndpoint, tp history.TopicPartition) (int64, error)
+	// SyncBeforeRead (--zk-sync-before-read, a proposal, off by default as
+	// Kafka 2.6.3 has no such sync): partition-state reads are preceded by
+	// a ZooKeeper Sync, so a controller's server is not behind the leader
+	// when it reads. KAFKA-16667 on overrides it.
+	SyncBeforeRead bool
 	// OnNewSession runs on the event loop when the ZooKeeper session was
 	// replaced, before re-election: the broker re-registers there, as
 	// Kafka's RegisterBrokerAndReelect event does.
@@ -482,7 +487,33 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 			c.resign("controller moved during failover")
 			return
 		}
-		c.log.Printf("failover: %v", err)
+		// KafkaController.elect: any other error from onControllerFailover
+		// triggers a controller move, so no controller stays active with a
+		// half-loaded context.
+		c.log.Printf("failover: %v; triggering a controller move", err)
+		c.triggerControllerMove(ctx, "failover failed")
+	}
+}
+
+// triggerControllerMove is KafkaController.triggerControllerMove: resign,
+// then delete /controller under the epoch fence
+// (KafkaZkClient.deleteController), so that the /controller watches elect
+// again. A failed fence means another controller was already elected.
+func (c *Controller) triggerControllerMove(ctx context.Context, reason string) {
+	if !c.active {
+		return
+	}
+	epoch, ver := c.epoch, c.epochZkVersion
+	c.resign(reason)
+	start := time.Now()
+	_, err := c.fenced(ctx, &zk.DeleteRequest{Path: zkdata.ControllerPath, Version: -1})
+	c.logWrite(start, zkdata.ControllerPath, "delete", !c.cfg.Bugs.On(config.BugKafka532), -1, "", nil, err, epoch, ver)
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, errControllerMoved):
+		c.log.Printf("controller has already moved when trying to trigger controller movement")
+	default:
+		c.log.Printf("trigger controller move: delete %s: %v", zkdata.ControllerPath, err)
 	}
 }
 
@@ -677,11 +708,13 @@ func toHistoryState(tp history.TopicPartition, st zkdata.PartitionState, replica
 		ControllerEpoch: st.ControllerEpoch, ISR: slices.Clone(st.ISR), Replicas: slices.Clone(replicas)}
 }
 
-// readState reads a partition state znode, after Sync unless KAFKA-16667
-// (a ZooKeeper read is served by the session's server and may be stale).
-func (c *Controller) readState(ctx context.Context, tp history.TopicPartition, sync bool) (*partState, error) {
+// readState reads a partition state znode as
+// KafkaZkClient.getTopicPartitionStatesRaw does: served by the session's
+// server, which may be behind the ZooKeeper leader. With SyncBeforeRead (and
+// KAFKA-16667 off) a Sync first brings that server up to date.
+func (c *Controller) readState(ctx context.Context, tp history.TopicPartition) (*partState, error) {
 	path := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
-	if sync {
+	if c.cfg.SyncBeforeRead && !c.cfg.Bugs.On(config.BugKafka16667) {
 		if _, _, err := zkDo(ctx, c, func(conn zkConn) (string, error) {
 			return conn.Sync(path)
 		}); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -732,7 +765,9 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				done = append(done, tp)
 				break
 			}
-			if errors.Is(err, errControllerMoved) {
+			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+				// An expired session abandons the whole event, as
+				// ZooKeeperClientExpiredException does in Kafka.
 				return done, err
 			}
 			if !errors.Is(err, zk.ErrBadVersion) {
@@ -750,8 +785,13 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				}
 				continue
 			}
-			// Fixed: re-read (after Sync) and reconcile.
-			fresh, rerr := c.readState(ctx, tp, true)
+			// PartitionStateMachine.electLeaderForPartitions and
+			// ReplicaStateMachine.removeReplicasFromIsr: re-read the state
+			// from ZooKeeper and decide again, until the partition is done.
+			fresh, rerr := c.readState(ctx, tp)
+			if errors.Is(rerr, zk.ErrSessionExpired) {
+				return done, rerr
+			}
 			if rerr != nil {
 				c.log.Printf("re-read %s after BADVERSION: %v", tp, rerr)
 				break
@@ -761,15 +801,24 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				c.log.Printf("aborted state change of %s: written by a newer controller (epoch %d > %d)", tp, ps.st.ControllerEpoch, c.epoch)
 				break
 			}
-			if attempt >= 5 {
-				c.log.Printf("giving up state change of %s after %d attempts", tp, attempt)
+			if stateEqual(ps.st, next) {
+				// A write re-issued after a lost connection whose first
+				// attempt landed: ZooKeeper holds our decision.
+				done = append(done, tp)
 				break
 			}
 			if next, ok = fn(ps.st); !ok {
 				break
 			}
 			next.ControllerEpoch = c.epoch
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
 		}
 	}
 	return done, nil
+}
+
+func stateEqual(a, b zkdata.PartitionState) bool {
+	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.ControllerEpoch == b.ControllerEpoch && slices.Equal(a.ISR, b.ISR)
 }

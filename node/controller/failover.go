@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 	"github.com/zkchaos/zkchaos/node/zkutil"
 )
@@ -34,12 +33,12 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	if _, err := c.readTopics(ctx); err != nil {
 		return err
 	}
-	// Partition states. Fixed: Sync first so the read is not older than
-	// the election. KAFKA-16667: read through our session as it is.
-	sync := !c.cfg.Bugs.On(config.BugKafka16667)
+	// Partition states (ControllerContext.partitionLeadershipInfo), read
+	// through our session's server as KafkaController.initializeControllerContext
+	// does: possibly older than the election (KAFKA-16667).
 	var newParts []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
-		ps, err := c.readState(ctx, tp, sync)
+		ps, err := c.readState(ctx, tp)
 		if errors.Is(err, zk.ErrNoNode) {
 			newParts = append(newParts, tp)
 			continue

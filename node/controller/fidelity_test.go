@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"github.com/go-zookeeper/zk"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -36,5 +38,101 @@ func TestBouncedBrokerIsNoLongerShuttingDown(t *testing.T) {
 	tc.kill(3)
 	if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != 2 {
 		t.Fatalf("after 3 died: state %+v, want leader 2 (the bounced broker, in the ISR)", st)
+	}
+}
+
+// KafkaController.elect: an error from onControllerFailover other than
+// ControllerMovedException triggers a controller move (resign, delete
+// /controller under the epoch fence) instead of leaving a controller active
+// with a context loaded half-way. Before, the node logged the error and
+// stayed active.
+func TestFailedFailoverTriggersControllerMove(t *testing.T) {
+	tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+	tc.zk.hook = func(op, p string) error {
+		if op == "childrenw" && p == zkdata.TopicsPath {
+			return zk.ErrNoAuth // not a connection loss: the failover fails
+		}
+		return nil
+	}
+	tc.process(evElect{reason: "test"})
+	if tc.c.active {
+		t.Fatal("controller still active after its failover failed")
+	}
+	if ok, _, _ := tc.zk.Exists(zkdata.ControllerPath); ok {
+		t.Fatalf("%s still exists: no other broker can be elected", zkdata.ControllerPath)
+	}
+	// The /controller watch brings the next election, which succeeds.
+	tc.zk.hook = nil
+	tc.process(evControllerChange{})
+	if !tc.c.active || tc.c.epoch != 2 {
+		t.Fatalf("re-election: active %v epoch %d, want active at epoch 2", tc.c.active, tc.c.epoch)
+	}
+}
+
+// PartitionStateMachine.electLeaderForPartitions and
+// ReplicaStateMachine.removeReplicasFromIsr loop until every partition is
+// done: each BADVERSION re-reads the state and decides again, with no cap.
+// Before, the node gave up after 5 attempts and the partition kept a dead
+// leader until the next event. With KAFKA-16667 on, the cached zkVersion is
+// retried as it is (the bug), so the test runs the fixed path only.
+func TestStateWriteRetriesEveryBadVersion(t *testing.T) {
+	tests := []struct {
+		name      string
+		conflicts int
+	}{
+		{"one conflict", 1},
+		{"more conflicts than the old cap of 5", 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3, 1}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3, 1)})
+			tc.elect()
+			statePath := zkdata.PartitionStatePath("t", 0)
+			left := tt.conflicts
+			tc.zk.hook = func(op, p string) error {
+				if op == "multi" && strings.Contains(p, statePath) && left > 0 {
+					// The leader writes the state (same content, new
+					// version) just before the controller's write.
+					left--
+					d, _, _ := tc.zk.Get(statePath)
+					tc.zk.put(statePath, d)
+				}
+				return nil
+			}
+			tc.kill(2)
+			st, _ := tc.zk.state0(history.TP("t", 0))
+			if st.Leader != 3 || left != 0 {
+				t.Fatalf("after %d conflicts: state %+v (conflicts left %d), want leader 3", tt.conflicts, st, left)
+			}
+		})
+	}
+}
+
+// Kafka 2.6.3 reads partition states (KafkaController.initializeControllerContext,
+// the state machines' getTopicPartitionStatesRaw) without a ZooKeeper sync.
+// Before, "every fix on" synced before every such read, which is stricter
+// than Kafka; the sync is now the opt-in --zk-sync-before-read proposal,
+// and KAFKA-16667 on never syncs.
+func TestPartitionStateReadsSyncOnlyWhenProposed(t *testing.T) {
+	tests := []struct {
+		name      string
+		bugs      string
+		sync      bool
+		wantSyncs bool
+	}{
+		{"every fix on: no sync, as Kafka 2.6.3", "", false, false},
+		{"proposal on", "", true, true},
+		{"proposal on, KAFKA-16667 on", "KAFKA-16667", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, tt.bugs, []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+			tc.c.cfg.SyncBeforeRead = tt.sync
+			tc.elect()
+			tc.isrChange(0, zkdata.PartitionState{Leader: 1, LeaderEpoch: 0, ControllerEpoch: 1, ISR: []int32{1}})
+			if got := tc.zk.count("sync ") > 0; got != tt.wantSyncs {
+				t.Fatalf("syncs issued: %d, want any: %v", tc.zk.count("sync "), tt.wantSyncs)
+			}
+		})
 	}
 }

@@ -53,7 +53,7 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 		case errors.Is(err, errControllerMoved):
 			return err
 		case errors.Is(err, zk.ErrNodeExists):
-			if ps, rerr := c.readState(ctx, tp, true); rerr == nil {
+			if ps, rerr := c.readState(ctx, tp); rerr == nil {
 				c.ctx.state[tp] = ps
 			}
 		default:
