@@ -76,8 +76,10 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dead)
-	if err := c.onBrokerFailure(ctx, dead); err != nil {
-		return err
+	for _, id := range dead {
+		if err := c.offlineReplica(ctx, id); err != nil {
+			return err
+		}
 	}
 	if err := c.electOffline(ctx); err != nil {
 		return err
@@ -115,6 +117,22 @@ func brokerIDs(m map[int32]brokerInfo) []int32 {
 	return out
 }
 
+// onlineReplicas are tp's replicas on live brokers that are not shutting
+// down (ControllerContext.isReplicaOnline): the ones an offline or new
+// partition's leader is chosen from and that hear of the choice.
+func (c *Controller) onlineReplicas(tp history.TopicPartition) []int32 {
+	var out []int32
+	for _, r := range c.ctx.assign[tp] {
+		if c.ctx.isLive(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// liveReplicas are tp's replicas on live brokers, shutting down or not
+// (ControllerContext.liveOrShuttingDownBrokerIds): the ones a request
+// batch reaches.
 func (c *Controller) liveReplicas(tp history.TopicPartition) []int32 {
 	var out []int32
 	for _, r := range c.ctx.assign[tp] {

@@ -136,3 +136,83 @@ func TestPartitionStateReadsSyncOnlyWhenProposed(t *testing.T) {
 		})
 	}
 }
+
+// ReplicaStateMachine's OfflineReplica transition handles one failed broker
+// at a time, and removeReplicasFromIsr keeps an ISR of one as it is: when
+// every ISR member dies together, the ISR shrinks to the last one
+// processed (leader -1), not to nothing and not to the whole old ISR.
+// Before, the node kept the whole old ISR.
+func TestAllISRMembersDeadLeavesTheLastProcessed(t *testing.T) {
+	tests := []struct {
+		name    string
+		isr     []int32
+		leader  int32
+		dead    []int32
+		wantISR []int32
+	}{
+		{"leader and follower die together", []int32{2, 3}, 2, []int32{2, 3}, []int32{3}},
+		{"ISR in another order", []int32{3, 2}, 3, []int32{2, 3}, []int32{3}},
+		{"ISR of one", []int32{2}, 2, []int32{2}, []int32{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3}}, map[int32]*zkdata.PartitionState{0: ps(tt.leader, 0, tt.isr...)})
+			tc.elect()
+			for _, id := range tt.dead {
+				tc.zk.remove(zkdata.BrokerPath(id))
+			}
+			tc.process(evBrokerChange{gen: tc.c.gen})
+			st, _ := tc.zk.state0(history.TP("t", 0))
+			if st.Leader != -1 || !slices.Equal(st.ISR, tt.wantISR) {
+				t.Fatalf("state %+v, want leader -1 ISR %v", st, tt.wantISR)
+			}
+		})
+	}
+}
+
+// Kafka chooses and tells an offline or new partition's leader among the
+// replicas that are online (ControllerContext.isReplicaOnline: live and not
+// shutting down): Election.leaderForOffline's liveReplicas are the
+// LeaderAndIsr recipients, and initializeLeaderAndIsrForPartitions picks the
+// leader and ISR from them and sends to that ISR. Before, the node used
+// every live replica, shutting down or not: a shutting-down broker could
+// lead a new partition and heard of elections it takes no part in.
+func TestShuttingDownBrokerHearsNoElection(t *testing.T) {
+	t.Run("new partition", func(t *testing.T) {
+		tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+		tc.elect()
+		if code := tc.shutdown(3); code != 0 {
+			t.Fatalf("controlled shutdown of 3: error %d", code)
+		}
+		tc.drainAll()
+		tc.zk.put(zkdata.TopicPath("u"), zkdata.EncodeTopic(map[int32][]int32{0: {3, 2}}))
+		tc.process(evTopicChange{gen: tc.c.gen})
+		st, _ := tc.zk.state0(history.TP("u", 0))
+		if st.Leader != 2 || !slices.Equal(st.ISR, []int32{2}) {
+			t.Fatalf("new partition u-0: state %+v, want leader 2 ISR [2] (3 is shutting down)", st)
+		}
+		if got := laiPartitions(tc.drain(3)); len(got) != 0 {
+			t.Fatalf("shutting-down broker 3 got LeaderAndIsr for %v", got)
+		}
+	})
+	t.Run("offline election", func(t *testing.T) {
+		tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
+		tc.elect()
+		if code := tc.shutdown(3); code != 0 {
+			t.Fatalf("controlled shutdown of 3: error %d", code)
+		}
+		tc.kill(2)
+		if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != -1 {
+			t.Fatalf("after 2 died: state %+v, want offline", st)
+		}
+		tc.drainAll()
+		tc.registerBroker(2)
+		tc.process(evBrokerChange{gen: tc.c.gen})
+		if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != 2 {
+			t.Fatalf("after 2 came back: state %+v, want leader 2", st)
+		}
+		if got := laiPartitions(tc.drain(3)); len(got) != 0 {
+			t.Fatalf("shutting-down broker 3 got LeaderAndIsr for %v", got)
+		}
+	})
+}

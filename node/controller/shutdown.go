@@ -84,7 +84,9 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 	// becomes a follower at the new epoch.
 	err := c.changeAndSend(ctx, led, func(tp history.TopicPartition) decide {
 		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
-			isr := removeFromISR(cur.ISR, []int32{e.id})
+			// Election.leaderForControlledShutdown: every shutting-down
+			// broker leaves the ISR, not only this one.
+			isr := removeFromISR(cur.ISR, sortedKeys(c.ctx.shuttingDown))
 			for _, r := range c.ctx.assign[tp] {
 				if r != e.id && c.ctx.isLive(r) && slices.Contains(isr, r) {
 					return zkdata.PartitionState{Leader: r, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
