@@ -23,7 +23,9 @@ func Register(ctx context.Context, s *zkutil.Session, id int32, host string, por
 	waiting := false
 	for {
 		data := zkdata.EncodeBroker(host, port, time.Now())
-		_, _, err := zkutil.Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (string, error) {
+		// KafkaZkClient.CheckedEphemeral: each request is re-issued after
+		// a connection loss until the session is back or expired.
+		_, _, err := zkutil.UntilConnected(ctx, s.Conn, false, func(c *zk.Conn, _ int) (string, error) {
 			return c.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -33,7 +35,7 @@ func Register(ctx context.Context, s *zkutil.Session, id int32, host string, por
 			ok bool
 			st *zk.Stat
 		}
-		v, _, serr := zkutil.Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (r, error) {
+		v, _, serr := zkutil.UntilConnected(ctx, s.Conn, false, func(c *zk.Conn, _ int) (r, error) {
 			ok, st, err := c.Exists(p)
 			return r{ok, st}, err
 		})

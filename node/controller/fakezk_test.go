@@ -55,12 +55,16 @@ func (f *fakeZK) SessionID() int64 {
 	return f.session
 }
 
-// enter records a request and runs the hook outside the lock.
+// enter records a request, fails it as a connection loss while there is
+// no session, and runs the hook outside the lock.
 func (f *fakeZK) enter(op, p string) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, op+" "+p)
-	h := f.hook
+	h, connected := f.hook, f.state == zk.StateHasSession
 	f.mu.Unlock()
+	if !connected {
+		return zk.ErrConnectionClosed
+	}
 	if h != nil {
 		return h(op, p)
 	}

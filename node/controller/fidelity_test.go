@@ -4,7 +4,9 @@ import (
 	"github.com/go-zookeeper/zk"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/zkdata"
@@ -215,4 +217,58 @@ func TestShuttingDownBrokerHearsNoElection(t *testing.T) {
 			t.Fatalf("shutting-down broker 3 got LeaderAndIsr for %v", got)
 		}
 	})
+}
+
+// KafkaZkClient.retryRequestsUntilConnected re-issues a request whose
+// connection was lost once ZooKeeperClient.waitUntilConnected sees the
+// session again, however long that takes; a session found expired abandons
+// the event (ZooKeeperClientExpiredException) and writes nothing more on the
+// new session. Before, the controller gave up after one request timeout,
+// dropping the decision, and retried across an expiry.
+func TestControllerRequestsWaitForTheSession(t *testing.T) {
+	tests := []struct {
+		name       string
+		expire     bool
+		wantLeader int32
+	}{
+		{"connection lost, session back", false, 3},
+		{"session expired meanwhile", true, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
+			tc.elect()
+			statePath := zkdata.PartitionStatePath("t", 0)
+			lost := false
+			var reconnected sync.WaitGroup
+			tc.zk.hook = func(op, p string) error {
+				if op != "multi" || !strings.Contains(p, statePath) || lost {
+					return nil
+				}
+				lost = true
+				tc.zk.mu.Lock()
+				tc.zk.state = zk.StateConnecting
+				tc.zk.mu.Unlock()
+				reconnected.Add(1)
+				go func() {
+					defer reconnected.Done()
+					// Longer than any request timeout the node had.
+					time.Sleep(300 * time.Millisecond)
+					tc.zk.mu.Lock()
+					defer tc.zk.mu.Unlock()
+					tc.zk.state = zk.StateHasSession
+					if tt.expire {
+						tc.zk.session++
+					}
+				}()
+				return zk.ErrConnectionClosed
+			}
+			tc.kill(2)
+			reconnected.Wait()
+			st, _ := tc.zk.state0(history.TP("t", 0))
+			if !lost || st.Leader != tt.wantLeader {
+				t.Fatalf("state %+v (connection lost: %v), want leader %d", st, lost, tt.wantLeader)
+			}
+		})
+	}
 }

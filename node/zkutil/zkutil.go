@@ -1,8 +1,9 @@
 // Package zkutil owns the node program's ZooKeeper session: connecting with a
 // session-state callback (go-zookeeper's event channel drops events), bounded
-// calls (the library has no per-call timeout), retry of calls lost to a
-// connection or session change (as KafkaZkClient.retryRequestsUntilConnected
-// does), and the mapping of errors to history outcomes.
+// calls (the library has no per-call timeout), re-issue of calls lost to a
+// connection loss until the session is back (as
+// KafkaZkClient.retryRequestsUntilConnected does), and the mapping of errors
+// to history outcomes.
 //
 // It knows nothing about Kafka's znodes; zkdata does.
 package zkutil
@@ -161,44 +162,11 @@ func Call[T any](ctx context.Context, s *Session, fn func(*zk.Conn) (T, error)) 
 	}
 }
 
-// Retriable reports whether err means the request did not reach (or was not
-// executed by) ZooKeeper on a session that still exists, so sending it again
-// on the current connection is safe.
-//
-// go-zookeeper hands a request the raw socket error when the connection
-// breaks under it (a write to a server that already closed an expired
-// session fails with EPIPE), not ErrConnectionClosed. Kafka's client treats
-// every such loss as CONNECTIONLOSS and retries once reconnected, so a
-// controller resumed after a long pause goes on with its work in the new
-// session instead of giving it up; KAFKA-532's zombie depends on that.
+// Retriable reports whether err means the request was lost with its
+// connection or its session (ConnectionLost, or an expiry), so the data
+// plane's callers may send it again on the current connection.
 func Retriable(err error) bool {
-	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) {
-		return true
-	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// Retry calls fn until it returns a non-retriable result, ctx ends or the
-// total time exceeds limit. attempt counts from 1.
-func Retry[T any](ctx context.Context, s *Session, limit time.Duration, fn func(c *zk.Conn, attempt int) (T, error)) (T, int, error) {
-	deadline := time.Now().Add(limit)
-	attempt := 0
-	for {
-		attempt++
-		a := attempt
-		v, err := Call(ctx, s, func(c *zk.Conn) (T, error) { return fn(c, a) })
-		if err == nil || !Retriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
-			return v, attempt, err
-		}
-		select {
-		case <-ctx.Done():
-			return v, attempt, err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return ConnectionLost(err) || errors.Is(err, zk.ErrSessionExpired)
 }
 
 // Outcome maps a ZooKeeper error to a history outcome.
