@@ -71,7 +71,8 @@ func TestUsageNamesEveryFailpoint(t *testing.T) {
 	// package failpoint's tests would need an import cycle; compare here
 	// against the literal list the issue names).
 	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send"}
+		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send",
+		"controller-before-controlled-shutdown"}
 	if strings.Join(failpointNames, ",") != strings.Join(want, ",") {
 		t.Fatalf("usage lists %v", failpointNames)
 	}

@@ -1,7 +1,12 @@
 package controller
 
 import (
+	"context"
 	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/zkchaos/zkchaos/node/failpoint"
+	"github.com/zkchaos/zkchaos/node/wire"
 	"slices"
 	"strings"
 	"sync"
@@ -270,5 +275,86 @@ func TestControllerRequestsWaitForTheSession(t *testing.T) {
 				t.Fatalf("state %+v (connection lost: %v), want leader %d", st, lost, tt.wantLeader)
 			}
 		})
+	}
+}
+
+// controller-before-controlled-shutdown holds a ControlledShutdown request
+// before it reaches the event loop, which goes on. A restart of the
+// requesting broker meanwhile is seen first (bounce, new broker epoch), so
+// when the request is let go it carries the previous process's epoch and the
+// controller refuses it with STALE_BROKER_EPOCH
+// (KafkaController.doControlledShutdown), leaving the new process's
+// partitions alone. With KAFKA-7235 on there is no broker epoch to compare
+// and it is accepted.
+func TestHeldControlledShutdownOfARestartedBroker(t *testing.T) {
+	tests := []struct {
+		bugs     string
+		wantCode int16
+	}{
+		{"", kerr.StaleBrokerEpoch.Code},
+		{"KAFKA-7235", 0},
+	}
+	for _, tt := range tests {
+		t.Run("bugs="+tt.bugs, func(t *testing.T) {
+			tc := newTestCluster(t, tt.bugs, []int32{1, 2, 3}, map[int32][]int32{0: {2, 3}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
+			fp := failpoint.New()
+			held := make(chan struct{}, 1)
+			fp.OnHit = func(h failpoint.Hit) {
+				if h.Phase == "start" {
+					held <- struct{}{}
+				}
+			}
+			if err := fp.Arm(failpoint.ControllerBeforeControlledShutdown, failpoint.Action{Kind: failpoint.ActPause}); err != nil {
+				t.Fatal(err)
+			}
+			tc.c.fp = fp
+			ctx, cancel := context.WithCancel(context.Background())
+			defer func() { cancel(); <-tc.c.Done() }()
+			go tc.c.Run(ctx)
+			waitFor(t, "election", func() bool { return tc.c.Status().Active })
+			_, st, _ := tc.zk.Get(zkdata.BrokerPath(2))
+			oldEpoch := st.Czxid
+			req := kmsg.NewPtrControlledShutdownRequest()
+			req.SetVersion(3)
+			req.BrokerID, req.BrokerEpoch = 2, oldEpoch
+			answer := make(chan *kmsg.ControlledShutdownResponse, 1)
+			go func() { answer <- tc.c.ControlledShutdown(ctx, wire.RequestHeader{CorrelationID: 7}, req) }()
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the request never reached the failpoint")
+			}
+			// Broker 2 restarts while its request is held.
+			tc.zk.remove(zkdata.BrokerPath(2))
+			newEpoch := tc.registerBroker(2)
+			if tt.bugs == "" {
+				waitFor(t, "the bounce", func() bool { return tc.c.Status().LiveBrokers[2] == newEpoch })
+			} else {
+				waitFor(t, "the broker change", func() bool { return tc.c.events.len() == 0 && tc.c.Status().Active })
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err := fp.Release(failpoint.ControllerBeforeControlledShutdown); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-answer:
+				if r.ErrorCode != tt.wantCode {
+					t.Fatalf("answer error %d, want %d", r.ErrorCode, tt.wantCode)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no answer after release")
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 5s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/wire"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
@@ -22,6 +23,12 @@ func (c *Controller) ControlledShutdown(ctx context.Context, hdr wire.RequestHea
 	epoch := req.BrokerEpoch
 	if req.Version < 2 {
 		epoch = -1
+	}
+	c.log.Printf("ControlledShutdown request from broker %d (broker epoch %d, correlation id %d) received", req.BrokerID, epoch, hdr.CorrelationID)
+	// Held here, the request waits while the event loop goes on; it is
+	// handled even if the broker hung up meanwhile, as Kafka's is.
+	if err := c.fp.Eval(context.WithoutCancel(ctx), failpoint.ControllerBeforeControlledShutdown); err != nil {
+		c.log.Printf("ControlledShutdown from broker %d: %v (handling it anyway)", req.BrokerID, err)
 	}
 	reply := make(chan *kmsg.ControlledShutdownResponse, 1)
 	c.events.push(evShutdown{id: req.BrokerID, epoch: epoch, corr: hdr.CorrelationID, reply: reply})
