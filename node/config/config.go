@@ -106,6 +106,12 @@ type Config struct {
 	// so its ZooKeeper server is not behind the leader when it reads.
 	// KAFKA-16667 on overrides it.
 	ZKSyncBeforeRead bool
+	// ExitOnRegistrationConflict: at start-up, a /brokers/ids/<id> that
+	// another session still owns ends the process (exit 1), as Kafka's
+	// KafkaServer.startup does on registerBroker's NodeExists; off, the
+	// node waits for the old session to expire, which is what a supervisor
+	// restarting Kafka amounts to.
+	ExitOnRegistrationConflict bool
 
 	Listen         string // Kafka listener, host:port
 	AdvertisedHost string // host written into /brokers/ids/<id>
@@ -164,6 +170,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.ZKConnectTimeout, "zk-connect-timeout", 30*time.Second, "how long start-up waits for a first ZooKeeper session before failing (exit 1)")
 	fs.BoolVar(&c.ZKServerByID, "zk-server-by-id", false, "connect only to the ((id-1) mod n)-th of the n --zk servers (a co-located server) instead of any of them")
 	fs.BoolVar(&c.ZKSyncBeforeRead, "zk-sync-before-read", false, "proposal (not in Kafka 2.6.3): the controller issues a ZooKeeper sync before each partition-state read, so it never reads older state than the ZooKeeper leader holds (ignored with KAFKA-16667 on)")
+	fs.BoolVar(&c.ExitOnRegistrationConflict, "exit-on-registration-conflict", false, "exit at start-up (status 1) when /brokers/ids/<id> is still held by another session, as Kafka 2.6.3 does, instead of waiting for that session to expire (needs a supervisor that restarts the node)")
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")
