@@ -30,9 +30,9 @@ const (
 	// previous generation, the controller does not detect bounced brokers by
 	// czxid and does not check the epoch of ControlledShutdown.
 	BugKafka7235 = "KAFKA-7235"
-	// BugKafka16667: after failover the controller reads partition state
-	// through its own session without Sync and retries a BADVERSION write
-	// with its cached zkVersion forever.
+	// BugKafka16667: a controller's BADVERSION state write is retried with
+	// its cached zkVersion forever instead of re-reading the state; its
+	// reads never Sync, even with --zk-sync-before-read.
 	BugKafka16667 = "KAFKA-16667"
 )
 
