@@ -87,8 +87,9 @@ const (
 	// /controller_epoch and has not yet read the cluster state (KAFKA-16667).
 	// Its reads are served by its session's server: a write another session
 	// commits while it is held here is stale to it if that server lags the
-	// ZooKeeper leader, and only a Sync before the reads stands between the
-	// new controller and a cached zkVersion that is already stale.
+	// ZooKeeper leader. Kafka 2.6.3 reads without a Sync, so the new
+	// controller may cache a zkVersion that is already stale; the
+	// --zk-sync-before-read proposal closes that window.
 	ControllerAfterElected = "controller-after-elected"
 	// ControllerBeforeSend: a controller's send thread has taken a request
 	// for another broker off its queue and logged it as sent, and has not
@@ -100,12 +101,26 @@ const (
 	// learning that the session expired. Only the receiving broker's
 	// controller-epoch check stands between it and a zombie's decision.
 	ControllerBeforeSend = "controller-before-send"
+	// ControllerBeforeControlledShutdown: the controller received a
+	// broker's ControlledShutdown request and logged it, and has not yet
+	// queued it for its event loop, where the broker-epoch check runs
+	// (KafkaApis.handleControlledShutdownRequest before
+	// KafkaController.controlledShutdown puts the ControlledShutdown event).
+	// Only the request is held: the event loop goes on, so a restart of the
+	// requesting broker meanwhile is seen (a bounce, a new broker epoch)
+	// before the request is. When it goes on, the request carries the
+	// previous process's broker epoch, and only the broker-epoch check
+	// (KIP-380, KafkaController.doControlledShutdown) keeps the controller
+	// from moving leadership away from, and shrinking the ISRs of, a broker
+	// that is not shutting down.
+	ControllerBeforeControlledShutdown = "controller-before-controlled-shutdown"
 )
 
 // Names lists every failpoint. New windows are appended, so indices into it
 // (a replayed schedule's seeded pick) keep naming the same window.
 var Names = []string{ControllerAfterZKWrite, ControllerBeforeBrokerChange, BrokerBeforeRegister, BrokerControlledShutdown,
-	BrokerAfterRegister, FollowerAfterTruncation, ControllerBeforeElect, ControllerAfterElected, ControllerBeforeSend}
+	BrokerAfterRegister, FollowerAfterTruncation, ControllerBeforeElect, ControllerAfterElected, ControllerBeforeSend,
+	ControllerBeforeControlledShutdown}
 
 // ErrInjected is returned by Eval for the "error" action.
 var ErrInjected = errors.New("failpoint: injected error")

@@ -131,7 +131,8 @@ func TestSigstopAsPID1Holds(t *testing.T) {
 
 func TestNamesAreTheIssueWindows(t *testing.T) {
 	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send"}
+		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send",
+		"controller-before-controlled-shutdown"}
 	if len(Names) != len(want) {
 		t.Fatalf("names %v", Names)
 	}
