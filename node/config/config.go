@@ -56,10 +56,15 @@ const (
 	// torn tail of a log's last segment, instead of cutting the log at the
 	// first invalid batch as Kafka's log recovery does.
 	ProposalRefuseMidLogDamage = "refuse-mid-log-damage"
+	// ProposalZKSyncBeforeRead: the controller issues a ZooKeeper sync
+	// before each partition-state read, so its server is not behind the
+	// ZooKeeper leader when it reads (Kafka 2.6.3 has no sync there;
+	// ignored with KAFKA-16667 on).
+	ProposalZKSyncBeforeRead = "zk-sync-before-read"
 )
 
 // AllProposals lists every proposal.
-var AllProposals = []string{ProposalAckTimeoutOnLeaderLoss, ProposalCheckpointHosted, ProposalRefuseMidLogDamage}
+var AllProposals = []string{ProposalAckTimeoutOnLeaderLoss, ProposalCheckpointHosted, ProposalRefuseMidLogDamage, ProposalZKSyncBeforeRead}
 
 // Proposals is the set of proposals turned on.
 type Proposals map[string]bool
@@ -150,7 +155,7 @@ type Config struct {
 	// --zk, as a broker whose zookeeper.connect names its co-located server.
 	// A scenario needs to know which server serves a broker's reads.
 	ZKServerByID bool
-	// ZKSyncBeforeRead: a proposal, not Kafka 2.6.3 behaviour (which has no
+	// ZKSyncBeforeRead: proposal zk-sync-before-read, not Kafka 2.6.3 behaviour (which has no
 	// sync there): the controller Syncs before it reads a partition state,
 	// so its ZooKeeper server is not behind the leader when it reads.
 	// KAFKA-16667 on overrides it.
@@ -219,7 +224,6 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.ZKRequestTimeout, "zk-request-timeout", 10*time.Second, "upper bound for one ZooKeeper call; a call that exceeds it has an unknown outcome")
 	fs.DurationVar(&c.ZKConnectTimeout, "zk-connect-timeout", 30*time.Second, "how long start-up waits for a first ZooKeeper session before failing (exit 1)")
 	fs.BoolVar(&c.ZKServerByID, "zk-server-by-id", false, "connect only to the ((id-1) mod n)-th of the n --zk servers (a co-located server) instead of any of them")
-	fs.BoolVar(&c.ZKSyncBeforeRead, "zk-sync-before-read", false, "proposal (not in Kafka 2.6.3): the controller issues a ZooKeeper sync before each partition-state read, so it never reads older state than the ZooKeeper leader holds (ignored with KAFKA-16667 on)")
 	fs.BoolVar(&c.ExitOnRegistrationConflict, "exit-on-registration-conflict", false, "exit at start-up (status 1) when /brokers/ids/<id> is still held by another session, as Kafka 2.6.3 does, instead of waiting for that session to expire (needs a supervisor that restarts the node)")
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
@@ -289,6 +293,7 @@ Flags:
 		errs = append(errs, fmt.Errorf("--proposals: %w", err))
 	}
 	c.Proposals = pr
+	c.ZKSyncBeforeRead = pr.On(ProposalZKSyncBeforeRead)
 	if !slices.Contains(Policies, c.OfflinePolicy) {
 		errs = append(errs, fmt.Errorf("--offline-election: unknown policy %q (known: %s)", c.OfflinePolicy, strings.Join(Policies, ", ")))
 	}

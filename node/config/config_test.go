@@ -21,7 +21,7 @@ func TestParse(t *testing.T) {
 			return c.BrokerID == 2 && len(c.ZKServers) == 2 && len(c.Bugs.List()) == 0 && c.OfflinePolicy == PolicyOffline &&
 				c.AdminListen == "10.0.0.102:9093" && c.AdvertisedPort == 9092 && !c.ZKSyncBeforeRead
 		}},
-		{"sync before read is an opt-in proposal", append(base, "--zk-sync-before-read"), "", func(c *Config) bool { return c.ZKSyncBeforeRead }},
+		{"sync before read is an opt-in proposal", append(base, "--proposals=zk-sync-before-read"), "", func(c *Config) bool { return c.ZKSyncBeforeRead }},
 		{"bugs", append(base, "--bugs=kafka-532, KAFKA-7235"), "", func(c *Config) bool {
 			return c.Bugs.On(BugKafka532) && c.Bugs.On(BugKafka7235) && !c.Bugs.On(BugKafka16667)
 		}},

@@ -50,7 +50,7 @@ type Config struct {
 	// nil: every query fails, so query-leo never elects. ListOffsetsLEO is
 	// the wire implementation.
 	LEOQuery func(ctx context.Context, b ReplicaEndpoint, tp history.TopicPartition) (int64, error)
-	// SyncBeforeRead (--zk-sync-before-read, a proposal, off by default as
+	// SyncBeforeRead (--proposals=zk-sync-before-read, off by default as
 	// Kafka 2.6.3 has no such sync): partition-state reads are preceded by
 	// a ZooKeeper Sync, so a controller's server is not behind the leader
 	// when it reads. KAFKA-16667 on overrides it.

@@ -118,7 +118,7 @@ func TestStateWriteRetriesEveryBadVersion(t *testing.T) {
 // Kafka 2.6.3 reads partition states (KafkaController.initializeControllerContext,
 // the state machines' getTopicPartitionStatesRaw) without a ZooKeeper sync.
 // Before, "every fix on" synced before every such read, which is stricter
-// than Kafka; the sync is now the opt-in --zk-sync-before-read proposal,
+// than Kafka; the sync is now the opt-in --proposals=zk-sync-before-read proposal,
 // and KAFKA-16667 on never syncs.
 func TestPartitionStateReadsSyncOnlyWhenProposed(t *testing.T) {
 	tests := []struct {

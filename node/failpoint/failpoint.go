@@ -89,7 +89,7 @@ const (
 	// commits while it is held here is stale to it if that server lags the
 	// ZooKeeper leader. Kafka 2.6.3 reads without a Sync, so the new
 	// controller may cache a zkVersion that is already stale; the
-	// --zk-sync-before-read proposal closes that window.
+	// --proposals=zk-sync-before-read proposal closes that window.
 	ControllerAfterElected = "controller-after-elected"
 	// ControllerBeforeSend: a controller's send thread has taken a request
 	// for another broker off its queue and logged it as sent, and has not
