@@ -32,7 +32,7 @@ const (
 	BugKafka7235 = "KAFKA-7235"
 	// BugKafka16667: a controller's BADVERSION state write is retried with
 	// its cached zkVersion forever instead of re-reading the state; its
-	// reads never Sync, even with --zk-sync-before-read.
+	// reads never Sync, even with --proposals=zk-sync-before-read.
 	BugKafka16667 = "KAFKA-16667"
 )
 
