@@ -406,7 +406,8 @@ func nodeArgs(placement []string, cfg RunConfig) []string {
 		"--zk-session-timeout="+cfg.ZKSessionTimeout.String(),
 		// Brokers start while the ensemble elects its leader; on a loaded
 		// machine that can take as long as the set-up's own wait for it.
-		"--zk-connect-timeout=60s")
+		"--zk-connect-timeout=60s",
+		"--replica-lag-time-max="+RunReplicaLag.String())
 	if len(cfg.Bugs) > 0 {
 		args = append(args, "--bugs="+strings.Join(cfg.Bugs, ","))
 	}
