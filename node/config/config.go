@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/zkchaos/zkchaos/history"
 	"io"
 	"net"
 	"os"
@@ -199,11 +200,8 @@ type Config struct {
 	CheckFlags bool
 }
 
-// failpointNames mirrors failpoint.Names for the usage text (config must
-// not import the packages it configures).
-var failpointNames = []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-	"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send",
-	"controller-before-controlled-shutdown"}
+// failpointNames is history.FailpointNames, for the usage text.
+var failpointNames = history.FailpointNames
 
 // FailpointsEnv is the environment variable read for failpoints armed at
 // start, in addition to --failpoints (the flag wins for a name in both).
