@@ -277,7 +277,7 @@ func (c *Coordinator) cancelTimer(k timerKey) {
 }
 
 func hbKey(g *groupMeta, memberID string) timerKey { return timerKey{group: g.id, member: memberID} }
-func joinKey(g *groupMeta) timerKey              { return timerKey{join: true, group: g.id} }
+func joinKey(g *groupMeta) timerKey                { return timerKey{join: true, group: g.id} }
 
 // --- group status ---------------------------------------------------------
 
@@ -558,7 +558,7 @@ func (c *Coordinator) maybePrepareRebalance(g *groupMeta) {
 
 // joinOp is a DelayedJoin, or an InitialDelayedJoin when initial.
 type joinOp struct {
-	initial                     bool
+	initial                      bool
 	configured, delay, remaining time.Duration
 }
 
