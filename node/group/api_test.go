@@ -10,10 +10,11 @@ import (
 )
 
 var (
-	kerrNotLeader         error = kerr.NotLeaderForPartition
-	kerrNotEnoughReplicas error = kerr.NotEnoughReplicas
-	kerrTimeout           error = context.DeadlineExceeded
-	kerrMessageTooLarge   error = kerr.MessageTooLarge
+	kerrNotLeader              error = kerr.NotLeaderForPartition
+	kerrNotEnoughReplicas      error = kerr.NotEnoughReplicas
+	kerrNotEnoughReplicasAfter error = kerr.NotEnoughReplicasAfterAppend
+	kerrTimeout                error = context.DeadlineExceeded
+	kerrMessageTooLarge        error = kerr.MessageTooLarge
 )
 
 func newOffsetCommit(group, member string, gen int32, topic string, p int32, off int64) *kmsg.OffsetCommitRequest {

@@ -97,14 +97,19 @@ func (c Config) withDefaults() Config {
 }
 
 // Log is the coordinator's view of the __consumer_offsets partitions this
-// broker leads.
+// broker leads: ReplicaManager.appendRecords with acks=-1, split in its two
+// halves.
 type Log interface {
-	// Append appends records as one batch to partition (the coordinator's
-	// ReplicaManager.appendRecords with acks=-1) and returns the batch's base
-	// offset once the high watermark has passed it, or an error. A
-	// *kerr.Error keeps its code (NOT_LEADER_OR_FOLLOWER,
-	// NOT_ENOUGH_REPLICAS, ...); ctx's deadline is offsets.commit.timeout.ms.
-	Append(ctx context.Context, partition int32, records []Record) (baseOffset int64, err error)
+	// Append writes records as one batch to the local log of partition,
+	// which this broker must lead, and returns the batch's base offset. It
+	// is called with the coordinator's lock held, so it must not wait for
+	// replication or call back into the coordinator. committed blocks until
+	// the high watermark has passed the batch, or fails; a commit answers
+	// only after it returns nil. Errors that are a *kerr.Error keep their
+	// code (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
+	// NOT_ENOUGH_REPLICAS_AFTER_APPEND, ...); committed's ctx carries
+	// offsets.commit.timeout.ms, and its expiry answers REQUEST_TIMED_OUT.
+	Append(partition int32, records []Record) (baseOffset int64, committed func(ctx context.Context) error, err error)
 }
 
 // Coordinator is Kafka 2.6.3's GroupCoordinator together with the group
@@ -203,23 +208,30 @@ func (c *Coordinator) run(f func()) {
 	}
 }
 
-// appendLater queues an append of records to partition; done runs under the
+// appendLater is the coordinator's ReplicaManager.appendRecords: the local
+// append happens now, under the lock, so the log holds records in the order
+// the coordinator decided them (Kafka appends under the group lock); the
+// wait for the commit runs after the lock is released. done runs under the
 // lock with the batch's base offset or the append's error code.
 func (c *Coordinator) appendLater(partition int32, records []Record, done func(base int64, code int16)) {
+	if c.log == nil {
+		done(-1, errNotLeader)
+		return
+	}
+	base, committed, err := c.log.Append(partition, records)
+	if err != nil {
+		done(-1, appendErrCode(c.ctx, err))
+		return
+	}
 	c.deferred = append(c.deferred, func() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.CommitTimeout)
-		base, err := c.appendOnce(ctx, partition, records)
+		code := errNone
+		if committed != nil {
+			code = appendErrCode(ctx, committed(ctx))
+		}
 		cancel()
-		code := appendErrCode(ctx, err)
 		c.run(func() { done(base, code) })
 	})
-}
-
-func (c *Coordinator) appendOnce(ctx context.Context, partition int32, records []Record) (int64, error) {
-	if c.log == nil {
-		return -1, fmt.Errorf("append to __consumer_offsets-%d: no log", partition)
-	}
-	return c.log.Append(ctx, partition, records)
 }
 
 // appendErrCode turns an append error into the code ReplicaManager would

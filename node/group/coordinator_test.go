@@ -424,18 +424,25 @@ func TestUnload(t *testing.T) {
 func TestAppendFailureMapsErrors(t *testing.T) {
 	tp := TopicPartition{"t", 0}
 	for _, tc := range []struct {
-		err  error
-		want int16
+		err      error
+		atCommit bool // fails waiting for the commit, not in the local append
+		want     int16
 	}{
-		{kerrNotLeader, errNotCoordinator},
-		{kerrNotEnoughReplicas, errCoordinatorNotAvailable},
-		{kerrTimeout, errRequestTimedOut},
-		{kerrMessageTooLarge, errInvalidCommitOffsetSize},
+		{kerrNotLeader, false, errNotCoordinator},
+		{kerrNotEnoughReplicas, false, errCoordinatorNotAvailable},
+		{kerrMessageTooLarge, false, errInvalidCommitOffsetSize},
+		{kerrNotEnoughReplicasAfter, true, errCoordinatorNotAvailable},
+		{kerrNotLeader, true, errNotCoordinator},
+		{kerrTimeout, true, errRequestTimedOut},
 	} {
 		h := newHarness(t, nil)
 		h.loadAll()
 		ids, gen := h.stableGroup("g", 1)
-		h.log.failNext = tc.err
+		if tc.atCommit {
+			h.log.failCommit = tc.err
+		} else {
+			h.log.failNext = tc.err
+		}
 		if got := h.commit("g", ids[0], gen, map[TopicPartition]int64{tp: 4}); got[tp] != tc.want {
 			t.Errorf("%v: commit error %d, want %d", tc.err, got[tp], tc.want)
 		}
@@ -451,7 +458,7 @@ func TestSyncStoreFailureRestartsRebalance(t *testing.T) {
 	j := h.joinNew("g", "a")
 	h.clk.Advance(3 * time.Second)
 	r := j.get(t)
-	h.log.failNext = kerrTimeout
+	h.log.failCommit = kerrTimeout
 	s := h.sync(SyncRequest{Group: "g", MemberID: r.MemberID, Generation: r.Generation, Assignments: map[string][]byte{r.MemberID: {1}}})
 	// storeGroup maps REQUEST_TIMED_OUT to REBALANCE_IN_PROGRESS.
 	if got := s.get(t); got.Err != errRebalanceInProgress {

@@ -79,31 +79,36 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // memLog is a __consumer_offsets stand-in: every partition an in-memory
-// list of batches; failNext makes the next append fail.
+// list of batches. failNext makes the next local append fail; failCommit
+// makes the next append's wait for the commit fail (the records stay in the
+// log, uncommitted, as after a leader's failed delayed produce).
 type memLog struct {
-	mu       sync.Mutex
-	parts    map[int32][]LoadedRecord
-	next     map[int32]int64
-	failNext error
+	mu         sync.Mutex
+	parts      map[int32][]LoadedRecord
+	next       map[int32]int64
+	failNext   error
+	failCommit error
 }
 
 func newMemLog() *memLog {
 	return &memLog{parts: map[int32][]LoadedRecord{}, next: map[int32]int64{}}
 }
 
-func (l *memLog) Append(_ context.Context, p int32, recs []Record) (int64, error) {
+func (l *memLog) Append(p int32, recs []Record) (int64, func(context.Context) error, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.failNext; err != nil {
 		l.failNext = nil
-		return -1, err
+		return -1, nil, err
 	}
 	base := l.next[p]
 	for _, r := range recs {
 		l.parts[p] = append(l.parts[p], LoadedRecord{BatchOffset: base, Key: r.Key, Value: r.Value})
 	}
 	l.next[p] = base + int64(len(recs))
-	return base, nil
+	failCommit := l.failCommit
+	l.failCommit = nil
+	return base, func(context.Context) error { return failCommit }, nil
 }
 
 func (l *memLog) records(p int32) []LoadedRecord {
