@@ -340,6 +340,10 @@ func (h *Handlers) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRe
 func (h *Handlers) FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	set := func(code int16, n Node) {
+		h.C.run(func() {
+			h.C.emit(Event{API: "FindCoordinator", Version: req.Version, Group: req.CoordinatorKey,
+				GenerationCarried: -1, Error: code, Coordinator: n.ID})
+		})
 		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, n.ID, n.Host, n.Port
 		msg := "NONE"
 		if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && code != 0 {
@@ -388,6 +392,7 @@ func (h *Handlers) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Describ
 				g.Members = append(g.Members, gm)
 			}
 			resp.Groups = append(resp.Groups, g)
+			h.C.emit(Event{API: "DescribeGroups", Version: req.Version, Group: id, GenerationCarried: -1, Error: code})
 		}
 	})
 	return resp
@@ -404,6 +409,7 @@ func (h *Handlers) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRespo
 	h.C.run(func() {
 		code, groups := h.C.handleListGroups(req.StatesFilter)
 		resp.ErrorCode = code
+		h.C.emit(Event{API: "ListGroups", Version: req.Version, GenerationCarried: -1, Error: code})
 		for _, g := range groups {
 			lg := kmsg.NewListGroupsResponseGroup()
 			lg.Group, lg.ProtocolType, lg.GroupState = g.GroupID, g.ProtocolType, g.State

@@ -139,7 +139,8 @@ func TestHandlersRealClock(t *testing.T) {
 }
 
 func TestFindCoordinator(t *testing.T) {
-	c := New(Options{Config: Config{NumPartitions: testPartitions}})
+	var events []Event
+	c := New(Options{Config: Config{NumPartitions: testPartitions}, OnEvent: func(e Event) { events = append(events, e) }})
 	defer c.Close()
 	h := &Handlers{C: c, Cluster: fakeCluster{}}
 	for _, tc := range []struct {
@@ -163,6 +164,9 @@ func TestFindCoordinator(t *testing.T) {
 		}
 		if tc.want != 0 && (resp.NodeID != -1 || resp.Port != -1) {
 			t.Fatalf("%s: error answer names node %d:%d", tc.key, resp.NodeID, resp.Port)
+		}
+		if ev := events[len(events)-1]; ev.API != "FindCoordinator" || ev.Group != tc.key || ev.Error != tc.want || ev.Coordinator != resp.NodeID {
+			t.Fatalf("%s: event %+v", tc.key, ev)
 		}
 	}
 }

@@ -486,3 +486,46 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("event %+v", ev)
 	}
 }
+
+// A commit waiting for replication holds no lock: the group's heartbeats
+// and other commits are answered meanwhile, and the commit answers only
+// once its records are committed.
+func TestCommitWaitDoesNotStallGroup(t *testing.T) {
+	h := newHarness(t, nil)
+	h.loadAll()
+	ids, gen := h.stableGroup("g", 2)
+	h.log.mu.Lock()
+	h.log.block = make(chan struct{})
+	h.log.mu.Unlock()
+	tp := TopicPartition{"t", 0}
+	answered := make(chan map[TopicPartition]int16, 1)
+	go func() { answered <- h.commit("g", ids[0], gen, map[TopicPartition]int64{tp: 8}) }()
+	// The records are in the log before the commit answers.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.log.records(h.c.PartitionFor("g"))) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("commit never appended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if code := h.heartbeat("g", ids[1], gen); code != errNone {
+		t.Fatalf("heartbeat during a commit's wait = %d", code)
+	}
+	var f []FetchedOffset
+	h.c.run(func() { _, f = h.c.handleFetchOffsets("g", true, []TopicPartition{tp}) })
+	if f[0].Err != errUnstableOffsetCommit {
+		t.Fatalf("require_stable fetch during the wait: %+v", f)
+	}
+	select {
+	case got := <-answered:
+		t.Fatalf("commit answered before it was committed: %v", got)
+	default:
+	}
+	close(h.log.block)
+	if got := <-answered; got[tp] != errNone {
+		t.Fatalf("commit = %d", got[tp])
+	}
+	if _, f := h.fetch("g", []TopicPartition{tp}); f[0].Offset != 8 {
+		t.Fatalf("fetch after commit: %+v", f)
+	}
+}

@@ -3,7 +3,11 @@ package group
 // Event reports one request the coordinator answered, for the node's event
 // log. Fields that do not apply to the API stay zero / -1.
 type Event struct {
-	API     string // "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"
+	// API is the request's name: "FindCoordinator", "JoinGroup",
+	// "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
+	// "OffsetFetch", "DescribeGroups" (one event per group), "ListGroups"
+	// (Group "").
+	API     string
 	Version int16
 	Group   string
 	// Partition is the group's __consumer_offsets partition.
@@ -27,6 +31,8 @@ type Event struct {
 	Error   int16
 	Members []LeaveMemberResult
 	Offsets []EventOffset
+	// Coordinator is the broker a FindCoordinator answer named (-1: none).
+	Coordinator int32
 }
 
 // EventOffset is one partition of an OffsetCommit or OffsetFetch.
@@ -45,6 +51,9 @@ func (c *Coordinator) emit(ev Event) {
 	}
 	ev.Partition = c.PartitionFor(ev.Group)
 	ev.GenerationCurrent = -1
+	if ev.API != "FindCoordinator" {
+		ev.Coordinator = -1
+	}
 	if g := c.groups[ev.Group]; g != nil {
 		ev.GenerationCurrent = g.generation
 		ev.State = g.state.String()

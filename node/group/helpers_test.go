@@ -88,6 +88,8 @@ type memLog struct {
 	next       map[int32]int64
 	failNext   error
 	failCommit error
+	// block, if set, holds every wait for a commit until it is closed.
+	block chan struct{}
 }
 
 func newMemLog() *memLog {
@@ -108,7 +110,17 @@ func (l *memLog) Append(p int32, recs []Record) (int64, func(context.Context) er
 	l.next[p] = base + int64(len(recs))
 	failCommit := l.failCommit
 	l.failCommit = nil
-	return base, func(context.Context) error { return failCommit }, nil
+	block := l.block
+	return base, func(ctx context.Context) error {
+		if block != nil {
+			select {
+			case <-block:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return failCommit
+	}, nil
 }
 
 func (l *memLog) records(p int32) []LoadedRecord {
