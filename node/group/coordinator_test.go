@@ -361,6 +361,15 @@ func TestLoadAfterFailover(t *testing.T) {
 	if code := h2.heartbeat("g", ids[0], gen); code != errNone {
 		t.Fatalf("heartbeat after failover = %d", code)
 	}
+	var loads []Event
+	for _, e := range h2.events {
+		if e.API == "LoadPartition" && e.Partition == p {
+			loads = append(loads, e)
+		}
+	}
+	if len(loads) == 0 || len(loads[0].Groups) == 0 || loads[0].Groups[0] != "g" {
+		t.Fatalf("load events %+v", loads)
+	}
 }
 
 // In 2.6.3, readGroupMessageValue wraps a v3 member's null

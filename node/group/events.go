@@ -1,12 +1,16 @@
 package group
 
+import "sort"
+
 // Event reports one request the coordinator answered, for the node's event
 // log. Fields that do not apply to the API stay zero / -1.
 type Event struct {
 	// API is the request's name: "FindCoordinator", "JoinGroup",
 	// "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
 	// "OffsetFetch", "DescribeGroups" (one event per group), "ListGroups"
-	// (Group "").
+	// (Group ""), and, for partition moves rather than requests,
+	// "LoadPartition" and "UnloadPartition" (Group "", Partition set,
+	// Groups listing the groups loaded or unloaded).
 	API     string
 	Version int16
 	Group   string
@@ -33,6 +37,7 @@ type Event struct {
 	Offsets []EventOffset
 	// Coordinator is the broker a FindCoordinator answer named (-1: none).
 	Coordinator int32
+	Groups      []string
 }
 
 // EventOffset is one partition of an OffsetCommit or OffsetFetch.
@@ -74,4 +79,14 @@ func (c *Coordinator) emit(ev Event) {
 		}
 	}
 	c.onEvent(ev)
+}
+
+// emitPartition reports a load or unload of a __consumer_offsets partition;
+// called with the lock held.
+func (c *Coordinator) emitPartition(api string, p int32, groups []string, code int16) {
+	if c.onEvent == nil {
+		return
+	}
+	sort.Strings(groups)
+	c.onEvent(Event{API: api, Partition: p, GenerationCarried: -1, GenerationCurrent: -1, Coordinator: -1, Error: code, Groups: groups})
 }

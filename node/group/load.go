@@ -27,6 +27,17 @@ func (c *Coordinator) FinishLoad(p int32, records []LoadedRecord) error {
 		err = c.loadRecords(p, records)
 		delete(c.loading, p)
 		c.owned[p] = true
+		code := errNone
+		if err != nil {
+			code = errUnknownServer
+		}
+		var ids []string
+		for id := range c.groups {
+			if c.PartitionFor(id) == p {
+				ids = append(ids, id)
+			}
+		}
+		c.emitPartition("LoadPartition", p, ids, code)
 	})
 	return err
 }
@@ -160,13 +171,16 @@ func (c *Coordinator) Unload(p int32) {
 	c.run(func() {
 		delete(c.owned, p)
 		delete(c.loading, p)
+		var ids []string
 		for id, g := range c.groups {
 			if c.PartitionFor(id) != p {
 				continue
 			}
 			c.onGroupUnloaded(g)
 			delete(c.groups, id)
+			ids = append(ids, id)
 		}
+		c.emitPartition("UnloadPartition", p, ids, errNone)
 	})
 }
 
