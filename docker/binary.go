@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +15,10 @@ import (
 // inside this module) as a static linux/amd64-compatible binary for containers
 // and returns its host path. The Go build cache makes an unchanged rebuild
 // cheap; the output goes to a temp name and is renamed so a concurrent build
-// never exposes a half-written file.
+// never exposes a half-written file. Each checkout gets its own output
+// path: two checkouts (a mutant's scratch copy beside the main tree, two
+// worktrees) building at once must not replace each other's binary under
+// containers that bind-mount it, which a node restart would then run.
 func BuildGoBinary(ctx context.Context, pkg, name string) (string, error) {
 	cache, err := CacheDir()
 	if err != nil {
@@ -24,7 +28,9 @@ func BuildGoBinary(ctx context.Context, pkg, name string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	out := filepath.Join(dir, name)
+	root, ok := moduleRoot()
+	sum := sha256.Sum256([]byte(root))
+	out := filepath.Join(dir, fmt.Sprintf("%s-%x", name, sum[:6]))
 	tmp, err := os.CreateTemp(dir, name+".tmp*")
 	if err != nil {
 		return "", fmt.Errorf("temp binary: %w", err)
@@ -34,7 +40,6 @@ func BuildGoBinary(ctx context.Context, pkg, name string) (string, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	root, ok := moduleRoot()
 	if !ok {
 		// The node program is built from this checkout's source, so the
 		// harness must run inside it; say so rather than pass on go's
