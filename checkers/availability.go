@@ -485,6 +485,21 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 	for _, w := range windows {
 		points = append(points, w.Start.Time, w.End)
 	}
+	// Registrations are the watcher's listings, in the watcher's timeline,
+	// which lags ZooKeeper when its server does (a slowed link heals with a
+	// backlog). A state a node logged writing is judged only once the
+	// watcher has delivered something at least as new in ZooKeeper order,
+	// so a listing the controller's own read had already overtaken (a
+	// broker whose session expired before the write) does not count as a
+	// registration the controller ignored.
+	seen := watcherZxids(h)
+	seenAt := func(z int64) (int64, bool) {
+		i := sort.Search(len(seen), func(i int) bool { return seen[i].max >= z })
+		if i == len(seen) {
+			return 0, false
+		}
+		return seen[i].time, true
+	}
 	shuttingDown := func(b int32, t int64) bool {
 		for _, s := range shuts {
 			if s.node == b && s.from <= t && t < s.to {
@@ -517,6 +532,11 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 		pts := slices.Clone(points)
 		for _, o := range obs {
 			pts = append(pts, o.at)
+			if !o.watcher && o.zxid > 0 && len(seen) > 0 {
+				if at, ok := seenAt(o.zxid); ok {
+					pts = append(pts, at)
+				}
+			}
 		}
 		slices.Sort(pts)
 		pts = slices.Compact(pts)
@@ -559,6 +579,11 @@ func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]lea
 					if b != st.Leader && al.alive(b, t) && !shuttingDown(b, t) {
 						elig = append(elig, b)
 					}
+				}
+			}
+			if need && !st.watcher && st.zxid > 0 && len(seen) > 0 {
+				if at, ok := seenAt(st.zxid); !ok || t < at {
+					need = false
 				}
 			}
 			ctl, ok, cut := actingAt(t)
@@ -623,4 +648,30 @@ func stateOf(e *history.Event) *history.PartitionState {
 		return e.ZKWrite.State
 	}
 	return nil
+}
+
+// zxidSeen is how far in ZooKeeper order the watcher had delivered by a
+// time: the largest zxid any of its events carried so far.
+type zxidSeen struct {
+	time, max int64
+}
+
+// watcherZxids is the watcher's progress through ZooKeeper order: for each
+// of its events that carries a zxid (a state's mzxid, a znode's czxid, a
+// listed broker's czxid), when it came and the largest zxid seen by then.
+func watcherZxids(h *history.History) []zxidSeen {
+	var out []zxidSeen
+	var hi int64
+	for e := range eventsOf(h, history.KindZKWatch) {
+		w := e.Watch
+		z := max(w.Mzxid, w.Czxid)
+		for _, b := range w.Brokers {
+			z = max(z, b.Czxid)
+		}
+		if z > hi {
+			hi = z
+			out = append(out, zxidSeen{e.Time, hi})
+		}
+	}
+	return out
 }

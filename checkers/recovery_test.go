@@ -297,6 +297,38 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 				e := b.State(tp0, 2, 3, 1, 30, 2)
 				return []int{s, e}
 			}},
+		// Power every-fix-on seed 5 of 2026-12-06: the watcher's server
+		// lagged after a slowed link healed, and its listing still named
+		// broker 2, whose session had expired before the new controller
+		// read /brokers/ids and wrote "no leader"; the controller elected
+		// broker 1 as it registered. The watcher delivered nothing as new
+		// as that write until its own listing had dropped broker 2.
+		{name: "a listing older than the controller's write in ZooKeeper order", want: Valid, build: func(b *hb.Builder) []int {
+			for id := int32(1); id <= 3; id++ {
+				b.Start(id)
+				b.Register(id, int64(100+id))
+			}
+			b.Brokers(1, 2, 3)
+			elected(b, 1, 1, 0)
+			b.State(tp0, 2, 1, 1, 10, 2)
+			b.At(500)
+			b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Path: "/brokers/topics/t/partitions/0/state",
+				Op: "set", Conditional: true, ControllerEpoch: 1, Outcome: "ok", Zxid: 500,
+				State: &history.PartitionState{Topic: "t", Leader: -1, LeaderEpoch: 2, ControllerEpoch: 1, ISR: []int32{2}}}})
+			b.At(9000)
+			b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
+				Brokers: []history.BrokerZnode{{ID: 1, Czxid: 101}, {ID: 3, Czxid: 103}}}})
+			b.At(9500)
+			b.State(tp0, -1, 2, 1, 500, 2)
+			b.At(9600)
+			b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
+				Brokers: []history.BrokerZnode{{ID: 1, Czxid: 101}, {ID: 2, Czxid: 600}, {ID: 3, Czxid: 103}}}})
+			b.At(9700)
+			b.State(tp0, 2, 3, 1, 700, 2)
+			b.At(75000)
+			b.Phase()
+			return nil
+		}},
 		{name: "a new controller's term starts afresh", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
 			b.At(5000)
