@@ -66,6 +66,11 @@ func (s *fakeISRStore) createSequential(_ context.Context, path string, _ []byte
 
 func (s *fakeISRStore) requestTimeout() time.Duration { return time.Second }
 
+// sessionID and waitSession: the fake is always connected, in one session.
+func (s *fakeISRStore) sessionID() int64 { return 1 }
+
+func (s *fakeISRStore) waitSession(context.Context) error { return nil }
+
 func (s *fakeISRStore) written() [][]int32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
