@@ -307,9 +307,9 @@ func setUntilConnected(ctx context.Context, store isrStore, set func() (*zk.Stat
 
 // writeISRLocked is Partition.expandIsr/shrinkIsr → ZkPartitionStateStore
 // (pre-2.7): a conditional write of the state znode at our cached zkVersion,
-// made while holding p.mu as Kafka holds leaderIsrUpdateLock for writing,
-// then an ISR change notification (in the background: Kafka propagates
-// those from a periodic task). join, for an expand, is what the leader saw
+// made while holding p.mu as Kafka holds leaderIsrUpdateLock for writing;
+// a successful write records the change for the next ISR change
+// notification (isrnotify.go). join, for an expand, is what the leader saw
 // of the joining follower when it decided.
 func (p *partition) writeISRLocked(action string, newISR []int32, join *history.ISRJoin) {
 	store := p.m.isrStore()
@@ -371,29 +371,9 @@ func (p *partition) writeISRLocked(action string, newISR []int32, join *history.
 	// Partition.maybeUpdateIsrAndVersion.
 	p.isr, p.zkVersion = slices.Clone(newISR), newVer
 	p.notifyLocked()
-	p.m.wg.Add(1)
-	go func() {
-		defer p.m.wg.Done()
-		p.notifyISRChange(store)
-	}()
-}
-
-// notifyISRChange is ReplicaManager.recordIsrChange →
-// /isr_change_notification/isr_change_<seq>.
-func (p *partition) notifyISRChange(store isrStore) {
-	ctx, cancel := context.WithTimeout(p.m.ctx, store.requestTimeout())
-	defer cancel()
-	note := zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition}})
-	npath := zkdata.ISRChangePath + "/" + zkdata.ISRChangePrefix
-	nstart := time.Now()
-	created, nerr := store.createSequential(ctx, npath, note)
-	nw := history.ZKWrite{Start: nstart.UnixNano(), Path: npath, Op: "create", ExpectedVersion: -1, Outcome: zkutil.Outcome(nerr), Data: string(note)}
-	if nerr != nil {
-		nw.Error = nerr.Error()
-	} else {
-		nw.Path = created
-	}
-	p.m.log.ZKWrite(nw)
+	// ZkPartitionStateStore.updateIsr → ReplicaManager.recordIsrChange:
+	// the controller hears of it from the propagation task (isrnotify.go).
+	p.m.recordISRChange(p.tp)
 }
 
 func (p *partition) startFetcher(ctx context.Context) {
