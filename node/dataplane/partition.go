@@ -296,6 +296,13 @@ func setUntilConnected(ctx context.Context, store isrStore, set func() (*zk.Stat
 		case !zkutil.Retriable(err):
 			return st, err
 		}
+		// A short pause first: go-zookeeper may still report the old
+		// connection as up for a moment, and the resend must not spin.
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-time.After(50 * time.Millisecond):
+		}
 		if werr := store.waitSession(ctx); werr != nil {
 			return st, err
 		}
