@@ -565,7 +565,7 @@ func TestHWCheckpoint(t *testing.T) {
 			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 4))
 			return nil
 		}},
-		{name: "partition dropped across restart", want: Invalid, explain: "dropped t-1 (HW 3), which it hosted", build: func(b *hb.Builder) []int {
+		{name: "partition left out across restart and never told", want: Invalid, explain: "left out t-1 (HW 3, written by event 0), which the broker hosted", build: func(b *hb.Builder) []int {
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			s := b.Start(2)
 			c := checkpoint(b, 2, nil, cpe(0, 5))
@@ -605,30 +605,31 @@ func TestHWCheckpointExplainsEachWrite(t *testing.T) {
 		build func(b *hb.Builder)
 		want  []string // one explanation per violation
 	}{
-		{"KAFKA-7235: the restarted broker's write drops two partitions", func(b *hb.Builder) {
+		{"KAFKA-7235: the restarted broker's write leaves out two partitions, and its process is told of only one", func(b *hb.Builder) {
 			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 0), cpe(3, 0))
 			b.Start(2)
 			checkpoint(b, 2, nil, cpe(1, 0))
 			checkpoint(b, 2, nil, cpe(1, 0), cpe(3, 0))
 		}, []string{
-			"broker 2's checkpoint write (event 2) after its restart at event 1 dropped t-0 (HW 0) and t-3 (HW 0), which it hosted (previous write: event 0): those high watermarks are lost.",
-			// t-3 is back: its HW was lost at event 2, and nothing more.
+			// t-3 is back at the same high watermark: nothing lost.
+			"broker 2's checkpoint write (event 2) by the process started at event 1 left out t-0 (HW 0, written by event 0), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the history ended: that high watermark is lost (a process starting from the file starts the partition at its log start).",
 		}},
 		{"a drop without a restart, then a write moving a high watermark back", func(b *hb.Builder) {
 			checkpoint(b, 1, nil, cpe(0, 7), cpe(1, 4))
 			checkpoint(b, 1, nil, cpe(0, 7))
 			checkpoint(b, 1, nil, cpe(0, 6))
 		}, []string{
-			"broker 1's checkpoint write (event 1) dropped t-1 (HW 4), which it hosted (previous write: event 0): that high watermark is lost.",
-			"broker 1's checkpoint write (event 2) moved t-0's high watermark back from 7 to 6 (previous write: event 1): a restart from it starts below the high watermark it had written.",
+			"broker 1's checkpoint write (event 1) dropped t-1 (HW 4, written by event 0), which that process held in memory: that high watermark is lost.",
+			"broker 1's checkpoint write (event 2) moved t-0's high watermark back from 7 (event 1) to 6: a restart from it starts below the high watermark the broker had written.",
 		}},
-		{"one write drops one partition and moves another back", func(b *hb.Builder) {
+		{"one write leaves out one partition and moves another back", func(b *hb.Builder) {
 			checkpoint(b, 3, nil, cpe(0, 9), cpe(1, 4))
 			b.Start(3)
 			b.Start(3)
 			checkpoint(b, 3, nil, cpe(1, 2))
 		}, []string{
-			"broker 3's checkpoint write (event 3) after its restart at event 2 dropped t-0 (HW 9), which it hosted, and moved t-1's high watermark back from 4 to 2 (previous write: event 0): that high watermark is lost.",
+			"broker 3's checkpoint write (event 3) by the process started at event 2 moved t-1's high watermark back from 4 (event 0) to 2: a restart from it starts below the high watermark the broker had written.",
+			"broker 3's checkpoint write (event 3) by the process started at event 2 left out t-0 (HW 9, written by event 0), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the history ended: that high watermark is lost (a process starting from the file starts the partition at its log start).",
 		}},
 		{"clean: every write keeps every hosted partition at or above its high watermark", func(b *hb.Builder) {
 			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 0))

@@ -2,18 +2,37 @@ package checkers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// HWCheckpoint checks the replication-offset-checkpoint (KAFKA-7235): a
-// partition a broker hosts never disappears from, or goes backwards in, that
-// broker's checkpoint from one write to the next, in particular across a
-// restart. A partition is excused when the broker accepted a StopReplica for
-// it in between, when the later write lists the hosted partitions and it is
-// not among them, or (for going backwards) when the broker truncated it
-// below the old high watermark in between.
+// HWCheckpoint checks the replication-offset-checkpoint (KAFKA-7235) as
+// Kafka 2.6.3 promises it. ReplicaManager.checkpointHighWatermarks writes the
+// partitions in the process's in-memory partition map, those an accepted
+// LeaderAndIsr has told it about; a process's first LeaderAndIsr (the
+// controller's onBrokerStartup) covers every partition the broker
+// replicates, so from its first write on a process holds them all. So:
+//
+//   - a write must not drop a partition its process holds in memory (told by
+//     an accepted LeaderAndIsr, or written by an earlier write, since the
+//     process started);
+//   - a write may omit a partition its process has not yet been told about,
+//     but that process must then be told about it before it ends (a restart,
+//     or the end of the history): otherwise the file has lost that high
+//     watermark, and the next process starts the partition from its log
+//     start offset;
+//   - no write moves a partition's high watermark below the last one the
+//     broker wrote for it, across restarts and across writes that omitted
+//     it (a partition re-entering memory after an omission takes the file's
+//     value, which then is its log start).
+//
+// A partition is excused when the broker accepted a StopReplica for it (or
+// stopped it) in between, when the later write lists the hosted partitions
+// and it is not among them, or (for going backwards) when the broker
+// truncated it below the old high watermark in between.
 //
 // It also checks that the checkpoint never runs ahead of the high watermark
 // (ReplicaManager.checkpointHighWatermarks writes each partition's
@@ -30,18 +49,38 @@ type HWCheckpoint struct{}
 // Name implements Checker.
 func (HWCheckpoint) Name() string { return "hw-checkpoint" }
 
+// written is the last high watermark a broker wrote for a partition.
+type written struct {
+	hw  int64
+	idx int // the write's event
+}
+
+// omission is a write that left out a partition its process had not been
+// told about, while the partition waits for its process to be told.
+type omission struct {
+	hw      int64 // the high watermark the file lost
+	idx     int   // the write that left it out
+	prevIdx int   // the write that had it
+	restart int   // the process's node_start; -1: none seen
+}
+
 // Check implements Checker.
 func (c HWCheckpoint) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	type last struct {
-		entries map[history.TopicPartition]int64
-		idx     int
-		restart int // the latest node_start event since this write; -1: none
-	}
-	prev := map[int32]*last{}
-	// excused[node][tp] = the partition was stopped or truncated since the
-	// node's last checkpoint write; value is the lowest truncation target
-	// (or -1 for a stop).
+	// last[node][tp]: what the node last wrote for tp, kept across restarts
+	// and across writes that omitted tp while its process was not told.
+	last := map[int32]map[history.TopicPartition]written{}
+	// known[node][tp]: the node's current process holds tp in memory.
+	known := map[int32]map[history.TopicPartition]bool{}
+	// pending[node][tp]: an omission awaiting the process being told of tp.
+	pending := map[int32]map[history.TopicPartition]omission{}
+	// started[node]: the current process's node_start (-1: none seen).
+	started := map[int32]int{}
+	// reported[node][tp]: the highest high watermark the node's current
+	// process has reported for tp, with the hw_advance event that did.
+	reported := map[int32]map[history.TopicPartition]hwMark{}
+	// excused[node][tp]: tp was stopped (-1) or truncated (the lowest
+	// target) since the node last wrote it.
 	excused := map[int32]map[history.TopicPartition]int64{}
 	excuse := func(node int32, tp history.TopicPartition, to int64) {
 		m := excused[node]
@@ -53,20 +92,65 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 			m[tp] = to
 		}
 	}
-	// reported[node][tp]: the highest high watermark the node's current
-	// process has reported for tp, with the hw_advance event that did.
-	reported := map[int32]map[history.TopicPartition]hwMark{}
-	writes, judged := 0, 0
+	know := func(node int32, tp history.TopicPartition) {
+		if known[node] == nil {
+			known[node] = map[history.TopicPartition]bool{}
+		}
+		known[node][tp] = true
+		// Told at last: the partition entered memory with whatever the
+		// file held; a lower value than the last written shows as a move
+		// back at its next write.
+		delete(pending[node], tp)
+	}
+	procStart := func(node int32) int {
+		if i, ok := started[node]; ok {
+			return i
+		}
+		return -1
+	}
 	var t0 int64
 	if len(h.Events) > 0 {
 		t0 = h.Events[0].Time
 	}
+	// lost reports node's omissions whose process ended (at event end, -1:
+	// the history's end) without being told of the partition.
+	lost := func(node int32, end int) {
+		ps := pending[node]
+		if len(ps) == 0 {
+			return
+		}
+		byWrite := map[int][]history.TopicPartition{}
+		for _, tp := range sortedTPs(ps) {
+			byWrite[ps[tp].idx] = append(byWrite[ps[tp].idx], tp)
+		}
+		for _, idx := range slices.Sorted(maps.Keys(byWrite)) {
+			tps := byWrite[idx]
+			o := ps[tps[0]]
+			events := []int{idx}
+			if o.restart >= 0 {
+				events = append(events, o.restart)
+			}
+			if end >= 0 {
+				events = append(events, end)
+			}
+			var names []string
+			for _, tp := range tps {
+				names = append(names, fmt.Sprintf("%s (HW %d, written by event %d)", tp, ps[tp].hw, ps[tp].prevIdx))
+				events = append(events, ps[tp].prevIdx)
+				// Reported once: the next process starts it afresh.
+				delete(last[node], tp)
+			}
+			r.violate(uniqueInts(events), "%s", omissionHarm(&h.Events[idx], o, names, end))
+		}
+		delete(pending, node)
+	}
+	writes, judged := 0, 0
 	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
 		switch e.Kind {
 		case history.KindNodeStart:
-			if p := prev[e.Node]; p != nil {
-				p.restart = e.Index
-			}
+			lost(e.Node, e.Index)
+			delete(known, e.Node)
+			started[e.Node] = e.Index
 			// The new process starts from the checkpoint file, not from
 			// anything the old one reported.
 			delete(reported, e.Node)
@@ -75,16 +159,25 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 				reportHW(reported, e)
 			}
 		case history.KindControlRequest:
-			if acceptedControl(e) && e.Control.API == history.APIStopReplica {
-				for _, p := range e.Control.Partitions {
-					if p.ErrorCode == history.ErrNone {
-						excuse(e.Node, p.TP(), -1)
-					}
+			if !acceptedControl(e) {
+				continue
+			}
+			for _, p := range e.Control.Partitions {
+				if p.ErrorCode != history.ErrNone {
+					continue
+				}
+				switch e.Control.API {
+				case history.APIStopReplica:
+					excuse(e.Node, p.TP(), -1)
+					delete(pending[e.Node], p.TP())
+				case history.APILeaderAndIsr:
+					know(e.Node, p.TP())
 				}
 			}
 		case history.KindRoleChange:
 			if e.Role.Role == history.RoleStopped {
 				excuse(e.Node, e.Role.TP(), -1)
+				delete(pending[e.Node], e.Role.TP())
 			}
 		case history.KindTruncation:
 			excuse(e.Node, e.Truncation.TP(), e.Truncation.To)
@@ -95,9 +188,9 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 			writes++
 			judged += checkpointAhead(r, e, reported[e.Node], t0)
 			cp := e.Checkpoint
-			cur := &last{entries: make(map[history.TopicPartition]int64, len(cp.Entries)), idx: e.Index, restart: -1}
+			cur := make(map[history.TopicPartition]int64, len(cp.Entries))
 			for _, en := range cp.Entries {
-				cur.entries[history.TP(en.Topic, en.Partition)] = en.HW
+				cur[history.TP(en.Topic, en.Partition)] = en.HW
 			}
 			var hosted map[history.TopicPartition]bool
 			if cp.Hosted != nil {
@@ -106,42 +199,64 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 					hosted[tp] = true
 				}
 			}
-			if p := prev[e.Node]; p != nil {
-				// One violation per write: the partitions it dropped and
-				// those whose high watermark it moved back.
-				var dropped, back []string
-				for _, tp := range sortedTPs(p.entries) {
-					oldHW := p.entries[tp]
-					ex, isEx := excused[e.Node][tp]
-					newHW, present := cur.entries[tp]
-					switch {
-					case !present:
-						if (isEx && ex < 0) || (hosted != nil && !hosted[tp]) {
-							continue
-						}
-						dropped = append(dropped, fmt.Sprintf("%s (HW %d)", tp, oldHW))
-					case newHW < oldHW:
-						if isEx && (ex < 0 || ex < oldHW) {
-							continue
-						}
-						back = append(back, fmt.Sprintf("%s's high watermark back from %d to %d", tp, oldHW, newHW))
+			// One violation per write: the in-memory partitions it dropped
+			// and those whose high watermark it moved back, each against
+			// the write that last had it.
+			var dropped, back []string
+			events := []int{e.Index}
+			for _, tp := range sortedTPs(last[e.Node]) {
+				old := last[e.Node][tp]
+				ex, isEx := excused[e.Node][tp]
+				newHW, present := cur[tp]
+				switch {
+				case !present:
+					if (isEx && ex < 0) || (hosted != nil && !hosted[tp]) {
+						delete(last[e.Node], tp)
+						delete(pending[e.Node], tp)
+						continue
 					}
-				}
-				if len(dropped)+len(back) > 0 {
-					events := []int{p.idx, e.Index}
-					if p.restart >= 0 {
-						events = append(events, p.restart)
+					if !known[e.Node][tp] {
+						if _, ok := pending[e.Node][tp]; !ok {
+							if pending[e.Node] == nil {
+								pending[e.Node] = map[history.TopicPartition]omission{}
+							}
+							pending[e.Node][tp] = omission{hw: old.hw, idx: e.Index, prevIdx: old.idx, restart: procStart(e.Node)}
+						}
+						continue
 					}
-					r.violate(events, "%s", checkpointHarm(e, p.restart, p.idx, dropped, back))
+					dropped = append(dropped, fmt.Sprintf("%s (HW %d, written by event %d)", tp, old.hw, old.idx))
+					events = append(events, old.idx)
+					delete(last[e.Node], tp)
+				case newHW < old.hw:
+					if isEx && (ex < 0 || ex < old.hw) {
+						continue
+					}
+					back = append(back, fmt.Sprintf("%s's high watermark back from %d (event %d) to %d", tp, old.hw, old.idx, newHW))
+					events = append(events, old.idx)
 				}
 			}
-			prev[e.Node] = cur
-			delete(excused, e.Node)
+			if len(dropped)+len(back) > 0 {
+				if s := procStart(e.Node); s >= 0 {
+					events = append(events, s)
+				}
+				r.violate(uniqueInts(events), "%s", checkpointHarm(e, procStart(e.Node), dropped, back))
+			}
+			if last[e.Node] == nil {
+				last[e.Node] = map[history.TopicPartition]written{}
+			}
+			for tp, hw := range cur {
+				last[e.Node][tp] = written{hw: hw, idx: e.Index}
+				know(e.Node, tp)
+				delete(excused[e.Node], tp)
+			}
 		}
+	}
+	for _, node := range slices.Sorted(maps.Keys(pending)) {
+		lost(node, -1)
 	}
 	r.detail("checkpoint_writes", writes)
 	r.detail("entries_judged_against_hw", judged)
-	return r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a hosted partition or moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", writes, len(prev), judged))
+	return r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a partition their process held, left none out that their process was never told about, never moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", writes, len(last), judged))
 }
 
 // hwMark is the highest high watermark a process reported for a partition
@@ -203,18 +318,18 @@ func checkpointAhead(r *report, e *history.Event, reported map[history.TopicPart
 }
 
 // checkpointHarm explains one checkpoint write of broker e.Node that dropped
-// hosted partitions (dropped: "chaos-0 (HW 5)") and moved high watermarks
-// back (back: "chaos-1's high watermark back from 5 to 3"), against its
-// previous write at event prevIdx, with the broker's restart in between at
-// event restart (-1: none).
-func checkpointHarm(e *history.Event, restart, prevIdx int, dropped, back []string) string {
+// partitions its process held in memory (dropped: "chaos-0 (HW 5, written
+// by event 3)") and moved high watermarks back (back: "chaos-1's high
+// watermark back from 5 (event 3) to 3"), the process started at event
+// restart (-1: none seen).
+func checkpointHarm(e *history.Event, restart int, dropped, back []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s's checkpoint write (%s)", nodeName(e.Node), ev(e))
 	if restart >= 0 {
-		fmt.Fprintf(&b, " after its restart at event %d", restart)
+		fmt.Fprintf(&b, " by the process started at event %d", restart)
 	}
 	if len(dropped) > 0 {
-		fmt.Fprintf(&b, " dropped %s, which it hosted", andList(dropped))
+		fmt.Fprintf(&b, " dropped %s, which that process held in memory", andList(dropped))
 		if len(back) > 0 {
 			b.WriteString(", and")
 		}
@@ -222,16 +337,48 @@ func checkpointHarm(e *history.Event, restart, prevIdx int, dropped, back []stri
 	if len(back) > 0 {
 		fmt.Fprintf(&b, " moved %s", andList(back))
 	}
-	fmt.Fprintf(&b, " (previous write: event %d)", prevIdx)
 	switch {
 	case len(dropped) == 1:
 		b.WriteString(": that high watermark is lost.")
 	case len(dropped) > 1:
 		b.WriteString(": those high watermarks are lost.")
 	default:
-		b.WriteString(": a restart from it starts below the high watermark it had written.")
+		b.WriteString(": a restart from it starts below the high watermark the broker had written.")
 	}
 	return b.String()
+}
+
+// omissionHarm explains write e, which left out partitions (names: "chaos-2
+// (HW 0, written by event 115)") its process had not been told about, when that process ended (at
+// event end; -1: the history's end) without being told of them.
+func omissionHarm(e *history.Event, o omission, names []string, end int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s's checkpoint write (%s)", nodeName(e.Node), ev(e))
+	if o.restart >= 0 {
+		fmt.Fprintf(&b, " by the process started at event %d", o.restart)
+	}
+	it := "it"
+	if len(names) > 1 {
+		it = "them"
+	}
+	fmt.Fprintf(&b, " left out %s, which the broker hosted, and that process was never told about %s by a LeaderAndIsr ", andList(names), it)
+	if end >= 0 {
+		fmt.Fprintf(&b, "before the next one started at event %d", end)
+	} else {
+		b.WriteString("before the history ended")
+	}
+	if len(names) == 1 {
+		b.WriteString(": that high watermark is lost (a process starting from the file starts the partition at its log start).")
+	} else {
+		b.WriteString(": those high watermarks are lost (a process starting from the file starts each partition at its log start).")
+	}
+	return b.String()
+}
+
+// uniqueInts returns xs sorted without repeats.
+func uniqueInts(xs []int) []int {
+	slices.Sort(xs)
+	return slices.Compact(xs)
 }
 
 // andList joins items as "a", "a and b", "a, b and c".

@@ -64,7 +64,7 @@
 //	follower high watermark  | a follower's HW never passes its own log or its leader's HW      | ReplicaFetcherThread.processPartitionData                               | follower hw_advance (LEO), the leader's hw_advance      | follower-hw (promises_data_hw.go)
 //	producer state           | a new leader continues the producer state of the old one         | ProducerStateManager, Log.analyzeAndValidateProducerState               | produce_append (producer id, sequences), client errors  | producer-state (promises_data_producer.go)
 //	ISR membership           | no replica lacking acknowledged records joins the ISR            | Partition.maybeExpandIsr, PartitionStateMachine                         | isr_change (join), states, the logs' contents           | isr (isr.go)
-//	checkpoints              | a checkpoint never drops a hosted partition or exceeds the HW    | ReplicaManager.checkpointHighWatermarks                                 | hw_checkpoint, hw_advance                               | hw-checkpoint (checkpoint.go)
+//	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr                 | hw-checkpoint (checkpoint.go)
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
 //
 // Each fence's input is counted too (fences.go): a green run proves a fence

@@ -62,14 +62,25 @@ func (p *partition) checkEpochLocked(current int32) int16 {
 // that this replica leads. A client behind a follower's epoch is told its
 // epoch is fenced, not that this replica does not lead.
 func (p *partition) leaderCheckLocked(current int32) int16 {
+	return p.localLogCheckLocked(current, true)
+}
+
+// localLogCheckLocked is Partition.getLocalLog(currentLeaderEpoch,
+// requireLeader): the epoch check applies to every caller, leadership only
+// when requireLeader (false only for the debugging replica id -2).
+func (p *partition) localLogCheckLocked(current int32, requireLeader bool) int16 {
 	if code := p.checkEpochLocked(current); code != 0 {
 		return code
 	}
-	if p.role != history.RoleLeader {
+	if requireLeader && p.role != history.RoleLeader {
 		return kerr.NotLeaderForPartition.Code
 	}
 	return 0
 }
+
+// debuggingReplicaID is ListOffsetRequest.DEBUGGING_REPLICA_ID: the one
+// replica id that any replica answers (the controller's query-leo uses it).
+const debuggingReplicaID = -2
 
 type pendingAck struct {
 	p     *partition
@@ -436,10 +447,13 @@ func (m *Manager) answerLocked(tp history.TopicPartition, answer func(p *partiti
 	return answer(p)
 }
 
-// ListOffsets is KafkaApis.handleListOffsetRequest: earliest (-2) and latest
-// (-1) only. A consumer (ReplicaID -1) must ask the leader and gets the HW
-// as latest; the debugging id -2 (the controller's query-leo) or a replica
-// id is answered by any replica with its LEO.
+// ListOffsets is KafkaApis.handleListOffsetRequestV1AndAbove →
+// Partition.fetchOffsetForTimestamp: earliest (-2) and latest (-1) only.
+// Every replica id but the debugging id -2 (the controller's query-leo) must
+// ask the leader (fetchOnlyFromLeader), and every caller's current leader
+// epoch is checked; a consumer (ReplicaID -1) gets the HW as latest, any
+// other id the LEO. A follower handling an out-of-range fetch therefore
+// never truncates to the LEO of a replica that has stopped leading.
 func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	resp.SetVersion(req.Version)
@@ -451,9 +465,7 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			op.Partition, op.Timestamp, op.Offset, op.LeaderEpoch = rp.Partition, -1, -1, -1
 			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), func(p *partition) int16 {
 				consumer := req.ReplicaID == -1
-				if consumer {
-					op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
-				}
+				op.ErrorCode = p.localLogCheckLocked(rp.CurrentLeaderEpoch, req.ReplicaID != debuggingReplicaID)
 				if op.ErrorCode == 0 {
 					op.LeaderEpoch = p.leaderEpoch
 					if op.LeaderEpoch < 0 {
@@ -489,15 +501,13 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	return resp
 }
 
-// OffsetForLeaderEpoch is KafkaApis.handleOffsetForLeaderEpochRequest,
-// served by the leader (any replica for the debugging id -2).
+// OffsetForLeaderEpoch is KafkaApis.handleOffsetForLeaderEpochRequest →
+// ReplicaManager.lastOffsetForLeaderEpoch: Kafka 2.6.3 serves it from the
+// leader only, whatever replica id the request carries
+// (fetchOnlyFromLeader = true), after the current-leader-epoch check.
 func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	resp.SetVersion(req.Version)
-	replicaID := req.ReplicaID
-	if req.Version < 3 {
-		replicaID = -1 // older versions are only sent by followers
-	}
 	for _, rt := range req.Topics {
 		ot := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		ot.Topic = rt.Topic
@@ -505,9 +515,7 @@ func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) km
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition, op.LeaderEpoch, op.EndOffset = rp.Partition, -1, -1
 			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), func(p *partition) int16 {
-				if replicaID != -2 {
-					op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
-				}
+				op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
 				if op.ErrorCode == 0 {
 					op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)
 				}

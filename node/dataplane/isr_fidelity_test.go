@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -20,9 +21,11 @@ type fakeISRStore struct {
 	hold    chan struct{}
 	entered chan struct{} // gets one value per write begun
 
-	mu     sync.Mutex
-	ver    int32
-	writes [][]int32 // the ISRs written, in order
+	mu      sync.Mutex
+	ver     int32
+	writes  [][]int32 // the ISRs written, in order
+	notes   []string  // the ISR change notifications created, in order
+	noteErr error     // when set, creating a notification fails with it
 }
 
 func newFakeISRStore(hold bool) *fakeISRStore {
@@ -60,11 +63,28 @@ func (s *fakeISRStore) get(context.Context, string) ([]byte, *zk.Stat, error) {
 	return nil, nil, zk.ErrNoNode
 }
 
-func (s *fakeISRStore) createSequential(_ context.Context, path string, _ []byte) (string, error) {
-	return path + "0000000000", nil
+func (s *fakeISRStore) createSequential(_ context.Context, path string, data []byte) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noteErr != nil {
+		return "", s.noteErr
+	}
+	s.notes = append(s.notes, string(data))
+	return fmt.Sprintf("%s%010d", path, len(s.notes)-1), nil
+}
+
+func (s *fakeISRStore) notifications() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.notes)
 }
 
 func (s *fakeISRStore) requestTimeout() time.Duration { return time.Second }
+
+// sessionID and waitSession: the fake is always connected, in one session.
+func (s *fakeISRStore) sessionID() int64 { return 1 }
+
+func (s *fakeISRStore) waitSession(context.Context) error { return nil }
 
 func (s *fakeISRStore) written() [][]int32 {
 	s.mu.Lock()

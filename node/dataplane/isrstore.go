@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -13,14 +14,21 @@ import (
 // ISR change notification. Tests put a stand-in here to hold a write open
 // and watch what the leader does meanwhile.
 type isrStore interface {
-	// set writes path only if its version is ver (one attempt).
+	// set writes path only if its version is ver (one attempt). It has no
+	// timeout of its own: Kafka's ZooKeeperClient.handleRequests waits for
+	// the answer, which comes from ZooKeeper or from the client when the
+	// connection is lost; only ctx cuts it short.
 	set(ctx context.Context, path string, data []byte, ver int32) (*zk.Stat, error)
 	get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	// createSequential creates path with a sequence suffix; it returns
 	// the name created.
 	createSequential(ctx context.Context, path string, data []byte) (string, error)
-	// requestTimeout bounds one call; the write's retries are bounded in
-	// multiples of it (isrWriteLimit).
+	// sessionID is the client's current session (0 while it has none).
+	sessionID() int64
+	// waitSession waits until the client has a session again
+	// (ZooKeeperClient.waitUntilConnected), without limit but ctx.
+	waitSession(ctx context.Context) error
+	// requestTimeout bounds one get or notification.
 	requestTimeout() time.Duration
 }
 
@@ -28,7 +36,7 @@ type isrStore interface {
 type zkISRStore struct{ sess *zkutil.Session }
 
 func (s zkISRStore) set(ctx context.Context, path string, data []byte, ver int32) (*zk.Stat, error) {
-	return zkutil.Call(ctx, s.sess, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, ver) })
+	return untilAnswered(ctx, func() (*zk.Stat, error) { return s.sess.Conn.Set(path, data, ver) })
 }
 
 func (s zkISRStore) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -41,7 +49,34 @@ func (s zkISRStore) createSequential(ctx context.Context, path string, data []by
 	})
 }
 
+func (s zkISRStore) sessionID() int64 { return s.sess.Conn.SessionID() }
+
+func (s zkISRStore) waitSession(ctx context.Context) error { return s.sess.WaitSession(ctx) }
+
 func (s zkISRStore) requestTimeout() time.Duration { return s.sess.RequestTimeout }
+
+// untilAnswered runs call, which returns when go-zookeeper answers (a lost
+// connection fails every pending request), and returns what it returned,
+// or when ctx ends first an unknown outcome; call then finishes in the
+// background.
+func untilAnswered[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := call()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%w: %w", zkutil.ErrTimeout, ctx.Err())
+	}
+}
 
 // isrStore returns the store ISR writes go to, or nil while the broker has
 // no ZooKeeper session (then no ISR change is made).

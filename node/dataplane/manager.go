@@ -114,6 +114,9 @@ type Manager struct {
 	pidNext int64
 	pidEnd  int64
 
+	// isrCh holds the ISR changes not yet told to the controller.
+	isrCh isrChanges
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -172,6 +175,9 @@ func Open(cfg Config, log *eventlog.Log, meta *broker.MetadataCache) (*Manager, 
 		}
 	}
 	m.every(m.cfg.LagTime/2, m.expireISRs)
+	// ReplicaManager.startup schedules isr-change-propagation.
+	m.isrCh.lastChange, m.isrCh.lastPropagation = time.Now(), time.Now()
+	m.every(isrChangePropagationPeriod, func() { m.maybePropagateISRChanges(time.Now()) })
 	return m, nil
 }
 

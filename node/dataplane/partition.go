@@ -261,37 +261,62 @@ func (p *partition) maybeShrinkISR(now time.Time) {
 	p.maybeIncrementHWLocked()
 }
 
-// isrWriteLimit bounds, in request timeouts, how long a leader's ISR write
-// is retried across connection losses: long enough for a session to expire
-// and a new one to be established, short enough that a broker cut off for
-// good gives the write up (the partition is locked while it is retried).
-const isrWriteLimit = 3
+// errSessionExpired is the failure of an ISR write whose connection was
+// lost and whose session had expired by the time the client reconnected.
+var errSessionExpired = fmt.Errorf("zookeeper session expired while the write waited for a connection: %w", zk.ErrSessionExpired)
 
-// setUntilConnected runs set, sending the request again after a
-// connection loss or a call that timed out while disconnected
-// (go-zookeeper queues a request until it reconnects), until ZooKeeper
-// answers or ctx ends. Sending a conditional set twice is safe: if the
-// first one landed, the second meets BADVERSION and writeISR's read of
-// the znode finds its own state there.
-func setUntilConnected(ctx context.Context, set func() (*zk.Stat, error)) (*zk.Stat, error) {
+// setUntilConnected runs set as KafkaZkClient.conditionalUpdatePath does
+// through retryRequestsUntilConnected: a CONNECTIONLOSS answer waits until
+// the client is connected again (ZooKeeperClient.waitUntilConnected, without
+// limit) and sends the request again, in the same session. A session that
+// expired meanwhile fails the write: SESSIONEXPIRED is not resent, and
+// waitUntilConnected throws once it sees the expired session (go-zookeeper
+// opens the next session itself, so the expiry shows as a new session id).
+// ctx ends it (the broker stopping) with an unknown outcome. Sending a
+// conditional set twice in one session is safe: if the first one landed,
+// the second meets BADVERSION and writeISR's read of the znode finds its own
+// state there.
+func setUntilConnected(ctx context.Context, store isrStore, set func() (*zk.Stat, error)) (*zk.Stat, error) {
+	sid := store.sessionID()
+	if sid == 0 {
+		// Between an expiry and the next session: the request goes to the
+		// next session once there is one.
+		if err := store.waitSession(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", zkutil.ErrTimeout, err)
+		}
+		sid = store.sessionID()
+	}
 	for {
 		st, err := set()
-		if err == nil || ctx.Err() != nil || !(zkutil.Retriable(err) || errors.Is(err, zkutil.ErrTimeout)) {
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return st, err
+		case errors.Is(err, zk.ErrSessionExpired):
+			return st, err
+		case !zkutil.Retriable(err):
 			return st, err
 		}
+		// A short pause first: go-zookeeper may still report the old
+		// connection as up for a moment, and the resend must not spin.
 		select {
 		case <-ctx.Done():
 			return st, err
 		case <-time.After(50 * time.Millisecond):
+		}
+		if werr := store.waitSession(ctx); werr != nil {
+			return st, err
+		}
+		if now := store.sessionID(); now != sid {
+			return st, errSessionExpired
 		}
 	}
 }
 
 // writeISRLocked is Partition.expandIsr/shrinkIsr → ZkPartitionStateStore
 // (pre-2.7): a conditional write of the state znode at our cached zkVersion,
-// made while holding p.mu as Kafka holds leaderIsrUpdateLock for writing,
-// then an ISR change notification (in the background: Kafka propagates
-// those from a periodic task). join, for an expand, is what the leader saw
+// made while holding p.mu as Kafka holds leaderIsrUpdateLock for writing;
+// a successful write records the change for the next ISR change
+// notification (isrnotify.go). join, for an expand, is what the leader saw
 // of the joining follower when it decided.
 func (p *partition) writeISRLocked(action string, newISR []int32, join *history.ISRJoin) {
 	store := p.m.isrStore()
@@ -300,21 +325,20 @@ func (p *partition) writeISRLocked(action string, newISR []int32, join *history.
 	}
 	old := slices.Clone(p.isr)
 	epoch, ctrlEpoch, ver := p.leaderEpoch, p.controllerEpoch, p.zkVersion
-	ctx, cancel := context.WithTimeout(p.m.ctx, isrWriteLimit*store.requestTimeout())
-	defer cancel()
+	ctx := p.m.ctx
 	path := zkdata.PartitionStatePath(p.tp.Topic, p.tp.Partition)
 	state := zkdata.PartitionState{Leader: p.m.cfg.BrokerID, LeaderEpoch: epoch, ControllerEpoch: ctrlEpoch, ISR: newISR}
 	data := zkdata.EncodePartitionState(state)
 	start := time.Now()
 	// KafkaZkClient.conditionalUpdatePath goes through
 	// retryRequestUntilConnected: a write that lost its connection is sent
-	// again once the client has reconnected, in a new session if the old
-	// one expired meanwhile. A leader that was paused or cut off past its
-	// session therefore still makes its write, at the zkVersion it cached,
-	// and a controller that moved the partition meanwhile has fenced it:
-	// BADVERSION. Given up at the first connection loss, the write would
-	// never meet that fence.
-	st, err := setUntilConnected(ctx, func() (*zk.Stat, error) {
+	// again once the client has reconnected in the same session, however
+	// long that takes, and fails if the session expired meanwhile (the
+	// partition is locked all along, as Kafka holds leaderIsrUpdateLock).
+	// A leader paused or cut off past its session thus keeps its ISR, and
+	// its next shrink or expand is a new write, at the zkVersion it cached,
+	// which a controller that moved the partition has fenced: BADVERSION.
+	st, err := setUntilConnected(ctx, store, func() (*zk.Stat, error) {
 		return store.set(ctx, path, data, ver)
 	})
 	ps := &history.PartitionState{Topic: p.tp.Topic, Partition: p.tp.Partition, Leader: p.m.cfg.BrokerID,
@@ -354,29 +378,9 @@ func (p *partition) writeISRLocked(action string, newISR []int32, join *history.
 	// Partition.maybeUpdateIsrAndVersion.
 	p.isr, p.zkVersion = slices.Clone(newISR), newVer
 	p.notifyLocked()
-	p.m.wg.Add(1)
-	go func() {
-		defer p.m.wg.Done()
-		p.notifyISRChange(store)
-	}()
-}
-
-// notifyISRChange is ReplicaManager.recordIsrChange →
-// /isr_change_notification/isr_change_<seq>.
-func (p *partition) notifyISRChange(store isrStore) {
-	ctx, cancel := context.WithTimeout(p.m.ctx, store.requestTimeout())
-	defer cancel()
-	note := zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition}})
-	npath := zkdata.ISRChangePath + "/" + zkdata.ISRChangePrefix
-	nstart := time.Now()
-	created, nerr := store.createSequential(ctx, npath, note)
-	nw := history.ZKWrite{Start: nstart.UnixNano(), Path: npath, Op: "create", ExpectedVersion: -1, Outcome: zkutil.Outcome(nerr), Data: string(note)}
-	if nerr != nil {
-		nw.Error = nerr.Error()
-	} else {
-		nw.Path = created
-	}
-	p.m.log.ZKWrite(nw)
+	// ZkPartitionStateStore.updateIsr → ReplicaManager.recordIsrChange:
+	// the controller hears of it from the propagation task (isrnotify.go).
+	p.m.recordISRChange(p.tp)
 }
 
 func (p *partition) startFetcher(ctx context.Context) {

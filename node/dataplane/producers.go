@@ -65,17 +65,17 @@ func idempotent(h storage.BatchHeader) bool { return h.ProducerID >= 0 && !h.IsC
 // (INVALID_PRODUCER_EPOCH); a new epoch must start at sequence 0; in the
 // same epoch the batch must follow the last sequence
 // (OUT_OF_ORDER_SEQUENCE_NUMBER). A producer the partition has never seen
-// must start at 0 (UNKNOWN_PRODUCER_ID otherwise, as Kafka 2.x answers when
-// the producer's records are gone).
+// (or whose records are all gone) is accepted at any sequence: Kafka 2.6.3's
+// ProducerAppendInfo.checkSequence has no current epoch to compare with, and
+// since KIP-360 (2.5) no longer answers UNKNOWN_PRODUCER_ID there. A new
+// leader lacking a producer's last batches therefore appends its next one
+// after a gap in the sequence.
 func (s producerStates) check(h storage.BatchHeader) (dup *producerBatch, code int16, reason string) {
 	if !idempotent(h) {
 		return nil, 0, ""
 	}
 	e := s[h.ProducerID]
 	if e == nil {
-		if h.BaseSequence != 0 {
-			return nil, kerr.UnknownProducerID.Code, fmt.Sprintf("producer %d unknown to this partition, first sequence %d (want 0)", h.ProducerID, h.BaseSequence)
-		}
 		return nil, 0, ""
 	}
 	if h.ProducerEpoch < e.epoch {

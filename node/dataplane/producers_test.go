@@ -54,9 +54,14 @@ func TestIdempotentProduce(t *testing.T) {
 			{"skips 1", idemBatch(7, 0, 2, "c"), kerr.OutOfOrderSequenceNumber.Code, -1},
 			{"then 1", idemBatch(7, 0, 1, "b"), 0, 1},
 		}, 2},
-		{"unknown producer must start at 0", []step{
-			{"seq 5", idemBatch(9, 0, 5, "a"), kerr.UnknownProducerID.Code, -1},
-		}, 0},
+		// ProducerAppendInfo.checkSequence (2.6.3, KIP-360): no
+		// UNKNOWN_PRODUCER_ID; the first batch sets where the sequence is.
+		{"unknown producer is accepted at any sequence", []step{
+			{"seq 5", idemBatch(9, 0, 5, "a"), 0, 0},
+			{"seq 6 follows", idemBatch(9, 0, 6, "b"), 0, 1},
+			{"retry of seq 5", idemBatch(9, 0, 5, "a"), 0, 0},
+			{"seq 8 skips 7", idemBatch(9, 0, 8, "c"), kerr.OutOfOrderSequenceNumber.Code, -1},
+		}, 2},
 		{"older epoch is fenced", []step{
 			{"epoch 1", idemBatch(7, 1, 0, "a"), 0, 0},
 			{"epoch 0", idemBatch(7, 0, 1, "b"), kerr.InvalidProducerEpoch.Code, -1},
