@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
@@ -157,4 +158,27 @@ func nextMatch(logs *follower, since int64, match func(*history.Event) bool) *hi
 		}
 	})
 	return found
+}
+
+// Append produces one record to partition p of topic through the Kafka
+// protocol (acks=1, no idempotence, no retries past the timeout), as a
+// client would: a driver whose run has no workload uses it to give a leader
+// something its followers lack. It returns once the leader acknowledged.
+func (l *Live) Append(ctx context.Context, topic string, p int32, value string) error {
+	var seeds []string
+	for _, n := range l.Cluster.Nodes() {
+		seeds = append(seeds, n.KafkaAddr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		return fmt.Errorf("append to %s-%d: %w", topic, p, err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}).FirstErr(); err != nil {
+		return fmt.Errorf("append to %s-%d: %w", topic, p, err)
+	}
+	return nil
 }

@@ -220,6 +220,15 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	if err := l.Nemesis.SlowLink(ctx, lt, ft, kafka16667Slow); err != nil {
 		return err
 	}
+	// The run has no workload, and a leader shrinks only a follower that
+	// lacks records it has (Partition.isFollowerOutOfSync): give O one
+	// record that C, stopped, never fetches.
+	p := int32((o - 1) % len(l.Cluster.Nodes()))
+	topic := rundir.Default().Topic
+	if err := l.Append(ctx, topic, p, "kafka16667"); err != nil {
+		return fmt.Errorf("KAFKA-16667: %w", err)
+	}
+	l.Note("appended one record to %s-%d, led by n%d, which n%d lacks", topic, p, o, c1)
 	if err := l.ReleaseFailpoint(ctx, o, failpointBeforeElect); err != nil {
 		return err
 	}

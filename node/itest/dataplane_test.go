@@ -682,6 +682,14 @@ func TestDataPlaneShrunkISRLeaderCrash(t *testing.T) {
 			if err := net.Partition(ctx, []*docker.Container{e.node(leader).Container}, followers); err != nil {
 				t.Fatal(err)
 			}
+			// A leader shrinks only followers that lack records it has
+			// (Partition.isFollowerOutOfSync): one acks=1 record the cut
+			// followers cannot fetch.
+			k1 := e.kgoClient(kgo.LeaderAck(), 0, 0)
+			if err := k1.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("leader-only")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			k1.Close()
 			e.waitEvent(leader, 20*time.Second, "ISR shrunk to the leader", n0, func(ev history.Event) bool {
 				return ev.Kind == history.KindISRChange && ev.ISR.Outcome == history.ZKOK && len(ev.ISR.New) == 1 && ev.ISR.New[0] == int32(leader)
 			})
