@@ -11,9 +11,9 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 // Executor runs one configuration through run, check and report (chaos
@@ -29,7 +29,7 @@ type Measure struct {
 	Seeds    int
 	Switches []Switch
 	// Guided aims each seed's failpoint faults at the windows the earlier
-	// seeds of the same switch reached least (nemesis.GuideFailpoints).
+	// seeds of the same switch reached least (faults.GuideFailpoints).
 	Guided  bool
 	RunsDir string
 	Check   checkers.Config
@@ -64,7 +64,7 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 			if m.Guided {
 				// The guided schedule is stored with the run, so its
 				// replay command repeats it exactly.
-				s := nemesis.GuideFailpoints(rc.Plan(), reached)
+				s := faults.GuideFailpoints(rc.Plan(), reached)
 				rc.Schedule = &s
 			}
 			check := m.Check

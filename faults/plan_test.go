@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/schedule"
 )
 
@@ -178,8 +179,8 @@ func TestPlanPicksOnlyAvailableFaults(t *testing.T) {
 // touching anything, with the reason.
 func TestApplyRefusesUnavailableFault(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(file)
-	n := New(fakeWorld{nodes: 1, zks: 1}, rec)
+	rec := nemesis.NewFileRecorder(file)
+	n := setOn(t, fakeWorld{nodes: 1, zks: 1}, rec)
 	refused := []Step{{Kind: PartitionHalves}, {Kind: IsolateZKLeader}, {Kind: PauseZKFollower, Opening: true}}
 	for _, st := range refused {
 		if _, err := n.Apply(t.Context(), st); err == nil || !strings.Contains(err.Error(), "needs") {
@@ -225,6 +226,22 @@ func (fakeWorld) PartitionLeader(context.Context, string, int32) (int, error) {
 	return 0, errors.New("fake world has no partitions")
 }
 
+// setOn is the faults of a run on w; w's BADVERSION counts, when it has
+// them, say whether the controller is stuck.
+func setOn(t *testing.T, w nemesis.World, rec *nemesis.Recorder) *Set {
+	t.Helper()
+	fp := &fpWorld{armed: map[string]time.Time{}}
+	env := Env{Partitions: fp, Failpoints: fp, Session: time.Second}
+	if bv, ok := w.(BadVersionCounter); ok {
+		env.BadVersions = bv
+	}
+	s, err := New(nemesis.New(w, rec), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // stuckWorld is fakeWorld whose controller n2 failed bad conditional writes
 // with BADVERSION within the last zkfStuckWithin.
 type stuckWorld struct {
@@ -257,10 +274,11 @@ func TestApplyLeavesAStuckControllerAlone(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-			rec := NewFileRecorder(file)
+			rec := nemesis.NewFileRecorder(file)
 			// One broker: partition-halves needs two, so a step that
 			// reaches the fault is refused with "needs".
-			n := New(stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}, rec)
+			w := stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}
+			n := setOn(t, w, rec)
 			heal, err := n.Apply(t.Context(), Step{Kind: PartitionHalves, Opening: tt.opening})
 			rec.Close()
 			evs, _, rerr := history.ReadFile(file)
@@ -297,7 +315,7 @@ func (slowZKWorld) Controller(ctx context.Context) (int, error) {
 // The stuck-controller question does not hold a step up when ZooKeeper
 // does not answer: the step goes ahead as drawn within stuckAskWithin.
 func TestApplyDoesNotWaitOnASilentZooKeeper(t *testing.T) {
-	n := New(slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
+	n := setOn(t, slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
 	begin := time.Now()
 	_, err := n.Apply(t.Context(), Step{Kind: PartitionHalves})
 	if took := time.Since(begin); took > stuckAskWithin+time.Second {

@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout"
 )
 
@@ -110,7 +111,7 @@ func (f zkfFake) resume(_ context.Context, t Target) error {
 	f.w.log("sigcont %s", t.Name)
 	return nil
 }
-func (f zkfFake) slow(_ context.Context, from, to Target, s SlowSpec) error {
+func (f zkfFake) slow(_ context.Context, from, to Target, s nemesis.SlowSpec) error {
 	f.w.log("slow %s->%s %dkbit", from.Name, to.Name, s.RateKbit)
 	return f.w.slowErr
 }
@@ -233,8 +234,8 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr,
 				applied: tt.applied, noVia: tt.noVia}
 			dir := t.TempDir()
-			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-			heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+			rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+			heal, err := zkfOn(w, rec, zkfFake{w}).inject(t.Context(), 0)
 			if err == nil {
 				err = heal(t.Context())
 			}
@@ -260,6 +261,28 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zkfTestWorld is what the fakes offer the fault: a world with partition
+// roles and failpoints.
+type zkfTestWorld interface {
+	nemesis.World
+	Partitions
+	Failpoints
+	SessionTimeout() time.Duration
+}
+
+// zkfOn builds the fault on w as New would, taking the optional
+// capabilities the fake has.
+func zkfOn(w zkfTestWorld, rec *nemesis.Recorder, ops zkfOps) *zkFailover {
+	env := Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}
+	if bv, ok := w.(BadVersionCounter); ok {
+		env.BadVersions = bv
+	}
+	if l, ok := w.(interface{ ReplicaLagTime() time.Duration }); ok {
+		env.ReplicaLag = l.ReplicaLagTime()
+	}
+	return newZKFailover(w, env, rec, ops)
 }
 
 // lastFaultEvents reads the last fault_start and fault_stop a recorder wrote
@@ -302,7 +325,7 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 	} {
 		w.leadAll = tt.leadAll
 		for range 2 { // the same pick, the same plan
-			p, err := planZKFailover(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, tt.pick)
+			p, err := zkfOn(w, nil, zkfFake{w}).plan(t.Context(), tt.pick)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -354,8 +377,9 @@ func TestFailoverOnLaggingZKLeavesAStuckControllerAlone(t *testing.T) {
 	} {
 		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
 		path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-		rec := NewFileRecorder(path)
-		heal, err := injectZKFailover(t.Context(), w, zkfStuckWorld{w, tt.bad}, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
+		rec := nemesis.NewFileRecorder(path)
+		f := zkfOn(zkfStuckWorld{w, tt.bad}, rec, zkfFake{w})
+		heal, err := f.inject(t.Context(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +397,7 @@ func TestFailoverOnLaggingZKLeavesAStuckControllerAlone(t *testing.T) {
 			t.Fatalf("%d BADVERSION: fault_stop %+v, want %q...", tt.bad, stop, tt.wantStop)
 		}
 		// Healed, the run may draw the fault again.
-		if _, busy := zkfBusy.Load(w); busy {
+		if f.busy {
 			t.Fatalf("%d BADVERSION: still marked in progress after the heal", tt.bad)
 		}
 	}
@@ -402,7 +426,7 @@ func TestFailoverOnLaggingZKSlowsAhead(t *testing.T) {
 		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
 		lw := zkfLagWorld{w, tt.lag}
 		begin := time.Now()
-		heal, err := injectZKFailover(t.Context(), w, lw, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+		heal, err := zkfOn(lw, nil, zkfFake{w}).inject(t.Context(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +452,7 @@ func TestFailoverOnLaggingZKSlowsAhead(t *testing.T) {
 func TestFailoverOnLaggingZKMovesASession(t *testing.T) {
 	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, moveTo: map[string]string{"n2": "zk2", "n3": "zk1"},
 		reach: true, shrink: true, armed: map[string]bool{}, applied: 1}
-	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+	heal, err := zkfOn(w, nil, zkfFake{w}).inject(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +490,7 @@ func TestFailoverOnLaggingZKPlansAgain(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &zkfWorld{served: map[string]string{"n1": "zk3", "n2": "zk1", "n3": "zk2"}, leadAll: 2, downPolls: tt.downPolls}
-			p, err := planZKFailoverSoon(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, 0)
+			p, err := zkfOn(w, nil, zkfFake{w}).planSoon(t.Context(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -481,17 +505,18 @@ func TestFailoverOnLaggingZKPlansAgain(t *testing.T) {
 // run can take another once the first healed.
 func TestFailoverOnLaggingZKOneAtATime(t *testing.T) {
 	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
-	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+	f := zkfOn(w, nil, zkfFake{w})
+	heal, err := f.inject(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1); err == nil || !strings.Contains(err.Error(), "in progress") {
+	if _, err := f.inject(t.Context(), 1); err == nil || !strings.Contains(err.Error(), "in progress") {
 		t.Fatalf("second while the first holds: %v, want refused", err)
 	}
 	if err := heal(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	heal, err = injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1)
+	heal, err = f.inject(t.Context(), 1)
 	if err != nil {
 		t.Fatalf("after the heal: %v", err)
 	}
@@ -568,7 +593,7 @@ func TestFailoverOnLaggingZKElectsPreferredOffTheController(t *testing.T) {
 
 	// Leadership that does not move: one election, then the plan as it is.
 	w = &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, leadAll: 1}
-	p, err := planZKFailoverSoon(t.Context(), w, stickyOps{zkfFake{w}}, FailoverOnLaggingZK, 0)
+	p, err := zkfOn(w, nil, stickyOps{zkfFake{w}}).planSoon(t.Context(), 0)
 	if err != nil || len(p.watch) != 0 || len(p.ctlLeads) != 3 {
 		t.Fatalf("plan %+v, %v: want no watch, the controller leading 3", p, err)
 	}
@@ -590,8 +615,9 @@ func (o stickyOps) electPreferred(_ context.Context, _ Target, topic string, par
 // and returns the calls it made and its fault_stop.
 func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fault) {
 	t.Helper()
-	rec := NewFileRecorder(filepath.Join(t.TempDir(), "nemesis.jsonl"))
-	heal, err := injectZKFailover(t.Context(), w, w, rec, ops, FailoverOnLaggingZK, 0)
+	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
+	rec := nemesis.NewFileRecorder(path)
+	heal, err := zkfOn(w, rec, ops).inject(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +625,7 @@ func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fa
 		t.Fatal(err)
 	}
 	rec.Close()
-	_, stop := lastFaultEvents(t, rec.path)
+	_, stop := lastFaultEvents(t, path)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.calls), stop

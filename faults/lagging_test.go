@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 func TestLaggingPartition(t *testing.T) {
@@ -104,10 +104,13 @@ func (w *recWorld) ElectPreferred(_ context.Context, _ string, ps []int32) error
 	return nil
 }
 
-// recNoElect is a world that cannot ask for a preferred election.
-type recNoElect struct{ *recWorld }
+func (w *recWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
 
-func (recNoElect) ElectPreferred() {}
+// recoverOn is kill-lagging-leader on w, asking e (nil: nobody) for the
+// recovery election.
+func recoverOn(w *recWorld, e PreferredElector, rec *nemesis.Recorder) *laggingLeader {
+	return &laggingLeader{n: nemesis.New(nil, rec), parts: w, elector: e, session: w.SessionTimeout()}
+}
 
 func TestRecoverPreferred(t *testing.T) {
 	defer func(g time.Duration) { offlineGrace = g }(offlineGrace)
@@ -116,7 +119,7 @@ func TestRecoverPreferred(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		w    *recWorld
-		// noElect: the world has no PreferredElector.
+		// noElect: the run has no PreferredElector.
 		noElect bool
 		want    []int32 // the partitions asked for
 		// after is chaos-1's leader once the request was handled.
@@ -185,11 +188,11 @@ func TestRecoverPreferred(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var w recoveryWorld = tt.w
+			var e PreferredElector = tt.w
 			if tt.noElect {
-				w = recNoElect{tt.w}
+				e = nil
 			}
-			got := recoverPreferred(t.Context(), w, nil, "chaos", 3, 1, 1)
+			got := recoverOn(tt.w, e, nil).recoverPreferred(t.Context(), "chaos", 3, 1, 1)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("asked for %v, want %v", got, tt.want)
 			}
@@ -216,8 +219,8 @@ func TestRecoverPreferredRecords(t *testing.T) {
 		assign:  map[int32][]int{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}, live: []int{2, 3}, takeAfter: 4,
 	}
 	file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(file)
-	recoverPreferred(t.Context(), w, rec, "chaos", 3, 1, 1)
+	rec := nemesis.NewFileRecorder(file)
+	recoverOn(w, w, rec).recoverPreferred(t.Context(), "chaos", 3, 1, 1)
 	rec.Close()
 	start, stop := lastFaultEvents(t, file)
 	if start == nil || stop == nil {
@@ -233,39 +236,5 @@ func TestRecoverPreferredRecords(t *testing.T) {
 	}
 	if fmt.Sprint(start.Targets) != "[n1]" {
 		t.Errorf("targets %v, want [n1]", start.Targets)
-	}
-}
-
-// What a network fault came to is its stop event's detail: a
-// kill-lagging-leader that killed nobody says so, with the ISR it saw, and
-// the other network faults in force keep an empty detail.
-func TestNetOutcomeOnTheStopEvent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
-	n := New(fakeWorld{nodes: 3, zks: 3}, rec)
-	for _, name := range []string{string(KillLaggingLeader), "partition"} {
-		f, err := n.record(name, []string{"n1", "|", "n2", "n3"}, "", func() error { return nil })
-		if err := n.holdNet(f, err); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const outcome = "not killed: the ISR of chaos-0 was still [1 2] 14s after its leader n1 was cut off from the other brokers"
-	n.netOutcome(string(KillLaggingLeader), outcome)
-	if err := n.HealNet(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rec.Close()
-	evs, _, err := history.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, e := range evs {
-		if e.Kind == history.KindFaultStop {
-			got[e.Fault.Name] = e.Fault.Detail
-		}
-	}
-	if got[string(KillLaggingLeader)] != outcome || got["partition"] != "" || len(got) != 2 {
-		t.Fatalf("stop details %q", got)
 	}
 }

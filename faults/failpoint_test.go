@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 // fpWorld is a cluster of three brokers as the failpoint fault sees it: n1
@@ -165,6 +167,19 @@ func (p fpProcs) resume(_ context.Context, t Target) error {
 	return nil
 }
 
+// fpTestWorld is what the fakes offer the failpoint fault.
+type fpTestWorld interface {
+	nemesis.World
+	Partitions
+	Failpoints
+	SessionTimeout() time.Duration
+}
+
+// fpFault builds the failpoint fault on w as New would.
+func fpFault(w fpTestWorld, rec *nemesis.Recorder, pr procs) *failpointFault {
+	return newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}, rec, pr)
+}
+
 func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	// The node program's failpoint.Names, in order (node/failpoint's test
 	// holds the same list; the harness side never imports the node).
@@ -284,8 +299,8 @@ func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
 		t.Run(tt.window+"/"+tt.action, func(t *testing.T) {
 			w := &fpWorld{armed: map[string]time.Time{}, reach: tt.reach}
 			dir := t.TempDir()
-			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-			heal, err := injectFailpoint(t.Context(), w, rec, fpProcs{w}, pickFor(t, tt.window, tt.action))
+			rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+			heal, err := fpFault(w, rec, fpProcs{w}).inject(t.Context(), pickFor(t, tt.window, tt.action))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +357,7 @@ func TestFailpointScheduleReplays(t *testing.T) {
 		var out []string
 		for _, st := range s.Steps {
 			w := &fpWorld{armed: map[string]time.Time{}}
-			heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, st.Pick)
+			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), st.Pick)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,10 +382,53 @@ func TestFailpointScheduleReplays(t *testing.T) {
 	t.Logf("seed 42 arms: %q", first)
 }
 
-func TestInjectFailpointNeedsAFailpointWorld(t *testing.T) {
-	_, err := injectFailpoint(t.Context(), plainWorld{}, nil, nil, 1)
-	if err == nil || !strings.Contains(err.Error(), "cannot arm failpoints") {
-		t.Fatalf("err %v", err)
+// A run's faults are built with what the run offers: a composite fault
+// whose capabilities are missing is missing from the Set when it is built
+// (Missing says what it lacks), and a step of its kind fails with that
+// without touching anything.
+func TestNewChecksCapabilities(t *testing.T) {
+	w := &fpWorld{armed: map[string]time.Time{}}
+	for _, tt := range []struct {
+		name    string
+		env     Env
+		missing []FaultKind
+		wantErr []string
+	}{
+		{"everything", Env{Partitions: w, Failpoints: w, Session: time.Second}, nil, nil},
+		{"no failpoints", Env{Partitions: w, Session: time.Second}, []FaultKind{FailpointFault, FailoverOnLaggingZK},
+			[]string{"failpoint: the run has no failpoints (Env.Failpoints)", "failover-on-lagging-zk: the run has no failpoints"}},
+		{"nothing", Env{}, []FaultKind{FailpointFault, KillLaggingLeader, FailoverOnLaggingZK},
+			[]string{"kill-lagging-leader: the run has no partition roles (Env.Partitions), no session timeout (Env.Session is 0s)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(nemesis.New(w, nil), tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Missing()
+			if (err == nil) != (len(tt.wantErr) == 0) {
+				t.Fatalf("Missing: %v, want %q", err, tt.wantErr)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Missing: %v, want %q", err, want)
+				}
+			}
+			for _, k := range tt.missing {
+				if _, err := s.Inject(t.Context(), k, 0); err == nil || !strings.Contains(err.Error(), "the run has no") {
+					t.Errorf("%s injected: %v", k, err)
+				}
+			}
+			w.mu.Lock()
+			calls := slices.Clone(w.calls)
+			w.mu.Unlock()
+			if len(calls) > 0 {
+				t.Errorf("a missing fault acted: %q", calls)
+			}
+		})
+	}
+	if _, err := New(nemesis.New(nil, nil), Env{}); err == nil {
+		t.Error("New without a world: no error")
 	}
 	if FailpointAvailable(1) == nil || FailpointAvailable(3) != nil {
 		t.Fatal("FailpointAvailable: wants 2 brokers")
@@ -447,7 +505,7 @@ func TestFailpointBounceTwo(t *testing.T) {
 	}
 	for _, reach := range []bool{true, false} {
 		w := &fpWorld{armed: map[string]time.Time{}, reach: reach}
-		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pick)
+		heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -481,7 +539,7 @@ func TestFailpointBounceTwo(t *testing.T) {
 // partition (n2 in fpWorld), which moves leadership.
 func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
 	w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 25 * time.Millisecond}
-	heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, "controller-before-broker-change", FPSigstop))
+	heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pickFor(t, "controller-before-broker-change", FPSigstop))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,8 +579,8 @@ func TestFailpointReArmsOnNewController(t *testing.T) {
 	w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 400 * time.Millisecond, session: 200 * time.Millisecond}
 	w.successorAt = time.Now().Add(30 * time.Millisecond)
 	dir := t.TempDir()
-	rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-	heal, err := injectFailpoint(t.Context(), w, rec, fpProcs{w}, pickFor(t, "controller-before-broker-change", FPSigstop))
+	rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+	heal, err := fpFault(w, rec, fpProcs{w}).inject(t.Context(), pickFor(t, "controller-before-broker-change", FPSigstop))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +638,7 @@ func TestFailpointShutdownRestart(t *testing.T) {
 	}
 	for _, reach := range []bool{true, false} {
 		w := &fpWorld{armed: map[string]time.Time{}, reach: reach, session: 100 * time.Millisecond}
-		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pick)
+		heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -619,7 +677,7 @@ func TestFailpointPerBrokerWindowClaimsEveryReceiver(t *testing.T) {
 		{"controller-before-broker-change", FPSigstop, 2},
 	} {
 		w := &fpWorld{armed: map[string]time.Time{}, reach: true}
-		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, tc.window, tc.action))
+		heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pickFor(t, tc.window, tc.action))
 		if err != nil {
 			t.Fatal(err)
 		}

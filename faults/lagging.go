@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkchaos/zkchaos/schedule"
+	"github.com/zkchaos/zkchaos/nemesis"
 )
 
-// KillLaggingLeader is the fault of the replication bugs' window: a
+// The fault KillLaggingLeader opens the replication bugs' window: a
 // partition's leader is cut off from its followers (every broker keeps
 // ZooKeeper), so they stop fetching and the leader shrinks the ISR; once
 // the ISR is the leader alone, the leader is killed (an ISR that does not
@@ -31,30 +31,45 @@ import (
 // The partition the fault cuts is, when there is one, a partition whose
 // leader is not its preferred replica, so that request has a partition to
 // refuse. Heal restores the links and starts the leader again.
-const KillLaggingLeader = schedule.KillLaggingLeader
+//
+// The fault is laggingLeader: it cuts and kills through the run's Nemesis
+// (whose claims and partition holds keep other faults and the control-plane
+// workload off its leader and partition) and reads roles through Partitions.
 
 // KillLaggingLeaderDoc describes the fault for the catalogue.
 const KillLaggingLeaderDoc = "cut a partition leader from its followers until its ISR shrinks, then kill it"
 
-// killLaggingLeader needs the partition roles of a FailpointWorld.
-func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (Heal, error) {
-	fw, ok := n.World.(FailpointWorld)
-	if !ok {
-		return nil, fmt.Errorf("%s: the run's world has no partition roles (no FailpointWorld)", k)
-	}
-	topic, parts := fw.WorkloadTopic()
+// laggingLeader is kill-lagging-leader on one run.
+type laggingLeader struct {
+	n       *nemesis.Nemesis
+	parts   Partitions
+	elector PreferredElector // nil: no recovery election
+	session time.Duration
+}
+
+func newLaggingLeader(n *nemesis.Nemesis, env Env) *laggingLeader {
+	return &laggingLeader{n: n, parts: env.Partitions, elector: env.Elector, session: env.Session}
+}
+
+// inject cuts the leader of the partition pick chooses from its followers
+// and watches in the background for its ISR to shrink to itself, then
+// kills it; the heal returns once the killed leader has stayed down long
+// enough for the failover.
+func (f *laggingLeader) inject(ctx context.Context, pick int) (Heal, error) {
+	k := KillLaggingLeader
+	topic, parts := f.parts.WorkloadTopic()
 	if parts < 1 {
 		parts = 1
 	}
-	p := laggingPartition(pick, parts, partitionLeaders(ctx, fw, topic, parts), replicasOf(ctx, fw, topic))
-	leader, _, err := fw.PartitionISR(ctx, topic, p)
+	p := laggingPartition(pick, parts, partitionLeaders(ctx, f.parts, topic, parts), replicasOf(ctx, f.parts, topic))
+	leader, _, err := f.parts.PartitionISR(ctx, topic, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
 	}
 	if leader < 0 {
 		return nil, fmt.Errorf("%s: %s-%d has no leader", k, topic, p)
 	}
-	nodes := n.World.Nodes()
+	nodes := f.n.World.Nodes()
 	lt, err := byName(nodes, fmt.Sprintf("n%d", leader))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
@@ -65,105 +80,134 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 	}
 	// The partition's leadership stays where it is while the fault waits
 	// for the ISR: the control-plane workload leaves it alone.
-	releasePart := n.holdPartition(topic, p)
-	if err := n.PartitionTargets(ctx, string(k), []Target{lt}, followers); err != nil {
+	releasePart := f.n.HoldPartition(topic, p)
+	if err := f.n.PartitionTargets(ctx, string(k), []Target{lt}, followers); err != nil {
 		releasePart()
 		return nil, err
 	}
 	// The leader is this fault's until heal: a random fault does not
 	// bounce it back while it is kept down.
-	releases := []func(){releasePart, n.claim(lt)}
-	release := func() {
-		for _, r := range releases {
-			r()
-		}
-	}
-	// Kill the leader once its ISR is itself alone: the followers lag.
+	r := &laggingRun{f: f, topic: topic, parts: parts, p: p, nodes: nodes, leader: leader, lt: lt,
+		releases: []func(){releasePart, f.n.Claim(lt)}, cut: time.Now(), done: make(chan struct{})}
 	// The watch outlives a short hold (the ISR shrinks only after
 	// replica.lag.time.max), up to laggingWithin after the cut.
-	cut := time.Now()
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var (
-		mu       sync.Mutex
-		killedAt time.Time
-		kerr     error
-		// lastISR is the ISR last read, for the outcome of a watch
-		// that gives up.
-		lastISR []int
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			l, now, err := fw.PartitionISR(kctx, topic, p)
-			if err == nil && l >= 0 && l != leader {
-				// Leadership moved while the cut held (a preferred
-				// election, a reassignment, a controlled shutdown):
-				// follow it, cutting the new leader from the others too,
-				// so the broker killed is the partition's leader when its
-				// followers lag.
-				if nt, berr := byName(nodes, fmt.Sprintf("n%d", l)); berr == nil &&
-					n.PartitionTargets(kctx, string(k), []Target{nt}, without(nodes, nt)) == nil {
-					mu.Lock()
-					leader, lt = l, nt
-					releases = append(releases, n.claim(nt))
-					mu.Unlock()
-				}
-			}
-			if err == nil {
-				lastISR = now
-			}
-			if err == nil && l == leader && slices.Equal(now, []int{leader}) {
-				break
-			}
-			if time.Since(cut) > laggingWithin(fw) {
-				n.netOutcome(string(k), fmt.Sprintf("not killed: the ISR of %s-%d was still %v %s after its leader n%d was cut off from the other brokers",
-					topic, p, lastISR, time.Since(cut).Round(time.Millisecond), leader))
-				return
-			}
-			select {
-			case <-kctx.Done():
-				return
-			case <-time.After(200 * time.Millisecond):
+	r.stopWatch = cancel
+	go r.watch(kctx)
+	return r.heal, nil
+}
+
+// laggingRun is one kill-lagging-leader in force.
+type laggingRun struct {
+	f         *laggingLeader
+	topic     string
+	parts     int32
+	p         int32 // the partition cut
+	nodes     []Target
+	cut       time.Time
+	stopWatch context.CancelFunc
+	done      chan struct{}
+
+	mu       sync.Mutex
+	leader   int    // the partition's leader, followed while the cut holds
+	lt       Target // its target
+	releases []func()
+	killedAt time.Time
+	kerr     error
+}
+
+// watch kills the leader once its ISR is itself alone: the followers lag.
+// If leadership moves while the cut holds (a preferred election, a
+// reassignment, a controlled shutdown), it follows it, cutting the new
+// leader from the others too, so the broker killed is the partition's
+// leader when its followers lag.
+func (r *laggingRun) watch(ctx context.Context) {
+	defer close(r.done)
+	k := string(KillLaggingLeader)
+	// lastISR is the ISR last read, for the outcome of a watch that gives
+	// up.
+	var lastISR []int
+	for {
+		l, now, err := r.f.parts.PartitionISR(ctx, r.topic, r.p)
+		r.mu.Lock()
+		leader := r.leader
+		r.mu.Unlock()
+		if err == nil && l >= 0 && l != leader {
+			if nt, berr := byName(r.nodes, fmt.Sprintf("n%d", l)); berr == nil &&
+				r.f.n.PartitionTargets(ctx, k, []Target{nt}, without(r.nodes, nt)) == nil {
+				r.mu.Lock()
+				r.leader, r.lt = l, nt
+				r.releases = append(r.releases, r.f.n.Claim(nt))
+				leader = l
+				r.mu.Unlock()
 			}
 		}
-		mu.Lock()
-		victim, vid := lt, leader
-		mu.Unlock()
-		err := n.KillTarget(kctx, victim)
-		mu.Lock()
 		if err == nil {
-			killedAt = time.Now()
-			n.netOutcome(string(k), fmt.Sprintf("killed leader n%d of %s-%d %s after the cut, its ISR [%d] alone",
-				vid, topic, p, killedAt.Sub(cut).Round(time.Millisecond), vid))
+			lastISR = now
 		}
-		kerr = err
-		mu.Unlock()
-		if err == nil {
-			recoverPreferred(kctx, fw, n.Rec, topic, parts, p, vid)
+		if err == nil && l == leader && slices.Equal(now, []int{leader}) {
+			break
+		}
+		if time.Since(r.cut) > laggingWithin(r.f.session) {
+			r.f.n.NetOutcome(k, fmt.Sprintf("not killed: the ISR of %s-%d was still %v %s after its leader n%d was cut off from the other brokers",
+				r.topic, r.p, lastISR, time.Since(r.cut).Round(time.Millisecond), leader))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	r.kill(ctx)
+}
+
+// kill kills the leader, its ISR itself alone, and asks for the recovery
+// election once the controller has taken the death.
+func (r *laggingRun) kill(ctx context.Context) {
+	r.mu.Lock()
+	victim, vid := r.lt, r.leader
+	r.mu.Unlock()
+	err := r.f.n.KillTarget(ctx, victim)
+	r.mu.Lock()
+	if err == nil {
+		r.killedAt = time.Now()
+		r.f.n.NetOutcome(string(KillLaggingLeader), fmt.Sprintf("killed leader n%d of %s-%d %s after the cut, its ISR [%d] alone",
+			vid, r.topic, r.p, r.killedAt.Sub(r.cut).Round(time.Millisecond), vid))
+	}
+	r.kerr = err
+	r.mu.Unlock()
+	if err == nil {
+		r.f.recoverPreferred(ctx, r.topic, r.parts, r.p, vid)
+	}
+}
+
+// heal waits for the watch, keeps a killed leader down past the failover,
+// then restores the links and starts it again.
+func (r *laggingRun) heal(ctx context.Context) error {
+	joinWatch(ctx, r.done, r.stopWatch)
+	r.mu.Lock()
+	killed, ke, victim, releases := r.killedAt, r.kerr, r.lt, r.releases
+	r.mu.Unlock()
+	defer func() {
+		for _, rel := range releases {
+			rel()
 		}
 	}()
-	return func(ctx context.Context) error {
-		joinWatch(ctx, done, cancel)
-		defer release()
-		mu.Lock()
-		k, ke, victim := killedAt, kerr, lt
-		mu.Unlock()
-		if !k.IsZero() {
-			// The leader stays away like a machine being replaced: past
-			// its session's expiry, the controller's decision and an
-			// election grace, so a partition left offline while a
-			// follower holds every acknowledged record is seen as such.
-			sleepUntil(ctx, k.Add(keepDown(fw)))
-		}
-		errs := []error{n.HealNet(ctx)}
-		if !k.IsZero() {
-			errs = append(errs, n.StartTarget(ctx, victim))
-		} else if ke != nil && !errors.Is(ke, context.Canceled) {
-			errs = append(errs, ke)
-		}
-		return errors.Join(errs...)
-	}, nil
+	if !killed.IsZero() {
+		// The leader stays away like a machine being replaced: past its
+		// session's expiry, the controller's decision and an election
+		// grace, so a partition left offline while a follower holds every
+		// acknowledged record is seen as such.
+		sleepUntil(ctx, killed.Add(keepDown(r.f.session)))
+	}
+	errs := []error{r.f.n.HealNet(ctx)}
+	if !killed.IsZero() {
+		errs = append(errs, r.f.n.StartTarget(ctx, victim))
+	} else if ke != nil && !errors.Is(ke, context.Canceled) {
+		errs = append(errs, ke)
+	}
+	return errors.Join(errs...)
 }
 
 // laggingWithin is how long after the cut the ISR may still shrink to the
@@ -171,16 +215,16 @@ func killLaggingLeader(ctx context.Context, n *Nemesis, k FaultKind, pick int) (
 // KAFKA-3861 row) and the leader's next ISR check, with a session's margin
 // for the write through ZooKeeper. The fault cannot read the nodes' lag
 // setting, so it allows for the default.
-func laggingWithin(fw FailpointWorld) time.Duration { return 12*time.Second + fw.SessionTimeout() }
+func laggingWithin(session time.Duration) time.Duration { return 12*time.Second + session }
 
 // keepDown is how long kill-lagging-leader keeps the killed leader away: its
 // session expires, the controller decides, and an election grace (5 s by
 // default) passes.
-func keepDown(fw FailpointWorld) time.Duration { return 2*fw.SessionTimeout() + 6*time.Second }
+func keepDown(session time.Duration) time.Duration { return 2*session + 6*time.Second }
 
 // partitionLeaders reads the leader of each of topic's parts partitions;
 // a partition whose state cannot be read is left out.
-func partitionLeaders(ctx context.Context, fw isrReader, topic string, parts int32) map[int32]int {
+func partitionLeaders(ctx context.Context, fw Partitions, topic string, parts int32) map[int32]int {
 	out := map[int32]int{}
 	for q := range parts {
 		if l, _, err := fw.PartitionISR(ctx, topic, q); err == nil {
@@ -192,7 +236,7 @@ func partitionLeaders(ctx context.Context, fw isrReader, topic string, parts int
 
 // replicasOf reads topic's assignment; nil when it cannot be read (the
 // fault then chooses as it did before it read assignments).
-func replicasOf(ctx context.Context, fw FailpointWorld, topic string) map[int32][]int {
+func replicasOf(ctx context.Context, fw Partitions, topic string) map[int32][]int {
 	a, err := fw.PartitionReplicas(ctx, topic)
 	if err != nil {
 		return nil
@@ -221,25 +265,10 @@ func laggingPartition(pick int, parts int32, leaders map[int32]int, assign map[i
 	return int32(pick % int(parts))
 }
 
-// isrReader reads a partition's leader and ISR (FailpointWorld's
-// PartitionISR).
-type isrReader interface {
-	PartitionISR(ctx context.Context, topic string, partition int32) (leader int, isr []int, err error)
-}
-
-// recoveryWorld is what the recovery election reads and asks: partition
-// roles and assignment from ZooKeeper and, when the world can, a preferred
-// election.
-type recoveryWorld interface {
-	isrReader
-	PartitionReplicas(ctx context.Context, topic string) (map[int32][]int, error)
-	SessionTimeout() time.Duration
-}
-
 // offlineWithin bounds the wait for the controller to take the killed
 // leader's death: its session expires, then the controller writes the
 // partition's new state within offlineGrace.
-func offlineWithin(w recoveryWorld) time.Duration { return w.SessionTimeout() + offlineGrace }
+func offlineWithin(session time.Duration) time.Duration { return session + offlineGrace }
 
 var offlineGrace = 5 * time.Second
 
@@ -253,11 +282,11 @@ const preferredElection = "preferred-election"
 // their leader now: an operator bringing offline partitions back. The
 // request and what the controller made of it are recorded as a
 // preferred-election fault. It returns the partitions asked for.
-func recoverPreferred(ctx context.Context, w recoveryWorld, rec *Recorder, topic string, parts, p int32, dead int) []int32 {
-	e, ok := w.(PreferredElector)
-	if !ok {
+func (f *laggingLeader) recoverPreferred(ctx context.Context, topic string, parts, p int32, dead int) []int32 {
+	if f.elector == nil {
 		return nil
 	}
+	w := f.parts
 	var led []int32
 	for q, l := range partitionLeaders(ctx, w, topic, parts) {
 		if l == dead {
@@ -268,7 +297,7 @@ func recoverPreferred(ctx context.Context, w recoveryWorld, rec *Recorder, topic
 	if len(led) == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(offlineWithin(w))
+	deadline := time.Now().Add(offlineWithin(f.session))
 	for {
 		if l, _, err := w.PartitionISR(ctx, topic, p); err == nil && l != dead {
 			break
@@ -306,14 +335,14 @@ func recoverPreferred(ctx context.Context, w recoveryWorld, rec *Recorder, topic
 	detail := fmt.Sprintf("n%d, the leader kill-lagging-leader killed, stays down: asked for a preferred replica election of %s, as an operator bringing them back would",
 		dead, strings.Join(was, ", "))
 	targets := []string{fmt.Sprintf("n%d", dead)}
-	id := rec.Start(preferredElection, targets, detail)
-	err = e.ElectPreferred(ctx, topic, asked)
+	id := f.n.Rec.Start(preferredElection, targets, detail)
+	err = f.elector.ElectPreferred(ctx, topic, asked)
 	var now []string
 	for _, q := range asked {
 		if l, isr, rerr := w.PartitionISR(ctx, topic, q); rerr == nil {
 			now = append(now, fmt.Sprintf("%s-%d leader %d, ISR %v", topic, q, l, isr))
 		}
 	}
-	rec.stopDetail(id, preferredElection, targets, "after the request: "+strings.Join(now, "; "), err)
+	f.n.Rec.StopDetail(id, preferredElection, targets, "after the request: "+strings.Join(now, "; "), err)
 	return asked
 }
