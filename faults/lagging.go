@@ -270,7 +270,7 @@ func laggingPartition(pick int, parts int32, leaders map[int32]int, assign map[i
 // partition's new state within offlineGrace.
 func offlineWithin(session time.Duration) time.Duration { return session + offlineGrace }
 
-var offlineGrace = 5 * time.Second
+const offlineGrace = 5 * time.Second
 
 // preferredElection is the fault record of the recovery election.
 const preferredElection = "preferred-election"

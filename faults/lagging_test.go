@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zkchaos/zkchaos/nemesis"
@@ -113,8 +114,6 @@ func recoverOn(w *recWorld, e PreferredElector, rec *nemesis.Recorder) *laggingL
 }
 
 func TestRecoverPreferred(t *testing.T) {
-	defer func(g time.Duration) { offlineGrace = g }(offlineGrace)
-	offlineGrace = 200 * time.Millisecond
 	rr := func() map[int32][]int { return map[int32][]int{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}} }
 	for _, tt := range []struct {
 		name string
@@ -188,23 +187,25 @@ func TestRecoverPreferred(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var e PreferredElector = tt.w
-			if tt.noElect {
-				e = nil
-			}
-			got := recoverOn(tt.w, e, nil).recoverPreferred(t.Context(), "chaos", 3, 1, 1)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("asked for %v, want %v", got, tt.want)
-			}
-			if len(tt.want) > 0 && (len(tt.w.asked) != 1 || !slices.Equal(tt.w.asked[0], tt.want)) {
-				t.Errorf("the world was asked %v, want one request for %v", tt.w.asked, tt.want)
-			}
-			if len(tt.want) == 0 && len(tt.w.asked) > 0 {
-				t.Errorf("the world was asked %v, want nothing", tt.w.asked)
-			}
-			if l, _, _ := tt.w.PartitionISR(t.Context(), "chaos", 1); l != tt.after {
-				t.Errorf("chaos-1's leader after = %d, want %d", l, tt.after)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var e PreferredElector = tt.w
+				if tt.noElect {
+					e = nil
+				}
+				got := recoverOn(tt.w, e, nil).recoverPreferred(t.Context(), "chaos", 3, 1, 1)
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("asked for %v, want %v", got, tt.want)
+				}
+				if len(tt.want) > 0 && (len(tt.w.asked) != 1 || !slices.Equal(tt.w.asked[0], tt.want)) {
+					t.Errorf("the world was asked %v, want one request for %v", tt.w.asked, tt.want)
+				}
+				if len(tt.want) == 0 && len(tt.w.asked) > 0 {
+					t.Errorf("the world was asked %v, want nothing", tt.w.asked)
+				}
+				if l, _, _ := tt.w.PartitionISR(t.Context(), "chaos", 1); l != tt.after {
+					t.Errorf("chaos-1's leader after = %d, want %d", l, tt.after)
+				}
+			})
 		})
 	}
 }
@@ -213,28 +214,30 @@ func TestRecoverPreferred(t *testing.T) {
 // the history, its detail naming the partitions, their preferred replicas
 // and their states, its stop what the controller made of it.
 func TestRecoverPreferredRecords(t *testing.T) {
-	w := &recWorld{
-		states:  map[int32]recState{0: {1, []int{1}}, 1: {1, []int{1}}, 2: {3, []int{3, 2}}},
-		offline: map[int32]recState{0: {-1, []int{1}}, 1: {-1, []int{1}}},
-		assign:  map[int32][]int{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}, live: []int{2, 3}, takeAfter: 4,
-	}
-	file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := nemesis.NewFileRecorder(file)
-	recoverOn(w, w, rec).recoverPreferred(t.Context(), "chaos", 3, 1, 1)
-	rec.Close()
-	start, stop := lastFaultEvents(t, file)
-	if start == nil || stop == nil {
-		t.Fatalf("recorded %+v / %+v, want a start and a stop", start, stop)
-	}
-	for _, want := range []string{"n1", "chaos-1 (preferred replica n2; leader -1, ISR [1])", "kill-lagging-leader"} {
-		if start.Name != preferredElection || !strings.Contains(start.Detail, want) {
-			t.Errorf("start %s %q does not say %q", start.Name, start.Detail, want)
+	synctest.Test(t, func(t *testing.T) {
+		w := &recWorld{
+			states:  map[int32]recState{0: {1, []int{1}}, 1: {1, []int{1}}, 2: {3, []int{3, 2}}},
+			offline: map[int32]recState{0: {-1, []int{1}}, 1: {-1, []int{1}}},
+			assign:  map[int32][]int{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}, live: []int{2, 3}, takeAfter: 4,
 		}
-	}
-	if want := "chaos-1 leader -1, ISR [1]"; !strings.Contains(stop.Detail, want) {
-		t.Errorf("stop %q does not say %q", stop.Detail, want)
-	}
-	if fmt.Sprint(start.Targets) != "[n1]" {
-		t.Errorf("targets %v, want [n1]", start.Targets)
-	}
+		file := filepath.Join(t.TempDir(), "nemesis.jsonl")
+		rec := nemesis.NewFileRecorder(file)
+		recoverOn(w, w, rec).recoverPreferred(t.Context(), "chaos", 3, 1, 1)
+		rec.Close()
+		start, stop := lastFaultEvents(t, file)
+		if start == nil || stop == nil {
+			t.Fatalf("recorded %+v / %+v, want a start and a stop", start, stop)
+		}
+		for _, want := range []string{"n1", "chaos-1 (preferred replica n2; leader -1, ISR [1])", "kill-lagging-leader"} {
+			if start.Name != preferredElection || !strings.Contains(start.Detail, want) {
+				t.Errorf("start %s %q does not say %q", start.Name, start.Detail, want)
+			}
+		}
+		if want := "chaos-1 leader -1, ISR [1]"; !strings.Contains(stop.Detail, want) {
+			t.Errorf("stop %q does not say %q", stop.Detail, want)
+		}
+		if fmt.Sprint(start.Targets) != "[n1]" {
+			t.Errorf("targets %v, want [n1]", start.Targets)
+		}
+	})
 }

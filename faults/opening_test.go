@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -125,42 +126,44 @@ func TestOpeningsReplayAndSurviveGuidance(t *testing.T) {
 	}
 	for _, p := range planners {
 		t.Run(p.name, func(t *testing.T) {
-			s := p.plan(21, 3*time.Minute, []FaultKind{FailpointFault, PauseController})
-			b, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var replay Schedule
-			if err := json.Unmarshal(b, &replay); err != nil {
-				t.Fatal(err)
-			}
-			first, second := arms(t, s), arms(t, replay)
-			if !slices.Equal(first, second) {
-				t.Fatalf("replay armed\n%q\nthe run armed\n%q", second, first)
-			}
-			want := []string{"opening=true arm n1 controller-before-broker-change=1*sigstop", "opening=true arm n1 controller-before-send=2*sigstop", "opening=true arm n1 controller-after-zk-write=1*pause"}
-			if len(first) < 3 || !strings.HasSuffix(first[0], want[0]) || !strings.HasSuffix(first[1], want[1]) {
-				t.Fatalf("armed %q, want the openings %q first and a random failpoint after", first, want)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				s := p.plan(21, 3*time.Minute, []FaultKind{FailpointFault, PauseController})
+				b, err := json.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var replay Schedule
+				if err := json.Unmarshal(b, &replay); err != nil {
+					t.Fatal(err)
+				}
+				first, second := arms(t, s), arms(t, replay)
+				if !slices.Equal(first, second) {
+					t.Fatalf("replay armed\n%q\nthe run armed\n%q", second, first)
+				}
+				want := []string{"opening=true arm n1 controller-before-broker-change=1*sigstop", "opening=true arm n1 controller-before-send=2*sigstop", "opening=true arm n1 controller-after-zk-write=1*pause"}
+				if len(first) < 3 || !strings.HasSuffix(first[0], want[0]) || !strings.HasSuffix(first[1], want[1]) {
+					t.Fatalf("armed %q, want the openings %q first and a random failpoint after", first, want)
+				}
 
-			g := GuideFailpoints(s, reached)
-			guided := 0
-			for i, st := range g.Steps {
-				switch {
-				case st.Opening:
-					if st != s.Steps[i] {
-						t.Errorf("guidance moved opening %d: %+v → %+v", i, s.Steps[i], st)
-					}
-				case st.Kind == FailpointFault:
-					guided++
-					if w := PlanFailpoint(st.Pick).Window.Name; w != "broker-after-register" {
-						t.Errorf("guided step %d arms %s, want broker-after-register", i, w)
+				g := GuideFailpoints(s, reached)
+				guided := 0
+				for i, st := range g.Steps {
+					switch {
+					case st.Opening:
+						if st != s.Steps[i] {
+							t.Errorf("guidance moved opening %d: %+v → %+v", i, s.Steps[i], st)
+						}
+					case st.Kind == FailpointFault:
+						guided++
+						if w := PlanFailpoint(st.Pick).Window.Name; w != "broker-after-register" {
+							t.Errorf("guided step %d arms %s, want broker-after-register", i, w)
+						}
 					}
 				}
-			}
-			if guided == 0 {
-				t.Fatal("no failpoint step after the openings to guide")
-			}
+				if guided == 0 {
+					t.Fatal("no failpoint step after the openings to guide")
+				}
+			})
 		})
 	}
 }
@@ -186,33 +189,35 @@ func TestFailpointRoleRetryHeldAndDown(t *testing.T) {
 	pick := pickFor(t, "controller-before-broker-change", FPPause)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &noCtlWorld{fpWorld: fpWorld{armed: map[string]time.Time{}, reach: true, held: map[string]bool{}, down: map[string]bool{}}, fails: tt.noCtlFor}
-			for _, n := range tt.held {
-				w.held[n] = true
-			}
-			for _, n := range tt.down {
-				w.down[n] = true
-			}
-			heal, err := fpFault(w, nil, fpProcs{&w.fpWorld}).inject(t.Context(), pick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := heal(t.Context()); err != nil {
-				t.Fatalf("heal: %v", err)
-			}
-			w.mu.Lock()
-			calls, claims := slices.Clone(w.calls), w.claims
-			w.mu.Unlock()
-			if !slices.Contains(calls, tt.wantBounce) {
-				t.Fatalf("calls %q, want %q", calls, tt.wantBounce)
-			}
-			disarmed := slices.Contains(calls, "disarm n1 controller-before-broker-change")
-			if disarmed != tt.wantDisarm || slices.ContainsFunc(calls, func(c string) bool { return strings.HasSuffix(c, "refused") }) {
-				t.Fatalf("calls %q: disarmed %v, want %v, and none refused", calls, disarmed, tt.wantDisarm)
-			}
-			if claims != 0 {
-				t.Fatalf("%d claims on the armed node left after heal", claims)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				w := &noCtlWorld{fpWorld: fpWorld{armed: map[string]time.Time{}, reach: true, held: map[string]bool{}, down: map[string]bool{}}, fails: tt.noCtlFor}
+				for _, n := range tt.held {
+					w.held[n] = true
+				}
+				for _, n := range tt.down {
+					w.down[n] = true
+				}
+				heal, err := fpFault(w, nil, fpProcs{&w.fpWorld}).inject(t.Context(), pick)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := heal(t.Context()); err != nil {
+					t.Fatalf("heal: %v", err)
+				}
+				w.mu.Lock()
+				calls, claims := slices.Clone(w.calls), w.claims
+				w.mu.Unlock()
+				if !slices.Contains(calls, tt.wantBounce) {
+					t.Fatalf("calls %q, want %q", calls, tt.wantBounce)
+				}
+				disarmed := slices.Contains(calls, "disarm n1 controller-before-broker-change")
+				if disarmed != tt.wantDisarm || slices.ContainsFunc(calls, func(c string) bool { return strings.HasSuffix(c, "refused") }) {
+					t.Fatalf("calls %q: disarmed %v, want %v, and none refused", calls, disarmed, tt.wantDisarm)
+				}
+				if claims != 0 {
+					t.Fatalf("%d claims on the armed node left after heal", claims)
+				}
+			})
 		})
 	}
 }

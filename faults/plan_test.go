@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -273,32 +274,34 @@ func TestApplyLeavesAStuckControllerAlone(t *testing.T) {
 		{"one BADVERSION", 1, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-			rec := nemesis.NewFileRecorder(file)
-			// One broker: partition-halves needs two, so a step that
-			// reaches the fault is refused with "needs".
-			w := stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}
-			n := setOn(t, w, rec)
-			heal, err := n.Apply(t.Context(), Step{Kind: PartitionHalves, Opening: tt.opening})
-			rec.Close()
-			evs, _, rerr := history.ReadFile(file)
-			if rerr != nil || len(evs) != 2 {
-				t.Fatalf("history: %d events, %v", len(evs), rerr)
-			}
-			stop := evs[1].Fault
-			if tt.wantLeft {
-				if err != nil || heal == nil || heal(t.Context()) != nil {
-					t.Fatalf("left alone: heal %v, err %v", heal != nil, err)
+			synctest.Test(t, func(t *testing.T) {
+				file := filepath.Join(t.TempDir(), "nemesis.jsonl")
+				rec := nemesis.NewFileRecorder(file)
+				// One broker: partition-halves needs two, so a step that
+				// reaches the fault is refused with "needs".
+				w := stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}
+				n := setOn(t, w, rec)
+				heal, err := n.Apply(t.Context(), Step{Kind: PartitionHalves, Opening: tt.opening})
+				rec.Close()
+				evs, _, rerr := history.ReadFile(file)
+				if rerr != nil || len(evs) != 2 {
+					t.Fatalf("history: %d events, %v", len(evs), rerr)
 				}
-				want := "left alone: controller n2 is retrying a failed conditional write (3 BADVERSION in the last 3s)"
-				if !strings.HasPrefix(stop.Detail, want) || !reflect.DeepEqual(stop.Targets, []string{"n2"}) {
-					t.Fatalf("fault_stop %+v, want %q on n2", stop, want)
+				stop := evs[1].Fault
+				if tt.wantLeft {
+					if err != nil || heal == nil || heal(t.Context()) != nil {
+						t.Fatalf("left alone: heal %v, err %v", heal != nil, err)
+					}
+					want := "left alone: controller n2 is retrying a failed conditional write (3 BADVERSION in the last 3s)"
+					if !strings.HasPrefix(stop.Detail, want) || !reflect.DeepEqual(stop.Targets, []string{"n2"}) {
+						t.Fatalf("fault_stop %+v, want %q on n2", stop, want)
+					}
+					return
 				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), "needs") || !strings.Contains(stop.Error, "needs") {
-				t.Fatalf("applied as drawn: err %v, fault_stop %+v", err, stop)
-			}
+				if err == nil || !strings.Contains(err.Error(), "needs") || !strings.Contains(stop.Error, "needs") {
+					t.Fatalf("applied as drawn: err %v, fault_stop %+v", err, stop)
+				}
+			})
 		})
 	}
 }
@@ -315,15 +318,17 @@ func (slowZKWorld) Controller(ctx context.Context) (int, error) {
 // The stuck-controller question does not hold a step up when ZooKeeper
 // does not answer: the step goes ahead as drawn within stuckAskWithin.
 func TestApplyDoesNotWaitOnASilentZooKeeper(t *testing.T) {
-	n := setOn(t, slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
-	begin := time.Now()
-	_, err := n.Apply(t.Context(), Step{Kind: PartitionHalves})
-	if took := time.Since(begin); took > stuckAskWithin+time.Second {
-		t.Fatalf("step held up %s", took)
-	}
-	if err == nil || !strings.Contains(err.Error(), "needs") {
-		t.Fatalf("step not applied as drawn: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		n := setOn(t, slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
+		begin := time.Now()
+		_, err := n.Apply(t.Context(), Step{Kind: PartitionHalves})
+		if took := time.Since(begin); took > stuckAskWithin+time.Second {
+			t.Fatalf("step held up %s", took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "needs") {
+			t.Fatalf("step not applied as drawn: %v", err)
+		}
+	})
 }
 
 // Holds below MinHold are raised to it, so a zero or nanosecond hold plans a

@@ -15,9 +15,10 @@ import (
 
 // openingTries bounds the tries of an opening a passing state refused;
 // openingRetryAfter separates them (a broker restart takes about 2 s).
-const openingTries = 3
-
-var openingRetryAfter = 2 * time.Second
+const (
+	openingTries      = 3
+	openingRetryAfter = 2 * time.Second
+)
 
 // runOpenings runs the leading opening steps of steps one after another
 // from start: each starts at its offset (moved later by as much as the

@@ -8,10 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zkchaos/zkchaos/schedule"
 )
+
+// Tests of the runners run in a synctest bubble: the steps' offsets and
+// holds pass on its fake clock.
 
 // The runners hold each opening until its heal returns (its window over)
 // before starting the next, and start the other steps only after the
@@ -33,43 +37,45 @@ func TestRunnersWaitForOpenings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var (
-				mu     sync.Mutex
-				events []string
-			)
-			logf := func(f string, a ...any) {
+			synctest.Test(t, func(t *testing.T) {
+				var (
+					mu     sync.Mutex
+					events []string
+				)
+				logf := func(f string, a ...any) {
+					mu.Lock()
+					events = append(events, fmt.Sprintf(f, a...))
+					mu.Unlock()
+				}
+				start := time.Now()
+				err := RunOverlapping(t.Context(), s, func(_ context.Context, st Step) (func(context.Context) error, error) {
+					logf("start %s", st.Kind)
+					return func(context.Context) error {
+						if st.Opening {
+							// The window outlasts the planned hold.
+							time.Sleep(30 * time.Millisecond)
+						}
+						logf("end %s", st.Kind)
+						if st.Kind == schedule.FailpointFault {
+							return tt.healErr
+						}
+						return nil
+					}, nil
+				})
+				if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
 				mu.Lock()
-				events = append(events, fmt.Sprintf(f, a...))
+				got := slices.Clone(events)
 				mu.Unlock()
-			}
-			start := time.Now()
-			err := RunOverlapping(t.Context(), s, func(_ context.Context, st Step) (func(context.Context) error, error) {
-				logf("start %s", st.Kind)
-				return func(context.Context) error {
-					if st.Opening {
-						// The window outlasts the planned hold.
-						time.Sleep(30 * time.Millisecond)
-					}
-					logf("end %s", st.Kind)
-					if st.Kind == schedule.FailpointFault {
-						return tt.healErr
-					}
-					return nil
-				}, nil
+				want := []string{"start failpoint", "end failpoint", "start kill-lagging-leader", "end kill-lagging-leader"}
+				if len(got) != 8 || !slices.Equal(got[:4], want) {
+					t.Fatalf("events %q, want %q then the other steps", got, want)
+				}
+				if since := time.Since(start); since < 60*time.Millisecond {
+					t.Fatalf("run returned after %s, before both openings' heals", since)
+				}
 			})
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("err %v, want %q", err, tt.wantErr)
-			}
-			mu.Lock()
-			got := slices.Clone(events)
-			mu.Unlock()
-			want := []string{"start failpoint", "end failpoint", "start kill-lagging-leader", "end kill-lagging-leader"}
-			if len(got) != 8 || !slices.Equal(got[:4], want) {
-				t.Fatalf("events %q, want %q then the other steps", got, want)
-			}
-			if since := time.Since(start); since < 60*time.Millisecond {
-				t.Fatalf("run returned after %s, before both openings' heals", since)
-			}
 		})
 	}
 }
@@ -78,9 +84,6 @@ func TestRunnersWaitForOpenings(t *testing.T) {
 // times, openingRetryAfter apart) and then held for its whole hold; one
 // refused every time is given up after the last try, and the run goes on.
 func TestOpeningTriedAgain(t *testing.T) {
-	old := openingRetryAfter
-	openingRetryAfter = 20 * time.Millisecond
-	t.Cleanup(func() { openingRetryAfter = old })
 	for _, tt := range []struct {
 		name      string
 		failures  int
@@ -91,25 +94,27 @@ func TestOpeningTriedAgain(t *testing.T) {
 		{"refused every time", 10, openingTries, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			steps := []Step{{At: 0, Kind: schedule.KillLaggingLeader, Hold: 50 * time.Millisecond, Opening: true}, {At: time.Second, Kind: schedule.PauseNode}}
-			tries := 0
-			var injected, healed time.Time
-			rest, _, err := runOpenings(t.Context(), time.Now(), steps, func(context.Context, Step) (func(context.Context) error, error) {
-				if tries++; tries <= tt.failures {
-					return nil, errors.New("n2 is not running; its network namespace is gone")
+			synctest.Test(t, func(t *testing.T) {
+				steps := []Step{{At: 0, Kind: schedule.KillLaggingLeader, Hold: 50 * time.Millisecond, Opening: true}, {At: time.Second, Kind: schedule.PauseNode}}
+				tries := 0
+				var injected, healed time.Time
+				rest, _, err := runOpenings(t.Context(), time.Now(), steps, func(context.Context, Step) (func(context.Context) error, error) {
+					if tries++; tries <= tt.failures {
+						return nil, errors.New("n2 is not running; its network namespace is gone")
+					}
+					injected = time.Now()
+					return func(context.Context) error { healed = time.Now(); return nil }, nil
+				})
+				if tries != tt.wantTries || len(rest) != 1 || rest[0].Kind != schedule.PauseNode {
+					t.Fatalf("%d tries, rest %v; want %d tries, the pause after", tries, rest, tt.wantTries)
 				}
-				injected = time.Now()
-				return func(context.Context) error { healed = time.Now(); return nil }, nil
+				if err == nil || !strings.Contains(err.Error(), "try 1 of 3") {
+					t.Fatalf("err %v: want the refused tries named", err)
+				}
+				if tt.wantHeld && healed.Sub(injected) < 45*time.Millisecond {
+					t.Fatalf("held %s after a late start, want the whole 50ms hold", healed.Sub(injected))
+				}
 			})
-			if tries != tt.wantTries || len(rest) != 1 || rest[0].Kind != schedule.PauseNode {
-				t.Fatalf("%d tries, rest %v; want %d tries, the pause after", tries, rest, tt.wantTries)
-			}
-			if err == nil || !strings.Contains(err.Error(), "try 1 of 3") {
-				t.Fatalf("err %v: want the refused tries named", err)
-			}
-			if tt.wantHeld && healed.Sub(injected) < 45*time.Millisecond {
-				t.Fatalf("held %s after a late start, want the whole 50ms hold", healed.Sub(injected))
-			}
 		})
 	}
 }
