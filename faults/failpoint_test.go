@@ -444,15 +444,6 @@ func TestNewChecksCapabilities(t *testing.T) {
 	}
 }
 
-// plainWorld is a World without the failpoint methods.
-type plainWorld struct{}
-
-func (plainWorld) Nodes() []Target                                             { return nil }
-func (plainWorld) ZKServers() []Target                                         { return nil }
-func (plainWorld) Controller(context.Context) (int, error)                     { return 1, nil }
-func (plainWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
-func (plainWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 1, nil }
-
 // Guided schedules aim their failpoint steps at the least-reached windows,
 // leave other steps alone and stay seeded.
 func TestGuideFailpoints(t *testing.T) {

@@ -190,7 +190,7 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 		// or by ProvokeBounceTwo, every request reached the process it was
 		// meant for (measured 2026-12-03). `chaos repro KAFKA-7235` drives
 		// the window; random runs reach it through the KAFKA-7235 opening
-		// (nemesis/opening.go).
+		// (faults/opening.go).
 	}
 	for _, tt := range tests {
 		t.Run(tt.bug, func(t *testing.T) {
