@@ -27,7 +27,7 @@ const (
 
 // Failpoint actions the fault draws from (the node's action syntax).
 const (
-	// FPSigstop: the node stops in the window (the nemesis SIGSTOPs it as
+	// FPSigstop: the node stops in the window (the fault SIGSTOPs it as
 	// soon as it reports reaching it) and stays stopped past the ZooKeeper
 	// session timeout, so it resumes as a zombie.
 	FPSigstop = "sigstop"

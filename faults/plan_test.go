@@ -101,7 +101,7 @@ func TestScheduleRoundTripAndBadFiles(t *testing.T) {
 // no stored schedule loads back, or load steps no fault runs.
 func TestCatalogueIsScheduleKinds(t *testing.T) {
 	if !reflect.DeepEqual(Catalogue, schedule.Kinds) {
-		t.Fatalf("nemesis catalogue %v, schedule.Kinds %v", Catalogue, schedule.Kinds)
+		t.Fatalf("faults catalogue %v, schedule.Kinds %v", Catalogue, schedule.Kinds)
 	}
 }
 
