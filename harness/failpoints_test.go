@@ -13,8 +13,26 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
 	"github.com/zkchaos/zkchaos/judge"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
+
+// A run's world offers every capability the composite faults take: built
+// on it, the run's faults miss none (harness.Run refuses a Set that does).
+func TestFailpointWorldCarriesEveryFault(t *testing.T) {
+	fpw := &failpointWorld{world: &world{}, session: 3 * time.Second, replicaLag: nodeReplicaLagDefault}
+	env := fpw.env()
+	fs, err := faults.New(nemesis.New(fpw, nil), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Missing(); err != nil {
+		t.Fatal(err)
+	}
+	if env.Elector == nil || env.StateVia == nil || env.BadVersions == nil || env.ReplicaLag != nodeReplicaLagDefault {
+		t.Fatalf("env %+v lacks an optional capability the world has", env)
+	}
+}
 
 // fpDriver injects one failpoint fault drawn from pick after a warm-up and
 // heals it after hold; then, when after is set, it waits for what after
