@@ -20,7 +20,8 @@ import (
 // A run's world offers every capability the composite faults take: built
 // on it, the run's faults miss none (harness.Run refuses a Set that does).
 func TestFailpointWorldCarriesEveryFault(t *testing.T) {
-	fpw := &failpointWorld{world: &world{}, session: 3 * time.Second, replicaLag: nodeReplicaLagDefault}
+	const lag = 5 * time.Second
+	fpw := &failpointWorld{world: &world{}, session: 3 * time.Second, replicaLag: lag}
 	env := fpw.env()
 	fs, err := faults.New(nemesis.New(fpw, nil), env)
 	if err != nil {
@@ -29,7 +30,7 @@ func TestFailpointWorldCarriesEveryFault(t *testing.T) {
 	if err := fs.Missing(); err != nil {
 		t.Fatal(err)
 	}
-	if env.Elector == nil || env.StateVia == nil || env.BadVersions == nil || env.ReplicaLag != nodeReplicaLagDefault {
+	if env.Elector == nil || env.StateVia == nil || env.BadVersions == nil || env.ReplicaLag != lag {
 		t.Fatalf("env %+v lacks an optional capability the world has", env)
 	}
 }
