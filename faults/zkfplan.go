@@ -31,7 +31,7 @@ type zkfPlan struct {
 	ctlLeads []int32
 }
 
-// planZKFailover resolves the roles now; pick chooses the successor among
+// plan resolves the roles now; pick chooses the successor among
 // the best candidates (survivors served by a follower), so a replayed step
 // picks the same position among them.
 func (f *zkFailover) plan(ctx context.Context, pick int) (zkfPlan, error) {
