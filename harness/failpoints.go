@@ -15,9 +15,10 @@ import (
 	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
-// failpointWorld is the run's world with what the nemesis's failpoint fault
-// needs on top: the nodes' admin ports (arm, disarm), their event logs (was
-// the window reached) and partition roles from ZooKeeper.
+// failpointWorld is the run's world with what the composite faults
+// (faults.Env) need on top: the nodes' admin ports (arm, disarm), their
+// event logs (was the window reached, BADVERSION retries) and partition
+// roles from ZooKeeper.
 type failpointWorld struct {
 	*world
 	admin      *Live // only its admin-port helper is used
