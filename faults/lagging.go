@@ -33,22 +33,41 @@ import (
 // refuse. Heal restores the links and starts the leader again.
 //
 // The fault is laggingLeader: it cuts and kills through the run's Nemesis
-// (whose claims and partition holds keep other faults and the control-plane
-// workload off its leader and partition) and reads roles through Partitions.
+// (laggingOps; its claims and partition holds keep other faults and the
+// control-plane workload off its leader and partition) and reads roles
+// through Partitions.
 
 // KillLaggingLeaderDoc describes the fault for the catalogue.
 const KillLaggingLeaderDoc = "cut a partition leader from its followers until its ISR shrinks, then kill it"
 
 // laggingLeader is kill-lagging-leader on one run.
 type laggingLeader struct {
-	n       *nemesis.Nemesis
+	world   nemesis.World
+	ops     laggingOps
+	rec     *nemesis.Recorder
 	parts   Partitions
 	elector PreferredElector // nil: no recovery election
 	session time.Duration
 }
 
+// laggingOps is what kill-lagging-leader does through the run's Nemesis
+// (nemesisProcs), or a fake in tests.
+type laggingOps interface {
+	kill(ctx context.Context, t Target) error
+	start(ctx context.Context, t Target) error
+	claim(t Target) (release func())
+	// holdPartition keeps the control-plane workload from moving the
+	// partition's leadership until release.
+	holdPartition(topic string, p int32) (release func())
+	partition(ctx context.Context, name string, a, b []Target) error
+	healNet(ctx context.Context) error
+	// netOutcome is the detail the stop events of the network faults
+	// named name will carry.
+	netOutcome(name, outcome string)
+}
+
 func newLaggingLeader(n *nemesis.Nemesis, env Env) *laggingLeader {
-	return &laggingLeader{n: n, parts: env.Partitions, elector: env.Elector, session: env.Session}
+	return &laggingLeader{world: n.World, ops: nemesisProcs{n}, rec: n.Rec, parts: env.Partitions, elector: env.Elector, session: env.Session}
 }
 
 // inject cuts the leader of the partition pick chooses from its followers
@@ -69,7 +88,7 @@ func (f *laggingLeader) inject(ctx context.Context, pick int) (Heal, error) {
 	if leader < 0 {
 		return nil, fmt.Errorf("%s: %s-%d has no leader", k, topic, p)
 	}
-	nodes := f.n.World.Nodes()
+	nodes := f.world.Nodes()
 	lt, err := byName(nodes, fmt.Sprintf("n%d", leader))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
@@ -80,15 +99,15 @@ func (f *laggingLeader) inject(ctx context.Context, pick int) (Heal, error) {
 	}
 	// The partition's leadership stays where it is while the fault waits
 	// for the ISR: the control-plane workload leaves it alone.
-	releasePart := f.n.HoldPartition(topic, p)
-	if err := f.n.PartitionTargets(ctx, string(k), []Target{lt}, followers); err != nil {
+	releasePart := f.ops.holdPartition(topic, p)
+	if err := f.ops.partition(ctx, string(k), []Target{lt}, followers); err != nil {
 		releasePart()
 		return nil, err
 	}
 	// The leader is this fault's until heal: a random fault does not
 	// bounce it back while it is kept down.
 	r := &laggingRun{f: f, topic: topic, parts: parts, p: p, nodes: nodes, leader: leader, lt: lt,
-		releases: []func(){releasePart, f.n.Claim(lt)}, cut: time.Now(), done: make(chan struct{})}
+		releases: []func(){releasePart, f.ops.claim(lt)}, cut: time.Now(), done: make(chan struct{})}
 	// The watch outlives a short hold (the ISR shrinks only after
 	// replica.lag.time.max), up to laggingWithin after the cut.
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -134,10 +153,10 @@ func (r *laggingRun) watch(ctx context.Context) {
 		r.mu.Unlock()
 		if err == nil && l >= 0 && l != leader {
 			if nt, berr := byName(r.nodes, fmt.Sprintf("n%d", l)); berr == nil &&
-				r.f.n.PartitionTargets(ctx, k, []Target{nt}, without(r.nodes, nt)) == nil {
+				r.f.ops.partition(ctx, k, []Target{nt}, without(r.nodes, nt)) == nil {
 				r.mu.Lock()
 				r.leader, r.lt = l, nt
-				r.releases = append(r.releases, r.f.n.Claim(nt))
+				r.releases = append(r.releases, r.f.ops.claim(nt))
 				leader = l
 				r.mu.Unlock()
 			}
@@ -149,7 +168,7 @@ func (r *laggingRun) watch(ctx context.Context) {
 			break
 		}
 		if time.Since(r.cut) > laggingWithin(r.f.session) {
-			r.f.n.NetOutcome(k, fmt.Sprintf("not killed: the ISR of %s-%d was still %v %s after its leader n%d was cut off from the other brokers",
+			r.f.ops.netOutcome(k, fmt.Sprintf("not killed: the ISR of %s-%d was still %v %s after its leader n%d was cut off from the other brokers",
 				r.topic, r.p, lastISR, time.Since(r.cut).Round(time.Millisecond), leader))
 			return
 		}
@@ -168,11 +187,11 @@ func (r *laggingRun) kill(ctx context.Context) {
 	r.mu.Lock()
 	victim, vid := r.lt, r.leader
 	r.mu.Unlock()
-	err := r.f.n.KillTarget(ctx, victim)
+	err := r.f.ops.kill(ctx, victim)
 	r.mu.Lock()
 	if err == nil {
 		r.killedAt = time.Now()
-		r.f.n.NetOutcome(string(KillLaggingLeader), fmt.Sprintf("killed leader n%d of %s-%d %s after the cut, its ISR [%d] alone",
+		r.f.ops.netOutcome(string(KillLaggingLeader), fmt.Sprintf("killed leader n%d of %s-%d %s after the cut, its ISR [%d] alone",
 			vid, r.topic, r.p, r.killedAt.Sub(r.cut).Round(time.Millisecond), vid))
 	}
 	r.kerr = err
@@ -201,9 +220,9 @@ func (r *laggingRun) heal(ctx context.Context) error {
 		// acknowledged record is seen as such.
 		sleepUntil(ctx, killed.Add(keepDown(r.f.session)))
 	}
-	errs := []error{r.f.n.HealNet(ctx)}
+	errs := []error{r.f.ops.healNet(ctx)}
 	if !killed.IsZero() {
-		errs = append(errs, r.f.n.StartTarget(ctx, victim))
+		errs = append(errs, r.f.ops.start(ctx, victim))
 	} else if ke != nil && !errors.Is(ke, context.Canceled) {
 		errs = append(errs, ke)
 	}
@@ -335,7 +354,7 @@ func (f *laggingLeader) recoverPreferred(ctx context.Context, topic string, part
 	detail := fmt.Sprintf("n%d, the leader kill-lagging-leader killed, stays down: asked for a preferred replica election of %s, as an operator bringing them back would",
 		dead, strings.Join(was, ", "))
 	targets := []string{fmt.Sprintf("n%d", dead)}
-	id := f.n.Rec.Start(preferredElection, targets, detail)
+	id := f.rec.Start(preferredElection, targets, detail)
 	err = f.elector.ElectPreferred(ctx, topic, asked)
 	var now []string
 	for _, q := range asked {
@@ -343,6 +362,6 @@ func (f *laggingLeader) recoverPreferred(ctx context.Context, topic string, part
 			now = append(now, fmt.Sprintf("%s-%d leader %d, ISR %v", topic, q, l, isr))
 		}
 	}
-	f.n.Rec.StopDetail(id, preferredElection, targets, "after the request: "+strings.Join(now, "; "), err)
+	f.rec.StopDetail(id, preferredElection, targets, "after the request: "+strings.Join(now, "; "), err)
 	return asked
 }

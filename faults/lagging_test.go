@@ -110,7 +110,7 @@ func (w *recWorld) WorkloadTopic() (string, int32) { return "chaos", 3 }
 // recoverOn is kill-lagging-leader on w, asking e (nil: nobody) for the
 // recovery election.
 func recoverOn(w *recWorld, e PreferredElector, rec *nemesis.Recorder) *laggingLeader {
-	return &laggingLeader{n: nemesis.New(nil, rec), parts: w, elector: e, session: w.SessionTimeout()}
+	return &laggingLeader{rec: rec, parts: w, elector: e, session: w.SessionTimeout()}
 }
 
 func TestRecoverPreferred(t *testing.T) {
@@ -240,4 +240,126 @@ func TestRecoverPreferredRecords(t *testing.T) {
 			t.Errorf("targets %v, want [n1]", start.Targets)
 		}
 	})
+}
+
+// lagWorld is chaos-0 (one partition, replicas [1 2 3]) as kill-lagging-leader
+// sees it, and the fault's operations on it: n1 leads with ISR [1 2 3];
+// from read moveAt on, n2 leads with ISR [2 1 3] (moveAt 0: never); from
+// read shrinkAt on, the ISR is its leader alone (0: never). The fault reads
+// twice before its cut, then once per 200 ms poll.
+type lagWorld struct {
+	callLog
+	moveAt, shrinkAt int
+	reads            int
+	claims           int
+	outcomes         map[string]string
+}
+
+func (w *lagWorld) Nodes() []Target                                             { return []Target{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}} }
+func (w *lagWorld) ZKServers() []Target                                         { return []Target{{Name: "zk1"}} }
+func (w *lagWorld) Controller(context.Context) (int, error)                     { return 3, nil }
+func (w *lagWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
+func (w *lagWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 1, nil }
+func (w *lagWorld) WorkloadTopic() (string, int32)                              { return "chaos", 1 }
+func (w *lagWorld) PartitionReplicas(context.Context, string) (map[int32][]int, error) {
+	return map[int32][]int{0: {1, 2, 3}}, nil
+}
+func (w *lagWorld) PartitionISR(context.Context, string, int32) (int, []int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reads++
+	leader, isr := 1, []int{1, 2, 3}
+	if w.moveAt > 0 && w.reads >= w.moveAt {
+		leader, isr = 2, []int{2, 1, 3}
+	}
+	if w.shrinkAt > 0 && w.reads >= w.shrinkAt {
+		isr = []int{leader}
+	}
+	return leader, isr, nil
+}
+
+func (w *lagWorld) kill(_ context.Context, t Target) error  { w.log("kill %s", t.Name); return nil }
+func (w *lagWorld) start(_ context.Context, t Target) error { w.log("start %s", t.Name); return nil }
+func (w *lagWorld) claim(Target) func() {
+	w.mu.Lock()
+	w.claims++
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			w.claims--
+			w.mu.Unlock()
+		})
+	}
+}
+func (w *lagWorld) holdPartition(topic string, p int32) func() {
+	w.log("hold %s-%d", topic, p)
+	return w.claim(Target{})
+}
+func (w *lagWorld) partition(_ context.Context, _ string, a, b []Target) error {
+	w.log("cut %s | %s", strings.Join(targetNames(a), " "), strings.Join(targetNames(b), " "))
+	return nil
+}
+func (w *lagWorld) healNet(context.Context) error { w.log("heal-net"); return nil }
+func (w *lagWorld) netOutcome(name, outcome string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.outcomes[name] = outcome
+}
+
+// kill-lagging-leader cuts the leader from its followers, kills it once
+// its ISR is itself alone (following leadership that moves meanwhile) and
+// keeps it down past the failover before heal restarts it; an ISR that
+// never shrinks leaves it a partition, said so on its stop event. Every
+// claim it made is released at heal.
+func TestKillLaggingLeader(t *testing.T) {
+	const session = time.Second
+	for _, tt := range []struct {
+		name             string
+		moveAt, shrinkAt int
+		want             []string
+		outcome          string
+		minHeal          time.Duration // from the injection to heal's return
+	}{
+		{"the ISR shrinks: killed, kept down, started again", 0, 5,
+			[]string{"hold chaos-0", "cut n1 | n2 n3", "kill n1", "heal-net", "start n1"},
+			"killed leader n1 of chaos-0 400ms after the cut, its ISR [1] alone", keepDown(session)},
+		{"leadership moves during the cut: the new leader is cut and killed", 3, 6,
+			[]string{"hold chaos-0", "cut n1 | n2 n3", "cut n2 | n1 n3", "kill n2", "heal-net", "start n2"},
+			"killed leader n2 of chaos-0 600ms after the cut, its ISR [2] alone", keepDown(session)},
+		{"the ISR never shrinks: not killed", 0, 0,
+			[]string{"hold chaos-0", "cut n1 | n2 n3", "heal-net"},
+			"not killed: the ISR of chaos-0 was still [1 2 3] 13.2s after its leader n1 was cut off from the other brokers", laggingWithin(session)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &lagWorld{moveAt: tt.moveAt, shrinkAt: tt.shrinkAt, outcomes: map[string]string{}}
+				f := &laggingLeader{world: w, ops: w, parts: w, session: session}
+				begin := time.Now()
+				heal, err := f.inject(t.Context(), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(begin)
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if !slices.Equal(w.calls, tt.want) {
+					t.Errorf("calls %q, want %q", w.calls, tt.want)
+				}
+				if got := w.outcomes[string(KillLaggingLeader)]; got != tt.outcome {
+					t.Errorf("outcome %q, want %q", got, tt.outcome)
+				}
+				if took < tt.minHeal {
+					t.Errorf("healed %s after the injection, want %s at least", took, tt.minHeal)
+				}
+				if w.claims != 0 {
+					t.Errorf("%d claims left after heal", w.claims)
+				}
+			})
+		})
+	}
 }

@@ -50,6 +50,14 @@ func (p nemesisProcs) down(ctx context.Context, t Target) bool {
 	st, err := t.Container.State(ctx)
 	return err == nil && !st.Running
 }
+func (p nemesisProcs) partition(ctx context.Context, name string, a, b []Target) error {
+	return p.n.PartitionTargets(ctx, name, a, b)
+}
+func (p nemesisProcs) healNet(ctx context.Context) error { return p.n.HealNet(ctx) }
+func (p nemesisProcs) holdPartition(topic string, q int32) (release func()) {
+	return p.n.HoldPartition(topic, q)
+}
+func (p nemesisProcs) netOutcome(name, outcome string) { p.n.NetOutcome(name, outcome) }
 func (p nemesisProcs) held(t Target) bool              { return p.n.Holds(t) }
 func (p nemesisProcs) claim(t Target) (release func()) { return p.n.Claim(t) }
 

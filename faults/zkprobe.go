@@ -46,10 +46,6 @@ type zkfNemesis struct {
 func (o zkfNemesis) slow(ctx context.Context, from, to Target, s nemesis.SlowSpec) error {
 	return o.n.SlowLink(ctx, from, to, s)
 }
-func (o zkfNemesis) partition(ctx context.Context, name string, a, b []Target) error {
-	return o.n.PartitionTargets(ctx, name, a, b)
-}
-func (o zkfNemesis) healNet(ctx context.Context) error { return o.n.HealNet(ctx) }
 func (o zkfNemesis) sessions(ctx context.Context, nodes, zks []Target) map[string]string {
 	return consSessions(ctx, nodes, zks)
 }
