@@ -56,14 +56,18 @@ func nemesisKinds(k history.Kind) bool {
 	return k == history.KindFaultStart || k == history.KindZKWrite
 }
 
-// nodeReplicaLagDefault is the node program's --replica-lag-time-max default
-// (node/config).
-const nodeReplicaLagDefault = 10 * time.Second
+// RunReplicaLag is the --replica-lag-time-max every run starts its nodes
+// with, before the run's own --node-flag (which may override it). Kafka's
+// default is 30 s; under it a follower cut off from its leader leaves the
+// ISR only once it lacks records for that long (isFollowerOutOfSync), which
+// a 60 s run of six openings cannot wait for: the lagging-leader and
+// lagging-ZooKeeper openings need a shrink within their holds.
+const RunReplicaLag = 5 * time.Second
 
 // replicaLagOf reads --replica-lag-time-max from the nodes' flags (the last
-// one wins, as with the flag package), or the node's default.
+// one wins, as with the flag package), or the run's default.
 func replicaLagOf(flags []string) time.Duration {
-	lag := nodeReplicaLagDefault
+	lag := RunReplicaLag
 	for i, f := range flags {
 		name, v, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
 		if name != "replica-lag-time-max" || !strings.HasPrefix(f, "-") {

@@ -26,7 +26,7 @@ func CheckNodeFlags(ctx context.Context, cfg RunConfig) error {
 		// start-up check (nodesAlive) still names a refused flag.
 		return nil
 	}
-	bin, err := buildNode(ctx)
+	bin, err := buildNode(ctx, cfg.Cover)
 	if err != nil {
 		return err
 	}

@@ -14,14 +14,14 @@ func TestReplicaLagOf(t *testing.T) {
 		flags []string
 		want  time.Duration
 	}{
-		{nil, nodeReplicaLagDefault},
-		{[]string{"--offline-election=offline"}, nodeReplicaLagDefault},
+		{nil, RunReplicaLag},
+		{[]string{"--offline-election=offline"}, RunReplicaLag},
 		{[]string{"--replica-lag-time-max=2s"}, 2 * time.Second},
 		{[]string{"-replica-lag-time-max=3s"}, 3 * time.Second},
 		{[]string{"--replica-lag-time-max", "1500ms"}, 1500 * time.Millisecond},
 		{[]string{"--replica-lag-time-max=2s", "--replica-lag-time-max=4s"}, 4 * time.Second}, // the last wins
-		{[]string{"--replica-lag-time-max=soon"}, nodeReplicaLagDefault},
-		{[]string{"--replica-lag-time-maximum=2s"}, nodeReplicaLagDefault},
+		{[]string{"--replica-lag-time-max=soon"}, RunReplicaLag},
+		{[]string{"--replica-lag-time-maximum=2s"}, RunReplicaLag},
 	} {
 		if got := replicaLagOf(tt.flags); got != tt.want {
 			t.Errorf("replicaLagOf(%q) = %s, want %s", tt.flags, got, tt.want)

@@ -20,6 +20,7 @@ import (
 	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/nodecover"
 	"github.com/zkchaos/zkchaos/observer"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/workloads"
@@ -191,7 +192,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 	binc := make(chan built, 1)
 	go func() {
-		path, err := buildNode(ctx)
+		path, err := buildNode(ctx, cfg.Cover)
 		binc <- built{path, err}
 	}()
 	envCfg.Progress = cfg.Progress
@@ -218,7 +219,17 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	defer func() {
 		finish := func() error {
 			collectLogs(env.Cluster, filepath.Join(abs, rundir.LogsDir))
-			return env.Close()
+			cerr := env.Close()
+			if cfg.Cover {
+				// After Close: every node process has stopped and
+				// written its last counters.
+				if s, err := nodecover.Merge(context.WithoutCancel(ctx), abs); err != nil {
+					fmt.Fprintf(plog, "coverage: %v\n", err)
+				} else {
+					fmt.Fprintf(plog, "coverage: %d of %d node program blocks reached (%.1f%%), %s\n", s.Covered, s.Blocks, s.Percent(), nodecover.File)
+				}
+			}
+			return cerr
 		}
 		if err == nil && cfg.Teardown != nil {
 			if err = stopNodes(env.Cluster); err == nil {
@@ -402,8 +413,12 @@ func (idle) Run(ctx context.Context) error {
 	return nil
 }
 
-// buildNode builds the node program (cmd/kafkanode) from this checkout.
-func buildNode(ctx context.Context) (string, error) {
+// buildNode builds the node program (cmd/kafkanode) from this checkout,
+// instrumented for coverage when cover is set.
+func buildNode(ctx context.Context, cover bool) (string, error) {
+	if cover {
+		return docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode-cover", nodecover.BuildFlags()...)
+	}
 	return docker.BuildGoBinary(ctx, "./cmd/kafkanode", "kafkanode")
 }
 
@@ -415,7 +430,8 @@ func nodeArgs(placement []string, cfg RunConfig) []string {
 		"--zk-session-timeout="+cfg.ZKSessionTimeout.String(),
 		// Brokers start while the ensemble elects its leader; on a loaded
 		// machine that can take as long as the set-up's own wait for it.
-		"--zk-connect-timeout=60s")
+		"--zk-connect-timeout=60s",
+		"--replica-lag-time-max="+RunReplicaLag.String())
 	if len(cfg.Bugs) > 0 {
 		args = append(args, "--bugs="+strings.Join(cfg.Bugs, ","))
 	}
@@ -688,7 +704,14 @@ func startNodes(ctx context.Context, c *cluster.Cluster, cfg RunConfig, bin stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[id-1] = c.StartNode(ctx, cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c.NodeFlags(id), cfg)})
+			spec := cluster.NodeSpec{ID: id, Binary: bin, Args: nodeArgs(c.NodeFlags(id), cfg)}
+			if cfg.Cover {
+				if errs[id-1] = nodecover.Prepare(filepath.Join(c.RunDir, "nodes", fmt.Sprintf("n%d", id))); errs[id-1] != nil {
+					return
+				}
+				spec.Env = nodecover.Env(cluster.NodeDir)
+			}
+			_, errs[id-1] = c.StartNode(ctx, spec)
 		}()
 	}
 	wg.Wait()

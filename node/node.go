@@ -187,16 +187,16 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	if err := n.fp.Eval(ctx, failpoint.BrokerBeforeRegister); err != nil {
 		return fmt.Errorf("start-up aborted: %w", err)
 	}
-	if err := n.register(ctx); err != nil {
+	if err := n.register(ctx, n.cfg.ExitOnRegistrationConflict); err != nil {
 		return err
 	}
 
 	n.ctrl = controller.New(controller.Config{
 		BrokerID: cfg.BrokerID, Bugs: cfg.Bugs, OfflinePolicy: cfg.OfflinePolicy,
-		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout,
+		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout, SyncBeforeRead: cfg.ZKSyncBeforeRead,
 		LEOQuery: controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
 		OnNewSession: func(ctx context.Context) {
-			if err := n.register(ctx); err != nil {
+			if err := n.register(ctx, false); err != nil {
 				n.log.Printf("re-registration failed: %v", err)
 			}
 		},
@@ -238,15 +238,17 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	return nil
 }
 
-// register (re-)creates /brokers/ids/<id> for the current session.
-func (n *Node) register(ctx context.Context) error {
+// register (re-)creates /brokers/ids/<id> for the current session;
+// exitOnConflict is broker.Register's (start-up only: Kafka's re-registration
+// after a session expiry deletes a znode left by its own previous session).
+func (n *Node) register(ctx context.Context, exitOnConflict bool) error {
 	n.regMu.Lock()
 	defer n.regMu.Unlock()
 	sid := n.sess.Conn.SessionID()
 	if sid == n.regSessID && n.broker.Epoch() > 0 {
 		return nil
 	}
-	czxid, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, n.log.Printf)
+	czxid, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, exitOnConflict, n.log.Printf)
 	if err != nil {
 		return err
 	}

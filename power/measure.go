@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,9 @@ import (
 	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nodecover"
+	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 // Executor runs one configuration through run, check and report (chaos
@@ -30,10 +34,20 @@ type Measure struct {
 	Switches []Switch
 	// Guided aims each seed's failpoint faults at the windows the earlier
 	// seeds of the same switch reached least (faults.GuideFailpoints).
-	Guided  bool
-	RunsDir string
-	Check   checkers.Config
-	Execute Executor
+	Guided bool
+	// Cover instruments every run's node program (rundir.RunSpec.Cover)
+	// and records the blocks each run reached and how many were new to
+	// its switch.
+	Cover bool
+	// CoverageGuided (which implies Cover) searches as a fuzzer does: a
+	// run that reached a block no earlier run of its switch had puts its
+	// schedule in the switch's corpus, and each later seed runs a mutation
+	// of a corpus schedule (schedule.Mutate) instead of its own draw. The
+	// mutated schedule is stored with the run, so it replays exactly.
+	CoverageGuided bool
+	RunsDir        string
+	Check          checkers.Config
+	Execute        Executor
 	// Lock, when set, is held around each run (a shared engine's lock), so
 	// other users get turns between runs.
 	Lock func(context.Context) (unlock func(), err error)
@@ -54,6 +68,10 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 		// Per switch: which failpoint windows its runs so far reached,
 		// for Guided.
 		reached := map[string]int{}
+		// Per switch, for Cover and CoverageGuided: every block its runs
+		// reached so far, and the schedules that reached new ones.
+		union := map[string]bool{}
+		var corpus []corpusEntry
 		for i := range m.Seeds {
 			rc := m.Config
 			rc.Seed = m.Config.Seed + uint64(i)
@@ -61,7 +79,21 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 			rc.NodeFlags = append(slices.Clone(m.Config.NodeFlags), sw.NodeFlags...)
 			rc.RunID = cluster.NewRunID()
 			rc.RunDir = filepath.Join(m.RunsDir, rc.RunID)
-			if m.Guided {
+			rc.Cover = rc.Cover || m.Cover || m.CoverageGuided
+			var parent corpusEntry
+			var mutations []string
+			switch {
+			case m.CoverageGuided && len(corpus) > 0:
+				pr := rand.New(rand.NewPCG(rc.Seed, 0x636f7270))
+				parent = corpus[pr.IntN(len(corpus))]
+				kinds, err := rc.FaultKinds()
+				if err != nil {
+					return runs, failed, err
+				}
+				var child schedule.Schedule
+				child, mutations = schedule.Mutate(parent.sched, rc.Seed, schedule.Bounds{Kinds: kinds, MinHold: rc.MinHold, MaxHold: rc.MaxHold, NewPick: faults.NewPick})
+				rc.Schedule = &child
+			case m.Guided:
 				// The guided schedule is stored with the run, so its
 				// replay command repeats it exactly.
 				s := faults.GuideFailpoints(rc.Plan(), reached)
@@ -90,6 +122,9 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 				return runs, failed, fmt.Errorf("%s seed %d: %w", sw.Name, rc.Seed, err)
 			}
 			r := Judge(sw, rc.Seed, dir, verdict, results, h)
+			if rc.Cover {
+				r.Coverage, corpus = judgeCoverage(dir, union, corpus, parent, mutations)
+			}
 			runs = append(runs, r)
 			for _, w := range r.Windows {
 				reached[w]++
@@ -116,4 +151,35 @@ func ParseSwitches(names string) ([]Switch, error) {
 		out = append(out, sw)
 	}
 	return out, nil
+}
+
+// corpusEntry is a schedule that reached a block no earlier run of its
+// switch had, and the run that ran it.
+type corpusEntry struct {
+	sched schedule.Schedule
+	dir   string
+}
+
+// judgeCoverage reads the coverage a run in dir left, adds its blocks to
+// union and, when some were new, its schedule to corpus. A run without
+// coverage.json (its merge failed) counts as reaching nothing.
+func judgeCoverage(dir string, union map[string]bool, corpus []corpusEntry, parent corpusEntry, mutations []string) (*RunCoverage, []corpusEntry) {
+	cov, err := nodecover.Read(dir)
+	if err != nil {
+		return nil, corpus
+	}
+	rc := &RunCoverage{Blocks: cov.Blocks, Covered: cov.Covered, Parent: parent.dir, Mutations: mutations}
+	for _, b := range cov.Reached {
+		if !union[b] {
+			union[b] = true
+			rc.New++
+		}
+	}
+	rc.Union = len(union)
+	if rc.New > 0 {
+		if s, err := schedule.Load(filepath.Join(dir, rundir.ScheduleFile)); err == nil {
+			corpus = append(corpus, corpusEntry{sched: s, dir: dir})
+		}
+	}
+	return rc, corpus
 }

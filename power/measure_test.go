@@ -2,15 +2,18 @@ package power
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nodecover"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -115,5 +118,66 @@ func TestParseSwitches(t *testing.T) {
 	}
 	if _, err := ParseSwitches("KAFKA-1"); err == nil || !strings.Contains(err.Error(), `unknown "KAFKA-1" (known: KAFKA-532,`) {
 		t.Fatalf("unknown switch: %v", err)
+	}
+}
+
+// Coverage-guided: a run that reaches blocks no earlier run of its switch
+// reached puts its schedule in the corpus, and the next seed runs a
+// mutation of a corpus schedule (named with its parent and mutations); a
+// run that adds nothing new does not enter the corpus. Every run is
+// instrumented.
+func TestMeasureCoverageGuided(t *testing.T) {
+	fixed, _ := Lookup(Fixed)
+	base := harness.RunConfig{RunSpec: rundir.RunSpec{Seed: 1, TimeLimit: 90 * time.Second, MinHold: 2 * time.Second, MaxHold: 6 * time.Second,
+		Faults: []string{"pause-node", "bounce-node"}, Nodes: 3, ZK: rundir.ZK{Servers: 3}}}
+	// reachedBy[i] are the blocks the i-th run reaches.
+	reachedBy := [][]string{{"a", "b"}, {"a", "b", "c"}, {"a"}, {"a", "d"}}
+	var got []harness.RunConfig
+	m := Measure{Config: base, Seeds: len(reachedBy), Switches: []Switch{fixed}, RunsDir: t.TempDir(), CoverageGuided: true,
+		Execute: func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+			got = append(got, rc)
+			dir := emptyRun(t)
+			sched := rc.Plan()
+			if err := sched.Save(filepath.Join(dir, rundir.ScheduleFile)); err != nil {
+				t.Fatal(err)
+			}
+			reached := reachedBy[len(got)-1]
+			cov, _ := json.Marshal(nodecover.Summary{Blocks: 10, Covered: len(reached), Reached: reached})
+			if err := os.WriteFile(filepath.Join(dir, nodecover.File), cov, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return dir, checkers.Valid, nil, nil
+		}}
+	runs, failed, err := m.Run(t.Context())
+	if err != nil || len(failed) > 0 || len(runs) != 4 {
+		t.Fatalf("runs %d, failed %v, err %v", len(runs), failed, err)
+	}
+	for i, rc := range got {
+		if !rc.Cover {
+			t.Errorf("run %d not instrumented", i)
+		}
+		if (rc.Schedule != nil) != (i > 0) {
+			t.Errorf("run %d: stored schedule %v, want one from the corpus after the first run", i, rc.Schedule != nil)
+		}
+	}
+	wantNew, wantUnion := []int{2, 1, 0, 1}, []int{2, 3, 3, 4}
+	for i, r := range runs {
+		c := r.Coverage
+		if c == nil || c.New != wantNew[i] || c.Union != wantUnion[i] {
+			t.Fatalf("run %d coverage %+v, want %d new, union %d", i, c, wantNew[i], wantUnion[i])
+		}
+		if i > 0 && (c.Parent == "" || len(c.Mutations) == 0) {
+			t.Errorf("run %d: parent %q, mutations %v", i, c.Parent, c.Mutations)
+		}
+	}
+	// The third run reached nothing new: no later run descends from it.
+	if runs[3].Coverage.Parent == runs[2].RunDir {
+		t.Errorf("run 3 descends from run 2, which reached nothing new")
+	}
+	row := Table(runs)
+	for _, r := range row {
+		if r.Switch == Fixed && (r.Coverage == nil || r.Coverage.Union != 4 || r.Coverage.RunsWithNew != 3 || r.Coverage.Blocks != 10) {
+			t.Fatalf("row coverage %+v", r.Coverage)
+		}
 	}
 }

@@ -87,6 +87,25 @@ type Run struct {
 	// Fences are the stale inputs each fence saw and refused in the run
 	// (checkers.CountFences), counted from its history.
 	Fences []checkers.FenceCount `json:"fences,omitempty"`
+	// Coverage is what the run's instrumented node processes reached
+	// (--cover); nil for an uninstrumented run.
+	Coverage *RunCoverage `json:"coverage,omitempty"`
+}
+
+// RunCoverage is one run's node-program coverage beside the runs of its
+// switch before it.
+type RunCoverage struct {
+	Blocks  int `json:"blocks"`
+	Covered int `json:"covered"`
+	// New counts the blocks no earlier run of the switch reached; Union
+	// the blocks the switch's runs reached up to and with this one.
+	New   int `json:"new"`
+	Union int `json:"union"`
+	// Parent and Mutations say how a coverage-guided run's schedule was
+	// made: which earlier run's schedule (its run directory) and what was
+	// changed in it.
+	Parent    string   `json:"parent,omitempty"`
+	Mutations []string `json:"mutations,omitempty"`
 }
 
 // runCost is how long one stored run took, from its run.json being written
@@ -200,6 +219,18 @@ type Row struct {
 	// reached it and it refused one, with the inputs and refusals summed
 	// (checkers.TallyFences); a fence no run reached is untested.
 	Fences []checkers.FenceTally `json:"fences,omitempty"`
+	// Coverage sums the row's instrumented runs: the blocks of the node
+	// program, how many the runs reached together, and how many runs
+	// reached a block no earlier run had.
+	Coverage *RowCoverage `json:"coverage,omitempty"`
+}
+
+// RowCoverage is a row's node-program coverage.
+type RowCoverage struct {
+	Blocks      int `json:"blocks"`
+	Union       int `json:"union"`
+	RunsWithNew int `json:"runs_with_new"`
+	Runs        int `json:"runs"`
 }
 
 // median is the middle of xs (the mean of the two middle ones), 0 when
@@ -233,6 +264,17 @@ func Table(runs []Run) []Row {
 			}
 			row.Runs++
 			fences = append(fences, r.Fences)
+			if c := r.Coverage; c != nil {
+				if row.Coverage == nil {
+					row.Coverage = &RowCoverage{}
+				}
+				row.Coverage.Runs++
+				row.Coverage.Blocks = max(row.Coverage.Blocks, c.Blocks)
+				row.Coverage.Union = max(row.Coverage.Union, c.Union)
+				if c.New > 0 {
+					row.Coverage.RunsWithNew++
+				}
+			}
 			if r.Seconds > 0 {
 				seconds = append(seconds, r.Seconds)
 			}

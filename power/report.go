@@ -25,6 +25,10 @@ type Report struct {
 	Density   float64  `json:"fault_density,omitempty"`
 	Admin     bool     `json:"admin"`
 	Guided    bool     `json:"guided,omitempty"`
+	// Cover: the runs' node programs were instrumented; CoverageGuided:
+	// later seeds ran mutations of schedules that reached new node code.
+	Cover          bool `json:"cover,omitempty"`
+	CoverageGuided bool `json:"coverage_guided,omitempty"`
 	// SpreadTopic: the runs had the RF-2 spread topic beside the workload
 	// topic (rundir.RunSpec.SpreadTopic).
 	SpreadTopic bool `json:"spread_topic,omitempty"`

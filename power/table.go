@@ -39,6 +39,12 @@ func PrintTable(w io.Writer, rows []Row, unreached []string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Switch, caught, checker, med, worst, cost)
 	}
 	tw.Flush()
+	for _, r := range rows {
+		if c := r.Coverage; c != nil && c.Blocks > 0 {
+			fmt.Fprintf(w, "node coverage, %s: %d of %d blocks reached by %d instrumented runs together (%.1f%%); %d runs reached a block no earlier run had\n",
+				r.Switch, c.Union, c.Blocks, c.Runs, 100*float64(c.Union)/float64(c.Blocks), c.RunsWithNew)
+		}
+	}
 	if len(unreached) > 0 {
 		fmt.Fprintf(w, "failpoint windows no run reached: %s\n", strings.Join(unreached, ", "))
 	}

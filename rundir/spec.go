@@ -78,6 +78,10 @@ type RunSpec struct {
 	// schedule, overlapping (faults.PlanDense); zero for one fault at a
 	// time with quiet gaps (faults.Plan).
 	Density float64 `json:"Density,omitempty"`
+	// Cover builds the node program with Go's coverage instrumentation
+	// (the node/ packages, set mode) and merges what every node process
+	// reached into coverage.json (nodecover).
+	Cover bool `json:"Cover,omitempty"`
 	// SpreadTopic names the run's second topic beside the workload topic
 	// (SpreadTopicName, no clients): RF 2, one partition per broker,
 	// assignments rotating ({1,2}, {2,3}, {3,1} for 3 brokers). Real
@@ -221,6 +225,7 @@ const (
 	FlagSessionTimeout = "session-timeout"
 	FlagNonIdempotent  = "non-idempotent"
 	FlagAdmin          = "admin"
+	FlagCover          = "cover"
 	FlagFaultDensity   = "fault-density"
 	FlagSpreadTopic    = "spread-topic"
 	// FlagReplay is not a setting: it names a stored schedule.json, which
@@ -277,6 +282,9 @@ func (s *RunSpec) Register(fs *pflag.FlagSet, only ...string) {
 	})
 	def(FlagSessionTimeout, func() {
 		fs.DurationVar(&s.ZKSessionTimeout, FlagSessionTimeout, s.ZKSessionTimeout, "brokers' ZooKeeper session timeout")
+	})
+	def(FlagCover, func() {
+		fs.BoolVar(&s.Cover, FlagCover, s.Cover, "build the node program with coverage instrumentation and write the blocks its processes reached to coverage.json")
 	})
 	def(FlagAdmin, func() {
 		fs.BoolVar(&s.Admin, FlagAdmin, s.Admin, "run the control-plane workload beside the clients (reassignments, preferred elections, topic creation, controlled shutdowns); --admin=false to leave the controller idle")
@@ -362,6 +370,9 @@ func (s *RunSpec) ReplayArgs(runDir string, haveSchedule bool) ([]string, error)
 		}
 	}
 	dur(FlagSessionTimeout, s.ZKSessionTimeout)
+	if s.Cover {
+		add(FlagCover, "true", "bool")
+	}
 	// Always written, so a replay matches whatever the default: runs
 	// stored before these settings existed had neither.
 	add(FlagAdmin, strconv.FormatBool(s.Admin), "eq")

@@ -40,7 +40,7 @@ func kafka16667() Scenario {
 	return oneSwitch(Scenario{
 		Bug:     "KAFKA-16667",
 		Summary: "after a failover the new controller reads partition state through a lagging ZooKeeper follower, caches a stale zkVersion and retries its write with it forever",
-		Fix:     "the controller Syncs before reading partition state and, on BADVERSION, re-reads and reconciles instead of retrying the cached zkVersion",
+		Fix:     "on BADVERSION the controller re-reads the partition state and decides again until done, instead of retrying the cached zkVersion (Kafka 2.6.3's state machines)",
 		Catches: checkers.Liveness{Grace: check.LivenessGrace, MaxBadVersionRetries: check.MaxBadVersionRetries},
 		Check:   check,
 	}, harness.RunConfig{
@@ -263,9 +263,9 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 	statePath := func(e *history.Event) bool {
 		return e.Kind == history.KindZKWrite && int(e.Node) == w && e.ZKWrite.State != nil && strings.HasSuffix(e.ZKWrite.Path, "/state")
 	}
-	// With the bug the first write comes at once (every read is served by
-	// F as it is); fixed, each read waits for a Sync, which F answers once
-	// it has caught up.
+	// The first write comes at once either way (every read is served by F
+	// as it is); fixed, a BADVERSION makes the controller read again until
+	// F has caught up.
 	first, err := l.WaitEvent(ctx, since, 3*time.Second, fmt.Sprintf("n%d's first partition-state write", w), statePath)
 	if err == nil {
 		l.Note("n%d wrote %s expecting zkVersion %d: %s", w, first.ZKWrite.Path, first.ZKWrite.ExpectedVersion, first.ZKWrite.Outcome)

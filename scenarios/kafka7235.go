@@ -105,14 +105,20 @@ func (kafka7235Driver) Drive(ctx context.Context, l *harness.Live) error {
 	// The controller hears of X's death when X's session expires, never
 	// before the session timeout: a request sent earlier is not the one.
 	deathSeen := killed.Add(kafka7235Session / 2).UnixNano()
-	queued, err := l.WaitEvent(ctx, deathSeen, 30*time.Second, "a LeaderAndIsr sent towards the cut-off broker", func(e *history.Event) bool {
+	// Kafka's KafkaController.onReplicasBecomeOffline elects X's
+	// partitions first (a batch whose UpdateMetadata goes to every live
+	// broker, B included) and only then sends the OfflineReplica
+	// LeaderAndIsr to B: the request held in B's send thread is the
+	// UpdateMetadata when X led anything, with the LeaderAndIsr queued
+	// behind it. Either is queued for B's previous process.
+	queued, err := l.WaitEvent(ctx, deathSeen, 30*time.Second, "a request sent towards the cut-off broker", func(e *history.Event) bool {
 		return e.Kind == history.KindControlSent && int(e.Node) == c && e.Control != nil &&
-			e.Control.API == history.APILeaderAndIsr && int(e.Control.TargetBroker) == b
+			(e.Control.API == history.APILeaderAndIsr || e.Control.API == history.APIUpdateMetadata) && int(e.Control.TargetBroker) == b
 	})
 	if err != nil {
 		return err
 	}
-	l.Note("LeaderAndIsr for n%d queued with broker epoch %d; holding the controller before broker changes", b, queued.Control.BrokerEpoch)
+	l.Note("%s for n%d queued with broker epoch %d; holding the controller before broker changes", queued.Control.API, b, queued.Control.BrokerEpoch)
 	if err := l.ArmFailpoint(ctx, c, failpointBrokerChange, "1*pause"); err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ func newPowerCmd() *cobra.Command {
 		runsDir  string
 		jsonOut  string
 		guided   bool
+		covGuide bool
 		lockPath string
 		from     []string
 	)
@@ -65,6 +66,12 @@ many it refused one, with the counts summed, naming the fences no run tested
 table goes to power.json in --runs (or --json). With --guided each seed's
 failpoint faults aim at the windows the earlier seeds of the same switch
 reached least, so a switch's seeds together cover every window sooner.
+With --cover the node program is built with coverage instrumentation and
+the table says how many of its blocks the runs of each switch reached
+together; with --coverage-guided the search is a fuzzer's: a run that reached
+a block no earlier run of its switch had joins the corpus, and each later seed
+runs a mutation of a corpus schedule (steps added, dropped, moved, re-targeted
+or overlapped after the openings), stored with the run so it replays exactly.
 
 Exit status: 0 table written, 2 bad input or harness error.`,
 		Args: cobra.NoArgs,
@@ -105,7 +112,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			// offline or a controller stuck retrying is seen stuck rather
 			// than cut off by the end of the history (unknown).
 			cfg.Linger = max(check.LivenessGrace, check.OfflineGrace, check.RecoveryGrace) + 5*time.Second
-			m := power.Measure{Config: cfg, Seeds: seeds, Switches: sws, Guided: guided, RunsDir: runsDir, Check: check,
+			m := power.Measure{Config: cfg, Seeds: seeds, Switches: sws, Guided: guided, CoverageGuided: covGuide, RunsDir: runsDir, Check: check,
 				Execute: powerExecute, Log: cmd.ErrOrStderr(),
 				Lock: func(ctx context.Context) (func(), error) { return lockFile(ctx, lockPath) }}
 			runs, failed, err := m.Run(cmd.Context())
@@ -113,7 +120,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				return withCode(exitBad, err)
 			}
 			if err := power.Write(cmd.OutOrStdout(), runs, runsDir, jsonOut, power.Report{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(),
-				Faults: cfg.Faults, Density: cfg.Density, Admin: cfg.Admin, Guided: guided,
+				Faults: cfg.Faults, Density: cfg.Density, Admin: cfg.Admin, Guided: guided, CoverageGuided: covGuide, Cover: cfg.Cover || covGuide,
 				SpreadTopic: cfg.SpreadTopic != ""}); err != nil {
 				return withCode(exitBad, err)
 			}
@@ -136,7 +143,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	cfg.RunSpec = rundir.Default()
 	cfg.Seed, cfg.TimeLimit, cfg.Density = 1, 60*time.Second, 1.5
 	cfg.Register(f, rundir.FlagSeed, rundir.FlagTimeLimit, rundir.FlagFaults, rundir.FlagMinHold, rundir.FlagMaxHold,
-		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity)
+		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity, rundir.FlagCover)
 	f.StringVar(&switches, "switches", strings.Join(names, ","), "configurations to measure, comma-separated")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per run, and power.json")
 	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")
@@ -147,7 +154,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	// of a shared engine take turns instead of waiting for all of it.
 	f.StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")
 	f.StringSliceVar(&from, "from", nil, "make the table from the run directories already under these directories (comma-separated or repeated) instead of running: each run counts for the switch its run.json matches (its bug switches and node flags); other runs are skipped and named")
-	f.BoolVar(&guided, "guided", false, "aim each seed's failpoint faults at the windows the switch's earlier seeds reached least (coverage-guided; each run stores its schedule, so it replays exactly)")
+	f.BoolVar(&guided, "guided", false, "aim each seed's failpoint faults at the windows the switch's earlier seeds reached least (each run stores its schedule, so it replays exactly)")
+	f.BoolVar(&covGuide, "coverage-guided", false, "instrument the node program (implies --cover) and derive each seed's schedule by mutating a schedule that reached node code no earlier run of the switch had, as a fuzzer does (each run stores its schedule, so it replays exactly)")
 	return cmd
 }
 

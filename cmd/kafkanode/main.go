@@ -43,6 +43,13 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	coverCtx, stopCover := context.WithCancel(context.Background())
+	coverDone := make(chan struct{})
+	go func() {
+		defer close(coverDone)
+		flushCoverage(coverCtx, func(f string, a ...any) { fmt.Fprintf(os.Stderr, "kafkanode: "+f+"\n", a...) })
+	}()
+	defer func() { stopCover(); <-coverDone }()
 	if err := node.Run(ctx, cfg, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "kafkanode: %v\n", err)
 		return 1

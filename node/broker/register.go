@@ -11,19 +11,33 @@ import (
 	"github.com/zkchaos/zkchaos/node/zkutil"
 )
 
+// ErrRegistrationConflict is returned by Register when /brokers/ids/<id>
+// belongs to another session and the caller asked to exit on that.
+var ErrRegistrationConflict = errors.New("broker id registered by another session")
+
 // Register creates the ephemeral /brokers/ids/<id> for the current session
-// and returns its czxid, the broker epoch (KIP-380). If the znode exists and
-// belongs to another session (a previous process whose session has not
-// expired yet), it waits for it to go, as a restarted broker must; Kafka
-// fails start-up instead and relies on being restarted, which amounts to the
-// same wait. A znode that belongs to our own session (a create retried after
-// a connection loss) is taken as ours (checkedEphemeralCreate).
-func Register(ctx context.Context, s *zkutil.Session, id int32, host string, port int32, logf func(string, ...any)) (int64, error) {
+// and returns its czxid, the broker epoch (KIP-380). A znode that belongs to
+// our own session (a create re-issued after a connection loss) is taken as
+// ours (KafkaZkClient.CheckedEphemeral.getAfterNodeExists).
+//
+// If the znode belongs to another session (a previous process whose session
+// has not expired yet): with exitOnConflict, Register returns
+// ErrRegistrationConflict, as Kafka's registerBroker throws NodeExists and
+// KafkaServer.startup exits, leaving the restart to a supervisor; without
+// it, Register waits for the znode to go, which is what a supervisor's
+// restarts amount to.
+func Register(ctx context.Context, s *zkutil.Session, id int32, host string, port int32, exitOnConflict bool, logf func(string, ...any)) (int64, error) {
+	return register(ctx, s.Conn, id, host, port, exitOnConflict, logf)
+}
+
+func register[C zkutil.PathConn](ctx context.Context, c C, id int32, host string, port int32, exitOnConflict bool, logf func(string, ...any)) (int64, error) {
 	p := zkdata.BrokerPath(id)
 	waiting := false
 	for {
 		data := zkdata.EncodeBroker(host, port, time.Now())
-		_, _, err := zkutil.Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (string, error) {
+		// KafkaZkClient.CheckedEphemeral: each request is re-issued after
+		// a connection loss until the session is back or expired.
+		_, _, err := zkutil.UntilConnected(ctx, c, false, func(c C, _ int) (string, error) {
 			return c.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -33,23 +47,26 @@ func Register(ctx context.Context, s *zkutil.Session, id int32, host string, por
 			ok bool
 			st *zk.Stat
 		}
-		v, _, serr := zkutil.Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (r, error) {
+		v, _, serr := zkutil.UntilConnected(ctx, c, false, func(c C, _ int) (r, error) {
 			ok, st, err := c.Exists(p)
 			return r{ok, st}, err
 		})
 		if serr != nil {
 			return -1, fmt.Errorf("register %s: stat: %w", p, serr)
 		}
-		if v.ok && v.st.EphemeralOwner == s.Conn.SessionID() {
+		if v.ok && v.st.EphemeralOwner == c.SessionID() {
 			return v.st.Czxid, nil
+		}
+		owner := int64(0)
+		if v.ok {
+			owner = v.st.EphemeralOwner
+		}
+		if v.ok && exitOnConflict {
+			return -1, fmt.Errorf("register %s: %w: session 0x%x, not ours (0x%x)", p, ErrRegistrationConflict, owner, c.SessionID())
 		}
 		if !waiting {
 			waiting = true
-			owner := int64(0)
-			if v.ok {
-				owner = v.st.EphemeralOwner
-			}
-			logf("%s exists and belongs to session 0x%x, not ours (0x%x): waiting for it to expire", p, owner, s.Conn.SessionID())
+			logf("%s exists and belongs to session 0x%x, not ours (0x%x): waiting for it to expire", p, owner, c.SessionID())
 		}
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/zkchaos/zkchaos/history"
 	"io"
 	"net"
 	"os"
@@ -30,9 +31,9 @@ const (
 	// previous generation, the controller does not detect bounced brokers by
 	// czxid and does not check the epoch of ControlledShutdown.
 	BugKafka7235 = "KAFKA-7235"
-	// BugKafka16667: after failover the controller reads partition state
-	// through its own session without Sync and retries a BADVERSION write
-	// with its cached zkVersion forever.
+	// BugKafka16667: a controller's BADVERSION state write is retried with
+	// its cached zkVersion forever instead of re-reading the state; its
+	// reads never Sync, even with --proposals=zk-sync-before-read.
 	BugKafka16667 = "KAFKA-16667"
 )
 
@@ -56,10 +57,15 @@ const (
 	// torn tail of a log's last segment, instead of cutting the log at the
 	// first invalid batch as Kafka's log recovery does.
 	ProposalRefuseMidLogDamage = "refuse-mid-log-damage"
+	// ProposalZKSyncBeforeRead: the controller issues a ZooKeeper sync
+	// before each partition-state read, so its server is not behind the
+	// ZooKeeper leader when it reads (Kafka 2.6.3 has no sync there;
+	// ignored with KAFKA-16667 on).
+	ProposalZKSyncBeforeRead = "zk-sync-before-read"
 )
 
 // AllProposals lists every proposal.
-var AllProposals = []string{ProposalAckTimeoutOnLeaderLoss, ProposalCheckpointHosted, ProposalRefuseMidLogDamage}
+var AllProposals = []string{ProposalAckTimeoutOnLeaderLoss, ProposalCheckpointHosted, ProposalRefuseMidLogDamage, ProposalZKSyncBeforeRead}
 
 // Proposals is the set of proposals turned on.
 type Proposals map[string]bool
@@ -150,6 +156,17 @@ type Config struct {
 	// --zk, as a broker whose zookeeper.connect names its co-located server.
 	// A scenario needs to know which server serves a broker's reads.
 	ZKServerByID bool
+	// ZKSyncBeforeRead: proposal zk-sync-before-read, not Kafka 2.6.3 behaviour (which has no
+	// sync there): the controller Syncs before it reads a partition state,
+	// so its ZooKeeper server is not behind the leader when it reads.
+	// KAFKA-16667 on overrides it.
+	ZKSyncBeforeRead bool
+	// ExitOnRegistrationConflict: at start-up, a /brokers/ids/<id> that
+	// another session still owns ends the process (exit 1), as Kafka's
+	// KafkaServer.startup does on registerBroker's NodeExists; off, the
+	// node waits for the old session to expire, which is what a supervisor
+	// restarting Kafka amounts to.
+	ExitOnRegistrationConflict bool
 
 	Listen         string // Kafka listener, host:port
 	AdvertisedHost string // host written into /brokers/ids/<id>
@@ -183,10 +200,8 @@ type Config struct {
 	CheckFlags bool
 }
 
-// failpointNames mirrors failpoint.Names for the usage text (config must
-// not import the packages it configures).
-var failpointNames = []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-	"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send"}
+// failpointNames is history.FailpointNames, for the usage text.
+var failpointNames = history.FailpointNames
 
 // FailpointsEnv is the environment variable read for failpoints armed at
 // start, in addition to --failpoints (the flag wins for a name in both).
@@ -207,6 +222,7 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.ZKRequestTimeout, "zk-request-timeout", 10*time.Second, "upper bound for one ZooKeeper call; a call that exceeds it has an unknown outcome")
 	fs.DurationVar(&c.ZKConnectTimeout, "zk-connect-timeout", 30*time.Second, "how long start-up waits for a first ZooKeeper session before failing (exit 1)")
 	fs.BoolVar(&c.ZKServerByID, "zk-server-by-id", false, "connect only to the ((id-1) mod n)-th of the n --zk servers (a co-located server) instead of any of them")
+	fs.BoolVar(&c.ExitOnRegistrationConflict, "exit-on-registration-conflict", false, "exit at start-up (status 1) when /brokers/ids/<id> is still held by another session, as Kafka 2.6.3 does, instead of waiting for that session to expire (needs a supervisor that restarts the node)")
 	fs.StringVar(&c.Listen, "listen", "0.0.0.0:9092", "Kafka protocol listener")
 	fs.StringVar(&advertised, "advertised", "", "host:port registered in /brokers/ids (default: this host's first non-loopback IPv4 and the listen port)")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "admin HTTP listener for failpoints and state (default: advertised host, port 9093; \"off\" disables)")
@@ -275,6 +291,7 @@ Flags:
 		errs = append(errs, fmt.Errorf("--proposals: %w", err))
 	}
 	c.Proposals = pr
+	c.ZKSyncBeforeRead = pr.On(ProposalZKSyncBeforeRead)
 	if !slices.Contains(Policies, c.OfflinePolicy) {
 		errs = append(errs, fmt.Errorf("--offline-election: unknown policy %q (known: %s)", c.OfflinePolicy, strings.Join(Policies, ", ")))
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/zkchaos/zkchaos/history"
 	"io"
 	"strings"
 	"testing"
@@ -19,8 +20,9 @@ func TestParse(t *testing.T) {
 	}{
 		{"defaults are the fixed behaviour", base, "", func(c *Config) bool {
 			return c.BrokerID == 2 && len(c.ZKServers) == 2 && len(c.Bugs.List()) == 0 && c.OfflinePolicy == PolicyOffline &&
-				c.AdminListen == "10.0.0.102:9093" && c.AdvertisedPort == 9092
+				c.AdminListen == "10.0.0.102:9093" && c.AdvertisedPort == 9092 && !c.ZKSyncBeforeRead
 		}},
+		{"sync before read is an opt-in proposal", append(base, "--proposals=zk-sync-before-read"), "", func(c *Config) bool { return c.ZKSyncBeforeRead }},
 		{"bugs", append(base, "--bugs=kafka-532, KAFKA-7235"), "", func(c *Config) bool {
 			return c.Bugs.On(BugKafka532) && c.Bugs.On(BugKafka7235) && !c.Bugs.On(BugKafka16667)
 		}},
@@ -72,12 +74,13 @@ func TestFailpointsFromEnvironment(t *testing.T) {
 }
 
 func TestUsageNamesEveryFailpoint(t *testing.T) {
-	// failpointNames must stay in step with failpoint.Names (checked in
-	// package failpoint's tests would need an import cycle; compare here
-	// against the literal list the issue names).
-	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send"}
-	if strings.Join(failpointNames, ",") != strings.Join(want, ",") {
-		t.Fatalf("usage lists %v", failpointNames)
+	var out strings.Builder
+	if _, err := Parse([]string{"-h"}, &out); err == nil {
+		t.Fatal("-h parsed without flag.ErrHelp")
+	}
+	for _, n := range history.FailpointNames {
+		if !strings.Contains(out.String(), n) {
+			t.Errorf("usage does not name failpoint %s", n)
+		}
 	}
 }

@@ -66,7 +66,7 @@ func (c *Controller) onISRChange(ctx context.Context) error {
 		if _, ok := c.ctx.assign[tp]; !ok {
 			continue
 		}
-		ps, err := c.readState(ctx, tp, !c.cfg.Bugs.On(config.BugKafka16667))
+		ps, err := c.readState(ctx, tp)
 		if err != nil {
 			c.log.Printf("ISR change %s: %v", tp, err)
 			continue

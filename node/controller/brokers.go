@@ -77,7 +77,6 @@ func (c *Controller) onBrokerChange(ctx context.Context) error {
 	}
 	for _, id := range dead {
 		delete(c.ctx.live, id)
-		delete(c.ctx.shuttingDown, id)
 		c.chans.removeBroker(id)
 	}
 	return c.onBrokerFailure(ctx, dead)
@@ -115,55 +114,87 @@ func (c *Controller) onBrokerStartup(ctx context.Context, ids []int32) error {
 	return c.electOffline(ctx)
 }
 
-// onBrokerFailure: partitions led by a dead broker get a new leader (or
-// leader -1), dead followers leave the ISR (never emptying it).
-//
-// Every surviving replica of every partition with a replica on a dead broker
-// gets a LeaderAndIsr, whether or not its state changed, as Kafka's
-// OfflineReplica transition sends one for the partitions where the dead
-// replica was not in the ISR too (doRemoveReplicasFromIsr returns them with
-// their current state), and UpdateMetadata goes to every live broker either
-// way. Before, a dead broker that led nothing and was in no ISR (it had not
-// caught up yet) made the controller send nothing at all, so the other
-// brokers never heard of the death from it.
+// onBrokerFailure is KafkaController.onBrokerFailure and
+// onReplicasBecomeOffline: partitions without a live leader are elected
+// (triggerOnlinePartitionStateChange), then each failed broker's replicas
+// go to OfflineReplica, one broker at a time (ReplicaStateMachine groups
+// the replicas by broker).
 func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	var tps []history.TopicPartition
-	for _, tp := range c.ctx.sortedTPs() {
-		for _, r := range c.ctx.assign[tp] {
-			if slices.Contains(ids, r) {
-				tps = append(tps, tp)
-				break
-			}
+	// KafkaController.onBrokerFailure: a failed broker is no longer
+	// shutting down, whether it died or bounced (processBrokerChange calls
+	// this for bounced brokers too), so a bounced broker's new process is
+	// electable.
+	for _, id := range ids {
+		delete(c.ctx.shuttingDown, id)
+	}
+	if err := c.electOffline(ctx); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := c.offlineReplica(ctx, id); err != nil {
+			return err
 		}
 	}
-	return c.changeAndSend(ctx, tps, func(tp history.TopicPartition) decide {
-		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
-			if !c.ctx.isLive(cur.Leader) {
-				if l, isr, ok := c.offlineLeader(ctx, tp, cur); ok {
-					return zkdata.PartitionState{Leader: l, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
-				}
-				isr := removeFromISR(cur.ISR, ids)
-				if cur.Leader == -1 && slices.Equal(isr, cur.ISR) {
-					return cur, false
-				}
-				return zkdata.PartitionState{Leader: -1, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
-			}
-			isr := removeFromISR(cur.ISR, ids)
-			if slices.Equal(isr, cur.ISR) {
-				return cur, false
-			}
-			return zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
+	return nil
+}
+
+// offlineReplica is ReplicaStateMachine's OfflineReplica transition for
+// broker id's replicas: removeReplicasFromIsr takes id out of each ISR
+// (leader -1 if it led) but keeps an ISR of one as it is, and every
+// partition with a replica on id, changed or not (doRemoveReplicasFromIsr
+// returns the unchanged ones with their current state), gets a LeaderAndIsr
+// to its other replicas and an UpdateMetadata to every live broker. Before,
+// a dead broker that led nothing and was in no ISR (it had not caught up
+// yet) made the controller send nothing at all.
+func (c *Controller) offlineReplica(ctx context.Context, id int32) error {
+	var tps []history.TopicPartition
+	for _, tp := range c.ctx.sortedTPs() {
+		if c.ctx.state[tp] != nil && slices.Contains(c.ctx.assign[tp], id) {
+			tps = append(tps, tp)
 		}
-	}, func(b *batch, changed []history.TopicPartition) {
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	others := func(tp history.TopicPartition) []int32 {
+		return slices.DeleteFunc(c.liveReplicas(tp), func(r int32) bool { return r == id })
+	}
+	return c.changeAndSendTo(ctx, tps, func(history.TopicPartition) decide {
+		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) { return removeReplicaFromISR(cur, id) }
+	}, others, func(b *batch, changed []history.TopicPartition) {
+		var same []history.TopicPartition
 		for _, tp := range tps {
-			if c.ctx.state[tp] != nil && !slices.Contains(changed, tp) {
-				b.leaderAndIsr(c.liveReplicas(tp), tp, false)
+			if !slices.Contains(changed, tp) {
+				same = append(same, tp)
+				b.leaderAndIsr(others(tp), tp, false)
 			}
+		}
+		if len(same) > 0 {
+			b.updateMetadata(brokerIDs(c.ctx.live), same)
 		}
 	})
+}
+
+// removeReplicaFromISR is ReplicaStateMachine.doRemoveReplicasFromIsr for
+// one partition: if id is in the ISR, it leaves it (unless it is the only
+// member: an ISR of one is kept as it is) and stops leading (leader -1);
+// the leader epoch goes up either way. ok=false: id is not in the ISR.
+func removeReplicaFromISR(cur zkdata.PartitionState, id int32) (zkdata.PartitionState, bool) {
+	if !slices.Contains(cur.ISR, id) {
+		return cur, false
+	}
+	leader := cur.Leader
+	if leader == id {
+		leader = -1
+	}
+	isr := slices.Clone(cur.ISR)
+	if len(isr) > 1 {
+		isr = slices.DeleteFunc(isr, func(r int32) bool { return r == id })
+	}
+	return zkdata.PartitionState{Leader: leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
 }
 
 // removeFromISR drops ids from isr unless that would empty it.

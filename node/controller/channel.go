@@ -81,6 +81,9 @@ type channelManager struct {
 	// newClient connects a queue to its broker (wire.NewClient).
 	newClient func(b brokerInfo) requester
 	stopWait  time.Duration
+	// manual (tests): queues get no send thread, so what the controller
+	// sends stays queued for the test to read.
+	manual bool
 }
 
 func newChannelManager(c *Controller) *channelManager {
@@ -100,6 +103,10 @@ func (m *channelManager) addBroker(b brokerInfo) {
 	sq := &sendQueue{broker: b, q: newQueue[queued](), client: m.newClient(b),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.queues[b.ID] = sq
+	if m.manual {
+		close(sq.done)
+		return
+	}
 	go m.sendThread(sq)
 }
 

@@ -50,6 +50,11 @@ type Config struct {
 	// nil: every query fails, so query-leo never elects. ListOffsetsLEO is
 	// the wire implementation.
 	LEOQuery func(ctx context.Context, b ReplicaEndpoint, tp history.TopicPartition) (int64, error)
+	// SyncBeforeRead (--proposals=zk-sync-before-read, off by default as
+	// Kafka 2.6.3 has no such sync): partition-state reads are preceded by
+	// a ZooKeeper Sync, so a controller's server is not behind the leader
+	// when it reads. KAFKA-16667 on overrides it.
+	SyncBeforeRead bool
 	// OnNewSession runs on the event loop when the ZooKeeper session was
 	// replaced, before re-election: the broker re-registers there, as
 	// Kafka's RegisterBrokerAndReelect event does.
@@ -61,6 +66,27 @@ type ReplicaEndpoint struct {
 	ID   int32
 	Host string
 	Port int32
+}
+
+// zkConn is the part of a ZooKeeper connection the controller uses:
+// *zk.Conn, or an in-memory tree in tests.
+type zkConn interface {
+	zkutil.PathConn
+	Get(path string) ([]byte, *zk.Stat, error)
+	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
+	ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error)
+	Multi(ops ...any) ([]zk.MultiResponse, error)
+	Set(path string, data []byte, version int32) (*zk.Stat, error)
+	Sync(path string) (string, error)
+}
+
+// zkDo issues one controller request as KafkaZkClient does: re-issued
+// after every connection loss until the session is back, abandoned (an
+// error wrapping zk.ErrSessionExpired) if the session expired first. With
+// KAFKA-532 on, it retries across sessions as the 0.8 controller's ZkClient
+// did, so a resumed zombie goes on with its work on its new session.
+func zkDo[T any](ctx context.Context, c *Controller, fn func(conn zkConn) (T, error)) (T, int, error) {
+	return zkutil.UntilConnected(ctx, c.zk, c.cfg.Bugs.On(config.BugKafka532), func(conn zkConn, _ int) (T, error) { return fn(conn) })
 }
 
 // errControllerMoved is returned by a fenced write whose epoch check failed.
@@ -108,10 +134,10 @@ func sortTPs(tps []history.TopicPartition) {
 
 // Controller runs the election and, while elected, the controller logic.
 type Controller struct {
-	cfg  Config
-	sess *zkutil.Session
-	log  *eventlog.Log
-	fp   *failpoint.Registry
+	cfg Config
+	zk  zkConn
+	log *eventlog.Log
+	fp  *failpoint.Registry
 
 	events *queue[event]
 	stop   chan struct{}
@@ -125,6 +151,9 @@ type Controller struct {
 	gen            int   // bumped on every failover and resignation; stale watches compare it
 	ctx            *cctx
 	chans          *channelManager
+	// newChans makes a failover's channel manager (newChannelManager;
+	// tests replace it).
+	newChans func(*Controller) *channelManager
 
 	statusMu sync.Mutex
 	status   Status
@@ -195,8 +224,8 @@ func New(cfg Config, sess *zkutil.Session, log *eventlog.Log, fp *failpoint.Regi
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = 200 * time.Millisecond
 	}
-	c := &Controller{cfg: cfg, sess: sess, log: log, fp: fp, events: newQueue[event](),
-		stop: make(chan struct{}), done: make(chan struct{}), epoch: 0}
+	c := &Controller{cfg: cfg, zk: sess.Conn, log: log, fp: fp, events: newQueue[event](),
+		stop: make(chan struct{}), done: make(chan struct{}), epoch: 0, newChans: newChannelManager}
 	c.status.ControllerID = -1
 	return c
 }
@@ -333,7 +362,7 @@ func (c *Controller) setKnownController(id int32) {
 // ---- election ---------------------------------------------------------
 
 func (c *Controller) readController(ctx context.Context) (int32, error) {
-	data, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]byte, error) {
+	data, _, err := zkDo(ctx, c, func(conn zkConn) ([]byte, error) {
 		d, _, err := conn.Get(zkdata.ControllerPath)
 		return d, err
 	})
@@ -352,7 +381,7 @@ func (c *Controller) readController(ctx context.Context) (int32, error) {
 
 // watchController sets an exists-watch on /controller (ControllerChangeHandler).
 func (c *Controller) watchController(ctx context.Context) {
-	sid := c.sess.Conn.SessionID()
+	sid := c.zk.SessionID()
 	c.cwMu.Lock()
 	if c.cwPending && c.cwSession == sid {
 		c.cwMu.Unlock()
@@ -391,7 +420,7 @@ func (c *Controller) existsW(ctx context.Context, path string) (bool, *zk.Stat, 
 		st *zk.Stat
 		ch <-chan zk.Event
 	}
-	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+	v, _, err := zkDo(ctx, c, func(conn zkConn) (r, error) {
 		ok, st, ch, err := conn.ExistsW(path)
 		return r{ok, st, ch}, err
 	})
@@ -420,7 +449,7 @@ func (c *Controller) waitWatch(ch <-chan zk.Event, mk func() event) {
 // elect runs KafkaController.elect: if no controller exists, try the 2.1+
 // Multi; either way leave a watch on /controller.
 func (c *Controller) elect(ctx context.Context, reason string) {
-	c.sessionID = c.sess.Conn.SessionID()
+	c.sessionID = c.zk.SessionID()
 	defer c.watchController(ctx)
 	if err := c.fp.Eval(ctx, failpoint.ControllerBeforeElect); err != nil {
 		// An injected error is an election attempt that failed before
@@ -458,7 +487,33 @@ func (c *Controller) elect(ctx context.Context, reason string) {
 			c.resign("controller moved during failover")
 			return
 		}
-		c.log.Printf("failover: %v", err)
+		// KafkaController.elect: any other error from onControllerFailover
+		// triggers a controller move, so no controller stays active with a
+		// half-loaded context.
+		c.log.Printf("failover: %v; triggering a controller move", err)
+		c.triggerControllerMove(ctx, "failover failed")
+	}
+}
+
+// triggerControllerMove is KafkaController.triggerControllerMove: resign,
+// then delete /controller under the epoch fence
+// (KafkaZkClient.deleteController), so that the /controller watches elect
+// again. A failed fence means another controller was already elected.
+func (c *Controller) triggerControllerMove(ctx context.Context, reason string) {
+	if !c.active {
+		return
+	}
+	epoch, ver := c.epoch, c.epochZkVersion
+	c.resign(reason)
+	start := time.Now()
+	_, err := c.fenced(ctx, &zk.DeleteRequest{Path: zkdata.ControllerPath, Version: -1})
+	c.logWrite(start, zkdata.ControllerPath, "delete", !c.cfg.Bugs.On(config.BugKafka532), -1, "", nil, err, epoch, ver)
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, errControllerMoved):
+		c.log.Printf("controller has already moved when trying to trigger controller movement")
+	default:
+		c.log.Printf("trigger controller move: delete %s: %v", zkdata.ControllerPath, err)
 	}
 }
 
@@ -470,7 +525,7 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 	if errors.Is(err, zk.ErrNoNode) {
 		// First controller ever: create /controller_epoch = 0.
 		start := time.Now()
-		_, _, cerr := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (string, error) {
+		_, _, cerr := zkDo(ctx, c, func(conn zkConn) (string, error) {
 			return conn.Create(zkdata.ControllerEpochPath, zkdata.EncodeControllerEpoch(0), 0, zk.WorldACL(zk.PermAll))
 		})
 		c.logWrite(start, zkdata.ControllerEpochPath, "create", false, -1, "0", nil, cerr, 0, 0)
@@ -487,7 +542,7 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 	if c.cfg.Bugs.On(config.BugKafka532) {
 		// Pre-fix: separate, unguarded steps.
 		start := time.Now()
-		_, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (string, error) {
+		_, _, err := zkDo(ctx, c, func(conn zkConn) (string, error) {
 			return conn.Create(zkdata.ControllerPath, ctrlData, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 		})
 		c.logWrite(start, zkdata.ControllerPath, "create", false, -1, string(ctrlData), nil, err, newEpoch, -1)
@@ -495,7 +550,7 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 			return 0, 0, 0, fmt.Errorf("create %s: %w", zkdata.ControllerPath, err)
 		}
 		start = time.Now()
-		st, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (*zk.Stat, error) {
+		st, _, err := zkDo(ctx, c, func(conn zkConn) (*zk.Stat, error) {
 			return conn.Set(zkdata.ControllerEpochPath, zkdata.EncodeControllerEpoch(newEpoch), -1)
 		})
 		c.logWrite(start, zkdata.ControllerEpochPath, "set", false, -1, fmt.Sprint(newEpoch), st, err, newEpoch, -1)
@@ -505,7 +560,7 @@ func (c *Controller) registerAndIncrementEpoch(ctx context.Context) (int32, int3
 		return newEpoch, st.Version, st.Mzxid, nil
 	}
 	start := time.Now()
-	res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
+	res, _, err := zkDo(ctx, c, func(conn zkConn) ([]zk.MultiResponse, error) {
 		return conn.Multi(
 			&zk.CreateRequest{Path: zkdata.ControllerPath, Data: ctrlData, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: zkdata.ControllerEpochPath, Data: zkdata.EncodeControllerEpoch(newEpoch), Version: ver},
@@ -538,7 +593,7 @@ func (c *Controller) readEpoch(ctx context.Context) (int32, int32, error) {
 		d  []byte
 		st *zk.Stat
 	}
-	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+	v, _, err := zkDo(ctx, c, func(conn zkConn) (r, error) {
 		d, st, err := conn.Get(zkdata.ControllerEpochPath)
 		return r{d, st}, err
 	})
@@ -588,7 +643,7 @@ func (c *Controller) logWrite(start time.Time, path, op string, conditional bool
 // check failed, or the op's own error.
 func (c *Controller) fenced(ctx context.Context, op any) (zk.MultiResponse, error) {
 	if c.cfg.Bugs.On(config.BugKafka532) {
-		res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
+		res, _, err := zkDo(ctx, c, func(conn zkConn) ([]zk.MultiResponse, error) {
 			return conn.Multi(op)
 		})
 		_, ferr := zkutil.MultiFailure(res, err)
@@ -600,7 +655,7 @@ func (c *Controller) fenced(ctx context.Context, op any) (zk.MultiResponse, erro
 		}
 		return res[0], nil
 	}
-	res, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) ([]zk.MultiResponse, error) {
+	res, _, err := zkDo(ctx, c, func(conn zkConn) ([]zk.MultiResponse, error) {
 		return conn.Multi(&zk.CheckVersionRequest{Path: zkdata.ControllerEpochPath, Version: c.epochZkVersion}, op)
 	})
 	i, ferr := zkutil.MultiFailure(res, err)
@@ -653,12 +708,14 @@ func toHistoryState(tp history.TopicPartition, st zkdata.PartitionState, replica
 		ControllerEpoch: st.ControllerEpoch, ISR: slices.Clone(st.ISR), Replicas: slices.Clone(replicas)}
 }
 
-// readState reads a partition state znode, after Sync unless KAFKA-16667
-// (a ZooKeeper read is served by the session's server and may be stale).
-func (c *Controller) readState(ctx context.Context, tp history.TopicPartition, sync bool) (*partState, error) {
+// readState reads a partition state znode as
+// KafkaZkClient.getTopicPartitionStatesRaw does: served by the session's
+// server, which may be behind the ZooKeeper leader. With SyncBeforeRead (and
+// KAFKA-16667 off) a Sync first brings that server up to date.
+func (c *Controller) readState(ctx context.Context, tp history.TopicPartition) (*partState, error) {
 	path := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
-	if sync {
-		if _, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (string, error) {
+	if c.cfg.SyncBeforeRead && !c.cfg.Bugs.On(config.BugKafka16667) {
+		if _, _, err := zkDo(ctx, c, func(conn zkConn) (string, error) {
 			return conn.Sync(path)
 		}); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return nil, fmt.Errorf("sync %s: %w", path, err)
@@ -708,7 +765,9 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				done = append(done, tp)
 				break
 			}
-			if errors.Is(err, errControllerMoved) {
+			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+				// An expired session abandons the whole event, as
+				// ZooKeeperClientExpiredException does in Kafka.
 				return done, err
 			}
 			if !errors.Is(err, zk.ErrBadVersion) {
@@ -726,8 +785,13 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				}
 				continue
 			}
-			// Fixed: re-read (after Sync) and reconcile.
-			fresh, rerr := c.readState(ctx, tp, true)
+			// PartitionStateMachine.electLeaderForPartitions and
+			// ReplicaStateMachine.removeReplicasFromIsr: re-read the state
+			// from ZooKeeper and decide again, until the partition is done.
+			fresh, rerr := c.readState(ctx, tp)
+			if errors.Is(rerr, zk.ErrSessionExpired) {
+				return done, rerr
+			}
 			if rerr != nil {
 				c.log.Printf("re-read %s after BADVERSION: %v", tp, rerr)
 				break
@@ -737,15 +801,24 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				c.log.Printf("aborted state change of %s: written by a newer controller (epoch %d > %d)", tp, ps.st.ControllerEpoch, c.epoch)
 				break
 			}
-			if attempt >= 5 {
-				c.log.Printf("giving up state change of %s after %d attempts", tp, attempt)
+			if stateEqual(ps.st, next) {
+				// A write re-issued after a lost connection whose first
+				// attempt landed: ZooKeeper holds our decision.
+				done = append(done, tp)
 				break
 			}
 			if next, ok = fn(ps.st); !ok {
 				break
 			}
 			next.ControllerEpoch = c.epoch
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
 		}
 	}
 	return done, nil
+}
+
+func stateEqual(a, b zkdata.PartitionState) bool {
+	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.ControllerEpoch == b.ControllerEpoch && slices.Equal(a.ISR, b.ISR)
 }

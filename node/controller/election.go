@@ -80,7 +80,9 @@ func (c *Controller) electOffline(ctx context.Context) error {
 			tps = append(tps, tp)
 		}
 	}
-	return c.changeAndSend(ctx, tps, func(tp history.TopicPartition) decide {
+	// The LeaderAndIsr goes to the replicas that are online, not those
+	// shutting down (Election.leaderForOffline's liveReplicas).
+	return c.changeAndSendTo(ctx, tps, func(tp history.TopicPartition) decide {
 		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
 			if c.ctx.isLive(cur.Leader) {
 				return cur, false
@@ -91,7 +93,7 @@ func (c *Controller) electOffline(ctx context.Context) error {
 			}
 			return zkdata.PartitionState{Leader: l, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
 		}
-	}, nil)
+	}, c.onlineReplicas, nil)
 }
 
 // changeAndSend writes per-partition decisions, then (past the

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 	"github.com/zkchaos/zkchaos/node/zkutil"
 )
@@ -19,10 +18,10 @@ import (
 func (c *Controller) onControllerFailover(ctx context.Context) error {
 	c.gen++
 	c.ctx = newContext()
-	c.chans = newChannelManager(c)
+	c.chans = c.newChans(c)
 	gen := c.gen
 	for _, p := range []string{zkdata.ISRChangePath, zkdata.AdminPath} {
-		if err := zkutil.EnsurePath(ctx, c.sess, p); err != nil {
+		if err := zkutil.EnsurePathOn(ctx, c.zk, p); err != nil {
 			return err
 		}
 	}
@@ -34,12 +33,12 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	if _, err := c.readTopics(ctx); err != nil {
 		return err
 	}
-	// Partition states. Fixed: Sync first so the read is not older than
-	// the election. KAFKA-16667: read through our session as it is.
-	sync := !c.cfg.Bugs.On(config.BugKafka16667)
+	// Partition states (ControllerContext.partitionLeadershipInfo), read
+	// through our session's server as KafkaController.initializeControllerContext
+	// does: possibly older than the election (KAFKA-16667).
 	var newParts []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
-		ps, err := c.readState(ctx, tp, sync)
+		ps, err := c.readState(ctx, tp)
 		if errors.Is(err, zk.ErrNoNode) {
 			newParts = append(newParts, tp)
 			continue
@@ -77,8 +76,10 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dead)
-	if err := c.onBrokerFailure(ctx, dead); err != nil {
-		return err
+	for _, id := range dead {
+		if err := c.offlineReplica(ctx, id); err != nil {
+			return err
+		}
 	}
 	if err := c.electOffline(ctx); err != nil {
 		return err
@@ -116,6 +117,22 @@ func brokerIDs(m map[int32]brokerInfo) []int32 {
 	return out
 }
 
+// onlineReplicas are tp's replicas on live brokers that are not shutting
+// down (ControllerContext.isReplicaOnline): the ones an offline or new
+// partition's leader is chosen from and that hear of the choice.
+func (c *Controller) onlineReplicas(tp history.TopicPartition) []int32 {
+	var out []int32
+	for _, r := range c.ctx.assign[tp] {
+		if c.ctx.isLive(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// liveReplicas are tp's replicas on live brokers, shutting down or not
+// (ControllerContext.liveOrShuttingDownBrokerIds): the ones a request
+// batch reaches.
 func (c *Controller) liveReplicas(tp history.TopicPartition) []int32 {
 	var out []int32
 	for _, r := range c.ctx.assign[tp] {

@@ -16,21 +16,23 @@ import (
 
 // ---- partition creation ---------------------------------------------------
 
-// onNewPartitions moves NewPartition → OnlinePartition: leader = first live
-// replica, ISR = live replicas, leader epoch 0, state znode created under the
-// epoch fence.
+// onNewPartitions moves NewPartition → OnlinePartition
+// (PartitionStateMachine.initializeLeaderAndIsrForPartitions): leader = first
+// online replica, ISR = the online replicas (isReplicaOnline: live and not
+// shutting down), leader epoch 0, state znode created under the epoch
+// fence; the LeaderAndIsr goes to that ISR.
 func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPartition) error {
 	b := c.newBatch()
 	var created []history.TopicPartition
 	for _, tp := range tps {
-		live := c.liveReplicas(tp)
+		live := c.onlineReplicas(tp)
 		if len(live) == 0 {
 			c.log.Printf("new partition %s: no live replica among %v, stays new", tp, c.ctx.assign[tp])
 			continue
 		}
 		st := zkdata.PartitionState{Leader: live[0], LeaderEpoch: 0, ControllerEpoch: c.epoch, ISR: live}
 		p := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
-		if err := zkutil.EnsurePath(ctx, c.sess, path.Dir(p)); err != nil {
+		if err := zkutil.EnsurePathOn(ctx, c.zk, path.Dir(p)); err != nil {
 			return err
 		}
 		data := zkdata.EncodePartitionState(st)
@@ -53,7 +55,7 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 		case errors.Is(err, errControllerMoved):
 			return err
 		case errors.Is(err, zk.ErrNodeExists):
-			if ps, rerr := c.readState(ctx, tp, true); rerr == nil {
+			if ps, rerr := c.readState(ctx, tp); rerr == nil {
 				c.ctx.state[tp] = ps
 			}
 		default:
@@ -68,7 +70,7 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 		return nil
 	}
 	for _, tp := range created {
-		b.leaderAndIsr(c.liveReplicas(tp), tp, true)
+		b.leaderAndIsr(c.ctx.state[tp].st.ISR, tp, true)
 	}
 	b.updateMetadata(brokerIDs(c.ctx.live), created)
 	b.send()

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/failpoint"
 	"github.com/zkchaos/zkchaos/node/wire"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
@@ -22,6 +23,12 @@ func (c *Controller) ControlledShutdown(ctx context.Context, hdr wire.RequestHea
 	epoch := req.BrokerEpoch
 	if req.Version < 2 {
 		epoch = -1
+	}
+	c.log.Printf("ControlledShutdown request from broker %d (broker epoch %d, correlation id %d) received", req.BrokerID, epoch, hdr.CorrelationID)
+	// Held here, the request waits while the event loop goes on; it is
+	// handled even if the broker hung up meanwhile, as Kafka's is.
+	if err := c.fp.Eval(context.WithoutCancel(ctx), failpoint.ControllerBeforeControlledShutdown); err != nil {
+		c.log.Printf("ControlledShutdown from broker %d: %v (handling it anyway)", req.BrokerID, err)
 	}
 	reply := make(chan *kmsg.ControlledShutdownResponse, 1)
 	c.events.push(evShutdown{id: req.BrokerID, epoch: epoch, corr: hdr.CorrelationID, reply: reply})
@@ -84,7 +91,9 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 	// becomes a follower at the new epoch.
 	err := c.changeAndSend(ctx, led, func(tp history.TopicPartition) decide {
 		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
-			isr := removeFromISR(cur.ISR, []int32{e.id})
+			// Election.leaderForControlledShutdown: every shutting-down
+			// broker leaves the ISR, not only this one.
+			isr := removeFromISR(cur.ISR, sortedKeys(c.ctx.shuttingDown))
 			for _, r := range c.ctx.assign[tp] {
 				if r != e.id && c.ctx.isLive(r) && slices.Contains(isr, r) {
 					return zkdata.PartitionState{Leader: r, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true

@@ -10,7 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/zkdata"
-	"github.com/zkchaos/zkchaos/node/zkutil"
 )
 
 // ---- reading ZooKeeper --------------------------------------------------
@@ -20,7 +19,7 @@ func (c *Controller) childrenW(ctx context.Context, p string, mk func() event) (
 		kids []string
 		ch   <-chan zk.Event
 	}
-	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+	v, _, err := zkDo(ctx, c, func(conn zkConn) (r, error) {
 		kids, _, ch, err := conn.ChildrenW(p)
 		return r{kids, ch}, err
 	})
@@ -37,7 +36,7 @@ func (c *Controller) get(ctx context.Context, p string) ([]byte, *zk.Stat, error
 		d  []byte
 		st *zk.Stat
 	}
-	v, _, err := zkutil.Retry(ctx, c.sess, c.sess.RequestTimeout, func(conn *zk.Conn, _ int) (r, error) {
+	v, _, err := zkDo(ctx, c, func(conn zkConn) (r, error) {
 		d, st, err := conn.Get(p)
 		return r{d, st}, err
 	})

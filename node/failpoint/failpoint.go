@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkchaos/zkchaos/history"
 	"os"
 	"os/signal"
 	"slices"
@@ -34,78 +35,23 @@ import (
 	"time"
 )
 
-// The node program's failpoints.
+// The node program's failpoints (their meaning and order: history's
+// Failpoint* constants, the contract with the harness).
 const (
-	// ControllerAfterZKWrite: the controller wrote a leader decision to
-	// ZooKeeper and has not yet queued the LeaderAndIsr requests (KAFKA-532).
-	// Every leader change passes here: new partitions, broker failure and
-	// startup, controlled shutdown, preferred election, reassignment. A
-	// fault here held past the session timeout lets another controller be
-	// elected and decide; when this one goes on, its LeaderAndIsr carry the
-	// old controller epoch, and only the brokers' controller-epoch check
-	// stands between them and a zombie's decision taking effect.
-	ControllerAfterZKWrite = "controller-after-zk-write"
-	// ControllerBeforeBrokerChange: a BrokerChange watch fired and the
-	// controller has not yet read /brokers/ids (KAFKA-7235). A broker that
-	// bounces while the controller is held here is seen once, with its new
-	// czxid: only the czxid comparison tells the controller it restarted.
-	ControllerBeforeBrokerChange = "controller-before-broker-change"
-	// BrokerBeforeRegister: the broker connected to ZooKeeper and has not yet
-	// created /brokers/ids/<id>. Reached only at process start (arm it with
-	// --failpoints or KAFKANODE_FAILPOINTS).
-	BrokerBeforeRegister = "broker-before-register"
-	// BrokerControlledShutdown: the controller answered the broker's
-	// ControlledShutdown and the broker has not yet left ZooKeeper. The
-	// controller already counts it as shutting down (no leadership, out of
-	// the ISR) while it still serves.
-	BrokerControlledShutdown = "broker-during-controlled-shutdown"
-	// BrokerAfterRegister: the broker created /brokers/ids/<id> (the
-	// controller can see its new broker epoch) and has not yet handled a
-	// control request of that registration. A fault here holds a restarted
-	// broker registered but without partition state and without its HW
-	// checkpoint started (that starts on the first LeaderAndIsr): when it
-	// goes on, requests the controller queued for its previous process may
-	// be the first it handles, and only the broker-epoch check stands
-	// between them and the new process (KAFKA-7235). Held past the session
-	// timeout, the registration expires under a broker that has not served
-	// yet.
-	BrokerAfterRegister = "broker-after-register"
-	// FollowerAfterTruncation: a follower truncated its log on becoming
-	// follower (OffsetForLeaderEpoch) and has not fetched since. A fault
-	// here leaves it in the ISR with a log shorter than the leader's HW
-	// says: if the leader dies or is cut off now and this follower is
-	// elected, the records it truncated and had not fetched back are gone
-	// (the KIP-101 / KAFKA-3861 shape), and only the election policy and the
-	// HW it advertises stand between that and acknowledged writes lost.
-	FollowerAfterTruncation = "follower-after-truncation"
-	// ControllerBeforeElect: a broker saw /controller gone (or started, or
-	// got a new session) and has not yet tried to create it. A broker held
-	// here stays out of the controller election, so the driver decides
-	// which of the others wins.
-	ControllerBeforeElect = "controller-before-elect"
-	// ControllerAfterElected: the broker won /controller and
-	// /controller_epoch and has not yet read the cluster state (KAFKA-16667).
-	// Its reads are served by its session's server: a write another session
-	// commits while it is held here is stale to it if that server lags the
-	// ZooKeeper leader, and only a Sync before the reads stands between the
-	// new controller and a cached zkVersion that is already stale.
-	ControllerAfterElected = "controller-after-elected"
-	// ControllerBeforeSend: a controller's send thread has taken a request
-	// for another broker off its queue and logged it as sent, and has not
-	// yet written it to the connection (ControllerChannelManager's
-	// RequestSendThread between queue.take() and sendAndReceive). A process
-	// stopped here past its session resumes with a request built under
-	// its old controller epoch already in hand; Kafka's send thread is not
-	// interruptible, so it goes out while the event thread is still
-	// learning that the session expired. Only the receiving broker's
-	// controller-epoch check stands between it and a zombie's decision.
-	ControllerBeforeSend = "controller-before-send"
+	ControllerAfterZKWrite             = history.FailpointControllerAfterZKWrite
+	ControllerBeforeBrokerChange       = history.FailpointControllerBeforeBrokerChange
+	BrokerBeforeRegister               = history.FailpointBrokerBeforeRegister
+	BrokerControlledShutdown           = history.FailpointBrokerControlledShutdown
+	BrokerAfterRegister                = history.FailpointBrokerAfterRegister
+	FollowerAfterTruncation            = history.FailpointFollowerAfterTruncation
+	ControllerBeforeElect              = history.FailpointControllerBeforeElect
+	ControllerAfterElected             = history.FailpointControllerAfterElected
+	ControllerBeforeSend               = history.FailpointControllerBeforeSend
+	ControllerBeforeControlledShutdown = history.FailpointControllerBeforeControlledShutdown
 )
 
-// Names lists every failpoint. New windows are appended, so indices into it
-// (a replayed schedule's seeded pick) keep naming the same window.
-var Names = []string{ControllerAfterZKWrite, ControllerBeforeBrokerChange, BrokerBeforeRegister, BrokerControlledShutdown,
-	BrokerAfterRegister, FollowerAfterTruncation, ControllerBeforeElect, ControllerAfterElected, ControllerBeforeSend}
+// Names lists every failpoint, in history.FailpointNames' order.
+var Names = history.FailpointNames
 
 // ErrInjected is returned by Eval for the "error" action.
 var ErrInjected = errors.New("failpoint: injected error")

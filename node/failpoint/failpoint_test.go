@@ -129,19 +129,6 @@ func TestSigstopAsPID1Holds(t *testing.T) {
 	}
 }
 
-func TestNamesAreTheIssueWindows(t *testing.T) {
-	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register", "broker-during-controlled-shutdown",
-		"broker-after-register", "follower-after-truncation", "controller-before-elect", "controller-after-elected", "controller-before-send"}
-	if len(Names) != len(want) {
-		t.Fatalf("names %v", Names)
-	}
-	for i := range want {
-		if Names[i] != want[i] {
-			t.Fatalf("names %v, want %v (config's usage text lists them too)", Names, want)
-		}
-	}
-}
-
 func TestArmOnceFile(t *testing.T) {
 	dir := t.TempDir()
 	p := dir + "/" + OnceFile

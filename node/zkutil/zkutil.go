@@ -1,8 +1,9 @@
 // Package zkutil owns the node program's ZooKeeper session: connecting with a
 // session-state callback (go-zookeeper's event channel drops events), bounded
-// calls (the library has no per-call timeout), retry of calls lost to a
-// connection or session change (as KafkaZkClient.retryRequestsUntilConnected
-// does), and the mapping of errors to history outcomes.
+// calls (the library has no per-call timeout), re-issue of calls lost to a
+// connection loss until the session is back (as
+// KafkaZkClient.retryRequestsUntilConnected does), and the mapping of errors
+// to history outcomes.
 //
 // It knows nothing about Kafka's znodes; zkdata does.
 package zkutil
@@ -161,44 +162,11 @@ func Call[T any](ctx context.Context, s *Session, fn func(*zk.Conn) (T, error)) 
 	}
 }
 
-// Retriable reports whether err means the request did not reach (or was not
-// executed by) ZooKeeper on a session that still exists, so sending it again
-// on the current connection is safe.
-//
-// go-zookeeper hands a request the raw socket error when the connection
-// breaks under it (a write to a server that already closed an expired
-// session fails with EPIPE), not ErrConnectionClosed. Kafka's client treats
-// every such loss as CONNECTIONLOSS and retries once reconnected, so a
-// controller resumed after a long pause goes on with its work in the new
-// session instead of giving it up; KAFKA-532's zombie depends on that.
+// Retriable reports whether err means the request was lost with its
+// connection or its session (ConnectionLost, or an expiry), so the data
+// plane's callers may send it again on the current connection.
 func Retriable(err error) bool {
-	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) {
-		return true
-	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// Retry calls fn until it returns a non-retriable result, ctx ends or the
-// total time exceeds limit. attempt counts from 1.
-func Retry[T any](ctx context.Context, s *Session, limit time.Duration, fn func(c *zk.Conn, attempt int) (T, error)) (T, int, error) {
-	deadline := time.Now().Add(limit)
-	attempt := 0
-	for {
-		attempt++
-		a := attempt
-		v, err := Call(ctx, s, func(c *zk.Conn) (T, error) { return fn(c, a) })
-		if err == nil || !Retriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
-			return v, attempt, err
-		}
-		select {
-		case <-ctx.Done():
-			return v, attempt, err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return ConnectionLost(err) || errors.Is(err, zk.ErrSessionExpired)
 }
 
 // Outcome maps a ZooKeeper error to a history outcome.
@@ -233,8 +201,15 @@ func MultiFailure(res []zk.MultiResponse, err error) (int, error) {
 	return -1, nil
 }
 
-// EnsurePath creates path and its parents (persistent, empty) if missing.
+// EnsurePath creates path and its parents (persistent, empty) if missing,
+// on the session's connection.
 func EnsurePath(ctx context.Context, s *Session, path string) error {
+	return EnsurePathOn(ctx, s.Conn, path)
+}
+
+// EnsurePathOn is KafkaZkClient.makeSurePersistentPathExists: each missing
+// ancestor is created, every request retried until connected.
+func EnsurePathOn[C PathConn](ctx context.Context, c C, path string) error {
 	if path == "" || path == "/" {
 		return nil
 	}
@@ -245,14 +220,14 @@ func EnsurePath(ctx context.Context, s *Session, path string) error {
 			// create of an existing znode is still a write through the
 			// ZooKeeper leader, and a write brings the session's server up
 			// to date, so it would hide what later reads see (KAFKA-16667).
-			exists, _, err := Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (bool, error) {
+			exists, _, err := UntilConnected(ctx, c, false, func(c C, _ int) (bool, error) {
 				ok, _, err := c.Exists(p)
 				return ok, err
 			})
 			if err == nil && exists {
 				continue
 			}
-			_, _, err = Retry(ctx, s, s.RequestTimeout, func(c *zk.Conn, _ int) (string, error) {
+			_, _, err = UntilConnected(ctx, c, false, func(c C, _ int) (string, error) {
 				return c.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 			})
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -261,4 +236,119 @@ func EnsurePath(ctx context.Context, s *Session, path string) error {
 		}
 	}
 	return nil
+}
+
+// Conn is what UntilConnected needs of a connection: *zk.Conn, or a fake in
+// tests.
+type Conn interface {
+	State() zk.State
+	SessionID() int64
+}
+
+// ErrSessionLost wraps zk.ErrSessionExpired: the session a request was
+// issued on ended before it was answered (or before it could be re-issued).
+var ErrSessionLost = fmt.Errorf("zookeeper session ended before the request was answered: %w", zk.ErrSessionExpired)
+
+// ConnectionLost reports whether err means the connection under a request
+// broke (Kafka's CONNECTIONLOSS): the request may or may not have executed,
+// and the session may still be alive. go-zookeeper hands a request the raw
+// socket error when the connection breaks under it, not ErrConnectionClosed.
+func ConnectionLost(err error) bool {
+	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// waitPoll is how often UntilConnected looks at the connection state while
+// it waits for a session.
+const waitPoll = 20 * time.Millisecond
+
+// UntilConnected is KafkaZkClient.retryRequestsUntilConnected: fn is issued,
+// and re-issued each time its connection is lost, after
+// ZooKeeperClient.waitUntilConnected has seen the session again. There is no
+// time limit: a controller cut off from ZooKeeper blocks here until the
+// connection comes back or the session is found expired, as Kafka's
+// controller thread does. Expiry ends it with an error wrapping
+// zk.ErrSessionExpired: the request belonged to the old session (Kafka's
+// ZooKeeperClientExpiredException), and the caller's event is abandoned.
+// acrossSessions keeps retrying on the new session instead, as the
+// pre-2.0 ZkClient.retryUntilConnected did (it caught SessionExpired too).
+//
+// fn must be safe to re-issue: a conditional write whose first answer was
+// lost may have executed, so its caller decides what a second answer of
+// BADVERSION or NODEEXISTS means, as Kafka's callers do.
+//
+// A call that ctx abandons keeps running until go-zookeeper answers it (its
+// receive timeout bounds a silent server). attempt counts from 1.
+func UntilConnected[C Conn, T any](ctx context.Context, c C, acrossSessions bool, fn func(c C, attempt int) (T, error)) (T, int, error) {
+	var zero T
+	sid, err := awaitSession(ctx, c)
+	if err != nil {
+		return zero, 0, err
+	}
+	for attempt := 1; ; attempt++ {
+		v, err := callCtx(ctx, func() (T, error) { return fn(c, attempt) })
+		if err == nil || ctx.Err() != nil {
+			return v, attempt, err
+		}
+		expired := errors.Is(err, zk.ErrSessionExpired)
+		if !expired && !ConnectionLost(err) {
+			return v, attempt, err
+		}
+		if expired && !acrossSessions {
+			return v, attempt, fmt.Errorf("%w (%w)", ErrSessionLost, err)
+		}
+		now, werr := awaitSession(ctx, c)
+		if werr != nil {
+			return v, attempt, fmt.Errorf("%w (while waiting to re-issue after %w)", werr, err)
+		}
+		if now != sid && !acrossSessions {
+			return v, attempt, fmt.Errorf("%w: 0x%x replaced by 0x%x (%w)", ErrSessionLost, sid, now, err)
+		}
+		sid = now
+	}
+}
+
+// awaitSession is ZooKeeperClient.waitUntilConnected: it returns the session
+// id once the connection has a session, or ctx's error.
+func awaitSession[C Conn](ctx context.Context, c C) (int64, error) {
+	for c.State() != zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("waiting for a zookeeper session (state %s): %w", c.State(), ctx.Err())
+		case <-time.After(waitPoll):
+		}
+	}
+	return c.SessionID(), nil
+}
+
+// callCtx runs fn and returns its answer, or ctx's error if ctx ends first
+// (fn then finishes in the background).
+func callCtx[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	}
+}
+
+// PathConn is what EnsurePathOn needs of a connection.
+type PathConn interface {
+	Conn
+	Exists(path string) (bool, *zk.Stat, error)
+	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
 }

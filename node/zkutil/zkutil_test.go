@@ -1,11 +1,13 @@
 package zkutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -112,5 +114,82 @@ func TestStartProviderPausesOnlyBeforeTheFirstSession(t *testing.T) {
 				t.Fatalf("rounds' ends reported: %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// fakeConn is a connection whose state and session a test script changes.
+type fakeConn struct {
+	mu    sync.Mutex
+	state zk.State
+	sid   int64
+}
+
+func (f *fakeConn) State() zk.State  { f.mu.Lock(); defer f.mu.Unlock(); return f.state }
+func (f *fakeConn) SessionID() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.sid }
+func (f *fakeConn) set(s zk.State, sid int64) {
+	f.mu.Lock()
+	f.state, f.sid = s, sid
+	f.mu.Unlock()
+}
+
+// UntilConnected is retryRequestsUntilConnected: a connection loss is
+// re-issued once the session is back, however long that takes; an expiry
+// ends it (unless acrossSessions, the pre-2.0 ZkClient); a ZooKeeper verdict
+// is returned as it is.
+func TestUntilConnected(t *testing.T) {
+	tests := []struct {
+		name           string
+		acrossSessions bool
+		answers        []error // one per attempt; the connection drops after a loss
+		newSession     bool    // the connection comes back with another session
+		wantAttempts   int
+		wantErr        error
+	}{
+		{"answered", false, []error{nil}, false, 1, nil},
+		{"verdict", false, []error{zk.ErrBadVersion}, false, 1, zk.ErrBadVersion},
+		{"loss, same session", false, []error{zk.ErrConnectionClosed, io.EOF, nil}, false, 3, nil},
+		{"loss, session replaced", false, []error{zk.ErrConnectionClosed, nil}, true, 1, zk.ErrSessionExpired},
+		{"expired", false, []error{zk.ErrSessionExpired, nil}, false, 1, zk.ErrSessionExpired},
+		{"expired, across sessions", true, []error{zk.ErrSessionExpired, nil}, true, 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeConn{state: zk.StateHasSession, sid: 1}
+			var wg sync.WaitGroup
+			_, attempts, err := UntilConnected(context.Background(), c, tt.acrossSessions, func(c *fakeConn, attempt int) (int, error) {
+				e := tt.answers[attempt-1]
+				if e != nil {
+					// The connection drops and comes back later than
+					// any request timeout would have waited.
+					c.set(zk.StateConnecting, 1)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						time.Sleep(100 * time.Millisecond)
+						sid := int64(1)
+						if tt.newSession {
+							sid = 2
+						}
+						c.set(zk.StateHasSession, sid)
+					}()
+				}
+				return attempt, e
+			})
+			wg.Wait()
+			if attempts != tt.wantAttempts || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("attempts %d err %v, want %d %v", attempts, err, tt.wantAttempts, tt.wantErr)
+			}
+		})
+	}
+}
+
+// A caller's context ends the wait for a session.
+func TestUntilConnectedStopsWithContext(t *testing.T) {
+	c := &fakeConn{state: zk.StateConnecting, sid: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, _, err := UntilConnected(ctx, c, false, func(*fakeConn, int) (int, error) { return 0, nil })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the context's", err)
 	}
 }

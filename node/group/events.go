@@ -1,0 +1,92 @@
+package group
+
+import "sort"
+
+// Event reports one request the coordinator answered, for the node's event
+// log. Fields that do not apply to the API stay zero / -1.
+type Event struct {
+	// API is the request's name: "FindCoordinator", "JoinGroup",
+	// "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
+	// "OffsetFetch", "DescribeGroups" (one event per group), "ListGroups"
+	// (Group ""), and, for partition moves rather than requests,
+	// "LoadPartition" and "UnloadPartition" (Group "", Partition set,
+	// Groups listing the groups loaded or unloaded).
+	API     string
+	Version int16
+	Group   string
+	// Partition is the group's __consumer_offsets partition.
+	Partition int32
+	// Member and InstanceID are what the request carried ("" / nil when
+	// absent); AssignedMember is the member id a JoinGroup answer gave.
+	Member         string
+	InstanceID     *string
+	AssignedMember string
+	// GenerationCarried is the generation in the request (-1: none, as in
+	// JoinGroup); GenerationCurrent is the group's when answered (-1: the
+	// coordinator has no such group).
+	GenerationCarried int32
+	GenerationCurrent int32
+	// State is the group's state when answered ("" if unknown); Leader its
+	// leader member id.
+	State  string
+	Leader string
+	// Error is the answer's error code; for per-member and per-partition
+	// answers, the first non-zero one (the details are in Members/Offsets).
+	Error   int16
+	Members []LeaveMemberResult
+	Offsets []EventOffset
+	// Coordinator is the broker a FindCoordinator answer named (-1: none).
+	Coordinator int32
+	Groups      []string
+}
+
+// EventOffset is one partition of an OffsetCommit or OffsetFetch.
+type EventOffset struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Error     int16
+}
+
+// emit fills the group's current facts into ev and hands it to the hook;
+// called with the lock held.
+func (c *Coordinator) emit(ev Event) {
+	if c.onEvent == nil {
+		return
+	}
+	ev.Partition = c.PartitionFor(ev.Group)
+	ev.GenerationCurrent = -1
+	if ev.API != "FindCoordinator" {
+		ev.Coordinator = -1
+	}
+	if g := c.groups[ev.Group]; g != nil {
+		ev.GenerationCurrent = g.generation
+		ev.State = g.state.String()
+		ev.Leader = g.leaderOrEmpty()
+	}
+	if ev.Error == 0 {
+		for _, m := range ev.Members {
+			if m.Err != 0 {
+				ev.Error = m.Err
+				break
+			}
+		}
+		for _, o := range ev.Offsets {
+			if o.Error != 0 {
+				ev.Error = o.Error
+				break
+			}
+		}
+	}
+	c.onEvent(ev)
+}
+
+// emitPartition reports a load or unload of a __consumer_offsets partition;
+// called with the lock held.
+func (c *Coordinator) emitPartition(api string, p int32, groups []string, code int16) {
+	if c.onEvent == nil {
+		return
+	}
+	sort.Strings(groups)
+	c.onEvent(Event{API: api, Partition: p, GenerationCarried: -1, GenerationCurrent: -1, Coordinator: -1, Error: code, Groups: groups})
+}

@@ -1,0 +1,64 @@
+package itest
+
+import (
+	"context"
+	"time"
+
+	"testing"
+
+	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/node/failpoint"
+	"github.com/zkchaos/zkchaos/node/zkdata"
+)
+
+// KafkaZkClient.retryRequestsUntilConnected: a controller request that
+// cannot reach ZooKeeper waits for the connection (re-issued after a
+// connection loss) instead of giving up after a request timeout. Here the
+// controller, held before it reads /brokers/ids for a broker's death, is cut
+// off from every ZooKeeper server for 0.8 s (less than the 2 s session) and
+// its read starts inside that cut; with --zk-request-timeout=200ms the node
+// before this change gave the BrokerChange up and the dead broker's
+// partition kept its dead leader. Now the read waits and the partition gets
+// a new leader.
+func TestControllerWaitsForZooKeeper(t *testing.T) {
+	e := setupArgs(t, []string{"--zk-request-timeout=200ms"}, nil)
+	ctx := ctxT(t)
+	c := e.createTopicT()
+	v := other(c)
+	// t-p is led by p%3+1 (createTopic's assignment, first replica).
+	p := int32((v + 2) % 3)
+	path := zkdata.PartitionStatePath("t", p)
+	e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sleep(1500ms)")
+	n0 := len(e.events(c))
+	if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, n0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+	held := time.Now()
+	net := nemesis.NewNet()
+	t.Cleanup(func() { net.HealAll(context.Background()) })
+	var zks []*docker.Container
+	for _, s := range e.c.ZKServers() {
+		zks = append(zks, s.Container)
+	}
+	time.Sleep(time.Until(held.Add(1200 * time.Millisecond)))
+	if err := net.Partition(ctx, []*docker.Container{e.node(c).Container}, zks); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	if err := net.HealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("n%d cut off from ZooKeeper %s to %s after its BrokerChange hold began (the hold ends at 1.5s)",
+		c, 1200*time.Millisecond, time.Since(held).Round(time.Millisecond))
+	ev, _ := e.waitEvent(c, 15*time.Second, "the dead leader's partition re-elected", n0, func(ev history.Event) bool {
+		return ev.Kind == history.KindZKWrite && ev.ZKWrite.Path == path && ev.ZKWrite.Outcome == history.ZKOK &&
+			ev.ZKWrite.State != nil && ev.ZKWrite.State.Leader != int32(v)
+	})
+	if _, ok := e.findEvent(c, 0, isKind(history.KindControllerResigned)); ok {
+		t.Fatalf("n%d resigned: the cut was meant to stay within its session", c)
+	}
+	t.Logf("t-%d: leader %d at epoch %d after n%d died", p, ev.ZKWrite.State.Leader, ev.ZKWrite.State.LeaderEpoch, v)
+}
