@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -128,7 +129,7 @@ func (s *controlServer) active() []string {
 
 func (s *controlServer) fault(w http.ResponseWriter, r *http.Request) {
 	kind := nemesis.FaultKind(r.PathValue("kind"))
-	f, ok := nemesis.Lookup(kind)
+	f, ok := faults.Lookup(kind)
 	if !ok {
 		answer(w, http.StatusBadRequest, controlAnswer{Error: fmt.Sprintf("unknown fault %q; the catalogue: %s", kind, catalogueNames())})
 		return
@@ -142,14 +143,14 @@ func (s *controlServer) fault(w http.ResponseWriter, r *http.Request) {
 		}
 		pick = n
 	}
-	topo := nemesis.Topology{Nodes: len(s.live.World.Nodes()), ZKServers: len(s.live.World.ZKServers())}
+	topo := faults.Topology{Nodes: len(s.live.World.Nodes()), ZKServers: len(s.live.World.ZKServers())}
 	if err := f.Available(topo); err != nil {
 		answer(w, http.StatusBadRequest, controlAnswer{Error: err.Error()})
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	heal, err := f.Inject(s.ctx, s.live.Nemesis, pick)
+	heal, err := s.live.Faults.Inject(s.ctx, kind, pick)
 	if err != nil {
 		answer(w, http.StatusInternalServerError, controlAnswer{Error: fmt.Sprintf("%s: %v", kind, err)})
 		return
@@ -189,7 +190,7 @@ func answer(w http.ResponseWriter, status int, a controlAnswer) {
 
 func catalogueNames() string {
 	var names []string
-	for _, k := range nemesis.Catalogue {
+	for _, k := range faults.Catalogue {
 		names = append(names, string(k))
 	}
 	return strings.Join(names, ", ")

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/internal/zkcall"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout"
 	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
-var _ nemesis.PreferredElector = (*world)(nil)
+var _ faults.PreferredElector = (*world)(nil)
 
 // electWithin bounds one preferred election: waiting out an election
 // already asked for (the admin workload's), the write, and the

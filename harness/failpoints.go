@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
-// failpointWorld is the run's world with what the nemesis's failpoint fault
-// needs on top: the nodes' admin ports (arm, disarm), their event logs (was
-// the window reached) and partition roles from ZooKeeper.
+// failpointWorld is the run's world with what the composite faults
+// (faults.Env) need on top: the nodes' admin ports (arm, disarm), their
+// event logs (was the window reached, BADVERSION retries) and partition
+// roles from ZooKeeper.
 type failpointWorld struct {
 	*world
 	admin      *Live // only its admin-port helper is used
@@ -30,9 +31,9 @@ type failpointWorld struct {
 }
 
 var (
-	_ nemesis.FailpointWorld  = (*failpointWorld)(nil)
-	_ nemesis.ReplicaLagWorld = (*failpointWorld)(nil)
-	_ nemesis.BadVersionWorld = (*failpointWorld)(nil)
+	_ faults.Partitions        = (*failpointWorld)(nil)
+	_ faults.Failpoints        = (*failpointWorld)(nil)
+	_ faults.BadVersionCounter = (*failpointWorld)(nil)
 )
 
 // newFailpointWorld extends w for the failpoint fault of a run configured by
@@ -41,6 +42,12 @@ func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfi
 	return &failpointWorld{world: w, admin: &Live{Cluster: c}, runDir: runDir,
 		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout, replicaLag: replicaLagOf(cfg.NodeFlags),
 		logs: nodeLogs{keep: nemesisKinds}}
+}
+
+// env is what the run's faults may use: everything this world offers.
+func (f *failpointWorld) env() faults.Env {
+	return faults.Env{Partitions: f, Failpoints: f, Session: f.session, ReplicaLag: f.replicaLag,
+		Elector: f.world, StateVia: f.world, BadVersions: f}
 }
 
 // nemesisKinds: the node event kinds the nemesis's questions read (failpoint

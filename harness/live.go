@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -29,15 +30,18 @@ type Driver interface {
 type scheduleDriver struct{ s nemesis.Schedule }
 
 func (d scheduleDriver) Drive(ctx context.Context, l *Live) error {
-	return l.Nemesis.RunSchedule(ctx, d.s)
+	return l.Faults.RunSchedule(ctx, d.s)
 }
 
 // Live is a running cluster as a driver sees it. Everything it offers goes
 // through containers, ZooKeeper, the node's admin port or the node's event
 // log: a driver never reaches into the node program's internals.
 type Live struct {
-	Cluster  *cluster.Cluster
-	Nemesis  *nemesis.Nemesis
+	Cluster *cluster.Cluster
+	Nemesis *nemesis.Nemesis
+	// Faults is the run's fault catalogue bound to Nemesis: the
+	// schedule's and `chaos fault`'s faults go through it.
+	Faults   *faults.Set
 	World    nemesis.World
 	RunDir   string
 	Progress io.Writer

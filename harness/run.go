@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/nodecover"
@@ -90,21 +91,21 @@ func planSpec(s rundir.RunSpec) nemesis.Schedule {
 	var kinds []nemesis.FaultKind
 	var unknown []string
 	for _, f := range s.Faults {
-		if k := nemesis.FaultKind(f); slices.Contains(nemesis.Catalogue, k) {
+		if k := nemesis.FaultKind(f); slices.Contains(faults.Catalogue, k) {
 			kinds = append(kinds, k)
 		} else {
 			unknown = append(unknown, fmt.Sprintf("%q: not a fault kind of this build", f))
 		}
 	}
-	topo := nemesis.Topology{Nodes: s.Nodes, ZKServers: s.ZK.Servers}
+	topo := faults.Topology{Nodes: s.Nodes, ZKServers: s.ZK.Servers}
 	plan := func() nemesis.Schedule {
-		return nemesis.Plan(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds)
+		return faults.Plan(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds)
 	}
 	var sched nemesis.Schedule
 	if s.Density > 0 {
-		usable, skipped := nemesis.Usable(topo, kinds)
+		usable, skipped := faults.Usable(topo, kinds)
 		var err error
-		if sched, err = nemesis.PlanDense(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density); err != nil {
+		if sched, err = faults.PlanDense(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density); err != nil {
 			sched = plan()
 			sched.Skipped = append(sched.Skipped, err.Error())
 		} else {
@@ -294,8 +295,16 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	// --- workload and nemesis, side by side for TimeLimit
 	rec := nemesis.NewFileRecorder(filepath.Join(hdir, "nemesis.jsonl"))
 	defer rec.Close()
-	nem := nemesis.New(newFailpointWorld(w, c, abs, cfg), rec)
+	fpw := newFailpointWorld(w, c, abs, cfg)
+	nem := nemesis.New(fpw, rec)
 	defer nem.Heal(context.WithoutCancel(ctx)) // also on panic and Ctrl-C
+	fs, err := faults.New(nem, fpw.env())
+	if err == nil {
+		err = fs.Missing()
+	}
+	if err != nil {
+		return abs, err
+	}
 	driver := cfg.Driver
 	if driver == nil {
 		sched := cfg.Plan()
@@ -304,7 +313,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		}
 		driver = scheduleDriver{sched}
 	}
-	live := &Live{Cluster: c, Nemesis: nem, World: w, RunDir: abs, Progress: cfg.Progress}
+	live := &Live{Cluster: c, Nemesis: nem, Faults: fs, World: w, RunDir: abs, Progress: cfg.Progress}
 	lc := workloads.LogConfig{
 		Brokers: brokerAddrs(c), Topic: cfg.Topic, Partitions: cfg.Partitions,
 		Producers: cfg.Producers, Readers: cfg.Readers, Acks: cfg.Acks, Seed: cfg.Seed,

@@ -11,9 +11,9 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
 	"github.com/zkchaos/zkchaos/judge"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -28,7 +28,7 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 		Seed:       11,
 		NoWorkload: true,
 		TimeLimit:  20 * time.Second,
-		Faults:     []string{string(nemesis.PauseController), string(nemesis.BounceNode), string(nemesis.IsolateController)},
+		Faults:     []string{string(faults.PauseController), string(faults.BounceNode), string(faults.IsolateController)},
 		MinHold:    2 * time.Second,
 		MaxHold:    4 * time.Second,
 	}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/internal/zkcall"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout/zkio"
@@ -25,8 +26,8 @@ type world struct {
 }
 
 var (
-	_ nemesis.World         = (*world)(nil)
-	_ nemesis.ZKStateReader = (*world)(nil)
+	_ nemesis.World      = (*world)(nil)
+	_ faults.StateReader = (*world)(nil)
 )
 
 func newWorld(c *cluster.Cluster) (*world, error) {
@@ -73,16 +74,16 @@ func (w *world) viaConn(id int) (*zk.Conn, error) {
 // server zk alone, without Sync: what that server has applied, with the
 // zxid of the state's last change. Through the leader that is every
 // committed write.
-func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, partition int32) (nemesis.PartitionState, error) {
+func (w *world) PartitionStateVia(ctx context.Context, zkID int, topic string, partition int32) (faults.PartitionState, error) {
 	c, err := w.viaConn(zkID)
 	if err != nil {
-		return nemesis.PartitionState{}, err
+		return faults.PartitionState{}, err
 	}
 	st, stat, err := zkio.ReadPartitionState(bounded{ctx, c, false, 2 * time.Second}, topic, partition)
 	if err != nil {
-		return nemesis.PartitionState{}, fmt.Errorf("through zk%d: %w", zkID, err)
+		return faults.PartitionState{}, fmt.Errorf("through zk%d: %w", zkID, err)
 	}
-	return nemesis.PartitionState{PartitionState: st, Mzxid: stat.Mzxid}, nil
+	return faults.PartitionState{PartitionState: st, Mzxid: stat.Mzxid}, nil
 }
 
 // bounded is a zkio.Getter over conn whose every read is getWithin's.

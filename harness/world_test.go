@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/clustertest"
 	"github.com/zkchaos/zkchaos/nemesis"
@@ -26,12 +27,17 @@ func TestZooKeeperFaultScheduleHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := nemesis.New(w, nemesis.NewRecorder(hw))
-	kinds := []nemesis.FaultKind{nemesis.IsolateZKLeader, nemesis.PauseZKFollower, nemesis.SlowZKFollowerLink}
-	s := nemesis.Plan(5, nemesis.Topology{Nodes: 0, ZKServers: 3}, 14*time.Second, time.Second, 2*time.Second, kinds)
+	// The ZooKeeper faults need nothing of the node program.
+	fs, err := faults.New(n, faults.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []faults.FaultKind{faults.IsolateZKLeader, faults.PauseZKFollower, faults.SlowZKFollowerLink}
+	s := faults.Plan(5, faults.Topology{Nodes: 0, ZKServers: 3}, 14*time.Second, time.Second, 2*time.Second, kinds)
 	if len(s.Steps) < 3 {
 		t.Fatalf("plan has %d steps; want at least 3", len(s.Steps))
 	}
-	if err := n.Run(t.Context(), s); err != nil {
+	if err := n.Run(t.Context(), s, fs.Apply); err != nil {
 		t.Fatal(err)
 	}
 	hw.Close()

@@ -1,9 +1,11 @@
-// Package nemesis owns faults: the low-level primitives that break a running
-// cluster (process pause, kill, restart, fast bounce, network partitions,
-// slow links) and undo them, the catalogue of faults as values (fault.go:
-// each with its name, what it needs of the topology, and Inject returning
-// its heal) and seeded schedules that draw only among the faults a run's
-// topology can take.
+// Package nemesis owns the primitives that break a running cluster and undo
+// them (process pause, kill, restart, fast bounce, network partitions and
+// one-way drops, slow links), the Nemesis that applies them to a run's
+// targets and remembers what is in force (so Heal undoes everything, and
+// other faults and the control-plane workload leave a held broker or
+// partition alone), the Recorder that writes every fault to the history,
+// and the runners that execute a schedule's steps at their offsets (one at
+// a time, or held together; openings first, one by one).
 //
 // Network faults are applied from OUTSIDE the target, by entering its network
 // namespace from the host (nsenter), never by exec into the container: a
@@ -11,8 +13,11 @@
 // added and removed while it is stopped. Every rule lives in chains and
 // qdiscs this package owns, so heal removes exactly what it added.
 //
-// It does not decide what to break or when (that is a schedule's job) and does
-// not start containers (cluster/ does).
+// It does not decide what to break or when: which fault a step's kind names,
+// the composite faults aimed at bug windows and the planning of seeded
+// schedules are package faults' (the runners take its Set.Apply as their
+// Injector). It does not start containers (cluster/ does) and never asks
+// the node program anything.
 package nemesis
 
 import (

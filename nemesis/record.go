@@ -60,28 +60,40 @@ func (r *Recorder) write(ev history.Event) {
 
 // Start records that fault name began on targets and returns its id for Stop.
 func (r *Recorder) Start(name string, targets []string, detail string) string {
+	return r.StartFault(history.Fault{Name: name, Targets: targets, Detail: detail})
+}
+
+// StartFault records the start of f (its ID is given here) and returns the
+// id for StopFault: the general form of Start, for a fault whose event
+// says more (the failpoint window it armed).
+func (r *Recorder) StartFault(f history.Fault) string {
 	if r == nil {
 		return ""
 	}
-	id := fmt.Sprintf("f%d", r.next.Add(1))
-	r.write(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}})
-	return id
+	f.ID = fmt.Sprintf("f%d", r.next.Add(1))
+	r.write(history.Event{Kind: history.KindFaultStart, Fault: &f})
+	return f.ID
 }
 
 // Stop records that fault id ended; err, if not nil, says the fault or its
 // undoing failed.
 func (r *Recorder) Stop(id, name string, targets []string, err error) {
-	r.stopDetail(id, name, targets, "", err)
+	r.StopDetail(id, name, targets, "", err)
 }
 
-// stopDetail records a fault's end with what it came to.
-func (r *Recorder) stopDetail(id, name string, targets []string, detail string, err error) {
+// StopDetail records a fault's end with what it came to.
+func (r *Recorder) StopDetail(id, name string, targets []string, detail string, err error) {
+	r.StopFault(history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}, err)
+}
+
+// StopFault records the end of f, started by StartFault; err, if not nil,
+// says the fault or its undoing failed.
+func (r *Recorder) StopFault(f history.Fault, err error) {
 	if r == nil {
 		return
 	}
-	f := &history.Fault{ID: id, Name: name, Targets: targets, Detail: detail}
 	if err != nil {
 		f.Error = err.Error()
 	}
-	r.write(history.Event{Kind: history.KindFaultStop, Fault: f})
+	r.write(history.Event{Kind: history.KindFaultStop, Fault: &f})
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/nodecover"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/schedule"
@@ -33,7 +33,7 @@ type Measure struct {
 	Seeds    int
 	Switches []Switch
 	// Guided aims each seed's failpoint faults at the windows the earlier
-	// seeds of the same switch reached least (nemesis.GuideFailpoints).
+	// seeds of the same switch reached least (faults.GuideFailpoints).
 	Guided bool
 	// Cover instruments every run's node program (rundir.RunSpec.Cover)
 	// and records the blocks each run reached and how many were new to
@@ -91,12 +91,12 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 					return runs, failed, err
 				}
 				var child schedule.Schedule
-				child, mutations = schedule.Mutate(parent.sched, rc.Seed, schedule.Bounds{Kinds: kinds, MinHold: rc.MinHold, MaxHold: rc.MaxHold, NewPick: nemesis.NewPick})
+				child, mutations = schedule.Mutate(parent.sched, rc.Seed, schedule.Bounds{Kinds: kinds, MinHold: rc.MinHold, MaxHold: rc.MaxHold, NewPick: faults.NewPick})
 				rc.Schedule = &child
 			case m.Guided:
 				// The guided schedule is stored with the run, so its
 				// replay command repeats it exactly.
-				s := nemesis.GuideFailpoints(rc.Plan(), reached)
+				s := faults.GuideFailpoints(rc.Plan(), reached)
 				rc.Schedule = &s
 			}
 			check := m.Check

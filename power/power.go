@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -309,7 +309,7 @@ func Table(runs []Run) []Row {
 // UnreachedWindows lists the failpoint windows no run reached.
 func UnreachedWindows(runs []Run) []string {
 	var out []string
-	for _, w := range nemesis.FailpointWindowNames() {
+	for _, w := range faults.FailpointWindowNames() {
 		if !slices.ContainsFunc(runs, func(r Run) bool { return slices.Contains(r.Windows, w) }) {
 			out = append(out, w)
 		}

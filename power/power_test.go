@@ -2,7 +2,6 @@ package power
 
 import (
 	"bytes"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -94,7 +94,7 @@ func TestTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	if got := UnreachedWindows([]Run{{Windows: []string{"controller-after-zk-write"}}}); len(got) != len(nemesis.FPWindows)-1 || got[0] != "controller-before-broker-change" {
+	if got := UnreachedWindows([]Run{{Windows: []string{"controller-after-zk-write"}}}); len(got) != len(faults.FPWindows)-1 || got[0] != "controller-before-broker-change" {
 		t.Fatalf("unreached %v", got)
 	}
 }

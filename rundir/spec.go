@@ -75,8 +75,8 @@ type RunSpec struct {
 	// when faults land.
 	Admin bool `json:"Admin,omitempty"`
 	// Density is the mean number of faults in force at once of a dense
-	// schedule, overlapping (nemesis.PlanDense); zero for one fault at a
-	// time with quiet gaps (nemesis.Plan).
+	// schedule, overlapping (faults.PlanDense); zero for one fault at a
+	// time with quiet gaps (faults.Plan).
 	Density float64 `json:"Density,omitempty"`
 	// Cover builds the node program with Go's coverage instrumentation
 	// (the node/ packages, set mode) and merges what every node process

@@ -8,8 +8,8 @@ import (
 )
 
 // Bounds are what a mutated schedule must keep to: the kinds a step may
-// have, the holds a step may take, and how a new step draws its pick (the
-// nemesis's NewPick, so a failpoint step plans over every window of today's
+// have, the holds a step may take, and how a new step draws its pick
+// (faults.NewPick, so a failpoint step plans over every window of today's
 // table). Steps start no earlier than the end of the parent's openings.
 type Bounds struct {
 	Kinds            []FaultKind

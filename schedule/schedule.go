@@ -4,10 +4,10 @@
 // written).
 //
 // It is a format package and imports nothing of the project: what a fault
-// does, and how a schedule is planned and executed, belong to nemesis,
-// which uses these types as its own. Readers that only need to know
-// whether a stored schedule replays (reports, chaos keep) import this and
-// not nemesis, which links the Docker client.
+// does and how a schedule is planned belong to faults, how it is executed
+// to nemesis, which both use these types as their own. Readers that only
+// need to know whether a stored schedule replays (reports, chaos keep)
+// import this and not those, which link the Docker client.
 package schedule
 
 import (
@@ -25,7 +25,7 @@ import (
 // so a replayed schedule hits the same roles even if ids differ.
 type FaultKind string
 
-// The fault catalogue's names; what each does is nemesis's Fault.Doc.
+// The fault catalogue's names; what each does is faults' Fault.Doc.
 const (
 	PauseController     FaultKind = "pause-controller"
 	PauseNode           FaultKind = "pause-node"
@@ -43,7 +43,7 @@ const (
 	FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
 )
 
-// Kinds lists every fault kind in the catalogue's order; nemesis's
+// Kinds lists every fault kind in the catalogue's order; faults'
 // catalogue has one fault for each (its tests hold the two lists equal).
 var Kinds = []FaultKind{
 	PauseController, PauseNode, KillNode, BounceNode, BounceController,
@@ -61,7 +61,7 @@ type Step struct {
 	// Pick chooses among candidates (a random broker, one follower); the
 	// same Pick in a replay chooses the same position.
 	Pick int `json:"pick"`
-	// Opening marks a step aimed at a seed bug's window (nemesis's
+	// Opening marks a step aimed at a seed bug's window (faults'
 	// openings): the schedule's openings run first, one at a time, each
 	// until its window is over, and no other step starts until the quiet
 	// after them.
@@ -79,7 +79,7 @@ type Schedule struct {
 	// with the reason; informational, replay ignores it.
 	Skipped []string `json:"skipped,omitempty"`
 	// Density is the mean number of faults in force at once of a dense
-	// schedule (nemesis.PlanDense); its steps may overlap and are held
+	// schedule (faults.PlanDense); its steps may overlap and are held
 	// together. Zero: one fault at a time.
 	Density float64 `json:"density,omitempty"`
 }

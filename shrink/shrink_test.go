@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/schedule"
 )
 
 func sched(kinds ...nemesis.FaultKind) nemesis.Schedule {
@@ -34,11 +35,11 @@ func kinds(s nemesis.Schedule) []nemesis.FaultKind {
 
 func TestShrink(t *testing.T) {
 	const (
-		pc = nemesis.PauseController
-		bn = nemesis.BounceNode
-		iz = nemesis.IsolateZKLeader
-		pn = nemesis.PauseNode
-		sz = nemesis.SlowZKFollowerLink
+		pc = schedule.PauseController
+		bn = schedule.BounceNode
+		iz = schedule.IsolateZKLeader
+		pn = schedule.PauseNode
+		sz = schedule.SlowZKFollowerLink
 	)
 	tests := []struct {
 		name      string
@@ -136,7 +137,7 @@ func TestShrink(t *testing.T) {
 
 func TestShrinkStopsOnRunnerError(t *testing.T) {
 	boom := errors.New("docker went away")
-	_, err := Shrink(context.Background(), sched(nemesis.PauseController, nemesis.BounceNode),
+	_, err := Shrink(context.Background(), sched(schedule.PauseController, schedule.BounceNode),
 		func(context.Context, nemesis.Schedule) (bool, error) { return false, boom }, Options{})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "replay 1") {
 		t.Fatalf("err = %v, want the runner's error naming the replay", err)
@@ -145,14 +146,14 @@ func TestShrinkStopsOnRunnerError(t *testing.T) {
 
 func TestShrinkNeverReplaysASchedule(t *testing.T) {
 	seen := map[string]bool{}
-	start := sched(nemesis.BounceNode, nemesis.PauseController, nemesis.IsolateNode, nemesis.PauseNode)
+	start := sched(schedule.BounceNode, schedule.PauseController, schedule.IsolateNode, schedule.PauseNode)
 	seen[key(start)] = true
 	_, err := Shrink(context.Background(), start, func(_ context.Context, s nemesis.Schedule) (bool, error) {
 		if seen[key(s)] {
 			t.Errorf("replayed %s twice", Describe(s))
 		}
 		seen[key(s)] = true
-		return has(s, nemesis.PauseController, time.Second), nil
+		return has(s, schedule.PauseController, time.Second), nil
 	}, Options{Budget: 50})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestShrinkNeverReplaysASchedule(t *testing.T) {
 // the pause): with Tries >= 3 each candidate with the pause fails within its
 // tries, so the needed fault is found exactly.
 func TestShrinkWithTriesOnAFlakyFailure(t *testing.T) {
-	start := sched(nemesis.BounceNode, nemesis.PauseController, nemesis.IsolateNode, nemesis.PauseNode)
+	start := sched(schedule.BounceNode, schedule.PauseController, schedule.IsolateNode, schedule.PauseNode)
 	for _, tt := range []struct {
 		tries     int
 		wantSteps int
@@ -171,7 +172,7 @@ func TestShrinkWithTriesOnAFlakyFailure(t *testing.T) {
 		n := 0
 		// Fails on every third replay that holds the controller pause.
 		run := func(_ context.Context, s nemesis.Schedule) (bool, error) {
-			if !has(s, nemesis.PauseController, time.Second) {
+			if !has(s, schedule.PauseController, time.Second) {
 				return false, nil
 			}
 			n++
@@ -181,7 +182,7 @@ func TestShrinkWithTriesOnAFlakyFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Schedule.Steps) != tt.wantSteps || !has(res.Schedule, nemesis.PauseController, time.Second) {
+		if len(res.Schedule.Steps) != tt.wantSteps || !has(res.Schedule, schedule.PauseController, time.Second) {
 			t.Errorf("tries %d: kept %s, want %d steps with the pause", tt.tries, Describe(res.Schedule), tt.wantSteps)
 		}
 	}

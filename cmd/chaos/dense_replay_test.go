@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -29,11 +29,11 @@ func TestDenseScheduleReplaysTheSameFailpoints(t *testing.T) {
 	if s.Density != 2 || s.MaxOverlap() < 2 {
 		t.Fatalf("not a dense schedule: density %g, max overlap %d", s.Density, s.MaxOverlap())
 	}
-	arms := func(s nemesis.Schedule) []string {
+	arms := func(s faults.Schedule) []string {
 		var out []string
 		for _, st := range s.Steps {
-			if st.Kind == nemesis.FailpointFault {
-				p := nemesis.PlanFailpoint(st.Pick)
+			if st.Kind == faults.FailpointFault {
+				p := faults.PlanFailpoint(st.Pick)
 				out = append(out, fmt.Sprintf("%s %s/%s %s %s p%d opening=%v", st.At, p.Window.Name, p.Window.Role, p.Action, p.Provoke, p.Partition, st.Opening))
 			}
 		}
@@ -43,7 +43,7 @@ func TestDenseScheduleReplaysTheSameFailpoints(t *testing.T) {
 	if len(first) == 0 || !strings.HasSuffix(first[0], "opening=true") {
 		t.Fatalf("the schedule does not begin with a failpoint opening: %q", first)
 	}
-	// Failpoint steps are weighted (nemesis.FailpointShare): the two
+	// Failpoint steps are weighted (faults.FailpointShare): the two
 	// minutes after the openings, at density 2, draw several.
 	if len(first) < 3 {
 		t.Fatalf("only %d failpoint steps in %d: %q", len(first), len(s.Steps), first)

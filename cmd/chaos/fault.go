@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -33,7 +33,7 @@ Kinds: ` + kindList(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind := args[0]
 			if kind != "heal" {
-				if _, ok := nemesis.Lookup(nemesis.FaultKind(kind)); !ok {
+				if _, ok := faults.Lookup(faults.FaultKind(kind)); !ok {
 					return withCode(exitBad, fmt.Errorf("unknown fault %q; the catalogue: %s", kind, kindList()))
 				}
 			}

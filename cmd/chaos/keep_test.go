@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/regressions"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/rundir/rundirtest"
@@ -54,7 +54,7 @@ func TestShrinkCommandBadInput(t *testing.T) {
 	scheduled := t.TempDir()
 	copyDir(t, "testdata/kafka-532", scheduled)
 	os.WriteFile(filepath.Join(scheduled, "run.json"), []byte(`{"RunID":"r","Seed":3}`), 0o644)
-	if err := (nemesis.Schedule{Seed: 3, Total: 10e9, Steps: []nemesis.Step{{At: 1e9, Kind: nemesis.PauseController, Hold: 2e9}}}).Save(filepath.Join(scheduled, "schedule.json")); err != nil {
+	if err := (faults.Schedule{Seed: 3, Total: 10e9, Steps: []faults.Step{{At: 1e9, Kind: faults.PauseController, Hold: 2e9}}}).Save(filepath.Join(scheduled, "schedule.json")); err != nil {
 		t.Fatal(err)
 	}
 	unchecked := t.TempDir()

@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/power"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -160,7 +159,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	return cmd
 }
 
-func kindStrings(kinds []nemesis.FaultKind) []string {
+func kindStrings(kinds []faults.FaultKind) []string {
 	var out []string
 	for _, k := range kinds {
 		out = append(out, string(k))

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/scenarios"
 )
@@ -32,7 +32,7 @@ func TestReplayCommandParsesBackThroughChaosRun(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sched := nemesis.Plan(77, nemesis.Topology{Nodes: 3, ZKServers: 3}, 40*time.Second, time.Second, 3*time.Second, nemesis.Catalogue)
+	sched := faults.Plan(77, faults.Topology{Nodes: 3, ZKServers: 3}, 40*time.Second, time.Second, 3*time.Second, faults.Catalogue)
 	if err := sched.Save(filepath.Join(dir, rundir.ScheduleFile)); err != nil {
 		t.Fatal(err)
 	}

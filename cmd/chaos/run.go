@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/reports"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -139,7 +139,7 @@ func (o *runOptions) config() (harness.RunConfig, int, error) {
 	cfg.Linger = o.check.RecoveryGrace + time.Second
 	seeds := o.seeds
 	if o.replay != "" {
-		s, err := nemesis.LoadSchedule(o.replay)
+		s, err := faults.LoadSchedule(o.replay)
 		if err != nil {
 			return cfg, 0, fmt.Errorf("--%s: %w", rundir.FlagReplay, err)
 		}

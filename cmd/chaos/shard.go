@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/faults"
 )
 
 // shard is one part of a seed list: Index of Count, 1-based as people (and
@@ -73,7 +73,7 @@ func (s shard) seeds(first uint64, n int) iter.Seq[uint64] {
 // candidates that chooses a random broker or follower). Openings are
 // marked [opening BUG]: their ends are planned, the run holds each until
 // its window is over and moves the steps after them by any overrun.
-func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
+func printSchedule(out io.Writer, s faults.Schedule, label string) {
 	fmt.Fprintf(out, "seed %d%s: %d faults in %s\n", s.Seed, label, len(s.Steps), s.Total)
 	if len(s.Steps) == 0 {
 		fmt.Fprintln(out, "  (no faults: the workload runs undisturbed)")
@@ -86,17 +86,17 @@ func printSchedule(out io.Writer, s nemesis.Schedule, label string) {
 	fmt.Fprintln(tw, "  #\tstart\thold\tend\tfault\tpick")
 	for i, st := range s.Steps {
 		kind := string(st.Kind)
-		if st.Kind == nemesis.FailpointFault {
+		if st.Kind == faults.FailpointFault {
 			// The window, role and action the pick arms (the same in a
 			// replay).
-			p := nemesis.PlanFailpoint(st.Pick)
+			p := faults.PlanFailpoint(st.Pick)
 			kind += fmt.Sprintf(" %s (%s, %s, %s)", p.Window.Name, p.Window.Role, p.Action, p.Provoke)
 		}
 		if st.Opening {
 			// Aimed at a seed bug's window; runs alone, until its window
 			// is over, before the others.
 			kind += " [opening"
-			if bug := nemesis.OpeningBug(st); bug != "" {
+			if bug := faults.OpeningBug(st); bug != "" {
 				kind += " " + bug
 			}
 			kind += "]"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/faults"
 )
 
 // runCLI runs the chaos command line in-process and returns its output and
@@ -132,7 +132,7 @@ func TestRunDryRun(t *testing.T) {
 		t.Fatalf("seeds 42 and 43 printed the same schedule:\n%s", a)
 	}
 	// What is printed is what the harness would plan for that seed.
-	want := nemesis.Plan(42, nemesis.Topology{Nodes: 3, ZKServers: 3}, 40*time.Second, 2*time.Second, 6*time.Second, nemesis.Catalogue)
+	want := faults.Plan(42, faults.Topology{Nodes: 3, ZKServers: 3}, 40*time.Second, 2*time.Second, 6*time.Second, faults.Catalogue)
 	if len(want.Steps) == 0 {
 		t.Fatal("test needs a schedule with faults")
 	}
@@ -168,7 +168,7 @@ func TestRunDryRun(t *testing.T) {
 
 	// A replay prints the stored schedule, not a new plan.
 	p := t.TempDir() + "/schedule.json"
-	stored := nemesis.Schedule{Seed: 5, Total: 20 * time.Second, Steps: []nemesis.Step{{At: 1500 * time.Millisecond, Kind: nemesis.IsolateZKLeader, Hold: 3 * time.Second, Pick: 9}}}
+	stored := faults.Schedule{Seed: 5, Total: 20 * time.Second, Steps: []faults.Step{{At: 1500 * time.Millisecond, Kind: faults.IsolateZKLeader, Hold: 3 * time.Second, Pick: 9}}}
 	if err := stored.Save(p); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRunDryRun(t *testing.T) {
 
 func TestRunShardBadInput(t *testing.T) {
 	sched := t.TempDir() + "/schedule.json"
-	if err := (nemesis.Schedule{Seed: 1, Total: time.Second}).Save(sched); err != nil {
+	if err := (faults.Schedule{Seed: 1, Total: time.Second}).Save(sched); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -13,11 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/pipeline"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/shrink"
@@ -56,7 +55,7 @@ input (not a failing scheduled run) or harness error.`,
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			fmt.Fprintf(out, "shrinking %s: %s fails %s; budget %d replays\n", runDir, shrink.Describe(sched), target, opt.Budget)
 			ranIn := map[string]string{} // schedule → the replay's run directory
-			run := func(ctx context.Context, s nemesis.Schedule) (bool, error) {
+			run := func(ctx context.Context, s faults.Schedule) (bool, error) {
 				rc := cfg
 				rc.Schedule = &s
 				rc.Seed, rc.TimeLimit = s.Seed, s.Total
@@ -128,25 +127,25 @@ func checkShrinkOptions(o shrink.Options) error {
 
 // loadShrinkable reads what a replay needs: the run's settings, its
 // schedule and the checker that failed.
-func loadShrinkable(runDir, checker string) (harness.RunConfig, nemesis.Schedule, string, error) {
+func loadShrinkable(runDir, checker string) (harness.RunConfig, faults.Schedule, string, error) {
 	var cfg harness.RunConfig
 	info, err := rundir.ReadInfo(runDir)
 	if err == nil && info == nil {
 		err = fmt.Errorf("%s: no %s", runDir, rundir.RunFile)
 	}
 	if err != nil {
-		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: %w", err)
+		return cfg, faults.Schedule{}, "", fmt.Errorf("shrink: %w", err)
 	}
 	cfg.RunSpec = *info
 	if cfg.Scenario != "" {
-		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: %s is a run of scenario %s, whose driver (not a schedule) makes the faults", runDir, cfg.Scenario)
+		return cfg, faults.Schedule{}, "", fmt.Errorf("shrink: %s is a run of scenario %s, whose driver (not a schedule) makes the faults", runDir, cfg.Scenario)
 	}
 	// A replay re-plans nothing, but a fault kind this build no longer
 	// knows could not be injected either.
 	if _, err := cfg.FaultKinds(); err != nil {
-		return cfg, nemesis.Schedule{}, "", fmt.Errorf("shrink: run.json of %s: %w", runDir, err)
+		return cfg, faults.Schedule{}, "", fmt.Errorf("shrink: run.json of %s: %w", runDir, err)
 	}
-	sched, err := nemesis.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile))
+	sched, err := faults.LoadSchedule(filepath.Join(runDir, rundir.ScheduleFile))
 	if err != nil {
 		return cfg, sched, "", fmt.Errorf("shrink: %w", err)
 	}
@@ -166,7 +165,7 @@ func loadShrinkable(runDir, checker string) (harness.RunConfig, nemesis.Schedule
 }
 
 // scheduleKey identifies a schedule by its content.
-func scheduleKey(s nemesis.Schedule) string {
+func scheduleKey(s faults.Schedule) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }

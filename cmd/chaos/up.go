@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -152,7 +151,7 @@ func upZK(ctx context.Context, cfg harness.EnvConfig, holdFor time.Duration) err
 	return nil
 }
 
-func kindList() string { return strings.Join(kindStrings(nemesis.Catalogue), ", ") }
+func kindList() string { return strings.Join(kindStrings(faults.Catalogue), ", ") }
 
 func newCleanCmd() *cobra.Command {
 	var runID string

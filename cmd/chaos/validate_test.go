@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
-	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
@@ -28,7 +28,7 @@ func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
 	empty := filepath.Join(tmp, "empty.json")
 	os.WriteFile(empty, []byte("{}\n"), 0o644)
 	negHold := filepath.Join(tmp, "neg-hold.json")
-	if err := (nemesis.Schedule{Seed: 1, Total: 10 * time.Second, Steps: []nemesis.Step{{At: time.Second, Kind: nemesis.PauseNode, Hold: -time.Second}}}).Save(negHold); err != nil {
+	if err := (faults.Schedule{Seed: 1, Total: 10 * time.Second, Steps: []faults.Step{{At: time.Second, Kind: faults.PauseNode, Hold: -time.Second}}}).Save(negHold); err != nil {
 		t.Fatal(err)
 	}
 	checked := rundirtest.Copy(t, rundirtest.Stored(rundirtest.Kafka532))

@@ -26,7 +26,7 @@ var Stack = [][]string{
 	{"internal/ctxsleep", "internal/hugepage", "internal/wanterr", "internal/worknames", "internal/zkcall", "mutants", "schedule", "zklayout", "nodecover"},
 	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers", "zklayout/zkio"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis", "cmd/reaper"},
-	{"checkers", "shrink", "history/historytest/gen1m"},
+	{"checkers", "shrink", "faults", "history/historytest/gen1m"},
 	{"rundir", "rundir/rundirtest", "regressions"},
 	{"cluster", "judge"},
 	{"internal/clustertest", "harness", "reports"},
@@ -46,8 +46,8 @@ var Shared = []string{"history"}
 // reach.
 var Forbidden = map[string][]string{
 	"harness": {"node/...", "reports", "pipeline"},
-	"reports": {"harness", "node/...", "nemesis", "cluster", "docker", "zklayout/zkio"},
-	"judge":   {"harness", "cluster", "docker", "nemesis", "reports", "zklayout/zkio"},
+	"reports": {"harness", "node/...", "nemesis", "faults", "cluster", "docker", "zklayout/zkio"},
+	"judge":   {"harness", "cluster", "docker", "nemesis", "faults", "reports", "zklayout/zkio"},
 	// The checkers name znodes through zklayout's constants and never
 	// link a ZooKeeper client: they judge a stored history.
 	"checkers": {"zklayout/zkio", "observer", "workloads"},

@@ -104,7 +104,7 @@ func TestViolations(t *testing.T) {
 		{"checkers imports rundir", map[string][]string{"checkers": {"rundir"}}, "imports only lower layers"},
 		{"harness imports node", map[string][]string{"harness": {"node/controller"}}, "never imports the node program"},
 		{"node imports harness side", map[string][]string{"node/controller": {"nemesis"}}, "imports only node/"},
-		{"unplaced package", map[string][]string{"faults": {"history"}}, "faults is in no layer"},
+		{"unplaced package", map[string][]string{"chaosmonkey": {"history"}}, "chaosmonkey is in no layer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

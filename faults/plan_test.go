@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/schedule"
 )
 
@@ -99,7 +101,7 @@ func TestScheduleRoundTripAndBadFiles(t *testing.T) {
 // no stored schedule loads back, or load steps no fault runs.
 func TestCatalogueIsScheduleKinds(t *testing.T) {
 	if !reflect.DeepEqual(Catalogue, schedule.Kinds) {
-		t.Fatalf("nemesis catalogue %v, schedule.Kinds %v", Catalogue, schedule.Kinds)
+		t.Fatalf("faults catalogue %v, schedule.Kinds %v", Catalogue, schedule.Kinds)
 	}
 }
 
@@ -178,8 +180,8 @@ func TestPlanPicksOnlyAvailableFaults(t *testing.T) {
 // touching anything, with the reason.
 func TestApplyRefusesUnavailableFault(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(file)
-	n := New(fakeWorld{nodes: 1, zks: 1}, rec)
+	rec := nemesis.NewFileRecorder(file)
+	n := setOn(t, fakeWorld{nodes: 1, zks: 1}, rec)
 	refused := []Step{{Kind: PartitionHalves}, {Kind: IsolateZKLeader}, {Kind: PauseZKFollower, Opening: true}}
 	for _, st := range refused {
 		if _, err := n.Apply(t.Context(), st); err == nil || !strings.Contains(err.Error(), "needs") {
@@ -225,6 +227,22 @@ func (fakeWorld) PartitionLeader(context.Context, string, int32) (int, error) {
 	return 0, errors.New("fake world has no partitions")
 }
 
+// setOn is the faults of a run on w; w's BADVERSION counts, when it has
+// them, say whether the controller is stuck.
+func setOn(t *testing.T, w nemesis.World, rec *nemesis.Recorder) *Set {
+	t.Helper()
+	fp := &fpWorld{armed: map[string]time.Time{}}
+	env := Env{Partitions: fp, Failpoints: fp, Session: time.Second}
+	if bv, ok := w.(BadVersionCounter); ok {
+		env.BadVersions = bv
+	}
+	s, err := New(nemesis.New(w, rec), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // stuckWorld is fakeWorld whose controller n2 failed bad conditional writes
 // with BADVERSION within the last zkfStuckWithin.
 type stuckWorld struct {
@@ -256,31 +274,34 @@ func TestApplyLeavesAStuckControllerAlone(t *testing.T) {
 		{"one BADVERSION", 1, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "nemesis.jsonl")
-			rec := NewFileRecorder(file)
-			// One broker: partition-halves needs two, so a step that
-			// reaches the fault is refused with "needs".
-			n := New(stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}, rec)
-			heal, err := n.Apply(t.Context(), Step{Kind: PartitionHalves, Opening: tt.opening})
-			rec.Close()
-			evs, _, rerr := history.ReadFile(file)
-			if rerr != nil || len(evs) != 2 {
-				t.Fatalf("history: %d events, %v", len(evs), rerr)
-			}
-			stop := evs[1].Fault
-			if tt.wantLeft {
-				if err != nil || heal == nil || heal(t.Context()) != nil {
-					t.Fatalf("left alone: heal %v, err %v", heal != nil, err)
+			synctest.Test(t, func(t *testing.T) {
+				file := filepath.Join(t.TempDir(), "nemesis.jsonl")
+				rec := nemesis.NewFileRecorder(file)
+				// One broker: partition-halves needs two, so a step that
+				// reaches the fault is refused with "needs".
+				w := stuckWorld{fakeWorld{nodes: 1, zks: 1}, tt.bad}
+				n := setOn(t, w, rec)
+				heal, err := n.Apply(t.Context(), Step{Kind: PartitionHalves, Opening: tt.opening})
+				rec.Close()
+				evs, _, rerr := history.ReadFile(file)
+				if rerr != nil || len(evs) != 2 {
+					t.Fatalf("history: %d events, %v", len(evs), rerr)
 				}
-				want := "left alone: controller n2 is retrying a failed conditional write (3 BADVERSION in the last 3s)"
-				if !strings.HasPrefix(stop.Detail, want) || !reflect.DeepEqual(stop.Targets, []string{"n2"}) {
-					t.Fatalf("fault_stop %+v, want %q on n2", stop, want)
+				stop := evs[1].Fault
+				if tt.wantLeft {
+					if err != nil || heal == nil || heal(t.Context()) != nil {
+						t.Fatalf("left alone: heal %v, err %v", heal != nil, err)
+					}
+					want := "left alone: controller n2 is retrying a failed conditional write (3 BADVERSION in the last 3s)"
+					if !strings.HasPrefix(stop.Detail, want) || !reflect.DeepEqual(stop.Targets, []string{"n2"}) {
+						t.Fatalf("fault_stop %+v, want %q on n2", stop, want)
+					}
+					return
 				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), "needs") || !strings.Contains(stop.Error, "needs") {
-				t.Fatalf("applied as drawn: err %v, fault_stop %+v", err, stop)
-			}
+				if err == nil || !strings.Contains(err.Error(), "needs") || !strings.Contains(stop.Error, "needs") {
+					t.Fatalf("applied as drawn: err %v, fault_stop %+v", err, stop)
+				}
+			})
 		})
 	}
 }
@@ -297,15 +318,17 @@ func (slowZKWorld) Controller(ctx context.Context) (int, error) {
 // The stuck-controller question does not hold a step up when ZooKeeper
 // does not answer: the step goes ahead as drawn within stuckAskWithin.
 func TestApplyDoesNotWaitOnASilentZooKeeper(t *testing.T) {
-	n := New(slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
-	begin := time.Now()
-	_, err := n.Apply(t.Context(), Step{Kind: PartitionHalves})
-	if took := time.Since(begin); took > stuckAskWithin+time.Second {
-		t.Fatalf("step held up %s", took)
-	}
-	if err == nil || !strings.Contains(err.Error(), "needs") {
-		t.Fatalf("step not applied as drawn: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		n := setOn(t, slowZKWorld{stuckWorld{fakeWorld{nodes: 1, zks: 1}, zkfStuckCount}}, nil)
+		begin := time.Now()
+		_, err := n.Apply(t.Context(), Step{Kind: PartitionHalves})
+		if took := time.Since(begin); took > stuckAskWithin+time.Second {
+			t.Fatalf("step held up %s", took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "needs") {
+			t.Fatalf("step not applied as drawn: %v", err)
+		}
+	})
 }
 
 // Holds below MinHold are raised to it, so a zero or nanosecond hold plans a

@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout"
 )
 
@@ -110,7 +112,7 @@ func (f zkfFake) resume(_ context.Context, t Target) error {
 	f.w.log("sigcont %s", t.Name)
 	return nil
 }
-func (f zkfFake) slow(_ context.Context, from, to Target, s SlowSpec) error {
+func (f zkfFake) slow(_ context.Context, from, to Target, s nemesis.SlowSpec) error {
 	f.w.log("slow %s->%s %dkbit", from.Name, to.Name, s.RateKbit)
 	return f.w.slowErr
 }
@@ -230,36 +232,60 @@ func TestFailoverOnLaggingZK(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr,
-				applied: tt.applied, noVia: tt.noVia}
-			dir := t.TempDir()
-			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-			heal, err := injectZKFailover(t.Context(), w, w, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
-			if err == nil {
-				err = heal(t.Context())
-			}
-			rec.Close()
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("error %v, want %q", err, tt.wantErr)
-			}
-			w.mu.Lock()
-			calls := slices.Clone(w.calls)
-			w.mu.Unlock()
-			if !slices.Equal(calls, tt.want) {
-				t.Fatalf("calls\n %q\nwant\n %q", calls, tt.want)
-			}
-			if tt.wantErr != "" {
-				return // not started, nothing recorded
-			}
-			start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
-			if start == nil || stop == nil || start.Name != string(FailoverOnLaggingZK) || stop.ID != start.ID {
-				t.Fatalf("fault events %+v / %+v, want one %s start and its stop", start, stop, FailoverOnLaggingZK)
-			}
-			if !strings.HasPrefix(stop.Detail, tt.wantStop) {
-				t.Fatalf("fault_stop detail %q, want %q...", stop.Detail, tt.wantStop)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				w := &zkfWorld{served: tt.served, reach: tt.reach, shrink: tt.shrink, armed: map[string]bool{}, slowErr: tt.slowErr,
+					applied: tt.applied, noVia: tt.noVia}
+				dir := t.TempDir()
+				rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+				heal, err := zkfOn(w, rec, zkfFake{w}).inject(t.Context(), 0)
+				if err == nil {
+					err = heal(t.Context())
+				}
+				rec.Close()
+				if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				w.mu.Lock()
+				calls := slices.Clone(w.calls)
+				w.mu.Unlock()
+				if !slices.Equal(calls, tt.want) {
+					t.Fatalf("calls\n %q\nwant\n %q", calls, tt.want)
+				}
+				if tt.wantErr != "" {
+					return // not started, nothing recorded
+				}
+				start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
+				if start == nil || stop == nil || start.Name != string(FailoverOnLaggingZK) || stop.ID != start.ID {
+					t.Fatalf("fault events %+v / %+v, want one %s start and its stop", start, stop, FailoverOnLaggingZK)
+				}
+				if !strings.HasPrefix(stop.Detail, tt.wantStop) {
+					t.Fatalf("fault_stop detail %q, want %q...", stop.Detail, tt.wantStop)
+				}
+			})
 		})
 	}
+}
+
+// zkfTestWorld is what the fakes offer the fault: a world with partition
+// roles and failpoints.
+type zkfTestWorld interface {
+	nemesis.World
+	Partitions
+	Failpoints
+	SessionTimeout() time.Duration
+}
+
+// zkfOn builds the fault on w as New would, taking the optional
+// capabilities the fake has.
+func zkfOn(w zkfTestWorld, rec *nemesis.Recorder, ops zkfOps) *zkFailover {
+	env := Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}
+	if bv, ok := w.(BadVersionCounter); ok {
+		env.BadVersions = bv
+	}
+	if l, ok := w.(interface{ ReplicaLagTime() time.Duration }); ok {
+		env.ReplicaLag = l.ReplicaLagTime()
+	}
+	return newZKFailover(w, env, rec, ops)
 }
 
 // lastFaultEvents reads the last fault_start and fault_stop a recorder wrote
@@ -302,7 +328,7 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 	} {
 		w.leadAll = tt.leadAll
 		for range 2 { // the same pick, the same plan
-			p, err := planZKFailover(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, tt.pick)
+			p, err := zkfOn(w, nil, zkfFake{w}).plan(t.Context(), tt.pick)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,13 +344,15 @@ func TestFailoverOnLaggingZKPick(t *testing.T) {
 // operator's preferred election moved some to the survivors before the
 // controller was cut from them: the watch is what they lead then.
 func TestFailoverOnLaggingZKWatchesLeadersOfNow(t *testing.T) {
-	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{},
-		leadAll: 1, leadAllUntilArmed: true}
-	// Leadership moves by the operator's election only, not the fault's.
-	_, stop := injectAndHeal(t, w, stickyOps{zkfFake{w}})
-	if want := "window reached: n2 released after n3 shrank chaos-2"; stop == nil || !strings.HasPrefix(stop.Detail, want) {
-		t.Fatalf("fault_stop %+v, want %q...", stop, want)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{},
+			leadAll: 1, leadAllUntilArmed: true}
+		// Leadership moves by the operator's election only, not the fault's.
+		_, stop := injectAndHeal(t, w, stickyOps{zkfFake{w}})
+		if want := "window reached: n2 released after n3 shrank chaos-2"; stop == nil || !strings.HasPrefix(stop.Detail, want) {
+			t.Fatalf("fault_stop %+v, want %q...", stop, want)
+		}
+	})
 }
 
 // zkfStuckWorld is zkfWorld whose controller (n1) failed bad conditional
@@ -344,39 +372,42 @@ func (w zkfStuckWorld) BadVersions(_ context.Context, node int, since time.Time)
 // A controller already retrying a stale zkVersion is left alone (failing
 // it over would end the harm); one that failed once and moved on is not.
 func TestFailoverOnLaggingZKLeavesAStuckControllerAlone(t *testing.T) {
-	for _, tt := range []struct {
-		bad       int
-		wantCalls bool
-		wantStop  string
-	}{
-		{zkfStuckCount, false, "left alone: controller n1 is already retrying a failed conditional write (3 BADVERSION in the last 3s)"},
-		{1, true, "window reached"},
-	} {
-		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
-		path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-		rec := NewFileRecorder(path)
-		heal, err := injectZKFailover(t.Context(), w, zkfStuckWorld{w, tt.bad}, rec, zkfFake{w}, FailoverOnLaggingZK, 0)
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			bad       int
+			wantCalls bool
+			wantStop  string
+		}{
+			{zkfStuckCount, false, "left alone: controller n1 is already retrying a failed conditional write (3 BADVERSION in the last 3s)"},
+			{1, true, "window reached"},
+		} {
+			w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+			path := filepath.Join(t.TempDir(), "nemesis.jsonl")
+			rec := nemesis.NewFileRecorder(path)
+			f := zkfOn(zkfStuckWorld{w, tt.bad}, rec, zkfFake{w})
+			heal, err := f.inject(t.Context(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			rec.Close()
+			w.mu.Lock()
+			calls := len(w.calls)
+			w.mu.Unlock()
+			if (calls > 0) != tt.wantCalls {
+				t.Fatalf("%d BADVERSION: %d calls, want some: %v", tt.bad, calls, tt.wantCalls)
+			}
+			if _, stop := lastFaultEvents(t, path); stop == nil || !strings.HasPrefix(stop.Detail, tt.wantStop) {
+				t.Fatalf("%d BADVERSION: fault_stop %+v, want %q...", tt.bad, stop, tt.wantStop)
+			}
+			// Healed, the run may draw the fault again.
+			if f.busy {
+				t.Fatalf("%d BADVERSION: still marked in progress after the heal", tt.bad)
+			}
 		}
-		if err := heal(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		rec.Close()
-		w.mu.Lock()
-		calls := len(w.calls)
-		w.mu.Unlock()
-		if (calls > 0) != tt.wantCalls {
-			t.Fatalf("%d BADVERSION: %d calls, want some: %v", tt.bad, calls, tt.wantCalls)
-		}
-		if _, stop := lastFaultEvents(t, path); stop == nil || !strings.HasPrefix(stop.Detail, tt.wantStop) {
-			t.Fatalf("%d BADVERSION: fault_stop %+v, want %q...", tt.bad, stop, tt.wantStop)
-		}
-		// Healed, the run may draw the fault again.
-		if _, busy := zkfBusy.Load(w); busy {
-			t.Fatalf("%d BADVERSION: still marked in progress after the heal", tt.bad)
-		}
-	}
+	})
 }
 
 // zkfLagWorld is zkfWorld with a replica.lag.time.max.
@@ -391,59 +422,63 @@ func (w zkfLagWorld) ReplicaLagTime() time.Duration { return w.lag }
 // only that long before the shrinks are due, after the controller's cut
 // from the others; with a short one, at once.
 func TestFailoverOnLaggingZKSlowsAhead(t *testing.T) {
-	for _, tt := range []struct {
-		lag       time.Duration
-		want      []string
-		minWindow time.Duration
-	}{
-		{2 * time.Second, []string{"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3"}, 0},
-		{zkfSlowAhead + 200*time.Millisecond, []string{"disarm n3 controller-before-elect", "partition n1 | n3", "slow zk3->zk2 4kbit"}, 200 * time.Millisecond},
-	} {
-		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
-		lw := zkfLagWorld{w, tt.lag}
-		begin := time.Now()
-		heal, err := injectZKFailover(t.Context(), w, lw, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			lag       time.Duration
+			want      []string
+			minWindow time.Duration
+		}{
+			{2 * time.Second, []string{"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3"}, 0},
+			{zkfSlowAhead + 200*time.Millisecond, []string{"disarm n3 controller-before-elect", "partition n1 | n3", "slow zk3->zk2 4kbit"}, 200 * time.Millisecond},
+		} {
+			w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+			lw := zkfLagWorld{w, tt.lag}
+			begin := time.Now()
+			heal, err := zkfOn(lw, nil, zkfFake{w}).inject(t.Context(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(begin)
+			w.mu.Lock()
+			calls := slices.Clone(w.calls)
+			w.mu.Unlock()
+			// Between the controller's cut from ZooKeeper and the release.
+			if len(calls) < 7 || !slices.Equal(calls[3:6], tt.want) {
+				t.Fatalf("lag %s: calls\n %q\nwant %q after the cut", tt.lag, calls, tt.want)
+			}
+			if took < tt.minWindow {
+				t.Fatalf("lag %s: done in %s, want the slowing %s after the cut", tt.lag, took, tt.minWindow)
+			}
+		}
+	})
+}
+
+// Both survivors on the ZooKeeper leader: one is cut from it until its
+// session moves to a follower, and takes over from there.
+func TestFailoverOnLaggingZKMovesASession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, moveTo: map[string]string{"n2": "zk2", "n3": "zk1"},
+			reach: true, shrink: true, armed: map[string]bool{}, applied: 1}
+		heal, err := zkfOn(w, nil, zkfFake{w}).inject(t.Context(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := heal(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		took := time.Since(begin)
 		w.mu.Lock()
 		calls := slices.Clone(w.calls)
 		w.mu.Unlock()
-		// Between the controller's cut from ZooKeeper and the release.
-		if len(calls) < 7 || !slices.Equal(calls[3:6], tt.want) {
-			t.Fatalf("lag %s: calls\n %q\nwant %q after the cut", tt.lag, calls, tt.want)
+		want := []string{"partition n2 | zk3", "heal-net", // n2's session moves to zk2
+			"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+			"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"}
+		if !slices.Equal(calls, want) {
+			t.Fatalf("calls\n %q\nwant\n %q", calls, want)
 		}
-		if took < tt.minWindow {
-			t.Fatalf("lag %s: done in %s, want the slowing %s after the cut", tt.lag, took, tt.minWindow)
-		}
-	}
-}
-
-// Both survivors on the ZooKeeper leader: one is cut from it until its
-// session moves to a follower, and takes over from there.
-func TestFailoverOnLaggingZKMovesASession(t *testing.T) {
-	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, moveTo: map[string]string{"n2": "zk2", "n3": "zk1"},
-		reach: true, shrink: true, armed: map[string]bool{}, applied: 1}
-	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	w.mu.Lock()
-	calls := slices.Clone(w.calls)
-	w.mu.Unlock()
-	want := []string{"partition n2 | zk3", "heal-net", // n2's session moves to zk2
-		"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
-		"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected", "heal-net"}
-	if !slices.Equal(calls, want) {
-		t.Fatalf("calls\n %q\nwant\n %q", calls, want)
-	}
+	})
 }
 
 // A plan without a partition to watch is made again for a while: a broker
@@ -465,14 +500,16 @@ func TestFailoverOnLaggingZKPlansAgain(t *testing.T) {
 		{"n3 never back", 1 << 20, "n2", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &zkfWorld{served: map[string]string{"n1": "zk3", "n2": "zk1", "n3": "zk2"}, leadAll: 2, downPolls: tt.downPolls}
-			p, err := planZKFailoverSoon(t.Context(), w, zkfFake{w}, FailoverOnLaggingZK, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.succ.Name != tt.succ || !slices.Equal(p.watch, tt.watch) {
-				t.Fatalf("successor %s watching %v, want %s watching %v", p.succ.Name, p.watch, tt.succ, tt.watch)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				w := &zkfWorld{served: map[string]string{"n1": "zk3", "n2": "zk1", "n3": "zk2"}, leadAll: 2, downPolls: tt.downPolls}
+				p, err := zkfOn(w, nil, zkfFake{w}).planSoon(t.Context(), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.succ.Name != tt.succ || !slices.Equal(p.watch, tt.watch) {
+					t.Fatalf("successor %s watching %v, want %s watching %v", p.succ.Name, p.watch, tt.succ, tt.watch)
+				}
+			})
 		})
 	}
 }
@@ -480,24 +517,27 @@ func TestFailoverOnLaggingZKPlansAgain(t *testing.T) {
 // A second one drawn while the first is in progress is refused, and the
 // run can take another once the first healed.
 func TestFailoverOnLaggingZKOneAtATime(t *testing.T) {
-	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
-	heal, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1); err == nil || !strings.Contains(err.Error(), "in progress") {
-		t.Fatalf("second while the first holds: %v, want refused", err)
-	}
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	heal, err = injectZKFailover(t.Context(), w, w, nil, zkfFake{w}, FailoverOnLaggingZK, 1)
-	if err != nil {
-		t.Fatalf("after the heal: %v", err)
-	}
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
+		f := zkfOn(w, nil, zkfFake{w})
+		heal, err := f.inject(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.inject(t.Context(), 1); err == nil || !strings.Contains(err.Error(), "in progress") {
+			t.Fatalf("second while the first holds: %v, want refused", err)
+		}
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		heal, err = f.inject(t.Context(), 1)
+		if err != nil {
+			t.Fatalf("after the heal: %v", err)
+		}
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestFailoverOnLaggingZKNeeds(t *testing.T) {
@@ -557,24 +597,26 @@ func TestServedBy(t *testing.T) {
 // election is asked for once only: a controller that keeps every
 // partition (its preferred replica) is planned as before.
 func TestFailoverOnLaggingZKElectsPreferredOffTheController(t *testing.T) {
-	w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}, leadAll: 1}
-	calls, stop := injectAndHeal(t, w, zkfFake{w})
-	if len(calls) == 0 || calls[0] != "elect-preferred chaos [0 1 2]" || slices.Index(calls[1:], calls[0]) >= 0 {
-		t.Fatalf("calls %q: want one preferred election of chaos 0-2 first", calls)
-	}
-	if stop == nil || !strings.HasPrefix(stop.Detail, "window reached") {
-		t.Fatalf("fault_stop %+v, want the window reached", stop)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}, leadAll: 1}
+		calls, stop := injectAndHeal(t, w, zkfFake{w})
+		if len(calls) == 0 || calls[0] != "elect-preferred chaos [0 1 2]" || slices.Index(calls[1:], calls[0]) >= 0 {
+			t.Fatalf("calls %q: want one preferred election of chaos 0-2 first", calls)
+		}
+		if stop == nil || !strings.HasPrefix(stop.Detail, "window reached") {
+			t.Fatalf("fault_stop %+v, want the window reached", stop)
+		}
 
-	// Leadership that does not move: one election, then the plan as it is.
-	w = &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, leadAll: 1}
-	p, err := planZKFailoverSoon(t.Context(), w, stickyOps{zkfFake{w}}, FailoverOnLaggingZK, 0)
-	if err != nil || len(p.watch) != 0 || len(p.ctlLeads) != 3 {
-		t.Fatalf("plan %+v, %v: want no watch, the controller leading 3", p, err)
-	}
-	if n := strings.Count(strings.Join(w.calls, "\n"), "elect-preferred"); n != 1 {
-		t.Fatalf("%d elections, want 1: %q", n, w.calls)
-	}
+		// Leadership that does not move: one election, then the plan as it is.
+		w = &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, leadAll: 1}
+		p, err := zkfOn(w, nil, stickyOps{zkfFake{w}}).planSoon(t.Context(), 0)
+		if err != nil || len(p.watch) != 0 || len(p.ctlLeads) != 3 {
+			t.Fatalf("plan %+v, %v: want no watch, the controller leading 3", p, err)
+		}
+		if n := strings.Count(strings.Join(w.calls, "\n"), "elect-preferred"); n != 1 {
+			t.Fatalf("%d elections, want 1: %q", n, w.calls)
+		}
+	})
 }
 
 // stickyOps: the controller n1 stays the leader of every partition
@@ -590,8 +632,9 @@ func (o stickyOps) electPreferred(_ context.Context, _ Target, topic string, par
 // and returns the calls it made and its fault_stop.
 func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fault) {
 	t.Helper()
-	rec := NewFileRecorder(filepath.Join(t.TempDir(), "nemesis.jsonl"))
-	heal, err := injectZKFailover(t.Context(), w, w, rec, ops, FailoverOnLaggingZK, 0)
+	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
+	rec := nemesis.NewFileRecorder(path)
+	heal, err := zkfOn(w, rec, ops).inject(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +642,7 @@ func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fa
 		t.Fatal(err)
 	}
 	rec.Close()
-	_, stop := lastFaultEvents(t, rec.path)
+	_, stop := lastFaultEvents(t, path)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.calls), stop

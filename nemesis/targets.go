@@ -17,6 +17,9 @@ type Target struct {
 	Container *docker.Container
 }
 
+// Heal undoes one injected fault.
+type Heal func(ctx context.Context) error
+
 // World is what faults need to know about the cluster: its members and who
 // currently holds which role. The harness implements it from the cluster and
 // ZooKeeper; nemesis never asks the node program anything.
@@ -55,14 +58,15 @@ type Nemesis struct {
 type openFault struct {
 	id, name string
 	targets  []string
-	// outcome, set by the fault that made it (netOutcome), is the stop
+	// outcome, set by the fault that made it (NetOutcome), is the stop
 	// event's detail: what the fault came to while it held.
 	outcome string
 }
 
-// netOutcome sets the outcome the stop events of the network faults named
-// name that are in force will carry.
-func (n *Nemesis) netOutcome(name, outcome string) {
+// NetOutcome sets the outcome the stop events of the network faults named
+// name that are in force will carry: what a fault that holds a cut came to
+// (kill-lagging-leader's kill, or why there was none).
+func (n *Nemesis) NetOutcome(name, outcome string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for i := range n.openNet {
@@ -78,11 +82,11 @@ func New(w World, rec *Recorder) *Nemesis {
 		claimed: map[string]int{}}
 }
 
-// claim marks t held by a fault until release: faults that pick a random
+// Claim marks t held by a fault until release: faults that pick a random
 // broker leave it alone, so a dense schedule does not bounce the node a
 // failpoint holds in its window (undoing it) or restart a leader another
 // fault keeps down.
-func (n *Nemesis) claim(t Target) (release func()) {
+func (n *Nemesis) Claim(t Target) (release func()) {
 	return n.count(&n.claimed, t.Name)
 }
 
@@ -112,28 +116,7 @@ func (n *Nemesis) count(counts *map[string]int, key string) (release func()) {
 // leader kept down). Others acting on the cluster beside the nemesis (an
 // operator's controlled shutdown in the control-plane workload) leave such
 // a broker alone, as an operator leaves alone a machine in an incident.
-func (n *Nemesis) Holds(t Target) bool { return n.isHeld(t) }
-
-// holdPartition marks a partition held by a fault until release, so the
-// control-plane workload does not move its leader meanwhile: a preferred
-// election or reassignment during kill-lagging-leader's cut hands the
-// partition to a broker the cut controller cannot tell, and the ISR the
-// fault waits for never shrinks (power KAFKA-3861 seeds 12, 13, 19).
-func (n *Nemesis) holdPartition(topic string, p int32) (release func()) {
-	return n.count(&n.heldParts, fmt.Sprintf("%s-%d", topic, p))
-}
-
-// HoldsPartition reports whether a fault in force holds partition p of
-// topic: one whose leadership the fault's window needs left where it is.
-func (n *Nemesis) HoldsPartition(topic string, p int32) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.heldParts[fmt.Sprintf("%s-%d", topic, p)] > 0
-}
-
-// isHeld reports whether a fault in force holds t: paused, killed or
-// claimed.
-func (n *Nemesis) isHeld(t Target) bool {
+func (n *Nemesis) Holds(t Target) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.claimed[t.Name] > 0 {
@@ -145,6 +128,23 @@ func (n *Nemesis) isHeld(t Target) bool {
 	_, p := n.paused[t.Container]
 	_, k := n.killed[t.Container]
 	return p || k
+}
+
+// HoldPartition marks a partition held by a fault until release, so the
+// control-plane workload does not move its leader meanwhile: a preferred
+// election or reassignment during kill-lagging-leader's cut hands the
+// partition to a broker the cut controller cannot tell, and the ISR the
+// fault waits for never shrinks (power KAFKA-3861 seeds 12, 13, 19).
+func (n *Nemesis) HoldPartition(topic string, p int32) (release func()) {
+	return n.count(&n.heldParts, fmt.Sprintf("%s-%d", topic, p))
+}
+
+// HoldsPartition reports whether a fault in force holds partition p of
+// topic: one whose leadership the fault's window needs left where it is.
+func (n *Nemesis) HoldsPartition(topic string, p int32) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.heldParts[fmt.Sprintf("%s-%d", topic, p)] > 0
 }
 
 // PauseTarget SIGSTOPs t until ResumeTarget or Heal.
@@ -264,7 +264,7 @@ func (n *Nemesis) HealNet(ctx context.Context) error {
 	n.openNet = nil
 	n.mu.Unlock()
 	for _, f := range open {
-		n.Rec.stopDetail(f.id, f.name, f.targets, f.outcome, err)
+		n.Rec.StopDetail(f.id, f.name, f.targets, f.outcome, err)
 	}
 	return err
 }
@@ -285,7 +285,7 @@ func (n *Nemesis) Heal(ctx context.Context) error {
 	n.killed = map[*docker.Container]openFault{}
 	n.mu.Unlock()
 	for _, f := range open {
-		n.Rec.stopDetail(f.id, f.name, f.targets, f.outcome, netErr)
+		n.Rec.StopDetail(f.id, f.name, f.targets, f.outcome, netErr)
 	}
 	for c, f := range paused {
 		err := Resume(ctx, c)

@@ -1,4 +1,4 @@
-package nemesis
+package faults
 
 import (
 	"context"
@@ -11,8 +11,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/zkchaos/zkchaos/nemesis"
 )
+
+// Tests whose faults wait (sessions, holds, polls of a fake world) run in
+// a synctest bubble: the waits pass on its fake clock, so a test takes no
+// wall time and the durations it asserts are exact.
 
 // fpWorld is a cluster of three brokers as the failpoint fault sees it: n1
 // controller, chaos-0 led by n2 with ISR [2 3 1]. It records what it is
@@ -165,6 +172,19 @@ func (p fpProcs) resume(_ context.Context, t Target) error {
 	return nil
 }
 
+// fpTestWorld is what the fakes offer the failpoint fault.
+type fpTestWorld interface {
+	nemesis.World
+	Partitions
+	Failpoints
+	SessionTimeout() time.Duration
+}
+
+// fpFault builds the failpoint fault on w as New would.
+func fpFault(w fpTestWorld, rec *nemesis.Recorder, pr procs) *failpointFault {
+	return newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}, rec, pr)
+}
+
 func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	// The node program's failpoint.Names, in order (node/failpoint's test
 	// holds the same list; the harness side never imports the node).
@@ -282,43 +302,45 @@ func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.window+"/"+tt.action, func(t *testing.T) {
-			w := &fpWorld{armed: map[string]time.Time{}, reach: tt.reach}
-			dir := t.TempDir()
-			rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-			heal, err := injectFailpoint(t.Context(), w, rec, fpProcs{w}, pickFor(t, tt.window, tt.action))
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(250 * time.Millisecond) // the fault's hold: the watcher sees the window
-			if err := heal(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			rec.Close()
-			w.mu.Lock()
-			calls := slices.Clone(w.calls)
-			w.mu.Unlock()
-			if len(calls) != len(tt.want) {
-				t.Fatalf("calls %q, want %q", calls, tt.want)
-			}
-			for i := range calls {
-				if !strings.HasPrefix(calls[i], tt.want[i]) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &fpWorld{armed: map[string]time.Time{}, reach: tt.reach}
+				dir := t.TempDir()
+				rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+				heal, err := fpFault(w, rec, fpProcs{w}).inject(t.Context(), pickFor(t, tt.window, tt.action))
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(250 * time.Millisecond) // the fault's hold: the watcher sees the window
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				rec.Close()
+				w.mu.Lock()
+				calls := slices.Clone(w.calls)
+				w.mu.Unlock()
+				if len(calls) != len(tt.want) {
 					t.Fatalf("calls %q, want %q", calls, tt.want)
 				}
-			}
-			if tt.window == "follower-after-truncation" && (calls[0] == "arm n2 follower-after-truncation=1*error") {
-				t.Fatalf("armed the leader n2, not a follower: %q", calls)
-			}
-			start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
-			if start == nil || stop == nil || start.Failpoint != tt.window || stop.Failpoint != tt.window || start.Name != string(FailpointFault) {
-				t.Fatalf("fault events %+v / %+v, want both naming %s", start, stop, tt.window)
-			}
-			wantStop := "window not reached"
-			if tt.reach {
-				wantStop = "window reached"
-			}
-			if stop.Detail != wantStop {
-				t.Fatalf("fault_stop detail %q, want %q", stop.Detail, wantStop)
-			}
+				for i := range calls {
+					if !strings.HasPrefix(calls[i], tt.want[i]) {
+						t.Fatalf("calls %q, want %q", calls, tt.want)
+					}
+				}
+				if tt.window == "follower-after-truncation" && (calls[0] == "arm n2 follower-after-truncation=1*error") {
+					t.Fatalf("armed the leader n2, not a follower: %q", calls)
+				}
+				start, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
+				if start == nil || stop == nil || start.Failpoint != tt.window || stop.Failpoint != tt.window || start.Name != string(FailpointFault) {
+					t.Fatalf("fault events %+v / %+v, want both naming %s", start, stop, tt.window)
+				}
+				wantStop := "window not reached"
+				if tt.reach {
+					wantStop = "window reached"
+				}
+				if stop.Detail != wantStop {
+					t.Fatalf("fault_stop detail %q, want %q", stop.Detail, wantStop)
+				}
+			})
 		})
 	}
 }
@@ -326,65 +348,101 @@ func TestInjectFailpointArmsRoleAndProvokes(t *testing.T) {
 // A schedule of failpoint steps, saved and loaded again, arms the same
 // windows with the same actions on the same roles at the same offsets.
 func TestFailpointScheduleReplays(t *testing.T) {
-	s := Plan(42, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})
-	if len(s.Steps) < 4 {
-		t.Fatalf("plan has %d steps", len(s.Steps))
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var replay Schedule
-	if err := json.Unmarshal(b, &replay); err != nil {
-		t.Fatal(err)
-	}
-	arms := func(s Schedule) []string {
-		var out []string
-		for _, st := range s.Steps {
-			w := &fpWorld{armed: map[string]time.Time{}}
-			heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, st.Pick)
+	synctest.Test(t, func(t *testing.T) {
+		s := Plan(42, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})
+		if len(s.Steps) < 4 {
+			t.Fatalf("plan has %d steps", len(s.Steps))
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var replay Schedule
+		if err := json.Unmarshal(b, &replay); err != nil {
+			t.Fatal(err)
+		}
+		arms := func(s Schedule) []string {
+			var out []string
+			for _, st := range s.Steps {
+				w := &fpWorld{armed: map[string]time.Time{}}
+				heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), st.Pick)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range w.calls {
+					if strings.HasPrefix(c, "arm") {
+						out = append(out, fmt.Sprintf("%s %s", st.At, c))
+					}
+				}
+			}
+			return out
+		}
+		first, second := arms(s), arms(replay)
+		if len(first) != len(s.Steps) || !slices.Equal(first, second) {
+			t.Fatalf("replay armed %q, the run armed %q", second, first)
+		}
+		if other := arms(Plan(43, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
+			t.Fatal("another seed armed exactly the same failpoints")
+		}
+		t.Logf("seed 42 arms: %q", first)
+	})
+}
+
+// A run's faults are built with what the run offers: a composite fault
+// whose capabilities are missing is missing from the Set when it is built
+// (Missing says what it lacks), and a step of its kind fails with that
+// without touching anything.
+func TestNewChecksCapabilities(t *testing.T) {
+	w := &fpWorld{armed: map[string]time.Time{}}
+	for _, tt := range []struct {
+		name    string
+		env     Env
+		missing []FaultKind
+		wantErr []string
+	}{
+		{"everything", Env{Partitions: w, Failpoints: w, Session: time.Second}, nil, nil},
+		{"no failpoints", Env{Partitions: w, Session: time.Second}, []FaultKind{FailpointFault, FailoverOnLaggingZK},
+			[]string{"failpoint: the run has no failpoints (Env.Failpoints)", "failover-on-lagging-zk: the run has no failpoints"}},
+		{"nothing", Env{}, []FaultKind{FailpointFault, KillLaggingLeader, FailoverOnLaggingZK},
+			[]string{"kill-lagging-leader: the run has no partition roles (Env.Partitions), no session timeout (Env.Session is 0s)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(nemesis.New(w, nil), tt.env)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := heal(t.Context()); err != nil {
-				t.Fatal(err)
+			err = s.Missing()
+			if (err == nil) != (len(tt.wantErr) == 0) {
+				t.Fatalf("Missing: %v, want %q", err, tt.wantErr)
 			}
-			for _, c := range w.calls {
-				if strings.HasPrefix(c, "arm") {
-					out = append(out, fmt.Sprintf("%s %s", st.At, c))
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Missing: %v, want %q", err, want)
 				}
 			}
-		}
-		return out
+			for _, k := range tt.missing {
+				if _, err := s.Inject(t.Context(), k, 0); err == nil || !strings.Contains(err.Error(), "the run has no") {
+					t.Errorf("%s injected: %v", k, err)
+				}
+			}
+			w.mu.Lock()
+			calls := slices.Clone(w.calls)
+			w.mu.Unlock()
+			if len(calls) > 0 {
+				t.Errorf("a missing fault acted: %q", calls)
+			}
+		})
 	}
-	first, second := arms(s), arms(replay)
-	if len(first) != len(s.Steps) || !slices.Equal(first, second) {
-		t.Fatalf("replay armed %q, the run armed %q", second, first)
-	}
-	if other := arms(Plan(43, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
-		t.Fatal("another seed armed exactly the same failpoints")
-	}
-	t.Logf("seed 42 arms: %q", first)
-}
-
-func TestInjectFailpointNeedsAFailpointWorld(t *testing.T) {
-	_, err := injectFailpoint(t.Context(), plainWorld{}, nil, nil, 1)
-	if err == nil || !strings.Contains(err.Error(), "cannot arm failpoints") {
-		t.Fatalf("err %v", err)
+	if _, err := New(nemesis.New(nil, nil), Env{}); err == nil {
+		t.Error("New without a world: no error")
 	}
 	if FailpointAvailable(1) == nil || FailpointAvailable(3) != nil {
 		t.Fatal("FailpointAvailable: wants 2 brokers")
 	}
 }
-
-// plainWorld is a World without the failpoint methods.
-type plainWorld struct{}
-
-func (plainWorld) Nodes() []Target                                             { return nil }
-func (plainWorld) ZKServers() []Target                                         { return nil }
-func (plainWorld) Controller(context.Context) (int, error)                     { return 1, nil }
-func (plainWorld) ZKLeader(context.Context) (int, error)                       { return 1, nil }
-func (plainWorld) PartitionLeader(context.Context, string, int32) (int, error) { return 1, nil }
 
 // Guided schedules aim their failpoint steps at the least-reached windows,
 // leave other steps alone and stay seeded.
@@ -435,42 +493,44 @@ func TestGuideFailpoints(t *testing.T) {
 // does the third broker bounce; a window never reached leaves the third
 // alone.
 func TestFailpointBounceTwo(t *testing.T) {
-	pick := -1
-	for p := range 100000 {
-		if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeBounceTwo {
-			pick = p
-			break
-		}
-	}
-	if pick < 0 {
-		t.Fatal("no pick plans controller-after-zk-write, pause, bounce-other-then-third")
-	}
-	for _, reach := range []bool{true, false} {
-		w := &fpWorld{armed: map[string]time.Time{}, reach: reach}
-		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pick)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := heal(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		var bounced []string
-		for _, c := range w.calls {
-			if n, ok := strings.CutPrefix(c, "bounce "); ok {
-				bounced = append(bounced, n)
+	synctest.Test(t, func(t *testing.T) {
+		pick := -1
+		for p := range 100000 {
+			if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeBounceTwo {
+				pick = p
+				break
 			}
 		}
-		if w.calls[0] != "arm n1 controller-after-zk-write=1*pause" {
-			t.Fatalf("reach %v: calls %q", reach, w.calls)
+		if pick < 0 {
+			t.Fatal("no pick plans controller-after-zk-write, pause, bounce-other-then-third")
 		}
-		want := 1
-		if reach {
-			want = 2
+		for _, reach := range []bool{true, false} {
+			w := &fpWorld{armed: map[string]time.Time{}, reach: reach}
+			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			var bounced []string
+			for _, c := range w.calls {
+				if n, ok := strings.CutPrefix(c, "bounce "); ok {
+					bounced = append(bounced, n)
+				}
+			}
+			if w.calls[0] != "arm n1 controller-after-zk-write=1*pause" {
+				t.Fatalf("reach %v: calls %q", reach, w.calls)
+			}
+			want := 1
+			if reach {
+				want = 2
+			}
+			if len(bounced) != want || slices.Contains(bounced, "n1") || len(bounced) == 2 && bounced[0] == bounced[1] {
+				t.Fatalf("reach %v: bounced %q, want %d distinct brokers other than the controller n1", reach, bounced, want)
+			}
 		}
-		if len(bounced) != want || slices.Contains(bounced, "n1") || len(bounced) == 2 && bounced[0] == bounced[1] {
-			t.Fatalf("reach %v: bounced %q, want %d distinct brokers other than the controller n1", reach, bounced, want)
-		}
-	}
+	})
 }
 
 // A controller window that a bounce reaches only after the step's hold
@@ -480,32 +540,34 @@ func TestFailpointBounceTwo(t *testing.T) {
 // controller (KAFKA-532's window). The bounced broker is one that leads a
 // partition (n2 in fpWorld), which moves leadership.
 func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
-	w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 25 * time.Millisecond}
-	heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, "controller-before-broker-change", FPSigstop))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Heal at once: the hold ended before the window was reached. The
-	// successor appears well after the session timeout (10 ms) plus one
-	// second, so resuming must wait for it.
-	w.mu.Lock()
-	w.successorAt = time.Now().Add(1500 * time.Millisecond)
-	w.mu.Unlock()
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	w.mu.Lock()
-	calls := slices.Clone(w.calls)
-	w.mu.Unlock()
-	want := []string{"arm n1 controller-before-broker-change=1*sigstop", "bounce n2", "sigstop n1", "sigcont n1 (controller n2)", "disarm n1"}
-	if len(calls) != len(want) {
-		t.Fatalf("calls %q, want %q", calls, want)
-	}
-	for i := range calls {
-		if !strings.HasPrefix(calls[i], want[i]) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 25 * time.Millisecond}
+		heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pickFor(t, "controller-before-broker-change", FPSigstop))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Heal at once: the hold ended before the window was reached. The
+		// successor appears well after the session timeout (10 ms) plus one
+		// second, so resuming must wait for it.
+		w.mu.Lock()
+		w.successorAt = time.Now().Add(1500 * time.Millisecond)
+		w.mu.Unlock()
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		w.mu.Lock()
+		calls := slices.Clone(w.calls)
+		w.mu.Unlock()
+		want := []string{"arm n1 controller-before-broker-change=1*sigstop", "bounce n2", "sigstop n1", "sigcont n1 (controller n2)", "disarm n1"}
+		if len(calls) != len(want) {
 			t.Fatalf("calls %q, want %q", calls, want)
 		}
-	}
+		for i := range calls {
+			if !strings.HasPrefix(calls[i], want[i]) {
+				t.Fatalf("calls %q, want %q", calls, want)
+			}
+		}
+	})
 }
 
 // A controller that loses the role before reaching its window (an
@@ -515,51 +577,53 @@ func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
 // which then reaches the window. Without the re-arm the fault would watch
 // a node that can no longer reach it.
 func TestFailpointReArmsOnNewController(t *testing.T) {
-	// A 200 ms session: the watch looks for the window for 800 ms after
-	// each arming, past the controller change at 30 ms and the window at
-	// 400 ms.
-	w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 400 * time.Millisecond, session: 200 * time.Millisecond}
-	w.successorAt = time.Now().Add(30 * time.Millisecond)
-	dir := t.TempDir()
-	rec := NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
-	heal, err := injectFailpoint(t.Context(), w, rec, fpProcs{w}, pickFor(t, "controller-before-broker-change", FPSigstop))
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(700 * time.Millisecond)
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rec.Close()
-	w.mu.Lock()
-	calls := strings.Join(w.calls, "; ")
-	w.mu.Unlock()
-	for _, want := range []string{
-		"arm n1 controller-before-broker-change=1*sigstop",
-		"disarm n1 controller-before-broker-change",
-		"arm n2 controller-before-broker-change=1*sigstop",
-		"sigstop n2",
-	} {
-		if !strings.Contains(calls, want) {
-			t.Fatalf("calls %q lack %q", calls, want)
+	synctest.Test(t, func(t *testing.T) {
+		// A 200 ms session: the watch looks for the window for 800 ms after
+		// each arming, past the controller change at 30 ms and the window at
+		// 400 ms.
+		w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 400 * time.Millisecond, session: 200 * time.Millisecond}
+		w.successorAt = time.Now().Add(30 * time.Millisecond)
+		dir := t.TempDir()
+		rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+		heal, err := fpFault(w, rec, fpProcs{w}).inject(t.Context(), pickFor(t, "controller-before-broker-change", FPSigstop))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if strings.Contains(calls, "sigstop n1") {
-		t.Fatalf("stopped the old controller: %q", calls)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "nemesis.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"n1 stopped being the controller (n2 is) before reaching it; re-armed on n2",
-		"(re-armed: n1 lost the controller role first)",
-		"window reached",
-	} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("history lacks %q:\n%s", want, b)
+		time.Sleep(700 * time.Millisecond)
+		if err := heal(t.Context()); err != nil {
+			t.Fatal(err)
 		}
-	}
+		rec.Close()
+		w.mu.Lock()
+		calls := strings.Join(w.calls, "; ")
+		w.mu.Unlock()
+		for _, want := range []string{
+			"arm n1 controller-before-broker-change=1*sigstop",
+			"disarm n1 controller-before-broker-change",
+			"arm n2 controller-before-broker-change=1*sigstop",
+			"sigstop n2",
+		} {
+			if !strings.Contains(calls, want) {
+				t.Fatalf("calls %q lack %q", calls, want)
+			}
+		}
+		if strings.Contains(calls, "sigstop n1") {
+			t.Fatalf("stopped the old controller: %q", calls)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "nemesis.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"n1 stopped being the controller (n2 is) before reaching it; re-armed on n2",
+			"(re-armed: n1 lost the controller role first)",
+			"window reached",
+		} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("history lacks %q:\n%s", want, b)
+			}
+		}
+	})
 }
 
 // terminate-other-then-restart: the controller is armed, a broker that
@@ -568,41 +632,43 @@ func TestFailpointReArmsOnNewController(t *testing.T) {
 // the hold lasts until its new process can have registered; a window never
 // reached lets the broker finish its shutdown, and it is started again.
 func TestFailpointShutdownRestart(t *testing.T) {
-	pick := -1
-	for p := range 100000 {
-		if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeShutdownRestart {
-			pick = p
-			break
-		}
-	}
-	if pick < 0 {
-		t.Fatal("no pick plans controller-after-zk-write, pause, terminate-other-then-restart")
-	}
-	for _, reach := range []bool{true, false} {
-		w := &fpWorld{armed: map[string]time.Time{}, reach: reach, session: 100 * time.Millisecond}
-		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pick)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if err := heal(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		held := time.Since(start)
-		w.mu.Lock()
-		calls := slices.Clone(w.calls)
-		w.mu.Unlock()
-		want := []string{"arm n1 controller-after-zk-write=1*pause", "terminate n3", "exited n3", "start n3", "disarm n1 controller-after-zk-write"}
-		if reach {
-			want = []string{"arm n1 controller-after-zk-write=1*pause", "terminate n3", "bounce n3", "disarm n1 controller-after-zk-write"}
-			if held < 150*time.Millisecond {
-				t.Errorf("released %s after the bounce; want a hold until two session timeouts (200 ms) after the kill", held)
+	synctest.Test(t, func(t *testing.T) {
+		pick := -1
+		for p := range 100000 {
+			if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeShutdownRestart {
+				pick = p
+				break
 			}
 		}
-		if !slices.Equal(calls, want) {
-			t.Fatalf("reach %v: calls %q, want %q", reach, calls, want)
+		if pick < 0 {
+			t.Fatal("no pick plans controller-after-zk-write, pause, terminate-other-then-restart")
 		}
-	}
+		for _, reach := range []bool{true, false} {
+			w := &fpWorld{armed: map[string]time.Time{}, reach: reach, session: 100 * time.Millisecond}
+			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			held := time.Since(start)
+			w.mu.Lock()
+			calls := slices.Clone(w.calls)
+			w.mu.Unlock()
+			want := []string{"arm n1 controller-after-zk-write=1*pause", "terminate n3", "exited n3", "start n3", "disarm n1 controller-after-zk-write"}
+			if reach {
+				want = []string{"arm n1 controller-after-zk-write=1*pause", "terminate n3", "bounce n3", "disarm n1 controller-after-zk-write"}
+				if held < 150*time.Millisecond {
+					t.Errorf("released %s after the bounce; want a hold until two session timeouts (200 ms) after the kill", held)
+				}
+			}
+			if !slices.Equal(calls, want) {
+				t.Fatalf("reach %v: calls %q, want %q", reach, calls, want)
+			}
+		}
+	})
 }
 
 // While a failpoint fault is in force it claims the armed node and the
@@ -611,28 +677,30 @@ func TestFailpointShutdownRestart(t *testing.T) {
 // control-plane workload, which leaves claimed brokers alone, must not shut
 // down a receiver whose held request is the fence's only input.
 func TestFailpointPerBrokerWindowClaimsEveryReceiver(t *testing.T) {
-	for _, tc := range []struct {
-		window, action string
-		claims         int
-	}{
-		{"controller-before-send", FPSigstop, 3},
-		{"controller-before-broker-change", FPSigstop, 2},
-	} {
-		w := &fpWorld{armed: map[string]time.Time{}, reach: true}
-		heal, err := injectFailpoint(t.Context(), w, nil, fpProcs{w}, pickFor(t, tc.window, tc.action))
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			window, action string
+			claims         int
+		}{
+			{"controller-before-send", FPSigstop, 3},
+			{"controller-before-broker-change", FPSigstop, 2},
+		} {
+			w := &fpWorld{armed: map[string]time.Time{}, reach: true}
+			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pickFor(t, tc.window, tc.action))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.mu.Lock()
+			during := w.claims
+			w.mu.Unlock()
+			if err := heal(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if during != tc.claims || w.claims != 0 {
+				t.Errorf("%s: %d brokers claimed while in force, %d after heal; want %d, then 0", tc.window, during, w.claims, tc.claims)
+			}
 		}
-		w.mu.Lock()
-		during := w.claims
-		w.mu.Unlock()
-		if err := heal(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		if during != tc.claims || w.claims != 0 {
-			t.Errorf("%s: %d brokers claimed while in force, %d after heal; want %d, then 0", tc.window, during, w.claims, tc.claims)
-		}
-	}
+	})
 }
 
 // Each generation of picks sees the window table of its day, the newest
