@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/zkchaos/zkchaos/history"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -185,12 +186,17 @@ func fpFault(w fpTestWorld, rec *nemesis.Recorder, pr procs) *failpointFault {
 	return newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}, rec, pr)
 }
 
+// The window table names the node's failpoints (history.FailpointNames,
+// the contract both halves share) in their order, every one but the two
+// that only scenarios arm (keeping a broker out of an election, holding a
+// new controller).
 func TestFPWindowsAreTheNodeWindows(t *testing.T) {
-	// The node program's failpoint.Names, in order (node/failpoint's test
-	// holds the same list; the harness side never imports the node).
-	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register",
-		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation", "controller-before-send",
-		"controller-before-controlled-shutdown"}
+	var want []string
+	for _, n := range history.FailpointNames {
+		if n != history.FailpointControllerBeforeElect && n != history.FailpointControllerAfterElected {
+			want = append(want, n)
+		}
+	}
 	if !slices.Equal(FailpointWindowNames(), want) {
 		t.Fatalf("windows %v, want %v", FailpointWindowNames(), want)
 	}

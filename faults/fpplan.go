@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/zkchaos/zkchaos/history"
 	"math/rand/v2"
 	"slices"
 )
@@ -89,22 +90,22 @@ type FPWindow struct {
 // order (node/failpoint.Names; a test keeps them in step). New windows are
 // appended so a saved schedule's picks keep their meaning.
 var FPWindows = []FPWindow{
-	{"controller-after-zk-write", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo, ProvokeShutdownRestart}, controllerActions, 3, false},
-	{"controller-before-broker-change", RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3, false},
-	{"broker-before-register", RoleRestarted, []string{ProvokeRestart}, nil, 1, false},
-	{"broker-during-controlled-shutdown", RoleLeader, []string{ProvokeTerminate}, nil, 1, false},
-	{"broker-after-register", RoleRestarted, []string{ProvokeRestart}, nil, 1, false},
+	{history.FailpointControllerAfterZKWrite, RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo, ProvokeShutdownRestart}, controllerActions, 3, false},
+	{history.FailpointControllerBeforeBrokerChange, RoleController, []string{ProvokeBounceOther, ProvokeBounceTwo}, controllerActions, 3, false},
+	{history.FailpointBrokerBeforeRegister, RoleRestarted, []string{ProvokeRestart}, nil, 1, false},
+	{history.FailpointBrokerControlledShutdown, RoleLeader, []string{ProvokeTerminate}, nil, 1, false},
+	{history.FailpointBrokerAfterRegister, RoleRestarted, []string{ProvokeRestart}, nil, 1, false},
 	// Bouncing the leader makes the ISR followers truncate to the new
 	// leader (the follower the election passes over reaches it);
 	// restarting the follower itself reaches it on its first LeaderAndIsr.
-	{"follower-after-truncation", RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1, false},
+	{history.FailpointFollowerAfterTruncation, RoleFollower, []string{ProvokeBounceLead, ProvokeRestart}, nil, 1, false},
 	// A bounce makes the controller send LeaderAndIsr and UpdateMetadata;
 	// stopped with one of them in hand past its session, it resumes after
 	// its successor has reached the receiver, and delivers it under the
 	// old controller epoch: the input of the brokers' controller-epoch
 	// check, which a zombie that resigns at its first fenced ZooKeeper
 	// write never sends.
-	{"controller-before-send", RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2, true},
+	{history.FailpointControllerBeforeSend, RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2, true},
 	// A broker's controlled shutdown sends ControlledShutdown; held in the
 	// controller before its event loop sees it while the broker is killed
 	// and started again, the request goes on once the controller knows the
@@ -112,7 +113,7 @@ var FPWindows = []FPWindow{
 	// input of the controller's broker-epoch check (KIP-380), which no
 	// other window reaches. Pause only: a stopped controller resigns and
 	// answers NOT_CONTROLLER without looking at the epoch.
-	{"controller-before-controlled-shutdown", RoleController, []string{ProvokeShutdownRestart}, []string{FPPause}, 1, false},
+	{history.FailpointControllerBeforeControlledShutdown, RoleController, []string{ProvokeShutdownRestart}, []string{FPPause}, 1, false},
 }
 
 // windowGenerations[g] is how many of FPWindows the picks of generation g

@@ -84,8 +84,8 @@ const (
 	// seconds long by then.
 	kafka16667Lag = 3 * time.Second
 
-	failpointBeforeElect  = "controller-before-elect"
-	failpointAfterElected = "controller-after-elected"
+	failpointBeforeElect  = history.FailpointControllerBeforeElect
+	failpointAfterElected = history.FailpointControllerAfterElected
 )
 
 // kafka16667Slow is the shaping of the link from the ZooKeeper leader to the

@@ -49,8 +49,8 @@ func kafka532() Scenario {
 }
 
 const (
-	failpointBeforeSend   = "controller-before-send"
-	failpointBrokerChange = "controller-before-broker-change"
+	failpointBeforeSend   = history.FailpointControllerBeforeSend
+	failpointBrokerChange = history.FailpointControllerBeforeBrokerChange
 )
 
 type kafka532Driver struct{}
