@@ -127,6 +127,7 @@ func TestWatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each its own socket; mostly waiting out graces
 			rc := newReapCounter()
 			sock, wait := watching(t, rc.reap)
 			tt.owner(t, sock)
@@ -351,6 +352,7 @@ func TestRemoveLabelled(t *testing.T) {
 func TestWatchRemovesTheRunByLabel(t *testing.T) {
 	for _, reconnect := range []bool{false, true} {
 		t.Run(map[bool]string{false: "drop", true: "reconnect"}[reconnect], func(t *testing.T) {
+			t.Parallel() // each its own engine and socket
 			f, engSock := serveFake(t)
 			eng := NewEngine(engSock)
 			defer eng.hc.CloseIdleConnections()
