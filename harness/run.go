@@ -127,45 +127,12 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 	cfg.RunID, cfg.RunDir = envCfg.RunID, envCfg.RunDir
 	abs := cfg.RunDir
-	hdir := filepath.Join(abs, rundir.HistoryDir)
-	if err := EnsureDir(hdir); err != nil {
-		return abs, err
-	}
-	spec := cfg.RunSpec
-	spec.Build = rundir.BuildRevision()
-	if err := rundir.WriteInfo(abs, spec); err != nil {
-		return abs, err
-	}
-	hw, err := history.Create(filepath.Join(hdir, "harness.jsonl"), "harness", 0)
+	rf, err := openRunFiles(&cfg)
 	if err != nil {
 		return abs, err
 	}
-	defer hw.Close()
-	// The progress lines are kept in the run directory too: runs whose
-	// output nobody watches (chaos power, the nightly shards) would
-	// otherwise leave no trace of where a slow set-up spent its time.
-	ldir := filepath.Join(abs, rundir.LogsDir)
-	if err := EnsureDir(ldir); err != nil {
-		return abs, err
-	}
-	plog, err := os.OpenFile(filepath.Join(ldir, rundir.HarnessLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return abs, fmt.Errorf("progress log: %w", err)
-	}
-	defer plog.Close()
-	// Every line of progress goes through prog: it follows the history
-	// files and, on a terminal, keeps a status line under them.
-	prog := newProgress(cfg.Progress, hdir, map[string]time.Duration{history.PhaseWorkload: cfg.TimeLimit})
-	prog.log = plog
-	prog.run()
-	defer prog.stop()
-	cfg.Progress = prog
-	phaseWith := func(p history.Phase) {
-		hw.Write(history.Event{Kind: history.KindPhase, Phase: &p})
-		hw.Sync()
-		prog.phaseMark(p.Name, p.Mark)
-	}
-	phase := func(name, mark string) { phaseWith(history.Phase{Name: name, Mark: mark}) }
+	defer rf.close()
+	hdir := rf.hdir
 
 	// --- setup
 	// The steps overlap where nothing orders them: the node binary builds
@@ -175,34 +142,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	// controller would lead a partition from whichever replicas were up, and
 	// the scenarios count on the first replica leading (KAFKA-16667's
 	// driver picks its brokers by it).
-	phase(history.PhaseSetup, history.PhaseBegin)
+	rf.phase(history.PhaseSetup, history.PhaseBegin)
 	setupStart := time.Now()
-	type built struct {
-		path string
-		err  error
-	}
-	binc := make(chan built, 1)
-	go func() {
-		path, err := buildNode(ctx)
-		binc <- built{path, err}
-	}()
-	envCfg.Progress = cfg.Progress
-	envCfg.NoWait = true
-	// alive receives the start-up check of the node processes (nodesAlive),
-	// which looks a moment after the starts: the set-up goes on meanwhile
-	// and the wait for the brokers' registrations takes its answer.
-	alive := make(chan error, 1)
-	envCfg.Beside = func(ctx context.Context, c *cluster.Cluster) error {
-		bin := <-binc
-		if bin.err != nil {
-			return bin.err
-		}
-		if err := startNodes(ctx, c, cfg, bin.path); err != nil {
-			return err
-		}
-		go func() { alive <- nodesAlive(ctx, c) }()
-		return nil
-	}
+	alive := startNodesBeside(ctx, &envCfg, cfg)
 	env, err := StartEnv(ctx, envCfg)
 	if err != nil {
 		return abs, err
@@ -227,51 +169,20 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	if err := c.WaitEnsemble(ctx); err != nil {
 		return abs, err
 	}
-
-	zw, err := history.Create(filepath.Join(hdir, "zk.jsonl"), "zk", 0)
+	stopWatch, err := watchZK(ctx, c, hdir)
 	if err != nil {
 		return abs, err
 	}
-	defer zw.Close()
-	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	watcher, err := observer.WatchZK(wctx, c.ZKConnect(), 10*time.Second, zw)
-	if err != nil {
-		stopWatch()
-		return abs, err
-	}
-	defer func() { stopWatch(); watcher.Wait() }()
-
+	defer stopWatch()
 	w, err := newWorld(c)
 	if err != nil {
 		return abs, err
 	}
 	defer w.close()
-	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second, alive); err != nil {
-		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
-	}
-	if err := createTopics(ctx, w.conn, cfg); err != nil {
+	if err := setUpTopics(ctx, w, cfg, abs, alive, setupStart, brokersUp); err != nil {
 		return abs, err
 	}
-	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
-		return abs, fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, c))
-	}
-	led := time.Since(setupStart)
-	// A driver's first fault must not land in the controller's start-up
-	// burst: the followers' first fetches grow each ISR to its replicas,
-	// and each growth makes the controller send UpdateMetadata to every
-	// broker. A request in flight on a link a driver cuts holds up every
-	// later one to that broker (KAFKA-7235's driver waits for a
-	// LeaderAndIsr queued behind it). Not fatal: a run whose ISRs never fill
-	// shows why in its history.
-	if err := waitSettled(ctx, w, cfg, 10*time.Second); err != nil {
-		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
-	}
-	if err := waitRoles(ctx, abs, cfg, 10*time.Second); err != nil {
-		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
-	}
-	fmt.Fprintf(cfg.Progress, "brokers' and ensemble's containers running after %s, every partition led after %s, ISRs full after %s\n",
-		brokersUp.Round(time.Millisecond), led.Round(time.Millisecond), time.Since(setupStart).Round(time.Millisecond))
-	phase(history.PhaseSetup, history.PhaseEnd)
+	rf.phase(history.PhaseSetup, history.PhaseEnd)
 
 	// --- workload and nemesis, side by side for TimeLimit
 	rec := nemesis.NewFileRecorder(filepath.Join(hdir, "nemesis.jsonl"))
@@ -304,43 +215,234 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	// The admin workload outlives the client workload by the heal and the
 	// settle: an operation the controller owes when the faults end must be
 	// seen completing (or not) for liveness to judge it.
-	actx, stopAdmin := context.WithCancel(ctx)
-	defer stopAdmin()
-	aerr := make(chan error, 1)
-	aerr <- nil
-	if cfg.Admin {
-		adm, err := newAdminWorkload(cfg, c, live, open)
-		if err != nil {
-			return abs, err
-		}
-		<-aerr
-		go func() { aerr <- adm.Run(actx) }()
+	adm, err := startAdmin(ctx, cfg, c, live, open)
+	if err != nil {
+		return abs, err
 	}
-	phase(history.PhaseWorkload, history.PhaseBegin)
+	defer adm.cancel()
+	rf.phase(history.PhaseWorkload, history.PhaseBegin)
 	rctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
 	werr := make(chan error, 1)
 	go func() { werr <- wl.Run(rctx) }()
 	derr := driver.Drive(rctx, live)
 	cancel()
 	if err := errors.Join(derr, <-werr); err != nil {
-		stopAdmin()
-		<-aerr
+		adm.stop()
 		return abs, fmt.Errorf("workload: %w", err)
 	}
-	phase(history.PhaseWorkload, history.PhaseEnd)
+	rf.phase(history.PhaseWorkload, history.PhaseEnd)
 	if ctx.Err() != nil {
-		stopAdmin()
-		<-aerr
+		adm.stop()
 		return abs, ctx.Err()
 	}
 
 	// --- heal, and give the cluster time to recover
-	phase(history.PhaseHeal, history.PhaseBegin)
+	rf.phase(history.PhaseHeal, history.PhaseBegin)
 	if err := nem.Heal(ctx); err != nil {
-		stopAdmin()
-		<-aerr
+		adm.stop()
 		return abs, fmt.Errorf("heal: %w", err)
 	}
+	settleAfterHeal(ctx, w, cfg)
+	if err := adm.stop(); err != nil {
+		return abs, fmt.Errorf("admin workload: %w", err)
+	}
+	// The recovery checker judges the broker processes running at the end;
+	// a crash leaves no node_stop, so the harness says which it sees.
+	rf.phaseWith(history.Phase{Name: history.PhaseHeal, Mark: history.PhaseEnd, Running: runningBrokers(ctx, c)})
+
+	// --- final reads
+	if cfg.NoWorkload {
+		return abs, nil
+	}
+	if err := finalReads(ctx, cfg, lc, open, rf); err != nil {
+		return abs, err
+	}
+	rf.phase(history.PhaseCollect, history.PhaseBegin)
+	rf.phase(history.PhaseCollect, history.PhaseEnd)
+	return abs, nil
+}
+
+// runFiles are what a run writes from its first moment: the harness's own
+// history (the phase marks) and the progress log, with the progress
+// display that follows the history files.
+type runFiles struct {
+	hdir string
+	hw   *history.Writer
+	plog *os.File
+	prog *progress
+}
+
+// openRunFiles makes the run directory's history and log directories,
+// writes run.json and starts the progress display, which from then on
+// receives cfg.Progress.
+func openRunFiles(cfg *RunConfig) (*runFiles, error) {
+	abs := cfg.RunDir
+	hdir := filepath.Join(abs, rundir.HistoryDir)
+	if err := EnsureDir(hdir); err != nil {
+		return nil, err
+	}
+	spec := cfg.RunSpec
+	spec.Build = rundir.BuildRevision()
+	if err := rundir.WriteInfo(abs, spec); err != nil {
+		return nil, err
+	}
+	// The progress lines are kept in the run directory too: runs whose
+	// output nobody watches (chaos power, the nightly shards) would
+	// otherwise leave no trace of where a slow set-up spent its time.
+	ldir := filepath.Join(abs, rundir.LogsDir)
+	if err := EnsureDir(ldir); err != nil {
+		return nil, err
+	}
+	hw, err := history.Create(filepath.Join(hdir, "harness.jsonl"), "harness", 0)
+	if err != nil {
+		return nil, err
+	}
+	plog, err := os.OpenFile(filepath.Join(ldir, rundir.HarnessLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		hw.Close()
+		return nil, fmt.Errorf("progress log: %w", err)
+	}
+	// Every line of progress goes through prog: it follows the history
+	// files and, on a terminal, keeps a status line under them.
+	prog := newProgress(cfg.Progress, hdir, map[string]time.Duration{history.PhaseWorkload: cfg.TimeLimit})
+	prog.log = plog
+	prog.run()
+	cfg.Progress = prog
+	return &runFiles{hdir: hdir, hw: hw, plog: plog, prog: prog}, nil
+}
+
+func (f *runFiles) close() {
+	f.prog.stop()
+	f.plog.Close()
+	f.hw.Close()
+}
+
+// phaseWith marks a phase in the harness's history, synced at once: a
+// run that dies leaves the phase it died in.
+func (f *runFiles) phaseWith(p history.Phase) {
+	f.hw.Write(history.Event{Kind: history.KindPhase, Phase: &p})
+	f.hw.Sync()
+	f.prog.phaseMark(p.Name, p.Mark)
+}
+
+func (f *runFiles) phase(name, mark string) { f.phaseWith(history.Phase{Name: name, Mark: mark}) }
+
+// startNodesBeside has envCfg start the node processes beside the
+// ensemble, from a binary built meanwhile. The channel it returns receives
+// the start-up check of the node processes (nodesAlive), which looks a
+// moment after the starts: the set-up goes on meanwhile and the wait for
+// the brokers' registrations takes its answer.
+func startNodesBeside(ctx context.Context, envCfg *EnvConfig, cfg RunConfig) <-chan error {
+	type built struct {
+		path string
+		err  error
+	}
+	binc := make(chan built, 1)
+	go func() {
+		path, err := buildNode(ctx)
+		binc <- built{path, err}
+	}()
+	envCfg.Progress = cfg.Progress
+	envCfg.NoWait = true
+	alive := make(chan error, 1)
+	envCfg.Beside = func(ctx context.Context, c *cluster.Cluster) error {
+		bin := <-binc
+		if bin.err != nil {
+			return bin.err
+		}
+		if err := startNodes(ctx, c, cfg, bin.path); err != nil {
+			return err
+		}
+		go func() { alive <- nodesAlive(ctx, c) }()
+		return nil
+	}
+	return alive
+}
+
+// watchZK starts the ZooKeeper observer writing zk.jsonl, and returns how
+// to stop it and wait for its last line.
+func watchZK(ctx context.Context, c *cluster.Cluster, hdir string) (stop func(), err error) {
+	zw, err := history.Create(filepath.Join(hdir, "zk.jsonl"), "zk", 0)
+	if err != nil {
+		return nil, err
+	}
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watcher, err := observer.WatchZK(wctx, c.ZKConnect(), 10*time.Second, zw)
+	if err != nil {
+		stopWatch()
+		zw.Close()
+		return nil, err
+	}
+	return func() {
+		stopWatch()
+		watcher.Wait()
+		zw.Close()
+	}, nil
+}
+
+// setUpTopics waits for every broker's registration, creates the run's
+// topics and waits for their leaders and full ISRs.
+func setUpTopics(ctx context.Context, w *world, cfg RunConfig, abs string, alive <-chan error, setupStart time.Time, brokersUp time.Duration) error {
+	if err := waitBrokerIDs(ctx, w, cfg.Nodes, 60*time.Second, alive); err != nil {
+		return fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, w.c))
+	}
+	if err := createTopics(ctx, w.conn, cfg); err != nil {
+		return err
+	}
+	if err := waitLeaders(ctx, w, cfg, 60*time.Second); err != nil {
+		return fmt.Errorf("setup: %w%s", err, nodeLogTails(ctx, w.c))
+	}
+	led := time.Since(setupStart)
+	// A driver's first fault must not land in the controller's start-up
+	// burst: the followers' first fetches grow each ISR to its replicas,
+	// and each growth makes the controller send UpdateMetadata to every
+	// broker. A request in flight on a link a driver cuts holds up every
+	// later one to that broker (KAFKA-7235's driver waits for a
+	// LeaderAndIsr queued behind it). Not fatal: a run whose ISRs never fill
+	// shows why in its history.
+	if err := waitSettled(ctx, w, cfg, 10*time.Second); err != nil {
+		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
+	}
+	if err := waitRoles(ctx, abs, cfg, 10*time.Second); err != nil {
+		fmt.Fprintf(cfg.Progress, "setup: %v; going on\n", err)
+	}
+	fmt.Fprintf(cfg.Progress, "brokers' and ensemble's containers running after %s, every partition led after %s, ISRs full after %s\n",
+		brokersUp.Round(time.Millisecond), led.Round(time.Millisecond), time.Since(setupStart).Round(time.Millisecond))
+	return nil
+}
+
+// adminRun is the admin workload running beside the client workload.
+type adminRun struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startAdmin starts the admin workload if cfg asks for it.
+func startAdmin(ctx context.Context, cfg RunConfig, c *cluster.Cluster, live *Live, open func(string) (*history.Writer, error)) (*adminRun, error) {
+	actx, cancel := context.WithCancel(ctx)
+	a := &adminRun{cancel: cancel, done: make(chan error, 1)}
+	if !cfg.Admin {
+		a.done <- nil
+		return a, nil
+	}
+	adm, err := newAdminWorkload(cfg, c, live, open)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() { a.done <- adm.Run(actx) }()
+	return a, nil
+}
+
+// stop ends the admin workload and returns how it ended. Call it once.
+func (a *adminRun) stop() error {
+	a.cancel()
+	return <-a.done
+}
+
+// settleAfterHeal gives the healed cluster cfg.Settle to lead every
+// partition again, and lingers until cfg.Linger after the heal.
+func settleAfterHeal(ctx context.Context, w *world, cfg RunConfig) {
 	healed := time.Now()
 	waitLeaders(ctx, w, cfg, cfg.Settle) // not fatal: staying offline is a finding
 	if d := time.Until(healed.Add(cfg.Linger)); d > 0 {
@@ -349,33 +451,23 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		case <-time.After(d):
 		}
 	}
-	stopAdmin()
-	if err := <-aerr; err != nil {
-		return abs, fmt.Errorf("admin workload: %w", err)
-	}
-	// The recovery checker judges the broker processes running at the end;
-	// a crash leaves no node_stop, so the harness says which it sees.
-	phaseWith(history.Phase{Name: history.PhaseHeal, Mark: history.PhaseEnd, Running: runningBrokers(ctx, c)})
+}
 
-	// --- final reads
-	if cfg.NoWorkload {
-		return abs, nil
-	}
-	phase(history.PhaseFinalReads, history.PhaseBegin)
+// finalReads reads every partition in full after the heal, into
+// final.jsonl: the durability checker's truth.
+func finalReads(ctx context.Context, cfg RunConfig, lc workloads.LogConfig, open func(string) (*history.Writer, error), rf *runFiles) error {
+	rf.phase(history.PhaseFinalReads, history.PhaseBegin)
 	fw, err := open("final")
 	if err != nil {
-		return abs, err
+		return err
 	}
 	lc.OpTimeout = 5 * time.Second
 	if err := workloads.FinalReads(ctx, lc, fw, 30*time.Second); err != nil {
 		fmt.Fprintf(cfg.Progress, "final reads incomplete: %v\n", err)
 	}
 	fw.Close()
-	phase(history.PhaseFinalReads, history.PhaseEnd)
-
-	phase(history.PhaseCollect, history.PhaseBegin)
-	phase(history.PhaseCollect, history.PhaseEnd)
-	return abs, nil
+	rf.phase(history.PhaseFinalReads, history.PhaseEnd)
+	return nil
 }
 
 // idle is the workload of a control-plane-only run: it waits out the time.
