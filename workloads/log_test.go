@@ -43,6 +43,20 @@ func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
+// historyDir is a run directory for a test's history files, and the
+// opener a workload writes them with.
+func historyDir(t *testing.T) (dir string, open func(name string) (*history.Writer, error)) {
+	t.Helper()
+	dir = t.TempDir()
+	hdir := filepath.Join(dir, "history")
+	if err := os.MkdirAll(hdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func(name string) (*history.Writer, error) {
+		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
+	}
+}
+
 // logWorkloadFor is how long logWorkloadHistory runs the workload: long
 // enough for dozens of operations per process at the default pace.
 const logWorkloadFor = 500 * time.Millisecond
@@ -54,12 +68,7 @@ func logWorkloadHistory(t *testing.T, nonIdempotent bool, acks int, idempotent b
 	}
 	defer fake.Close()
 
-	dir := t.TempDir()
-	hdir := filepath.Join(dir, "history")
-	os.MkdirAll(hdir, 0o755)
-	open := func(name string) (*history.Writer, error) {
-		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
-	}
+	dir, open := historyDir(t)
 	cfg := LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 3, Producers: 3, Readers: 2, OpTimeout: 2 * time.Second, Seed: 1,
 		NonIdempotent: nonIdempotent, Acks: acks}
 	wl, err := NewLog(cfg, open)
@@ -208,14 +217,7 @@ func TestNotLeaderAfterAppendIsUnknown(t *testing.T) {
 				}
 				return resp, nil, true
 			})
-			dir := t.TempDir()
-			hdir := filepath.Join(dir, "history")
-			if err := os.MkdirAll(hdir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			open := func(name string) (*history.Writer, error) {
-				return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
-			}
+			dir, open := historyDir(t)
 			wl, err := NewLog(LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 1, Producers: 1, Acks: tt.acks,
 				NonIdempotent: true, OpTimeout: 2 * time.Second, Seed: 1}, open)
 			if err != nil {
@@ -281,14 +283,7 @@ func TestProduceInFlightAtTheEnd(t *testing.T) {
 				})
 				return nil, nil, false
 			})
-			dir := t.TempDir()
-			hdir := filepath.Join(dir, "history")
-			if err := os.MkdirAll(hdir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			open := func(name string) (*history.Writer, error) {
-				return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
-			}
+			dir, open := historyDir(t)
 			wl, err := NewLog(LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 1, Producers: 1, OpTimeout: time.Minute, Seed: 1}, open)
 			if err != nil {
 				t.Fatal(err)
