@@ -265,6 +265,13 @@ func TestBrokerFencing(t *testing.T) {
 			b.Control(3, c)
 			return nil
 		}},
+	})
+}
+
+// Requests traced to the send attempt the controller logged, with the
+// broker epoch it meant (Control.MeantBrokerEpoch).
+func TestBrokerFencingMeantEpoch(t *testing.T) {
+	runCases(t, BrokerFencing{}, []tcase{
 		{name: "switch on, no restart, meant epoch logged", want: Valid, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			c := lai(1, -1, history.VerdictAccepted, 0)
