@@ -36,6 +36,8 @@ func staleLAI(b *hb.Builder, ms int64, corr int32, carried int64, reject bool) (
 	return s, b.Control(3, c)
 }
 
+// KIP-380's controller side: a controller that goes on sending a broker
+// its previous broker epoch past the grace, with no fault to excuse it.
 func TestBrokerFencingStaleEpoch(t *testing.T) {
 	runCases(t, BrokerFencing{}, []tcase{
 		// Mutant 04's shape: the controller processed the broker change
@@ -125,6 +127,13 @@ func TestBrokerFencingStaleEpoch(t *testing.T) {
 			_ = stop
 			return []int{late, rej}
 		}},
+	})
+}
+
+// The stale-epoch rule judges only the acting controller, and only a
+// refused request to a broker's newest registration.
+func TestBrokerFencingStaleEpochPremises(t *testing.T) {
+	runCases(t, BrokerFencing{}, []tcase{
 		// A superseded controller is a zombie: the controller-epoch rules
 		// judge what it sends.
 		{name: "superseded controller", want: Valid, build: func(b *hb.Builder) []int {

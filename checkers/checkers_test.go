@@ -197,6 +197,8 @@ func shutdownSent(b *hb.Builder, broker int32, meant int64) int {
 		BrokerID: broker, BrokerEpoch: -1, MeantBrokerEpoch: meant, Verdict: history.VerdictSent}})
 }
 
+// A control request acted on must reach the broker process it was meant
+// for (KAFKA-7235, KIP-380).
 func TestBrokerFencing(t *testing.T) {
 	runCases(t, BrokerFencing{}, []tcase{
 		{name: "current epoch", want: Valid, build: func(b *hb.Builder) []int {
@@ -263,6 +265,13 @@ func TestBrokerFencing(t *testing.T) {
 			b.Control(3, c)
 			return nil
 		}},
+	})
+}
+
+// Requests traced to the send attempt the controller logged, with the
+// broker epoch it meant (Control.MeantBrokerEpoch).
+func TestBrokerFencingMeantEpoch(t *testing.T) {
+	runCases(t, BrokerFencing{}, []tcase{
 		{name: "switch on, no restart, meant epoch logged", want: Valid, build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			c := lai(1, -1, history.VerdictAccepted, 0)
@@ -374,6 +383,13 @@ func TestBrokerFencing(t *testing.T) {
 			q := b.Control(2, lai(1, 50, history.VerdictAccepted, 0))
 			return []int{r1, q}
 		}},
+	})
+}
+
+// A ControlledShutdown acted on must come from the broker process the
+// controller's broker epoch names (KIP-380).
+func TestBrokerFencingControlledShutdown(t *testing.T) {
+	runCases(t, BrokerFencing{}, []tcase{
 		{name: "stale controlled shutdown acted on", want: Invalid, explain: "re-registered with czxid 80", build: func(b *hb.Builder) []int {
 			process(b, 2, 50)
 			r2 := process(b, 2, 80)

@@ -81,16 +81,46 @@ func (pt *durabilityTP) tableSize() int64 {
 
 // Check implements Checker.
 func (c Durability) Check(h *history.History) Result {
-	r := &report{name: c.Name()}
 	ops := operations(h)
+	d := &durabilityJudge{r: &report{name: c.Name()}}
+	which := d.index(ops)
+	d.gather(ops, which)
+	d.judgeAcked()
+	return d.result(h, ops)
+}
 
-	// A first pass finds each op's partition (one map lookup per op) and
-	// sizes every partition's tables, which were grown record by record:
-	// a fifth of all the checkers' allocation.
+// durabilityJudge is Durability's state: the partitions' tables and what
+// it found.
+type durabilityJudge struct {
+	r     *report
+	tps   []history.TopicPartition
+	parts []*durabilityTP
+
+	divergent     []DivergentOffset
+	divergentText []string // the violation each divergence is, judged at the end
+	// Losses are judged once all are known: those an unclean election
+	// cost are the known anomaly unclean-election (the ISR checker lists
+	// them by election), not violations here. losses[i] explains lost[i].
+	lost   []LostRecord
+	losses []durabilityLoss
+
+	nAcked, unverified int
+}
+
+// durabilityLoss is an acknowledged record missing or overwritten: the
+// acknowledgement's event and the explanation.
+type durabilityLoss struct {
+	completed int
+	text      string
+}
+
+// index finds each op's partition (one map lookup per op) and sizes every
+// partition's tables, which were grown record by record: a fifth of all
+// the checkers' allocation. It returns each op's partition, -1 for an op
+// that is neither an acknowledged acks=all produce nor an ok read.
+func (d *durabilityJudge) index(ops []history.Operation) []int32 {
 	at := map[history.TopicPartition]int32{}
-	var tps []history.TopicPartition
-	var parts []*durabilityTP
-	which := make([]int32, len(ops)) // -1: neither an acknowledged acks=all produce nor an ok read
+	which := make([]int32, len(ops))
 	for i, op := range ops {
 		which[i] = -1
 		o := op.Op()
@@ -104,13 +134,13 @@ func (c Durability) Check(h *history.History) Result {
 		tp := o.TP()
 		j, ok := at[tp]
 		if !ok {
-			j = int32(len(parts))
+			j = int32(len(d.parts))
 			at[tp] = j
-			tps = append(tps, tp)
-			parts = append(parts, &durabilityTP{})
+			d.tps = append(d.tps, tp)
+			d.parts = append(d.parts, &durabilityTP{})
 		}
 		which[i] = j
-		pt := parts[j]
+		pt := d.parts[j]
 		if produce {
 			pt.nAcked++
 			pt.top = max(pt.top, op.Offset())
@@ -119,36 +149,40 @@ func (c Durability) Check(h *history.History) Result {
 			pt.top = max(pt.top, recs[len(recs)-1].Offset)
 		}
 	}
-	for _, pt := range parts {
+	for _, pt := range d.parts {
 		pt.acked = make([]durabilityAck, 0, pt.nAcked)
 		pt.read.reserve(pt.tableSize())
 	}
+	return which
+}
 
-	var divergent []DivergentOffset
-	var divergentText []string // the violation each divergence is, judged at the end
-	markDivergent := func(tp history.TopicPartition, pt *durabilityTP, off int64, a, b seenValue, how string) {
-		if pt.divergent[off] {
-			return
-		}
-		if pt.divergent == nil {
-			pt.divergent = map[int64]bool{}
-		}
-		pt.divergent[off] = true
-		divergent = append(divergent, DivergentOffset{Partition: tp.String(), Offset: off,
-			Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
-		divergentText = append(divergentText, fmt.Sprintf("offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
-			off, tp, how, a.value, a.idx, b.value, b.idx))
+// markDivergent records that offset off of tp was seen (how) with two
+// values, once per offset.
+func (d *durabilityJudge) markDivergent(tp history.TopicPartition, pt *durabilityTP, off int64, a, b seenValue, how string) {
+	if pt.divergent[off] {
+		return
 	}
+	if pt.divergent == nil {
+		pt.divergent = map[int64]bool{}
+	}
+	pt.divergent[off] = true
+	d.divergent = append(d.divergent, DivergentOffset{Partition: tp.String(), Offset: off,
+		Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
+	d.divergentText = append(d.divergentText, fmt.Sprintf("offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
+		off, tp, how, a.value, a.idx, b.value, b.idx))
+}
 
-	nAcked := 0
+// gather lists each partition's acknowledged produces and fills its
+// tables of what reads and final reads saw.
+func (d *durabilityJudge) gather(ops []history.Operation, which []int32) {
 	for i, op := range ops {
 		j := which[i]
 		if j < 0 {
 			continue
 		}
-		tp, pt, o := tps[j], parts[j], op.Op()
+		tp, pt, o := d.tps[j], d.parts[j], op.Op()
 		if o.F == history.FProduce {
-			nAcked++
+			d.nAcked++
 			pt.acked = append(pt.acked, durabilityAck{op.Offset(), o.Value, op.Invoke.Index, op.Complete.Index})
 			continue
 		}
@@ -167,7 +201,7 @@ func (c Durability) Check(h *history.History) Result {
 			sv := seenValue{rec.Value, op.Complete.Index}
 			if prev, ok := pt.read.get(rec.Offset); ok {
 				if prev.value != rec.Value {
-					markDivergent(tp, pt, rec.Offset, prev, sv, "read")
+					d.markDivergent(tp, pt, rec.Offset, prev, sv, "read")
 				}
 			} else {
 				pt.read.set(rec.Offset, sv)
@@ -179,111 +213,115 @@ func (c Durability) Check(h *history.History) Result {
 			}
 		}
 	}
+}
 
-	order := make([]int, 0, len(parts)) // partitions with acknowledged produces, sorted
-	for j, pt := range parts {
+// judgeAcked looks for every partition's acknowledged records in its
+// final read, partitions in order.
+func (d *durabilityJudge) judgeAcked() {
+	order := make([]int, 0, len(d.parts)) // partitions with acknowledged produces, sorted
+	for j, pt := range d.parts {
 		if len(pt.acked) > 0 {
 			order = append(order, j)
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return tps[a].Compare(tps[b]) })
-	var lost []LostRecord
-	// Losses are judged once all are known: those an unclean election
-	// cost are the known anomaly unclean-election (the ISR checker lists
-	// them by election), not violations here.
-	type loss struct {
-		completed int
-		text      string
-	}
-	var losses []loss
-	unverified := 0
+	slices.SortFunc(order, func(a, b int) int { return d.tps[a].Compare(d.tps[b]) })
 	for _, j := range order {
-		tp, pt := tps[j], parts[j]
-		list := pt.acked
-		// By offset, ties in invoke order: the list is in invoke order, so
-		// this is the stable sort it was, and pdqsort takes the nearly
-		// sorted list in about one pass.
-		slices.SortFunc(list, func(a, b durabilityAck) int {
-			return cmp.Or(cmp.Compare(a.offset, b.offset), cmp.Compare(a.invoke, b.invoke))
-		})
-		// Two acknowledgements of one offset with different values.
-		for i := 1; i < len(list); i++ {
-			if list[i].offset == list[i-1].offset && list[i].value != list[i-1].value {
-				markDivergent(tp, pt, list[i].offset, seenValue{list[i-1].value, list[i-1].completed},
-					seenValue{list[i].value, list[i].completed}, "acknowledged")
-			}
+		d.judgePartition(d.tps[j], d.parts[j])
+	}
+}
+
+func (d *durabilityJudge) judgePartition(tp history.TopicPartition, pt *durabilityTP) {
+	list := pt.acked
+	// By offset, ties in invoke order: the list is in invoke order, so
+	// this is the stable sort it was, and pdqsort takes the nearly
+	// sorted list in about one pass.
+	slices.SortFunc(list, func(a, b durabilityAck) int {
+		return cmp.Or(cmp.Compare(a.offset, b.offset), cmp.Compare(a.invoke, b.invoke))
+	})
+	// Two acknowledgements of one offset with different values.
+	for i := 1; i < len(list); i++ {
+		if list[i].offset == list[i-1].offset && list[i].value != list[i-1].value {
+			d.markDivergent(tp, pt, list[i].offset, seenValue{list[i-1].value, list[i-1].completed},
+				seenValue{list[i].value, list[i].completed}, "acknowledged")
 		}
-		if !pt.hasFinal {
-			unverified += len(list)
-			r.cannotDecide("no final read of %s, so its %d acknowledged records could not be verified.", tp, len(list))
+	}
+	if !pt.hasFinal {
+		d.unverified += len(list)
+		d.r.cannotDecide("no final read of %s, so its %d acknowledged records could not be verified.", tp, len(list))
+		return
+	}
+	fm := &pt.final
+	before := 0
+	for _, a := range list {
+		if a.offset < pt.finalFrom {
+			before++
 			continue
 		}
-		fm := &pt.final
-		before := 0
-		for _, a := range list {
-			if a.offset < pt.finalFrom {
-				before++
-				continue
-			}
-			got, present := fm.get(a.offset)
-			if present && got.value == a.value {
-				continue
-			}
-			lr := LostRecord{Partition: tp.String(), Offset: a.offset, Value: a.value, Events: []int{a.invoke, a.completed}}
-			if present {
-				lr.Found = got.value
-				lr.Events = append(lr.Events, got.idx)
-				losses = append(losses, loss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
-					a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)})
-			} else {
-				lr.Events = append(lr.Events, pt.finalIdx)
-				losses = append(losses, loss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
-					a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)})
-			}
-			lost = append(lost, lr)
+		got, present := fm.get(a.offset)
+		if present && got.value == a.value {
+			continue
 		}
-		if before > 0 {
-			unverified += before
-			r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, pt.finalFrom, before)
+		lr := LostRecord{Partition: tp.String(), Offset: a.offset, Value: a.value, Events: []int{a.invoke, a.completed}}
+		if present {
+			lr.Found = got.value
+			lr.Events = append(lr.Events, got.idx)
+			d.losses = append(d.losses, durabilityLoss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
+				a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)})
+		} else {
+			lr.Events = append(lr.Events, pt.finalIdx)
+			d.losses = append(d.losses, durabilityLoss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
+				a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)})
 		}
+		d.lost = append(d.lost, lr)
 	}
-	// What unclean elections cost: by acknowledgement, and by the record
-	// (partition, offset, value) whose offset the new leader reused.
+	if before > 0 {
+		d.unverified += before
+		d.r.cannotDecide("the final read of %s started at offset %d, above %d acknowledged records, which could not be verified.", tp, pt.finalFrom, before)
+	}
+}
+
+// uncleanRecord is a record an unclean election cost, by where it stood.
+type uncleanRecord struct {
+	tp    string
+	off   int64
+	value string
+}
+
+// result reports the losses and divergences but those unclean elections
+// cost: by acknowledgement, and by the record (partition, offset, value)
+// whose offset the new leader reused.
+func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Result {
+	r := d.r
 	unclean := map[int]bool{}
-	type record struct {
-		tp    string
-		off   int64
-		value string
-	}
-	uncleanRec := map[record]bool{}
-	if len(losses) > 0 || len(divergent) > 0 {
+	uncleanRec := map[uncleanRecord]bool{}
+	if len(d.losses) > 0 || len(d.divergent) > 0 {
 		for _, c := range uncleanCosts(h, ops) {
 			for _, a := range c.lost {
 				unclean[a.idx] = true
-				uncleanRec[record{c.state().TP().String(), a.offset, a.value}] = true
+				uncleanRec[uncleanRecord{c.state().TP().String(), a.offset, a.value}] = true
 			}
 		}
 	}
 	excusedDivergent := 0
-	for i, d := range divergent {
-		if uncleanRec[record{d.Partition, d.Offset, d.Values[0]}] || uncleanRec[record{d.Partition, d.Offset, d.Values[1]}] {
+	for i, dv := range d.divergent {
+		if uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[0]}] || uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[1]}] {
 			// One of the values is a record an unclean election cost:
 			// the new leader reused its offset.
 			excusedDivergent++
 			continue
 		}
-		r.violate(d.Events, "%s", divergentText[i])
+		r.violate(dv.Events, "%s", d.divergentText[i])
 	}
 	excused := 0
-	for i, l := range losses {
+	for i, l := range d.losses {
 		if unclean[l.completed] {
 			excused++
 			continue
 		}
-		r.violate(lost[i].Events, "%s", l.text)
+		r.violate(d.lost[i].Events, "%s", l.text)
 	}
-	if len(lost) > 0 {
-		r.detail("lost", capList(lost))
+	if len(d.lost) > 0 {
+		r.detail("lost", capList(d.lost))
 	}
 	if excused > 0 {
 		r.detail("lost_to_unclean_election", excused)
@@ -291,14 +329,14 @@ func (c Durability) Check(h *history.History) Result {
 	if excusedDivergent > 0 {
 		r.detail("divergent_after_unclean_election", excusedDivergent)
 	}
-	if len(divergent) > 0 {
-		r.detail("divergent", capList(divergent))
+	if len(d.divergent) > 0 {
+		r.detail("divergent", capList(d.divergent))
 	}
-	r.detail("acknowledged", nAcked)
-	r.detail("lost_count", len(lost))
-	r.detail("divergent_count", len(divergent))
-	if unverified > 0 {
-		r.detail("unverified", unverified)
+	r.detail("acknowledged", d.nAcked)
+	r.detail("lost_count", len(d.lost))
+	r.detail("divergent_count", len(d.divergent))
+	if d.unverified > 0 {
+		r.detail("unverified", d.unverified)
 	}
 	if excused > 0 {
 		twice := "no offset was read with two values"
@@ -306,9 +344,9 @@ func (c Durability) Check(h *history.History) Result {
 			twice = fmt.Sprintf("no offset was read with two values but %d whose record an unclean election cost and the new leader replaced", excusedDivergent)
 		}
 		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d that unclean elections cost (known anomaly %s, listed by the isr checker), and %s.",
-			nAcked, excused, KnownUncleanElection, twice))
+			d.nAcked, excused, KnownUncleanElection, twice))
 	}
-	return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets, and no offset was read with two values.", nAcked))
+	return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets, and no offset was read with two values.", d.nAcked))
 }
 
 // capList keeps listings in results.json to a readable size.

@@ -286,9 +286,16 @@ func CountFences(h *history.History) []FenceCount {
 		}
 	}
 
-	// Client reads, judged against the answering broker's replica epoch
-	// when the read began: a role change logged before the invoke was in
-	// force before the request could arrive.
+	countFencedReads(h, epochLog, fetchEpoch)
+	return out
+}
+
+// countFencedReads counts on f the client reads the fetch leader epoch
+// fence applied to: those refused FENCED_LEADER_EPOCH (met), and those a
+// broker answered although they carried a leader epoch older than its
+// replica's when the read began (missed; epochLog): a role change logged
+// before the invoke was in force before the request could arrive.
+func countFencedReads(h *history.History, epochLog map[nodeTP][]epochChange, f *FenceCount) {
 	epochAt := func(k nodeTP, before int) (int32, bool) {
 		log := epochLog[k]
 		i := sort.Search(len(log), func(i int) bool { return log[i].idx >= before })
@@ -316,9 +323,8 @@ func CountFences(h *history.History) []FenceCount {
 	}
 	sort.Slice(reads, func(a, b int) bool { return reads[a].idx < reads[b].idx })
 	for _, r := range reads {
-		fetchEpoch.count(r.idx, r.complete < 0)
+		f.count(r.idx, r.complete < 0)
 	}
-	return out
 }
 
 // FenceCoverage is a checker that never fails a run: it counts, per fence, the

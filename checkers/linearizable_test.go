@@ -109,19 +109,23 @@ func TestStaleEmptyReads(t *testing.T) {
 			return readFrom(b, 1, broker, epoch, hwm)
 		}
 	}
-	// deposedRead: broker 1 leads at epoch 0 with nothing acknowledged;
-	// broker 2 takes over at epoch 1 and acknowledges offsets 0..1; then
-	// broker 1 answers an empty read at offset 0 at epoch 0, after being
-	// told of epoch 1 (a follower role change) when told is true.
+	// deposed: broker 1 leads at epoch 0 with nothing acknowledged;
+	// broker 2 takes over at epoch 1 and acknowledges offsets 0..1.
+	deposed := func(b *hb.Builder) {
+		leader(b, 1, 0)
+		leader(b, 2, 1)
+		for off, v := range []string{"a", "b"} {
+			produceOK(b, 1, v, int64(off))
+			b.Add(history.Event{Kind: history.KindProduceAck, Node: 2, Append: &history.Append{Topic: tp0.Topic,
+				Partition: tp0.Partition, BaseOffset: int64(off), LastOffset: int64(off), LeaderEpoch: 1, Acks: -1}})
+		}
+	}
+	// deposedRead is deposed, then broker 1 answers an empty read at
+	// offset 0 at epoch 0, after being told of epoch 1 (a follower role
+	// change) when told is true.
 	deposedRead := func(told bool) func(b *hb.Builder) int {
 		return func(b *hb.Builder) int {
-			leader(b, 1, 0)
-			leader(b, 2, 1)
-			for off, v := range []string{"a", "b"} {
-				produceOK(b, 1, v, int64(off))
-				b.Add(history.Event{Kind: history.KindProduceAck, Node: 2, Append: &history.Append{Topic: tp0.Topic,
-					Partition: tp0.Partition, BaseOffset: int64(off), LastOffset: int64(off), LeaderEpoch: 1, Acks: -1}})
-			}
+			deposed(b)
 			if told {
 				b.Add(history.Event{Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: tp0.Topic,
 					Partition: tp0.Partition, Role: history.RoleFollower, Leader: 2, LeaderEpoch: 1}})
@@ -133,13 +137,7 @@ func TestStaleEmptyReads(t *testing.T) {
 	// its empty answer came back, and broker 1's role change to follower at
 	// epoch 1 logged 0.4 ms before that answer: inside the long poll.
 	deposedInFlight := func(b *hb.Builder) int {
-		leader(b, 1, 0)
-		leader(b, 2, 1)
-		for off, v := range []string{"a", "b"} {
-			produceOK(b, 1, v, int64(off))
-			b.Add(history.Event{Kind: history.KindProduceAck, Node: 2, Append: &history.Append{Topic: tp0.Topic,
-				Partition: tp0.Partition, BaseOffset: int64(off), LastOffset: int64(off), LeaderEpoch: 1, Acks: -1}})
-		}
+		deposed(b)
 		sent := b.Now()
 		b.Read(3, tp0, 0, false)
 		b.Add(history.Event{Time: sent + 45*hb.Ms - 400_000, Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: tp0.Topic,

@@ -59,140 +59,50 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 	if len(h.Events) == 0 {
 		return r.result("the history is empty: no producer to judge.")
 	}
-	t0 := h.Events[0].Time
-	type seqKey struct {
-		tp          history.TopicPartition
-		id          int64
-		epoch       int16
-		first, last int32
-	}
-	type tpVal struct {
-		tp  history.TopicPartition
-		val string
-	}
-	// reached[replica][epoch]: how far the replica's log held records of
-	// that leader epoch's lineage, lowered by its truncations. A replica
-	// that follows epoch e holds e's lineage in its whole log after its
-	// truncation (KIP-101), and keeps it when it leads a later epoch until
-	// its first append there: tail[replica] is the lineage its log end
-	// holds, and every showing of its log end counts for that lineage.
-	reached := map[nodeTP]map[int32]offsetMark{}
-	tail := map[nodeTP]int32{}
-	reach := func(k nodeTP, epoch int32, leo int64, e *history.Event) {
-		m := reached[k]
-		if m == nil {
-			m = map[int32]offsetMark{}
-			reached[k] = m
-		}
-		if cur, ok := m[epoch]; !ok || leo > cur.off {
-			m[epoch] = offsetMark{off: leo, idx: e.Index, time: e.Time}
-		}
-	}
-	seen := map[seqKey]*history.Event{}
-	apps := map[tpVal][]*history.Event{} // each value's appends, in history order
-	roles := map[history.TopicPartition][]*history.Event{}
-	starts := map[int32][]int64{}
-	dups, appends := 0, 0
-	checkDup := func(e *history.Event) {
-		a := e.Append
-		for _, v := range a.Values {
-			apps[tpVal{a.TP(), v}] = append(apps[tpVal{a.TP(), v}], e)
-		}
-		if a.Producer == nil {
-			return
-		}
-		appends++
-		k := seqKey{a.TP(), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq}
-		prev, ok := seen[k]
-		seen[k] = e // later copies are judged against the latest
-		if !ok || prev.Append.BaseOffset == a.BaseOffset {
-			return
-		}
-		// The appending leader's own log held the first copy: its
-		// own append, or replicated while it followed that epoch.
-		held, ok := reached[nodeTP{a.TP(), e.Node}][prev.Append.LeaderEpoch]
-		if !ok || held.off <= prev.Append.LastOffset {
-			return // the first copy may be gone from this leader's log
-		}
-		dups++
-		r.violate([]int{prev.Index, held.idx, e.Index}, "%s appended producer %d (epoch %d) sequences %d..%d to %s at offset %d, leader epoch %d (event %d, +%s), although its own log already held that batch at offset %d, where %s had appended it at leader epoch %d (event %d; %s's log held that epoch's records up to offset %d, event %d, +%s, and was not cut below it since): a leader's producer state, kept by every append and rebuilt from the log, answers a resend with the original offset (Log.analyzeAndValidateProducerState, ProducerStateEntry.findDuplicateBatch).",
-			nodeName(e.Node), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq, a.TP(), a.BaseOffset, a.LeaderEpoch, e.Index, rel(e.Time, t0),
-			prev.Append.BaseOffset, nodeName(prev.Node), prev.Append.LeaderEpoch, prev.Index, nodeName(e.Node), held.off-1, held.idx, rel(held.time, t0))
+	w := &producerWalk{
+		r: r, t0: h.Events[0].Time,
+		reached: map[nodeTP]map[int32]offsetMark{},
+		tail:    map[nodeTP]int32{},
+		seen:    map[producerSeqKey]*history.Event{},
+		apps:    map[producerValue][]*history.Event{},
+		roles:   map[history.TopicPartition][]*history.Event{},
+		starts:  map[int32][]int64{},
 	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindHWAdvance, history.KindTruncation, history.KindControlRequest, history.KindProduceAppend) {
 		switch e.Kind {
 		case history.KindNodeStart:
-			starts[e.Node] = append(starts[e.Node], e.Time)
+			w.starts[e.Node] = append(w.starts[e.Node], e.Time)
 		case history.KindRoleChange:
-			roles[e.Role.TP()] = append(roles[e.Role.TP()], e)
+			w.roles[e.Role.TP()] = append(w.roles[e.Role.TP()], e)
 			if e.Role.Role == history.RoleFollower {
-				tail[nodeTP{e.Role.TP(), e.Node}] = e.Role.LeaderEpoch
+				w.tail[nodeTP{e.Role.TP(), e.Node}] = e.Role.LeaderEpoch
 			}
 		case history.KindHWAdvance:
 			k := nodeTP{e.HW.TP(), e.Node}
-			if ep, ok := tail[k]; ok && e.HW.LEO != nil {
-				reach(k, ep, *e.HW.LEO, e)
+			if ep, ok := w.tail[k]; ok && e.HW.LEO != nil {
+				w.reach(k, ep, *e.HW.LEO, e)
 			}
 		case history.KindTruncation:
-			for ep, m := range reached[nodeTP{e.Truncation.TP(), e.Node}] {
+			for ep, m := range w.reached[nodeTP{e.Truncation.TP(), e.Node}] {
 				if e.Truncation.To < m.off {
 					m.off = e.Truncation.To
-					reached[nodeTP{e.Truncation.TP(), e.Node}][ep] = m
+					w.reached[nodeTP{e.Truncation.TP(), e.Node}][ep] = m
 				}
 			}
 		case history.KindControlRequest:
 			for _, tp := range deletedReplicas(e) {
-				delete(reached, nodeTP{tp, e.Node})
+				delete(w.reached, nodeTP{tp, e.Node})
 			}
 		case history.KindProduceAppend:
 			a := e.Append
 			k := nodeTP{a.TP(), e.Node}
-			if ep, ok := tail[k]; ok && ep != a.LeaderEpoch {
-				reach(k, ep, a.BaseOffset, e) // the log end the lineage reached
+			if ep, ok := w.tail[k]; ok && ep != a.LeaderEpoch {
+				w.reach(k, ep, a.BaseOffset, e) // the log end the lineage reached
 			}
-			checkDup(e)
-			tail[k] = a.LeaderEpoch
-			reach(k, a.LeaderEpoch, a.LastOffset+1, e)
+			w.checkDup(e)
+			w.tail[k] = a.LeaderEpoch
+			w.reach(k, a.LeaderEpoch, a.LastOffset+1, e)
 		}
-	}
-	// staleLeader names a broker that, at time t, still led tp in its own
-	// view at an epoch older than epoch.
-	staleLeader := func(tp history.TopicPartition, epoch int32, t int64) (int32, bool) {
-		latest := map[int32]*history.Event{}
-		for _, x := range roles[tp] {
-			if x.Time > t {
-				break
-			}
-			latest[x.Node] = x
-		}
-		for n, x := range latest {
-			restarted := false
-			for _, s := range starts[n] {
-				if s > x.Time && s <= t {
-					restarted = true
-				}
-			}
-			if !restarted && x.Role.Role == history.RoleLeader && x.Role.LeaderEpoch < epoch {
-				return n, true
-			}
-		}
-		return 0, false
-	}
-	// firstApp is the first append of op's value; tookApp the append that
-	// holds it at the offset its ok names (the copy that was committed).
-	firstApp := func(op history.Operation) *history.Event {
-		if as := apps[tpVal{op.Op().TP(), op.Op().Value}]; len(as) > 0 {
-			return as[0]
-		}
-		return nil
-	}
-	tookApp := func(op history.Operation) *history.Event {
-		for _, a := range apps[tpVal{op.Op().TP(), op.Op().Value}] {
-			if a.Append.BaseOffset <= op.Offset() && op.Offset() <= a.Append.LastOffset {
-				return a
-			}
-		}
-		return nil
 	}
 	// Each client process's idempotent produces, in invoke order.
 	byProc := map[int][]history.Operation{}
@@ -201,68 +111,191 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 			byProc[o.Process] = append(byProc[o.Process], op)
 		}
 	}
-	resets, refusals, unjudged := 0, 0, 0
 	for _, proc := range slices.Sorted(maps.Keys(byProc)) {
-		ops := byProc[proc]
-		for k := 1; k < len(ops); k++ {
-			cur := ops[k]
-			tp := cur.Op().TP()
-			var pred *history.Operation
-			for j := k - 1; j >= 0; j-- {
-				if ops[j].Op().TP() == tp {
-					pred = &ops[j]
-					break
-				}
+		w.judgeProcess(proc, byProc[proc])
+	}
+	r.detail("idempotent_appends", w.appends)
+	r.detail("producer_resets_judged", w.resets)
+	r.detail("refusals_judged", w.refusals)
+	r.detail("not_judged_deposed_leader", w.unjudged)
+	return r.result(fmt.Sprintf("no leader appended again an idempotent batch its own log held (%d idempotent appends), and no client's producer sequence was refused after its previous produce to the partition was acknowledged (%d not judged: a deposed leader still led in its own view).", w.appends, w.unjudged))
+}
+
+// producerWalk is what ProducerContinuity knows of the brokers' logs and
+// roles as it walks a history.
+type producerWalk struct {
+	r  *report
+	t0 int64
+
+	// reached[replica][epoch]: how far the replica's log held records of
+	// that leader epoch's lineage, lowered by its truncations. A replica
+	// that follows epoch e holds e's lineage in its whole log after its
+	// truncation (KIP-101), and keeps it when it leads a later epoch until
+	// its first append there: tail[replica] is the lineage its log end
+	// holds, and every showing of its log end counts for that lineage.
+	reached map[nodeTP]map[int32]offsetMark
+	tail    map[nodeTP]int32
+
+	seen   map[producerSeqKey]*history.Event
+	apps   map[producerValue][]*history.Event // each value's appends, in history order
+	roles  map[history.TopicPartition][]*history.Event
+	starts map[int32][]int64
+
+	dups, appends, resets, refusals, unjudged int
+}
+
+// producerSeqKey is one idempotent batch: partition, producer and sequences.
+type producerSeqKey struct {
+	tp          history.TopicPartition
+	id          int64
+	epoch       int16
+	first, last int32
+}
+
+// producerValue is a produced value in its partition.
+type producerValue struct {
+	tp  history.TopicPartition
+	val string
+}
+
+// reach records that replica k's log held epoch's lineage up to leo.
+func (w *producerWalk) reach(k nodeTP, epoch int32, leo int64, e *history.Event) {
+	m := w.reached[k]
+	if m == nil {
+		m = map[int32]offsetMark{}
+		w.reached[k] = m
+	}
+	if cur, ok := m[epoch]; !ok || leo > cur.off {
+		m[epoch] = offsetMark{off: leo, idx: e.Index, time: e.Time}
+	}
+}
+
+// checkDup judges append e against an earlier append of the same batch.
+func (w *producerWalk) checkDup(e *history.Event) {
+	a := e.Append
+	for _, v := range a.Values {
+		w.apps[producerValue{a.TP(), v}] = append(w.apps[producerValue{a.TP(), v}], e)
+	}
+	if a.Producer == nil {
+		return
+	}
+	w.appends++
+	k := producerSeqKey{a.TP(), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq}
+	prev, ok := w.seen[k]
+	w.seen[k] = e // later copies are judged against the latest
+	if !ok || prev.Append.BaseOffset == a.BaseOffset {
+		return
+	}
+	// The appending leader's own log held the first copy: its
+	// own append, or replicated while it followed that epoch.
+	held, ok := w.reached[nodeTP{a.TP(), e.Node}][prev.Append.LeaderEpoch]
+	if !ok || held.off <= prev.Append.LastOffset {
+		return // the first copy may be gone from this leader's log
+	}
+	w.dups++
+	w.r.violate([]int{prev.Index, held.idx, e.Index}, "%s appended producer %d (epoch %d) sequences %d..%d to %s at offset %d, leader epoch %d (event %d, +%s), although its own log already held that batch at offset %d, where %s had appended it at leader epoch %d (event %d; %s's log held that epoch's records up to offset %d, event %d, +%s, and was not cut below it since): a leader's producer state, kept by every append and rebuilt from the log, answers a resend with the original offset (Log.analyzeAndValidateProducerState, ProducerStateEntry.findDuplicateBatch).",
+		nodeName(e.Node), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq, a.TP(), a.BaseOffset, a.LeaderEpoch, e.Index, rel(e.Time, w.t0),
+		prev.Append.BaseOffset, nodeName(prev.Node), prev.Append.LeaderEpoch, prev.Index, nodeName(e.Node), held.off-1, held.idx, rel(held.time, w.t0))
+}
+
+// staleLeader names a broker that, at time t, still led tp in its own
+// view at an epoch older than epoch.
+func (w *producerWalk) staleLeader(tp history.TopicPartition, epoch int32, t int64) (int32, bool) {
+	latest := map[int32]*history.Event{}
+	for _, x := range w.roles[tp] {
+		if x.Time > t {
+			break
+		}
+		latest[x.Node] = x
+	}
+	for n, x := range latest {
+		restarted := false
+		for _, s := range w.starts[n] {
+			if s > x.Time && s <= t {
+				restarted = true
 			}
-			if pred == nil || pred.Outcome() != history.OpOK {
-				continue
-			}
-			predApp := tookApp(*pred)
-			// (3) the client was told its sequence was refused.
-			if cur.Complete != nil && cur.Outcome() != history.OpOK {
-				code := cur.Complete.Op.ErrorCode
-				if code != errOutOfOrderSequence && code != errDuplicateSequence && code != errUnknownProducerID {
-					continue
-				}
-				epoch := int32(-1)
-				if predApp != nil {
-					epoch = predApp.Append.LeaderEpoch
-				}
-				if _, stale := staleLeader(tp, epoch, cur.Complete.Time); stale {
-					unjudged++
-					continue
-				}
-				refusals++
-				r.violate([]int{pred.Complete.Index, cur.Complete.Index}, "process %d's idempotent produce of %q to %s was answered with error %d (event %d, +%s) although its previous produce to %s, %q, had been acknowledged at offset %d (event %d, +%s): a leader's producer state continues the committed log (ProducerStateManager, rebuilt by Log.loadProducerState), so the next sequence is accepted.",
-					proc, cur.Op().Value, tp, code, cur.Complete.Index, rel(cur.Complete.Time, t0), tp, pred.Op().Value, pred.Offset(), pred.Complete.Index, rel(pred.Complete.Time, t0))
-				continue
-			}
-			// (2) the client took a new producer id between them.
-			prev := ops[k-1]
-			if cur.Outcome() != history.OpOK || prev.Outcome() != history.OpOK || predApp == nil {
-				continue
-			}
-			ca, pa := firstApp(cur), tookApp(prev)
-			if ca == nil || pa == nil || ca.Append.Producer == nil || pa.Append.Producer == nil || predApp.Append.Producer == nil {
-				continue
-			}
-			if ca.Append.Producer.ID == pa.Append.Producer.ID && ca.Append.Producer.Epoch == pa.Append.Producer.Epoch {
-				continue
-			}
-			if _, stale := staleLeader(tp, predApp.Append.LeaderEpoch, ca.Time); stale {
-				unjudged++
-				continue
-			}
-			resets++
-			pp := predApp.Append.Producer
-			r.violate([]int{predApp.Index, pred.Complete.Index, ca.Index}, "process %d's produce of %q to %s was appended under a new producer id %d (epoch %d) by %s at leader epoch %d (event %d, +%s), although the process had no unknown outcome and its previous produce to %s, %q, had been appended under producer id %d (epoch %d, sequence %d) at offset %d by %s at leader epoch %d (event %d) and acknowledged (event %d, +%s): franz-go takes a new producer id only after a leader refused its next sequence, which a leader holding the committed batch accepts (ProducerStateManager, rebuilt from the log by Log.loadProducerState and kept by follower appends).",
-				proc, cur.Op().Value, tp, ca.Append.Producer.ID, ca.Append.Producer.Epoch, nodeName(ca.Node), ca.Append.LeaderEpoch, ca.Index, rel(ca.Time, t0),
-				tp, pred.Op().Value, pp.ID, pp.Epoch, pp.LastSeq, predApp.Append.BaseOffset, nodeName(predApp.Node), predApp.Append.LeaderEpoch, predApp.Index, pred.Complete.Index, rel(pred.Complete.Time, t0))
+		}
+		if !restarted && x.Role.Role == history.RoleLeader && x.Role.LeaderEpoch < epoch {
+			return n, true
 		}
 	}
-	r.detail("idempotent_appends", appends)
-	r.detail("producer_resets_judged", resets)
-	r.detail("refusals_judged", refusals)
-	r.detail("not_judged_deposed_leader", unjudged)
-	return r.result(fmt.Sprintf("no leader appended again an idempotent batch its own log held (%d idempotent appends), and no client's producer sequence was refused after its previous produce to the partition was acknowledged (%d not judged: a deposed leader still led in its own view).", appends, unjudged))
+	return 0, false
+}
+
+// firstApp is the first append of op's value; tookApp the append that
+// holds it at the offset its ok names (the copy that was committed).
+func (w *producerWalk) firstApp(op history.Operation) *history.Event {
+	if as := w.apps[producerValue{op.Op().TP(), op.Op().Value}]; len(as) > 0 {
+		return as[0]
+	}
+	return nil
+}
+
+func (w *producerWalk) tookApp(op history.Operation) *history.Event {
+	for _, a := range w.apps[producerValue{op.Op().TP(), op.Op().Value}] {
+		if a.Append.BaseOffset <= op.Offset() && op.Offset() <= a.Append.LastOffset {
+			return a
+		}
+	}
+	return nil
+}
+
+// judgeProcess judges one client process's idempotent produces, in
+// invoke order, each against its previous produce to the same partition.
+func (w *producerWalk) judgeProcess(proc int, ops []history.Operation) {
+	for k := 1; k < len(ops); k++ {
+		cur := ops[k]
+		tp := cur.Op().TP()
+		var pred *history.Operation
+		for j := k - 1; j >= 0; j-- {
+			if ops[j].Op().TP() == tp {
+				pred = &ops[j]
+				break
+			}
+		}
+		if pred == nil || pred.Outcome() != history.OpOK {
+			continue
+		}
+		predApp := w.tookApp(*pred)
+		// (3) the client was told its sequence was refused.
+		if cur.Complete != nil && cur.Outcome() != history.OpOK {
+			code := cur.Complete.Op.ErrorCode
+			if code != errOutOfOrderSequence && code != errDuplicateSequence && code != errUnknownProducerID {
+				continue
+			}
+			epoch := int32(-1)
+			if predApp != nil {
+				epoch = predApp.Append.LeaderEpoch
+			}
+			if _, stale := w.staleLeader(tp, epoch, cur.Complete.Time); stale {
+				w.unjudged++
+				continue
+			}
+			w.refusals++
+			w.r.violate([]int{pred.Complete.Index, cur.Complete.Index}, "process %d's idempotent produce of %q to %s was answered with error %d (event %d, +%s) although its previous produce to %s, %q, had been acknowledged at offset %d (event %d, +%s): a leader's producer state continues the committed log (ProducerStateManager, rebuilt by Log.loadProducerState), so the next sequence is accepted.",
+				proc, cur.Op().Value, tp, code, cur.Complete.Index, rel(cur.Complete.Time, w.t0), tp, pred.Op().Value, pred.Offset(), pred.Complete.Index, rel(pred.Complete.Time, w.t0))
+			continue
+		}
+		// (2) the client took a new producer id between them.
+		prev := ops[k-1]
+		if cur.Outcome() != history.OpOK || prev.Outcome() != history.OpOK || predApp == nil {
+			continue
+		}
+		ca, pa := w.firstApp(cur), w.tookApp(prev)
+		if ca == nil || pa == nil || ca.Append.Producer == nil || pa.Append.Producer == nil || predApp.Append.Producer == nil {
+			continue
+		}
+		if ca.Append.Producer.ID == pa.Append.Producer.ID && ca.Append.Producer.Epoch == pa.Append.Producer.Epoch {
+			continue
+		}
+		if _, stale := w.staleLeader(tp, predApp.Append.LeaderEpoch, ca.Time); stale {
+			w.unjudged++
+			continue
+		}
+		w.resets++
+		pp := predApp.Append.Producer
+		w.r.violate([]int{predApp.Index, pred.Complete.Index, ca.Index}, "process %d's produce of %q to %s was appended under a new producer id %d (epoch %d) by %s at leader epoch %d (event %d, +%s), although the process had no unknown outcome and its previous produce to %s, %q, had been appended under producer id %d (epoch %d, sequence %d) at offset %d by %s at leader epoch %d (event %d) and acknowledged (event %d, +%s): franz-go takes a new producer id only after a leader refused its next sequence, which a leader holding the committed batch accepts (ProducerStateManager, rebuilt from the log by Log.loadProducerState and kept by follower appends).",
+			proc, cur.Op().Value, tp, ca.Append.Producer.ID, ca.Append.Producer.Epoch, nodeName(ca.Node), ca.Append.LeaderEpoch, ca.Index, rel(ca.Time, w.t0),
+			tp, pred.Op().Value, pp.ID, pp.Epoch, pp.LastSeq, predApp.Append.BaseOffset, nodeName(predApp.Node), predApp.Append.LeaderEpoch, predApp.Index, pred.Complete.Index, rel(pred.Complete.Time, w.t0))
+	}
 }

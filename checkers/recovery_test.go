@@ -64,18 +64,27 @@ func healthyStart(b *hb.Builder) {
 	roleOf(b, 3, history.RoleFollower, 1, 1)
 }
 
+// healthyThenFault appends healthyStart and, at +1s, fault f1 (kind on
+// target), and returns what heals it at +ms.
+func healthyThenFault(b *hb.Builder, kind, target string) (healAt func(ms int64) int) {
+	healthyStart(b)
+	b.At(1000)
+	b.Fault(true, "f1", kind, target)
+	return func(ms int64) int {
+		b.At(ms)
+		return b.Fault(false, "f1", kind, target)
+	}
+}
+
 // Every rule of the recovery checker, judged 15 s after the last fault
 // healed.
 func TestRecovery(t *testing.T) {
 	runCases(t, Recovery{Grace: 15 * time.Second}, []tcase{
 		{name: "healthy after a broker's isolation", want: Valid, build: func(b *hb.Builder) []int {
-			healthyStart(b)
-			b.At(1000)
-			b.Fault(true, "f1", "isolate-node", "n2")
+			healAt := healthyThenFault(b, "isolate-node", "n2")
 			b.Brokers(1, 3)
 			b.State(tp0, 1, 1, 1, 20, 1, 3)
-			b.At(5000)
-			b.Fault(false, "f1", "isolate-node", "n2")
+			healAt(5000)
 			b.Register(2, 150)
 			brokersListed(b, map[int32]int64{1: 101, 2: 150, 3: 103})
 			b.State(tp0, 1, 1, 1, 30, 1, 2, 3)
@@ -86,24 +95,19 @@ func TestRecovery(t *testing.T) {
 		{name: "a session lost and never registered again", want: Invalid,
 			explain: "broker 2's process (started at event 2, +0s) registered with czxid 102 (event 3, +0s) and runs at the end, but /brokers/ids has not listed it with that czxid since event 15, +1s: the last listing (event 15, +1s) does not list it, still so when the history ended (+30s)",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "isolate-node", "n2")
+				healAt := healthyThenFault(b, "isolate-node", "n2")
 				drop := b.Brokers(1, 3)
-				b.At(5000)
-				b.Fault(false, "f1", "isolate-node", "n2")
+				healAt(5000)
 				b.At(30000)
 				running(b, 1, 2, 3)
 				return []int{3, drop}
 			}},
 		{name: "listed under the previous process's session", want: Invalid, explain: "lists it with czxid 102, another session's",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "bounce", "n2")
+				healAt := healthyThenFault(b, "bounce", "n2")
 				b.Start(2)
 				reg := b.Register(2, 150)
-				b.Fault(false, "f1", "bounce", "n2")
+				healAt(1000) // at once
 				b.At(30000)
 				b.Phase()
 				return []int{reg}
@@ -124,122 +128,94 @@ func TestRecovery(t *testing.T) {
 		{name: "a follower still at the previous leader epoch", want: Invalid,
 			explain: "broker 3's current process last took role follower of broker 1 for partition t-0 at epoch 1",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "pause-node", "n2")
+				healAt := healthyThenFault(b, "pause-node", "n2")
 				s := b.State(tp0, 1, 2, 1, 20, 1, 2, 3)
 				roleOf(b, 1, history.RoleLeader, 1, 2)
 				roleOf(b, 2, history.RoleFollower, 1, 2)
-				b.At(3000)
-				b.Fault(false, "f1", "pause-node", "n2")
+				healAt(3000)
 				b.At(30000)
 				b.Phase()
 				return []int{s}
 			}},
 		{name: "a restarted replica took no role", want: Invalid, explain: "broker 2's current process (started at event 15, +1s) took no role for partition t-0",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "bounce", "n2")
+				healAt := healthyThenFault(b, "bounce", "n2")
 				st := b.Start(2)
 				b.Register(2, 150)
 				brokersListed(b, map[int32]int64{1: 101, 2: 150, 3: 103})
-				b.Fault(false, "f1", "bounce", "n2")
+				healAt(1000) // at once
 				b.At(30000)
 				b.Phase()
 				return []int{st}
 			}},
 		{name: "no controller after the controller resigned", want: Invalid, explain: "no broker has been controller since the watcher saw /controller deleted",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "pause-controller", "n1")
+				healAt := healthyThenFault(b, "pause-controller", "n1")
 				resigned(b, 1, 1)
 				d := controllerNamed(b, -1)
-				b.At(3000)
-				b.Fault(false, "f1", "pause-controller", "n1")
+				healAt(3000)
 				b.At(30000)
 				b.Phase()
 				return []int{d}
 			}},
 		{name: "/controller names a broker whose process resigned", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but its current process last resigned (event 15, +1s)",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "pause-controller", "n1")
+				healAt := healthyThenFault(b, "pause-controller", "n1")
 				r := resigned(b, 1, 1)
-				b.At(3000)
-				b.Fault(false, "f1", "pause-controller", "n1")
+				healAt(3000)
 				b.At(30000)
 				b.Phase()
 				return []int{r}
 			}},
 		{name: "a crashed broker is not expected back", want: Valid, build: func(b *hb.Builder) []int {
-			healthyStart(b)
-			b.At(1000)
-			b.Fault(true, "f1", "kill", "n2")
+			healAt := healthyThenFault(b, "kill", "n2")
 			b.Brokers(1, 3)
 			b.State(tp0, 1, 2, 1, 20, 1, 3)
 			roleOf(b, 1, history.RoleLeader, 1, 2)
 			roleOf(b, 3, history.RoleFollower, 1, 2)
-			b.At(3000)
-			b.Fault(false, "f1", "kill", "n2") // its restart failed: no node_start
+			healAt(3000) // its restart failed: no node_start
 			b.At(30000)
 			running(b, 1, 3)
 			return nil
 		}},
 		{name: "killed and never restarted, without the harness's list", want: Valid, build: func(b *hb.Builder) []int {
-			healthyStart(b)
-			b.At(1000)
-			b.Fault(true, "f1", "kill", "n2")
+			healAt := healthyThenFault(b, "kill", "n2")
 			b.Brokers(1, 3)
 			b.State(tp0, 1, 1, 1, 20, 1, 3)
-			b.At(3000)
-			b.Fault(false, "f1", "kill", "n2")
+			healAt(3000)
 			b.At(30000)
 			b.Phase()
 			return nil
 		}},
 		{name: "a broker stopped cleanly and not started again", want: Valid, build: func(b *hb.Builder) []int {
-			healthyStart(b)
-			b.At(1000)
-			b.Fault(true, "f1", "pause-node", "n3")
+			healAt := healthyThenFault(b, "pause-node", "n3")
 			stopped(b, 2)
 			b.Brokers(1, 3)
 			b.State(tp0, 1, 1, 1, 20, 1, 3)
-			b.At(3000)
-			b.Fault(false, "f1", "pause-node", "n3")
+			healAt(3000)
 			b.At(30000)
 			b.Phase()
 			return nil
 		}},
 		{name: "/controller names a broker that does not run", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but broker 1 does not run at the end",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "pause-node", "n2")
-				b.At(3000)
-				b.Fault(false, "f1", "pause-node", "n2")
+				healAt := healthyThenFault(b, "pause-node", "n2")
+				healAt(3000)
 				b.At(30000)
 				running(b, 2, 3)
 				return []int{8}
 			}},
 		{name: "the history ends inside the grace", want: Unknown, explain: "within the 15s grace after every fault healed",
 			build: func(b *hb.Builder) []int {
-				healthyStart(b)
-				b.At(1000)
-				b.Fault(true, "f1", "isolate-node", "n2")
+				healAt := healthyThenFault(b, "isolate-node", "n2")
 				b.Brokers(1, 3)
-				b.At(5000)
-				b.Fault(false, "f1", "isolate-node", "n2")
+				healAt(5000)
 				b.At(10000)
 				running(b, 1, 2, 3)
 				return nil
 			}},
 		{name: "a fault never healed", want: Unknown, explain: "was never stopped", build: func(b *hb.Builder) []int {
-			healthyStart(b)
-			b.At(1000)
-			b.Fault(true, "f1", "isolate-node", "n2")
+			healthyThenFault(b, "isolate-node", "n2")
 			b.Brokers(1, 3)
 			b.At(30000)
 			b.Phase()
@@ -253,9 +229,9 @@ func TestRecovery(t *testing.T) {
 // reaches ZooKeeper gets one within the grace.
 func TestAvailabilityRegisteredElect(t *testing.T) {
 	c := Availability{Grace: time.Minute, RegisteredElectGrace: 5 * time.Second}
-	// offline appends the controller's start and t-0 left with leader -1
-	// and ISR [2] while broker 2 is away, then broker 2 back at 2 s.
-	offline := func(b *hb.Builder) (state, back int) {
+	// leaderless appends the controller's start and t-0 left with leader
+	// -1 and ISR [2] while broker 2 is away (from +500ms).
+	leaderless := func(b *hb.Builder) (state int) {
 		for id := int32(1); id <= 3; id++ {
 			b.Start(id)
 			b.Register(id, int64(100+id))
@@ -265,10 +241,13 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 		b.State(tp0, 2, 1, 1, 10, 2)
 		b.At(500)
 		b.Brokers(1, 3)
-		state = b.State(tp0, -1, 2, 1, 20, 2)
+		return b.State(tp0, -1, 2, 1, 20, 2)
+	}
+	// offline is leaderless, then broker 2 back at 2 s.
+	offline := func(b *hb.Builder) (state, back int) {
+		state = leaderless(b)
 		b.At(2000)
-		back = b.Brokers(1, 2, 3)
-		return state, back
+		return state, b.Brokers(1, 2, 3)
 	}
 	runCases(t, c, []tcase{
 		{name: "an ISR member registered and the controller never elected it", want: Invalid,
@@ -380,16 +359,7 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 			return nil
 		}},
 		{name: "no ISR member registered (KAFKA-3861's window)", want: Valid, build: func(b *hb.Builder) []int {
-			for id := int32(1); id <= 3; id++ {
-				b.Start(id)
-				b.Register(id, int64(100+id))
-			}
-			b.Brokers(1, 2, 3)
-			elected(b, 1, 1, 0)
-			b.State(tp0, 2, 1, 1, 10, 2)
-			b.At(500)
-			b.Brokers(1, 3)
-			b.State(tp0, -1, 2, 1, 20, 2)
+			leaderless(b)
 			b.At(19000)
 			b.Brokers(1, 2, 3)
 			b.State(tp0, 2, 3, 1, 30, 2)

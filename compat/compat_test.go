@@ -329,231 +329,245 @@ func values(prefix string, n int) []string {
 
 func TestClients(t *testing.T) {
 	e := setup(t)
-
-	t.Run("metadata", func(t *testing.T) {
-		var md struct {
-			Brokers []struct {
-				ID int32 `json:"id"`
-			} `json:"brokers"`
-			Topics []struct {
-				Topic      string `json:"topic"`
-				Partitions []struct {
-					Partition int32 `json:"partition"`
-					Leader    int32 `json:"leader"`
-					ISRs      []any `json:"isrs"`
-				} `json:"partitions"`
-			} `json:"topics"`
-		}
-		if err := json.Unmarshal([]byte(e.kcatRun(t, "", "-L", "-J", "-t", "kcat-acks")), &md); err != nil {
-			t.Fatalf("kcat -L -J: %v", err)
-		}
-		if len(md.Brokers) != 3 || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 ||
-			md.Topics[0].Partitions[0].Leader < 1 || len(md.Topics[0].Partitions[0].ISRs) != 3 {
-			t.Errorf("kcat metadata: %+v", md)
-		}
-		r := e.py(t, "metadata", "topic=py-acks")
-		if !slices.Equal(r.Partitions, []int32{0}) || !slices.Equal(r.Brokers, []int32{1, 2, 3}) {
-			t.Errorf("kafka-python metadata: partitions %v brokers %v", r.Partitions, r.Brokers)
-		}
-		// kafka-python infers the broker version from ApiVersions; below
-		// 0.11 it would fall back to message format v1, which the node
-		// does not store.
-		if len(r.APIVersion) < 2 || r.APIVersion[0] < 1 && r.APIVersion[1] < 11 {
-			t.Errorf("kafka-python inferred broker version %v, want at least 0.11", r.APIVersion)
-		}
-	})
-
-	t.Run("produce-acks", func(t *testing.T) {
-		var kcatVals, pyVals []string
-		for _, acks := range []string{"0", "1", "all"} {
-			vs := values("kcat-acks"+acks, 50)
-			e.kcatRun(t, strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-acks", "-p", "0", "-X", "acks="+acks)
-			kcatVals = append(kcatVals, vs...)
-			r := e.py(t, "produce", "topic=py-acks", "acks="+acks, "count=50", "prefix=py-acks"+acks)
-			if len(r.Failed) > 0 {
-				t.Errorf("kafka-python acks=%s: failed %v", acks, r.Failed)
-			}
-			if acks != "0" && len(r.Acked) != 50 {
-				t.Errorf("kafka-python acks=%s: %d acknowledged, want 50", acks, len(r.Acked))
-			}
-			pyVals = append(pyVals, values("py-acks"+acks, 50)...)
-		}
-		expectOnce(t, "kcat", e.kcatRecords(t, "kcat-acks", 0, -1), kcatVals)
-		expectOnce(t, "kafka-python", pyRecords(e.py(t, "consume", "topic=py-acks")), pyVals)
-	})
-
-	t.Run("fetch-from-offset", func(t *testing.T) {
-		all := e.kcatRecords(t, "kcat-acks", 0, -1)
-		if len(all) < 20 {
-			t.Fatalf("kcat-acks holds %d records; produce-acks must run first", len(all))
-		}
-		for name, got := range map[string]map[int64]string{
-			"kcat":         e.kcatRecords(t, "kcat-acks", 10, 5),
-			"kafka-python": pyRecords(e.py(t, "consume", "topic=kcat-acks", "offset=10", "count=5")),
-		} {
-			if len(got) != 5 {
-				t.Errorf("%s from offset 10: %d records %v, want 5", name, len(got), got)
-			}
-			for o := int64(10); o < 15; o++ {
-				if got[o] != all[o] {
-					t.Errorf("%s offset %d: %q, want %q", name, o, got[o], all[o])
-				}
-			}
-		}
-	})
-
-	t.Run("list-offsets", func(t *testing.T) {
-		n := int64(len(e.kcatRecords(t, "kcat-acks", 0, -1)))
-		for ts, want := range map[string]int64{"-2": 0, "-1": n} {
-			out := strings.TrimSpace(e.kcatRun(t, "", "-Q", "-t", "kcat-acks:0:"+ts))
-			// kcat -Q prints "<topic> [<partition>] offset <offset>".
-			f := strings.Fields(out)
-			if len(f) < 4 || f[len(f)-1] != strconv.FormatInt(want, 10) {
-				t.Errorf("kcat -Q %s: %q, want offset %d", ts, out, want)
-			}
-		}
-		r := e.py(t, "offsets", "topic=kcat-acks")
-		if r.Earliest != 0 || r.Latest != n {
-			t.Errorf("kafka-python offsets: earliest %d latest %d, want 0 and %d", r.Earliest, r.Latest, n)
-		}
-	})
-
-	t.Run("idempotent-kcat", func(t *testing.T) {
-		vs := values("idem", 2000)
-		e.kcatRun(t, strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-idem", "-p", "0", "-X", "enable.idempotence=true")
-		recs := e.kcatRecords(t, "kcat-idem", 0, -1)
-		if len(recs) != len(vs) {
-			t.Errorf("kcat idempotent: %d records, want %d", len(recs), len(vs))
-		}
-		expectOnce(t, "kcat idempotent", recs, vs)
-		for i, v := range vs { // one partition, in order
-			if recs[int64(i)] != v {
-				t.Fatalf("offset %d: %q, want %q", i, recs[int64(i)], v)
-			}
-		}
-	})
-
-	t.Run("idempotent-kgo", func(t *testing.T) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.bootstrap, ",")...), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.DefaultProduceTopic("kgo-idem"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		vs := values("kgo", 2000)
-		var recs []*kgo.Record
-		for _, v := range vs {
-			recs = append(recs, &kgo.Record{Value: []byte(v), Partition: 0})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatalf("kgo idempotent produce: %v", err)
-		}
-		for _, r := range recs {
-			if r.ProducerID < 0 {
-				t.Fatalf("record %q produced without a producer id: idempotence was not used", r.Value)
-			}
-		}
-		got := e.kcatRecords(t, "kgo-idem", 0, -1)
-		expectOnce(t, "kgo idempotent", got, vs)
-	})
-
+	// In order, on one cluster: later steps read what earlier ones wrote.
+	t.Run("metadata", e.checkMetadata)
+	t.Run("produce-acks", e.produceAcks)
+	t.Run("fetch-from-offset", e.fetchFromOffset)
+	t.Run("list-offsets", e.listOffsets)
+	t.Run("idempotent-kcat", e.idempotentKcat)
+	t.Run("idempotent-kgo", e.idempotentKgo)
 	if os.Getenv("ZKCHAOS_COMPAT_BENCH") != "" {
 		t.Run("bulk", e.bulk)
 	}
+	t.Run("leader-change", e.leaderChange)
+}
 
-	t.Run("leader-change", func(t *testing.T) {
-		before := e.waitLeader(t, "move", 30*time.Second)
-		type pyOut struct {
-			r   pyResult
-			err error
+// checkMetadata: both clients see the three brokers and the topic's leader and ISR.
+func (e *env) checkMetadata(t *testing.T) {
+	var md struct {
+		Brokers []struct {
+			ID int32 `json:"id"`
+		} `json:"brokers"`
+		Topics []struct {
+			Topic      string `json:"topic"`
+			Partitions []struct {
+				Partition int32 `json:"partition"`
+				Leader    int32 `json:"leader"`
+				ISRs      []any `json:"isrs"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(e.kcatRun(t, "", "-L", "-J", "-t", "kcat-acks")), &md); err != nil {
+		t.Fatalf("kcat -L -J: %v", err)
+	}
+	if len(md.Brokers) != 3 || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 ||
+		md.Topics[0].Partitions[0].Leader < 1 || len(md.Topics[0].Partitions[0].ISRs) != 3 {
+		t.Errorf("kcat metadata: %+v", md)
+	}
+	r := e.py(t, "metadata", "topic=py-acks")
+	if !slices.Equal(r.Partitions, []int32{0}) || !slices.Equal(r.Brokers, []int32{1, 2, 3}) {
+		t.Errorf("kafka-python metadata: partitions %v brokers %v", r.Partitions, r.Brokers)
+	}
+	// kafka-python infers the broker version from ApiVersions; below
+	// 0.11 it would fall back to message format v1, which the node
+	// does not store.
+	if len(r.APIVersion) < 2 || r.APIVersion[0] < 1 && r.APIVersion[1] < 11 {
+		t.Errorf("kafka-python inferred broker version %v, want at least 0.11", r.APIVersion)
+	}
+}
+
+// produceAcks: both clients produce with acks 0, 1 and all, and read every record back once.
+func (e *env) produceAcks(t *testing.T) {
+	var kcatVals, pyVals []string
+	for _, acks := range []string{"0", "1", "all"} {
+		vs := values("kcat-acks"+acks, 50)
+		e.kcatRun(t, strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-acks", "-p", "0", "-X", "acks="+acks)
+		kcatVals = append(kcatVals, vs...)
+		r := e.py(t, "produce", "topic=py-acks", "acks="+acks, "count=50", "prefix=py-acks"+acks)
+		if len(r.Failed) > 0 {
+			t.Errorf("kafka-python acks=%s: failed %v", acks, r.Failed)
 		}
-		done := make(chan pyOut, 1)
-		go func() {
-			script, _ := filepath.Abs("testdata/client.py")
-			out, err := e.run(3*time.Minute, "", e.python, script, "produce", "bootstrap="+e.bootstrap, "topic=move",
-				"acks=all", "count=300", "gap=0.02", "prefix=move")
-			var r pyResult
-			if err == nil {
-				err = json.Unmarshal([]byte(out), &r)
+		if acks != "0" && len(r.Acked) != 50 {
+			t.Errorf("kafka-python acks=%s: %d acknowledged, want 50", acks, len(r.Acked))
+		}
+		pyVals = append(pyVals, values("py-acks"+acks, 50)...)
+	}
+	expectOnce(t, "kcat", e.kcatRecords(t, "kcat-acks", 0, -1), kcatVals)
+	expectOnce(t, "kafka-python", pyRecords(e.py(t, "consume", "topic=py-acks")), pyVals)
+}
+
+// fetchFromOffset: both clients fetch from a given offset what the log holds there.
+func (e *env) fetchFromOffset(t *testing.T) {
+	all := e.kcatRecords(t, "kcat-acks", 0, -1)
+	if len(all) < 20 {
+		t.Fatalf("kcat-acks holds %d records; produce-acks must run first", len(all))
+	}
+	for name, got := range map[string]map[int64]string{
+		"kcat":         e.kcatRecords(t, "kcat-acks", 10, 5),
+		"kafka-python": pyRecords(e.py(t, "consume", "topic=kcat-acks", "offset=10", "count=5")),
+	} {
+		if len(got) != 5 {
+			t.Errorf("%s from offset 10: %d records %v, want 5", name, len(got), got)
+		}
+		for o := int64(10); o < 15; o++ {
+			if got[o] != all[o] {
+				t.Errorf("%s offset %d: %q, want %q", name, o, got[o], all[o])
 			}
-			done <- pyOut{r, err}
-		}()
-		time.Sleep(2 * time.Second)
-		// The controller moves leadership off the leader, which stays up
-		// and answers produce requests with NOT_LEADER_OR_FOLLOWER.
-		var resp kmsg.Response
-		var err error
-		var controller int32
-		for try := 0; try < 20; try++ { // a controller elected just now may not have taken over yet
-			controller = e.controller(t)
-			req := kmsg.NewPtrControlledShutdownRequest()
-			req.SetVersion(1)
-			req.BrokerID = before
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			resp, err = kafkaRequest(ctx, e.c.Node(int(controller)).KafkaAddr(), req)
-			cancel()
-			if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != kerr.NotController.Code {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
 		}
-		if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != 0 {
-			t.Fatalf("ControlledShutdown of n%d at controller n%d: %+v %v", before, controller, resp, err)
+	}
+}
+
+// listOffsets: both clients' earliest and latest offsets match the log.
+func (e *env) listOffsets(t *testing.T) {
+	n := int64(len(e.kcatRecords(t, "kcat-acks", 0, -1)))
+	for ts, want := range map[string]int64{"-2": 0, "-1": n} {
+		out := strings.TrimSpace(e.kcatRun(t, "", "-Q", "-t", "kcat-acks:0:"+ts))
+		// kcat -Q prints "<topic> [<partition>] offset <offset>".
+		f := strings.Fields(out)
+		if len(f) < 4 || f[len(f)-1] != strconv.FormatInt(want, 10) {
+			t.Errorf("kcat -Q %s: %q, want offset %d", ts, out, want)
 		}
-		res := <-done
-		if res.err != nil {
-			t.Fatal(res.err)
+	}
+	r := e.py(t, "offsets", "topic=kcat-acks")
+	if r.Earliest != 0 || r.Latest != n {
+		t.Errorf("kafka-python offsets: earliest %d latest %d, want 0 and %d", r.Earliest, r.Latest, n)
+	}
+}
+
+// idempotentKcat: kcat's idempotent producer writes each record once.
+func (e *env) idempotentKcat(t *testing.T) {
+	vs := values("idem", 2000)
+	e.kcatRun(t, strings.Join(vs, "\n")+"\n", "-P", "-t", "kcat-idem", "-p", "0", "-X", "enable.idempotence=true")
+	recs := e.kcatRecords(t, "kcat-idem", 0, -1)
+	if len(recs) != len(vs) {
+		t.Errorf("kcat idempotent: %d records, want %d", len(recs), len(vs))
+	}
+	expectOnce(t, "kcat idempotent", recs, vs)
+	for i, v := range vs { // one partition, in order
+		if recs[int64(i)] != v {
+			t.Fatalf("offset %d: %q, want %q", i, recs[int64(i)], v)
 		}
-		if len(res.r.Failed) > 0 || len(res.r.Acked) != 300 {
-			t.Errorf("kafka-python through the leader change: %d acknowledged, failed %v", len(res.r.Acked), res.r.Failed)
+	}
+}
+
+// idempotentKgo: franz-go's idempotent producer writes each record once.
+func (e *env) idempotentKgo(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.bootstrap, ",")...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("kgo-idem"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	vs := values("kgo", 2000)
+	var recs []*kgo.Record
+	for _, v := range vs {
+		recs = append(recs, &kgo.Record{Value: []byte(v), Partition: 0})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("kgo idempotent produce: %v", err)
+	}
+	for _, r := range recs {
+		if r.ProducerID < 0 {
+			t.Fatalf("record %q produced without a producer id: idempotence was not used", r.Value)
 		}
-		if !slices.Contains(res.r.Errors, "NotLeaderForPartitionError") {
-			t.Errorf("kafka-python never met NOT_LEADER_OR_FOLLOWER from n%d (errors seen: %v)", before, res.r.Errors)
+	}
+	got := e.kcatRecords(t, "kgo-idem", 0, -1)
+	expectOnce(t, "kgo idempotent", got, vs)
+}
+
+// leaderChange: both clients keep producing through a leader change.
+func (e *env) leaderChange(t *testing.T) {
+	before := e.waitLeader(t, "move", 30*time.Second)
+	type pyOut struct {
+		r   pyResult
+		err error
+	}
+	done := make(chan pyOut, 1)
+	go func() {
+		script, _ := filepath.Abs("testdata/client.py")
+		out, err := e.run(3*time.Minute, "", e.python, script, "produce", "bootstrap="+e.bootstrap, "topic=move",
+			"acks=all", "count=300", "gap=0.02", "prefix=move")
+		var r pyResult
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &r)
 		}
-		md, err := e.metadata("move")
-		if err != nil {
-			t.Fatal(err)
-		}
-		after := md.Topics[0].Partitions[0].Leader
-		if after == before || after < 1 {
-			t.Fatalf("leader after the controlled shutdown of n%d: %d", before, after)
-		}
-		// The old leader itself answers a produce as Kafka does.
-		preq := kmsg.NewPtrProduceRequest()
-		preq.SetVersion(8)
-		preq.Acks, preq.TimeoutMillis = -1, 5000
-		pt := kmsg.NewProduceRequestTopic()
-		pt.Topic = "move"
-		pp := kmsg.NewProduceRequestTopicPartition()
-		pp.Records = oneBatch("direct")
-		pt.Partitions = append(pt.Partitions, pp)
-		preq.Topics = append(preq.Topics, pt)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		presp, err := kafkaRequest(ctx, e.c.Node(int(before)).KafkaAddr(), preq)
+		done <- pyOut{r, err}
+	}()
+	time.Sleep(2 * time.Second)
+	// The controller moves leadership off the leader, which stays up
+	// and answers produce requests with NOT_LEADER_OR_FOLLOWER.
+	var resp kmsg.Response
+	var err error
+	var controller int32
+	for try := 0; try < 20; try++ { // a controller elected just now may not have taken over yet
+		controller = e.controller(t)
+		req := kmsg.NewPtrControlledShutdownRequest()
+		req.SetVersion(1)
+		req.BrokerID = before
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err = kafkaRequest(ctx, e.c.Node(int(controller)).KafkaAddr(), req)
 		cancel()
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != kerr.NotController.Code {
+			break
 		}
-		if code := presp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
-			t.Errorf("produce to the old leader n%d: error %d, want NOT_LEADER_OR_FOLLOWER (6)", before, code)
-		}
-		// kcat, started with the old leader first in its bootstrap list,
-		// finds the new one.
-		vs := values("move-kcat", 100)
-		out, err := e.run(2*time.Minute, strings.Join(vs, "\n")+"\n", e.kcat, "-b", e.c.Node(int(before)).KafkaAddr(),
-			"-P", "-t", "move", "-p", "0", "-X", "enable.idempotence=true")
-		if err != nil {
-			t.Fatalf("kcat after the leader change: %v (%s)", err, out)
-		}
-		recs := e.kcatRecords(t, "move", 0, -1)
-		// kafka-python 2.0.2 has no idempotent producer: a retry after an
-		// answer it did not get may write a record twice, as against any
-		// Kafka broker (at least once). kcat's idempotent records: once.
-		expectAtLeastOnce(t, "kafka-python through the leader change", recs, values("move", 300))
-		expectOnce(t, "kcat idempotent after the leader change", recs, vs)
-	})
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != 0 {
+		t.Fatalf("ControlledShutdown of n%d at controller n%d: %+v %v", before, controller, resp, err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if len(res.r.Failed) > 0 || len(res.r.Acked) != 300 {
+		t.Errorf("kafka-python through the leader change: %d acknowledged, failed %v", len(res.r.Acked), res.r.Failed)
+	}
+	if !slices.Contains(res.r.Errors, "NotLeaderForPartitionError") {
+		t.Errorf("kafka-python never met NOT_LEADER_OR_FOLLOWER from n%d (errors seen: %v)", before, res.r.Errors)
+	}
+	md, err := e.metadata("move")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := md.Topics[0].Partitions[0].Leader
+	if after == before || after < 1 {
+		t.Fatalf("leader after the controlled shutdown of n%d: %d", before, after)
+	}
+	// The old leader itself answers a produce as Kafka does.
+	preq := kmsg.NewPtrProduceRequest()
+	preq.SetVersion(8)
+	preq.Acks, preq.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "move"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = oneBatch("direct")
+	pt.Partitions = append(pt.Partitions, pp)
+	preq.Topics = append(preq.Topics, pt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	presp, err := kafkaRequest(ctx, e.c.Node(int(before)).KafkaAddr(), preq)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := presp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Errorf("produce to the old leader n%d: error %d, want NOT_LEADER_OR_FOLLOWER (6)", before, code)
+	}
+	// kcat, started with the old leader first in its bootstrap list,
+	// finds the new one.
+	vs := values("move-kcat", 100)
+	out, err := e.run(2*time.Minute, strings.Join(vs, "\n")+"\n", e.kcat, "-b", e.c.Node(int(before)).KafkaAddr(),
+		"-P", "-t", "move", "-p", "0", "-X", "enable.idempotence=true")
+	if err != nil {
+		t.Fatalf("kcat after the leader change: %v (%s)", err, out)
+	}
+	recs := e.kcatRecords(t, "move", 0, -1)
+	// kafka-python 2.0.2 has no idempotent producer: a retry after an
+	// answer it did not get may write a record twice, as against any
+	// Kafka broker (at least once). kcat's idempotent records: once.
+	expectAtLeastOnce(t, "kafka-python through the leader change", recs, values("move", 300))
+	expectOnce(t, "kcat idempotent after the leader change", recs, vs)
 }
 
 // oneBatch is an uncompressed v2 record batch of one record, as a

@@ -382,6 +382,7 @@ func TestWaitEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each its own directory; one case waits out 500ms
 			dir := t.TempDir()
 			hdir := filepath.Join(dir, rundir.HistoryDir)
 			if err := os.Mkdir(hdir, 0o755); err != nil {

@@ -48,6 +48,7 @@ func TestWaitRoles(t *testing.T) {
 		}, "n3 in chaos-rf2-2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own directory; the missing cases wait out 200ms
 			dir := t.TempDir()
 			hdir := filepath.Join(dir, rundir.HistoryDir)
 			if err := os.MkdirAll(hdir, 0o755); err != nil {

@@ -16,9 +16,28 @@ import (
 // A non-idempotent producer's resend may append one value twice. Each case
 // builds a history on top of "a" acknowledged at offset 0 (unless
 // noBase) and returns the read completions that must be suspects (for
-// Illegal) or nil; read(b, proc, final, values at 1, 2, ...) reads the log
-// back from offset 0, "a" first.
+// Illegal) or nil.
 func TestDuplicateAppends(t *testing.T) {
+	for _, tc := range duplicateCases() {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+// duplicateCase is one case of TestDuplicateAppends.
+type duplicateCase struct {
+	name     string
+	noBase   bool
+	build    func(b *hb.Builder) []int
+	want     porcupine.CheckResult
+	dups     int
+	offsets  []int64 // of the first duplicate example
+	acked    int64   // of the first duplicate example
+	resolved int
+}
+
+// duplicateCases are TestDuplicateAppends' cases; read(b, proc, final,
+// values at 1, 2, ...) reads the log back from offset 0, "a" first.
+func duplicateCases() []duplicateCase {
 	tp := history.TP("t", 0)
 	read := func(b *hb.Builder, proc int, final bool, values ...string) int {
 		recs := []history.Record{hb.Rec(0, "a")}
@@ -30,16 +49,7 @@ func TestDuplicateAppends(t *testing.T) {
 	ok := func(b *hb.Builder, proc int, offset int64) {
 		b.Complete(proc, history.OpOK, tp, history.FProduce, offset)
 	}
-	for _, tc := range []struct {
-		name     string
-		noBase   bool
-		build    func(b *hb.Builder) []int
-		want     porcupine.CheckResult
-		dups     int
-		offsets  []int64 // of the first duplicate example
-		acked    int64   // of the first duplicate example
-		resolved int
-	}{
+	return []duplicateCase{
 		{
 			// The run that raised the false alarm: the first attempt was
 			// appended at 1 by the old leader and replicated; the resend
@@ -157,39 +167,40 @@ func TestDuplicateAppends(t *testing.T) {
 			},
 			want: porcupine.Illegal,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := hb.New()
-			if !tc.noBase {
-				b.ProduceOK(1, tp, "a", 0)
-			}
-			suspects := tc.build(b)
-			out := Check(b.History(), Options{Timeout: 5 * time.Second})
-			p := out.Partitions[0]
-			if out.Result != tc.want {
-				t.Fatalf("result %s, want %s: %+v", out.Result, tc.want, p)
-			}
-			if p.Duplicates != tc.dups || p.Resolved != tc.resolved {
-				t.Errorf("duplicates %d resolved %d, want %d and %d: %+v", p.Duplicates, p.Resolved, tc.dups, tc.resolved, p)
-			}
-			if tc.dups > 0 {
-				if len(p.DuplicateExamples) == 0 {
-					t.Fatalf("no duplicate example: %+v", p)
-				}
-				d := p.DuplicateExamples[0]
-				if !slices.Equal(d.Offsets, tc.offsets) || d.Acknowledged != tc.acked || d.Partition != "t-0" || len(d.Events) < 2 {
-					t.Errorf("example %+v, want offsets %v acknowledged %d", d, tc.offsets, tc.acked)
-				}
-			}
-			for _, s := range suspects {
-				if !slices.Contains(p.Suspects, s) {
-					t.Errorf("suspects %v do not include read %d", p.Suspects, s)
-				}
-			}
-			if tc.want == porcupine.Illegal && len(p.Suspects) == 0 && len(p.Stuck) == 0 {
-				t.Errorf("illegal without a culprit: %+v", p)
-			}
-		})
+	}
+}
+
+// run builds the case's history and checks it.
+func (tc duplicateCase) run(t *testing.T) {
+	b := hb.New()
+	if !tc.noBase {
+		b.ProduceOK(1, history.TP("t", 0), "a", 0)
+	}
+	suspects := tc.build(b)
+	out := Check(b.History(), Options{Timeout: 5 * time.Second})
+	p := out.Partitions[0]
+	if out.Result != tc.want {
+		t.Fatalf("result %s, want %s: %+v", out.Result, tc.want, p)
+	}
+	if p.Duplicates != tc.dups || p.Resolved != tc.resolved {
+		t.Errorf("duplicates %d resolved %d, want %d and %d: %+v", p.Duplicates, p.Resolved, tc.dups, tc.resolved, p)
+	}
+	if tc.dups > 0 {
+		if len(p.DuplicateExamples) == 0 {
+			t.Fatalf("no duplicate example: %+v", p)
+		}
+		d := p.DuplicateExamples[0]
+		if !slices.Equal(d.Offsets, tc.offsets) || d.Acknowledged != tc.acked || d.Partition != "t-0" || len(d.Events) < 2 {
+			t.Errorf("example %+v, want offsets %v acknowledged %d", d, tc.offsets, tc.acked)
+		}
+	}
+	for _, s := range suspects {
+		if !slices.Contains(p.Suspects, s) {
+			t.Errorf("suspects %v do not include read %d", p.Suspects, s)
+		}
+	}
+	if tc.want == porcupine.Illegal && len(p.Suspects) == 0 && len(p.Stuck) == 0 {
+		t.Errorf("illegal without a culprit: %+v", p)
 	}
 }
 

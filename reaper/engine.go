@@ -101,12 +101,17 @@ func (e *Engine) RemoveLabelled(ctx context.Context, labels []string, keep strin
 // The host part is ignored: the transport always dials the socket.
 const base = "http://engine"
 
-func (e *Engine) get(ctx context.Context, path string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+// do sends a request without a body to the engine.
+func (e *Engine) do(ctx context.Context, method, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res, err := e.hc.Do(req)
+	return e.hc.Do(req)
+}
+
+func (e *Engine) get(ctx context.Context, path string, into any) error {
+	res, err := e.do(ctx, http.MethodGet, path)
 	if err != nil {
 		return err
 	}
@@ -122,11 +127,7 @@ func (e *Engine) get(ctx context.Context, path string, into any) error {
 
 // remove sends DELETE path; 404 (already gone) is success.
 func (e *Engine) remove(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+path, nil)
-	if err != nil {
-		return err
-	}
-	res, err := e.hc.Do(req)
+	res, err := e.do(ctx, http.MethodDelete, path)
 	if err != nil {
 		return err
 	}

@@ -60,12 +60,15 @@ func (c Config) logf(format string, args ...any) {
 func Watch(ctx context.Context, ln net.Listener, cfg Config) error {
 	serve, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	// Returning closes the listener and every connection and waits for
-	// their goroutines, so no goroutine outlives Watch.
+	// Returning closes the listener (ending the accept loop) and every
+	// connection (stop ends each hold) and waits for their goroutines, so
+	// no goroutine outlives Watch. The listener is closed here, not by a
+	// context.AfterFunc on serve: stopping such a hook on the way out
+	// could win the race with a cancelled ctx's own call of it, and leave
+	// the accept loop, and wg.Wait, blocked for ever.
 	defer wg.Wait()
+	defer ln.Close()
 	defer stop()
-	unlisten := context.AfterFunc(serve, func() { ln.Close() })
-	defer unlisten()
 
 	held := make(chan int) // +1: a connection came; -1: one dropped
 	wg.Go(func() {
@@ -96,6 +99,7 @@ func Watch(ctx context.Context, ln net.Listener, cfg Config) error {
 		case <-timer.C:
 			if open == 0 {
 				stop()
+				ln.Close()
 				wg.Wait()
 				cfg.logf("no owner; removing the run")
 				return cfg.Reap(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -127,6 +128,7 @@ func TestWatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each its own socket; mostly waiting out graces
 			rc := newReapCounter()
 			sock, wait := watching(t, rc.reap)
 			tt.owner(t, sock)
@@ -158,6 +160,42 @@ func TestWatchWaitsOutTheGrace(t *testing.T) {
 	<-rc.first
 	if waited := time.Since(dropped); waited < grace {
 		t.Fatalf("reaped %s after the drop, before the grace of %s", waited, grace)
+	}
+}
+
+// A watch cancelled while it waits returns, every time: the listener is
+// closed on the way out however the cancellation races the watch's own
+// clean-up (it once could stay open, leaving Watch waiting on its accept
+// loop for ever). Many watches, cancelled together, make the race likely.
+func TestWatchCancelledReturns(t *testing.T) {
+	const watches = 500
+	dir := shortDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	lns := make([]net.Listener, watches)
+	done := make(chan error, watches)
+	for i := range lns {
+		ln, err := net.Listen("unix", filepath.Join(dir, fmt.Sprintf("r%d.sock", i)))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		go func() {
+			done <- Watch(ctx, ln, Config{FirstContact: time.Minute, Grace: time.Minute, Reap: func(context.Context) error { return nil }})
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // every watch waiting in its loop
+	cancel()
+	timeout := time.After(5 * time.Second)
+	for returned := 0; returned < watches; returned++ {
+		select {
+		case <-done:
+		case <-timeout:
+			for _, ln := range lns {
+				ln.Close() // let the stuck watches end, for the leak check
+			}
+			t.Fatalf("%d of %d watches still running 5s after their context was cancelled", watches-returned, watches)
+		}
 	}
 }
 
@@ -351,6 +389,7 @@ func TestRemoveLabelled(t *testing.T) {
 func TestWatchRemovesTheRunByLabel(t *testing.T) {
 	for _, reconnect := range []bool{false, true} {
 		t.Run(map[bool]string{false: "drop", true: "reconnect"}[reconnect], func(t *testing.T) {
+			t.Parallel() // each its own engine and socket
 			f, engSock := serveFake(t)
 			eng := NewEngine(engSock)
 			defer eng.hc.CloseIdleConnections()

@@ -87,81 +87,15 @@ func Trim(ctx context.Context, h *history.History, opt Options) (*Trimmed, error
 		opt.MaxChecks = 400
 	}
 	all := checkers.All(opt.Config)
-	var target checkers.Checker
-	var orig checkers.Result
-	for _, c := range all {
-		if opt.Checker != "" && c.Name() != opt.Checker {
-			continue
-		}
-		r := c.Check(h)
-		if r.Verdict == checkers.Invalid {
-			target, orig = c, r
-			break
-		}
-		if opt.Checker != "" {
-			return nil, fmt.Errorf("checker %s says %s on this run, not invalid: nothing to keep", c.Name(), r.Verdict)
-		}
-	}
-	if target == nil {
-		if opt.Checker != "" {
-			return nil, fmt.Errorf("unknown checker %q (known: %s)", opt.Checker, checkerNames(all))
-		}
-		return nil, ErrNothingToKeep
+	target, orig, err := failingChecker(h, all, opt.Checker)
+	if err != nil {
+		return nil, err
 	}
 
 	n := len(h.Events)
-	// A client operation is an invoke and its completion; keeping one half
-	// would make an operation the run never had, so both go or stay (and
-	// the reduction removes both of a pair together).
-	partner := make([]int, n)
-	for i := range partner {
-		partner[i] = -1
-	}
-	ops, _ := history.Operations(h)
-	for _, o := range ops {
-		if o.Invoke != nil && o.Complete != nil {
-			partner[o.Invoke.Index], partner[o.Complete.Index] = o.Complete.Index, o.Invoke.Index
-		}
-	}
-	// A fault's start and stop likewise: a fault that never stops reads as
-	// one the nemesis failed to heal.
-	starts := map[string]int{}
-	for i, e := range h.Events {
-		if e.Fault == nil || e.Fault.ID == "" {
-			continue
-		}
-		k := e.Source + "\x00" + e.Fault.ID
-		switch e.Kind {
-		case history.KindFaultStart:
-			starts[k] = i
-		case history.KindFaultStop:
-			if j, ok := starts[k]; ok && partner[j] < 0 {
-				partner[i], partner[j] = j, i
-			}
-		}
-	}
+	partner := partners(h)
+	pinned := pinBlamed(h, orig, partner, opt.Context)
 	keep := make([]bool, n)
-	pinned := make([]bool, n)
-	blamed := slices.Clone(orig.Events)
-	for _, v := range orig.Violations {
-		blamed = append(blamed, v.Events...)
-	}
-	for _, i := range blamed {
-		// Client operations around a control-plane violation are
-		// incidental (reads pinned without the writes they saw would be
-		// a new anomaly); around a client-side violation they are the
-		// story.
-		opsToo := h.Events[i].Kind == history.KindOp
-		for j := max(0, i-opt.Context); j <= min(n-1, i+opt.Context); j++ {
-			if h.Events[j].Kind == history.KindOp && !opsToo && j != i {
-				continue
-			}
-			pinned[j] = true
-			if partner[j] >= 0 {
-				pinned[partner[j]] = true
-			}
-		}
-	}
 	for i := range keep {
 		keep[i] = true
 	}
@@ -189,31 +123,7 @@ func Trim(ctx context.Context, h *history.History, opt Options) (*Trimmed, error
 		return true
 	}
 
-	// Streams, biggest first: dropping a big one early makes every later
-	// check cheaper.
-	streams := map[string][]int{}
-	for i, e := range h.Events {
-		if !pinned[i] {
-			// Client operations are one stream across clients: a read
-			// returns what other clients wrote, so one client's ops
-			// rarely make sense without the others'.
-			k := e.Source + "\x00" + string(e.Kind)
-			if e.Kind == history.KindOp {
-				k = string(e.Kind)
-			}
-			streams[k] = append(streams[k], i)
-		}
-	}
-	keys := make([]string, 0, len(streams))
-	for k := range streams {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		if len(streams[keys[a]]) != len(streams[keys[b]]) {
-			return len(streams[keys[a]]) > len(streams[keys[b]])
-		}
-		return keys[a] < keys[b]
-	})
+	streams, keys := unpinnedStreams(h, pinned)
 	try := func(idx []int) bool {
 		if checks >= opt.MaxChecks || len(idx) == 0 || ctx.Err() != nil {
 			return false
@@ -271,6 +181,125 @@ func Trim(ctx context.Context, h *history.History, opt Options) (*Trimmed, error
 		ex.Verdicts[r.Checker] = r.Verdict
 	}
 	return &Trimmed{Events: kh.Events, Expected: ex}, nil
+}
+
+// failingChecker returns the first checker of all that finds h invalid
+// (only the one called name, when name is set) and its result.
+func failingChecker(h *history.History, all []checkers.Checker, name string) (target checkers.Checker, orig checkers.Result, err error) {
+	for _, c := range all {
+		if name != "" && c.Name() != name {
+			continue
+		}
+		r := c.Check(h)
+		if r.Verdict == checkers.Invalid {
+			target, orig = c, r
+			break
+		}
+		if name != "" {
+			return nil, orig, fmt.Errorf("checker %s says %s on this run, not invalid: nothing to keep", c.Name(), r.Verdict)
+		}
+	}
+	if target == nil {
+		if name != "" {
+			return nil, orig, fmt.Errorf("unknown checker %q (known: %s)", name, checkerNames(all))
+		}
+		return nil, orig, ErrNothingToKeep
+	}
+	return target, orig, nil
+}
+
+// partners pairs the events that are kept or removed together (-1: none).
+func partners(h *history.History) []int {
+	n := len(h.Events)
+	// A client operation is an invoke and its completion; keeping one half
+	// would make an operation the run never had, so both go or stay (and
+	// the reduction removes both of a pair together).
+	partner := make([]int, n)
+	for i := range partner {
+		partner[i] = -1
+	}
+	ops, _ := history.Operations(h)
+	for _, o := range ops {
+		if o.Invoke != nil && o.Complete != nil {
+			partner[o.Invoke.Index], partner[o.Complete.Index] = o.Complete.Index, o.Invoke.Index
+		}
+	}
+	// A fault's start and stop likewise: a fault that never stops reads as
+	// one the nemesis failed to heal.
+	starts := map[string]int{}
+	for i, e := range h.Events {
+		if e.Fault == nil || e.Fault.ID == "" {
+			continue
+		}
+		k := e.Source + "\x00" + e.Fault.ID
+		switch e.Kind {
+		case history.KindFaultStart:
+			starts[k] = i
+		case history.KindFaultStop:
+			if j, ok := starts[k]; ok && partner[j] < 0 {
+				partner[i], partner[j] = j, i
+			}
+		}
+	}
+	return partner
+}
+
+// pinBlamed marks the events orig blames and around events either side of
+// each, with their partners.
+func pinBlamed(h *history.History, orig checkers.Result, partner []int, around int) []bool {
+	n := len(h.Events)
+	pinned := make([]bool, n)
+	blamed := slices.Clone(orig.Events)
+	for _, v := range orig.Violations {
+		blamed = append(blamed, v.Events...)
+	}
+	for _, i := range blamed {
+		// Client operations around a control-plane violation are
+		// incidental (reads pinned without the writes they saw would be
+		// a new anomaly); around a client-side violation they are the
+		// story.
+		opsToo := h.Events[i].Kind == history.KindOp
+		for j := max(0, i-around); j <= min(n-1, i+around); j++ {
+			if h.Events[j].Kind == history.KindOp && !opsToo && j != i {
+				continue
+			}
+			pinned[j] = true
+			if partner[j] >= 0 {
+				pinned[partner[j]] = true
+			}
+		}
+	}
+	return pinned
+}
+
+// unpinnedStreams groups the events not pinned by stream, and returns the
+// streams' keys biggest first: dropping a big one early makes every later
+// check cheaper.
+func unpinnedStreams(h *history.History, pinned []bool) (map[string][]int, []string) {
+	streams := map[string][]int{}
+	for i, e := range h.Events {
+		if !pinned[i] {
+			// Client operations are one stream across clients: a read
+			// returns what other clients wrote, so one client's ops
+			// rarely make sense without the others'.
+			k := e.Source + "\x00" + string(e.Kind)
+			if e.Kind == history.KindOp {
+				k = string(e.Kind)
+			}
+			streams[k] = append(streams[k], i)
+		}
+	}
+	keys := make([]string, 0, len(streams))
+	for k := range streams {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if len(streams[keys[a]]) != len(streams[keys[b]]) {
+			return len(streams[keys[a]]) > len(streams[keys[b]])
+		}
+		return keys[a] < keys[b]
+	})
+	return streams, keys
 }
 
 func pick(evs []history.Event, keep []bool) []history.Event {

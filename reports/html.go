@@ -162,41 +162,7 @@ func verdictClass(v string) string {
 
 func buildPage(r *run) *pageData {
 	d := &pageData{Version: reportVersion, ID: r.id, Dir: r.dir, Verdict: NotChecked, Seed: "?", Bugs: "none (every fix on)", TimeLimit: "?", Faults: "?"}
-	if r.info != nil {
-		ri := r.info
-		d.Seed = fmt.Sprint(ri.Seed)
-		if len(ri.Bugs) > 0 {
-			d.Bugs = strings.Join(ri.Bugs, ", ")
-		}
-		if ri.TimeLimit > 0 {
-			d.TimeLimit = ri.TimeLimit.String()
-		}
-		d.Faults = "none"
-		switch {
-		case ri.Scenario != "":
-			// A scenario's driver, not a schedule, decides the faults.
-			d.Faults = "driven by scenario " + ri.Scenario + " (see the faults lane)"
-		case len(ri.Faults) > 0:
-			d.Faults = strings.Join(ri.Faults, ", ")
-		}
-		clients := fmt.Sprintf("%d producers, %d readers", ri.Producers, ri.Readers)
-		if ri.NoWorkload {
-			clients = "no client workload"
-		}
-		d.Topology = fmt.Sprintf("%d brokers, %d ZooKeeper servers, topic %s × %d partitions (RF %d), %s, session timeout %s",
-			ri.Nodes, ri.ZK.Servers, ri.Topic, ri.Partitions, ri.RF, clients, ri.ZKSessionTimeout)
-		if ri.SpreadTopic != "" {
-			d.Topology += fmt.Sprintf(", topic %s × %d partitions (RF 2, rotating, no clients)", ri.SpreadTopic, ri.Nodes)
-		}
-		if len(ri.NodeFlags) > 0 {
-			d.Topology += ", node flags " + strings.Join(ri.NodeFlags, " ")
-		}
-	} else if r.hist != nil && len(r.hist.bugs) > 0 {
-		bugs := r.hist.bugs
-		d.Bugs = strings.Join(bugs, ", ") + " (from node_start events)"
-	} else {
-		d.Bugs = "?"
-	}
+	d.describeRun(r)
 	d.Replay = rundir.ReplayCommand(absDir(r.dir), r.info, r.hasSchedule)
 	d.Notes = r.notes
 
@@ -230,57 +196,7 @@ func buildPage(r *run) *pageData {
 			d.CheckedAt = res.CheckedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 		}
 		for ci, cr := range res.Results {
-			row := checkerRow{Name: cr.Checker, Verdict: string(cr.Verdict), VClass: verdictClass(string(cr.Verdict)),
-				Explanation: cr.Explanation, NViolations: len(cr.Violations) + cr.Omitted}
-			if u, ok := cr.Details["undecided"].([]any); ok {
-				for i, x := range u {
-					if i == maxViolationsShown {
-						row.Undecided = append(row.Undecided, fmt.Sprintf("… %d more", len(u)-i))
-						break
-					}
-					row.Undecided = append(row.Undecided, fmt.Sprint(x))
-				}
-			}
-			if len(cr.Details) > 0 {
-				if b, err := json.Marshal(cr.Details); err == nil {
-					s := string(b)
-					if len(s) > maxDetailBytes {
-						s = s[:maxDetailBytes] + " … (truncated; see results.json)"
-					}
-					row.Details = s
-				}
-			}
-			for _, k := range cr.Known {
-				kr := knownRow{Checker: cr.Checker, Name: k.Name, Example: k.Example, Count: k.Count}
-				for ei, idx := range k.Events {
-					if ei == maxEventsShown {
-						break
-					}
-					kr.Events = append(kr.Events, eventRowOf(h, idx, t0, tl))
-				}
-				d.Known = append(d.Known, kr)
-			}
-			if len(cr.Violations) > 0 {
-				cv := checkerViolations{Name: cr.Checker, Anchor: fmt.Sprintf("c%d", ci), More: cr.Omitted}
-				row.Anchor = cv.Anchor
-				for vi, v := range cr.Violations {
-					if vi == maxViolationsShown {
-						cv.More += len(cr.Violations) - vi
-						break
-					}
-					item := violationItem{Anchor: violationAnchor(ci, vi), Explanation: v.Explanation}
-					for ei, idx := range v.Events {
-						if ei == maxEventsShown {
-							item.MoreEvents = len(v.Events) - ei
-							break
-						}
-						item.Events = append(item.Events, eventRowOf(h, idx, t0, tl))
-					}
-					cv.Items = append(cv.Items, item)
-				}
-				d.Violations = append(d.Violations, cv)
-			}
-			d.Checkers = append(d.Checkers, row)
+			d.addChecker(ci, cr, h, t0, tl)
 		}
 	}
 	d.VClass = verdictClass(d.Verdict)
@@ -324,6 +240,102 @@ func buildPage(r *run) *pageData {
 		d.Links = append(d.Links, fileLink{Name: rundir.HistoryDir + "/", Size: -1})
 	}
 	return d
+}
+
+// describeRun fills the run's description (seed, bugs, faults, topology)
+// from run.json, else what the history says.
+func (d *pageData) describeRun(r *run) {
+	if r.info != nil {
+		ri := r.info
+		d.Seed = fmt.Sprint(ri.Seed)
+		if len(ri.Bugs) > 0 {
+			d.Bugs = strings.Join(ri.Bugs, ", ")
+		}
+		if ri.TimeLimit > 0 {
+			d.TimeLimit = ri.TimeLimit.String()
+		}
+		d.Faults = "none"
+		switch {
+		case ri.Scenario != "":
+			// A scenario's driver, not a schedule, decides the faults.
+			d.Faults = "driven by scenario " + ri.Scenario + " (see the faults lane)"
+		case len(ri.Faults) > 0:
+			d.Faults = strings.Join(ri.Faults, ", ")
+		}
+		clients := fmt.Sprintf("%d producers, %d readers", ri.Producers, ri.Readers)
+		if ri.NoWorkload {
+			clients = "no client workload"
+		}
+		d.Topology = fmt.Sprintf("%d brokers, %d ZooKeeper servers, topic %s × %d partitions (RF %d), %s, session timeout %s",
+			ri.Nodes, ri.ZK.Servers, ri.Topic, ri.Partitions, ri.RF, clients, ri.ZKSessionTimeout)
+		if ri.SpreadTopic != "" {
+			d.Topology += fmt.Sprintf(", topic %s × %d partitions (RF 2, rotating, no clients)", ri.SpreadTopic, ri.Nodes)
+		}
+		if len(ri.NodeFlags) > 0 {
+			d.Topology += ", node flags " + strings.Join(ri.NodeFlags, " ")
+		}
+	} else if r.hist != nil && len(r.hist.bugs) > 0 {
+		bugs := r.hist.bugs
+		d.Bugs = strings.Join(bugs, ", ") + " (from node_start events)"
+	} else {
+		d.Bugs = "?"
+	}
+}
+
+// addChecker adds checker result cr (the ci-th) as a row, with its known
+// anomalies and violations, each with the events it names.
+func (d *pageData) addChecker(ci int, cr checkers.Result, h eventLookup, t0 int64, tl *timeline) {
+	row := checkerRow{Name: cr.Checker, Verdict: string(cr.Verdict), VClass: verdictClass(string(cr.Verdict)),
+		Explanation: cr.Explanation, NViolations: len(cr.Violations) + cr.Omitted}
+	if u, ok := cr.Details["undecided"].([]any); ok {
+		for i, x := range u {
+			if i == maxViolationsShown {
+				row.Undecided = append(row.Undecided, fmt.Sprintf("… %d more", len(u)-i))
+				break
+			}
+			row.Undecided = append(row.Undecided, fmt.Sprint(x))
+		}
+	}
+	if len(cr.Details) > 0 {
+		if b, err := json.Marshal(cr.Details); err == nil {
+			s := string(b)
+			if len(s) > maxDetailBytes {
+				s = s[:maxDetailBytes] + " … (truncated; see results.json)"
+			}
+			row.Details = s
+		}
+	}
+	for _, k := range cr.Known {
+		kr := knownRow{Checker: cr.Checker, Name: k.Name, Example: k.Example, Count: k.Count}
+		for ei, idx := range k.Events {
+			if ei == maxEventsShown {
+				break
+			}
+			kr.Events = append(kr.Events, eventRowOf(h, idx, t0, tl))
+		}
+		d.Known = append(d.Known, kr)
+	}
+	if len(cr.Violations) > 0 {
+		cv := checkerViolations{Name: cr.Checker, Anchor: fmt.Sprintf("c%d", ci), More: cr.Omitted}
+		row.Anchor = cv.Anchor
+		for vi, v := range cr.Violations {
+			if vi == maxViolationsShown {
+				cv.More += len(cr.Violations) - vi
+				break
+			}
+			item := violationItem{Anchor: violationAnchor(ci, vi), Explanation: v.Explanation}
+			for ei, idx := range v.Events {
+				if ei == maxEventsShown {
+					item.MoreEvents = len(v.Events) - ei
+					break
+				}
+				item.Events = append(item.Events, eventRowOf(h, idx, t0, tl))
+			}
+			cv.Items = append(cv.Items, item)
+		}
+		d.Violations = append(d.Violations, cv)
+	}
+	d.Checkers = append(d.Checkers, row)
 }
 
 // eventRowOf renders event idx of h; an index outside the history (results

@@ -140,40 +140,9 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return nemesis.Target{}, fmt.Errorf("KAFKA-16667: no ZooKeeper server zk%d", id)
 	}
 	if serverOf(w) == lead {
-		// W's server leads: restart it, so the other two elect a leader
-		// and it comes back as a follower. W's session (6 s) outlives that.
-		l.Note("zk%d, n%d's server, leads the ensemble; restarting it so another server leads", lead, w)
-		zt, err := zkt(lead)
-		if err != nil {
+		if lead, err = moveZKLeader(ctx, l, lead, w, serverOf, zkt); err != nil {
 			return err
 		}
-		if err := l.Nemesis.KillTarget(ctx, zt); err != nil {
-			return err
-		}
-		if err := l.Nemesis.StartTarget(ctx, zt); err != nil {
-			return err
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			nl, err := l.Cluster.ZKLeaderAmong(ctx) // every server serving, one leading
-			if err == nil && nl != serverOf(w) {
-				lead = nl
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("KAFKA-16667: after restarting zk%d: leader %d, %v", serverOf(w), nl, err)
-			}
-			if !ctxsleep.For(ctx, 200*time.Millisecond) {
-				return ctx.Err()
-			}
-		}
-		// Restarting the leader made the other servers drop their
-		// clients; a broker still reconnecting when it is stopped cannot
-		// close its session, and the election would wait for its expiry.
-		if err := waitSessions(ctx, l, serverOf, 15*time.Second); err != nil {
-			return err
-		}
-		l.Note("zk%d leads now; every broker is connected to its server again", lead)
 	}
 	f := serverOf(w)
 	l.Note("controller n%d; ZooKeeper leader zk%d; n%d (on follower zk%d) will take over, n%d (on zk%d) stays out of the election",
@@ -286,11 +255,56 @@ func (d kafka16667Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("healed: n%d restarted", c1)
+	return d.awaitDecision(ctx, l, c1, w, elected, statePath)
+}
+
+// moveZKLeader restarts the ZooKeeper leader lead, n's server, so that the
+// other servers elect a leader and it comes back as a follower (n's
+// session, 6 s, outlives that), and returns the new leader once every
+// broker is connected to its server again.
+func moveZKLeader(ctx context.Context, l *harness.Live, lead, n int, serverOf func(int) int, zkt func(int) (nemesis.Target, error)) (int, error) {
+	l.Note("zk%d, n%d's server, leads the ensemble; restarting it so another server leads", lead, n)
+	zt, err := zkt(lead)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.Nemesis.KillTarget(ctx, zt); err != nil {
+		return 0, err
+	}
+	if err := l.Nemesis.StartTarget(ctx, zt); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		nl, err := l.Cluster.ZKLeaderAmong(ctx) // every server serving, one leading
+		if err == nil && nl != serverOf(n) {
+			lead = nl
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("KAFKA-16667: after restarting zk%d: leader %d, %v", serverOf(n), nl, err)
+		}
+		if !ctxsleep.For(ctx, 200*time.Millisecond) {
+			return 0, ctx.Err()
+		}
+	}
+	// Restarting the leader made the other servers drop their
+	// clients; a broker still reconnecting when it is stopped cannot
+	// close its session, and the election would wait for its expiry.
+	if err := waitSessions(ctx, l, serverOf, 15*time.Second); err != nil {
+		return 0, err
+	}
+	l.Note("zk%d leads now; every broker is connected to its server again", lead)
+	return lead, nil
+}
+
+// awaitDecision waits, after the heal, until the run is decided: the
+// restarted controller c1 hears from the new controller w (elected, if
+// seen; its event loop got past the failover: the fix), or one path has
+// failed with BADVERSION more often after the grace than liveness allows
+// (the bug).
+func (d kafka16667Driver) awaitDecision(ctx context.Context, l *harness.Live, c1, w int, elected *history.Event, statePath func(*history.Event) bool) error {
 	healed := time.Now()
-	// Decided: the restarted broker hears from the new controller (its
-	// event loop got past the failover: the fix), or one path has failed
-	// with BADVERSION more often after the grace than liveness allows (the
-	// bug).
 	var epoch int32 = -1
 	if elected != nil {
 		epoch = elected.Controller.Epoch

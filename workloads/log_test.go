@@ -21,43 +21,61 @@ import (
 // program). The history it writes must be well-formed and, since the fake
 // neither loses nor reorders data, every checker must find it valid.
 func TestLogWorkloadRecordsCheckableHistory(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		nonIdempotent bool
-		acks          int
-		idempotent    bool // what each produce must record
-	}{
-		{"idempotent by default", false, 0, true},
-		{"non-idempotent", true, 0, false},
-		{"acks=1 is never idempotent", false, history.AcksLeader, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			logWorkloadHistory(t, tc.nonIdempotent, tc.acks, tc.idempotent)
-		})
+	// The cases run side by side (each against its own fake, paced, so
+	// mostly waiting); the leak check waits for all of them.
+	t.Run("cases", func(t *testing.T) {
+		for _, tc := range []struct {
+			name          string
+			nonIdempotent bool
+			acks          int
+			idempotent    bool // what each produce must record
+		}{
+			{"idempotent by default", false, 0, true},
+			{"non-idempotent", true, 0, false},
+			{"acks=1 is never idempotent", false, history.AcksLeader, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				logWorkloadHistory(t, tc.nonIdempotent, tc.acks, tc.idempotent)
+			})
+		}
+	})
+	goleak.VerifyNone(t)
+}
+
+// historyDir is a run directory for a test's history files, and the
+// opener a workload writes them with.
+func historyDir(t *testing.T) (dir string, open func(name string) (*history.Writer, error)) {
+	t.Helper()
+	dir = t.TempDir()
+	hdir := filepath.Join(dir, "history")
+	if err := os.MkdirAll(hdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func(name string) (*history.Writer, error) {
+		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
 	}
 }
 
+// logWorkloadFor is how long logWorkloadHistory runs the workload: long
+// enough for dozens of operations per process at the default pace.
+const logWorkloadFor = 500 * time.Millisecond
+
 func logWorkloadHistory(t *testing.T, nonIdempotent bool, acks int, idempotent bool) {
-	defer goleak.VerifyNone(t)
 	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "t"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fake.Close()
 
-	dir := t.TempDir()
-	hdir := filepath.Join(dir, "history")
-	os.MkdirAll(hdir, 0o755)
-	open := func(name string) (*history.Writer, error) {
-		return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
-	}
+	dir, open := historyDir(t)
 	cfg := LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 3, Producers: 3, Readers: 2, OpTimeout: 2 * time.Second, Seed: 1,
 		NonIdempotent: nonIdempotent, Acks: acks}
 	wl, err := NewLog(cfg, open)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), logWorkloadFor)
 	defer cancel()
 	if err := wl.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -108,15 +126,15 @@ func logWorkloadHistory(t *testing.T, nonIdempotent bool, acks int, idempotent b
 			read++
 		}
 	}
-	// Paced: a 1.5 s run allows at most 1.5s/interval + 1 operations per
+	// Paced: a run allows at most its length/interval + 1 operations per
 	// process, however fast the fake answers.
 	for src, n := range perSource {
 		every := DefaultProduceEvery
 		if src == "client-3" || src == "client-4" {
 			every = DefaultReadEvery
 		}
-		if limit := int(1500*time.Millisecond/every) + 1; n > limit {
-			t.Errorf("%s made %d operations in 1.5 s, more than its pace allows (%d)", src, n, limit)
+		if limit := int(logWorkloadFor/every) + 1; n > limit {
+			t.Errorf("%s made %d operations in %s, more than its pace allows (%d)", src, n, logWorkloadFor, limit)
 		}
 	}
 	if produced < 10 || read < 5 || final < 3 {
@@ -177,6 +195,7 @@ func TestNotLeaderAfterAppendIsUnknown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each against its own fake
 			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
 			if err != nil {
 				t.Fatal(err)
@@ -198,14 +217,7 @@ func TestNotLeaderAfterAppendIsUnknown(t *testing.T) {
 				}
 				return resp, nil, true
 			})
-			dir := t.TempDir()
-			hdir := filepath.Join(dir, "history")
-			if err := os.MkdirAll(hdir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			open := func(name string) (*history.Writer, error) {
-				return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
-			}
+			dir, open := historyDir(t)
 			wl, err := NewLog(LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 1, Producers: 1, Acks: tt.acks,
 				NonIdempotent: true, OpTimeout: 2 * time.Second, Seed: 1}, open)
 			if err != nil {
@@ -271,14 +283,7 @@ func TestProduceInFlightAtTheEnd(t *testing.T) {
 				})
 				return nil, nil, false
 			})
-			dir := t.TempDir()
-			hdir := filepath.Join(dir, "history")
-			if err := os.MkdirAll(hdir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			open := func(name string) (*history.Writer, error) {
-				return history.Create(filepath.Join(hdir, name+".jsonl"), name, 0)
-			}
+			dir, open := historyDir(t)
 			wl, err := NewLog(LogConfig{Brokers: fake.ListenAddrs(), Topic: "t", Partitions: 1, Producers: 1, OpTimeout: time.Minute, Seed: 1}, open)
 			if err != nil {
 				t.Fatal(err)

@@ -83,6 +83,9 @@ func TestFlagsOutOfRangeAreBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Side by side: the cases that ask the node program about its
+			// flags each build it first, about a second apiece.
+			t.Parallel()
 			out, code := runCLI(t, tt.args...)
 			if code != exitBad {
 				t.Fatalf("chaos %s: exit %d, want %d\n%s", strings.Join(tt.args, " "), code, exitBad, out)

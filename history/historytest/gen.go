@@ -65,34 +65,7 @@ func Clean(cfg GenConfig) *history.History {
 	leaderOf := func(p int) int32 { return int32(p%3) + 1 }
 
 	if cfg.NodeEvents {
-		for n := int32(1); n <= 3; n++ {
-			add(history.Event{Time: T0 - 100*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindNodeStart, Process: &history.Process{Incarnation: int64(n)}})
-			add(history.Event{Time: T0 - 90*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindBrokerRegistered, Registration: &history.Registration{BrokerID: n, BrokerEpoch: 100 + int64(n)}})
-		}
-		add(history.Event{Time: T0 - 80*Ms, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
-			Brokers: []history.BrokerZnode{{ID: 1, Czxid: 101}, {ID: 2, Czxid: 102}, {ID: 3, Czxid: 103}}}})
-		add(history.Event{Time: T0 - 70*Ms, Source: "n1", Node: 1, Kind: history.KindControllerElected, Controller: &history.ControllerRun{Epoch: 1, EpochZkVersion: 1, Zxid: 110}})
-		for p := 0; p < cfg.Partitions; p++ {
-			l := leaderOf(p)
-			st := &history.PartitionState{Topic: "t", Partition: int32(p), Leader: l, LeaderEpoch: 1, ControllerEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}}
-			add(history.Event{Time: T0 - 60*Ms, Source: "n1", Node: 1, Kind: history.KindZKWrite, ZKWrite: &history.ZKWrite{Start: T0 - 61*Ms,
-				Path: fmt.Sprintf("/brokers/topics/t/partitions/%d/state", p), Op: "set", Conditional: true, ControllerEpoch: 1, EpochZkVersion: 1,
-				Outcome: history.ZKOK, Zxid: 200 + int64(p), State: st}})
-			add(history.Event{Time: T0 - 59*Ms, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{Path: fmt.Sprintf("/brokers/topics/t/partitions/%d/state", p),
-				Type: history.WatchChanged, Mzxid: 200 + int64(p), State: st}})
-			for n := int32(1); n <= 3; n++ {
-				add(history.Event{Time: T0 - 50*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindControlRequest, Control: &history.Control{
-					API: history.APILeaderAndIsr, CorrelationID: int32(p), ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: 100 + int64(n),
-					Partitions: []history.ControlPartition{{Topic: "t", Partition: int32(p), Leader: l, LeaderEpoch: 1, ISR: []int32{1, 2, 3}}},
-					Verdict:    history.VerdictAccepted, KnownControllerEpoch: 1, OwnBrokerEpoch: 100 + int64(n)}})
-				role := history.RoleFollower
-				if n == l {
-					role = history.RoleLeader
-				}
-				add(history.Event{Time: T0 - 49*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindRoleChange,
-					Role: &history.Role{Topic: "t", Partition: int32(p), Role: role, Leader: l, LeaderEpoch: 1}})
-			}
-		}
+		all = append(all, cleanClusterStart(cfg.Partitions, leaderOf)...)
 	}
 
 	proc := 0
@@ -192,38 +165,10 @@ func Clean(cfg GenConfig) *history.History {
 	}
 
 	if cfg.NodeEvents {
-		// Periodic checkpoints and a healed pause of n3. Each broker writes
-		// each partition's high watermark at the time: the leader's, which
-		// its hw_advance events show, and the same on the followers, which
-		// the generator lets replicate at once.
-		steps := int64(20)
-		for s := int64(1); s <= steps; s++ {
-			t := T0 + (end-T0)*s/steps
-			for n := int32(1); n <= 3; n++ {
-				var entries []history.CheckpointEntry
-				for p := 0; p < cfg.Partitions; p++ {
-					hw := sort.Search(len(commits[p]), func(k int) bool { return commits[p][k] > t })
-					entries = append(entries, history.CheckpointEntry{Topic: "t", Partition: int32(p), HW: int64(hw)})
-				}
-				add(history.Event{Time: t, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindHWCheckpoint, Checkpoint: &history.Checkpoint{Entries: entries}})
-			}
-		}
-		mid := T0 + (end-T0)/2
-		add(history.Event{Time: mid, Source: "nemesis", Kind: history.KindFaultStart, Fault: &history.Fault{ID: "f1", Name: "pause", Targets: []string{"n3"}}})
-		add(history.Event{Time: mid + 10*Ms, Source: "nemesis", Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f1", Name: "pause", Targets: []string{"n3"}}})
+		all = append(all, cleanCheckpointsAndPause(cfg.Partitions, commits, end)...)
 	}
 	if cfg.FinalReads {
-		t := end + 10*Ms
-		for p := 0; p < cfg.Partitions; p++ {
-			tp := history.TP("t", int32(p))
-			var recs []history.Record
-			for i, v := range logs[p] {
-				recs = append(recs, history.Record{Offset: int64(i), Value: v})
-			}
-			proc := 1_000_000 + p
-			add(history.Event{Time: t, Source: "final", Kind: history.KindOp, Op: &history.ClientOp{Type: history.OpInvoke, Process: proc, F: history.FRead, Topic: tp.Topic, Partition: tp.Partition, Final: true}})
-			add(history.Event{Time: t + Ms, Source: "final", Kind: history.KindOp, Op: &history.ClientOp{Type: history.OpOK, Process: proc, F: history.FRead, Topic: tp.Topic, Partition: tp.Partition, Final: true, Records: recs}})
-		}
+		all = append(all, cleanFinalReads(logs, end)...)
 	}
 	for i := range all {
 		all[i].V = history.SchemaVersion
@@ -234,4 +179,86 @@ func Clean(cfg GenConfig) *history.History {
 	// above, which puts the checkpoints after).
 	sort.SliceStable(all, func(a, b int) bool { return all[a].Time < all[b].Time })
 	return history.Merge(all)
+}
+
+// cleanClusterStart is a clean cluster's start: three brokers registered,
+// n1 elected controller, each partition led by leaderOf with a full ISR.
+func cleanClusterStart(partitions int, leaderOf func(int) int32) []history.Event {
+	var all []history.Event
+	add := func(e history.Event) { all = append(all, e) }
+	for n := int32(1); n <= 3; n++ {
+		add(history.Event{Time: T0 - 100*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindNodeStart, Process: &history.Process{Incarnation: int64(n)}})
+		add(history.Event{Time: T0 - 90*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindBrokerRegistered, Registration: &history.Registration{BrokerID: n, BrokerEpoch: 100 + int64(n)}})
+	}
+	add(history.Event{Time: T0 - 80*Ms, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
+		Brokers: []history.BrokerZnode{{ID: 1, Czxid: 101}, {ID: 2, Czxid: 102}, {ID: 3, Czxid: 103}}}})
+	add(history.Event{Time: T0 - 70*Ms, Source: "n1", Node: 1, Kind: history.KindControllerElected, Controller: &history.ControllerRun{Epoch: 1, EpochZkVersion: 1, Zxid: 110}})
+	for p := 0; p < partitions; p++ {
+		l := leaderOf(p)
+		st := &history.PartitionState{Topic: "t", Partition: int32(p), Leader: l, LeaderEpoch: 1, ControllerEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}}
+		add(history.Event{Time: T0 - 60*Ms, Source: "n1", Node: 1, Kind: history.KindZKWrite, ZKWrite: &history.ZKWrite{Start: T0 - 61*Ms,
+			Path: fmt.Sprintf("/brokers/topics/t/partitions/%d/state", p), Op: "set", Conditional: true, ControllerEpoch: 1, EpochZkVersion: 1,
+			Outcome: history.ZKOK, Zxid: 200 + int64(p), State: st}})
+		add(history.Event{Time: T0 - 59*Ms, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{Path: fmt.Sprintf("/brokers/topics/t/partitions/%d/state", p),
+			Type: history.WatchChanged, Mzxid: 200 + int64(p), State: st}})
+		for n := int32(1); n <= 3; n++ {
+			add(history.Event{Time: T0 - 50*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindControlRequest, Control: &history.Control{
+				API: history.APILeaderAndIsr, CorrelationID: int32(p), ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: 100 + int64(n),
+				Partitions: []history.ControlPartition{{Topic: "t", Partition: int32(p), Leader: l, LeaderEpoch: 1, ISR: []int32{1, 2, 3}}},
+				Verdict:    history.VerdictAccepted, KnownControllerEpoch: 1, OwnBrokerEpoch: 100 + int64(n)}})
+			role := history.RoleFollower
+			if n == l {
+				role = history.RoleLeader
+			}
+			add(history.Event{Time: T0 - 49*Ms, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindRoleChange,
+				Role: &history.Role{Topic: "t", Partition: int32(p), Role: role, Leader: l, LeaderEpoch: 1}})
+		}
+	}
+	return all
+}
+
+// cleanCheckpointsAndPause is a clean cluster's periodic HW checkpoints up
+// to end (commits[p][k]: when offset k of partition p was committed) and a
+// healed pause of n3 halfway.
+func cleanCheckpointsAndPause(partitions int, commits [][]int64, end int64) []history.Event {
+	var all []history.Event
+	add := func(e history.Event) { all = append(all, e) }
+	// Periodic checkpoints and a healed pause of n3. Each broker writes
+	// each partition's high watermark at the time: the leader's, which
+	// its hw_advance events show, and the same on the followers, which
+	// the generator lets replicate at once.
+	steps := int64(20)
+	for s := int64(1); s <= steps; s++ {
+		t := T0 + (end-T0)*s/steps
+		for n := int32(1); n <= 3; n++ {
+			var entries []history.CheckpointEntry
+			for p := 0; p < partitions; p++ {
+				hw := sort.Search(len(commits[p]), func(k int) bool { return commits[p][k] > t })
+				entries = append(entries, history.CheckpointEntry{Topic: "t", Partition: int32(p), HW: int64(hw)})
+			}
+			add(history.Event{Time: t, Source: fmt.Sprintf("n%d", n), Node: n, Kind: history.KindHWCheckpoint, Checkpoint: &history.Checkpoint{Entries: entries}})
+		}
+	}
+	mid := T0 + (end-T0)/2
+	add(history.Event{Time: mid, Source: "nemesis", Kind: history.KindFaultStart, Fault: &history.Fault{ID: "f1", Name: "pause", Targets: []string{"n3"}}})
+	add(history.Event{Time: mid + 10*Ms, Source: "nemesis", Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f1", Name: "pause", Targets: []string{"n3"}}})
+	return all
+}
+
+// cleanFinalReads is one full final read of each partition's log after end.
+func cleanFinalReads(logs [][]string, end int64) []history.Event {
+	var all []history.Event
+	add := func(e history.Event) { all = append(all, e) }
+	t := end + 10*Ms
+	for p := range logs {
+		tp := history.TP("t", int32(p))
+		var recs []history.Record
+		for i, v := range logs[p] {
+			recs = append(recs, history.Record{Offset: int64(i), Value: v})
+		}
+		proc := 1_000_000 + p
+		add(history.Event{Time: t, Source: "final", Kind: history.KindOp, Op: &history.ClientOp{Type: history.OpInvoke, Process: proc, F: history.FRead, Topic: tp.Topic, Partition: tp.Partition, Final: true}})
+		add(history.Event{Time: t + Ms, Source: "final", Kind: history.KindOp, Op: &history.ClientOp{Type: history.OpOK, Process: proc, F: history.FRead, Topic: tp.Topic, Partition: tp.Partition, Final: true, Records: recs}})
+	}
+	return all
 }
