@@ -358,3 +358,37 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// KafkaController.doControlledShutdown looks the requester's broker epoch up
+// with controllerContext.liveBrokerIdAndEpochs(id) before anything else: for
+// an id that is not live (nor shutting down) that is a Scala Map.apply on a
+// missing key, a NoSuchElementException, which Errors.forException answers
+// as UNKNOWN_SERVER_ERROR. Only a request without a broker epoch (v0/v1, or
+// -1) skips the lookup and reaches the BrokerNotAvailableException. Before,
+// the node answered BROKER_NOT_AVAILABLE to both.
+func TestControlledShutdownFromABrokerNotLive(t *testing.T) {
+	tests := []struct {
+		name     string
+		bugs     string
+		epoch    int64
+		wantCode int16
+	}{
+		{"with a broker epoch", "", 5, kerr.UnknownServerError.Code},
+		{"without a broker epoch", "", -1, kerr.BrokerNotAvailable.Code},
+		{"KAFKA-7235: no epoch lookup", "KAFKA-7235", 5, kerr.BrokerNotAvailable.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, tt.bugs, []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+			tc.elect()
+			reply := make(chan *kmsg.ControlledShutdownResponse, 1)
+			tc.process(evShutdown{id: 3, epoch: tt.epoch, reply: reply})
+			if got := (<-reply).ErrorCode; got != tt.wantCode {
+				t.Fatalf("answer error %d, want %d", got, tt.wantCode)
+			}
+			if tc.c.ctx.shuttingDown[3] {
+				t.Fatal("broker 3, not live, was marked shutting down")
+			}
+		})
+	}
+}

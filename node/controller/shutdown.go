@@ -63,11 +63,20 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 	if live {
 		ev.CachedBrokerEpoch = b.Epoch
 	}
-	if !c.cfg.Bugs.On(config.BugKafka7235) && e.epoch != -1 && live && e.epoch < b.Epoch {
-		return finish(kerr.StaleBrokerEpoch.Code)
+	if !c.cfg.Bugs.On(config.BugKafka7235) && e.epoch != -1 {
+		// doControlledShutdown reads liveBrokerIdAndEpochs(id) first: a
+		// Map.apply that throws NoSuchElementException for an id not live
+		// (nor shutting down), answered UNKNOWN_SERVER_ERROR by
+		// Errors.forException.
+		if !live {
+			return finish(kerr.UnknownServerError.Code)
+		}
+		if e.epoch < b.Epoch {
+			return finish(kerr.StaleBrokerEpoch.Code)
+		}
 	}
 	if !live {
-		return finish(8) // BROKER_NOT_AVAILABLE
+		return finish(kerr.BrokerNotAvailable.Code)
 	}
 	c.ctx.shuttingDown[e.id] = true
 	var led, followed []history.TopicPartition
