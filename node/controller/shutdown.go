@@ -43,6 +43,18 @@ func (c *Controller) ControlledShutdown(ctx context.Context, hdr wire.RequestHea
 	return r
 }
 
+// preemptShutdown answers a ControlledShutdown dropped from the queue by an
+// expiry as KafkaController.preemptControlledShutdown does: a
+// ControllerMovedException, NOT_CONTROLLER on the wire. epoch is the
+// controller epoch last published.
+func (c *Controller) preemptShutdown(e evShutdown, epoch int32) {
+	resp := kmsg.NewPtrControlledShutdownResponse()
+	resp.ErrorCode = kerr.NotController.Code
+	c.log.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &history.Shutdown{BrokerID: e.id, BrokerEpoch: e.epoch,
+		ControllerEpoch: epoch, CorrelationID: e.corr, CachedBrokerEpoch: -1, ErrorCode: resp.ErrorCode, Verdict: history.VerdictRejected}})
+	e.reply <- resp
+}
+
 func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *kmsg.ControlledShutdownResponse {
 	resp := kmsg.NewPtrControlledShutdownResponse()
 	ev := history.Shutdown{BrokerID: e.id, BrokerEpoch: e.epoch, ControllerEpoch: c.epoch, CorrelationID: e.corr, CachedBrokerEpoch: -1}
