@@ -190,8 +190,8 @@ type (
 	evNewSession       struct{ id int64 }
 	// evExpire is KafkaController's Expire; processed is closed once the
 	// controller has resigned.
-	evExpire struct{ processed chan struct{} }
-	evShutdown         struct {
+	evExpire   struct{ processed chan struct{} }
+	evShutdown struct {
 		id    int32
 		epoch int64
 		corr  int32
