@@ -220,7 +220,10 @@ func CountFences(h *history.History) []FenceCount {
 					if stale || (hosted && p.LeaderEpoch <= cur) {
 						laiEpoch.count(e.Index, stale)
 					}
-					if p.ErrorCode == history.ErrNone {
+					// A partition answered NONE but not applied keeps the
+					// replica's epoch (ReplicaManager.makeFollowers with
+					// the leader not in the broker's metadata cache).
+					if p.ErrorCode == history.ErrNone && !p.NotApplied {
 						setEpoch(k, e.Index, p.LeaderEpoch)
 						zkVersion[k] = p.ZkVersion
 					}
