@@ -292,8 +292,10 @@ func (n *Node) routes() {
 	})
 	n.server.Handle(7, 0, 3, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		if n.ctrl == nil {
+			// Not started yet: not the controller, which Kafka answers as
+			// doControlledShutdown does (ControllerMovedException).
 			r := kmsg.NewPtrControlledShutdownResponse()
-			r.ErrorCode = kerr.NotController.Code
+			r.ErrorCode = kerr.StaleControllerEpoch.Code
 			return r, nil
 		}
 		return n.ctrl.ControlledShutdown(ctx, hdr, req.(*kmsg.ControlledShutdownRequest)), nil

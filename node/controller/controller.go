@@ -252,7 +252,8 @@ func (c *Controller) NewSession(id int64) { c.events.push(evNewSession{id}) }
 // StateChangeHandler.beforeInitializingSession, called when the client
 // finds its session expired and before it makes a new one: the queued
 // events are dropped (ControllerEventManager.clearAndPut(Expire)), a
-// dropped ControlledShutdown is answered NOT_CONTROLLER (its preempt), and
+// dropped ControlledShutdown is answered STALE_CONTROLLER_EPOCH (its
+// preempt's ControllerMovedException), and
 // the call returns once the Expire event has resigned the controller, or
 // the controller stopped. The caller holds the new session back meanwhile,
 // as ZooKeeperClient.reinitialize waits for the handler: so the controller

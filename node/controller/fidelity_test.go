@@ -395,7 +395,7 @@ func TestControlledShutdownFromABrokerNotLive(t *testing.T) {
 
 // KafkaController's beforeInitializingSession puts Expire with clearAndPut:
 // events queued before the expiry are dropped (a ControlledShutdown among
-// them answered NOT_CONTROLLER by its preempt), and the new session waits
+// them answered STALE_CONTROLLER_EPOCH by its preempt), and the new session waits
 // until processExpire has resigned. Before, the node reacted only once the
 // new session existed, queueing behind the pending events, so the
 // controller handled them under its old epoch first: here, electing a new
@@ -408,7 +408,7 @@ func TestSessionExpiryDropsQueuedEventsAndResigns(t *testing.T) {
 		wantCode   int16 // the queued ControlledShutdown's answer
 		wantLeader int32 // t-0's leader once the queue has run
 	}{
-		{"Kafka 2.6.3", "", false, kerr.NotController.Code, 2},
+		{"Kafka 2.6.3", "", false, kerr.StaleControllerEpoch.Code, 2},
 		{"KAFKA-532: the 0.8 controller hears of it on the new session", "KAFKA-532", true, 0, 3},
 	}
 	for _, tt := range tests {
@@ -458,6 +458,33 @@ func TestSessionExpiryDropsQueuedEventsAndResigns(t *testing.T) {
 			}
 			if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != tt.wantLeader {
 				t.Fatalf("t-0 %+v, want leader %d", st, tt.wantLeader)
+			}
+		})
+	}
+}
+
+// A ControlledShutdown that fails with ControllerMovedException is answered
+// STALE_CONTROLLER_EPOCH: Errors.forException maps that exception to code
+// 11 (NOT_CONTROLLER, 41, is NotControllerException's). doControlledShutdown
+// throws it on a controller that is not active. Before, the node answered
+// NOT_CONTROLLER.
+func TestControlledShutdownToAControllerNotActive(t *testing.T) {
+	tests := []struct {
+		name   string
+		active bool
+		want   int16
+	}{
+		{"not active", false, kerr.StaleControllerEpoch.Code},
+		{"active", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+			if tt.active {
+				tc.elect()
+			}
+			if got := tc.shutdown(2); got != tt.want {
+				t.Fatalf("answer error %d, want %d", got, tt.want)
 			}
 		})
 	}

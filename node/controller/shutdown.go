@@ -43,13 +43,18 @@ func (c *Controller) ControlledShutdown(ctx context.Context, hdr wire.RequestHea
 	return r
 }
 
+// errControllerMovedCode is what Kafka answers a ControlledShutdown with
+// when it fails with a ControllerMovedException (not active, moved while
+// handling it, or dropped by an expiry): Errors.forException maps that
+// exception to STALE_CONTROLLER_EPOCH, not NOT_CONTROLLER.
+var errControllerMovedCode = kerr.StaleControllerEpoch.Code
+
 // preemptShutdown answers a ControlledShutdown dropped from the queue by an
-// expiry as KafkaController.preemptControlledShutdown does: a
-// ControllerMovedException, NOT_CONTROLLER on the wire. epoch is the
-// controller epoch last published.
+// expiry as KafkaController.preemptControlledShutdown does (a
+// ControllerMovedException). epoch is the controller epoch last published.
 func (c *Controller) preemptShutdown(e evShutdown, epoch int32) {
 	resp := kmsg.NewPtrControlledShutdownResponse()
-	resp.ErrorCode = kerr.NotController.Code
+	resp.ErrorCode = errControllerMovedCode
 	c.log.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &history.Shutdown{BrokerID: e.id, BrokerEpoch: e.epoch,
 		ControllerEpoch: epoch, CorrelationID: e.corr, CachedBrokerEpoch: -1, ErrorCode: resp.ErrorCode, Verdict: history.VerdictRejected}})
 	e.reply <- resp
@@ -69,7 +74,8 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		return resp
 	}
 	if !c.active {
-		return finish(kerr.NotController.Code)
+		// doControlledShutdown: ControllerMovedException.
+		return finish(errControllerMovedCode)
 	}
 	b, live := c.ctx.live[e.id]
 	if live {
@@ -127,8 +133,10 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		err = c.shutDownFollowers(ctx, e.id, followed)
 	}
 	if errors.Is(err, errControllerMoved) {
+		// processControlledShutdown's Try answers the
+		// ControllerMovedException; the /controller watch resigns.
 		c.events.push(evControllerChange{})
-		return finish(kerr.NotController.Code)
+		return finish(errControllerMovedCode)
 	}
 	for _, tp := range led {
 		if c.ctx.state[tp].st.Leader == e.id {
