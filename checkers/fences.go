@@ -121,7 +121,8 @@ type epochChange struct {
 //   - leaderandisr-leader-epoch: each partition of a LeaderAndIsr that
 //     passed the whole-request checks whose leader epoch is not newer than
 //     the replica's: the epoch of the replica's last applied LeaderAndIsr
-//     partition in that process (a StopReplica that deletes the partition,
+//     partition in that process (one answered NONE but not_applied leaves
+//     it as it was; a StopReplica that deletes the partition,
 //     by its own or its send's delete flag, forgets it), or any partition
 //     the broker refused with STALE_CONTROLLER_EPOCH, the code the node
 //     answers a stale leader epoch with; refused: that code.
@@ -220,7 +221,10 @@ func CountFences(h *history.History) []FenceCount {
 					if stale || (hosted && p.LeaderEpoch <= cur) {
 						laiEpoch.count(e.Index, stale)
 					}
-					if p.ErrorCode == history.ErrNone {
+					// A partition answered NONE but not applied keeps the
+					// replica's epoch (ReplicaManager.makeFollowers with
+					// the leader not in the broker's metadata cache).
+					if p.ErrorCode == history.ErrNone && !p.NotApplied {
 						setEpoch(k, e.Index, p.LeaderEpoch)
 						zkVersion[k] = p.ZkVersion
 					}

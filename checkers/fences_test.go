@@ -114,6 +114,20 @@ func TestCountFences(t *testing.T) {
 			b.Control(1, control(lai, 2, 1, 100, 0, 100, accepted, 0, part(3, 0)))
 			b.Control(1, control(lai, 2, 1, 100, 1, 100, accepted, 0, part(2, 0)))
 		}, map[string]fenceWant{FenceLeaderAndIsrLeaderEpoch: {1, 0}}},
+		{"LeaderAndIsr again at the epoch of one answered but not applied: not stale", func(b *historytest.Builder) {
+			b.Start(1)
+			b.Control(1, control(lai, 2, 1, 100, 0, 100, accepted, 0, part(2, 0)))
+			notApplied := part(3, 0)
+			notApplied.NotApplied = true
+			b.Control(1, control(lai, 2, 1, 100, 1, 100, accepted, 0, notApplied))
+			b.Control(1, control(lai, 2, 1, 100, 1, 100, accepted, 0, part(3, 0)))
+		}, nil},
+		{"LeaderAndIsr again at the epoch of one applied: stale", func(b *historytest.Builder) {
+			b.Start(1)
+			b.Control(1, control(lai, 2, 1, 100, 0, 100, accepted, 0, part(2, 0)))
+			b.Control(1, control(lai, 2, 1, 100, 1, 100, accepted, 0, part(3, 0)))
+			b.Control(1, control(lai, 2, 1, 100, 1, 100, accepted, 0, part(3, 0)))
+		}, map[string]fenceWant{FenceLeaderAndIsrLeaderEpoch: {1, 0}}},
 		{"LeaderAndIsr at an older leader epoch to a restarted process: not stale for it", func(b *historytest.Builder) {
 			b.Start(1)
 			b.Control(1, control(lai, 2, 1, 100, 0, 100, accepted, 0, part(3, 0)))

@@ -66,8 +66,10 @@
 //     returned from the fetch offset, consecutively; Final marks the final
 //     full reads after healing.
 //   - control_request: Verdict accepted or rejected (whole request), per
-//     partition ErrorCode, KnownControllerEpoch as it was before this
-//     request, OwnBrokerEpoch the czxid of the broker's live registration.
+//     partition ErrorCode (and NotApplied for a LeaderAndIsr partition
+//     answered NONE whose replica was left as it was),
+//     KnownControllerEpoch as it was before this request, OwnBrokerEpoch
+//     the czxid of the broker's live registration.
 //     BrokerEpoch -1 means the request carried none.
 //   - zk_write: Start (when issued), the writer's ControllerEpoch, Outcome,
 //     and Zxid (the znode's mzxid after an ok write) when known; State for

@@ -276,7 +276,7 @@ type Control struct {
 }
 
 // ControlPartition is one partition of a control request, with the broker's
-// per-partition verdict (ErrorCode 0 = applied).
+// per-partition verdict (ErrorCode 0 = applied, unless NotApplied).
 type ControlPartition struct {
 	_ struct{}
 
@@ -289,6 +289,13 @@ type ControlPartition struct {
 	ZkVersion   int32   `json:"zk_version,omitempty"`
 	IsNew       bool    `json:"is_new,omitempty"`
 	ErrorCode   int16   `json:"error_code,omitempty"`
+	// NotApplied (LeaderAndIsr, ErrorCode 0): the broker answered NONE but
+	// left its replica as it was, because the new leader is -1 or not a
+	// live broker in its metadata cache (ReplicaManager.makeFollowers then
+	// only creates the log). The replica's leader epoch stays the one it
+	// had, so a later LeaderAndIsr at this epoch is not stale for it.
+	// Histories written before the field have it false.
+	NotApplied bool `json:"not_applied,omitempty"`
 }
 
 // TP returns the partition.

@@ -536,3 +536,38 @@ func TestReadRecordsRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// A LeaderAndIsr partition answered NONE but not applied carries
+// not_applied; one applied, and every line written before the field
+// existed, decodes to NotApplied false, and the writer leaves the key out.
+func TestControlPartitionNotApplied(t *testing.T) {
+	const line = `{"v":1,"ts":5,"src":"n1","seq":0,"node":1,"kind":"control_request","control":{"api":"LeaderAndIsr","correlation_id":3,"controller_id":2,"controller_epoch":1,"broker_epoch":100,"partitions":[{"topic":"t","partition":0,"leader":3,"leader_epoch":4%s}],"verdict":"accepted","known_controller_epoch":1,"own_broker_epoch":100}}`
+	tests := []struct {
+		name  string
+		extra string
+		want  bool
+	}{
+		{"applied (or written before the field)", "", false},
+		{"not applied", `,"not_applied":true`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, _, err := Decode(strings.NewReader(fmt.Sprintf(line, tt.extra)+"\n"), "n1.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := evs[0].Control.Partitions[0]
+			if p.NotApplied != tt.want {
+				t.Fatalf("NotApplied %v, want %v", p.NotApplied, tt.want)
+			}
+			var buf bytes.Buffer
+			w := NewWriter(&buf, "n1", 1)
+			if err := w.Write(evs[0]); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(buf.String(), `"not_applied":true`); got != tt.want {
+				t.Fatalf("written line %s: not_applied present %v, want %v", buf.String(), got, tt.want)
+			}
+		})
+	}
+}

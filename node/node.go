@@ -208,12 +208,25 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 		<-n.ctrl.Done()
 		n.ctrl.Close()
 	}()
-	// A replaced session (expiry) means new ephemerals: tell the controller,
-	// whose event loop re-registers and re-elects.
+	// An expiry is found when the client reconnects: go-zookeeper reports
+	// StateExpired from its connection loop, then makes a new session.
+	// Holding this callback holds that new session back until the
+	// controller has resigned, as ZooKeeperClient.reinitialize waits for
+	// KafkaController's beforeInitializingSession. A replaced session
+	// means new ephemerals: tell the controller, whose event loop
+	// re-registers and re-elects (afterInitializingSession).
 	var lastSess int64 = n.sess.Conn.SessionID()
 	var sessMu sync.Mutex
 	n.sess.OnEvent(func(ev zk.Event) {
-		if ev.Type != zk.EventSession || ev.State != zk.StateHasSession {
+		if ev.Type != zk.EventSession {
+			return
+		}
+		if ev.State == zk.StateExpired {
+			n.log.Printf("zookeeper session expired; the controller resigns before a new session is made")
+			n.ctrl.SessionExpired()
+			return
+		}
+		if ev.State != zk.StateHasSession {
 			return
 		}
 		id := n.sess.Conn.SessionID()
@@ -279,8 +292,10 @@ func (n *Node) routes() {
 	})
 	n.server.Handle(7, 0, 3, func(ctx context.Context, _ *wire.ConnInfo, hdr wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		if n.ctrl == nil {
+			// Not started yet: not the controller, which Kafka answers as
+			// doControlledShutdown does (ControllerMovedException).
 			r := kmsg.NewPtrControlledShutdownResponse()
-			r.ErrorCode = kerr.NotController.Code
+			r.ErrorCode = kerr.StaleControllerEpoch.Code
 			return r, nil
 		}
 		return n.ctrl.ControlledShutdown(ctx, hdr, req.(*kmsg.ControlledShutdownRequest)), nil

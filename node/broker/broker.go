@@ -186,6 +186,7 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 				liveLeaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 			}
 			perPartition := make([]int16, len(states))
+			notApplied := make([]bool, len(states))
 			if code != 0 {
 				for i := range perPartition {
 					perPartition[i] = code
@@ -200,6 +201,20 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 						perPartition[i] = kerr.StaleControllerEpoch.Code
 					case !slices.Contains(s.Replicas, b.ID):
 						perPartition[i] = kerr.UnknownTopicOrPartition.Code
+					case s.Leader != b.ID && !b.leaderAlive(s.Leader):
+						// ReplicaManager.makeFollowers changes a partition's
+						// state only when the new leader is among the metadata
+						// cache's live brokers (never -1): otherwise it only
+						// creates the log and answers NONE, and the replica
+						// keeps its leader epoch, role and fetcher.
+						notApplied[i] = true
+						b.Log.Printf("LeaderAndIsr %s: cannot become follower since the new leader %d is unavailable", tp, s.Leader)
+						if lc, ok := b.Data.(LogCreator); ok {
+							if err := lc.CreateLog(tp); err != nil {
+								b.Log.Printf("LeaderAndIsr %s: create log: %v", tp, err)
+								perPartition[i] = kerr.KafkaStorageError.Code
+							}
+						}
 					default:
 						p := Partition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 							ISR: slices.Clone(s.ISR), Replicas: slices.Clone(s.Replicas), ZkVersion: s.ZKVersion, ControllerEpoch: s.ControllerEpoch,
@@ -235,11 +250,22 @@ func (b *Broker) HandleLeaderAndIsr(hdr wire.RequestHeader, req *kmsg.LeaderAndI
 			for i, s := range states {
 				resp.Partitions = append(resp.Partitions, kmsg.LeaderAndISRResponseTopicPartition{Topic: s.Topic, Partition: s.Partition, ErrorCode: perPartition[i]})
 				ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: s.Topic, Partition: s.Partition, Leader: s.Leader,
-					LeaderEpoch: s.LeaderEpoch, ISR: s.ISR, Replicas: s.Replicas, ZkVersion: s.ZKVersion, IsNew: s.IsNew, ErrorCode: perPartition[i]})
+					LeaderEpoch: s.LeaderEpoch, ISR: s.ISR, Replicas: s.Replicas, ZkVersion: s.ZKVersion, IsNew: s.IsNew, ErrorCode: perPartition[i],
+					NotApplied: notApplied[i] && perPartition[i] == 0})
 			}
 			return roles
 		})
 	return resp
+}
+
+// leaderAlive reports whether id is a live broker in the metadata cache, as
+// makeFollowers' metadataCache.getAliveBrokers.find(_.id == leader) asks.
+func (b *Broker) leaderAlive(id int32) bool {
+	if id < 0 {
+		return false
+	}
+	_, ok := b.Metadata.Broker(id)
+	return ok
 }
 
 // control serves what the three control requests share. broker-after-register

@@ -1,8 +1,11 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
+	"bytes"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/zkchaos/zkchaos/node/eventlog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
@@ -23,8 +26,23 @@ func lai(controllerEpoch int32, brokerEpoch int64, leaderEpoch int32, replicas .
 	return r
 }
 
+// updateMetadata names live brokers, as the controller's UpdateMetadata does
+// before it sends a broker any LeaderAndIsr (onControllerFailover,
+// onBrokerStartup).
+func updateMetadata(controllerEpoch int32, brokerEpoch int64, live ...int32) *kmsg.UpdateMetadataRequest {
+	r := kmsg.NewPtrUpdateMetadataRequest()
+	r.SetVersion(6)
+	r.ControllerID, r.ControllerEpoch, r.BrokerEpoch = 9, controllerEpoch, brokerEpoch
+	for _, id := range live {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = id
+		r.LiveBrokers = append(r.LiveBrokers, lb)
+	}
+	return r
+}
+
 // The broker's state before each case: own epoch 100, known controller
-// epoch 5, t-0 at leader epoch 3.
+// epoch 5, brokers 1 to 3 live in its metadata cache, t-0 at leader epoch 3.
 func primed(t *testing.T, bugs string) *Broker {
 	t.Helper()
 	b, err := config.ParseBugs(bugs)
@@ -33,6 +51,9 @@ func primed(t *testing.T, bugs string) *Broker {
 	}
 	br := New(1, b, nil)
 	br.SetEpoch(100)
+	if r := br.HandleUpdateMetadata(wire.RequestHeader{}, updateMetadata(5, 100, 1, 2, 3)); r.ErrorCode != 0 {
+		t.Fatalf("priming metadata: %+v", r)
+	}
 	if r := br.HandleLeaderAndIsr(wire.RequestHeader{}, lai(5, 100, 3, 1, 2)); r.ErrorCode != 0 || r.Partitions[0].ErrorCode != 0 {
 		t.Fatalf("priming: %+v", r)
 	}
@@ -86,6 +107,76 @@ func TestLeaderAndIsrChecksInKafkaOrder(t *testing.T) {
 			}
 			if applied && (p.Role == history.RoleLeader) != (tt.replicas[0] == 1) {
 				t.Fatalf("role %s with leader %d", p.Role, tt.replicas[0])
+			}
+		})
+	}
+}
+
+// ReplicaManager.makeFollowers (Kafka 2.6.3) changes a partition only when
+// its new leader is a live broker in the metadata cache: for a leader that
+// is not, or -1, it answers NONE and leaves the replica as it was (leader
+// epoch, role), so a later LeaderAndIsr at the same leader epoch, once the
+// leader is known, still applies. Before, the node applied any leader.
+func TestLeaderAndIsrWithAnUnavailableLeader(t *testing.T) {
+	tests := []struct {
+		name        string
+		leader      int32
+		live        []int32 // the metadata cache's live brokers
+		wantApplied bool
+	}{
+		{"leader live in the cache", 2, []int32{1, 2}, true},
+		{"leader not in the cache", 2, []int32{1, 3}, false},
+		{"no leader (-1)", -1, []int32{1, 2}, false},
+		{"this broker leads: makeLeaders has no such check", 1, []int32{3}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := primed(t, "")
+			var logged bytes.Buffer
+			b.Log = eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil)
+			if r := b.HandleUpdateMetadata(wire.RequestHeader{}, updateMetadata(5, 100, tt.live...)); r.ErrorCode != 0 {
+				t.Fatalf("UpdateMetadata: %+v", r)
+			}
+			req := lai(5, 100, 4, 1, 2)
+			req.TopicStates[0].PartitionStates[0].Leader = tt.leader
+			r := b.HandleLeaderAndIsr(wire.RequestHeader{APIVersion: 4}, req)
+			if r.ErrorCode != 0 || r.Partitions[0].ErrorCode != 0 {
+				t.Fatalf("errors top %d partition %d, want NONE", r.ErrorCode, r.Partitions[0].ErrorCode)
+			}
+			p, _ := b.Replicas.Get(history.TP("t", 0))
+			want := int32(3) // primed, leader 1
+			if tt.wantApplied {
+				want = 4
+			}
+			if p.LeaderEpoch != want {
+				t.Fatalf("partition at leader epoch %d (leader %d), want %d", p.LeaderEpoch, p.Leader, want)
+			}
+			evs, _, err := history.Decode(&logged, "n1.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := evs[len(evs)-1]
+			for _, e := range evs {
+				if e.Kind == history.KindControlRequest {
+					last = e
+				}
+			}
+			if last.Control == nil || last.Control.Partitions[0].NotApplied == tt.wantApplied {
+				t.Fatalf("logged %+v, want not_applied %v", last.Control, !tt.wantApplied)
+			}
+			if tt.wantApplied {
+				return
+			}
+			// Once the leader is live in the cache, the same decision applies.
+			if r := b.HandleUpdateMetadata(wire.RequestHeader{}, updateMetadata(5, 100, 1, 2)); r.ErrorCode != 0 {
+				t.Fatalf("UpdateMetadata: %+v", r)
+			}
+			req = lai(5, 100, 4, 2, 1)
+			if r := b.HandleLeaderAndIsr(wire.RequestHeader{APIVersion: 4}, req); r.Partitions[0].ErrorCode != 0 {
+				t.Fatalf("the same leader epoch again: partition error %d, want NONE", r.Partitions[0].ErrorCode)
+			}
+			if p, _ := b.Replicas.Get(history.TP("t", 0)); p.LeaderEpoch != 4 || p.Leader != 2 {
+				t.Fatalf("after the retry: leader %d epoch %d, want leader 2 epoch 4", p.Leader, p.LeaderEpoch)
 			}
 		})
 	}

@@ -40,6 +40,15 @@ type DataPlane interface {
 	StartHWCheckpoint()
 }
 
+// LogCreator is implemented by a data plane that can create a partition's
+// log without changing its replica (Partition.createLogIfNotExists):
+// makeFollowers does that for a partition whose new leader is unavailable,
+// so its high watermark is in the checkpoint file (KAFKA-1647). A data
+// plane without it creates nothing then.
+type LogCreator interface {
+	CreateLog(tp history.TopicPartition) error
+}
+
 // NoDataPlane does nothing (unit tests of the control plane alone).
 type NoDataPlane struct{}
 

@@ -188,7 +188,10 @@ type (
 	evPreferred        struct{ gen int }
 	evReassign         struct{ gen int }
 	evNewSession       struct{ id int64 }
-	evShutdown         struct {
+	// evExpire is KafkaController's Expire; processed is closed once the
+	// controller has resigned.
+	evExpire   struct{ processed chan struct{} }
+	evShutdown struct {
 		id    int32
 		epoch int64
 		corr  int32
@@ -203,7 +206,8 @@ func (evTopicChange) name() string      { return "TopicChange" }
 func (evISRChange) name() string        { return "IsrChangeNotification" }
 func (evPreferred) name() string        { return "PreferredReplicaLeaderElection" }
 func (evReassign) name() string         { return "PartitionReassignment" }
-func (evNewSession) name() string       { return "Expire" }
+func (evNewSession) name() string       { return "RegisterBrokerAndReelect" }
+func (evExpire) name() string           { return "Expire" }
 func (evShutdown) name() string         { return "ControlledShutdown" }
 
 // generation is the controller generation a watch-driven event was armed
@@ -240,8 +244,42 @@ func (c *Controller) Status() Status {
 }
 
 // NewSession tells the controller the ZooKeeper session changed (expiry and
-// re-establishment): watches and ephemerals of the old one are gone.
+// re-establishment): watches and ephemerals of the old one are gone. It is
+// StateChangeHandler.afterInitializingSession (RegisterBrokerAndReelect).
 func (c *Controller) NewSession(id int64) { c.events.push(evNewSession{id}) }
+
+// SessionExpired is KafkaController's
+// StateChangeHandler.beforeInitializingSession, called when the client
+// finds its session expired and before it makes a new one: the queued
+// events are dropped (ControllerEventManager.clearAndPut(Expire)), a
+// dropped ControlledShutdown is answered STALE_CONTROLLER_EPOCH (its
+// preempt's ControllerMovedException), and
+// the call returns once the Expire event has resigned the controller, or
+// the controller stopped. The caller holds the new session back meanwhile,
+// as ZooKeeperClient.reinitialize waits for the handler: so the controller
+// never acts on the new session under its old epoch, and the event running
+// now ends at its next ZooKeeper request (zkutil.UntilConnected).
+//
+// With KAFKA-532 on it does nothing: the 0.8 controller learned of an
+// expiry only in handleNewSession, after the new session existed, and
+// went on with its queued work meanwhile (NewSession still resigns then).
+func (c *Controller) SessionExpired() {
+	if c.cfg.Bugs.On(config.BugKafka532) {
+		return
+	}
+	processed := make(chan struct{})
+	epoch := c.Status().Epoch
+	for _, ev := range c.events.clearAndPut(evExpire{processed: processed}) {
+		if sd, ok := ev.(evShutdown); ok {
+			c.preemptShutdown(sd, epoch)
+		}
+	}
+	select {
+	case <-processed:
+	case <-c.done:
+	case <-c.stop:
+	}
+}
 
 // Run elects and serves until ctx ends; then it resigns (deleting nothing:
 // closing the session removes /controller).
@@ -283,6 +321,13 @@ func (c *Controller) process(ctx context.Context, ev event) {
 	switch e := ev.(type) {
 	case evElect:
 		c.elect(ctx, e.reason)
+	case evExpire:
+		// processExpire: resign whether or not this broker was the
+		// controller; the new session's RegisterBrokerAndReelect
+		// (evNewSession) registers and elects again.
+		c.resign("session expired")
+		c.setKnownController(-1)
+		close(e.processed)
 	case evNewSession:
 		// RegisterBrokerAndReelect: our ephemerals died with the old
 		// session, so the broker registers again (new czxid) and the

@@ -358,3 +358,134 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// KafkaController.doControlledShutdown looks the requester's broker epoch up
+// with controllerContext.liveBrokerIdAndEpochs(id) before anything else: for
+// an id that is not live (nor shutting down) that is a Scala Map.apply on a
+// missing key, a NoSuchElementException, which Errors.forException answers
+// as UNKNOWN_SERVER_ERROR. Only a request without a broker epoch (v0/v1, or
+// -1) skips the lookup and reaches the BrokerNotAvailableException. Before,
+// the node answered BROKER_NOT_AVAILABLE to both.
+func TestControlledShutdownFromABrokerNotLive(t *testing.T) {
+	tests := []struct {
+		name     string
+		bugs     string
+		epoch    int64
+		wantCode int16
+	}{
+		{"with a broker epoch", "", 5, kerr.UnknownServerError.Code},
+		{"without a broker epoch", "", -1, kerr.BrokerNotAvailable.Code},
+		{"KAFKA-7235: no epoch lookup", "KAFKA-7235", 5, kerr.BrokerNotAvailable.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, tt.bugs, []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+			tc.elect()
+			reply := make(chan *kmsg.ControlledShutdownResponse, 1)
+			tc.process(evShutdown{id: 3, epoch: tt.epoch, reply: reply})
+			if got := (<-reply).ErrorCode; got != tt.wantCode {
+				t.Fatalf("answer error %d, want %d", got, tt.wantCode)
+			}
+			if tc.c.ctx.shuttingDown[3] {
+				t.Fatal("broker 3, not live, was marked shutting down")
+			}
+		})
+	}
+}
+
+// KafkaController's beforeInitializingSession puts Expire with clearAndPut:
+// events queued before the expiry are dropped (a ControlledShutdown among
+// them answered STALE_CONTROLLER_EPOCH by its preempt), and the new session waits
+// until processExpire has resigned. Before, the node reacted only once the
+// new session existed, queueing behind the pending events, so the
+// controller handled them under its old epoch first: here, electing a new
+// leader for a partition whose leader died.
+func TestSessionExpiryDropsQueuedEventsAndResigns(t *testing.T) {
+	tests := []struct {
+		name       string
+		bugs       string
+		wantActive bool  // right after the expiry is handled
+		wantCode   int16 // the queued ControlledShutdown's answer
+		wantLeader int32 // t-0's leader once the queue has run
+	}{
+		{"Kafka 2.6.3", "", false, kerr.StaleControllerEpoch.Code, 2},
+		{"KAFKA-532: the 0.8 controller hears of it on the new session", "KAFKA-532", true, 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, tt.bugs, []int32{1, 2, 3}, map[int32][]int32{0: {2, 3}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
+			tc.elect()
+			// Queued while the loop is busy: broker 2 died, broker 3 asks
+			// to shut down.
+			tc.zk.remove(zkdata.BrokerPath(2))
+			tc.c.events.push(evBrokerChange{gen: tc.c.gen})
+			reply := make(chan *kmsg.ControlledShutdownResponse, 1)
+			_, st, _ := tc.zk.Get(zkdata.BrokerPath(3))
+			tc.c.events.push(evShutdown{id: 3, epoch: st.Czxid, reply: reply})
+			// The client finds the session expired.
+			tc.zk.mu.Lock()
+			tc.zk.state, tc.zk.session = zk.StateExpired, 0
+			tc.zk.mu.Unlock()
+			handled := make(chan struct{})
+			go func() { tc.c.SessionExpired(); close(handled) }()
+			select {
+			case <-handled:
+				// Nothing held the new session back: it comes at once.
+				tc.zk.mu.Lock()
+				tc.zk.state, tc.zk.session = zk.StateHasSession, 0x200
+				tc.zk.mu.Unlock()
+			case <-time.After(100 * time.Millisecond):
+				// The queue is cleared before the preempted answer is sent.
+				waitFor(t, "the preempted answer", func() bool { return len(reply) == 1 })
+			}
+			// The event loop runs what is queued now.
+			tc.runQueued()
+			select {
+			case <-handled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("SessionExpired still waiting after the queue ran")
+			}
+			if tc.c.active != tt.wantActive {
+				t.Fatalf("after the expiry: active %v, want %v", tc.c.active, tt.wantActive)
+			}
+			select {
+			case r := <-reply:
+				if r.ErrorCode != tt.wantCode {
+					t.Fatalf("queued ControlledShutdown answered %d, want %d", r.ErrorCode, tt.wantCode)
+				}
+			default:
+				t.Fatal("queued ControlledShutdown not answered")
+			}
+			if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != tt.wantLeader {
+				t.Fatalf("t-0 %+v, want leader %d", st, tt.wantLeader)
+			}
+		})
+	}
+}
+
+// A ControlledShutdown that fails with ControllerMovedException is answered
+// STALE_CONTROLLER_EPOCH: Errors.forException maps that exception to code
+// 11 (NOT_CONTROLLER, 41, is NotControllerException's). doControlledShutdown
+// throws it on a controller that is not active. Before, the node answered
+// NOT_CONTROLLER.
+func TestControlledShutdownToAControllerNotActive(t *testing.T) {
+	tests := []struct {
+		name   string
+		active bool
+		want   int16
+	}{
+		{"not active", false, kerr.StaleControllerEpoch.Code},
+		{"active", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
+			if tt.active {
+				tc.elect()
+			}
+			if got := tc.shutdown(2); got != tt.want {
+				t.Fatalf("answer error %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

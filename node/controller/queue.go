@@ -38,6 +38,20 @@ func (q *queue[T]) pop() (T, bool) {
 	return v, true
 }
 
+// clearAndPut empties the queue, then queues v alone; it returns what the
+// queue held (ControllerEventManager.clearAndPut).
+func (q *queue[T]) clearAndPut(v T) []T {
+	q.mu.Lock()
+	out := q.items
+	q.items = []T{v}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return out
+}
+
 // drain empties the queue and returns what it held.
 func (q *queue[T]) drain() []T {
 	q.mu.Lock()

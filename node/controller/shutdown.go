@@ -43,6 +43,23 @@ func (c *Controller) ControlledShutdown(ctx context.Context, hdr wire.RequestHea
 	return r
 }
 
+// errControllerMovedCode is what Kafka answers a ControlledShutdown with
+// when it fails with a ControllerMovedException (not active, moved while
+// handling it, or dropped by an expiry): Errors.forException maps that
+// exception to STALE_CONTROLLER_EPOCH, not NOT_CONTROLLER.
+var errControllerMovedCode = kerr.StaleControllerEpoch.Code
+
+// preemptShutdown answers a ControlledShutdown dropped from the queue by an
+// expiry as KafkaController.preemptControlledShutdown does (a
+// ControllerMovedException). epoch is the controller epoch last published.
+func (c *Controller) preemptShutdown(e evShutdown, epoch int32) {
+	resp := kmsg.NewPtrControlledShutdownResponse()
+	resp.ErrorCode = errControllerMovedCode
+	c.log.Emit(history.Event{Kind: history.KindControlledShutdown, Shutdown: &history.Shutdown{BrokerID: e.id, BrokerEpoch: e.epoch,
+		ControllerEpoch: epoch, CorrelationID: e.corr, CachedBrokerEpoch: -1, ErrorCode: resp.ErrorCode, Verdict: history.VerdictRejected}})
+	e.reply <- resp
+}
+
 func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *kmsg.ControlledShutdownResponse {
 	resp := kmsg.NewPtrControlledShutdownResponse()
 	ev := history.Shutdown{BrokerID: e.id, BrokerEpoch: e.epoch, ControllerEpoch: c.epoch, CorrelationID: e.corr, CachedBrokerEpoch: -1}
@@ -57,17 +74,27 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		return resp
 	}
 	if !c.active {
-		return finish(kerr.NotController.Code)
+		// doControlledShutdown: ControllerMovedException.
+		return finish(errControllerMovedCode)
 	}
 	b, live := c.ctx.live[e.id]
 	if live {
 		ev.CachedBrokerEpoch = b.Epoch
 	}
-	if !c.cfg.Bugs.On(config.BugKafka7235) && e.epoch != -1 && live && e.epoch < b.Epoch {
-		return finish(kerr.StaleBrokerEpoch.Code)
+	if !c.cfg.Bugs.On(config.BugKafka7235) && e.epoch != -1 {
+		// doControlledShutdown reads liveBrokerIdAndEpochs(id) first: a
+		// Map.apply that throws NoSuchElementException for an id not live
+		// (nor shutting down), answered UNKNOWN_SERVER_ERROR by
+		// Errors.forException.
+		if !live {
+			return finish(kerr.UnknownServerError.Code)
+		}
+		if e.epoch < b.Epoch {
+			return finish(kerr.StaleBrokerEpoch.Code)
+		}
 	}
 	if !live {
-		return finish(8) // BROKER_NOT_AVAILABLE
+		return finish(kerr.BrokerNotAvailable.Code)
 	}
 	c.ctx.shuttingDown[e.id] = true
 	var led, followed []history.TopicPartition
@@ -106,8 +133,10 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 		err = c.shutDownFollowers(ctx, e.id, followed)
 	}
 	if errors.Is(err, errControllerMoved) {
+		// processControlledShutdown's Try answers the
+		// ControllerMovedException; the /controller watch resigns.
 		c.events.push(evControllerChange{})
-		return finish(kerr.NotController.Code)
+		return finish(errControllerMovedCode)
 	}
 	for _, tp := range led {
 		if c.ctx.state[tp].st.Leader == e.id {

@@ -62,3 +62,56 @@ func TestControllerWaitsForZooKeeper(t *testing.T) {
 	}
 	t.Logf("t-%d: leader %d at epoch %d after n%d died", p, ev.ZKWrite.State.Leader, ev.ZKWrite.State.LeaderEpoch, v)
 }
+
+// KafkaController's beforeInitializingSession: when the client finds its
+// session expired, the queued events are dropped and Expire resigns the
+// controller before a new session is made; the event running then fails at
+// its next ZooKeeper request (ZooKeeperClientExpiredException). Here the
+// controller, held in a dead broker's BrokerChange, is cut off from every
+// ZooKeeper server for twice its session timeout. Before, go-zookeeper made
+// the new session at once and the held BrokerChange went on in it under the
+// old controller epoch: it elected new leaders and wrote them (refused by
+// the epoch fence, another broker being controller by then). Now no
+// partition state is written at the old epoch once the cut began.
+func TestControllerResignsAtSessionExpiry(t *testing.T) {
+	e := setupArgs(t, nil, nil)
+	ctx := ctxT(t)
+	c := e.createTopicT()
+	v := other(c)
+	var epoch int32
+	for _, ev := range e.events(c) {
+		if ev.Kind == history.KindControllerElected {
+			epoch = ev.Controller.Epoch
+		}
+	}
+	e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sleep(1500ms)")
+	n0 := len(e.events(c))
+	if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, n0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+	net := nemesis.NewNet()
+	t.Cleanup(func() { net.HealAll(context.Background()) })
+	var zks []*docker.Container
+	for _, s := range e.c.ZKServers() {
+		zks = append(zks, s.Container)
+	}
+	cut := time.Now()
+	if err := net.Partition(ctx, []*docker.Container{e.node(c).Container}, zks); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * sessionTimeout)
+	if err := net.HealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resigned, _ := e.waitEvent(c, 20*time.Second, "the controller's resignation", n0, isKind(history.KindControllerResigned))
+	// Room for a BrokerChange that went on to write.
+	time.Sleep(2 * time.Second)
+	for _, ev := range e.events(c)[n0:] {
+		if w := ev.ZKWrite; ev.Kind == history.KindZKWrite && w.State != nil && w.ControllerEpoch == epoch && w.Start >= cut.UnixNano() {
+			t.Fatalf("n%d wrote %s at its old controller epoch %d after its session was cut (outcome %s; resigned %q)",
+				c, w.Path, epoch, w.Outcome, resigned.Controller.Reason)
+		}
+	}
+	t.Logf("n%d resigned epoch %d: %q", c, resigned.Controller.Epoch, resigned.Controller.Reason)
+}

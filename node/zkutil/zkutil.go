@@ -281,16 +281,31 @@ const waitPoll = 20 * time.Millisecond
 // lost may have executed, so its caller decides what a second answer of
 // BADVERSION or NODEEXISTS means, as Kafka's callers do.
 //
+// A session found expired also ends a call still waiting for its answer,
+// and a wait for a session while the connection is in StateExpired
+// (ZooKeeperClient.waitUntilConnected throws ZooKeeperClientExpiredException
+// in state CLOSED): the controller's expiry handler holds go-zookeeper in
+// that state until the controller has resigned (Controller.SessionExpired),
+// and a request queued while disconnected is never answered before the
+// next session, so waiting for either would deadlock.
+//
 // A call that ctx abandons keeps running until go-zookeeper answers it (its
 // receive timeout bounds a silent server). attempt counts from 1.
 func UntilConnected[C Conn, T any](ctx context.Context, c C, acrossSessions bool, fn func(c C, attempt int) (T, error)) (T, int, error) {
 	var zero T
-	sid, err := awaitSession(ctx, c)
+	sid, err := awaitSession(ctx, c, acrossSessions)
 	if err != nil {
 		return zero, 0, err
 	}
 	for attempt := 1; ; attempt++ {
-		v, err := callCtx(ctx, func() (T, error) { return fn(c, attempt) })
+		var lost func() bool
+		if !acrossSessions {
+			lost = func() bool { return c.State() == zk.StateExpired || c.SessionID() != sid }
+		}
+		v, err := callCtx(ctx, lost, func() (T, error) { return fn(c, attempt) })
+		if errors.Is(err, errAbandoned) {
+			return v, attempt, fmt.Errorf("%w: 0x%x, with a request unanswered", ErrSessionLost, sid)
+		}
 		if err == nil || ctx.Err() != nil {
 			return v, attempt, err
 		}
@@ -301,7 +316,7 @@ func UntilConnected[C Conn, T any](ctx context.Context, c C, acrossSessions bool
 		if expired && !acrossSessions {
 			return v, attempt, fmt.Errorf("%w (%w)", ErrSessionLost, err)
 		}
-		now, werr := awaitSession(ctx, c)
+		now, werr := awaitSession(ctx, c, acrossSessions)
 		if werr != nil {
 			return v, attempt, fmt.Errorf("%w (while waiting to re-issue after %w)", werr, err)
 		}
@@ -313,9 +328,17 @@ func UntilConnected[C Conn, T any](ctx context.Context, c C, acrossSessions bool
 }
 
 // awaitSession is ZooKeeperClient.waitUntilConnected: it returns the session
-// id once the connection has a session, or ctx's error.
-func awaitSession[C Conn](ctx context.Context, c C) (int64, error) {
-	for c.State() != zk.StateHasSession {
+// id once the connection has a session, ctx's error, or (unless
+// acrossSessions) ErrSessionLost while the connection is in StateExpired.
+func awaitSession[C Conn](ctx context.Context, c C, acrossSessions bool) (int64, error) {
+	for {
+		st := c.State()
+		if st == zk.StateHasSession {
+			break
+		}
+		if st == zk.StateExpired && !acrossSessions {
+			return 0, fmt.Errorf("%w: found expired while waiting for a connection", ErrSessionLost)
+		}
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("waiting for a zookeeper session (state %s): %w", c.State(), ctx.Err())
@@ -325,9 +348,13 @@ func awaitSession[C Conn](ctx context.Context, c C) (int64, error) {
 	return c.SessionID(), nil
 }
 
-// callCtx runs fn and returns its answer, or ctx's error if ctx ends first
-// (fn then finishes in the background).
-func callCtx[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+// errAbandoned is callCtx's answer when lost reported the session gone.
+var errAbandoned = errors.New("zookeeper request abandoned: its session ended")
+
+// callCtx runs fn and returns its answer, ctx's error if ctx ends first, or
+// errAbandoned once lost (polled; nil: never) reports true. fn then
+// finishes in the background.
+func callCtx[T any](ctx context.Context, lost func() bool, fn func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -337,12 +364,24 @@ func callCtx[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 		v, err := fn()
 		ch <- result{v, err}
 	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	var tick <-chan time.Time
+	if lost != nil {
+		t := time.NewTicker(waitPoll)
+		defer t.Stop()
+		tick = t.C
+	}
+	var zero T
+	for {
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		case <-ctx.Done():
+			return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+		case <-tick:
+			if lost() {
+				return zero, errAbandoned
+			}
+		}
 	}
 }
 

@@ -193,3 +193,56 @@ func TestUntilConnectedStopsWithContext(t *testing.T) {
 		t.Fatalf("err %v, want the context's", err)
 	}
 }
+
+// ZooKeeperClient.waitUntilConnected throws ZooKeeperClientExpiredException
+// once the client is expired, and the controller's expiry handler holds
+// go-zookeeper in StateExpired until the controller has resigned: a request
+// that waits there for a session, or for an answer that can only come on
+// the next session, must end instead, or the controller's event loop and
+// the handler wait for each other. Before, both waited.
+func TestUntilConnectedEndsOnAnExpiredSession(t *testing.T) {
+	tests := []struct {
+		name           string
+		acrossSessions bool
+		start          zk.State // the connection's state when the request is made
+		hang           bool     // the request is never answered (queued while disconnected)
+		wantErr        error
+	}{
+		{"waiting for a session", false, zk.StateExpired, false, ErrSessionLost},
+		{"waiting for an answer", false, zk.StateHasSession, true, ErrSessionLost},
+		{"waiting for a session, across sessions", true, zk.StateExpired, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeConn{state: tt.start, sid: 1}
+			unblock := make(chan struct{})
+			defer close(unblock)
+			if !tt.hang {
+				// The handler lets go of the connection later: a new session.
+				go func() {
+					time.Sleep(100 * time.Millisecond)
+					c.set(zk.StateHasSession, 2)
+				}()
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := UntilConnected(context.Background(), c, tt.acrossSessions, func(c *fakeConn, _ int) (int, error) {
+					if tt.hang {
+						c.set(zk.StateExpired, 0)
+						<-unblock
+					}
+					return 0, nil
+				})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+					t.Fatalf("err %v, want %v", err, tt.wantErr)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("still waiting 2s after the session expired")
+			}
+		})
+	}
+}
