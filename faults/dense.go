@@ -16,6 +16,11 @@ import (
 // overlap, which RunOverlapping executes and Run (one at
 // a time) does not.
 func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []FaultKind, density float64) (Schedule, error) {
+	return PlanDenseWith(seed, total, minHold, maxHold, kinds, density, Options{})
+}
+
+// PlanDenseWith is PlanDense with options.
+func PlanDenseWith(seed uint64, total, minHold, maxHold time.Duration, kinds []FaultKind, density float64, opt Options) (Schedule, error) {
 	if density <= 0 || density > 8 {
 		return Schedule{}, fmt.Errorf("fault density %.2f out of range (0, 8]", density)
 	}
@@ -32,8 +37,12 @@ func PlanDense(seed uint64, total, minHold, maxHold time.Duration, kinds []Fault
 	kr := rand.New(rand.NewPCG(seed, 0xfa17))
 	mean := float64(minHold+maxHold) / 2
 	// The openings come first; the Poisson starts begin after them.
-	openings, at := planOpenings(seed, total, kinds)
-	s.Steps = openings
+	var at time.Duration
+	if !opt.NoOpenings {
+		var openings []Step
+		openings, at = planOpenings(seed, total, kinds)
+		s.Steps = openings
+	}
 	for {
 		at += time.Duration(r.ExpFloat64() * mean / density)
 		hold := minHold

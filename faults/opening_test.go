@@ -265,3 +265,32 @@ func TestOpeningProvocationsAlternate(t *testing.T) {
 		}
 	}
 }
+
+// Without openings every step is drawn and the first starts within the
+// first hold, dense or one at a time; with them the same seed begins with
+// its openings.
+func TestPlanWithoutOpenings(t *testing.T) {
+	topo := Topology{Nodes: 3, ZKServers: 3}
+	with := Plan(7, topo, time.Minute, 2*time.Second, 6*time.Second, Catalogue)
+	without := PlanWith(7, topo, time.Minute, 2*time.Second, 6*time.Second, Catalogue, Options{NoOpenings: true})
+	dense, err := PlanDenseWith(7, time.Minute, 2*time.Second, 6*time.Second, Catalogue, 1.5, Options{NoOpenings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(with.Steps) == 0 || !with.Steps[0].Opening {
+		t.Fatalf("the default plan does not begin with openings: %+v", with.Steps)
+	}
+	for name, s := range map[string]Schedule{"one at a time": without, "dense": dense} {
+		if len(s.Steps) < 5 {
+			t.Fatalf("%s: %d steps in a minute", name, len(s.Steps))
+		}
+		if s.Steps[0].At > 6*time.Second {
+			t.Errorf("%s: first step at %s, not within the first hold", name, s.Steps[0].At)
+		}
+		for _, st := range s.Steps {
+			if st.Opening {
+				t.Fatalf("%s: an opening without openings: %+v", name, st)
+			}
+		}
+	}
+}

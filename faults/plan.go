@@ -75,6 +75,20 @@ const MinHold = schedule.MinHold
 // step does not fail for want of a target. Holds shorter than MinHold are
 // raised to it.
 func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kinds []FaultKind) Schedule {
+	return PlanWith(seed, topo, total, minHold, maxHold, kinds, Options{})
+}
+
+// Options change how a schedule is planned.
+type Options struct {
+	_ struct{}
+	// NoOpenings leaves the openings out: every step is drawn, from the
+	// schedule's start. It measures what random (or guided) search finds
+	// without being aimed at the known windows.
+	NoOpenings bool
+}
+
+// PlanWith is Plan with options.
+func PlanWith(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kinds []FaultKind, opt Options) Schedule {
 	minHold, maxHold = max(minHold, MinHold), max(maxHold, MinHold)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration {
@@ -87,9 +101,11 @@ func Plan(seed uint64, topo Topology, total, minHold, maxHold time.Duration, kin
 	usable, skipped := Usable(topo, kinds)
 	s.Skipped = skipped
 	at := between(minHold/2, maxHold)
-	openings, after := planOpenings(seed, total, usable)
-	s.Steps = openings
-	at = max(at, after)
+	if !opt.NoOpenings {
+		openings, after := planOpenings(seed, total, usable)
+		s.Steps = openings
+		at = max(at, after)
+	}
 	for len(usable) > 0 {
 		hold := between(minHold, maxHold)
 		if at+hold > total {

@@ -92,13 +92,13 @@ func planSpec(s rundir.RunSpec) nemesis.Schedule {
 	}
 	topo := faults.Topology{Nodes: s.Nodes, ZKServers: s.ZK.Servers}
 	plan := func() nemesis.Schedule {
-		return faults.Plan(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds)
+		return faults.PlanWith(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds, faults.Options{NoOpenings: s.NoOpenings})
 	}
 	var sched nemesis.Schedule
 	if s.Density > 0 {
 		usable, skipped := faults.Usable(topo, kinds)
 		var err error
-		if sched, err = faults.PlanDense(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density); err != nil {
+		if sched, err = faults.PlanDenseWith(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density, faults.Options{NoOpenings: s.NoOpenings}); err != nil {
 			sched = plan()
 			sched.Skipped = append(sched.Skipped, err.Error())
 		} else {

@@ -29,6 +29,9 @@ type Report struct {
 	// later seeds ran mutations of schedules that reached new node code.
 	Cover          bool `json:"cover,omitempty"`
 	CoverageGuided bool `json:"coverage_guided,omitempty"`
+	// NoOpenings: the schedules did not begin with the openings
+	// (--openings=false).
+	NoOpenings bool `json:"no_openings,omitempty"`
 	// SpreadTopic: the runs had the RF-2 spread topic beside the workload
 	// topic (rundir.RunSpec.SpreadTopic).
 	SpreadTopic bool `json:"spread_topic,omitempty"`

@@ -82,6 +82,10 @@ type RunSpec struct {
 	// (the node/ packages, set mode) and merges what every node process
 	// reached into coverage.json (nodecover).
 	Cover bool `json:"Cover,omitempty"`
+	// NoOpenings plans every fault by draw, from the start: no opening
+	// aimed at a known window (--openings=false), to measure what the
+	// search finds on its own.
+	NoOpenings bool `json:"NoOpenings,omitempty"`
 	// SpreadTopic names the run's second topic beside the workload topic
 	// (SpreadTopicName, no clients): RF 2, one partition per broker,
 	// assignments rotating ({1,2}, {2,3}, {3,1} for 3 brokers). Real
@@ -226,6 +230,7 @@ const (
 	FlagNonIdempotent  = "non-idempotent"
 	FlagAdmin          = "admin"
 	FlagCover          = "cover"
+	FlagOpenings       = "openings"
 	FlagFaultDensity   = "fault-density"
 	FlagSpreadTopic    = "spread-topic"
 	// FlagReplay is not a setting: it names a stored schedule.json, which
@@ -282,6 +287,10 @@ func (s *RunSpec) Register(fs *pflag.FlagSet, only ...string) {
 	})
 	def(FlagSessionTimeout, func() {
 		fs.DurationVar(&s.ZKSessionTimeout, FlagSessionTimeout, s.ZKSessionTimeout, "brokers' ZooKeeper session timeout")
+	})
+	def(FlagOpenings, func() {
+		f := fs.VarPF((*openingsValue)(s), FlagOpenings, "", "begin each schedule with the openings aimed at the seed bugs' windows; --openings=false draws every fault, from the start")
+		f.NoOptDefVal = "true"
 	})
 	def(FlagCover, func() {
 		fs.BoolVar(&s.Cover, FlagCover, s.Cover, "build the node program with coverage instrumentation and write the blocks its processes reached to coverage.json")
@@ -372,6 +381,9 @@ func (s *RunSpec) ReplayArgs(runDir string, haveSchedule bool) ([]string, error)
 	dur(FlagSessionTimeout, s.ZKSessionTimeout)
 	if s.Cover {
 		add(FlagCover, "true", "bool")
+	}
+	if s.NoOpenings {
+		add(FlagOpenings, "false", "eq")
 	}
 	// Always written, so a replay matches whatever the default: runs
 	// stored before these settings existed had neither.
@@ -518,3 +530,20 @@ func (v *spreadValue) Set(x string) error {
 }
 
 func (v *spreadValue) Type() string { return "bool" }
+
+// openingsValue is the --openings flag: on by default, stored as its
+// opposite (NoOpenings) so run.json files written before it read as on.
+type openingsValue RunSpec
+
+func (v *openingsValue) String() string { return strconv.FormatBool(!v.NoOpenings) }
+
+func (v *openingsValue) Set(x string) error {
+	b, err := strconv.ParseBool(x)
+	if err != nil {
+		return fmt.Errorf("want true or false: %w", err)
+	}
+	v.NoOpenings = !b
+	return nil
+}
+
+func (v *openingsValue) Type() string { return "bool" }

@@ -72,6 +72,8 @@ together; with --coverage-guided the search is a fuzzer's: a run that reached
 a block no earlier run of its switch had joins the corpus, and each later seed
 runs a mutation of a corpus schedule (steps added, dropped, moved, re-targeted
 or overlapped after the openings), stored with the run so it replays exactly.
+With --openings=false no schedule begins with the openings aimed at the seed
+bugs' windows: the table then says what random (or guided) search finds alone.
 
 Exit status: 0 table written, 2 bad input or harness error.`,
 		Args: cobra.NoArgs,
@@ -120,7 +122,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 				return withCode(exitBad, err)
 			}
 			if err := power.Write(cmd.OutOrStdout(), runs, runsDir, jsonOut, power.Report{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(),
-				Faults: cfg.Faults, Density: cfg.Density, Admin: cfg.Admin, Guided: guided, CoverageGuided: covGuide, Cover: cfg.Cover || covGuide,
+				Faults: cfg.Faults, Density: cfg.Density, Admin: cfg.Admin, Guided: guided, CoverageGuided: covGuide, Cover: cfg.Cover || covGuide, NoOpenings: cfg.NoOpenings,
 				SpreadTopic: cfg.SpreadTopic != ""}); err != nil {
 				return withCode(exitBad, err)
 			}
@@ -143,7 +145,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	cfg.RunSpec = rundir.Default()
 	cfg.Seed, cfg.TimeLimit, cfg.Density = 1, 60*time.Second, 1.5
 	cfg.Register(f, rundir.FlagSeed, rundir.FlagTimeLimit, rundir.FlagFaults, rundir.FlagMinHold, rundir.FlagMaxHold,
-		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity, rundir.FlagCover)
+		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity, rundir.FlagCover, rundir.FlagOpenings)
 	f.StringVar(&switches, "switches", strings.Join(names, ","), "configurations to measure, comma-separated")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per run, and power.json")
 	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")
