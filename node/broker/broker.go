@@ -342,9 +342,14 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 						} else {
 							b.Replicas.mu.Lock()
 							old, hosted := b.Replicas.partitions[tp]
+							// A leader told to stop without delete keeps
+							// leading at its epoch, as Kafka 2.6.3's does
+							// (ReplicaManager.stopReplicas only removes
+							// fetchers): no role change to log.
+							keepsLeading := !p.delete && hosted && old.Role == history.RoleLeader
 							if p.delete {
 								delete(b.Replicas.partitions, tp)
-							} else if hosted {
+							} else if hosted && !keepsLeading {
 								old.Role = history.RoleStopped
 							}
 							b.Replicas.mu.Unlock()
@@ -352,9 +357,11 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 							if hosted && le < 0 {
 								le = old.LeaderEpoch
 							}
-							// Last partition first, the order these have always been logged in.
-							stopped = slices.Insert(stopped, 0, history.Role{Topic: p.topic, Partition: p.partition,
-								Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
+							if !keepsLeading {
+								// Last partition first, the order these have always been logged in.
+								stopped = slices.Insert(stopped, 0, history.Role{Topic: p.topic, Partition: p.partition,
+									Role: history.RoleStopped, Leader: -1, LeaderEpoch: le, ControllerEpoch: req.ControllerEpoch})
+							}
 						}
 					} else {
 						pc = kerr.FencedLeaderEpoch.Code

@@ -190,7 +190,10 @@ func TestStopReplicaLeaderEpochFencing(t *testing.T) {
 		tp := kmsg.NewStopReplicaRequestTopic()
 		tp.Topic = "t"
 		ps := kmsg.NewStopReplicaRequestTopicPartitionState()
-		ps.LeaderEpoch = leaderEpoch
+		// With delete: a stopped replica leaves the partition map, so
+		// whether the request was applied shows (a leader stopped without
+		// delete keeps leading, as Kafka 2.6.3's does).
+		ps.LeaderEpoch, ps.Delete = leaderEpoch, true
 		tp.PartitionStates = append(tp.PartitionStates, ps)
 		r.Topics = append(r.Topics, tp)
 		return r
@@ -220,9 +223,9 @@ func TestStopReplicaLeaderEpochFencing(t *testing.T) {
 			if r.ErrorCode != tt.wantTop || r.Partitions[0].ErrorCode != tt.wantPartErr {
 				t.Fatalf("errors %d/%d, want %d/%d", r.ErrorCode, r.Partitions[0].ErrorCode, tt.wantTop, tt.wantPartErr)
 			}
-			p, _ := b.Replicas.Get(history.TP("t", 0))
-			if stopped := p.Role == history.RoleStopped; stopped != (tt.wantTop == 0 && tt.wantPartErr == 0) {
-				t.Fatalf("role %s", p.Role)
+			p, hosted := b.Replicas.Get(history.TP("t", 0))
+			if applied := !hosted; applied != (tt.wantTop == 0 && tt.wantPartErr == 0) {
+				t.Fatalf("hosted %v (role %s) after the request", hosted, p.Role)
 			}
 		})
 	}
@@ -260,5 +263,30 @@ func TestOldVersionsCarryNoBrokerEpoch(t *testing.T) {
 	r.PartitionStates = append(r.PartitionStates, p)
 	if resp := b.HandleLeaderAndIsr(wire.RequestHeader{APIVersion: 1}, r); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
 		t.Fatalf("v1 request: %+v", resp)
+	}
+}
+
+// A StopReplica without delete that reaches a leader (it missed the
+// LeaderAndIsr that moved its leadership) leaves it leading at its epoch,
+// as Kafka 2.6.3's ReplicaManager.stopReplicas does (it removes fetchers
+// only): the partition keeps its role and no "stopped" role change is
+// logged for it.
+func TestStopReplicaWithoutDeleteLeavesALeaderLeading(t *testing.T) {
+	b := primed(t, "")
+	r := kmsg.NewPtrStopReplicaRequest()
+	r.SetVersion(3)
+	r.ControllerEpoch, r.BrokerEpoch = 5, 100
+	tp := kmsg.NewStopReplicaRequestTopic()
+	tp.Topic = "t"
+	ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+	ps.LeaderEpoch = 4
+	tp.PartitionStates = append(tp.PartitionStates, ps)
+	r.Topics = append(r.Topics, tp)
+	if resp := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, r); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("errors %d/%d", resp.ErrorCode, resp.Partitions[0].ErrorCode)
+	}
+	p, hosted := b.Replicas.Get(history.TP("t", 0))
+	if !hosted || p.Role != history.RoleLeader {
+		t.Fatalf("hosted %v, role %s; want a leader still", hosted, p.Role)
 	}
 }

@@ -21,13 +21,17 @@ func TestAcksAllAfterLeadershipLoss(t *testing.T) {
 	tests := []struct {
 		name      string
 		proposals config.Proposals
-		how       string // follower, stop
-		want      int16
+		how       string // follower, stop (with delete), stop-keep (without)
+		want      int16  // -1: still waiting after 2 s
 	}{
 		{"Kafka 2.6.3, became follower", nil, "follower", kerr.NotLeaderForPartition.Code},
-		{"Kafka 2.6.3, replica stopped", nil, "stop", kerr.NotLeaderForPartition.Code},
+		{"Kafka 2.6.3, replica stopped and deleted", nil, "stop", kerr.NotLeaderForPartition.Code},
 		{"proposal, became follower", config.Proposals{config.ProposalAckTimeoutOnLeaderLoss: true}, "follower", kerr.RequestTimedOut.Code},
-		{"proposal, replica stopped", config.Proposals{config.ProposalAckTimeoutOnLeaderLoss: true}, "stop", kerr.RequestTimedOut.Code},
+		{"proposal, replica stopped and deleted", config.Proposals{config.ProposalAckTimeoutOnLeaderLoss: true}, "stop", kerr.RequestTimedOut.Code},
+		// ReplicaManager.stopReplicas without delete removes fetchers only:
+		// the leader keeps leading and the produce keeps waiting for its
+		// follower.
+		{"Kafka 2.6.3, leader stopped without delete", nil, "stop-keep", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,9 +43,10 @@ func TestAcksAllAfterLeadershipLoss(t *testing.T) {
 			p := m.get(history.TP("t", 0))
 			eventually(t, "appended", func() bool { return p.log.LogEndOffset() == 1 })
 			var err error
-			if tt.how == "stop" {
-				err = m.StopReplica(history.TP("t", 0), false)
-			} else {
+			switch tt.how {
+			case "stop", "stop-keep":
+				err = m.StopReplica(history.TP("t", 0), tt.how == "stop")
+			default:
 				err = m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ISR: []int32{2}, Replicas: []int32{1, 2, 3}})
 			}
 			if err != nil {
@@ -53,7 +58,16 @@ func TestAcksAllAfterLeadershipLoss(t *testing.T) {
 					t.Fatalf("error %d, want %d", r.ErrorCode, tt.want)
 				}
 			case <-time.After(2 * time.Second):
-				t.Fatal("the produce was not answered when leadership went")
+				if tt.want != -1 {
+					t.Fatal("the produce was not answered when leadership went")
+				}
+				p.mu.Lock()
+				role := p.role
+				p.mu.Unlock()
+				if role != history.RoleLeader {
+					t.Fatalf("role %s after a StopReplica without delete, want leader", role)
+				}
+				<-done
 			}
 		})
 	}

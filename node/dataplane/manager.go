@@ -311,6 +311,15 @@ func (m *Manager) StopReplica(tp history.TopicPartition, del bool) error {
 	}
 	p.stopFetcher()
 	p.mu.Lock()
+	if !del && p.role == history.RoleLeader {
+		// Kafka 2.6.3's stopReplicas without delete removes fetchers and
+		// completes what delayed operations can complete; the partition
+		// keeps its role and epoch, so a leader goes on leading until a
+		// LeaderAndIsr changes it.
+		p.notifyLocked()
+		p.mu.Unlock()
+		return nil
+	}
 	if p.role == history.RoleLeader {
 		p.leaderGen++
 	}
