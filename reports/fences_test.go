@@ -1,12 +1,15 @@
 package reports
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/nodecover"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
@@ -65,5 +68,31 @@ func TestReportFenceTable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A run made with --cover shows its node coverage per package; a run
+// without coverage.json has no such section.
+func TestReportNodeCoverage(t *testing.T) {
+	b := historytest.New()
+	b.Start(1)
+	for _, withCover := range []bool{true, false} {
+		dir := t.TempDir()
+		writeSampleRun(t, dir, b.History(), "coverage")
+		check(t, dir)
+		if withCover {
+			cov := `{"blocks":10,"covered":4,"packages":[{"path":"github.com/zkchaos/zkchaos/node/controller","blocks":6,"covered":3},{"path":"github.com/zkchaos/zkchaos/node/wire","blocks":4,"covered":1}],"reached":["a","b","c","d"]}`
+			if err := os.WriteFile(filepath.Join(dir, nodecover.File), []byte(cov), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		page := render(t, dir)
+		has := strings.Contains(page, "<h2>Node coverage</h2>")
+		if has != withCover {
+			t.Fatalf("coverage section %v, want %v", has, withCover)
+		}
+		if withCover && (!strings.Contains(page, "(4 of 10, 40.0%)") || !strings.Contains(page, `<td class="mono nw">github.com/zkchaos/zkchaos/node/controller</td><td class="mono">3</td><td class="mono">6</td><td class="mono">50.0</td>`)) {
+			t.Errorf("coverage section lacks the totals or the controller's row:\n%s", page[strings.Index(page, "<h2>Node coverage</h2>"):])
+		}
 	}
 }

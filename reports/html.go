@@ -100,6 +100,7 @@ type pageData struct {
 	Links    []fileLink
 	Kinds    []kindCount
 	Fences   *fenceSummary
+	Coverage *coverageSummary
 }
 
 type checkerRow struct {
@@ -201,6 +202,7 @@ func buildPage(r *run) *pageData {
 	}
 	d.VClass = verdictClass(d.Verdict)
 	d.Fences = fenceSummaryOf(r.results)
+	d.Coverage = coverageSummaryOf(r.dir)
 
 	d.Timeline = template.HTML(tl.renderSVG()) // built from escaped parts only
 	d.TimeNote = tl.timeNote()
@@ -369,7 +371,7 @@ func humanSize(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-var pageTmpl = template.Must(template.Must(template.New("report").Funcs(template.FuncMap{"size": humanSize}).Parse(fencesTmpl)).Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.Must(template.New("report").Funcs(template.FuncMap{"size": humanSize}).Parse(fencesTmpl + coverageTmpl)).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="{{.Version}}">
@@ -425,6 +427,7 @@ a{color:#1a5fb4}
 {{if .Links}}<p>{{range $i, $l := .Links}}{{if $i}} · {{end}}<a href="{{$l.Name}}">{{$l.Name}}</a>{{with size $l.Size}} <span class="muted">({{.}})</span>{{end}}{{end}}</p>{{end}}
 
 {{template "fences" .}}
+{{template "coverage" .}}
 <h2>Checkers</h2>
 {{if .Checkers}}<table>
 <tr><th style="width:170px">checker</th><th style="width:90px">verdict</th><th>explanation</th></tr>
