@@ -103,8 +103,8 @@ var FPWindows = []FPWindow{
 	// stopped with one of them in hand past its session, it resumes after
 	// its successor has reached the receiver, and delivers it under the
 	// old controller epoch: the input of the brokers' controller-epoch
-	// check, which a zombie that resigns at its first fenced ZooKeeper
-	// write never sends.
+	// check, which a zombie stopped before it built a request never sends
+	// (it resigns as it finds its session expired).
 	{history.FailpointControllerBeforeSend, RoleController, []string{ProvokeBounceOther}, []string{FPSigstop}, 2, true},
 	// A broker's controlled shutdown sends ControlledShutdown; held in the
 	// controller before its event loop sees it while the broker is killed
