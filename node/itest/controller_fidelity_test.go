@@ -17,13 +17,15 @@ import (
 // cannot reach ZooKeeper waits for the connection (re-issued after a
 // connection loss) instead of giving up after a request timeout. Here the
 // controller, held before it reads /brokers/ids for a broker's death, is cut
-// off from every ZooKeeper server for 0.8 s (less than the 2 s session) and
+// off from every ZooKeeper server for 0.8 s (well within its 6 s session:
+// cutting and healing take a second more on a loaded machine, and the
+// client's reconnection after the heal must still find the session) and
 // its read starts inside that cut; with --zk-request-timeout=200ms the node
 // before this change gave the BrokerChange up and the dead broker's
 // partition kept its dead leader. Now the read waits and the partition gets
 // a new leader.
 func TestControllerWaitsForZooKeeper(t *testing.T) {
-	e := setupArgs(t, []string{"--zk-request-timeout=200ms"}, nil)
+	e := setupArgs(t, []string{"--zk-request-timeout=200ms", "--zk-session-timeout=6s"}, nil)
 	ctx := ctxT(t)
 	c := e.createTopicT()
 	v := other(c)
