@@ -24,10 +24,11 @@ type failpointFault struct {
 	session time.Duration
 	rec     *nemesis.Recorder
 	pr      procs
+	resign  Resigner // nil: ProvokeDeleteController fails its step
 }
 
 func newFailpoint(w nemesis.World, env Env, rec *nemesis.Recorder, pr procs) *failpointFault {
-	return &failpointFault{world: w, parts: env.Partitions, fps: env.Failpoints, session: env.Session, rec: rec, pr: pr}
+	return &failpointFault{world: w, parts: env.Partitions, fps: env.Failpoints, session: env.Session, rec: rec, pr: pr, resign: env.Resigner}
 }
 
 // reachWithin is how long after its provocation a window may still be
@@ -210,7 +211,37 @@ func (r *fpRun) provoke(ctx context.Context, target, other Target, id int, since
 		return pr.terminate(ctx, target)
 	case ProvokeShutdownRestart:
 		return r.shutdownRestart(ctx, other, id, since)
+	case ProvokeDeleteController:
+		return r.deleteController(ctx, other, id, since)
 	}
+	return nil
+}
+
+// deleteController bounces other and, once the armed controller (id)
+// holds in its window, deletes /controller and waits for a successor to
+// be elected: the successor bumps /controller_epoch, so the held
+// controller's next write, once it is let go, meets ZooKeeper's version
+// check. A window not reached in time deletes nothing.
+func (r *fpRun) deleteController(ctx context.Context, other Target, id int, since time.Time) error {
+	if r.f.resign == nil {
+		return fmt.Errorf("%s: %s needs a forced controller election, and the run offers none (Env.Resigner)", FailpointFault, ProvokeDeleteController)
+	}
+	if err := r.f.pr.bounce(ctx, other); err != nil {
+		return err
+	}
+	if !waitReached(ctx, r.f.fps, id, r.name, since, reachWithin(r.f.session)) {
+		return nil
+	}
+	if err := r.f.resign.ResignController(ctx, id); err != nil {
+		return err
+	}
+	// The successor's own failover takes a moment after /controller names
+	// it; the hold (a session timeout after the window was reached) lasts
+	// past both.
+	waitSuccessor(ctx, r.f.world, id, time.Now().Add(2*r.f.session))
+	r.mu.Lock()
+	r.holdUntil = time.Now().Add(time.Second)
+	r.mu.Unlock()
 	return nil
 }
 
@@ -529,7 +560,7 @@ func (f *failpointFault) resolveRole(ctx context.Context, plan FPPlan) (target T
 	if err != nil {
 		return target, other, err
 	}
-	if plan.Provoke == ProvokeBounceOther || plan.Provoke == ProvokeBounceTwo {
+	if plan.Provoke == ProvokeBounceOther || plan.Provoke == ProvokeBounceTwo || plan.Provoke == ProvokeDeleteController {
 		// A broker another fault holds (paused, killed, armed) is no
 		// provocation: bouncing it would undo that fault.
 		rest := free(f.pr, without(nodes, target))

@@ -173,17 +173,30 @@ func (p fpProcs) resume(_ context.Context, t Target) error {
 	return nil
 }
 
+// ResignController forces an election: from now on ZooKeeper names n2
+// the controller.
+func (w *fpWorld) ResignController(_ context.Context, id int) error {
+	w.log("delete /controller (n%d)", id)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.successorAt.IsZero() {
+		w.successorAt = time.Now()
+	}
+	return nil
+}
+
 // fpTestWorld is what the fakes offer the failpoint fault.
 type fpTestWorld interface {
 	nemesis.World
 	Partitions
 	Failpoints
+	Resigner
 	SessionTimeout() time.Duration
 }
 
 // fpFault builds the failpoint fault on w as New would.
 func fpFault(w fpTestWorld, rec *nemesis.Recorder, pr procs) *failpointFault {
-	return newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}, rec, pr)
+	return newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout(), Resigner: w}, rec, pr)
 }
 
 // The window table names the node's failpoints (history.FailpointNames,
@@ -227,6 +240,16 @@ func TestLegacyPicksPlanAsSaved(t *testing.T) {
 		{88019, "controller-before-broker-change", "sigstop", "bounce-other", 102, 4404},
 		{110952, "controller-after-zk-write", "pause", "terminate-other-then-restart", 601, 52648},
 		{131071, "broker-before-register", "error", "restart-target", 837, 22244},
+		// The third generation, saved when the table had eight windows and
+		// the broker-change window no forced election (printed by the
+		// build of 2026-12-06 at 209d3b9).
+		{133026, "broker-after-register", "sigstop", "restart-target", 497, 6204},
+		{134980, "controller-before-broker-change", "pause", "bounce-other-then-third", 589, 26525},
+		{135957, "controller-before-controlled-shutdown", "pause", "terminate-other-then-restart", 520, 21121},
+		{136934, "controller-before-broker-change", "sigstop", "bounce-other-then-third", 690, 59843},
+		{138888, "controller-before-send", "sigstop", "bounce-other", 236, 44542},
+		{141819, "controller-before-broker-change", "pause", "bounce-other-then-third", 922, 3821},
+		{147681, "broker-during-controlled-shutdown", "pause", "terminate", 648, 6989},
 	}
 	for _, tt := range tests {
 		p := PlanFailpoint(tt.pick)
@@ -255,8 +278,11 @@ func TestPlanFailpointCoversEverything(t *testing.T) {
 		seen["r:"+p.Window.Role] = true
 		seen["a:"+p.Action] = true
 		seen["p:"+p.Provoke] = true
-		if !slices.Contains(p.Window.Provoke, p.Provoke) {
+		if !slices.Contains(provocations(p.Window, len(windowGenerations)-1), p.Provoke) {
 			t.Fatalf("pick %d: provocation %s is not one of %s's", pick, p.Provoke, p.Window.Name)
+		}
+		if a, ok := provokeAction[p.Provoke]; ok && p.Action != a {
+			t.Fatalf("pick %d: provocation %s with action %s, it works with %s only", pick, p.Provoke, p.Action, a)
 		}
 	}
 	for _, w := range FPWindows {
@@ -266,7 +292,7 @@ func TestPlanFailpointCoversEverything(t *testing.T) {
 	}
 	for _, k := range []string{"r:" + RoleController, "r:" + RoleLeader, "r:" + RoleFollower, "r:" + RoleRestarted,
 		"a:" + FPSigstop, "a:" + FPPause, "a:" + FPError,
-		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart, "p:" + ProvokeBounceTwo, "p:" + ProvokeShutdownRestart} {
+		"p:" + ProvokeBounceOther, "p:" + ProvokeBounceLead, "p:" + ProvokeTerminate, "p:" + ProvokeRestart, "p:" + ProvokeBounceTwo, "p:" + ProvokeShutdownRestart, "p:" + ProvokeDeleteController} {
 		if !seen[k] {
 			t.Errorf("%s never drawn", k)
 		}
@@ -539,6 +565,67 @@ func TestFailpointBounceTwo(t *testing.T) {
 	})
 }
 
+// bounce-other-then-delete-controller: the controller is armed, a broker
+// that leads a partition bounces to reach the window, and only once the
+// controller holds there is /controller deleted; the held controller is
+// let go after ZooKeeper names its successor, so its write meets the newer
+// controller epoch. A window never reached deletes nothing; a run without
+// a Resigner fails the step and says what it lacks.
+func TestFailpointDeleteController(t *testing.T) {
+	pick := -1
+	for p := 3 * PickGeneration; p < 4*PickGeneration; p++ {
+		if pl := PlanFailpoint(p); pl.Provoke == ProvokeDeleteController {
+			pick = p
+			break
+		}
+	}
+	if pick < 0 {
+		t.Fatal("no pick plans bounce-other-then-delete-controller")
+	}
+	if pl := PlanFailpoint(pick); pl.Window.Name != "controller-before-broker-change" || pl.Action != FPPause {
+		t.Fatalf("plan %s %s, want controller-before-broker-change with pause", pl.Window.Name, pl.Action)
+	}
+	for _, tc := range []struct {
+		name  string
+		reach bool
+		want  []string
+	}{
+		{"reached", true, []string{"arm n1 controller-before-broker-change=1*pause", "bounce n2", "delete /controller (n1)", "disarm n1 controller-before-broker-change"}},
+		{"not reached", false, []string{"arm n1 controller-before-broker-change=1*pause", "bounce n2", "disarm n1 controller-before-broker-change"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &fpWorld{armed: map[string]time.Time{}, reach: tc.reach}
+				heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(w.calls, tc.want) {
+					t.Fatalf("calls %q, want %q", w.calls, tc.want)
+				}
+				if c, _ := w.Controller(t.Context()); tc.reach != (c == 2) {
+					t.Fatalf("controller n%d after heal, reached %v", c, tc.reach)
+				}
+			})
+		})
+	}
+	t.Run("no resigner", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := &fpWorld{armed: map[string]time.Time{}, reach: true}
+			f := newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}, nil, fpProcs{w})
+			if _, err := f.inject(t.Context(), pick); err == nil || !strings.Contains(err.Error(), "Env.Resigner") {
+				t.Fatalf("inject without a Resigner: %v", err)
+			}
+			if slices.Contains(w.calls, "bounce n2") {
+				t.Fatalf("calls %q: provoked although the plan cannot be carried out", w.calls)
+			}
+		})
+	})
+}
+
 // A controller window that a bounce reaches only after the step's hold
 // (the bounced broker's session must expire first) is still caught: heal
 // waits for it, then resumes the stopped controller only once ZooKeeper
@@ -716,12 +803,27 @@ func TestPickGenerations(t *testing.T) {
 		t.Fatalf("the newest generation sees %d windows, the table has %d: a window added without a generation", n, len(FPWindows))
 	}
 	for g, n := range windowGenerations {
-		if g > 0 && n <= windowGenerations[g-1] {
-			t.Fatalf("generation %d sees %d windows, not more than generation %d's %d", g, n, g-1, windowGenerations[g-1])
+		// A generation adds windows or provocations.
+		added := slices.ContainsFunc(laterProvocations, func(l struct {
+			since   int
+			window  string
+			provoke string
+		}) bool {
+			return l.since == g
+		})
+		if g > 0 && n <= windowGenerations[g-1] && !added {
+			t.Fatalf("generation %d sees %d windows, not more than generation %d's %d, and no new provocation", g, n, g-1, windowGenerations[g-1])
 		}
 		seen := map[string]bool{}
 		for i := range 4000 {
-			seen[PlanFailpoint(g*PickGeneration+i).Window.Name] = true
+			p := PlanFailpoint(g*PickGeneration + i)
+			seen[p.Window.Name] = true
+			seen[p.Window.Name+" "+p.Provoke] = true
+		}
+		for _, l := range laterProvocations {
+			if seen[l.window+" "+l.provoke] != (g >= l.since) {
+				t.Errorf("generation %d: %s provoked by %s drawn %v, want %v", g, l.window, l.provoke, seen[l.window+" "+l.provoke], g >= l.since)
+			}
 		}
 		for i, w := range FPWindows {
 			if seen[w.Name] != (i < n) {

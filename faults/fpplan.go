@@ -61,7 +61,46 @@ const (
 	// only the broker-epoch check (KIP-380) keeps it from stopping a
 	// replica there.
 	ProvokeShutdownRestart = "terminate-other-then-restart"
+	// ProvokeDeleteController bounces a broker other than the armed
+	// controller to bring it to its window and, once it holds there,
+	// deletes /controller (an operator's forced election) and waits for a
+	// successor. The held controller's session lives on, so, let go, it
+	// writes the broker change to ZooKeeper under the controller epoch it
+	// was elected at, which its successor has since bumped: the input of
+	// the controller's ZooKeeper fence (the multi's version check on
+	// /controller_epoch). A controller stopped past its session never
+	// makes that write (it resigns as it finds its session expired), so no
+	// other plan reaches the fence. Pause only (provokeAction).
+	ProvokeDeleteController = "bounce-other-then-delete-controller"
 )
+
+// laterProvocations are provocations a window gained after the generation
+// that added it: picks of generation Since and later draw from the
+// window's Provoke followed by these, picks of earlier generations from
+// Provoke alone, so a saved schedule plans what it planned.
+var laterProvocations = []struct {
+	since   int
+	window  string
+	provoke string
+}{
+	{3, history.FailpointControllerBeforeBrokerChange, ProvokeDeleteController},
+}
+
+// provokeAction is the one action a provocation works with, where it has
+// one: the forced election needs the held controller's session alive.
+var provokeAction = map[string]string{ProvokeDeleteController: FPPause}
+
+// provocations returns what window w draws its provocation from in pick
+// generation g.
+func provocations(w FPWindow, g int) []string {
+	out := w.Provoke
+	for _, l := range laterProvocations {
+		if l.window == w.Name && g >= l.since {
+			out = append(slices.Clip(out), l.provoke)
+		}
+	}
+	return out
+}
 
 // FPWindow is one failpoint window the fault can arm: the node program's
 // name for it, the role of the node that reaches it and what makes it
@@ -121,7 +160,7 @@ var FPWindows = []FPWindow{
 // table as it was when that generation was the newest. A schedule.json
 // holds its picks, so a window added later changes nothing it replays;
 // NewPick draws from the last generation, which sees every window.
-var windowGenerations = []int{6, 7, 8}
+var windowGenerations = []int{6, 7, 8, 8}
 
 // PickGeneration is how many picks one generation holds.
 const PickGeneration = 1 << 16
@@ -129,8 +168,13 @@ const PickGeneration = 1 << 16
 // pickWindows returns the windows pick draws from: its generation's, or
 // the newest for a pick beyond every generation.
 func pickWindows(pick int) []FPWindow {
-	g := min(max(pick, 0)/PickGeneration, len(windowGenerations)-1)
-	return FPWindows[:windowGenerations[g]]
+	return FPWindows[:windowGenerations[pickGeneration(pick)]]
+}
+
+// pickGeneration is the generation pick belongs to (the newest for a pick
+// beyond every generation).
+func pickGeneration(pick int) int {
+	return min(max(pick, 0)/PickGeneration, len(windowGenerations)-1)
 }
 
 // NewPick draws a step's pick from r, in the newest generation, which
@@ -183,8 +227,15 @@ func PlanFailpoint(pick int) FPPlan {
 	if acts == nil {
 		acts = fpActions
 	}
-	return FPPlan{Window: w, Action: acts[r.IntN(len(acts))], Provoke: w.Provoke[r.IntN(len(w.Provoke))],
+	provokes := provocations(w, pickGeneration(pick))
+	// The draws keep their order (action, provocation, partition, pick):
+	// an older pick's plan depends on it.
+	plan := FPPlan{Window: w, Action: acts[r.IntN(len(acts))], Provoke: provokes[r.IntN(len(provokes))],
 		Partition: int32(r.IntN(1 << 10)), Pick: r.IntN(1 << 16)}
+	if a, ok := provokeAction[plan.Provoke]; ok {
+		plan.Action = a
+	}
+	return plan
 }
 
 // FailpointAvailable says whether the fault can apply to a run of nodes

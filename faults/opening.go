@@ -42,14 +42,28 @@ type openingSpec struct {
 	// hold is the planned hold: about when the window ends (the fault's
 	// heal waits for its window's end beyond it).
 	hold time.Duration
+	// was lists plans the opening drew in schedules saved before it
+	// changed: OpeningBug still names their bug, and no new seed draws
+	// them.
+	was []fpChoice
 }
+
+// fpChoice is a failpoint plan's action and provocation.
+type fpChoice struct{ action, provoke string }
 
 // openingSpecs are the openings in the order a schedule runs them.
 var openingSpecs = []openingSpec{
-	// The controller stops at the broker change a bounce provokes and
-	// stays stopped past its session: it resumes a zombie with requests
-	// to send.
-	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-broker-change", action: FPSigstop, provoke: ProvokeBounceOther, hold: 8 * time.Second},
+	// The controller holds at the broker change a bounce provokes while
+	// an operator's forced election makes another broker controller; let
+	// go with its session alive, it writes the change under its old
+	// controller epoch, and ZooKeeper's version check on /controller_epoch
+	// refuses it (the controller's half of KAFKA-532's fix; with the bug,
+	// the write lands). Until 2026-12-06 this opening stopped the
+	// controller past its session instead (was): under Kafka 2.6.3's
+	// session-expiry handling that zombie resigns before it writes, so the
+	// fence was never met.
+	{bug: "KAFKA-532", kind: FailpointFault, window: "controller-before-broker-change", action: FPPause, provoke: ProvokeDeleteController, hold: 8 * time.Second,
+		was: []fpChoice{{FPSigstop, ProvokeBounceOther}}},
 	// The controller stops with a LeaderAndIsr or UpdateMetadata in hand
 	// and resumes once its successor has reached the receiver: the zombie's
 	// request arrives under the old controller epoch. The opening before
@@ -90,7 +104,13 @@ func OpeningBug(st Step) string {
 			return o.bug
 		}
 		p := PlanFailpoint(st.Pick)
-		if p.Window.Name == o.window && p.Action == o.action && (p.Provoke == o.provoke || slices.Contains(o.alt, p.Provoke)) {
+		if p.Window.Name != o.window {
+			continue
+		}
+		if p.Action == o.action && (p.Provoke == o.provoke || slices.Contains(o.alt, p.Provoke)) {
+			return o.bug
+		}
+		if slices.Contains(o.was, fpChoice{p.Action, p.Provoke}) {
 			return o.bug
 		}
 	}

@@ -68,6 +68,13 @@ type StateReader interface {
 	PartitionStateVia(ctx context.Context, zk int, topic string, partition int32) (PartitionState, error)
 }
 
+// Resigner forces a controller election: it deletes /controller while it
+// names broker id, as an operator's zkCli delete did; an error when it names
+// another broker or none.
+type Resigner interface {
+	ResignController(ctx context.Context, id int) error
+}
+
 // BadVersionCounter counts a node's conditional ZooKeeper writes that
 // failed with BADVERSION since a time (from the node's event log).
 type BadVersionCounter interface {
@@ -102,6 +109,11 @@ type Env struct {
 	// failed conditional write, which random steps and
 	// failover-on-lagging-zk leave alone; nil: never.
 	BadVersions BadVersionCounter
+	// Resigner, when set, lets the failpoint fault force a controller
+	// election while the controller holds in its window
+	// (ProvokeDeleteController); nil: a plan that needs it fails its step
+	// with an error saying so.
+	Resigner Resigner
 }
 
 // Set is one run's faults: every kind of the catalogue bound to the run's

@@ -28,6 +28,7 @@ type world struct {
 var (
 	_ nemesis.World      = (*world)(nil)
 	_ faults.StateReader = (*world)(nil)
+	_ faults.Resigner    = (*world)(nil)
 )
 
 func newWorld(c *cluster.Cluster) (*world, error) {
@@ -147,6 +148,26 @@ func (w *world) synced(ctx context.Context) bounded {
 
 func (w *world) Controller(ctx context.Context) (int, error) {
 	return zkio.ReadController(w.synced(ctx))
+}
+
+// ResignController deletes /controller while it names broker id (the
+// failpoint fault's forced election; zkio.ResignController says how), with
+// the read after a Sync and the whole bounded by 5 s.
+func (w *world) ResignController(ctx context.Context, id int) error {
+	_, err := zkcall.Do(ctx, 5*time.Second, func() (struct{}, error) {
+		return struct{}{}, zkio.ResignController(syncedConn{w.conn}, id)
+	})
+	return err
+}
+
+// syncedConn reads after a Sync and deletes through conn.
+type syncedConn struct{ *zk.Conn }
+
+func (c syncedConn) Get(p string) ([]byte, *zk.Stat, error) {
+	if _, err := c.Sync(p); err != nil {
+		return nil, nil, err
+	}
+	return c.Conn.Get(p)
 }
 
 func (w *world) ZKLeader(ctx context.Context) (int, error) {

@@ -22,6 +22,12 @@ type Creator interface {
 	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
 }
 
+// GetDeleter reads and deletes znodes. *zk.Conn is one.
+type GetDeleter interface {
+	Getter
+	Delete(path string, version int32) error
+}
+
 // ReadPartitionState reads and decodes a partition's state znode, with its
 // stat (Mzxid: the write that set it).
 func ReadPartitionState(g Getter, topic string, partition int32) (zklayout.PartitionState, *zk.Stat, error) {
@@ -95,6 +101,31 @@ func RequestReassignment(c Creator, rs []zklayout.Reassignment) error {
 	}
 	if _, err := c.Create(zklayout.ReassignPath, b, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		return fmt.Errorf("write %s: %w", zklayout.ReassignPath, err)
+	}
+	return nil
+}
+
+// ResignController deletes /controller if it names broker id, at the version
+// read (so a successor's znode is never the one deleted), as an operator
+// forcing a controller election did with zkCli's delete: every broker's
+// watch fires and the first to create the znode again is the next
+// controller. The controller that lost it learns so through its own watch,
+// handled on its event thread. A /controller naming another broker, or
+// none, is an error saying so.
+func ResignController(c GetDeleter, id int) error {
+	b, st, err := c.Get(zklayout.ControllerPath)
+	if err != nil {
+		return fmt.Errorf("resign controller %d: read %s: %w", id, zklayout.ControllerPath, err)
+	}
+	now, err := zklayout.DecodeController(b)
+	if err != nil {
+		return fmt.Errorf("resign controller %d: %w", id, err)
+	}
+	if now != id {
+		return fmt.Errorf("resign controller %d: %s names broker %d", id, zklayout.ControllerPath, now)
+	}
+	if err := c.Delete(zklayout.ControllerPath, st.Version); err != nil {
+		return fmt.Errorf("resign controller %d: delete %s: %w", id, zklayout.ControllerPath, err)
 	}
 	return nil
 }

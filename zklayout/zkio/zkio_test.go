@@ -18,7 +18,7 @@ func (f fakeZK) Get(p string) ([]byte, *zk.Stat, error) {
 	if !ok {
 		return nil, nil, zk.ErrNoNode
 	}
-	return b, &zk.Stat{Mzxid: int64(len(b))}, nil
+	return b, &zk.Stat{Mzxid: int64(len(b)), Version: int32(len(b))}, nil
 }
 
 func (f fakeZK) Create(p string, data []byte, _ int32, _ []zk.ACL) (string, error) {
@@ -27,6 +27,46 @@ func (f fakeZK) Create(p string, data []byte, _ int32, _ []zk.ACL) (string, erro
 	}
 	f[p] = data
 	return p, nil
+}
+
+func (f fakeZK) Delete(p string, version int32) error {
+	b, ok := f[p]
+	if !ok {
+		return zk.ErrNoNode
+	}
+	if version != -1 && version != int32(len(b)) {
+		return zk.ErrBadVersion
+	}
+	delete(f, p)
+	return nil
+}
+
+func TestResignController(t *testing.T) {
+	ctl := []byte(`{"version":1,"brokerid":2,"timestamp":"1"}`)
+	for _, tc := range []struct {
+		name string
+		z    fakeZK
+		id   int
+		err  string // "" : deleted
+	}{
+		{"names the broker", fakeZK{zklayout.ControllerPath: ctl}, 2, ""},
+		{"names another broker", fakeZK{zklayout.ControllerPath: ctl}, 3, "/controller names broker 2"},
+		{"no controller", fakeZK{}, 2, "read /controller: zk: node does not exist"},
+		{"malformed", fakeZK{zklayout.ControllerPath: []byte("{")}, 2, "malformed /controller"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ResignController(tc.z, tc.id)
+			_, left := tc.z[zklayout.ControllerPath]
+			switch {
+			case tc.err == "" && (err != nil || left):
+				t.Fatalf("ResignController = %v, znode left %v; want it deleted", err, left)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("ResignController = %v, want an error containing %q", err, tc.err)
+			case tc.err != "" && len(tc.z) > 0 && !left:
+				t.Fatal("the znode was deleted although the call failed")
+			}
+		})
+	}
 }
 
 func TestReadersAndWriters(t *testing.T) {
