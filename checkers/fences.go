@@ -37,7 +37,7 @@ const (
 	// (ReplicaManager.becomeLeaderOrFollower).
 	FenceLeaderAndIsrLeaderEpoch = "leaderandisr-leader-epoch"
 	// FenceFetchLeaderEpoch: a leader's check of a fetch's current leader
-	// epoch (KIP-320, FENCED_LEADER_EPOCH).
+	// epoch, a client's or a follower's (KIP-320, FENCED_LEADER_EPOCH).
 	FenceFetchLeaderEpoch = "fetch-leader-epoch"
 	// FenceControllerZK: ZooKeeper's check of /controller_epoch's version
 	// on a controller's write (the multi's CheckVersion, KIP-380's
@@ -128,9 +128,11 @@ type epochChange struct {
 //     answers a stale leader epoch with; refused: that code.
 //   - fetch-leader-epoch: a client read refused with FENCED_LEADER_EPOCH,
 //     or a read answered while carrying a current leader epoch below the
-//     answering broker's replica epoch (as above) when the read began;
-//     refused: FENCED_LEADER_EPOCH. Followers' fetches are not in the
-//     history, so they are not counted.
+//     answering broker's replica epoch (as above) when the read began, or
+//     a follower's fetch the receiving broker logged (replica_fetch) with
+//     a current leader epoch below its replica's; refused:
+//     FENCED_LEADER_EPOCH. A follower's fetch at the replica's own epoch
+//     is not logged and has nothing to judge.
 //   - controller-zk-epoch: a controller's write (a controller epoch it was
 //     elected at, not /controller or /controller_epoch) whose outcome
 //     ZooKeeper decided, issued after a higher controller epoch was
@@ -308,7 +310,10 @@ func countFencedReads(h *history.History, epochLog map[nodeTP][]epochChange, f *
 		}
 		return log[i-1].epoch, true
 	}
-	type read struct{ idx, complete int }
+	type read struct {
+		idx     int
+		refused bool
+	}
 	var reads []read
 	for _, o := range operations(h) {
 		if o.Invoke == nil || o.Complete == nil || o.Invoke.Op.F != history.FRead {
@@ -317,17 +322,25 @@ func countFencedReads(h *history.History, epochLog map[nodeTP][]epochChange, f *
 		c := o.Complete.Op
 		switch {
 		case c.ErrorCode == history.ErrFencedLeaderEpoch:
-			reads = append(reads, read{o.Complete.Index, -1})
+			reads = append(reads, read{o.Complete.Index, true})
 		case c.Type == history.OpOK && c.LeaderEpoch != nil && *c.LeaderEpoch >= 0 && c.Broker > 0:
 			cur, ok := epochAt(nodeTP{c.TP(), c.Broker}, o.Invoke.Index)
 			if ok && *c.LeaderEpoch < cur {
-				reads = append(reads, read{o.Complete.Index, o.Complete.Index})
+				reads = append(reads, read{o.Complete.Index, false})
 			}
+		}
+	}
+	// A follower's fetch the leader side logged with an older current
+	// leader epoch than its replica's: the check's input on the
+	// replication path, which KIP-320 was written for.
+	for e := range eventsOf(h, history.KindReplicaFetch) {
+		if f := e.ReplicaFetch; f.CurrentLeaderEpoch < f.LeaderEpoch {
+			reads = append(reads, read{e.Index, f.ErrorCode == history.ErrFencedLeaderEpoch})
 		}
 	}
 	sort.Slice(reads, func(a, b int) bool { return reads[a].idx < reads[b].idx })
 	for _, r := range reads {
-		f.count(r.idx, r.complete < 0)
+		f.count(r.idx, r.refused)
 	}
 }
 

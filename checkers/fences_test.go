@@ -53,6 +53,13 @@ func readFenced(b *historytest.Builder, proc int, broker int32, sent *int32, cod
 
 func i32(v int32) *int32 { return &v }
 
+// replicaFetch is broker node's record of a follower's fetch carrying
+// current, judged against its replica's epoch.
+func replicaFetch(b *historytest.Builder, node, current, epoch int32, code int16) {
+	b.Add(history.Event{Kind: history.KindReplicaFetch, Node: node, ReplicaFetch: &history.ReplicaFetch{
+		Topic: fenceTP.Topic, Partition: fenceTP.Partition, Replica: 2, CurrentLeaderEpoch: current, LeaderEpoch: epoch, ErrorCode: code}})
+}
+
 const fenceStatePath = "/brokers/topics/t/partitions/0/state"
 
 func TestCountFences(t *testing.T) {
@@ -142,6 +149,15 @@ func TestCountFences(t *testing.T) {
 			b.Control(1, control(lai, 2, 1, 100, 0, 100, accepted, 0, part(2, 0)))
 			readFenced(b, 0, 1, i32(1), 0)
 		}, map[string]fenceWant{FenceFetchLeaderEpoch: {1, 0}}},
+		{"follower's fetch at an older leader epoch fenced", func(b *historytest.Builder) {
+			replicaFetch(b, 1, 2, 3, history.ErrFencedLeaderEpoch)
+		}, map[string]fenceWant{FenceFetchLeaderEpoch: {1, 1}}},
+		{"follower's fetch at an older leader epoch answered", func(b *historytest.Builder) {
+			replicaFetch(b, 1, 2, 3, 0)
+		}, map[string]fenceWant{FenceFetchLeaderEpoch: {1, 0}}},
+		{"follower's fetch at a newer leader epoch: not stale", func(b *historytest.Builder) {
+			replicaFetch(b, 1, 4, 3, history.ErrUnknownLeaderEpoch)
+		}, nil},
 		{"deposed controller's conditional write refused", func(b *historytest.Builder) {
 			fenceElected(b, 1, 1)
 			fenceElected(b, 2, 2)

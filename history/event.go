@@ -31,6 +31,7 @@ type Kind string
 //	isr_change            ISR          node (leader), ISR shrink or expand
 //	hw_checkpoint         Checkpoint   node, replication-offset-checkpoint written (with contents)
 //	truncation            Truncation   node, log truncated
+//	replica_fetch         ReplicaFetch node (leader side), a follower's fetch at a leader epoch other than the replica's
 //	zk_watch              Watch        ZooKeeper watcher, an observed znode state
 //	fault_start           Fault        nemesis, a fault began
 //	fault_stop            Fault        nemesis, a fault was undone
@@ -53,6 +54,7 @@ const (
 	KindISRChange          Kind = "isr_change"
 	KindHWCheckpoint       Kind = "hw_checkpoint"
 	KindTruncation         Kind = "truncation"
+	KindReplicaFetch       Kind = "replica_fetch"
 	KindZKWatch            Kind = "zk_watch"
 	KindFaultStart         Kind = "fault_start"
 	KindFaultStop          Kind = "fault_stop"
@@ -66,7 +68,7 @@ var Kinds = []Kind{
 	KindControlSent, KindControlRequest, KindControlledShutdown,
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
-	KindFaultStart, KindFaultStop, KindPhase,
+	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -105,6 +107,7 @@ type Event struct {
 	Watch        *Watch         `json:"watch,omitempty"`
 	Fault        *Fault         `json:"fault,omitempty"`
 	Phase        *Phase         `json:"phase,omitempty"`
+	ReplicaFetch *ReplicaFetch  `json:"replica_fetch,omitempty"`
 }
 
 // TopicPartition names one partition.
@@ -236,6 +239,7 @@ const (
 	ErrNotEnoughReplicas     int16 = 19
 	ErrNotEnoughReplicasAftr int16 = 20
 	ErrFencedLeaderEpoch     int16 = 74
+	ErrUnknownLeaderEpoch    int16 = 75
 	ErrStaleBrokerEpoch      int16 = 77
 )
 
@@ -471,6 +475,29 @@ type Truncation struct {
 
 // TP returns the partition.
 func (t *Truncation) TP() TopicPartition { return TP(t.Topic, t.Partition) }
+
+// ReplicaFetch is a follower's fetch whose current leader epoch (KIP-320)
+// was not the epoch of the replica that received it: the input of the
+// leader's epoch check (Partition.checkCurrentLeaderEpoch), answered
+// FENCED_LEADER_EPOCH when older and UNKNOWN_LEADER_EPOCH when newer.
+// Fetches at the replica's own epoch are not logged: there are hundreds a
+// second and the check has nothing to judge in them.
+type ReplicaFetch struct {
+	_ struct{}
+
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Replica is the fetching follower's broker id.
+	Replica int32 `json:"replica"`
+	// CurrentLeaderEpoch is the epoch the fetch carried; LeaderEpoch the
+	// receiving replica's when it judged it.
+	CurrentLeaderEpoch int32 `json:"current_leader_epoch"`
+	LeaderEpoch        int32 `json:"leader_epoch"`
+	ErrorCode          int16 `json:"error_code"`
+}
+
+// TP returns the partition.
+func (f *ReplicaFetch) TP() TopicPartition { return TP(f.Topic, f.Partition) }
 
 // Watch types (Watch.Type).
 const (

@@ -1,7 +1,10 @@
 package dataplane
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/broker"
+	"github.com/zkchaos/zkchaos/node/eventlog"
 )
 
 // longPoll sends a consumer fetch of t-0 at offset with the client's
@@ -95,6 +99,50 @@ func TestEpochCheckedBeforeLeadership(t *testing.T) {
 		o := m.OffsetForLeaderEpoch(offsetForLeaderEpochRequest(-1, history.TP("t", 0), tt.epoch, 5)).(*kmsg.OffsetForLeaderEpochResponse)
 		if c := o.Topics[0].Partitions[0].ErrorCode; c != tt.want {
 			t.Errorf("OffsetForLeaderEpoch with epoch %d at a follower of epoch 5: error %d, want %d", tt.epoch, c, tt.want)
+		}
+	}
+}
+
+// A follower's fetch at an epoch other than the leader's is logged as a
+// replica_fetch with the answer (the harness counts the older ones as the
+// KIP-320 fence's inputs); one at the leader's own epoch is not.
+func TestReplicaFetchAtAnotherEpochIsLogged(t *testing.T) {
+	var logged bytes.Buffer
+	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
+		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
+		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	lead(t, m, 0, 1, 2, 3) // leader epoch 3
+	tests := []struct {
+		epoch int32
+		want  int16 // the logged answer; -1: nothing logged
+	}{
+		{2, kerr.FencedLeaderEpoch.Code},
+		{4, kerr.UnknownLeaderEpoch.Code},
+		{3, -1},
+		{-1, -1},
+	}
+	for _, tt := range tests {
+		logged.Reset()
+		req := fetchRequest(12, 2, history.TP("t", 0), 0, 1<<20)
+		req.Topics[0].Partitions[0].CurrentLeaderEpoch = tt.epoch
+		m.Fetch(context.Background(), req)
+		var got []history.ReplicaFetch
+		for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+			var e history.Event
+			if line == "" || json.Unmarshal([]byte(line), &e) != nil || e.Kind != history.KindReplicaFetch {
+				continue
+			}
+			got = append(got, *e.ReplicaFetch)
+		}
+		switch {
+		case tt.want < 0 && len(got) > 0:
+			t.Errorf("fetch at epoch %d, the leader's own or none: logged %+v", tt.epoch, got)
+		case tt.want >= 0 && (len(got) != 1 || got[0].ErrorCode != tt.want || got[0].CurrentLeaderEpoch != tt.epoch || got[0].LeaderEpoch != 3 || got[0].Replica != 2):
+			t.Errorf("fetch at epoch %d of a leader at 3: logged %+v, want one with error %d", tt.epoch, got, tt.want)
 		}
 	}
 }
