@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,4 +61,18 @@ func armsOf(t testing.TB, s Schedule) []string {
 		}
 	}
 	return out
+}
+
+// reloaded is s saved as schedule.json and loaded again, as --replay does.
+func reloaded(t testing.TB, s Schedule) Schedule {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replay Schedule
+	if err := json.Unmarshal(b, &replay); err != nil {
+		t.Fatal(err)
+	}
+	return replay
 }

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -105,15 +104,7 @@ func TestOpeningsReplayAndSurviveGuidance(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := p.plan(21, 3*time.Minute, []FaultKind{FailpointFault, PauseController})
-				b, err := json.Marshal(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var replay Schedule
-				if err := json.Unmarshal(b, &replay); err != nil {
-					t.Fatal(err)
-				}
-				first, second := armsOf(t, s), armsOf(t, replay)
+				first, second := armsOf(t, s), armsOf(t, reloaded(t, s))
 				if !slices.Equal(first, second) {
 					t.Fatalf("replay armed\n%q\nthe run armed\n%q", second, first)
 				}
