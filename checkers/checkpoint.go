@@ -64,99 +64,57 @@ type omission struct {
 	restart int   // the process's node_start; -1: none seen
 }
 
-// Check implements Checker.
-func (c HWCheckpoint) Check(h *history.History) Result {
-	r := &report{name: c.Name()}
+// hwcpState is what HWCheckpoint keeps per broker while it walks the
+// history.
+type hwcpState struct {
+	h *history.History
+	r *report
 	// last[node][tp]: what the node last wrote for tp, kept across restarts
 	// and across writes that omitted tp while its process was not told.
-	last := map[int32]map[history.TopicPartition]written{}
+	last map[int32]map[history.TopicPartition]written
 	// known[node][tp]: the node's current process holds tp in memory.
-	known := map[int32]map[history.TopicPartition]bool{}
+	known map[int32]map[history.TopicPartition]bool
 	// pending[node][tp]: an omission awaiting the process being told of tp.
-	pending := map[int32]map[history.TopicPartition]omission{}
+	pending map[int32]map[history.TopicPartition]omission
 	// started[node]: the current process's node_start (-1: none seen).
-	started := map[int32]int{}
+	started map[int32]int
 	// reported[node][tp]: the highest high watermark the node's current
 	// process has reported for tp, with the hw_advance event that did.
-	reported := map[int32]map[history.TopicPartition]hwMark{}
+	reported map[int32]map[history.TopicPartition]hwMark
 	// excused[node][tp]: tp was stopped (-1) or truncated (the lowest
 	// target) since the node last wrote it.
-	excused := map[int32]map[history.TopicPartition]int64{}
-	excuse := func(node int32, tp history.TopicPartition, to int64) {
-		m := excused[node]
-		if m == nil {
-			m = map[history.TopicPartition]int64{}
-			excused[node] = m
-		}
-		if cur, ok := m[tp]; !ok || to < cur {
-			m[tp] = to
-		}
+	excused map[int32]map[history.TopicPartition]int64
+	t0      int64
+	writes  int
+	judged  int
+}
+
+// Check implements Checker.
+func (c HWCheckpoint) Check(h *history.History) Result {
+	s := &hwcpState{
+		h: h, r: &report{name: c.Name()},
+		last:     map[int32]map[history.TopicPartition]written{},
+		known:    map[int32]map[history.TopicPartition]bool{},
+		pending:  map[int32]map[history.TopicPartition]omission{},
+		started:  map[int32]int{},
+		reported: map[int32]map[history.TopicPartition]hwMark{},
+		excused:  map[int32]map[history.TopicPartition]int64{},
 	}
-	know := func(node int32, tp history.TopicPartition) {
-		if known[node] == nil {
-			known[node] = map[history.TopicPartition]bool{}
-		}
-		known[node][tp] = true
-		// Told at last: the partition entered memory with whatever the
-		// file held; a lower value than the last written shows as a move
-		// back at its next write.
-		delete(pending[node], tp)
-	}
-	procStart := func(node int32) int {
-		if i, ok := started[node]; ok {
-			return i
-		}
-		return -1
-	}
-	var t0 int64
 	if len(h.Events) > 0 {
-		t0 = h.Events[0].Time
+		s.t0 = h.Events[0].Time
 	}
-	// lost reports node's omissions whose process ended (at event end, -1:
-	// the history's end) without being told of the partition.
-	lost := func(node int32, end int) {
-		ps := pending[node]
-		if len(ps) == 0 {
-			return
-		}
-		byWrite := map[int][]history.TopicPartition{}
-		for _, tp := range sortedTPs(ps) {
-			byWrite[ps[tp].idx] = append(byWrite[ps[tp].idx], tp)
-		}
-		for _, idx := range slices.Sorted(maps.Keys(byWrite)) {
-			tps := byWrite[idx]
-			o := ps[tps[0]]
-			events := []int{idx}
-			if o.restart >= 0 {
-				events = append(events, o.restart)
-			}
-			if end >= 0 {
-				events = append(events, end)
-			}
-			var names []string
-			for _, tp := range tps {
-				names = append(names, fmt.Sprintf("%s (HW %d, written by event %d)", tp, ps[tp].hw, ps[tp].prevIdx))
-				events = append(events, ps[tp].prevIdx)
-				// Reported once: the next process starts it afresh.
-				delete(last[node], tp)
-			}
-			r.violate(uniqueInts(events), "%s", omissionHarm(&h.Events[idx], o, names, end))
-		}
-		delete(pending, node)
-	}
-	writes, judged := 0, 0
 	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
 		switch e.Kind {
 		case history.KindNodeStart:
-			lost(e.Node, e.Index)
-			delete(known, e.Node)
-			started[e.Node] = e.Index
+			s.lost(e.Node, e.Index)
+			delete(s.known, e.Node)
+			s.started[e.Node] = e.Index
 			// The new process starts from the checkpoint file, not from
 			// anything the old one reported.
-			delete(reported, e.Node)
+			delete(s.reported, e.Node)
 		case history.KindHWAdvance:
 			if e.HW != nil {
-				reportHW(reported, e)
+				reportHW(s.reported, e)
 			}
 		case history.KindControlRequest:
 			if !acceptedControl(e) {
@@ -168,95 +126,163 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 				}
 				switch e.Control.API {
 				case history.APIStopReplica:
-					excuse(e.Node, p.TP(), -1)
-					delete(pending[e.Node], p.TP())
+					s.excuse(e.Node, p.TP(), -1)
+					delete(s.pending[e.Node], p.TP())
 				case history.APILeaderAndIsr:
-					know(e.Node, p.TP())
+					s.know(e.Node, p.TP())
 				}
 			}
 		case history.KindRoleChange:
 			if e.Role.Role == history.RoleStopped {
-				excuse(e.Node, e.Role.TP(), -1)
-				delete(pending[e.Node], e.Role.TP())
+				s.excuse(e.Node, e.Role.TP(), -1)
+				delete(s.pending[e.Node], e.Role.TP())
 			}
 		case history.KindTruncation:
-			excuse(e.Node, e.Truncation.TP(), e.Truncation.To)
+			s.excuse(e.Node, e.Truncation.TP(), e.Truncation.To)
 		case history.KindHWCheckpoint:
-			if e.Checkpoint == nil {
-				continue
-			}
-			writes++
-			judged += checkpointAhead(r, e, reported[e.Node], t0)
-			cp := e.Checkpoint
-			cur := make(map[history.TopicPartition]int64, len(cp.Entries))
-			for _, en := range cp.Entries {
-				cur[history.TP(en.Topic, en.Partition)] = en.HW
-			}
-			var hosted map[history.TopicPartition]bool
-			if cp.Hosted != nil {
-				hosted = make(map[history.TopicPartition]bool, len(cp.Hosted))
-				for _, tp := range cp.Hosted {
-					hosted[tp] = true
-				}
-			}
-			// One violation per write: the in-memory partitions it dropped
-			// and those whose high watermark it moved back, each against
-			// the write that last had it.
-			var dropped, back []string
-			events := []int{e.Index}
-			for _, tp := range sortedTPs(last[e.Node]) {
-				old := last[e.Node][tp]
-				ex, isEx := excused[e.Node][tp]
-				newHW, present := cur[tp]
-				switch {
-				case !present:
-					if (isEx && ex < 0) || (hosted != nil && !hosted[tp]) {
-						delete(last[e.Node], tp)
-						delete(pending[e.Node], tp)
-						continue
-					}
-					if !known[e.Node][tp] {
-						if _, ok := pending[e.Node][tp]; !ok {
-							if pending[e.Node] == nil {
-								pending[e.Node] = map[history.TopicPartition]omission{}
-							}
-							pending[e.Node][tp] = omission{hw: old.hw, idx: e.Index, prevIdx: old.idx, restart: procStart(e.Node)}
-						}
-						continue
-					}
-					dropped = append(dropped, fmt.Sprintf("%s (HW %d, written by event %d)", tp, old.hw, old.idx))
-					events = append(events, old.idx)
-					delete(last[e.Node], tp)
-				case newHW < old.hw:
-					if isEx && (ex < 0 || ex < old.hw) {
-						continue
-					}
-					back = append(back, fmt.Sprintf("%s's high watermark back from %d (event %d) to %d", tp, old.hw, old.idx, newHW))
-					events = append(events, old.idx)
-				}
-			}
-			if len(dropped)+len(back) > 0 {
-				if s := procStart(e.Node); s >= 0 {
-					events = append(events, s)
-				}
-				r.violate(uniqueInts(events), "%s", checkpointHarm(e, procStart(e.Node), dropped, back))
-			}
-			if last[e.Node] == nil {
-				last[e.Node] = map[history.TopicPartition]written{}
-			}
-			for tp, hw := range cur {
-				last[e.Node][tp] = written{hw: hw, idx: e.Index}
-				know(e.Node, tp)
-				delete(excused[e.Node], tp)
+			if e.Checkpoint != nil {
+				s.write(e)
 			}
 		}
 	}
-	for _, node := range slices.Sorted(maps.Keys(pending)) {
-		lost(node, -1)
+	for _, node := range slices.Sorted(maps.Keys(s.pending)) {
+		s.lost(node, -1)
 	}
-	r.detail("checkpoint_writes", writes)
-	r.detail("entries_judged_against_hw", judged)
-	return r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a partition their process held, left none out that their process was never told about, never moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", writes, len(last), judged))
+	s.r.detail("checkpoint_writes", s.writes)
+	s.r.detail("entries_judged_against_hw", s.judged)
+	return s.r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a partition their process held, left none out that their process was never told about, never moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", s.writes, len(s.last), s.judged))
+}
+
+func (s *hwcpState) excuse(node int32, tp history.TopicPartition, to int64) {
+	m := s.excused[node]
+	if m == nil {
+		m = map[history.TopicPartition]int64{}
+		s.excused[node] = m
+	}
+	if cur, ok := m[tp]; !ok || to < cur {
+		m[tp] = to
+	}
+}
+
+func (s *hwcpState) know(node int32, tp history.TopicPartition) {
+	if s.known[node] == nil {
+		s.known[node] = map[history.TopicPartition]bool{}
+	}
+	s.known[node][tp] = true
+	// Told at last: the partition entered memory with whatever the file
+	// held; a lower value than the last written shows as a move back at
+	// its next write.
+	delete(s.pending[node], tp)
+}
+
+func (s *hwcpState) procStart(node int32) int {
+	if i, ok := s.started[node]; ok {
+		return i
+	}
+	return -1
+}
+
+// lost reports node's omissions whose process ended (at event end, -1: the
+// history's end) without being told of the partition.
+func (s *hwcpState) lost(node int32, end int) {
+	ps := s.pending[node]
+	if len(ps) == 0 {
+		return
+	}
+	byWrite := map[int][]history.TopicPartition{}
+	for _, tp := range sortedTPs(ps) {
+		byWrite[ps[tp].idx] = append(byWrite[ps[tp].idx], tp)
+	}
+	for _, idx := range slices.Sorted(maps.Keys(byWrite)) {
+		tps := byWrite[idx]
+		o := ps[tps[0]]
+		events := []int{idx}
+		if o.restart >= 0 {
+			events = append(events, o.restart)
+		}
+		if end >= 0 {
+			events = append(events, end)
+		}
+		var names []string
+		for _, tp := range tps {
+			names = append(names, fmt.Sprintf("%s (HW %d, written by event %d)", tp, ps[tp].hw, ps[tp].prevIdx))
+			events = append(events, ps[tp].prevIdx)
+			// Reported once: the next process starts it afresh.
+			delete(s.last[node], tp)
+		}
+		s.r.violate(uniqueInts(events), "%s", omissionHarm(&s.h.Events[idx], o, names, end))
+	}
+	delete(s.pending, node)
+}
+
+// write judges checkpoint write e against what its node last wrote: one
+// violation per write for the in-memory partitions it dropped and those
+// whose high watermark it moved back, each against the write that last had
+// it; an entry left out that the process was never told about waits in
+// pending.
+func (s *hwcpState) write(e *history.Event) {
+	s.writes++
+	s.judged += checkpointAhead(s.r, e, s.reported[e.Node], s.t0)
+	cp := e.Checkpoint
+	cur := make(map[history.TopicPartition]int64, len(cp.Entries))
+	for _, en := range cp.Entries {
+		cur[history.TP(en.Topic, en.Partition)] = en.HW
+	}
+	var hosted map[history.TopicPartition]bool
+	if cp.Hosted != nil {
+		hosted = make(map[history.TopicPartition]bool, len(cp.Hosted))
+		for _, tp := range cp.Hosted {
+			hosted[tp] = true
+		}
+	}
+	var dropped, back []string
+	events := []int{e.Index}
+	last := s.last[e.Node]
+	for _, tp := range sortedTPs(last) {
+		old := last[tp]
+		ex, isEx := s.excused[e.Node][tp]
+		newHW, present := cur[tp]
+		switch {
+		case !present:
+			if (isEx && ex < 0) || (hosted != nil && !hosted[tp]) {
+				delete(last, tp)
+				delete(s.pending[e.Node], tp)
+				continue
+			}
+			if !s.known[e.Node][tp] {
+				if _, ok := s.pending[e.Node][tp]; !ok {
+					if s.pending[e.Node] == nil {
+						s.pending[e.Node] = map[history.TopicPartition]omission{}
+					}
+					s.pending[e.Node][tp] = omission{hw: old.hw, idx: e.Index, prevIdx: old.idx, restart: s.procStart(e.Node)}
+				}
+				continue
+			}
+			dropped = append(dropped, fmt.Sprintf("%s (HW %d, written by event %d)", tp, old.hw, old.idx))
+			events = append(events, old.idx)
+			delete(last, tp)
+		case newHW < old.hw:
+			if isEx && (ex < 0 || ex < old.hw) {
+				continue
+			}
+			back = append(back, fmt.Sprintf("%s's high watermark back from %d (event %d) to %d", tp, old.hw, old.idx, newHW))
+			events = append(events, old.idx)
+		}
+	}
+	if len(dropped)+len(back) > 0 {
+		if p := s.procStart(e.Node); p >= 0 {
+			events = append(events, p)
+		}
+		s.r.violate(uniqueInts(events), "%s", checkpointHarm(e, s.procStart(e.Node), dropped, back))
+	}
+	if s.last[e.Node] == nil {
+		s.last[e.Node] = map[history.TopicPartition]written{}
+	}
+	for tp, hw := range cur {
+		s.last[e.Node][tp] = written{hw: hw, idx: e.Index}
+		s.know(e.Node, tp)
+		delete(s.excused[e.Node], tp)
+	}
 }
 
 // hwMark is the highest high watermark a process reported for a partition

@@ -277,8 +277,8 @@ func (c Liveness) resignedWhileNamed(h *history.History, r *report) {
 	var newest int32                         // the highest controller epoch known elected so far
 	stopped := map[int32]bool{}              // node → its current process logged node_stop
 	won := map[int32]history.ControllerRun{} // node → its latest election
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWatch, history.KindControllerElected, history.KindNodeStart, history.KindNodeStop, history.KindControllerResigned) {
+		i := e.Index
 		switch e.Kind {
 		case history.KindZKWatch:
 			switch w := e.Watch; {

@@ -187,14 +187,12 @@ func (c FollowerHW) Check(h *history.History) Result {
 	// leader's high watermark until then.
 	nextOld := map[int]int64{}
 	lastMove := map[nodeTP]int{}
-	for i := range h.Events {
-		if e := &h.Events[i]; e.Kind == history.KindHWAdvance {
-			k := nodeTP{e.HW.TP(), e.Node}
-			if p, ok := lastMove[k]; ok {
-				nextOld[p] = e.HW.Old
-			}
-			lastMove[k] = i
+	for e := range eventsOf(h, history.KindHWAdvance) {
+		k := nodeTP{e.HW.TP(), e.Node}
+		if p, ok := lastMove[k]; ok {
+			nextOld[p] = e.HW.Old
 		}
+		lastMove[k] = e.Index
 	}
 	cur := map[nodeTP]offsetMark{}        // each replica's latest high watermark, this process
 	leaderMax := map[leadKey]offsetMark{} // the highest high watermark of a leadership

@@ -2,9 +2,7 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"github.com/zkchaos/zkchaos/history"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/zkchaos/zkchaos/history"
 
 	"github.com/zkchaos/zkchaos/nemesis"
 )
@@ -303,13 +303,9 @@ func TestPlanFailpointCoversEverything(t *testing.T) {
 // provocation the window's first, when it has several).
 func pickFor(t *testing.T, name, action string) int {
 	t.Helper()
-	for pick := range 100000 {
-		if p := PlanFailpoint(pick); p.Window.Name == name && p.Action == action && p.Provoke == p.Window.Provoke[0] {
-			return pick
-		}
-	}
-	t.Fatalf("no pick plans %s with %s", name, action)
-	return 0
+	return pickWhere(t, name+" with "+action, func(p FPPlan) bool {
+		return p.Window.Name == name && p.Action == action && p.Provoke == p.Window.Provoke[0]
+	})
 }
 
 // Each window is armed on the node holding its role and provoked the way
@@ -385,38 +381,11 @@ func TestFailpointScheduleReplays(t *testing.T) {
 		if len(s.Steps) < 4 {
 			t.Fatalf("plan has %d steps", len(s.Steps))
 		}
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var replay Schedule
-		if err := json.Unmarshal(b, &replay); err != nil {
-			t.Fatal(err)
-		}
-		arms := func(s Schedule) []string {
-			var out []string
-			for _, st := range s.Steps {
-				w := &fpWorld{armed: map[string]time.Time{}}
-				heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), st.Pick)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := heal(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				for _, c := range w.calls {
-					if strings.HasPrefix(c, "arm") {
-						out = append(out, fmt.Sprintf("%s %s", st.At, c))
-					}
-				}
-			}
-			return out
-		}
-		first, second := arms(s), arms(replay)
+		first, second := armsOf(t, s), armsOf(t, reloaded(t, s))
 		if len(first) != len(s.Steps) || !slices.Equal(first, second) {
 			t.Fatalf("replay armed %q, the run armed %q", second, first)
 		}
-		if other := arms(Plan(43, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
+		if other := armsOf(t, Plan(43, Topology{Nodes: 3, ZKServers: 3}, 2*time.Minute, 5*time.Second, 10*time.Second, []FaultKind{FailpointFault})); slices.Equal(other, first) {
 			t.Fatal("another seed armed exactly the same failpoints")
 		}
 		t.Logf("seed 42 arms: %q", first)
@@ -526,25 +495,12 @@ func TestGuideFailpoints(t *testing.T) {
 // alone.
 func TestFailpointBounceTwo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pick := -1
-		for p := range 100000 {
-			if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeBounceTwo {
-				pick = p
-				break
-			}
-		}
-		if pick < 0 {
-			t.Fatal("no pick plans controller-after-zk-write, pause, bounce-other-then-third")
-		}
+		pick := pickWhere(t, "controller-after-zk-write, pause, bounce-other-then-third", func(pl FPPlan) bool {
+			return pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeBounceTwo
+		})
 		for _, reach := range []bool{true, false} {
 			w := &fpWorld{armed: map[string]time.Time{}, reach: reach}
-			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := heal(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			injectThenHeal(t, fpFault(w, nil, fpProcs{w}), pick)
 			var bounced []string
 			for _, c := range w.calls {
 				if n, ok := strings.CutPrefix(c, "bounce "); ok {
@@ -726,16 +682,9 @@ func TestFailpointReArmsOnNewController(t *testing.T) {
 // reached lets the broker finish its shutdown, and it is started again.
 func TestFailpointShutdownRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pick := -1
-		for p := range 100000 {
-			if pl := PlanFailpoint(p); pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeShutdownRestart {
-				pick = p
-				break
-			}
-		}
-		if pick < 0 {
-			t.Fatal("no pick plans controller-after-zk-write, pause, terminate-other-then-restart")
-		}
+		pick := pickWhere(t, "controller-after-zk-write, pause, terminate-other-then-restart", func(pl FPPlan) bool {
+			return pl.Window.Name == "controller-after-zk-write" && pl.Action == FPPause && pl.Provoke == ProvokeShutdownRestart
+		})
 		for _, reach := range []bool{true, false} {
 			w := &fpWorld{armed: map[string]time.Time{}, reach: reach, session: 100 * time.Millisecond}
 			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)

@@ -337,13 +337,7 @@ func TestKillLaggingLeader(t *testing.T) {
 				w := &lagWorld{moveAt: tt.moveAt, shrinkAt: tt.shrinkAt, outcomes: map[string]string{}}
 				f := &laggingLeader{world: w, ops: w, parts: w, session: session}
 				begin := time.Now()
-				heal, err := f.inject(t.Context(), 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := heal(t.Context()); err != nil {
-					t.Fatal(err)
-				}
+				injectThenHeal(t, f, 0)
 				took := time.Since(begin)
 				w.mu.Lock()
 				defer w.mu.Unlock()

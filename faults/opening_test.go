@@ -2,9 +2,7 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -96,28 +94,6 @@ func TestScheduleBeginsWithOpenings(t *testing.T) {
 // same failpoints at the same offsets, openings first; guided mode leaves
 // the openings as they were.
 func TestOpeningsReplayAndSurviveGuidance(t *testing.T) {
-	arms := func(t *testing.T, s Schedule) []string {
-		var out []string
-		for _, st := range s.Steps {
-			if st.Kind != FailpointFault {
-				continue
-			}
-			w := &fpWorld{armed: map[string]time.Time{}}
-			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), st.Pick)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := heal(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range w.calls {
-				if strings.HasPrefix(c, "arm") {
-					out = append(out, fmt.Sprintf("%s opening=%v %s", st.At, st.Opening, c))
-				}
-			}
-		}
-		return out
-	}
 	reached := map[string]int{"broker-after-register": 0}
 	for _, w := range FailpointWindowNames() {
 		if w != "broker-after-register" {
@@ -128,15 +104,7 @@ func TestOpeningsReplayAndSurviveGuidance(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := p.plan(21, 3*time.Minute, []FaultKind{FailpointFault, PauseController})
-				b, err := json.Marshal(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var replay Schedule
-				if err := json.Unmarshal(b, &replay); err != nil {
-					t.Fatal(err)
-				}
-				first, second := arms(t, s), arms(t, replay)
+				first, second := armsOf(t, s), armsOf(t, reloaded(t, s))
 				if !slices.Equal(first, second) {
 					t.Fatalf("replay armed\n%q\nthe run armed\n%q", second, first)
 				}
@@ -197,13 +165,7 @@ func TestFailpointRoleRetryHeldAndDown(t *testing.T) {
 				for _, n := range tt.down {
 					w.down[n] = true
 				}
-				heal, err := fpFault(w, nil, fpProcs{&w.fpWorld}).inject(t.Context(), pick)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := heal(t.Context()); err != nil {
-					t.Fatalf("heal: %v", err)
-				}
+				injectThenHeal(t, fpFault(w, nil, fpProcs{&w.fpWorld}), pick)
 				w.mu.Lock()
 				calls, claims := slices.Clone(w.calls), w.claims
 				w.mu.Unlock()

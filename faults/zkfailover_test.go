@@ -385,13 +385,7 @@ func TestFailoverOnLaggingZKLeavesAStuckControllerAlone(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "nemesis.jsonl")
 			rec := nemesis.NewFileRecorder(path)
 			f := zkfOn(zkfStuckWorld{w, tt.bad}, rec, zkfFake{w})
-			heal, err := f.inject(t.Context(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := heal(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			injectThenHeal(t, f, 0)
 			rec.Close()
 			w.mu.Lock()
 			calls := len(w.calls)
@@ -434,13 +428,7 @@ func TestFailoverOnLaggingZKSlowsAhead(t *testing.T) {
 			w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}, reach: true, shrink: true, armed: map[string]bool{}}
 			lw := zkfLagWorld{w, tt.lag}
 			begin := time.Now()
-			heal, err := zkfOn(lw, nil, zkfFake{w}).inject(t.Context(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := heal(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			injectThenHeal(t, zkfOn(lw, nil, zkfFake{w}), 0)
 			took := time.Since(begin)
 			w.mu.Lock()
 			calls := slices.Clone(w.calls)
@@ -462,13 +450,7 @@ func TestFailoverOnLaggingZKMovesASession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &zkfWorld{served: map[string]string{"n1": "zk1", "n2": "zk3", "n3": "zk3"}, moveTo: map[string]string{"n2": "zk2", "n3": "zk1"},
 			reach: true, shrink: true, armed: map[string]bool{}, applied: 1}
-		heal, err := zkfOn(w, nil, zkfFake{w}).inject(t.Context(), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := heal(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		injectThenHeal(t, zkfOn(w, nil, zkfFake{w}), 0)
 		w.mu.Lock()
 		calls := slices.Clone(w.calls)
 		w.mu.Unlock()
@@ -634,13 +616,7 @@ func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fa
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
 	rec := nemesis.NewFileRecorder(path)
-	heal, err := zkfOn(w, rec, ops).inject(t.Context(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := heal(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	injectThenHeal(t, zkfOn(w, rec, ops), 0)
 	rec.Close()
 	_, stop := lastFaultEvents(t, path)
 	w.mu.Lock()

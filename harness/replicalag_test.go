@@ -1,12 +1,11 @@
 package harness
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
 )
 
 func TestReplicaLagOf(t *testing.T) {
@@ -33,26 +32,16 @@ func TestReplicaLagOf(t *testing.T) {
 // nothing else.
 func TestBadVersions(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := history.Create(filepath.Join(dir, history.HistoryDir, "n2.jsonl"), "n2", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := time.Now().Add(-time.Minute)
-	write := func(at time.Duration, outcome string) {
-		t.Helper()
-		err := w.Write(history.Event{Kind: history.KindZKWrite, Time: base.Add(at).UnixNano(), ZKWrite: &history.ZKWrite{
-			Path: "/brokers/topics/chaos/partitions/0/state", Op: "set", Conditional: true, ExpectedVersion: 4, Outcome: outcome}})
-		if err != nil {
-			t.Fatal(err)
-		}
+	write := func(at time.Duration, outcome string) history.Event {
+		return history.Event{Kind: history.KindZKWrite, Time: base.Add(at).UnixNano(), ZKWrite: &history.ZKWrite{
+			Path: "/brokers/topics/chaos/partitions/0/state", Op: "set", Conditional: true, ExpectedVersion: 4, Outcome: outcome}}
 	}
-	write(0, history.ZKBadVersion) // before since
-	write(2*time.Second, history.ZKOK)
-	write(3*time.Second, history.ZKBadVersion)
-	write(4*time.Second, history.ZKBadVersion)
+	historytest.WriteSource(t, dir, "n2", 2,
+		write(0, history.ZKBadVersion), // before since
+		write(2*time.Second, history.ZKOK),
+		write(3*time.Second, history.ZKBadVersion),
+		write(4*time.Second, history.ZKBadVersion))
 	f := &failpointWorld{runDir: dir, logs: nodeLogs{keep: nemesisKinds}}
 	for _, tt := range []struct {
 		since time.Duration

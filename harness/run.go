@@ -152,20 +152,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer func() {
-		finish := func() error {
-			collectLogs(env.Cluster, filepath.Join(abs, rundir.LogsDir))
-			cerr := env.Close()
-			if cfg.Cover {
-				// After Close: every node process has stopped and
-				// written its last counters.
-				if s, err := nodecover.Merge(context.WithoutCancel(ctx), abs); err != nil {
-					fmt.Fprintf(rf.plog, "coverage: %v\n", err)
-				} else {
-					fmt.Fprintf(rf.plog, "coverage: %d of %d node program blocks reached (%.1f%%), %s\n", s.Covered, s.Blocks, s.Percent(), nodecover.File)
-				}
-			}
-			return cerr
-		}
+		finish := func() error { return closeEnv(ctx, env, cfg, abs, rf.plog) }
 		if err == nil && cfg.Teardown != nil {
 			if err = stopNodes(env.Cluster); err == nil {
 				cfg.Teardown(finish)
@@ -240,20 +227,9 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 		return abs, err
 	}
 	defer adm.cancel()
-	rf.phase(history.PhaseWorkload, history.PhaseBegin)
-	rctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
-	werr := make(chan error, 1)
-	go func() { werr <- wl.Run(rctx) }()
-	derr := driver.Drive(rctx, live)
-	cancel()
-	if err := errors.Join(derr, <-werr); err != nil {
+	if err := runWorkload(ctx, cfg.TimeLimit, wl, driver, live, rf); err != nil {
 		adm.stop()
-		return abs, fmt.Errorf("workload: %w", err)
-	}
-	rf.phase(history.PhaseWorkload, history.PhaseEnd)
-	if ctx.Err() != nil {
-		adm.stop()
-		return abs, ctx.Err()
+		return abs, err
 	}
 
 	// --- heal, and give the cluster time to recover
@@ -280,6 +256,40 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	rf.phase(history.PhaseCollect, history.PhaseBegin)
 	rf.phase(history.PhaseCollect, history.PhaseEnd)
 	return abs, nil
+}
+
+// closeEnv collects every container's log into the run directory, removes
+// the environment and, with cfg.Cover, merges the node processes' coverage
+// (after the removal: every node process has stopped and written its last
+// counters), saying on plog how much was reached.
+func closeEnv(ctx context.Context, env *Env, cfg RunConfig, abs string, plog io.Writer) error {
+	collectLogs(env.Cluster, filepath.Join(abs, rundir.LogsDir))
+	cerr := env.Close()
+	if cfg.Cover {
+		if s, err := nodecover.Merge(context.WithoutCancel(ctx), abs); err != nil {
+			fmt.Fprintf(plog, "coverage: %v\n", err)
+		} else {
+			fmt.Fprintf(plog, "coverage: %d of %d node program blocks reached (%.1f%%), %s\n", s.Covered, s.Blocks, s.Percent(), nodecover.File)
+		}
+	}
+	return cerr
+}
+
+// runWorkload runs the client workload and the driver side by side for
+// limit, inside the workload phase; a cancelled ctx is an error even when
+// both ended cleanly.
+func runWorkload(ctx context.Context, limit time.Duration, wl workloads.Workload, driver Driver, live *Live, rf *runFiles) error {
+	rf.phase(history.PhaseWorkload, history.PhaseBegin)
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	werr := make(chan error, 1)
+	go func() { werr <- wl.Run(rctx) }()
+	derr := driver.Drive(rctx, live)
+	cancel()
+	if err := errors.Join(derr, <-werr); err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	rf.phase(history.PhaseWorkload, history.PhaseEnd)
+	return ctx.Err()
 }
 
 // runFiles are what a run writes from its first moment: the harness's own

@@ -13,6 +13,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/nodecover"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -21,17 +22,8 @@ import (
 func emptyRun(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := history.Create(filepath.Join(dir, history.HistoryDir, "harness.jsonl"), "harness", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}
-	if err := errors.Join(w.Write(history.Event{Kind: history.KindPhase, Time: 1, Phase: &p}), w.Close()); err != nil {
-		t.Fatal(err)
-	}
+	historytest.WriteSource(t, dir, "harness", 0, history.Event{Kind: history.KindPhase, Time: 1,
+		Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}})
 	return dir
 }
 

@@ -2,12 +2,13 @@ package reports
 
 import (
 	"bytes"
-	"github.com/zkchaos/zkchaos/rundir"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/rundir"
 
 	"github.com/zkchaos/zkchaos/checkers"
 )

@@ -56,17 +56,7 @@ func TestReportFenceTable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			page := render(t, dir)
-			for _, w := range tt.want {
-				if !strings.Contains(page, w) {
-					t.Errorf("page lacks %q", w)
-				}
-			}
-			for _, a := range tt.absent {
-				if strings.Contains(page, a) {
-					t.Errorf("page has %q", a)
-				}
-			}
+			pageHas(t, render(t, dir), tt.want, tt.absent)
 		})
 	}
 }

@@ -94,6 +94,22 @@ func render(t testing.TB, dir string) string {
 	return string(b)
 }
 
+// pageHas fails t for each phrase of want that page lacks and each of
+// absent that it has.
+func pageHas(t testing.TB, page string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
+	for _, a := range absent {
+		if strings.Contains(page, a) {
+			t.Errorf("report has %q", a)
+		}
+	}
+}
+
 func cleanRun(t testing.TB, ops int) string {
 	dir := t.TempDir()
 	writeHistory(t, dir, historytest.Clean(historytest.GenConfig{Partitions: 3, Processes: 4, Ops: ops, UnknownRate: 0.05,
@@ -237,17 +253,7 @@ func TestReportRendersRuns(t *testing.T) {
 	cases[4].want = []string{"not checked", "Not checked yet", "no run.json"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			page := render(t, c.setup(t))
-			for _, w := range c.want {
-				if !strings.Contains(page, w) {
-					t.Errorf("report lacks %q", w)
-				}
-			}
-			for _, w := range c.not {
-				if strings.Contains(page, w) {
-					t.Errorf("report contains %q", w)
-				}
-			}
+			pageHas(t, render(t, c.setup(t)), c.want, c.not)
 		})
 	}
 }
@@ -308,12 +314,7 @@ func TestReportEventIndicesOutOfRange(t *testing.T) {
 	if err := rundir.WriteResults(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	page := render(t, dir)
-	for _, w := range []string{"not in this history", "computed over 5 events"} {
-		if !strings.Contains(page, w) {
-			t.Errorf("report lacks %q", w)
-		}
-	}
+	pageHas(t, render(t, dir), []string{"not in this history", "computed over 5 events"}, nil)
 }
 
 // writeBigRun writes to dir the run name of a generated history (8
@@ -360,11 +361,7 @@ func TestReportSizeBound100k(t *testing.T) {
 	if len(page) > bound {
 		t.Fatalf("report of %d bytes exceeds %d", len(page), bound)
 	}
-	for _, w := range []string{"1234 more violations", "80 more events", "squares of"} {
-		if !strings.Contains(page, w) {
-			t.Errorf("report lacks %q", w)
-		}
-	}
+	pageHas(t, page, []string{"1234 more violations", "80 more events", "squares of"}, nil)
 }
 
 // TestReportDeterministic: rendering twice gives the same bytes (the
@@ -455,12 +452,6 @@ func TestReportCorruptScheduleIsNotReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := html.UnescapeString(string(b))
-	for _, want := range []string{rundir.ScheduleFile + " cannot be replayed", "total_ns is 0"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("report does not say %q", want)
-		}
-	}
-	if strings.Contains(page, "--replay") {
-		t.Error("report offers the corrupt schedule for replay")
-	}
+	// --replay: the report must not offer the corrupt schedule for replay.
+	pageHas(t, page, []string{rundir.ScheduleFile + " cannot be replayed", "total_ns is 0"}, []string{"--replay"})
 }

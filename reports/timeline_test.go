@@ -5,10 +5,11 @@ import (
 	"math/rand"
 	"slices"
 
-	"github.com/zkchaos/zkchaos/checkers"
-	"github.com/zkchaos/zkchaos/rundir"
 	"strings"
 	"testing"
+
+	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/rundir"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/scenarios"
 )
@@ -27,13 +26,10 @@ func TestBenchMeasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeSource(t, dir, "harness", 0, []history.Event{
+	historytest.WriteSource(t, dir, "harness", 0,
 		phaseEv(0, history.PhaseSetup, history.PhaseBegin), phaseEv(4000, history.PhaseSetup, history.PhaseEnd),
 		phaseEv(4000, history.PhaseWorkload, history.PhaseBegin), phaseEv(9000, history.PhaseWorkload, history.PhaseEnd),
-	})
+	)
 	catcher := sc.Catches.Name()
 	for _, tt := range []struct {
 		name    string

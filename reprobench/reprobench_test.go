@@ -1,31 +1,12 @@
 package reprobench
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
 )
-
-// writeSource writes events to RUN/history/<src>.jsonl with the times given
-// (milliseconds after a fixed base).
-func writeSource(t *testing.T, dir, src string, node int32, evs []history.Event) {
-	t.Helper()
-	hw, err := history.Create(filepath.Join(dir, "history", src+".jsonl"), src, node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if err := hw.Write(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := hw.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 const base = int64(1_780_000_000_000_000_000)
 
@@ -64,17 +45,14 @@ func TestPhaseTimesSetupMarks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.MkdirAll(filepath.Join(dir, "history"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			writeSource(t, dir, "harness", 0, []history.Event{
+			historytest.WriteSource(t, dir, "harness", 0,
 				phaseEv(0, history.PhaseSetup, history.PhaseBegin),
 				phaseEv(4500, history.PhaseSetup, history.PhaseEnd),
 				phaseEv(4501, history.PhaseWorkload, history.PhaseBegin),
 				phaseEv(11000, history.PhaseWorkload, history.PhaseEnd),
-			})
+			)
 			if len(tt.zk) > 0 {
-				writeSource(t, dir, "zk", 0, tt.zk)
+				historytest.WriteSource(t, dir, "zk", 0, tt.zk...)
 			}
 			for b, times := range tt.regs {
 				var evs []history.Event
@@ -82,7 +60,7 @@ func TestPhaseTimesSetupMarks(t *testing.T) {
 					evs = append(evs, history.Event{Time: at(ms), Kind: history.KindBrokerRegistered,
 						Registration: &history.Registration{BrokerID: b, BrokerEpoch: int64(ms)}})
 				}
-				writeSource(t, dir, "n"+string(rune('0'+b)), b, evs)
+				historytest.WriteSource(t, dir, "n"+string(rune('0'+b)), b, evs...)
 			}
 			got := map[string][]time.Duration{}
 			if err := PhaseTimes(dir, got); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,32 +15,27 @@ import (
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/rundir"
 )
 
-// writeRun writes per-source history files into a fresh run directory.
+// writeRun writes per-source history files into a fresh run directory,
+// the events a millisecond apart; with no sources the history folder is
+// empty.
 func writeRun(t *testing.T, sources map[string][]history.Event) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ts := int64(1_780_000_000_000_000_000)
+	ts := historytest.T0
 	for name, evs := range sources {
-		w, err := history.Create(filepath.Join(dir, history.HistoryDir, name+".jsonl"), name, 0)
-		if err != nil {
-			t.Fatal(err)
+		evs = slices.Clone(evs)
+		for i := range evs {
+			ts += historytest.Ms
+			evs[i].Time = ts
 		}
-		for _, e := range evs {
-			ts += 1_000_000
-			e.Time = ts
-			if err := w.Write(e); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		historytest.WriteSource(t, dir, name, 0, evs...)
 	}
 	return dir
 }
@@ -303,11 +299,7 @@ func TestVerdictLine(t *testing.T) {
 // --strict-reads, still by name.
 func TestCheckStrictReads(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, history.HistoryDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ts := int64(1_780_000_000_000_000_000)
-	at := func(ms int64) int64 { return ts + ms*1_000_000 }
+	at := func(ms int64) int64 { return historytest.T0 + ms*historytest.Ms }
 	lead := func(node int32, epoch int32, ms int64) history.Event {
 		return history.Event{Time: at(ms), Kind: history.KindRoleChange,
 			Role: &history.Role{Topic: "t", Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}}
@@ -330,18 +322,7 @@ func TestCheckStrictReads(t *testing.T) {
 		}},
 	}
 	for _, f := range files {
-		w, err := history.Create(filepath.Join(dir, history.HistoryDir, f.name+".jsonl"), f.name, f.node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range f.evs {
-			if err := w.Write(e); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		historytest.WriteSource(t, dir, f.name, f.node, f.evs...)
 	}
 	for _, tc := range []struct {
 		strict bool
