@@ -50,7 +50,7 @@ func (f *failpointFault) inject(ctx context.Context, pick int) (Heal, error) {
 	}
 	holds := 1
 	if plan.Window.PerBroker {
-		holds = len(f.world.Nodes())
+		holds = max(1, len(f.world.Nodes())-1)
 	}
 	r := &fpRun{f: f, plan: plan, name: plan.Window.Name, action: fmt.Sprintf("%d*%s", holds, plan.Action)}
 	if err := r.begin(ctx, target, other, ""); err != nil {

@@ -116,16 +116,12 @@ type FPWindow struct {
 	Actions []string
 	// Weight is the window's share of the draws (0 counts as 1).
 	Weight int
-	// PerBroker: the window is reached once per live broker, the
-	// controller's own included (a send thread each, as Kafka's
-	// ControllerChannelManager has one for itself too), and the fault
-	// holds every one of them, not only the first. A controller's
-	// decision goes to every broker at once; held in one thread only, the
-	// request in hand is, as often as not, the one for the broker the
-	// provocation restarted, whose new process refuses it for its broker
-	// epoch before its controller epoch is looked at; held in all but
-	// one, the thread left free is as often the one to the only other
-	// broker that would have checked the controller epoch.
+	// PerBroker: the window is reached once per other broker (a send
+	// thread each), and the fault holds every one of them, not only the
+	// first. A controller's decision goes to every broker at once; held
+	// in one thread only, the request in hand is, as often as not, the one
+	// for the broker the provocation restarted, whose new process refuses
+	// it for its broker epoch before its controller epoch is looked at.
 	PerBroker bool
 }
 

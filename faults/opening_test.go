@@ -108,7 +108,7 @@ func TestOpeningsReplayAndSurviveGuidance(t *testing.T) {
 				if !slices.Equal(first, second) {
 					t.Fatalf("replay armed\n%q\nthe run armed\n%q", second, first)
 				}
-				want := []string{"opening=true arm n1 controller-before-broker-change=1*pause", "opening=true arm n1 controller-before-send=3*sigstop", "opening=true arm n1 controller-after-zk-write=1*pause"}
+				want := []string{"opening=true arm n1 controller-before-broker-change=1*pause", "opening=true arm n1 controller-before-send=2*sigstop", "opening=true arm n1 controller-after-zk-write=1*pause"}
 				if len(first) < 3 || !strings.HasSuffix(first[0], want[0]) || !strings.HasSuffix(first[1], want[1]) {
 					t.Fatalf("armed %q, want the openings %q first and a random failpoint after", first, want)
 				}
