@@ -117,7 +117,8 @@ type FPWindow struct {
 	// Weight is the window's share of the draws (0 counts as 1).
 	Weight int
 	// PerBroker: the window is reached once per other broker (a send
-	// thread each), and the fault holds every one of them, not only the
+	// thread each; the controller's request to itself does not pass the
+	// window), and the fault holds every one of them, not only the
 	// first. A controller's decision goes to every broker at once; held
 	// in one thread only, the request in hand is, as often as not, the one
 	// for the broker the provocation restarted, whose new process refuses
