@@ -47,7 +47,9 @@ func TestAppendAsCoordinator(t *testing.T) {
 		want    error            // from committed
 	}{
 		{"alone in the ISR", []int32{1}, 1, nil, nil, nil},
-		{"follower catches up", []int32{1, 2}, 1, func(m *Manager) { m.Fetch(context.Background(), fetchRequest(12, 2, history.TP(GroupMetadataTopic, 2), 1, 1<<20)) }, nil, nil},
+		{"follower catches up", []int32{1, 2}, 1, func(m *Manager) {
+			m.Fetch(context.Background(), fetchRequest(12, 2, history.TP(GroupMetadataTopic, 2), 1, 1<<20))
+		}, nil, nil},
 		{"follower never fetches", []int32{1, 2}, 1, nil, nil, kerr.RequestTimedOut},
 		{"leadership lost", []int32{1, 2}, 1, func(m *Manager) {
 			m.BecomeFollower(broker.Partition{Topic: GroupMetadataTopic, Partition: 2, Leader: 2, LeaderEpoch: 2, ISR: []int32{2}, Replicas: []int32{1, 2}})
