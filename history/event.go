@@ -35,6 +35,7 @@ type Kind string
 //	fault_start           Fault        nemesis, a fault began
 //	fault_stop            Fault        nemesis, a fault was undone
 //	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
+//	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -57,6 +58,7 @@ const (
 	KindFaultStart         Kind = "fault_start"
 	KindFaultStop          Kind = "fault_stop"
 	KindPhase              Kind = "phase"
+	KindGroupRequest       Kind = "group_request"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -66,7 +68,7 @@ var Kinds = []Kind{
 	KindControlSent, KindControlRequest, KindControlledShutdown,
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
-	KindFaultStart, KindFaultStop, KindPhase,
+	KindFaultStart, KindFaultStop, KindPhase, KindGroupRequest,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -105,6 +107,7 @@ type Event struct {
 	Watch        *Watch         `json:"watch,omitempty"`
 	Fault        *Fault         `json:"fault,omitempty"`
 	Phase        *Phase         `json:"phase,omitempty"`
+	Group        *GroupRequest  `json:"group,omitempty"`
 }
 
 // TopicPartition names one partition.
