@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
+	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 const groupRecords = 60
@@ -125,6 +126,56 @@ func TestGroupConsumersReadEveryRecord(t *testing.T) {
 		seen.wait(t, ctx, "sarama group")
 		cancel()
 		wg.Wait()
+	})
+
+	// The franz-go group's coordinator stops (SIGSTOP); its
+	// __consumer_offsets partition moves to another broker, which loads
+	// the group's commits from its log: a new member resumes where the
+	// group left off and reads only records produced since.
+	t.Run("coordinator paused", func(t *testing.T) {
+		for i := groupRecords; i < 2*groupRecords; i++ {
+			if err := kc.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey = "kgo-group"
+		resp, err := kc.Request(ctx, fc)
+		if err != nil || resp.(*kmsg.FindCoordinatorResponse).ErrorCode != 0 {
+			t.Fatalf("FindCoordinator: %+v %v", resp, err)
+		}
+		coord := int(resp.(*kmsg.FindCoordinatorResponse).NodeID)
+		if err := nemesis.Pause(ctx, e.node(coord).Container); err != nil {
+			t.Fatal(err)
+		}
+		defer nemesis.Resume(context.Background(), e.node(coord).Container)
+		t.Logf("paused n%d, the coordinator of kgo-group", coord)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers()...), kgo.MaxVersions(kversion.V2_6_0()),
+			kgo.ConsumerGroup("kgo-group"), kgo.ConsumeTopics(dpTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.DisableAutoCommit(), kgo.SessionTimeout(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		got := map[int]int{}
+		deadline := time.Now().Add(90 * time.Second)
+		for len(got) < groupRecords && time.Now().Before(deadline) {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			fs := cl.PollFetches(pctx)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				v, _ := strconv.Atoi(string(r.Value))
+				got[v]++
+			})
+		}
+		for v, n := range got {
+			if v < groupRecords {
+				t.Errorf("record %d, committed before the coordinator stopped, read again (%d times)", v, n)
+			}
+		}
+		if len(got) != groupRecords {
+			t.Fatalf("read %d of the %d records produced since the commits", len(got), groupRecords)
+		}
 	})
 
 	// Every coordinator answer is in the event log; the groups' commits
