@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -33,6 +34,10 @@ type groups struct {
 	n     *Node
 	coord *group.Coordinator
 	h     *group.Handlers
+
+	// sess is the ZooKeeper session, set once it exists (the Kafka
+	// listener serves before it does).
+	sess atomic.Pointer[zkutil.Session]
 
 	mu  sync.Mutex
 	led map[int32]bool // __consumer_offsets partitions this broker leads
@@ -220,12 +225,13 @@ func (g *groups) createOffsetsTopic(ctx context.Context, live int) error {
 	if live < rf {
 		return fmt.Errorf("%d live brokers do not meet the replication factor %d of %s (offsets.topic.replication.factor)", live, rf, dataplane.GroupMetadataTopic)
 	}
-	if g.n.sess == nil {
+	sess := g.sess.Load()
+	if sess == nil {
 		return errors.New("no ZooKeeper session yet")
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.n.cfg.ZKRequestTimeout)
 	defer cancel()
-	kids, err := zkutil.Call(ctx, g.n.sess, func(c *zk.Conn) ([]string, error) {
+	kids, err := zkutil.Call(ctx, sess, func(c *zk.Conn) ([]string, error) {
 		k, _, err := c.Children(zkdata.BrokerIDsPath)
 		return k, err
 	})
@@ -243,7 +249,7 @@ func (g *groups) createOffsetsTopic(ctx context.Context, live int) error {
 		return fmt.Errorf("create %s: %w", dataplane.GroupMetadataTopic, err)
 	}
 	path := zkdata.TopicPath(dataplane.GroupMetadataTopic)
-	_, err = zkutil.Call(ctx, g.n.sess, func(c *zk.Conn) (string, error) {
+	_, err = zkutil.Call(ctx, sess, func(c *zk.Conn) (string, error) {
 		return c.Create(path, zkdata.EncodeTopic(assignment), 0, zk.WorldACL(zk.PermAll))
 	})
 	outcome := history.ZKOK

@@ -230,3 +230,53 @@ func TestLeadershipLoadsAndUnloadsGroups(t *testing.T) {
 		t.Fatalf("group events %v", apis)
 	}
 }
+
+// FindCoordinator answers COORDINATOR_NOT_AVAILABLE until __consumer_offsets
+// has a live leader for the group's partition (creating the topic is
+// refused while fewer brokers are live than its replication factor), then
+// names that leader.
+func TestFindCoordinator(t *testing.T) {
+	tests := []struct {
+		name      string
+		rf        int
+		noOffsets bool // __consumer_offsets not in the metadata cache
+		want      int16
+		node      int32
+	}{
+		{"led", 1, false, 0, 1},
+		{"topic missing, too few brokers", 3, true, kerr.CoordinatorNotAvailable.Code, -1},
+		{"topic missing, no ZooKeeper session", 1, true, kerr.CoordinatorNotAvailable.Code, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, events := groupNode(t)
+			n.cfg.OffsetsTopicReplicationFactor = tc.rf
+			if tc.noOffsets {
+				n.broker.Metadata.Partitions = map[history.TopicPartition]history.PartitionState{}
+			}
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.SetVersion(2)
+			req.CoordinatorKey = "g"
+			resp, err := n.groups.h.Handle(t.Context(), "c", "/127.0.0.1", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := resp.(*kmsg.FindCoordinatorResponse)
+			if r.ErrorCode != tc.want || r.NodeID != tc.node {
+				t.Fatalf("FindCoordinator: error %d node %d, want %d node %d", r.ErrorCode, r.NodeID, tc.want, tc.node)
+			}
+			if tc.node > 0 && (r.Host != "10.0.0.1" || r.Port != 9092) {
+				t.Fatalf("coordinator at %s:%d", r.Host, r.Port)
+			}
+			evs, _, err := history.Decode(bytes.NewReader(events.Bytes()), "n1.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := evs[len(evs)-1]
+			if last.Kind != history.KindGroupRequest || last.Group.API != history.GroupAPIFindCoordinator ||
+				last.Group.Coordinator != tc.node || last.Group.ErrorCode != tc.want {
+				t.Fatalf("last event %+v", last.Group)
+			}
+		})
+	}
+}

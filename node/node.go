@@ -188,6 +188,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	}
 	n.log.Printf("zookeeper session 0x%x (timeout %s requested)", n.sess.Conn.SessionID(), cfg.ZKSessionTimeout)
 	n.data.SetSession(n.sess)
+	n.groups.sess.Store(n.sess)
 	for _, p := range zkdata.PersistentPaths {
 		if err := zkutil.EnsurePath(ctx, n.sess, p); err != nil {
 			return fmt.Errorf("zookeeper layout: %w", err)
