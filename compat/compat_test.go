@@ -240,6 +240,8 @@ type pyResult struct {
 	Earliest   int64      `json:"earliest"`
 	Latest     int64      `json:"latest"`
 	Errors     []string   `json:"errors_seen"`
+	// Committed is group_consume's committed offset per partition.
+	Committed map[string]int64 `json:"committed"`
 }
 
 func (e *env) py(t *testing.T, action string, kv ...string) pyResult {
@@ -339,6 +341,7 @@ func TestClients(t *testing.T) {
 	if os.Getenv("ZKCHAOS_COMPAT_BENCH") != "" {
 		t.Run("bulk", e.bulk)
 	}
+	t.Run("consumer-groups", e.consumerGroups)
 	t.Run("leader-change", e.leaderChange)
 }
 

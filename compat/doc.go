@@ -5,7 +5,9 @@
 // containers (a ZooKeeper ensemble and three nodes). It checks what a
 // ZooKeeper-era broker gives any client: metadata, produce with acks 0, 1
 // and all, fetch from an offset, ListOffsets earliest and latest, the
-// idempotent producer, and the errors around a leader change.
+// idempotent producer, consumer groups (kcat -G and kafka-python's group
+// consumer: coordinator look-up, join, commits), and the errors around a
+// leader change.
 //
 // It has only tests. It talks to the nodes through the Kafka protocol and
 // ZooKeeper, never the node's Go internals. Under CI=true a missing Docker

@@ -35,7 +35,12 @@ func nodeArgs(placement []string, cfg RunConfig) []string {
 		// Brokers start while the ensemble elects its leader; on a loaded
 		// machine that can take as long as the set-up's own wait for it.
 		"--zk-connect-timeout=60s",
-		"--replica-lag-time-max="+RunReplicaLag.String())
+		"--replica-lag-time-max="+RunReplicaLag.String(),
+		// Kafka's offsets.topic.replication.factor is 3; a smaller cluster
+		// could never create __consumer_offsets, so a group client through
+		// `chaos up` with one or two brokers would never find a
+		// coordinator.
+		fmt.Sprintf("--offsets-topic-replication-factor=%d", max(1, min(3, cfg.Nodes))))
 	if len(cfg.Bugs) > 0 {
 		args = append(args, "--bugs="+strings.Join(cfg.Bugs, ","))
 	}

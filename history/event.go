@@ -36,6 +36,7 @@ type Kind string
 //	fault_start           Fault        nemesis, a fault began
 //	fault_stop            Fault        nemesis, a fault was undone
 //	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
+//	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -59,6 +60,7 @@ const (
 	KindFaultStart         Kind = "fault_start"
 	KindFaultStop          Kind = "fault_stop"
 	KindPhase              Kind = "phase"
+	KindGroupRequest       Kind = "group_request"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -68,7 +70,7 @@ var Kinds = []Kind{
 	KindControlSent, KindControlRequest, KindControlledShutdown,
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
-	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch,
+	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -108,6 +110,7 @@ type Event struct {
 	Fault        *Fault         `json:"fault,omitempty"`
 	Phase        *Phase         `json:"phase,omitempty"`
 	ReplicaFetch *ReplicaFetch  `json:"replica_fetch,omitempty"`
+	Group        *GroupRequest  `json:"group,omitempty"`
 }
 
 // TopicPartition names one partition.

@@ -1,6 +1,7 @@
 """kafka-python side of the compatibility suite: one action per run, one JSON
 document on stdout, client logs on stderr. Uses only what python3-kafka
-2.0.2 (Debian) offers; no consumer group (group_id=None)."""
+2.0.2 (Debian) offers; every action but group_consume reads without a
+consumer group (group_id=None)."""
 import json
 import logging
 import sys
@@ -72,6 +73,24 @@ def main():
                 break
         c.close()
         out = {"records": recs}
+    elif action == "group_consume":
+        # A group member: coordinator look-up, JoinGroup/SyncGroup, offsets
+        # from the group (none yet: earliest), auto-commits, LeaveGroup.
+        c = KafkaConsumer(topic, bootstrap_servers=boot, group_id=args["group"], auto_offset_reset="earliest",
+                          enable_auto_commit=True, auto_commit_interval_ms=200,
+                          consumer_timeout_ms=int(args.get("idle_ms", "30000")))
+        want = int(args.get("count", "-1"))
+        recs = []
+        for m in c:
+            recs.append([m.partition, m.value.decode()])
+            if 0 <= want <= len(recs):
+                break
+        c.commit()
+        committed = {}
+        for tp in c.assignment():
+            committed[str(tp.partition)] = c.committed(tp)
+        c.close()
+        out = {"records": recs, "committed": committed}
     elif action == "offsets":
         tp = TopicPartition(topic, 0)
         c = KafkaConsumer(bootstrap_servers=boot, group_id=None)

@@ -83,3 +83,12 @@ func (m *MetadataCache) Broker(id int32) (LiveBroker, bool) {
 	b, ok := m.Brokers[id]
 	return b, ok
 }
+
+// Partition returns one partition's state, as MetadataCache.contains and
+// getPartitionInfo answer it.
+func (m *MetadataCache) Partition(tp history.TopicPartition) (history.PartitionState, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps, ok := m.Partitions[tp]
+	return ps, ok
+}

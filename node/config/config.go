@@ -189,6 +189,14 @@ type Config struct {
 	MessageMaxBytes      int
 	SegmentBytes         int64
 
+	// Group coordinator (package group) and its __consumer_offsets topic.
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int
+	OffsetsCommitTimeout          time.Duration
+	GroupMinSessionTimeout        time.Duration
+	GroupMaxSessionTimeout        time.Duration
+	GroupInitialRebalanceDelay    time.Duration
+
 	ControllerSocketTimeout  time.Duration
 	ControlledShutdownRetry  int
 	ControlledShutdownWait   time.Duration
@@ -238,6 +246,13 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.ReplicaFetchWait, "replica-fetch-wait-max", 500*time.Millisecond, "replica.fetch.wait.max.ms: a follower fetch's long poll")
 	fs.IntVar(&c.MessageMaxBytes, "message-max-bytes", 1048588, "message.max.bytes: largest record batch accepted (MESSAGE_TOO_LARGE above)")
 	fs.Int64Var(&c.SegmentBytes, "log-segment-bytes", 64<<20, "log.segment.bytes: size at which a partition log rolls a new segment")
+	var offsetsParts int
+	fs.IntVar(&offsetsParts, "offsets-topic-partitions", 3, "offsets.topic.num.partitions: partitions of __consumer_offsets when the first FindCoordinator creates it (Kafka's default is 50; a test cluster wants few)")
+	fs.IntVar(&c.OffsetsTopicReplicationFactor, "offsets-topic-replication-factor", 3, "offsets.topic.replication.factor: __consumer_offsets is created only once this many brokers are live (COORDINATOR_NOT_AVAILABLE until then)")
+	fs.DurationVar(&c.OffsetsCommitTimeout, "offsets-commit-timeout", 5*time.Second, "offsets.commit.timeout.ms: an offset commit or group write not replicated by then answers REQUEST_TIMED_OUT")
+	fs.DurationVar(&c.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "group.min.session.timeout.ms: smallest session timeout a group member may ask for")
+	fs.DurationVar(&c.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "group.max.session.timeout.ms: largest session timeout a group member may ask for")
+	fs.DurationVar(&c.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "group.initial.rebalance.delay.ms: how long the first rebalance of an empty group waits for more members (0: none)")
 	fs.DurationVar(&c.ControllerSocketTimeout, "controller-socket-timeout", 5*time.Second, "timeout of one controller-to-broker request before it is retried")
 	fs.IntVar(&c.ControlledShutdownRetry, "controlled-shutdown-retries", 3, "controlled.shutdown.max.retries")
 	fs.DurationVar(&c.ControlledShutdownWait, "controlled-shutdown-backoff", time.Second, "controlled.shutdown.retry.backoff.ms")
@@ -303,6 +318,19 @@ Flags:
 	}
 	if c.MessageMaxBytes < 1024 || c.SegmentBytes < 1024 {
 		errs = append(errs, errors.New("--message-max-bytes and --log-segment-bytes must be at least 1024"))
+	}
+	if offsetsParts < 1 || offsetsParts > 1000 {
+		errs = append(errs, fmt.Errorf("--offsets-topic-partitions: %d is not in [1, 1000]", offsetsParts))
+	}
+	c.OffsetsTopicPartitions = int32(offsetsParts)
+	if c.OffsetsTopicReplicationFactor < 1 {
+		errs = append(errs, fmt.Errorf("--offsets-topic-replication-factor: %d must be at least 1", c.OffsetsTopicReplicationFactor))
+	}
+	if c.OffsetsCommitTimeout <= 0 || c.GroupMinSessionTimeout <= 0 || c.GroupInitialRebalanceDelay < 0 {
+		errs = append(errs, errors.New("--offsets-commit-timeout and --group-min-session-timeout must be positive, --group-initial-rebalance-delay not negative"))
+	}
+	if c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		errs = append(errs, fmt.Errorf("--group-max-session-timeout %s is below --group-min-session-timeout %s", c.GroupMaxSessionTimeout, c.GroupMinSessionTimeout))
 	}
 	if c.ZKSessionTimeout < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--zk-session-timeout: %s is too short", c.ZKSessionTimeout))

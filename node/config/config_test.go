@@ -41,6 +41,16 @@ func TestParse(t *testing.T) {
 			return len(c.ZKServers) == 1 && c.ZKServers[0] == "a:1"
 		}},
 		{"zk server by id needs id 1 or more", []string{"--id=0", "--zk=a:1,b:1", "--zk-server-by-id"}, "--zk-server-by-id", nil},
+		{"group coordinator defaults", base, "", func(c *Config) bool {
+			return c.OffsetsTopicPartitions == 3 && c.OffsetsTopicReplicationFactor == 3 && c.GroupMinSessionTimeout == 6*time.Second &&
+				c.GroupMaxSessionTimeout == 30*time.Minute && c.GroupInitialRebalanceDelay == 3*time.Second && c.OffsetsCommitTimeout == 5*time.Second
+		}},
+		{"group coordinator flags", append(base, "--offsets-topic-partitions=5", "--offsets-topic-replication-factor=1", "--group-initial-rebalance-delay=0s"), "", func(c *Config) bool {
+			return c.OffsetsTopicPartitions == 5 && c.OffsetsTopicReplicationFactor == 1 && c.GroupInitialRebalanceDelay == 0
+		}},
+		{"no offsets partitions", append(base, "--offsets-topic-partitions=0"), "--offsets-topic-partitions", nil},
+		{"no offsets replicas", append(base, "--offsets-topic-replication-factor=0"), "--offsets-topic-replication-factor", nil},
+		{"session limits crossed", append(base, "--group-max-session-timeout=1s"), "--group-max-session-timeout", nil},
 		{"unknown bug", append(base, "--bugs=KAFKA-1"), `unknown bug switch "KAFKA-1"`, nil},
 		{"unknown policy", append(base, "--offline-election=random"), `unknown policy "random"`, nil},
 		{"missing id", base[1:], "--id", nil},

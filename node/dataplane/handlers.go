@@ -112,6 +112,13 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
 			}
+			if IsInternal(rt.Topic) {
+				// ReplicaManager.appendToLocalLog: only the coordinators
+				// write internal topics (internalTopicsAllowed is false for
+				// a client's produce).
+				op.ErrorCode = kerr.InvalidTopicException.Code
+				continue
+			}
 			p := m.get(history.TP(rt.Topic, rp.Partition))
 			if p == nil {
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -206,7 +213,9 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 	if ok && idempotent(h) {
 		ap.Producer = &history.ProducerBatch{ID: h.ProducerID, Epoch: h.ProducerEpoch, FirstSeq: h.BaseSequence, LastSeq: lastSeqOf(h)}
 	}
-	if vs, vok := storage.RecordValues(records); vok {
+	// An internal topic's values are the coordinator's binary records, not
+	// a client's: nothing a checker matches.
+	if vs, vok := storage.RecordValues(records); vok && !IsInternal(p.tp.Topic) {
 		ap.Values = vs
 	}
 	p.m.log.Emit(history.Event{Kind: history.KindProduceAppend, Append: ap})
@@ -573,6 +582,7 @@ func (m *Manager) Metadata(req *kmsg.MetadataRequest) kmsg.Response {
 	for _, t := range topics {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = kmsg.StringPtr(t)
+		mt.IsInternal = IsInternal(t)
 		ps := byTopic[t]
 		if len(ps) == 0 {
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code

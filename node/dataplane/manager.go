@@ -34,8 +34,11 @@
 // offsets; the state is rebuilt from the log, so a new leader continues it
 // (producers.go).
 //
-// Not implemented: transactions (a transactional id is refused), consumer
-// groups (no FindCoordinator, JoinGroup or OffsetCommit), fetch sessions (every
+// The group coordinator (package group, wired by package node) writes
+// __consumer_offsets through AppendAsCoordinator and loads it with
+// ReadLocalLog (internal.go); clients may not produce to internal topics.
+//
+// Not implemented: transactions (a transactional id is refused), fetch sessions (every
 // fetch is a full fetch; SessionID 0 answers tell clients so), timestamp
 // lookups in ListOffsets (only earliest and latest), follower fetching by
 // consumers, log retention.

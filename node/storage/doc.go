@@ -10,7 +10,9 @@
 // What it owns: batch validation (ErrCorruptBatch, for CORRUPT_MESSAGE),
 // append as leader and as follower, reads by offset through a sparse
 // in-memory index, truncation (with the epoch cache), the OffsetForLeaderEpoch
-// answer, and start-up recovery (the log is cut at the first invalid batch
+// answer, the batches the broker writes itself (EncodeBatch: the group
+// coordinator's records) and reading records back (ReadRecords), and
+// start-up recovery (the log is cut at the first invalid batch
 // and reported, as Kafka's log recovery does; with
 // Options.RefuseMidLogDamage only a torn tail of the last segment is cut and
 // any other damage is an error naming file and position).

@@ -1,0 +1,99 @@
+package history
+
+// Group coordinator requests and partition moves (GroupRequest.API).
+const (
+	GroupAPIFindCoordinator = "FindCoordinator"
+	GroupAPIJoin            = "JoinGroup"
+	GroupAPISync            = "SyncGroup"
+	GroupAPIHeartbeat       = "Heartbeat"
+	GroupAPILeave           = "LeaveGroup"
+	GroupAPIOffsetCommit    = "OffsetCommit"
+	GroupAPIOffsetFetch     = "OffsetFetch"
+	GroupAPIDescribe        = "DescribeGroups"
+	GroupAPIList            = "ListGroups"
+	// GroupLoadPartition and GroupUnloadPartition are not requests: the
+	// coordinator loaded the groups of a __consumer_offsets partition it
+	// now leads (GroupCoordinator.onElection), or dropped them when it
+	// stopped leading it (onResignation).
+	GroupLoadPartition   = "LoadPartition"
+	GroupUnloadPartition = "UnloadPartition"
+)
+
+// Group coordinator error codes the checkers care about.
+const (
+	ErrIllegalGeneration   int16 = 22
+	ErrUnknownMemberID     int16 = 25
+	ErrRebalanceInProgress int16 = 27
+	ErrNotCoordinator      int16 = 16
+	ErrFencedInstanceID    int16 = 82
+)
+
+// GroupRequest is one request a broker's group coordinator answered (kind
+// group_request): who asked (group, member, the generation it carried) and
+// what the coordinator held and answered (the group's generation, state and
+// leader then, the error code, per-partition offsets, the coordinator a
+// FindCoordinator named). A load or unload of a __consumer_offsets partition
+// (API GroupLoadPartition / GroupUnloadPartition) has Group "" and lists the
+// groups moved.
+type GroupRequest struct {
+	_ struct{}
+
+	API        string `json:"api"`
+	APIVersion int16  `json:"api_version,omitempty"`
+	Group      string `json:"group,omitempty"`
+	// Partition is the group's __consumer_offsets partition.
+	Partition int32 `json:"partition"`
+	// Member and InstanceID are what the request carried (a JoinGroup's
+	// Member is "" for a new member); AssignedMember is the member id a
+	// JoinGroup answer gave.
+	Member         string `json:"member,omitempty"`
+	InstanceID     string `json:"instance_id,omitempty"`
+	AssignedMember string `json:"assigned_member,omitempty"`
+	// Generation is the generation the request carried (-1: none, as in
+	// JoinGroup); GroupGeneration is the group's when answered (-1: the
+	// coordinator has no such group).
+	Generation      int32  `json:"generation"`
+	GroupGeneration int32  `json:"group_generation"`
+	State           string `json:"state,omitempty"`
+	Leader          string `json:"leader,omitempty"`
+	// ErrorCode is the answer's error code; for per-member and
+	// per-partition answers the first non-zero one (the rest are in
+	// Members and Offsets).
+	ErrorCode int16         `json:"error_code,omitempty"`
+	Offsets   []GroupOffset `json:"offsets,omitempty"`
+	Members   []GroupMember `json:"members,omitempty"`
+	// Coordinator is the broker a FindCoordinator answer named (-1: none);
+	// 0 on every other API.
+	Coordinator int32    `json:"coordinator,omitempty"`
+	Groups      []string `json:"groups,omitempty"`
+}
+
+// GroupOffset is one partition of an OffsetCommit (the offset committed) or
+// OffsetFetch (the offset returned, -1: none) with its error code.
+type GroupOffset struct {
+	_ struct{}
+
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	ErrorCode int16  `json:"error_code,omitempty"`
+}
+
+// GroupMember is one member of a LeaveGroup with its own answer.
+type GroupMember struct {
+	_ struct{}
+
+	MemberID   string `json:"member_id"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ErrorCode  int16  `json:"error_code,omitempty"`
+}
+
+// Fenced reports an answer that refused the request for its generation or
+// membership: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID.
+func (g *GroupRequest) Fenced() bool {
+	switch g.ErrorCode {
+	case ErrIllegalGeneration, ErrUnknownMemberID, ErrFencedInstanceID:
+		return true
+	}
+	return false
+}

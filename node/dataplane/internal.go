@@ -1,0 +1,90 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/storage"
+)
+
+// Internal topics (Kafka's Topic.isInternal): clients may not produce to
+// them, Metadata marks them internal, and the broker's coordinators are the
+// only writers.
+const (
+	GroupMetadataTopic    = "__consumer_offsets"
+	TransactionStateTopic = "__transaction_state"
+)
+
+// IsInternal reports an internal topic.
+func IsInternal(topic string) bool {
+	return topic == GroupMetadataTopic || topic == TransactionStateTopic
+}
+
+// AppendAsCoordinator is ReplicaManager.appendRecords as the group
+// coordinator calls it (internalTopicsAllowed, requiredAcks = -1): the
+// batch is appended to tp's local log now, as leader, and committed waits
+// as DelayedProduce does until the high watermark passes the batch. The
+// errors keep Kafka's codes as *kerr.Error: NOT_LEADER_OR_FOLLOWER (not the
+// leader, or leadership lost before the commit), NOT_ENOUGH_REPLICAS (ISR
+// below min.insync.replicas before the append),
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT (ctx ended first).
+// It does not block: the caller may hold its own lock.
+func (m *Manager) AppendAsCoordinator(tp history.TopicPartition, batch []byte) (base int64, committed func(ctx context.Context) error, err error) {
+	p := m.get(tp)
+	if p == nil {
+		return -1, nil, kerr.NotLeaderForPartition
+	}
+	code, info, epoch, gen := p.appendAsLeader(batch, -1)
+	if code != 0 {
+		return -1, nil, kerr.ErrorForCode(code)
+	}
+	committed = func(ctx context.Context) error {
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(time.Hour)
+		}
+		code := p.waitCommitted(ctx, gen, info.LastOffset, deadline)
+		if code != 0 {
+			return kerr.ErrorForCode(code)
+		}
+		m.logAck(p, info.FirstOffset, info.LastOffset, epoch, -1)
+		return nil
+	}
+	return info.FirstOffset, committed, nil
+}
+
+// ReadLocalLog returns every record of tp's local log from its start to its
+// end offset as it is now, as GroupMetadataManager.doLoadGroupsAndOffsets
+// reads a partition it has just become leader of (2.6.3 reads to the log
+// end offset, not the high watermark).
+func (m *Manager) ReadLocalLog(tp history.TopicPartition) ([]storage.LoggedRecord, error) {
+	p := m.get(tp)
+	if p == nil {
+		return nil, fmt.Errorf("read %s: no local log", tp)
+	}
+	from, end := p.log.LogStartOffset(), p.log.LogEndOffset()
+	var out []storage.LoggedRecord
+	for from < end {
+		b, err := p.log.Read(from, 1<<20, end)
+		if err != nil {
+			return out, fmt.Errorf("read %s at %d: %w", tp, from, err)
+		}
+		if len(b) == 0 {
+			break
+		}
+		recs, err := storage.ReadRecords(b)
+		if err != nil {
+			return out, fmt.Errorf("read %s at %d: %w", tp, from, err)
+		}
+		hs, _, err := storage.SplitBatches(b)
+		if err != nil || len(hs) == 0 {
+			return out, fmt.Errorf("read %s at %d: %v", tp, from, err)
+		}
+		out = append(out, recs...)
+		from = hs[len(hs)-1].LastOffset() + 1
+	}
+	return out, nil
+}
