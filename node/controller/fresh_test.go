@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
@@ -138,5 +139,56 @@ func TestOnlyOfflinePartitionsAreElectedAtStartup(t *testing.T) {
 	tc.kill(4)
 	if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != 3 {
 		t.Fatalf("after broker 4 failed: state %+v, want leader 3", st)
+	}
+}
+
+// Kafka's ZooKeeperClient.handleRequests has no per-request timeout: the
+// controller waits for ZooKeeper's answer however long it takes, and only a
+// connection loss or an expiry ends a request. A slow answer neither drops
+// a decision nor leaves a partition out of the context. (The node's
+// controller once bounded each request by --zk-request-timeout, 10 s by
+// default, and then logged and dropped the decision.)
+func TestControllerWaitsForASlowZooKeeper(t *testing.T) {
+	const slow = 300 * time.Millisecond
+	statePath := zkdata.PartitionStatePath("t", 0)
+	tests := []struct {
+		name string
+		op   string
+		// run acts with the hook in place and returns the leader expected.
+		run func(tc *testCluster) int32
+	}{
+		{"state write during an election", "multi", func(tc *testCluster) int32 {
+			tc.elect()
+			tc.drainAll()
+			tc.kill(2)
+			return 3
+		}},
+		{"state read at failover", "get", func(tc *testCluster) int32 {
+			tc.elect()
+			return 2
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
+			slowed := 0
+			tc.zk.hook = func(op, p string) error {
+				if op == tt.op && strings.Contains(p, statePath) {
+					slowed++
+					time.Sleep(slow)
+				}
+				return nil
+			}
+			want := tt.run(tc)
+			if slowed == 0 {
+				t.Fatal("no request was slowed")
+			}
+			if ps := tc.c.ctx.state[history.TP("t", 0)]; ps == nil || ps.st.Leader != want {
+				t.Fatalf("cached state %+v, want leader %d", ps, want)
+			}
+			if got := laiPartitions(tc.drain(want)); len(got) == 0 {
+				t.Fatalf("leader %d got no LeaderAndIsr", want)
+			}
+		})
 	}
 }
