@@ -192,3 +192,27 @@ func TestControllerWaitsForASlowZooKeeper(t *testing.T) {
 		})
 	}
 }
+
+// Election.leaderForControlledShutdown takes every broker that is shutting
+// down out of the new ISR, not only the one asking: a leader may have put
+// back a follower that is shutting down (it fetches until its process
+// exits), and Kafka drops it again when the leader's own shutdown moves the
+// partition. The test fails if only the requesting broker leaves the ISR.
+func TestControlledShutdownElectionDropsEveryShuttingDownBroker(t *testing.T) {
+	tc := newTestCluster(t, "", []int32{1, 2, 3, 4}, map[int32][]int32{0: {2, 3, 4}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3, 4)})
+	tc.elect()
+	if code := tc.shutdown(3); code != 0 {
+		t.Fatalf("controlled shutdown of 3: error %d", code)
+	}
+	if st, _ := tc.zk.state0(history.TP("t", 0)); !slices.Equal(st.ISR, []int32{2, 4}) {
+		t.Fatalf("after 3's controlled shutdown: ISR %v, want [2 4]", st.ISR)
+	}
+	// Leader 2 adds 3 back (Partition.maybeExpandIsr): 3 still fetches.
+	tc.isrChange(0, zkdata.PartitionState{Leader: 2, LeaderEpoch: 2, ControllerEpoch: 1, ISR: []int32{2, 4, 3}})
+	if code := tc.shutdown(2); code != 0 {
+		t.Fatalf("controlled shutdown of 2: error %d", code)
+	}
+	if st, _ := tc.zk.state0(history.TP("t", 0)); st.Leader != 4 || !slices.Equal(st.ISR, []int32{4}) {
+		t.Fatalf("after 2's controlled shutdown: state %+v, want leader 4 ISR [4] (2 and 3 both shutting down)", st)
+	}
+}
