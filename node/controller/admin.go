@@ -115,15 +115,23 @@ func (c *Controller) preferredElection(ctx context.Context, d []byte) (done bool
 	if perr != nil {
 		c.log.Printf("%v (deleting it)", perr)
 	}
+	// KafkaController.onReplicaElection picks the partitions whose cached
+	// leader is not the preferred replica; Election.leaderForPreferredReplica
+	// then elects on the fresh state without asking who leads, so a round
+	// after a write that landed unheard elects again (leader epoch + 1).
 	var list []history.TopicPartition
 	for _, tp := range tps {
-		list = append(list, history.TP(tp.Topic, tp.Partition))
+		tp := history.TP(tp.Topic, tp.Partition)
+		as, st := c.ctx.assign[tp], c.ctx.state[tp]
+		if len(as) > 0 && st != nil && st.st.Leader != as[0] {
+			list = append(list, tp)
+		}
 	}
 	sortTPs(list)
 	err = c.changeAndSend(ctx, list, func(tp history.TopicPartition) decide {
 		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
 			as := c.ctx.assign[tp]
-			if len(as) == 0 || cur.Leader == as[0] || !c.ctx.isLive(as[0]) || !slices.Contains(cur.ISR, as[0]) {
+			if !c.ctx.isLive(as[0]) || !slices.Contains(cur.ISR, as[0]) {
 				return cur, false
 			}
 			return zkdata.PartitionState{Leader: as[0], LeaderEpoch: cur.LeaderEpoch + 1, ISR: cur.ISR}, true

@@ -130,6 +130,9 @@ func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 	for _, id := range ids {
 		delete(c.ctx.shuttingDown, id)
 	}
+	// onReplicasBecomeOffline: every partition whose leader is not online
+	// goes Offline, those led by a broker shutting down included.
+	c.ctx.markOffline()
 	if err := c.electOffline(ctx); err != nil {
 		return err
 	}

@@ -105,11 +105,30 @@ type cctx struct {
 	assign       map[history.TopicPartition][]int32
 	state        map[history.TopicPartition]*partState
 	topics       map[string]bool
+	// offline holds the partitions in PartitionStateMachine's
+	// OfflinePartition state: marked when their leader is not online at a
+	// broker failure or at failover, cleared when a write gives them a
+	// live leader. triggerOnlinePartitionStateChange elects these (and the
+	// new ones, which have no state yet).
+	offline map[history.TopicPartition]bool
 }
 
 func newContext() *cctx {
 	return &cctx{live: map[int32]brokerInfo{}, shuttingDown: map[int32]bool{},
-		assign: map[history.TopicPartition][]int32{}, state: map[history.TopicPartition]*partState{}, topics: map[string]bool{}}
+		assign: map[history.TopicPartition][]int32{}, state: map[history.TopicPartition]*partState{}, topics: map[string]bool{},
+		offline: map[history.TopicPartition]bool{}}
+}
+
+// markOffline moves every partition whose leader is not online (dead,
+// shutting down, or -1) to the Offline state, as
+// KafkaController.onReplicasBecomeOffline and
+// PartitionStateMachine.initializePartitionState do with isReplicaOnline.
+func (x *cctx) markOffline() {
+	for tp, ps := range x.state {
+		if ps != nil && !x.isLive(ps.st.Leader) {
+			x.offline[tp] = true
+		}
+	}
 }
 
 func (x *cctx) isLive(id int32) bool { _, ok := x.live[id]; return ok && !x.shuttingDown[id] }
@@ -785,7 +804,80 @@ type decide func(cur zkdata.PartitionState) (next zkdata.PartitionState, ok bool
 // PartitionStateMachine/ReplicaStateMachine do through updateLeaderAndIsr.
 // It returns the partitions whose new state is in ZooKeeper. A failed epoch
 // check aborts everything with errControllerMoved.
+//
+// Each round decides on a fresh read of the state znode and writes at the
+// zkVersion read, as PartitionStateMachine.doElectLeaderForPartitions
+// (getTopicPartitionStatesRaw) and ReplicaStateMachine.doRemoveReplicasFromIsr
+// (getTopicPartitionStatesFromZk) do: a leader's ISR change is in
+// ZooKeeper before its notice reaches the controller, and a decision the
+// cache would call unneeded may be needed. BADVERSION sends the partition
+// round again, without limit (electLeaderForPartitions); a re-issued write
+// whose first attempt landed meets BADVERSION too, and the next round
+// decides again on what it wrote (one more leader epoch), as Kafka does.
+// The bug switches keep the cached decision: KAFKA-16667's mechanism is the
+// cached zkVersion, and KAFKA-532's zombie acts on what it cached.
 func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartition, fn decide) ([]history.TopicPartition, error) {
+	if c.cfg.Bugs.On(config.BugKafka532) || c.cfg.Bugs.On(config.BugKafka16667) {
+		return c.updateCachedStates(ctx, tps, fn)
+	}
+	var done []history.TopicPartition
+	for _, tp := range tps {
+		ps := c.ctx.state[tp]
+		if ps == nil {
+			continue
+		}
+		for attempt := 1; ; attempt++ {
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
+			fresh, err := c.readState(ctx, tp)
+			if errors.Is(err, zk.ErrSessionExpired) {
+				// An expired session abandons the whole event, as
+				// ZooKeeperClientExpiredException does in Kafka.
+				return done, err
+			}
+			if err != nil {
+				// doElectLeaderForPartitions: a failed read fails the
+				// partition's election without a retry.
+				c.log.Printf("read state of %s: %v", tp, err)
+				break
+			}
+			*ps = *fresh
+			if ps.st.ControllerEpoch > c.epoch {
+				// The path was already written by a newer controller;
+				// this one is a zombie for that partition.
+				c.log.Printf("aborted state change of %s: written by controller epoch %d > ours %d", tp, ps.st.ControllerEpoch, c.epoch)
+				break
+			}
+			next, ok := fn(ps.st)
+			if !ok {
+				break
+			}
+			next.ControllerEpoch = c.epoch
+			ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
+			if err == nil {
+				ps.st, ps.ver = next, ver
+				done = append(done, tp)
+				break
+			}
+			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+				return done, err
+			}
+			if !errors.Is(err, zk.ErrBadVersion) {
+				c.log.Printf("write state %s: %v", tp, err)
+				break
+			}
+		}
+	}
+	return done, nil
+}
+
+// updateCachedStates is updateStates as the bug switches have it: the
+// first decision is made on the cached state at the cached zkVersion.
+// With KAFKA-16667 a BADVERSION retries that version forever; otherwise
+// (KAFKA-532, whose writes are unconditional) a BADVERSION re-reads and
+// decides again.
+func (c *Controller) updateCachedStates(ctx context.Context, tps []history.TopicPartition, fn decide) ([]history.TopicPartition, error) {
 	var done []history.TopicPartition
 	for _, tp := range tps {
 		ps := c.ctx.state[tp]
@@ -793,8 +885,6 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 			continue
 		}
 		if !c.cfg.Bugs.On(config.BugKafka532) && ps.st.ControllerEpoch > c.epoch {
-			// PartitionStateMachine: the path was already written by a
-			// newer controller; this one is a zombie for that partition.
 			c.log.Printf("aborted state change of %s: written by controller epoch %d > ours %d", tp, ps.st.ControllerEpoch, c.epoch)
 			continue
 		}
@@ -811,8 +901,6 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				break
 			}
 			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
-				// An expired session abandons the whole event, as
-				// ZooKeeperClientExpiredException does in Kafka.
 				return done, err
 			}
 			if !errors.Is(err, zk.ErrBadVersion) {
@@ -830,9 +918,6 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				}
 				continue
 			}
-			// PartitionStateMachine.electLeaderForPartitions and
-			// ReplicaStateMachine.removeReplicasFromIsr: re-read the state
-			// from ZooKeeper and decide again, until the partition is done.
 			fresh, rerr := c.readState(ctx, tp)
 			if errors.Is(rerr, zk.ErrSessionExpired) {
 				return done, rerr
@@ -842,10 +927,6 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				break
 			}
 			*ps = *fresh
-			if ps.st.ControllerEpoch > c.epoch {
-				c.log.Printf("aborted state change of %s: written by a newer controller (epoch %d > %d)", tp, ps.st.ControllerEpoch, c.epoch)
-				break
-			}
 			if stateEqual(ps.st, next) {
 				// A write re-issued after a lost connection whose first
 				// attempt landed: ZooKeeper holds our decision.

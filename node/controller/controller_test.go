@@ -156,12 +156,22 @@ func TestBrokerFailureTellsSurvivingReplicasEvenWithoutStateChange(t *testing.T)
 	tp0, tp1 := history.TP("t", 0), history.TP("t", 1)
 	c.ctx.assign[tp0] = []int32{1, 2, 3}
 	c.ctx.assign[tp1] = []int32{2, 3, 1}
-	c.ctx.state[tp0] = &partState{st: zkdata.PartitionState{Leader: 1, LeaderEpoch: 4, ControllerEpoch: 1, ISR: []int32{1, 2}}, ver: 7}
-	c.ctx.state[tp1] = &partState{st: zkdata.PartitionState{Leader: 2, LeaderEpoch: 5, ControllerEpoch: 1, ISR: []int32{2, 1}}, ver: 8}
+	c.ctx.state[tp0] = &partState{st: zkdata.PartitionState{Leader: 1, LeaderEpoch: 4, ControllerEpoch: 1, ISR: []int32{1, 2}}}
+	c.ctx.state[tp1] = &partState{st: zkdata.PartitionState{Leader: 2, LeaderEpoch: 5, ControllerEpoch: 1, ISR: []int32{2, 1}}}
+	// ZooKeeper holds the same states: the OfflineReplica transition reads
+	// them (doRemoveReplicasFromIsr) and finds nothing to write.
+	f := newFakeZK()
+	for _, tp := range []history.TopicPartition{tp0, tp1} {
+		f.put(zkdata.PartitionStatePath(tp.Topic, tp.Partition), zkdata.EncodePartitionState(c.ctx.state[tp].st))
+	}
+	c.zk = f
 	// Broker 3 is gone (onBrokerChange removed it from live); no state
-	// changes, so nothing touches ZooKeeper (c.sess is nil).
+	// changes, so nothing is written.
 	if err := c.onBrokerFailure(context.Background(), []int32{3}); err != nil {
 		t.Fatal(err)
+	}
+	if n := f.count("multi "); n != 0 {
+		t.Fatalf("%d writes, want none", n)
 	}
 	for _, id := range []int32{1, 2} {
 		var lai *kmsg.LeaderAndISRRequest

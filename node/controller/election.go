@@ -70,13 +70,15 @@ func (c *Controller) offlineLeader(ctx context.Context, tp history.TopicPartitio
 	return -1, nil, false
 }
 
-// electOffline runs triggerOnlinePartitionStateChange: every partition
-// without a live leader gets one if the policy allows.
+// electOffline runs triggerOnlinePartitionStateChange: every partition in
+// the Offline state gets a leader if the policy allows
+// (OfflinePartitionLeaderElectionStrategy). A partition led by a broker
+// that is shutting down is Offline only once a broker failure marked it
+// (cctx.markOffline); a broker start-up alone does not move it.
 func (c *Controller) electOffline(ctx context.Context) error {
 	var tps []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
-		ps := c.ctx.state[tp]
-		if ps != nil && !c.ctx.isLive(ps.st.Leader) {
+		if c.ctx.state[tp] != nil && c.ctx.offline[tp] {
 			tps = append(tps, tp)
 		}
 	}
@@ -84,9 +86,9 @@ func (c *Controller) electOffline(ctx context.Context) error {
 	// shutting down (Election.leaderForOffline's liveReplicas).
 	return c.changeAndSendTo(ctx, tps, func(tp history.TopicPartition) decide {
 		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
-			if c.ctx.isLive(cur.Leader) {
-				return cur, false
-			}
+			// Election.leaderForOffline does not ask whether the
+			// current leader is live: a round after a write that
+			// landed unheard elects again (leader epoch + 1).
 			l, isr, ok := c.offlineLeader(ctx, tp, cur)
 			if !ok {
 				return cur, false
@@ -113,6 +115,13 @@ func (c *Controller) changeAndSendTo(ctx context.Context, tps []history.TopicPar
 	for _, tp := range tps {
 		done, err := c.updateStates(ctx, []history.TopicPartition{tp}, mk(tp))
 		changed = append(changed, done...)
+		for _, tp := range done {
+			// A partition given a live leader is Online again
+			// (doHandleStateChanges after a successful election).
+			if c.ctx.isLive(c.ctx.state[tp].st.Leader) {
+				delete(c.ctx.offline, tp)
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -76,6 +76,9 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dead)
+	// PartitionStateMachine.initializePartitionState: a partition whose
+	// leader is not online starts Offline.
+	c.ctx.markOffline()
 	for _, id := range dead {
 		if err := c.offlineReplica(ctx, id); err != nil {
 			return err

@@ -29,7 +29,11 @@ type fakeZK struct {
 	state   zk.State
 	watches map[string][]chan zk.Event
 	hook    func(op, path string) error
-	calls   []string // "op path" of every request, in order
+	// loseAnswer, if set, runs after a Multi has executed; true replaces
+	// its answer with a connection loss (the write landed, the client
+	// never heard).
+	loseAnswer func(paths string) bool
+	calls      []string // "op path" of every request, in order
 }
 
 type fakeNode struct {
@@ -230,6 +234,9 @@ func (f *fakeZK) Multi(ops ...any) ([]zk.MultiResponse, error) {
 			delete(f.nodes, o.Path)
 			f.fire(o.Path, zk.EventNodeDeleted)
 		}
+	}
+	if f.loseAnswer != nil && f.loseAnswer(multiPaths(ops)) {
+		return nil, zk.ErrConnectionClosed
 	}
 	return res, nil
 }

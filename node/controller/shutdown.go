@@ -189,13 +189,9 @@ func (c *Controller) shutDownFollowers(ctx context.Context, id int32, followed [
 		return slices.DeleteFunc(c.liveReplicas(tp), func(r int32) bool { return r == id })
 	}
 	return c.changeAndSendTo(ctx, followed, func(tp history.TopicPartition) decide {
-		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) {
-			isr := removeFromISR(cur.ISR, []int32{id})
-			if slices.Equal(isr, cur.ISR) {
-				return cur, false
-			}
-			return zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch + 1, ISR: isr}, true
-		}
+		// ReplicaStateMachine.doRemoveReplicasFromIsr, as for a dead
+		// broker.
+		return func(cur zkdata.PartitionState) (zkdata.PartitionState, bool) { return removeReplicaFromISR(cur, id) }
 	}, others, func(b *batch, changed []history.TopicPartition) {
 		var same []history.TopicPartition
 		for _, tp := range followed {

@@ -19,6 +19,7 @@ type isrStore interface {
 	// the answer, which comes from ZooKeeper or from the client when the
 	// connection is lost; only ctx cuts it short.
 	set(ctx context.Context, path string, data []byte, ver int32) (*zk.Stat, error)
+	// get reads path (one attempt), with no timeout of its own either.
 	get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	// createSequential creates path with a sequence suffix; it returns
 	// the name created.
@@ -40,7 +41,15 @@ func (s zkISRStore) set(ctx context.Context, path string, data []byte, ver int32
 }
 
 func (s zkISRStore) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	return getZNode(ctx, s.sess, path)
+	type got struct {
+		d  []byte
+		st *zk.Stat
+	}
+	g, err := untilAnswered(ctx, func() (got, error) {
+		d, st, err := s.sess.Conn.Get(path)
+		return got{d, st}, err
+	})
+	return g.d, g.st, err
 }
 
 func (s zkISRStore) createSequential(ctx context.Context, path string, data []byte) (string, error) {

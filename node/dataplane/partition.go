@@ -277,37 +277,45 @@ var errSessionExpired = fmt.Errorf("zookeeper session expired while the write wa
 // the second meets BADVERSION and writeISR's read of the znode finds its own
 // state there.
 func setUntilConnected(ctx context.Context, store isrStore, set func() (*zk.Stat, error)) (*zk.Stat, error) {
+	return untilConnected(ctx, store, set)
+}
+
+// untilConnected is retryRequestsUntilConnected for one request of the
+// leader's (setUntilConnected says how).
+func untilConnected[T any](ctx context.Context, store isrStore, call func() (T, error)) (T, error) {
 	sid := store.sessionID()
 	if sid == 0 {
 		// Between an expiry and the next session: the request goes to the
 		// next session once there is one.
 		if err := store.waitSession(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %w", zkutil.ErrTimeout, err)
+			var zero T
+			return zero, fmt.Errorf("%w: %w", zkutil.ErrTimeout, err)
 		}
 		sid = store.sessionID()
 	}
 	for {
-		st, err := set()
+		v, err := call()
 		switch {
 		case err == nil || ctx.Err() != nil:
-			return st, err
+			return v, err
 		case errors.Is(err, zk.ErrSessionExpired):
-			return st, err
+			return v, err
 		case !zkutil.Retriable(err):
-			return st, err
+			return v, err
 		}
 		// A short pause first: go-zookeeper may still report the old
 		// connection as up for a moment, and the resend must not spin.
 		select {
 		case <-ctx.Done():
-			return st, err
+			return v, err
 		case <-time.After(50 * time.Millisecond):
 		}
 		if werr := store.waitSession(ctx); werr != nil {
-			return st, err
+			return v, err
 		}
 		if now := store.sessionID(); now != sid {
-			return st, errSessionExpired
+			var zero T
+			return zero, errSessionExpired
 		}
 	}
 }
@@ -354,11 +362,21 @@ func (p *partition) writeISRLocked(action string, newISR []int32, join *history.
 	}
 	p.m.log.ZKWrite(zw)
 	if errors.Is(err, zk.ErrBadVersion) {
-		// Partition.checkLeaderAndIsrZkData: if ZooKeeper already holds
-		// exactly what we wanted (our earlier write whose answer was lost),
-		// take its version; otherwise wait for the controller's
-		// LeaderAndIsr.
-		d, st, gerr := store.get(ctx, path)
+		// ReplicationUtils.checkLeaderAndIsrZkData: if ZooKeeper already
+		// holds exactly what we wanted (our earlier write whose answer was
+		// lost), take its version; otherwise wait for the controller's
+		// LeaderAndIsr. Its read (KafkaZkClient.getDataAndStat) is retried
+		// until connected too, with no time limit: given up early, it
+		// would leave the old ISR in memory while ZooKeeper holds the new.
+		type got struct {
+			d  []byte
+			st *zk.Stat
+		}
+		g, gerr := untilConnected(ctx, store, func() (got, error) {
+			d, st, err := store.get(ctx, path)
+			return got{d, st}, err
+		})
+		d, st := g.d, g.st
 		if gerr == nil && st != nil {
 			if cur, derr := zkdata.DecodePartitionState(p.tp.Topic, p.tp.Partition, d); derr == nil &&
 				cur.Leader == p.m.cfg.BrokerID && cur.LeaderEpoch == epoch && slices.Equal(cur.ISR, newISR) {
