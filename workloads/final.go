@@ -14,7 +14,7 @@ import (
 // partition that cannot be read before the deadline gets a failed final read,
 // so checkers know the truth is missing rather than empty.
 func FinalReads(ctx context.Context, cfg LogConfig, w *history.Writer, within time.Duration) error {
-	kc, err := newKafkaClient(cfg)
+	kc, err := newKafkaClient(cfg, false)
 	if err != nil {
 		return err
 	}

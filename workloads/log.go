@@ -94,7 +94,9 @@ const (
 // and re-reading from a random offset below what they have seen (which sees
 // committed records change). A process whose
 // operation ended in info is considered crashed and continues under a new
-// process number (the old one has an operation that may never end).
+// process number (the old one has an operation that may never end). Odd
+// producer slots of an idempotent workload keep the client's record retries
+// (newKafkaClient), so their resends meet new leaders.
 type Log struct {
 	cfg  LogConfig
 	open func(name string) (*history.Writer, error)
@@ -139,7 +141,8 @@ func (l *Log) Run(ctx context.Context) error {
 			defer wg.Done()
 			defer w.Close()
 			c := &client{cfg: l.cfg, w: w, proc: i, nproc: nproc, reader: i >= l.cfg.Producers,
-				rng: rand.New(rand.NewPCG(l.cfg.Seed, uint64(i)))}
+				retrying: i%2 == 1 && l.cfg.Idempotent(),
+				rng:      rand.New(rand.NewPCG(l.cfg.Seed, uint64(i)))}
 			errs[i] = c.run(ctx)
 		}(i, w)
 	}
@@ -154,11 +157,14 @@ type client struct {
 	proc   int
 	nproc  int
 	reader bool
-	rng    *rand.Rand
-	kc     *kgo.Client
-	seq    int
-	next   map[int32]int64 // reader: offset after the last record read per partition
-	reads  int
+	// retrying: an idempotent producer that keeps kgo's own record
+	// retries (retriesFor).
+	retrying bool
+	rng      *rand.Rand
+	kc       *kgo.Client
+	seq      int
+	next     map[int32]int64 // reader: offset after the last record read per partition
+	reads    int
 }
 
 func (c *client) run(ctx context.Context) error {
@@ -175,7 +181,7 @@ func (c *client) run(ctx context.Context) error {
 	}()
 	for ctx.Err() == nil {
 		if c.kc == nil {
-			kc, err := newKafkaClient(c.cfg)
+			kc, err := newKafkaClient(c.cfg, c.retrying)
 			if err != nil {
 				return err
 			}
@@ -215,7 +221,15 @@ func (c *client) run(ctx context.Context) error {
 	return nil
 }
 
-func newKafkaClient(cfg LogConfig) (*kgo.Client, error) {
+// newKafkaClient makes one process's client. retrying keeps kgo's record
+// retries (until the delivery timeout), as an application's producer has by
+// default: a batch whose leader failed or moved is sent again, with the same
+// producer id, epoch and sequence, to the next leader, which must answer it
+// from its producer state (KIP-98) and not append it twice. Without retries
+// such a batch ends the process in info and the next one takes a new
+// producer id, so no resend ever meets a new leader; the log workload runs
+// one producer slot in two each way (odd slots retry).
+func newKafkaClient(cfg LogConfig, retrying bool) (*kgo.Client, error) {
 	acks := kgo.AllISRAcks()
 	switch cfg.Acks {
 	case history.AcksLeader:
@@ -231,6 +245,16 @@ func newKafkaClient(cfg LogConfig) (*kgo.Client, error) {
 		// The workload picks the partition; kgo's default partitioner would
 		// silently send the record elsewhere.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(cfg.OpTimeout),
+		kgo.ProduceRequestTimeout(cfg.OpTimeout),
+		kgo.RequestRetries(2),
+		kgo.RetryTimeout(cfg.OpTimeout),
+		kgo.MetadataMinAge(250 * time.Millisecond),
+		// ZooKeeper-era protocol: Kafka 3.0 is the last release whose
+		// requests all name topics (Fetch v13 switched to topic ids).
+		kgo.MaxVersions(kversion.V3_0_0()),
+	}
+	if !retrying {
 		// One try per record (kgo counts retries after the first: 0 means a
 		// single try): an error from the broker is then a definite answer
 		// about that one request, which lets us record fail, not info. kgo
@@ -241,15 +265,7 @@ func newKafkaClient(cfg LogConfig) (*kgo.Client, error) {
 		// break its sequence numbers and resends until the delivery timeout;
 		// the leader's sequence check keeps those resends from appending
 		// twice (the idempotence checker verifies it).
-		kgo.RecordRetries(0),
-		kgo.RecordDeliveryTimeout(cfg.OpTimeout),
-		kgo.ProduceRequestTimeout(cfg.OpTimeout),
-		kgo.RequestRetries(2),
-		kgo.RetryTimeout(cfg.OpTimeout),
-		kgo.MetadataMinAge(250 * time.Millisecond),
-		// ZooKeeper-era protocol: Kafka 3.0 is the last release whose
-		// requests all name topics (Fetch v13 switched to topic ids).
-		kgo.MaxVersions(kversion.V3_0_0()),
+		opts = append(opts, kgo.RecordRetries(0))
 	}
 	if !cfg.Idempotent() {
 		// kgo refuses idempotence without acks=all.
