@@ -212,17 +212,21 @@ func (r *fpRun) provoke(ctx context.Context, target, other Target, id int, since
 	case ProvokeShutdownRestart:
 		return r.shutdownRestart(ctx, other, id, since)
 	case ProvokeDeleteController:
-		return r.deleteController(ctx, other, id, since)
+		return r.deleteController(ctx, target, other, id, since)
 	}
 	return nil
 }
 
 // deleteController bounces other and, once the armed controller (id)
-// holds in its window, deletes /controller and waits for a successor to
-// be elected: the successor bumps /controller_epoch, so the held
-// controller's next write, once it is let go, meets ZooKeeper's version
-// check. A window not reached in time deletes nothing.
-func (r *fpRun) deleteController(ctx context.Context, other Target, id int, since time.Time) error {
+// holds in its window, forces an election and lets the held controller go
+// while its successor is still held right after winning: the successor has
+// bumped /controller_epoch and written nothing else yet, so the held
+// controller's fresh read finds every partition state written under its
+// own epoch (Kafka 2.6.3 aborts a change to a state a newer controller
+// wrote) and its write meets ZooKeeper's version check on
+// /controller_epoch. The successor goes on once the held controller has
+// had a second to write. A window not reached in time deletes nothing.
+func (r *fpRun) deleteController(ctx context.Context, target, other Target, id int, since time.Time) error {
 	if r.f.resign == nil {
 		return fmt.Errorf("%s: %s needs a forced controller election, and the run offers none (Env.Resigner)", FailpointFault, ProvokeDeleteController)
 	}
@@ -232,16 +236,39 @@ func (r *fpRun) deleteController(ctx context.Context, other Target, id int, sinc
 	if !waitReached(ctx, r.f.fps, id, r.name, since, reachWithin(r.f.session)) {
 		return nil
 	}
+	// Every other broker free to act holds right after it wins the
+	// election; one that another fault holds, or whose admin port does
+	// not answer yet (the bounced one restarting), is left alone.
+	var held []int
+	for _, t := range free(r.f.pr, without(r.f.world.Nodes(), target)) {
+		n := nodeID(t)
+		if r.f.fps.ArmFailpoint(ctx, n, history.FailpointControllerAfterElected, "1*"+FPPause) == nil {
+			held = append(held, n)
+		}
+	}
+	defer func() {
+		for _, n := range held {
+			_ = disarmSoon(context.WithoutCancel(ctx), r.f.fps, n, history.FailpointControllerAfterElected, 2*time.Second)
+		}
+	}()
 	if err := r.f.resign.ResignController(ctx, id); err != nil {
 		return err
 	}
-	// The successor's own failover takes a moment after /controller names
-	// it; the hold (a session timeout after the window was reached) lasts
-	// past both.
-	waitSuccessor(ctx, r.f.world, id, time.Now().Add(2*r.f.session))
-	r.mu.Lock()
-	r.holdUntil = time.Now().Add(time.Second)
-	r.mu.Unlock()
+	deadline := time.Now().Add(2 * r.f.session)
+	for time.Now().Before(deadline) {
+		if c, err := r.f.world.Controller(ctx); err == nil && c >= 0 && c != id {
+			break
+		}
+		if !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+			return nil
+		}
+	}
+	// Let the held controller go now, not at heal: its successor's
+	// failover would rewrite the states it is about to change.
+	if err := r.f.fps.DisarmFailpoint(ctx, id, r.name); err != nil {
+		return err
+	}
+	sleepUntil(ctx, time.Now().Add(time.Second))
 	return nil
 }
 

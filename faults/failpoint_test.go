@@ -523,9 +523,10 @@ func TestFailpointBounceTwo(t *testing.T) {
 
 // bounce-other-then-delete-controller: the controller is armed, a broker
 // that leads a partition bounces to reach the window, and only once the
-// controller holds there is /controller deleted; the held controller is
-// let go after ZooKeeper names its successor, so its write meets the newer
-// controller epoch. A window never reached deletes nothing; a run without
+// controller holds there are the others armed to hold after winning and
+// /controller deleted; the held controller is let go once ZooKeeper names
+// its successor, before the successor's failover, so its write meets the
+// newer controller epoch on a state only it would change. A window never reached deletes nothing; a run without
 // a Resigner fails the step and says what it lacks.
 func TestFailpointDeleteController(t *testing.T) {
 	pick := -1
@@ -546,7 +547,12 @@ func TestFailpointDeleteController(t *testing.T) {
 		reach bool
 		want  []string
 	}{
-		{"reached", true, []string{"arm n1 controller-before-broker-change=1*pause", "bounce n2", "delete /controller (n1)", "disarm n1 controller-before-broker-change"}},
+		// The others hold right after winning; the held controller goes
+		// first, its successor a second later; heal disarms again.
+		{"reached", true, []string{"arm n1 controller-before-broker-change=1*pause", "bounce n2",
+			"arm n2 controller-after-elected=1*pause", "arm n3 controller-after-elected=1*pause", "delete /controller (n1)",
+			"disarm n1 controller-before-broker-change", "disarm n2 controller-after-elected", "disarm n3 controller-after-elected",
+			"disarm n1 controller-before-broker-change"}},
 		{"not reached", false, []string{"arm n1 controller-before-broker-change=1*pause", "bounce n2", "disarm n1 controller-before-broker-change"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

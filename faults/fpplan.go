@@ -62,15 +62,19 @@ const (
 	// replica there.
 	ProvokeShutdownRestart = "terminate-other-then-restart"
 	// ProvokeDeleteController bounces a broker other than the armed
-	// controller to bring it to its window and, once it holds there,
-	// deletes /controller (an operator's forced election) and waits for a
-	// successor. The held controller's session lives on, so, let go, it
-	// writes the broker change to ZooKeeper under the controller epoch it
-	// was elected at, which its successor has since bumped: the input of
-	// the controller's ZooKeeper fence (the multi's version check on
-	// /controller_epoch). A controller stopped past its session never
-	// makes that write (it resigns as it finds its session expired), so no
-	// other plan reaches the fence. Pause only (provokeAction).
+	// controller to bring it to its window and, once it holds there, has
+	// every other broker hold right after winning an election
+	// (controller-after-elected), deletes /controller (an operator's
+	// forced election) and lets the held controller go as soon as ZooKeeper
+	// names its successor. The held controller's session lives on, so it
+	// handles the broker change under the controller epoch it was elected
+	// at, on states no newer controller has written yet (its successor
+	// holds before its failover; Kafka 2.6.3 aborts a change to a state a
+	// newer controller wrote): its write meets the controller's ZooKeeper
+	// fence, the multi's version check on /controller_epoch. A controller
+	// stopped past its session never makes that write (it resigns as it
+	// finds its session expired), so no other plan reaches the fence. Pause
+	// only (provokeAction).
 	ProvokeDeleteController = "bounce-other-then-delete-controller"
 )
 

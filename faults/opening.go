@@ -55,10 +55,10 @@ type fpChoice struct{ action, provoke string }
 var openingSpecs = []openingSpec{
 	// The controller holds at the broker change a bounce provokes while
 	// an operator's forced election makes another broker controller; let
-	// go with its session alive, it writes the change under its old
-	// controller epoch, and ZooKeeper's version check on /controller_epoch
-	// refuses it (the controller's half of KAFKA-532's fix; with the bug,
-	// the write lands). Until 2026-12-06 this opening stopped the
+	// go with its session alive, before its successor's failover, it
+	// writes the change under its old controller epoch, and ZooKeeper's
+	// version check on /controller_epoch refuses it (the controller's half
+	// of KAFKA-532's fix; with the bug, the write lands). Until 2026-12-06 this opening stopped the
 	// controller past its session instead (was): under Kafka 2.6.3's
 	// session-expiry handling that zombie resigns before it writes, so the
 	// fence was never met.
