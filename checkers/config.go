@@ -128,6 +128,7 @@ func All(cfg Config) []Checker {
 		ProducerContinuity{},
 		HWWithinISR{},
 		FollowerHW{},
+		GroupGenerations{},
 		FenceCoverage{},
 	}
 }
