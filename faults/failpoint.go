@@ -148,12 +148,16 @@ func (r *fpRun) claim(target, other Target) (release func()) {
 		// would end the window early.
 		releases = append(releases, pr.claim(other))
 	}
-	if r.plan.Window.PerBroker {
+	if r.plan.Window.PerBroker || r.plan.Provoke == ProvokeDeleteController {
 		// Every other broker receives one of the held requests: an
 		// operator's controlled shutdown of one during the hold (the
 		// control-plane workload) leaves its request nobody to meet the
 		// controller-epoch check (power every-fix-on seeds whose only
-		// other receiver was shutting down refused nothing).
+		// other receiver was shutting down refused nothing). For the
+		// forced election likewise: a controlled shutdown of the third
+		// broker just before the hold has the controller rewrite every
+		// state it is in, and the held change then finds nothing left to
+		// write (power every-fix-on seed 1 at c65faf8).
 		for _, n := range without(without(r.f.world.Nodes(), target), other) {
 			releases = append(releases, pr.claim(n))
 		}
@@ -236,11 +240,11 @@ func (r *fpRun) deleteController(ctx context.Context, target, other Target, id i
 	if !waitReached(ctx, r.f.fps, id, r.name, since, reachWithin(r.f.session)) {
 		return nil
 	}
-	// Every other broker free to act holds right after it wins the
-	// election; one that another fault holds, or whose admin port does
-	// not answer yet (the bounced one restarting), is left alone.
+	// Every other broker holds right after it wins the election (they are
+	// this fault's: claim); one whose admin port does not answer (the
+	// bounced one restarting, one another fault stopped) is left alone.
 	var held []int
-	for _, t := range free(r.f.pr, without(r.f.world.Nodes(), target)) {
+	for _, t := range without(r.f.world.Nodes(), target) {
 		n := nodeID(t)
 		if r.f.fps.ArmFailpoint(ctx, n, history.FailpointControllerAfterElected, "1*"+FPPause) == nil {
 			held = append(held, n)

@@ -726,15 +726,30 @@ func TestFailpointShutdownRestart(t *testing.T) {
 // down a receiver whose held request is the fence's only input.
 func TestFailpointPerBrokerWindowClaimsEveryReceiver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		deleteCtl := -1
+		for p := 3 * PickGeneration; p < 4*PickGeneration && deleteCtl < 0; p++ {
+			if PlanFailpoint(p).Provoke == ProvokeDeleteController {
+				deleteCtl = p
+			}
+		}
 		for _, tc := range []struct {
 			window, action string
+			pick           int // -1: pickFor(window, action)
 			claims         int
 		}{
-			{"controller-before-send", FPSigstop, 3},
-			{"controller-before-broker-change", FPSigstop, 2},
+			{"controller-before-send", FPSigstop, -1, 3},
+			{"controller-before-broker-change", FPSigstop, -1, 2},
+			// The forced election claims the third broker too: the
+			// control-plane workload's controlled shutdown of it would have
+			// the controller rewrite its states before the hold.
+			{"controller-before-broker-change", FPPause, deleteCtl, 3},
 		} {
+			pick := tc.pick
+			if pick < 0 {
+				pick = pickFor(t, tc.window, tc.action)
+			}
 			w := &fpWorld{armed: map[string]time.Time{}, reach: true}
-			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pickFor(t, tc.window, tc.action))
+			heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pick)
 			if err != nil {
 				t.Fatal(err)
 			}
