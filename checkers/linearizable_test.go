@@ -168,6 +168,26 @@ func TestStaleEmptyReads(t *testing.T) {
 			hw(b, 1, 0, 1)
 			return readFrom(b, 1, 1, i32(0), nil)
 		}, Valid, "KAFKA-2334", 1},
+		// Power every-fix-on seed 3 at 4258c1d: the forced election's
+		// bounced leader, made leader again at epoch 0 by the successor,
+		// answered a read with its checkpoint's HW 1 ms before it logged
+		// the role change.
+		{"restarted leader answers before logging its role change", plain, func(b *hb.Builder) int {
+			leader(b, 1, 0)
+			produceOK(b, 1, "a", 0)
+			produceOK(b, 1, "b", 1)
+			b.Start(1)
+			read := readFrom(b, 1, 1, i32(0), i64(0))
+			leader(b, 1, 0)
+			return read
+		}, Valid, "and restarted", 1},
+		{"the leader that acknowledged restarted before the acknowledgement", plain, func(b *hb.Builder) int {
+			leader(b, 1, 0)
+			b.Start(1)
+			produceOK(b, 1, "a", 0)
+			produceOK(b, 1, "b", 1)
+			return readFrom(b, 1, 1, i32(0), i64(0))
+		}, Invalid, "so no leader change explains the empty read", 0},
 		{"strict reads", strict, laggingRead(2, i32(1), i64(1)), Invalid, "known anomaly KAFKA-2334 (strict reads): broker 2, leader of t-0 at epoch 1", 1},
 		// KAFKA-532's fixed scenario in CI: the controller's broker, frozen
 		// through the failover, still led at epoch 0 when it resumed and

@@ -26,13 +26,18 @@ type nodeFacts struct {
 	roles map[history.TopicPartition][]leadership // every role change, leader or follower
 	hws   map[history.TopicPartition][]*history.Event
 	acks  map[history.TopicPartition][]*history.Event // produce_ack
+	// starts are each broker's process starts (node_start), in order.
+	starts map[int32][]*history.Event
 }
 
 func newNodeFacts(h *history.History) *nodeFacts {
 	f := &nodeFacts{leads: map[history.TopicPartition][]leadership{}, roles: map[history.TopicPartition][]leadership{},
-		hws: map[history.TopicPartition][]*history.Event{}, acks: map[history.TopicPartition][]*history.Event{}}
-	for e := range eventsOf(h, history.KindRoleChange, history.KindHWAdvance, history.KindProduceAck) {
+		hws: map[history.TopicPartition][]*history.Event{}, acks: map[history.TopicPartition][]*history.Event{},
+		starts: map[int32][]*history.Event{}}
+	for e := range eventsOf(h, history.KindRoleChange, history.KindHWAdvance, history.KindProduceAck, history.KindNodeStart) {
 		switch e.Kind {
+		case history.KindNodeStart:
+			f.starts[e.Node] = append(f.starts[e.Node], e)
 		case history.KindRoleChange:
 			f.roles[e.Role.TP()] = append(f.roles[e.Role.TP()], leadership{e.Node, e.Role.LeaderEpoch, e.Time, e.Index})
 			if e.Role.Role == history.RoleLeader {
@@ -65,6 +70,19 @@ func (f *nodeFacts) leaderAt(tp history.TopicPartition, broker int32, epoch *int
 		}
 	}
 	return best, found
+}
+
+// restartedBetween returns broker's last process start after from and at
+// or before to: a leadership logged before it belonged to a process that
+// is gone.
+func (f *nodeFacts) restartedBetween(broker int32, from, to int64) (*history.Event, bool) {
+	var last *history.Event
+	for _, e := range f.starts[broker] {
+		if e.Time > from && e.Time <= to {
+			last = e
+		}
+	}
+	return last, last != nil
 }
 
 // hwAt returns broker's high watermark for tp as of t, from its hw_advance
@@ -117,8 +135,11 @@ type staleVerdict struct {
 // Kafka allows and explains it with who answered, at what epoch, for how
 // long and with what high watermark, when the history records it:
 //   - KAFKA-2334: a new leader answered it. A leadership counts as new when
-//     it began after the first produce the read missed was acknowledged, or
-//     when the read's leader epoch is above the one that acknowledged it.
+//     it began after the first produce the read missed was acknowledged,
+//     when the answering broker's process started after that
+//     acknowledgement (a bounced leader made leader again at the same epoch
+//     answers with its checkpoint's high watermark), or when the read's
+//     leader epoch is above the one that acknowledged it.
 //   - a deposed leader answered it: the missed records were acknowledged at
 //     a leader epoch above the one the answer carries, and the answering
 //     broker had not been told of any newer epoch (a leader frozen through
@@ -147,6 +168,18 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 	l, found := f.leaderAt(tp, read.Broker, read.LeaderEpoch, s.End)
 	ackEp, ackKnown := f.ackEpoch(tp, s.FirstOffset)
 	newLeader := found && l.time > s.FirstAckTime
+	// The answering broker restarted after the leadership found began: its
+	// new process answered, made leader again (a controller that missed
+	// the bounce re-sends the same epoch) with the high watermark of its
+	// checkpoint. Its role change may be logged just after the answer it
+	// gave as leader.
+	restart, restarted := (*history.Event)(nil), false
+	if found {
+		restart, restarted = f.restartedBetween(l.node, l.time, s.End)
+		if restarted && restart.Time > s.FirstAckTime {
+			newLeader = true
+		}
+	}
 	if !newLeader && read.LeaderEpoch != nil && ackKnown && *read.LeaderEpoch > ackEp {
 		newLeader = true
 	}
@@ -172,6 +205,11 @@ func classifyStale(h *history.History, f *nodeFacts, s linearize.StaleRead, t0 i
 		v.events = append(v.events, l.idx)
 		who = fmt.Sprintf("broker %d, leader of %s at epoch %d for %s (role change event %d)", l.node, tp, l.epoch,
 			time.Duration(s.End-l.time).Round(time.Millisecond), l.idx)
+		if restarted {
+			v.events = append(v.events, restart.Index)
+			who = fmt.Sprintf("broker %d, leader of %s at epoch %d (role change event %d) and restarted %s before the read ended (node start event %d), its new process answering at that epoch,",
+				l.node, tp, l.epoch, l.idx, time.Duration(s.End-restart.Time).Round(time.Millisecond), restart.Index)
+		}
 		hw, ok := int64(0), false
 		if read.HW != nil {
 			hw, ok = *read.HW, true
