@@ -101,7 +101,10 @@ type Env struct {
 	// BadVersions, when set, says whether the controller is retrying a
 	// failed conditional write, which random steps and
 	// failover-on-lagging-zk leave alone; nil: never.
-	BadVersions BadVersionCounter
+	BadVersions BadVersionCounter // Disks reaches a down node's data directory, which
+	// crash-lose-unflushed cuts to what the node fsynced; a Set built
+	// without it has that fault missing.
+	Disks Disks
 }
 
 // Set is one run's faults: every kind of the catalogue bound to the run's
@@ -113,6 +116,7 @@ type Set struct {
 	failpoint   *failpointFault
 	lagging     *laggingLeader
 	zkFailover  *zkFailover
+	unflushed   *unflushedCrash
 	// missing says, per composite kind env could not carry, what it
 	// lacked; injecting one returns that.
 	missing map[FaultKind]error
@@ -153,6 +157,11 @@ func New(n *nemesis.Nemesis, env Env) (*Set, error) {
 	}
 	if !miss(FailoverOnLaggingZK, fpLacks) {
 		s.zkFailover = newZKFailover(n.World, env, n.Rec, zkfNemesis{nemesisProcs{n}, env})
+	}
+	if env.Disks == nil {
+		miss(CrashLoseUnflushed, []string{"node data directories (Env.Disks)"})
+	} else {
+		s.unflushed = &unflushedCrash{world: n.World, ops: nemesisProcs{n}, disks: env.Disks, rec: n.Rec}
 	}
 	return s, nil
 }
