@@ -112,6 +112,8 @@ type durabilityJudge struct {
 type durabilityLoss struct {
 	completed int
 	text      string
+	tp        history.TopicPartition
+	invoke    int // the produce's invoke event
 }
 
 // index finds each op's partition (one map lookup per op) and sizes every
@@ -266,11 +268,11 @@ func (d *durabilityJudge) judgePartition(tp history.TopicPartition, pt *durabili
 			lr.Found = got.value
 			lr.Events = append(lr.Events, got.idx)
 			d.losses = append(d.losses, durabilityLoss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
-				a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)})
+				a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx), tp, a.invoke})
 		} else {
 			lr.Events = append(lr.Events, pt.finalIdx)
 			d.losses = append(d.losses, durabilityLoss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
-				a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)})
+				a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx), tp, a.invoke})
 		}
 		d.lost = append(d.lost, lr)
 	}
@@ -313,9 +315,13 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 		r.violate(dv.Events, "%s", d.divergentText[i])
 	}
 	excused := 0
+	unflushed := d.unflushedQuorum(h)
 	for i, l := range d.losses {
 		if unclean[l.completed] {
 			excused++
+			continue
+		}
+		if unflushed.excuses(r, l, d.lost[i]) {
 			continue
 		}
 		r.violate(d.lost[i].Events, "%s", l.text)
@@ -325,6 +331,9 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	}
 	if excused > 0 {
 		r.detail("lost_to_unclean_election", excused)
+	}
+	if len(unflushed.lost) > 0 {
+		r.detail("lost_to_unflushed_quorum", unflushed.lost)
 	}
 	if excusedDivergent > 0 {
 		r.detail("divergent_after_unclean_election", excusedDivergent)
@@ -337,6 +346,11 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	r.detail("divergent_count", len(d.divergent))
 	if d.unverified > 0 {
 		r.detail("unverified", d.unverified)
+	}
+	if n := len(unflushed.lost); n > 0 && excused == 0 {
+		r.knownSaid = true
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d lost when crash-lose-unflushed hit a quorum of their partition's replicas at once (known anomaly %s), and no offset was read with two values.",
+			d.nAcked, n, KnownLostUnflushedQuorum))
 	}
 	if excused > 0 {
 		twice := "no offset was read with two values"

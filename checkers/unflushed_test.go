@@ -1,0 +1,129 @@
+package checkers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// crashUnflushed records crash-lose-unflushed of broker node (its start,
+// with what it dropped) and returns the start's index; restart records
+// its stop.
+func crashUnflushed(b *hb.Builder, id string, node string) int {
+	return b.Add(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: id, Name: crashLoseUnflushed,
+		Targets: []string{node}, Detail: "SIGKILL; dropped unflushed t-0 offsets [0, 2)"}})
+}
+
+func restart(b *hb.Builder, id, node string) int {
+	return b.Fault(false, id, crashLoseUnflushed, node)
+}
+
+// The durability checker names a loss that follows crash-lose-unflushed of
+// two of a partition's replicas at once as the known anomaly, and keeps
+// every other loss a violation.
+func TestDurabilityUnflushedQuorum(t *testing.T) {
+	cases := []struct {
+		name    string
+		build   func(b *hb.Builder)
+		want    Verdict
+		known   bool
+		explain []string
+	}{
+		{name: "two replicas crash at once: known anomaly", want: Valid, known: true,
+			explain: []string{"t-0 offset 0", "broker 1 crashed at", "broker 2 crashed at", "never back in the ISR", "offsets [0, 2)"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				b.State(tp0, 3, 2, 1, 11, 3)
+				finalRead(b)
+			}},
+		{name: "the second crash after the first rejoined: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+				restart(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 12, 2, 3, 1) // n1 fetched it back
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
+		{name: "one replica crashed: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				restart(b, "f1", "n1")
+				finalRead(b)
+			}},
+		{name: "the crashes came before the record was written: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				produceOK(b, 1, "a", 0)
+				finalRead(b)
+			}},
+		{name: "a crashed broker outside the ISR does not count: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f3", "n3")
+				restart(b, "f1", "n1")
+				restart(b, "f3", "n3")
+				finalRead(b)
+			}},
+		{name: "two replicas crash at once, nothing lost: clean", want: Valid,
+			explain: []string{"all 1 acknowledged acks=all records are in the final reads"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				finalRead(b, hb.Rec(0, "a"))
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			c.build(b)
+			r := Durability{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.known {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				}
+				text = r.Known[0].Example
+				if r.Known[0].Count != 2 {
+					t.Errorf("%s counted %d times, want 2 (both records)", KnownLostUnflushedQuorum, r.Known[0].Count)
+				}
+				if !strings.Contains(r.Explanation, KnownLostUnflushedQuorum) {
+					t.Errorf("explanation %q does not name %s", r.Explanation, KnownLostUnflushedQuorum)
+				}
+			} else if len(r.Known) != 0 {
+				t.Errorf("known anomalies %+v, want none", r.Known)
+			}
+			for _, want := range c.explain {
+				if !strings.Contains(text, want) {
+					t.Errorf("%q does not say %q", text, want)
+				}
+			}
+		})
+	}
+}
