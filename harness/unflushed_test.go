@@ -36,8 +36,8 @@ func TestLoseUnflushedCutsToTheSidecar(t *testing.T) {
 		{name: "all flushed: nothing cut", sidecar: map[string]int64{seg0: 200},
 			files: map[string][]byte{seg0: seg}, wantLen: map[string]int64{seg0: 200}},
 		{name: "a segment the sidecar does not list loses everything", sidecar: map[string]int64{seg0: 200},
-			files:   map[string][]byte{seg0: seg, seg1: fakeBatch(10, 3, 80)},
-			wantLen: map[string]int64{seg0: 200, seg1: 0},
+			files:    map[string][]byte{seg0: seg, seg1: fakeBatch(10, 3, 80)},
+			wantLen:  map[string]int64{seg0: 200, seg1: 0},
 			wantCuts: []string{"chaos-0 offsets [10, 13) (" + seg1 + " 80 → 0 bytes)"}},
 		{name: "no sidecar: left alone", files: map[string][]byte{seg0: seg}, wantLen: map[string]int64{seg0: 200}},
 	}
