@@ -23,12 +23,13 @@ const KnownLostUnflushedQuorum = "lost-unflushed-quorum"
 const crashLoseUnflushed = "crash-lose-unflushed"
 
 // unflushedCrash is one crash-lose-unflushed of one broker: its fault_start
-// and when it was started again (its fault_stop; MaxInt64 if never).
+// and when it was started again: the broker's first node_start after the
+// crash, else the fault's stop (MaxInt64 if neither). The restarted
+// process can be back in the ISR before the nemesis logs the stop.
 type unflushedCrash struct {
-	node       int32
-	start      *history.Event
-	restart    int64
-	restartIdx int // the fault_stop, -1 if none
+	node    int32
+	start   *history.Event
+	restart int64
 }
 
 // unflushedCrashes lists the history's crash-lose-unflushed faults in
@@ -36,7 +37,15 @@ type unflushedCrash struct {
 func unflushedCrashes(h *history.History) []unflushedCrash {
 	var out []unflushedCrash
 	open := map[string]int{} // source/id → index in out
-	for e := range eventsOf(h, history.KindFaultStart, history.KindFaultStop) {
+	for e := range eventsOf(h, history.KindFaultStart, history.KindFaultStop, history.KindNodeStart) {
+		if e.Kind == history.KindNodeStart {
+			for i := range out {
+				if c := &out[i]; c.node == e.Node && e.Time >= c.start.Time && e.Time < c.restart {
+					c.restart = e.Time
+				}
+			}
+			continue
+		}
 		f := e.Fault
 		if f == nil || f.Name != crashLoseUnflushed {
 			continue
@@ -51,11 +60,11 @@ func unflushedCrashes(h *history.History) []unflushedCrash {
 				continue
 			}
 			open[key] = len(out)
-			out = append(out, unflushedCrash{node: id, start: e, restart: math.MaxInt64, restartIdx: -1})
+			out = append(out, unflushedCrash{node: id, start: e, restart: math.MaxInt64})
 			continue
 		}
 		if i, ok := open[key]; ok {
-			out[i].restart, out[i].restartIdx = e.Time, e.Index
+			out[i].restart = min(out[i].restart, e.Time)
 			delete(open, key)
 		}
 	}
@@ -87,7 +96,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 				switch {
 				case s.time < c.start.Time:
 					held = s.Leader == c.node || slices.Contains(s.ISR, c.node)
-				case s.time > c.restart && slices.Contains(s.ISR, c.node) && ex.rejoin < 0:
+				case s.time >= c.restart && slices.Contains(s.ISR, c.node) && ex.rejoin < 0:
 					ex.until, ex.rejoin = s.time, s.idx
 				}
 			}

@@ -56,6 +56,19 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				restart(b, "f2", "n2")
 				finalRead(b)
 			}},
+		{name: "the first rejoined before the nemesis logged its restart: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+				b.Start(1)
+				b.State(tp0, 2, 2, 1, 12, 2, 3, 1) // fetched back at once
+				restart(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
 		{name: "one replica crashed: violation", want: Invalid, explain: []string{"was lost"},
 			build: func(b *hb.Builder) {
 				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
