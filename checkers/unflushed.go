@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -80,15 +81,23 @@ type unflushedExposure struct {
 	rejoin int // the state event, -1 if never
 }
 
+// unflushedPartition is what the judge needs of one partition: the
+// exposures of the brokers that held it and its states in log order.
+type unflushedPartition struct {
+	exposures []unflushedExposure
+	states    []zkState
+}
+
 // unflushedExposures lists, per partition, the crashes of brokers that
 // held it (leader or in the ISR of the latest state logged before the
 // crash; any broker when no state was logged before it) and how long each
 // stayed exposed.
-func unflushedExposures(h *history.History, crashes []unflushedCrash) map[history.TopicPartition][]unflushedExposure {
-	out := map[history.TopicPartition][]unflushedExposure{}
+func unflushedExposures(h *history.History, crashes []unflushedCrash) map[history.TopicPartition]*unflushedPartition {
+	out := map[history.TopicPartition]*unflushedPartition{}
 	for tp, zs := range partitionStates(h) {
 		states := slices.Concat(zs.ordered, zs.unordered)
-		slices.SortStableFunc(states, func(a, b zkState) int { return int(min(max(a.time-b.time, -1), 1)) })
+		slices.SortStableFunc(states, func(a, b zkState) int { return cmp.Compare(a.time, b.time) })
+		p := &unflushedPartition{states: states}
 		for _, c := range crashes {
 			held := true
 			ex := unflushedExposure{crash: c, until: math.MaxInt64, rejoin: -1}
@@ -101,40 +110,64 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 				}
 			}
 			if held {
-				out[tp] = append(out[tp], ex)
+				p.exposures = append(p.exposures, ex)
 			}
 		}
+		out[tp] = p
 	}
 	return out
 }
 
-// quorumLoss finds two exposures on distinct brokers of tp whose crashes
-// came after invoked (the record's produce began) and whose exposures
-// overlap: both replicas had lost their unflushed suffix at once. It
-// returns the pair, earliest first, or nil.
-func quorumLoss(exposures []unflushedExposure, invoked int64) []unflushedExposure {
-	for i, a := range exposures {
-		if a.crash.start.Time <= invoked {
+// isrBefore is the ISR of the latest state logged before t, and whether
+// there was one.
+func (p *unflushedPartition) isrBefore(t int64) ([]int32, bool) {
+	i, _ := slices.BinarySearchFunc(p.states, t, func(s zkState, t int64) int { return cmp.Compare(s.time, t) })
+	if i == 0 {
+		return nil, false
+	}
+	return p.states[i-1].ISR, true
+}
+
+// quorumLoss looks for an instant, a crash after invoked (when the
+// record's produce began), at which two or more brokers that held the
+// partition were exposed at once (crashed after invoked, not yet back in
+// the ISR) and every member of the ISR logged before that instant was one
+// of them: no replica the controller could elect still held the record.
+// It returns the exposures in force then, in crash order, or nil. With a
+// member of that ISR not exposed, the loss stays a violation: Kafka elects
+// that member, which has every acknowledged record.
+func (p *unflushedPartition) quorumLoss(invoked int64) []unflushedExposure {
+	for _, at := range p.exposures {
+		t := at.crash.start.Time
+		if t <= invoked {
 			continue
 		}
-		for _, b := range exposures[i+1:] {
-			if b.crash.start.Time <= invoked || b.crash.node == a.crash.node {
-				continue
-			}
-			if max(a.crash.start.Time, b.crash.start.Time) < min(a.until, b.until) {
-				return []unflushedExposure{a, b}
+		var in []unflushedExposure
+		brokers := map[int32]bool{}
+		for _, x := range p.exposures {
+			if x.crash.start.Time > invoked && x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
+				in = append(in, x)
+				brokers[x.crash.node] = true
 			}
 		}
+		if len(in) < 2 {
+			continue
+		}
+		isr, _ := p.isrBefore(t)
+		if slices.ContainsFunc(isr, func(id int32) bool { return !brokers[id] }) {
+			continue
+		}
+		return in
 	}
 	return nil
 }
 
 // describeQuorumLoss names the brokers of a quorum loss, with the times
 // of their crashes and of their return to the ISR.
-func describeQuorumLoss(pair []unflushedExposure, t0 int64) (string, []int) {
+func describeQuorumLoss(in []unflushedExposure, t0 int64) (string, []int) {
 	var parts []string
 	var evs []int
-	for _, x := range pair {
+	for _, x := range in {
 		back := "never back in the ISR"
 		if x.rejoin >= 0 {
 			back = fmt.Sprintf("back in the ISR at +%s (event %d)", rel(x.until, t0), x.rejoin)
@@ -151,7 +184,7 @@ func describeQuorumLoss(pair []unflushedExposure, t0 int64) (string, []int) {
 type unflushedJudge struct {
 	h         *history.History
 	t0        int64
-	exposures map[history.TopicPartition][]unflushedExposure
+	exposures map[history.TopicPartition]*unflushedPartition
 	lost      []UnflushedLoss
 }
 
@@ -186,14 +219,21 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 	if u.exposures == nil || l.invoke < 0 || l.invoke >= len(u.h.Events) {
 		return false
 	}
-	pair := quorumLoss(u.exposures[l.tp], u.h.Events[l.invoke].Time)
-	if pair == nil {
+	p := u.exposures[l.tp]
+	if p == nil {
 		return false
 	}
-	who, evs := describeQuorumLoss(pair, u.t0)
-	u.lost = append(u.lost, UnflushedLoss{Partition: lr.Partition, Offset: lr.Offset,
-		Brokers: []int32{pair[0].crash.node, pair[1].crash.node}, Crashes: evs})
+	in := p.quorumLoss(u.h.Events[l.invoke].Time)
+	if in == nil {
+		return false
+	}
+	who, evs := describeQuorumLoss(in, u.t0)
+	var brokers []int32
+	for _, x := range in {
+		brokers = append(brokers, x.crash.node)
+	}
+	u.lost = append(u.lost, UnflushedLoss{Partition: lr.Partition, Offset: lr.Offset, Brokers: brokers, Crashes: evs})
 	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(lr.Events), evs...),
-		"%s The replicas that held it lost their unflushed suffix at once: %s.", l.text, who)
+		"%s Every replica the controller could elect had lost its unflushed suffix: %s.", l.text, who)
 	return true
 }
