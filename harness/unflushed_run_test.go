@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,16 +22,35 @@ import (
 // crash-lose-unflushed on a real cluster: the broker is killed, its
 // segments lose what it had not fsynced (the workload's appends since its
 // last leader change), it starts again with the shorter log and fetches the
-// lost suffix back from the leader: the ISR lists it again, and with one
-// replica hit no acknowledged record is lost.
+// lost suffix back from the leader: the ISR lists it again. With one
+// replica hit, or two at once while the third is in the ISR (the
+// controller elects it, and it holds every acknowledged record), no
+// acknowledged record is lost and every checker is valid.
 func TestCrashLoseUnflushedRefetches(t *testing.T) {
 	dockertest.Require(t)
+	for _, tt := range []struct {
+		name    string
+		crashes int
+	}{
+		{"one broker", 1},
+		{"two brokers at once", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) { crashLoseUnflushedRun(t, tt.crashes) })
+	}
+}
+
+func crashLoseUnflushedRun(t *testing.T, crashes int) {
 	dir := t.TempDir()
 	if d := os.Getenv("UNF_KEEP"); d != "" {
-		dir = d
+		dir = filepath.Join(d, fmt.Sprint(crashes))
 	}
-	sched := nemesis.Schedule{Seed: 3, Total: 30 * time.Second,
-		Steps: []nemesis.Step{{At: 12 * time.Second, Kind: faults.CrashLoseUnflushed, Hold: 4 * time.Second}}}
+	sched := nemesis.Schedule{Seed: 3, Total: 30 * time.Second}
+	for range crashes {
+		sched.Steps = append(sched.Steps, nemesis.Step{At: 12 * time.Second, Kind: faults.CrashLoseUnflushed, Hold: 4 * time.Second})
+	}
+	if crashes > 1 {
+		sched.Density = float64(crashes)
+	}
 	cfg := RunConfig{RunSpec: rundir.RunSpec{
 		RunID: "t-unf-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 3,
 		ZK: rundir.ZK{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
@@ -48,36 +68,51 @@ func TestCrashLoseUnflushedRefetches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var crash, stop *history.Event
-	var node int32
-	restarted, rejoined := false, false
+	// Per crashed broker: its crash, whether it started again after it,
+	// and whether a partition state then listed it in the ISR.
+	type crash struct {
+		start              *history.Event
+		stopped, restarted bool
+		rejoined           bool
+	}
+	byNode := map[int32]*crash{}
 	for i := range h.Events {
 		e := &h.Events[i]
 		switch {
 		case e.Fault != nil && e.Fault.Name == string(faults.CrashLoseUnflushed) && e.Kind == history.KindFaultStart:
-			crash = e
+			var node int32
 			fmt.Sscanf(e.Fault.Targets[0], "n%d", &node)
-		case crash != nil && e.Fault != nil && e.Fault.Name == string(faults.CrashLoseUnflushed) && e.Kind == history.KindFaultStop:
-			stop = e
-		case crash != nil && e.Kind == history.KindNodeStart && e.Node == node:
-			restarted = true
-		case restarted && e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.State != nil &&
-			slices.Contains(e.Watch.State.ISR, node):
-			rejoined = true
+			byNode[node] = &crash{start: e}
+		case e.Fault != nil && e.Fault.Name == string(faults.CrashLoseUnflushed) && e.Kind == history.KindFaultStop:
+			if e.Fault.Error != "" {
+				t.Errorf("the fault failed: %s", e.Fault.Error)
+			}
+			for _, c := range byNode {
+				if c.start.Fault.ID == e.Fault.ID {
+					c.stopped = true
+				}
+			}
+		case e.Kind == history.KindNodeStart && byNode[e.Node] != nil:
+			byNode[e.Node].restarted = true
+		case e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.State != nil:
+			for node, c := range byNode {
+				if c.restarted && slices.Contains(e.Watch.State.ISR, node) {
+					c.rejoined = true
+				}
+			}
 		}
 	}
-	if crash == nil || stop == nil {
-		t.Fatalf("no crash-lose-unflushed window in the history (start %v, stop %v)", crash, stop)
+	if len(byNode) != crashes {
+		t.Fatalf("%d brokers crashed, want %d", len(byNode), crashes)
 	}
-	t.Logf("crash: %s", crash.Fault.Detail)
-	if !strings.Contains(crash.Fault.Detail, "dropped unflushed chaos-0 offsets") {
-		t.Errorf("the crash dropped nothing of chaos-0: %q", crash.Fault.Detail)
-	}
-	if stop.Fault.Error != "" {
-		t.Errorf("the fault failed: %s", stop.Fault.Error)
-	}
-	if !restarted || !rejoined {
-		t.Fatalf("broker %d restarted %v, back in the ISR after %v", node, restarted, rejoined)
+	for node, c := range byNode {
+		t.Logf("n%d: %s", node, c.start.Fault.Detail)
+		if !strings.Contains(c.start.Fault.Detail, "dropped unflushed chaos-0 offsets") {
+			t.Errorf("the crash of n%d dropped nothing of chaos-0: %q", node, c.start.Fault.Detail)
+		}
+		if !c.stopped || !c.restarted || !c.rejoined {
+			t.Errorf("n%d: fault stopped %v, restarted %v, back in the ISR after %v", node, c.stopped, c.restarted, c.rejoined)
+		}
 	}
 	rep, err := judge.Check(got, checkers.DefaultConfig())
 	if err != nil {
