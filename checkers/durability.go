@@ -98,6 +98,7 @@ type durabilityJudge struct {
 
 	divergent     []DivergentOffset
 	divergentText []string // the violation each divergence is, judged at the end
+	divergentTP   []history.TopicPartition
 	// Losses are judged once all are known: those an unclean election
 	// cost are the known anomaly unclean-election (the ISR checker lists
 	// them by election), not violations here. losses[i] explains lost[i].
@@ -170,6 +171,7 @@ func (d *durabilityJudge) markDivergent(tp history.TopicPartition, pt *durabilit
 	pt.divergent[off] = true
 	d.divergent = append(d.divergent, DivergentOffset{Partition: tp.String(), Offset: off,
 		Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
+	d.divergentTP = append(d.divergentTP, tp)
 	d.divergentText = append(d.divergentText, fmt.Sprintf("offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
 		off, tp, how, a.value, a.idx, b.value, b.idx))
 }
@@ -305,6 +307,7 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 		}
 	}
 	excusedDivergent := 0
+	unflushed := d.unflushedQuorum(h)
 	for i, dv := range d.divergent {
 		if uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[0]}] || uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[1]}] {
 			// One of the values is a record an unclean election cost:
@@ -312,10 +315,12 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 			excusedDivergent++
 			continue
 		}
+		if unflushed.excusesDivergent(r, d.divergentTP[i], dv, d.divergentText[i]) {
+			continue
+		}
 		r.violate(dv.Events, "%s", d.divergentText[i])
 	}
 	excused := 0
-	unflushed := d.unflushedQuorum(h)
 	for i, l := range d.losses {
 		if unclean[l.completed] {
 			excused++
@@ -338,6 +343,9 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	if excusedDivergent > 0 {
 		r.detail("divergent_after_unclean_election", excusedDivergent)
 	}
+	if unflushed.divergent > 0 {
+		r.detail("divergent_after_unflushed_quorum", unflushed.divergent)
+	}
 	if len(d.divergent) > 0 {
 		r.detail("divergent", capList(d.divergent))
 	}
@@ -347,10 +355,10 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	if d.unverified > 0 {
 		r.detail("unverified", d.unverified)
 	}
-	if n := len(unflushed.lost); n > 0 && excused == 0 {
+	if n := len(unflushed.lost) + unflushed.divergent; n > 0 && excused == 0 && excusedDivergent == 0 {
 		r.knownSaid = true
-		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d lost when crash-lose-unflushed hit a quorum of their partition's replicas at once (known anomaly %s), and no offset was read with two values.",
-			d.nAcked, n, KnownLostUnflushedQuorum))
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d lost, and no offset was read with two values but %d reused, after crash-lose-unflushed hit every replica the controller could elect (known anomaly %s).",
+			d.nAcked, len(unflushed.lost), unflushed.divergent, KnownLostUnflushedQuorum))
 	}
 	if excused > 0 {
 		twice := "no offset was read with two values"

@@ -186,6 +186,7 @@ type unflushedJudge struct {
 	t0        int64
 	exposures map[history.TopicPartition]*unflushedPartition
 	lost      []UnflushedLoss
+	divergent int // offsets read with two values that a quorum loss explains
 }
 
 // UnflushedLoss is an acknowledged record lost to a quorum's
@@ -201,7 +202,7 @@ type UnflushedLoss struct {
 // history (or no loss) it excuses nothing and costs nothing.
 func (d *durabilityJudge) unflushedQuorum(h *history.History) *unflushedJudge {
 	u := &unflushedJudge{h: h}
-	if len(d.losses) == 0 || len(h.Events) == 0 {
+	if len(d.losses)+len(d.divergent) == 0 || len(h.Events) == 0 {
 		return u
 	}
 	crashes := unflushedCrashes(h)
@@ -235,5 +236,27 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 	u.lost = append(u.lost, UnflushedLoss{Partition: lr.Partition, Offset: lr.Offset, Brokers: brokers, Crashes: evs})
 	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(lr.Events), evs...),
 		"%s Every replica the controller could elect had lost its unflushed suffix: %s.", l.text, who)
+	return true
+}
+
+// excusesDivergent reports whether an offset of tp seen with two values
+// (text says how) follows a quorum's crash-lose-unflushed between the two
+// sightings: the record first seen was lost with the unflushed suffixes,
+// and the leader elected afterwards wrote another at its offset. It is the
+// same known anomaly.
+func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, dv DivergentOffset, text string) bool {
+	p := u.exposures[tp]
+	if p == nil || len(dv.Events) != 2 {
+		return false
+	}
+	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
+	in := p.quorumLoss(first.Time)
+	if in == nil || in[len(in)-1].crash.start.Time >= second.Time {
+		return false
+	}
+	who, evs := describeQuorumLoss(in, u.t0)
+	u.divergent++
+	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(dv.Events), evs...),
+		"%s Every replica the controller could elect had lost its unflushed suffix in between: %s.", text, who)
 	return true
 }

@@ -44,6 +44,30 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				b.State(tp0, 2, 2, 1, 11, 2) // broker 2 back, elected with what it kept
 				finalRead(b)
 			}},
+		{name: "the new leader reuses a lost offset: known anomaly, for the loss and the two values", want: Valid, known: true,
+			explain: []string{"was read with two values", "in between: broker 1 crashed at"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				b.ReadBack(5, tp0, 0, false, hb.Rec(0, "a"))
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				b.State(tp0, 2, 2, 1, 11, 2)
+				finalRead(b, hb.Rec(0, "x"))
+			}},
+		{name: "two values at an offset before the crashes: violation", want: Invalid, explain: []string{"with two values"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				b.ReadBack(5, tp0, 0, false, hb.Rec(0, "a"))
+				b.ReadBack(5, tp0, 0, false, hb.Rec(0, "y"))
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
 		{name: "the ISR shrank to the second crashed broker: known anomaly", want: Valid, known: true,
 			explain: []string{"broker 1 crashed at", "broker 2 crashed at"},
 			build: func(b *hb.Builder) {
