@@ -25,14 +25,18 @@ type Disks interface {
 // bytes to its Durable length, dropping the batches of offsets
 // [FirstOffset, EndOffset).
 type UnflushedCut struct {
-	Partition              string // topic-partition, the directory's name
-	File                   string // the segment file's name
-	Durable, Size          int64
+	Topic     string
+	Partition int32
+	File      string // the segment file's name
+	Durable   int64
+	Size      int64
+	// FirstOffset and EndOffset bound the dropped batches; -1 when the
+	// dropped bytes held no whole batch header.
 	FirstOffset, EndOffset int64
 }
 
 func (c UnflushedCut) String() string {
-	return fmt.Sprintf("%s offsets [%d, %d) (%s %d → %d bytes)", c.Partition, c.FirstOffset, c.EndOffset, c.File, c.Size, c.Durable)
+	return fmt.Sprintf("%s-%d offsets [%d, %d) (%s %d → %d bytes)", c.Topic, c.Partition, c.FirstOffset, c.EndOffset, c.File, c.Size, c.Durable)
 }
 
 // crashOps is what crash-lose-unflushed does to processes (procs on the
@@ -71,10 +75,11 @@ func (f *unflushedCrash) inject(ctx context.Context, pick int) (Heal, error) {
 	if len(cands) == 0 {
 		cands = f.world.Nodes()
 	}
-	t, err := pickOne(k, cands, pick)
+	t0, err := pickOne(k, cands, pick)
 	if err != nil {
 		return nil, err
 	}
+	t := t0
 	if err := f.ops.kill(ctx, t); err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
 	}
@@ -82,6 +87,9 @@ func (f *unflushedCrash) inject(ctx context.Context, pick int) (Heal, error) {
 	cuts, cutErr := f.disks.LoseUnflushed(ctx, nodeID(t))
 	detail := unflushedDetail(cuts)
 	id := f.rec.StartFault(history.Fault{Name: string(k), Targets: targets, Detail: detail})
+	for _, t := range unflushedTruncations(cuts) {
+		f.rec.Truncated(int32(nodeID(t0)), t)
+	}
 	if cutErr != nil {
 		f.rec.StopFault(history.Fault{ID: id, Name: string(k), Targets: targets, Detail: detail}, cutErr)
 	}
@@ -105,4 +113,29 @@ func unflushedDetail(cuts []UnflushedCut) string {
 		parts[i] = c.String()
 	}
 	return "SIGKILL; dropped unflushed " + strings.Join(parts, "; ")
+}
+
+// unflushedTruncations is what cuts did to each partition's log, as
+// truncation events (history.TruncationUnflushedLoss): from the highest
+// end it cut from to the first offset it dropped, partitions in the order
+// of their first cut.
+func unflushedTruncations(cuts []UnflushedCut) []history.Truncation {
+	var out []history.Truncation
+	at := map[history.TopicPartition]int{}
+	for _, c := range cuts {
+		if c.FirstOffset < 0 {
+			continue
+		}
+		tp := history.TP(c.Topic, c.Partition)
+		i, ok := at[tp]
+		if !ok {
+			at[tp] = len(out)
+			out = append(out, history.Truncation{Topic: c.Topic, Partition: c.Partition, From: c.EndOffset, To: c.FirstOffset,
+				Reason: history.TruncationUnflushedLoss})
+			continue
+		}
+		out[i].From = max(out[i].From, c.EndOffset)
+		out[i].To = min(out[i].To, c.FirstOffset)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -37,7 +38,7 @@ func (w *crashWorld) LoseUnflushed(_ context.Context, node int) ([]UnflushedCut,
 }
 
 func TestCrashLoseUnflushed(t *testing.T) {
-	cut := UnflushedCut{Partition: "chaos-0", File: "00000000000000000000.log", Durable: 100, Size: 300, FirstOffset: 5, EndOffset: 15}
+	cut := UnflushedCut{Topic: "chaos", Partition: 0, File: "00000000000000000000.log", Durable: 100, Size: 300, FirstOffset: 5, EndOffset: 15}
 	for _, tt := range []struct {
 		name      string
 		pick      int
@@ -47,10 +48,12 @@ func TestCrashLoseUnflushed(t *testing.T) {
 		want      []string
 		startHas  string
 		stopError string
+		trunc     string // the truncation event recorded, if any
 	}{
 		{name: "kill, cut while down, start at heal", pick: 1, cuts: []UnflushedCut{cut},
 			want:     []string{"kill n2", "cut n2", "start n2"},
-			startHas: "dropped unflushed chaos-0 offsets [5, 15) (00000000000000000000.log 300 → 100 bytes)"},
+			startHas: "dropped unflushed chaos-0 offsets [5, 15) (00000000000000000000.log 300 → 100 bytes)",
+			trunc:    "n2 chaos-0 15→5 crash-lose-unflushed"},
 		{name: "a broker another fault holds is skipped", pick: 0, held: []string{"n1"},
 			want: []string{"kill n2", "cut n2", "start n2"}, startHas: "nothing unflushed"},
 		{name: "a failed cut is the fault's error and the broker still starts", pick: 2, cutErr: errors.New("permission denied"),
@@ -85,8 +88,52 @@ func TestCrashLoseUnflushed(t *testing.T) {
 			if tt.stopError != "" && !strings.Contains(stop.Error, tt.stopError) {
 				t.Errorf("stop error %q, want %q", stop.Error, tt.stopError)
 			}
+			evs, _, err := history.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var truncs []string
+			for _, e := range evs {
+				if e.Kind == history.KindTruncation {
+					tr := e.Truncation
+					truncs = append(truncs, fmt.Sprintf("n%d %s %d→%d %s", e.Node, tr.TP(), tr.From, tr.To, tr.Reason))
+				}
+			}
+			if got := strings.Join(truncs, "; "); got != tt.trunc {
+				t.Errorf("truncations recorded %q, want %q", got, tt.trunc)
+			}
 			if tt.stopError == "" && stop.Error != "" {
 				t.Errorf("stop error %q, want none", stop.Error)
+			}
+		})
+	}
+}
+
+// A partition cut in two segments is one truncation, from the highest end
+// to the first offset dropped; a cut without a whole batch is none.
+func TestUnflushedTruncations(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cuts []UnflushedCut
+		want string
+	}{
+		{"two segments of one partition", []UnflushedCut{
+			{Topic: "a", Partition: 0, FirstOffset: 10, EndOffset: 20},
+			{Topic: "a", Partition: 0, FirstOffset: 20, EndOffset: 31},
+			{Topic: "a", Partition: 1, FirstOffset: 3, EndOffset: 4},
+		}, "[a-0 31→10 a-1 4→3]"},
+		{"a torn batch only", []UnflushedCut{{Topic: "a", Partition: 0, FirstOffset: -1, EndOffset: -1}}, "[]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, tr := range unflushedTruncations(tt.cuts) {
+				if tr.Reason != history.TruncationUnflushedLoss {
+					t.Errorf("reason %q", tr.Reason)
+				}
+				got = append(got, fmt.Sprintf("%s %d→%d", tr.TP(), tr.From, tr.To))
+			}
+			if fmt.Sprint(got) != tt.want {
+				t.Errorf("truncations %v, want %s", got, tt.want)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/zkchaos/zkchaos/faults"
@@ -61,6 +62,10 @@ func loseUnflushed(dataDir string) ([]faults.UnflushedCut, error) {
 
 // loseUnflushedIn cuts one partition directory's segments.
 func loseUnflushedIn(dir string) ([]faults.UnflushedCut, error) {
+	topic, partition, ok := parsePartitionDir(filepath.Base(dir))
+	if !ok {
+		return nil, nil
+	}
 	data, err := os.ReadFile(filepath.Join(dir, history.DurableLengthsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -101,7 +106,7 @@ func loseUnflushedIn(dir string) ([]faults.UnflushedCut, error) {
 		if err := os.Truncate(p, keep); err != nil {
 			return cuts, fmt.Errorf("lose unflushed: %w", err)
 		}
-		cuts = append(cuts, faults.UnflushedCut{Partition: filepath.Base(dir), File: name, Durable: keep, Size: st.Size(),
+		cuts = append(cuts, faults.UnflushedCut{Topic: topic, Partition: partition, File: name, Durable: keep, Size: st.Size(),
 			FirstOffset: first, EndOffset: end})
 	}
 	return cuts, nil
@@ -138,4 +143,18 @@ func droppedOffsets(path string, from int64) (first, end int64, err error) {
 		pos += 12 + length
 	}
 	return first, end, nil
+}
+
+// parsePartitionDir splits a partition directory's name, <topic>-<partition>
+// (Kafka's naming; a topic may contain '-').
+func parsePartitionDir(name string) (string, int32, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return "", 0, false
+	}
+	return name[:i], int32(p), true
 }

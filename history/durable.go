@@ -75,3 +75,12 @@ func ParseDurableLengths(data []byte) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+// TruncationUnflushedLoss is the Reason of the truncation events the
+// nemesis records for crash-lose-unflushed: one per partition whose
+// unflushed suffix it dropped from a down broker's log, From the log end
+// it cut from, To the first offset it dropped. The node's own event log
+// cannot show that cut (it happened while no process ran), and the
+// checkers that follow a replica's log need it: it is not a follower's
+// decision and not start-up recovery.
+const TruncationUnflushedLoss = "crash-lose-unflushed"
