@@ -62,6 +62,7 @@ func (c Linearizable) Check(h *history.History) Result {
 	// acknowledged records (see election.go), found only when some
 	// partition is not linearizable.
 	costly := map[string]uncleanCost{}
+	quorum := newQuorumLosses(h)
 	for _, p := range out.Partitions {
 		if p.Result == porcupine.Illegal {
 			for _, c := range uncleanCosts(h, opts.Ops) {
@@ -116,6 +117,15 @@ func (c Linearizable) Check(h *history.History) Result {
 		}
 		switch p.Result {
 		case porcupine.Illegal:
+			if in := quorum.any(p.Partition); in != nil {
+				// Records read from the lost suffix and then replaced by
+				// the new leader's: no single log can fit.
+				who, evs := describeQuorumLoss(in, t0)
+				text := fmt.Sprintf("partition %s is not linearizable after crash-lose-unflushed hit every replica the controller could elect (%s)", p.Partition, who)
+				r.knownAnomaly(KnownLostUnflushedQuorum, evs, "%s.", text)
+				unclean = append(unclean, text+" (known anomaly "+KnownLostUnflushedQuorum+")")
+				continue
+			}
 			if c, ok := costly[p.Partition]; ok {
 				// Records read from the old leader's log and then
 				// replaced by the new leader's: no single log can fit,

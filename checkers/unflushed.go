@@ -260,3 +260,55 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 		"%s Every replica the controller could elect had lost its unflushed suffix in between: %s.", text, who)
 	return true
 }
+
+// quorumLosses answers, for checkers other than durability, whether a
+// quorum's crash-lose-unflushed explains what they see on a partition. It
+// reads the crashes only when first asked.
+type quorumLosses struct {
+	h     *history.History
+	t0    int64
+	asked bool
+	parts map[history.TopicPartition]*unflushedPartition
+}
+
+func newQuorumLosses(h *history.History) *quorumLosses { return &quorumLosses{h: h} }
+
+// between returns the exposures of a quorum loss of tp whose crashes all
+// came after after and whose instant (the last of them) came before
+// before, or nil.
+func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) []unflushedExposure {
+	if !q.asked {
+		q.asked = true
+		if len(q.h.Events) > 0 {
+			q.t0 = q.h.Events[0].Time
+			if crashes := unflushedCrashes(q.h); len(crashes) >= 2 {
+				q.parts = unflushedExposures(q.h, crashes)
+			}
+		}
+	}
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	in := p.quorumLoss(after)
+	if in == nil || in[len(in)-1].crash.start.Time >= before {
+		return nil
+	}
+	return in
+}
+
+// isUnflushedLoss reports whether t is the nemesis's record of
+// crash-lose-unflushed cutting a down broker's log: not a decision of the
+// broker, and like start-up recovery it caps what the next process has.
+func isUnflushedLoss(t *history.Truncation) bool { return t.Reason == history.TruncationUnflushedLoss }
+
+// any returns the exposures of a quorum loss of the partition named tp
+// ("topic-partition") at any time, or nil.
+func (q *quorumLosses) any(tp string) []unflushedExposure {
+	for _, t := range sortedTPs(partitionStates(q.h)) {
+		if t.String() == tp {
+			return q.between(t, math.MinInt64, math.MaxInt64)
+		}
+	}
+	return nil
+}
