@@ -26,35 +26,47 @@ import (
 // replica hit, or two at once while the third is in the ISR (the
 // controller elects it, and it holds every acknowledged record), no
 // acknowledged record is lost and every checker is valid.
+//
+// With the third replica paused out of the ISR first, the two crashed
+// brokers were every replica the controller could elect: the one elected
+// comes back without the lost suffix, acknowledged records are gone, and
+// the checkers name that the known anomaly lost-unflushed-quorum instead
+// of a violation.
 func TestCrashLoseUnflushedRefetches(t *testing.T) {
 	dockertest.Require(t)
+	crash := func(at, hold time.Duration) nemesis.Step {
+		return nemesis.Step{At: at, Kind: faults.CrashLoseUnflushed, Hold: hold}
+	}
 	for _, tt := range []struct {
 		name    string
+		steps   []nemesis.Step
 		crashes int
+		lost    bool // the known anomaly must be named
 	}{
-		{"one broker", 1},
-		{"two brokers at once", 2},
+		{"one broker", []nemesis.Step{crash(12*time.Second, 4*time.Second)}, 1, false},
+		{"two brokers at once", []nemesis.Step{crash(12*time.Second, 4*time.Second), crash(12500*time.Millisecond, 3500*time.Millisecond)}, 2, false},
+		// n3 (the pick among three free brokers) is paused past the
+		// replica lag, then n1 and n2 crash.
+		{"the whole ISR", []nemesis.Step{{At: 5 * time.Second, Kind: faults.PauseNode, Hold: 18 * time.Second, Pick: 2},
+			crash(16*time.Second, 4*time.Second), crash(16500*time.Millisecond, 3500*time.Millisecond)}, 2, true},
 	} {
-		t.Run(tt.name, func(t *testing.T) { crashLoseUnflushedRun(t, tt.crashes) })
+		t.Run(tt.name, func(t *testing.T) { crashLoseUnflushedRun(t, tt.steps, tt.crashes, tt.lost) })
 	}
 }
 
-func crashLoseUnflushedRun(t *testing.T, crashes int) {
+func crashLoseUnflushedRun(t *testing.T, steps []nemesis.Step, crashes int, lost bool) {
 	dir := t.TempDir()
 	if d := os.Getenv("UNF_KEEP"); d != "" {
-		dir = filepath.Join(d, fmt.Sprint(crashes))
+		dir = filepath.Join(d, strings.ReplaceAll(t.Name(), "/", "-"))
 	}
-	sched := nemesis.Schedule{Seed: 3, Total: 30 * time.Second}
-	for range crashes {
-		sched.Steps = append(sched.Steps, nemesis.Step{At: 12 * time.Second, Kind: faults.CrashLoseUnflushed, Hold: 4 * time.Second})
-	}
-	if crashes > 1 {
-		sched.Density = float64(crashes)
+	sched := nemesis.Schedule{Seed: 7, Total: 35 * time.Second, Steps: steps}
+	if len(steps) > 1 {
+		sched.Density = float64(len(steps))
 	}
 	cfg := RunConfig{RunSpec: rundir.RunSpec{
-		RunID: "t-unf-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 3,
+		RunID: "t-unf-" + cluster.NewRunID()[16:], RunDir: dir, Seed: 7,
 		ZK: rundir.ZK{Servers: 1}, ZKSessionTimeout: 3 * time.Second,
-		Topic: "chaos", Partitions: 1, TimeLimit: 30 * time.Second, Settle: 8 * time.Second,
+		Topic: "chaos", Partitions: 1, TimeLimit: 35 * time.Second, Settle: 8 * time.Second,
 		Faults: []string{string(faults.CrashLoseUnflushed)},
 	}, Schedule: &sched}
 	if testing.Verbose() {
@@ -118,9 +130,19 @@ func crashLoseUnflushedRun(t *testing.T, crashes int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	named := false
 	for _, r := range rep.Results {
 		if r.Verdict != checkers.Valid {
 			t.Errorf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
 		}
+		for _, k := range r.Known {
+			if k.Name == checkers.KnownLostUnflushedQuorum {
+				named = true
+				t.Logf("%s: %s ×%d: %s", r.Checker, k.Name, k.Count, k.Example)
+			}
+		}
+	}
+	if named != lost {
+		t.Errorf("known anomaly %s named %v, want %v", checkers.KnownLostUnflushedQuorum, named, lost)
 	}
 }
