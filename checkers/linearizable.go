@@ -121,7 +121,7 @@ func (c Linearizable) Check(h *history.History) Result {
 				// Records read from the lost suffix and then replaced by
 				// the new leader's: no single log can fit.
 				who, evs := describeQuorumLoss(in, t0)
-				text := fmt.Sprintf("partition %s is not linearizable after crash-lose-unflushed hit every replica the controller could elect (%s)", p.Partition, who)
+				text := fmt.Sprintf("partition %s is not linearizable after crash-lose-unflushed hit a quorum of its replicas at once (%s)", p.Partition, who)
 				r.knownAnomaly(KnownLostUnflushedQuorum, evs, "%s.", text)
 				unclean = append(unclean, text+" (known anomaly "+KnownLostUnflushedQuorum+")")
 				continue

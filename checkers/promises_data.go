@@ -170,7 +170,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				// replica the controller could elect.
 				who, evs := describeQuorumLoss(in, t0)
 				r.knownAnomaly(KnownLostUnflushedQuorum, append([]int{m.idx, e.Index}, evs...),
-					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s), below its high watermark %d (%s), after every replica the controller could elect had lost its unflushed suffix: %s.",
+					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s), below its high watermark %d (%s), after a quorum of its replicas lost their unflushed suffix at once: %s.",
 					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), had, m.why, who)
 				continue
 			}

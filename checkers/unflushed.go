@@ -73,19 +73,34 @@ func unflushedCrashes(h *history.History) []unflushedCrash {
 }
 
 // unflushedExposure is a crash's exposure on one partition: from the
-// crash until the partition's ISR lists the broker again in a state
-// logged after its restart (it fetched back what it lost), or the end.
+// crash until a leader took the restarted broker into its ISR again
+// (isr_change expand, logged after its restart): it had fetched back up to
+// the high watermark. A controller's state that still lists it (it never
+// noticed the crash, or a new controller never knew the old process) does
+// not end it: nothing was fetched.
 type unflushedExposure struct {
 	crash  unflushedCrash
 	until  int64
-	rejoin int // the state event, -1 if never
+	rejoin int // the isr_change event, -1 if never
 }
 
 // unflushedPartition is what the judge needs of one partition: the
-// exposures of the brokers that held it and its states in log order.
+// exposures of the brokers that held it, its states in log order and its
+// leaderships in log order.
 type unflushedPartition struct {
 	exposures []unflushedExposure
 	states    []zkState
+	leaders   []unflushedLeader
+}
+
+// unflushedLeader is evidence that node led the partition at epoch from
+// time: a state naming it leader, or its own role_change to leader (which
+// the watcher may see later than the node acts, or not at all when the
+// next write overtakes it).
+type unflushedLeader struct {
+	node, epoch int32
+	time        int64
+	idx         int
 }
 
 // unflushedExposures lists, per partition, the crashes of brokers that
@@ -94,49 +109,83 @@ type unflushedPartition struct {
 // stayed exposed.
 func unflushedExposures(h *history.History, crashes []unflushedCrash) map[history.TopicPartition]*unflushedPartition {
 	out := map[history.TopicPartition]*unflushedPartition{}
+	type join struct {
+		node int32
+		time int64
+		idx  int
+	}
+	joins := map[history.TopicPartition][]join{}
+	for e := range eventsOf(h, history.KindISRChange) {
+		c := e.ISR
+		if c == nil || c.Action != history.ISRExpand || c.Outcome != history.ZKOK {
+			continue
+		}
+		for _, n := range c.New {
+			if !slices.Contains(c.Old, n) {
+				joins[c.TP()] = append(joins[c.TP()], join{n, e.Time, e.Index})
+			}
+		}
+	}
+	leaders := map[history.TopicPartition][]unflushedLeader{}
+	for e := range eventsOf(h, history.KindRoleChange) {
+		if r := e.Role; r != nil && r.Role == history.RoleLeader {
+			leaders[r.TP()] = append(leaders[r.TP()], unflushedLeader{e.Node, r.LeaderEpoch, e.Time, e.Index})
+		}
+	}
 	for tp, zs := range partitionStates(h) {
 		states := slices.Concat(zs.ordered, zs.unordered)
 		slices.SortStableFunc(states, func(a, b zkState) int { return cmp.Compare(a.time, b.time) })
-		p := &unflushedPartition{states: states}
+		ls := leaders[tp]
+		for _, s := range states {
+			if s.Leader >= 0 {
+				ls = append(ls, unflushedLeader{s.Leader, s.LeaderEpoch, s.time, s.idx})
+			}
+		}
+		slices.SortStableFunc(ls, func(a, b unflushedLeader) int { return cmp.Compare(a.time, b.time) })
+		p := &unflushedPartition{states: states, leaders: ls}
 		for _, c := range crashes {
 			held := true
-			ex := unflushedExposure{crash: c, until: math.MaxInt64, rejoin: -1}
 			for _, s := range states {
-				switch {
-				case s.time < c.start.Time:
+				if s.time < c.start.Time {
 					held = s.Leader == c.node || slices.Contains(s.ISR, c.node)
-				case s.time >= c.restart && slices.Contains(s.ISR, c.node) && ex.rejoin < 0:
-					ex.until, ex.rejoin = s.time, s.idx
 				}
 			}
-			if held {
-				p.exposures = append(p.exposures, ex)
+			if !held {
+				continue
 			}
+			ex := unflushedExposure{crash: c, until: math.MaxInt64, rejoin: -1}
+			for _, j := range joins[tp] {
+				if j.node == c.node && j.time >= c.restart {
+					ex.until, ex.rejoin = j.time, j.idx
+					break
+				}
+			}
+			p.exposures = append(p.exposures, ex)
 		}
 		out[tp] = p
 	}
 	return out
 }
 
-// isrBefore is the ISR of the latest state logged before t, and whether
-// there was one.
-func (p *unflushedPartition) isrBefore(t int64) ([]int32, bool) {
-	i, _ := slices.BinarySearchFunc(p.states, t, func(s zkState, t int64) int { return cmp.Compare(s.time, t) })
-	if i == 0 {
-		return nil, false
-	}
-	return p.states[i-1].ISR, true
+// unflushedLoss is a quorum loss: the exposures in force at its instant
+// and the state that named one of them leader while it was exposed.
+type unflushedLoss struct {
+	in      []unflushedExposure
+	elected unflushedLeader
 }
 
-// quorumLoss looks for an instant, a crash after invoked (when the
-// record's produce began), at which two or more brokers that held the
-// partition were exposed at once (crashed after invoked, not yet back in
-// the ISR) and every member of the ISR logged before that instant was one
-// of them: no replica the controller could elect still held the record.
-// It returns the exposures in force then, in crash order, or nil. With a
-// member of that ISR not exposed, the loss stays a violation: Kafka elects
-// that member, which has every acknowledged record.
-func (p *unflushedPartition) quorumLoss(invoked int64) []unflushedExposure {
+// quorumLoss looks for what loses records written after invoked (when the
+// record's produce began) to crash-lose-unflushed: at a crash after
+// invoked, two or more brokers that held the partition exposed at once
+// (crashed, then, or earlier and not yet taken back into an ISR), and one
+// of them leading while exposed.
+// The elected broker came back without the lost suffix, and every other
+// replica follows it: KIP-101's epochs cut the suffix from them too, or
+// find nothing to compare. With at most one broker exposed at a time, or
+// none of them elected (the controller chose a replica that kept the
+// records), a loss stays a violation. It returns the first such loss, or
+// nil.
+func (p *unflushedPartition) quorumLoss(invoked int64) *unflushedLoss {
 	for _, at := range p.exposures {
 		t := at.crash.start.Time
 		if t <= invoked {
@@ -145,7 +194,9 @@ func (p *unflushedPartition) quorumLoss(invoked int64) []unflushedExposure {
 		var in []unflushedExposure
 		brokers := map[int32]bool{}
 		for _, x := range p.exposures {
-			if x.crash.start.Time > invoked && x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
+			// A broker crashed before the record was written lacks it
+			// too while it has not been taken back into an ISR.
+			if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
 				in = append(in, x)
 				brokers[x.crash.node] = true
 			}
@@ -153,30 +204,38 @@ func (p *unflushedPartition) quorumLoss(invoked int64) []unflushedExposure {
 		if len(in) < 2 {
 			continue
 		}
-		isr, _ := p.isrBefore(t)
-		if slices.ContainsFunc(isr, func(id int32) bool { return !brokers[id] }) {
-			continue
+		for _, l := range p.leaders {
+			if l.time < t {
+				continue
+			}
+			for _, x := range in {
+				if l.node == x.crash.node && l.time < x.until {
+					return &unflushedLoss{in: in, elected: l}
+				}
+			}
 		}
-		return in
 	}
 	return nil
 }
 
 // describeQuorumLoss names the brokers of a quorum loss, with the times
-// of their crashes and of their return to the ISR.
-func describeQuorumLoss(in []unflushedExposure, t0 int64) (string, []int) {
+// of their crashes and of their return to an ISR, and the election of one
+// of them while it was exposed.
+func describeQuorumLoss(l *unflushedLoss, t0 int64) (string, []int) {
 	var parts []string
 	var evs []int
-	for _, x := range in {
-		back := "never back in the ISR"
+	for _, x := range l.in {
+		back := "never taken back into an ISR"
 		if x.rejoin >= 0 {
-			back = fmt.Sprintf("back in the ISR at +%s (event %d)", rel(x.until, t0), x.rejoin)
+			back = fmt.Sprintf("taken back into the ISR at +%s (event %d)", rel(x.until, t0), x.rejoin)
 		}
 		parts = append(parts, fmt.Sprintf("broker %d crashed at +%s (event %d: %s), %s",
 			x.crash.node, rel(x.crash.start.Time, t0), x.crash.start.Index, x.crash.start.Fault.Detail, back))
 		evs = append(evs, x.crash.start.Index)
 	}
-	return strings.Join(parts, "; "), evs
+	evs = append(evs, l.elected.idx)
+	return fmt.Sprintf("%s; broker %d led at leader epoch %d (event %d, +%s) before it had fetched back what it lost",
+		strings.Join(parts, "; "), l.elected.node, l.elected.epoch, l.elected.idx, rel(l.elected.time, t0)), evs
 }
 
 // unflushedJudge excuses the durability checker's losses that a quorum's
@@ -224,18 +283,18 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 	if p == nil {
 		return false
 	}
-	in := p.quorumLoss(u.h.Events[l.invoke].Time)
-	if in == nil {
+	loss := p.quorumLoss(u.h.Events[l.invoke].Time)
+	if loss == nil {
 		return false
 	}
-	who, evs := describeQuorumLoss(in, u.t0)
+	who, evs := describeQuorumLoss(loss, u.t0)
 	var brokers []int32
-	for _, x := range in {
+	for _, x := range loss.in {
 		brokers = append(brokers, x.crash.node)
 	}
 	u.lost = append(u.lost, UnflushedLoss{Partition: lr.Partition, Offset: lr.Offset, Brokers: brokers, Crashes: evs})
 	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(lr.Events), evs...),
-		"%s Every replica the controller could elect had lost its unflushed suffix: %s.", l.text, who)
+		"%s The replicas that held it lost their unflushed suffix at once: %s.", l.text, who)
 	return true
 }
 
@@ -250,14 +309,14 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 		return false
 	}
 	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
-	in := p.quorumLoss(first.Time)
-	if in == nil || in[len(in)-1].crash.start.Time >= second.Time {
+	loss := p.quorumLoss(first.Time)
+	if loss == nil || loss.elected.time >= second.Time {
 		return false
 	}
-	who, evs := describeQuorumLoss(in, u.t0)
+	who, evs := describeQuorumLoss(loss, u.t0)
 	u.divergent++
 	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(dv.Events), evs...),
-		"%s Every replica the controller could elect had lost its unflushed suffix in between: %s.", text, who)
+		"%s The replicas that held it lost their unflushed suffix at once in between: %s.", text, who)
 	return true
 }
 
@@ -273,10 +332,9 @@ type quorumLosses struct {
 
 func newQuorumLosses(h *history.History) *quorumLosses { return &quorumLosses{h: h} }
 
-// between returns the exposures of a quorum loss of tp whose crashes all
-// came after after and whose instant (the last of them) came before
-// before, or nil.
-func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) []unflushedExposure {
+// between returns a quorum loss of tp whose crashes all came after after
+// and whose election came before before, or nil.
+func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) *unflushedLoss {
 	if !q.asked {
 		q.asked = true
 		if len(q.h.Events) > 0 {
@@ -290,11 +348,11 @@ func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) [
 	if p == nil {
 		return nil
 	}
-	in := p.quorumLoss(after)
-	if in == nil || in[len(in)-1].crash.start.Time >= before {
+	l := p.quorumLoss(after)
+	if l == nil || l.elected.time >= before {
 		return nil
 	}
-	return in
+	return l
 }
 
 // isUnflushedLoss reports whether t is the nemesis's record of
@@ -304,7 +362,7 @@ func isUnflushedLoss(t *history.Truncation) bool { return t.Reason == history.Tr
 
 // any returns the exposures of a quorum loss of the partition named tp
 // ("topic-partition") at any time, or nil.
-func (q *quorumLosses) any(tp string) []unflushedExposure {
+func (q *quorumLosses) any(tp string) *unflushedLoss {
 	for _, t := range sortedTPs(partitionStates(q.h)) {
 		if t.String() == tp {
 			return q.between(t, math.MinInt64, math.MaxInt64)

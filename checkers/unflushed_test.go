@@ -20,6 +20,12 @@ func restart(b *hb.Builder, id, node string) int {
 	return b.Fault(false, id, crashLoseUnflushed, node)
 }
 
+// takeIn records leader taking follower back into t-0's ISR (an ok expand).
+func takeIn(b *hb.Builder, leader, follower int32) int {
+	return b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+		Action: history.ISRExpand, Old: []int32{leader}, New: []int32{leader, follower}, Outcome: history.ZKOK}})
+}
+
 // The durability checker names a loss that follows crash-lose-unflushed of
 // two of a partition's replicas at once as the known anomaly, and keeps
 // every other loss a violation.
@@ -32,7 +38,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 		explain []string
 	}{
 		{name: "the whole ISR, two replicas, crashes at once: known anomaly", want: Valid, known: true,
-			explain: []string{"t-0 offset 0", "broker 1 crashed at", "broker 2 crashed at", "never back in the ISR", "offsets [0, 2)"},
+			explain: []string{"t-0 offset 0", "broker 1 crashed at", "broker 2 crashed at", "never taken back into an ISR", "broker 2 led at leader epoch 2", "offsets [0, 2)"},
 			build: func(b *hb.Builder) {
 				b.State(tp0, 1, 1, 1, 10, 1, 2)
 				produceOK(b, 1, "a", 0)
@@ -80,6 +86,22 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				crashUnflushed(b, "f2", "n2")
 				restart(b, "f1", "n1")
 				restart(b, "f2", "n2")
+				b.State(tp0, 2, 3, 1, 13, 2) // broker 2 back, elected with what it kept
+				finalRead(b)
+			}},
+		{name: "a broker down since before the record and another crashing after it: known anomaly", want: Valid, known: true,
+			explain: []string{"broker 1 crashed at", "broker 2 crashed at", "broker 1 led at leader epoch 3"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 2, 1, 1, 10, 2, 1)
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				b.State(tp0, 2, 2, 1, 12, 2)
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 3, 1, 13, 1) // stale ISR member elected before fetching
+				restart(b, "f2", "n2")
 				finalRead(b)
 			}},
 		{name: "two crash at once but a third ISR member survives: violation", want: Invalid, explain: []string{"was lost"},
@@ -88,6 +110,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				produceOK(b, 1, "a", 0)
 				crashUnflushed(b, "f1", "n1")
 				crashUnflushed(b, "f2", "n2")
+				b.State(tp0, 3, 2, 1, 11, 3) // the survivor leads
 				restart(b, "f1", "n1")
 				restart(b, "f2", "n2")
 				finalRead(b)
@@ -99,8 +122,10 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				crashUnflushed(b, "f1", "n1")
 				b.State(tp0, 2, 2, 1, 11, 2)
 				restart(b, "f1", "n1")
-				b.State(tp0, 2, 2, 1, 12, 2, 1) // n1 fetched it back
+				takeIn(b, 2, 1) // n1 fetched it back
+				b.State(tp0, 2, 2, 1, 12, 2, 1)
 				crashUnflushed(b, "f2", "n2")
+				b.State(tp0, 1, 3, 1, 13, 1)
 				restart(b, "f2", "n2")
 				finalRead(b)
 			}},
@@ -111,9 +136,11 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				crashUnflushed(b, "f1", "n1")
 				b.State(tp0, 2, 2, 1, 11, 2)
 				b.Start(1)
-				b.State(tp0, 2, 2, 1, 12, 2, 1) // fetched back at once
+				takeIn(b, 2, 1) // fetched back at once
+				b.State(tp0, 2, 2, 1, 12, 2, 1)
 				restart(b, "f1", "n1")
 				crashUnflushed(b, "f2", "n2")
+				b.State(tp0, 1, 3, 1, 13, 1)
 				restart(b, "f2", "n2")
 				finalRead(b)
 			}},
@@ -123,6 +150,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				produceOK(b, 1, "a", 0)
 				crashUnflushed(b, "f1", "n1")
 				restart(b, "f1", "n1")
+				b.State(tp0, 1, 2, 1, 11, 1) // elected again before fetching: one replica, still a violation
 				finalRead(b)
 			}},
 		{name: "the crashes came before the record was written: violation", want: Invalid, explain: []string{"was lost"},
@@ -143,6 +171,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				crashUnflushed(b, "f3", "n3")
 				restart(b, "f1", "n1")
 				restart(b, "f3", "n3")
+				b.State(tp0, 1, 2, 1, 11, 1)
 				finalRead(b)
 			}},
 		{name: "two replicas crash at once, nothing lost: clean", want: Valid,
