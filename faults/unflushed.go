@@ -66,20 +66,19 @@ type unflushedCrash struct {
 // fault's error and the broker is still started by the heal.
 func (f *unflushedCrash) inject(ctx context.Context, pick int) (Heal, error) {
 	k := CrashLoseUnflushed
-	var cands []Target
-	for _, t := range f.world.Nodes() {
-		if !f.ops.held(t) {
-			cands = append(cands, t)
+	var cands []Target // the brokers no other fault holds, or all of them
+	for _, n := range f.world.Nodes() {
+		if !f.ops.held(n) {
+			cands = append(cands, n)
 		}
 	}
 	if len(cands) == 0 {
 		cands = f.world.Nodes()
 	}
-	t0, err := pickOne(k, cands, pick)
+	t, err := pickOne(k, cands, pick)
 	if err != nil {
 		return nil, err
 	}
-	t := t0
 	if err := f.ops.kill(ctx, t); err != nil {
 		return nil, fmt.Errorf("%s: %w", k, err)
 	}
@@ -87,8 +86,8 @@ func (f *unflushedCrash) inject(ctx context.Context, pick int) (Heal, error) {
 	cuts, cutErr := f.disks.LoseUnflushed(ctx, nodeID(t))
 	detail := unflushedDetail(cuts)
 	id := f.rec.StartFault(history.Fault{Name: string(k), Targets: targets, Detail: detail})
-	for _, t := range unflushedTruncations(cuts) {
-		f.rec.Truncated(int32(nodeID(t0)), t)
+	for _, tr := range unflushedTruncations(cuts) {
+		f.rec.Truncated(int32(nodeID(t)), tr)
 	}
 	if cutErr != nil {
 		f.rec.StopFault(history.Fault{ID: id, Name: string(k), Targets: targets, Detail: detail}, cutErr)
