@@ -2,7 +2,6 @@ package checkers
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -286,14 +285,9 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 			did += fmt.Sprintf(" since event %d", j)
 		}
 	}
-	before := len(evs)
 	theirs2 := w.how(mk, o, theirs.epoch, e.Index, &evs)
-	since := int64(math.MinInt64) // when the member came to hold offset o
-	if len(evs) > before {
-		since = w.h.Events[evs[len(evs)-1]].Time
-	}
 	mine2 := w.how(lk, o, mine.epoch, e.Index, &evs)
-	if in := w.quorum.between(tp, since, e.Time); in != nil {
+	if in := w.quorum.ledBy(tp, e.Node, l.epoch); in != nil && in.elected.time <= e.Time {
 		// The leader came back without the suffix a quorum's page caches
 		// held, and the member that kept it could not tell (KIP-101's
 		// epochs match nothing the leader still has).

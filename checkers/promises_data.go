@@ -164,7 +164,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				continue
 			}
 			judged++
-			if in := quorum.between(t.TP(), m.time, e.Time); in != nil {
+			if in := quorum.ledBy(t.TP(), leader, t.LeaderEpoch); in != nil && in.elected.time <= e.Time {
 				// The new leader came back without what the quorum's page
 				// caches held: the follower's committed records were on no
 				// replica the controller could elect.

@@ -132,7 +132,16 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 			leaders[r.TP()] = append(leaders[r.TP()], unflushedLeader{e.Node, r.LeaderEpoch, e.Time, e.Index})
 		}
 	}
-	for tp, zs := range partitionStates(h) {
+	all := partitionStates(h)
+	tps := map[history.TopicPartition]bool{}
+	for tp := range all {
+		tps[tp] = true
+	}
+	for tp := range leaders {
+		tps[tp] = true
+	}
+	for tp := range tps {
+		zs := all[tp]
 		states := slices.Concat(zs.ordered, zs.unordered)
 		slices.SortStableFunc(states, func(a, b zkState) int { return cmp.Compare(a.time, b.time) })
 		ls := leaders[tp]
@@ -332,18 +341,24 @@ type quorumLosses struct {
 
 func newQuorumLosses(h *history.History) *quorumLosses { return &quorumLosses{h: h} }
 
+// load reads the crashes and exposures once.
+func (q *quorumLosses) load() {
+	if q.asked {
+		return
+	}
+	q.asked = true
+	if len(q.h.Events) > 0 {
+		q.t0 = q.h.Events[0].Time
+		if crashes := unflushedCrashes(q.h); len(crashes) >= 2 {
+			q.parts = unflushedExposures(q.h, crashes)
+		}
+	}
+}
+
 // between returns a quorum loss of tp whose crashes all came after after
 // and whose election came before before, or nil.
 func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) *unflushedLoss {
-	if !q.asked {
-		q.asked = true
-		if len(q.h.Events) > 0 {
-			q.t0 = q.h.Events[0].Time
-			if crashes := unflushedCrashes(q.h); len(crashes) >= 2 {
-				q.parts = unflushedExposures(q.h, crashes)
-			}
-		}
-	}
+	q.load()
 	p := q.parts[tp]
 	if p == nil {
 		return nil
@@ -366,6 +381,41 @@ func (q *quorumLosses) any(tp string) *unflushedLoss {
 	for _, t := range sortedTPs(partitionStates(q.h)) {
 		if t.String() == tp {
 			return q.between(t, math.MinInt64, math.MaxInt64)
+		}
+	}
+	return nil
+}
+
+// ledBy returns a quorum loss of tp in which node, exposed, led at leader
+// epoch epoch, or nil: what a follower of that leadership truncated, or
+// found different below the high watermark, the lost suffix explains.
+func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unflushedLoss {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	for _, at := range p.exposures {
+		t := at.crash.start.Time
+		var in []unflushedExposure
+		var led *unflushedExposure
+		brokers := map[int32]bool{}
+		for _, x := range p.exposures {
+			if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
+				in = append(in, x)
+				brokers[x.crash.node] = true
+				if x.crash.node == node {
+					led = &in[len(in)-1]
+				}
+			}
+		}
+		if len(in) < 2 || led == nil {
+			continue
+		}
+		for _, l := range p.leaders {
+			if l.time >= t && l.node == node && l.epoch == epoch && l.time < led.until {
+				return &unflushedLoss{in: in, elected: l}
+			}
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -216,4 +217,68 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The truncation checker names a follower's cut below its high watermark
+// under a leader that led while exposed in a quorum loss, and keeps it a
+// violation when only that leader crashed; the nemesis's own record of a
+// cut is never judged as a follower's.
+func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
+	base := func(b *hb.Builder, crashed ...string) {
+		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
+		hwEv(b, 3, 0, 188, 0, 200)
+		hwEv(b, 2, 0, 188, 0, 200)
+		for i, n := range crashed {
+			crashUnflushed(b, fmt.Sprintf("f%d", i), n)
+		}
+		truncEv(b, 2, 200, 0, 0, history.TruncationUnflushedLoss)
+		b.Start(2)
+		b.State(tp0, 2, 1, 1, 11, 2, 3)
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			base(b, "n1", "n2")
+			truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+			return nil
+		}},
+		{name: "only the new leader crashed", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
+			base(b, "n2")
+			tr := truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+			return []int{tr}
+		}},
+	})
+}
+
+// The ISR checker names a leader's log differing from a member's below
+// the high watermark when that leader led while exposed in a quorum loss,
+// and keeps it a violation when only the leader crashed.
+func TestISRDivergentUnflushedQuorum(t *testing.T) {
+	story := func(b *hb.Builder, crashed ...string) (join int) {
+		b.Start(1)
+		b.Start(2)
+		roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
+		roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
+		appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+		hwMove(b, 1, 0, 5, 1)
+		hwMove(b, 2, 0, 5, 1)
+		appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+		for i, n := range crashed {
+			crashUnflushed(b, fmt.Sprintf("f%d", i), n)
+		}
+		b.Start(2)
+		roleISR(b, 2, history.RoleLeader, 2, 2, 2)
+		appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+		hwMove(b, 2, 5, 10, 2)
+		roleISR(b, 1, history.RoleFollower, 2, 2, 2)
+		return isrChange(b, 2, history.ISRExpand, 2, []int32{2}, []int32{1, 2})
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(b, "n2", "n3")
+			return nil
+		}},
+		{name: "only the new leader crashed", want: Invalid, explain: "took broker 1 into its ISR", build: func(b *hb.Builder) []int {
+			return []int{story(b, "n2")}
+		}},
+	})
 }
