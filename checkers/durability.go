@@ -23,7 +23,11 @@ import (
 // outside the ISR, which was not known to hold it) is listed in Details but
 // is not a violation: it is the known anomaly unclean-election, which the
 // ISR checker reports with the records it cost and which
-// Config.StrictElections makes invalid.
+// Config.StrictElections makes invalid. A record lost, or an offset read
+// with two values, after crash-lose-unflushed hit two or more of the
+// partition's replicas at once and one of them led before it fetched back
+// what it lost, is the known anomaly lost-unflushed-quorum (unflushed.go):
+// Kafka does not fsync appends, and does not promise that case.
 type Durability struct{}
 
 // Name implements Checker.
