@@ -56,11 +56,19 @@ func TestCrashLoseUnflushed(t *testing.T) {
 			trunc:    "n2 chaos-0 15→5 crash-lose-unflushed"},
 		{name: "a broker another fault holds is skipped", pick: 0, held: []string{"n1"},
 			want: []string{"kill n2", "cut n2", "start n2"}, startHas: "nothing unflushed"},
+		{name: "every broker held: not applied", held: []string{"n1", "n2", "n3"}},
 		{name: "a failed cut is the fault's error and the broker still starts", pick: 2, cutErr: errors.New("permission denied"),
 			want: []string{"kill n3", "cut n3", "start n3"}, startHas: "nothing unflushed", stopError: "permission denied"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &crashWorld{heldNames: tt.held, cuts: tt.cuts, cutErr: tt.cutErr}
+			if tt.want == nil {
+				_, err := (&unflushedCrash{world: &w.lagWorld, ops: w, disks: w}).inject(t.Context(), tt.pick)
+				if err == nil || !strings.Contains(err.Error(), "every broker is held") || len(w.callLog.calls) > 0 {
+					t.Fatalf("inject with every broker held: %v, calls %q; want an error and nothing done", err, w.callLog.calls)
+				}
+				return
+			}
 			file := filepath.Join(t.TempDir(), "nemesis.jsonl")
 			rec := nemesis.NewFileRecorder(file)
 			f := &unflushedCrash{world: &w.lagWorld, ops: w, disks: w, rec: rec}
