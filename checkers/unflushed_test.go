@@ -282,3 +282,27 @@ func TestISRDivergentUnflushedQuorum(t *testing.T) {
 		}},
 	})
 }
+
+// A member whose log crash-lose-unflushed cut during the leadership may
+// have been counted on its last fetch before the crash: hw-within-isr
+// does not hold its later, shorter log against the leader's advance; a
+// truncation of another reason before the advance does not excuse it.
+func TestHWWithinISRUnflushedLoss(t *testing.T) {
+	runCases(t, HWWithinISR{}, []tcase{
+		{name: "the member's page cache was lost", want: Valid, build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			truncEv(b, 2, 10, 0, 0, history.TruncationUnflushedLoss)
+			hwEv(b, 1, 0, 10, 1, 10)
+			b.Start(2)
+			hwEv(b, 2, 0, 5, 1, 6)
+			return nil
+		}},
+		{name: "the member truncated at the same epoch before the advance", want: Invalid, explain: "broker 2's log ended at 6", build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			truncEv(b, 2, 10, 0, 1, "high-watermark")
+			adv := hwEv(b, 1, 0, 10, 1, 10)
+			obs := hwEv(b, 2, 0, 5, 1, 6)
+			return []int{adv, obs}
+		}},
+	})
+}
