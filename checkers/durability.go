@@ -23,7 +23,11 @@ import (
 // outside the ISR, which was not known to hold it) is listed in Details but
 // is not a violation: it is the known anomaly unclean-election, which the
 // ISR checker reports with the records it cost and which
-// Config.StrictElections makes invalid.
+// Config.StrictElections makes invalid. A record lost, or an offset read
+// with two values, after crash-lose-unflushed hit two or more of the
+// partition's replicas at once and one of them led before it fetched back
+// what it lost, is the known anomaly lost-unflushed-quorum (unflushed.go):
+// Kafka does not fsync appends, and does not promise that case.
 type Durability struct{}
 
 // Name implements Checker.
@@ -98,6 +102,7 @@ type durabilityJudge struct {
 
 	divergent     []DivergentOffset
 	divergentText []string // the violation each divergence is, judged at the end
+	divergentTP   []history.TopicPartition
 	// Losses are judged once all are known: those an unclean election
 	// cost are the known anomaly unclean-election (the ISR checker lists
 	// them by election), not violations here. losses[i] explains lost[i].
@@ -112,6 +117,8 @@ type durabilityJudge struct {
 type durabilityLoss struct {
 	completed int
 	text      string
+	tp        history.TopicPartition
+	invoke    int // the produce's invoke event
 }
 
 // index finds each op's partition (one map lookup per op) and sizes every
@@ -168,6 +175,7 @@ func (d *durabilityJudge) markDivergent(tp history.TopicPartition, pt *durabilit
 	pt.divergent[off] = true
 	d.divergent = append(d.divergent, DivergentOffset{Partition: tp.String(), Offset: off,
 		Values: []string{a.value, b.value}, Events: []int{a.idx, b.idx}})
+	d.divergentTP = append(d.divergentTP, tp)
 	d.divergentText = append(d.divergentText, fmt.Sprintf("offset %d of %s was %s with two values: %q (event %d) and %q (event %d).",
 		off, tp, how, a.value, a.idx, b.value, b.idx))
 }
@@ -266,11 +274,11 @@ func (d *durabilityJudge) judgePartition(tp history.TopicPartition, pt *durabili
 			lr.Found = got.value
 			lr.Events = append(lr.Events, got.idx)
 			d.losses = append(d.losses, durabilityLoss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) reads back as %q in the final read (event %d): it was overwritten.",
-				a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx)})
+				a.value, tp, a.offset, a.invoke, a.completed, got.value, got.idx), tp, a.invoke})
 		} else {
 			lr.Events = append(lr.Events, pt.finalIdx)
 			d.losses = append(d.losses, durabilityLoss{a.completed, fmt.Sprintf("acknowledged record %q at %s offset %d (events %d, %d) is missing from the final read (event %d): it was lost.",
-				a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx)})
+				a.value, tp, a.offset, a.invoke, a.completed, pt.finalIdx), tp, a.invoke})
 		}
 		d.lost = append(d.lost, lr)
 	}
@@ -303,11 +311,15 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 		}
 	}
 	excusedDivergent := 0
+	unflushed := d.unflushedQuorum(h)
 	for i, dv := range d.divergent {
 		if uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[0]}] || uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[1]}] {
 			// One of the values is a record an unclean election cost:
 			// the new leader reused its offset.
 			excusedDivergent++
+			continue
+		}
+		if unflushed.excusesDivergent(r, d.divergentTP[i], dv, d.divergentText[i]) {
 			continue
 		}
 		r.violate(dv.Events, "%s", d.divergentText[i])
@@ -318,6 +330,9 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 			excused++
 			continue
 		}
+		if unflushed.excuses(r, l, d.lost[i]) {
+			continue
+		}
 		r.violate(d.lost[i].Events, "%s", l.text)
 	}
 	if len(d.lost) > 0 {
@@ -326,8 +341,14 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	if excused > 0 {
 		r.detail("lost_to_unclean_election", excused)
 	}
+	if len(unflushed.lost) > 0 {
+		r.detail("lost_to_unflushed_quorum", unflushed.lost)
+	}
 	if excusedDivergent > 0 {
 		r.detail("divergent_after_unclean_election", excusedDivergent)
+	}
+	if unflushed.divergent > 0 {
+		r.detail("divergent_after_unflushed_quorum", unflushed.divergent)
 	}
 	if len(d.divergent) > 0 {
 		r.detail("divergent", capList(d.divergent))
@@ -337,6 +358,11 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	r.detail("divergent_count", len(d.divergent))
 	if d.unverified > 0 {
 		r.detail("unverified", d.unverified)
+	}
+	if n := len(unflushed.lost) + unflushed.divergent; n > 0 && excused == 0 && excusedDivergent == 0 {
+		r.knownSaid = true
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d lost, and no offset was read with two values but %d reused, after crash-lose-unflushed hit a quorum of their partition's replicas at once (known anomaly %s).",
+			d.nAcked, len(unflushed.lost), unflushed.divergent, KnownLostUnflushedQuorum))
 	}
 	if excused > 0 {
 		twice := "no offset was read with two values"

@@ -150,6 +150,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		lead:     map[nodeTP]*leading{},
 		hw:       map[nodeTP]int64{},
 		reported: map[isrFinding]bool{},
+		quorum:   newQuorumLosses(h),
 	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAppend, history.KindProduceAck, history.KindTruncation, history.KindControlRequest, history.KindRoleChange, history.KindISRChange, history.KindHWAdvance) {
 		switch e.Kind {
@@ -188,6 +189,7 @@ type divergenceWalk struct {
 
 	reported map[isrFinding]bool
 	buf      []heldRun
+	quorum   *quorumLosses
 
 	joins, advances int
 }
@@ -285,6 +287,15 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 	}
 	theirs2 := w.how(mk, o, theirs.epoch, e.Index, &evs)
 	mine2 := w.how(lk, o, mine.epoch, e.Index, &evs)
+	if in := w.quorum.ledBy(tp, e.Node, l.epoch); in != nil && in.elected.time <= e.Time {
+		// The leader came back without the suffix a quorum's page caches
+		// held, and the member that kept it could not tell (KIP-101's
+		// epochs match nothing the leader still has).
+		who, cevs := describeQuorumLoss(in, w.t0)
+		w.r.knownAnomaly(KnownLostUnflushedQuorum, append(evs, cevs...), "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s) while broker %d's log differed from its own at offset %d (%s, leader epoch %d; its own from leader epoch %d), after a quorum of its replicas lost their unflushed suffix at once: %s.",
+			e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o, theirs2, theirs.epoch, mine.epoch, who)
+		return
+	}
 	w.r.violate(evs, "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s), although broker %d's log differed from its own at offset %d, below that high watermark: broker %d held offset %d from leader epoch %d (%s) and had not truncated to %d or below since, while broker %d held it from leader epoch %d (%s).",
 		e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o,
 		m, o, theirs.epoch, theirs2, o, e.Node, mine.epoch, mine2)

@@ -62,6 +62,7 @@ func (c Linearizable) Check(h *history.History) Result {
 	// acknowledged records (see election.go), found only when some
 	// partition is not linearizable.
 	costly := map[string]uncleanCost{}
+	quorum := newQuorumLosses(h)
 	for _, p := range out.Partitions {
 		if p.Result == porcupine.Illegal {
 			for _, c := range uncleanCosts(h, opts.Ops) {
@@ -78,7 +79,6 @@ func (c Linearizable) Check(h *history.History) Result {
 	ops, dups := 0, 0
 	var examples []linearize.Duplicate
 	for _, p := range out.Partitions {
-		firstKind := ""
 		ops += p.Ops
 		dups += p.Duplicates
 		for _, d := range p.DuplicateExamples {
@@ -86,36 +86,21 @@ func (c Linearizable) Check(h *history.History) Result {
 				examples = append(examples, d)
 			}
 		}
-		for _, s := range p.StaleEmpty {
-			if facts == nil {
-				facts = newNodeFacts(h)
-			}
-			v := classifyStale(h, facts, s, t0)
-			if firstKind == "" {
-				firstKind = v.known
-			}
-			switch {
-			case v.known == "":
-				r.violate(v.events, "%s", v.explanation)
-			case c.StrictReads:
-				r.knownAnomaly(v.known, v.events, "%s", v.explanation)
-				r.violate(v.events, "known anomaly %s (strict reads): %s", v.known, v.explanation)
-			default:
-				r.knownAnomaly(v.known, v.events, "%s", v.explanation)
-				stale[v.known]++
-			}
+		if len(p.StaleEmpty) > 0 && facts == nil {
+			facts = newNodeFacts(h)
 		}
-		if extra := p.StaleEmptyCount - len(p.StaleEmpty); extra > 0 && firstKind != "" {
-			// Beyond the examples classified: counted under the kind the
-			// partition's first example got, which is the one shown.
-			for i := range r.known {
-				if r.known[i].Name == firstKind {
-					r.known[i].Count += extra
-				}
-			}
-		}
+		c.judgeStale(r, h, facts, p, t0, stale)
 		switch p.Result {
 		case porcupine.Illegal:
+			if in := quorum.any(p.Partition); in != nil {
+				// Records read from the lost suffix and then replaced by
+				// the new leader's: no single log can fit.
+				who, evs := describeQuorumLoss(in, t0)
+				text := fmt.Sprintf("partition %s is not linearizable after crash-lose-unflushed hit a quorum of its replicas at once (%s)", p.Partition, who)
+				r.knownAnomaly(KnownLostUnflushedQuorum, evs, "%s.", text)
+				unclean = append(unclean, text+" (known anomaly "+KnownLostUnflushedQuorum+")")
+				continue
+			}
 			if c, ok := costly[p.Partition]; ok {
 				// Records read from the old leader's log and then
 				// replaced by the new leader's: no single log can fit,
@@ -185,6 +170,37 @@ func (c Linearizable) Check(h *history.History) Result {
 	}
 	r.knownSaid = true
 	return r.result(ok + ".")
+}
+
+// judgeStale classifies partition p's stale empty reads (classifyStale):
+// a violation, a known anomaly (and, with StrictReads, a violation too),
+// counted per kind in stale. The reads beyond the examples the partition
+// kept count under the kind its first example got, the one shown.
+func (c Linearizable) judgeStale(r *report, h *history.History, facts *nodeFacts, p linearize.PartitionOutcome, t0 int64, stale map[string]int) {
+	firstKind := ""
+	for _, s := range p.StaleEmpty {
+		v := classifyStale(h, facts, s, t0)
+		if firstKind == "" {
+			firstKind = v.known
+		}
+		switch {
+		case v.known == "":
+			r.violate(v.events, "%s", v.explanation)
+		case c.StrictReads:
+			r.knownAnomaly(v.known, v.events, "%s", v.explanation)
+			r.violate(v.events, "known anomaly %s (strict reads): %s", v.known, v.explanation)
+		default:
+			r.knownAnomaly(v.known, v.events, "%s", v.explanation)
+			stale[v.known]++
+		}
+	}
+	if extra := p.StaleEmptyCount - len(p.StaleEmpty); extra > 0 && firstKind != "" {
+		for i := range r.known {
+			if r.known[i].Name == firstKind {
+				r.known[i].Count += extra
+			}
+		}
+	}
 }
 
 // maxDuplicateExamples caps the duplicate appends described in the details.

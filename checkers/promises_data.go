@@ -83,7 +83,11 @@ func cleanLeader(vs zkStates, epoch int32) (leader int32, clean, known bool) {
 // than start-up recovery to below min(that high watermark, the log end it
 // cut from), under a leader the history shows elected from the ISR, is a
 // violation. A leader from outside the ISR (unclean, query-leo) is not
-// judged: the ISR and election checkers own it.
+// judged: the ISR and election checkers own it. The nemesis's record of
+// crash-lose-unflushed cutting a down broker's log caps its high watermark
+// as recovery does; a truncation below the high watermark after that fault
+// hit every replica the controller could elect is the known anomaly
+// lost-unflushed-quorum.
 type FollowerTruncation struct{}
 
 // Name implements Checker.
@@ -97,6 +101,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 	}
 	t0 := h.Events[0].Time
 	states := partitionStates(h)
+	quorum := newQuorumLosses(h)
 	hw := map[nodeTP]offsetMark{}   // the high watermark each replica has now, when known
 	ckpt := map[nodeTP]offsetMark{} // each broker's latest checkpoint entries
 	judged, unjudged := 0, 0
@@ -136,7 +141,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				ckpt[k] = c
 			}
 			m, ok := hw[k]
-			if isRecovery(t) {
+			if isRecovery(t) || isUnflushedLoss(t) {
 				// The restored high watermark is capped at the log end.
 				if ok && t.To < m.off {
 					m.off = t.To
@@ -159,6 +164,16 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				continue
 			}
 			judged++
+			if in := quorum.ledBy(t.TP(), leader, t.LeaderEpoch); in != nil && in.elected.time <= e.Time {
+				// The new leader came back without what the quorum's page
+				// caches held: the follower's committed records were on no
+				// replica the controller could elect.
+				who, evs := describeQuorumLoss(in, t0)
+				r.knownAnomaly(KnownLostUnflushedQuorum, append([]int{m.idx, e.Index}, evs...),
+					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s), below its high watermark %d (%s), after a quorum of its replicas lost their unflushed suffix at once: %s.",
+					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), had, m.why, who)
+				continue
+			}
 			r.violate([]int{m.idx, e.Index}, "%s, following broker %d at leader epoch %d (elected from the ISR), truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s): every offset below that high watermark was committed and the new leader, an ISR member, holds it, so the follower threw away %d committed records (Kafka's ReplicaFetcherThread truncates to the leader's epoch end offset, never below the high watermark under a clean leader).",
 				nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, had-t.To)
 		}

@@ -108,7 +108,10 @@ func (c HWWithinISR) Check(h *history.History) Result {
 				observe(k, e.Truncation.From, e, "where its truncation started")
 			}
 			delete(pending, k)
-			lastCut[k] = cut{epoch: e.Truncation.LeaderEpoch, reset: rec, time: e.Time}
+			// crash-lose-unflushed resets the member's log as recovery
+			// does: a leader that has not yet noticed the crash counts
+			// the member's last fetch, which the cut then undid.
+			lastCut[k] = cut{epoch: e.Truncation.LeaderEpoch, reset: rec || isUnflushedLoss(e.Truncation), time: e.Time}
 		case history.KindHWAdvance:
 			k := nodeTP{e.HW.TP(), e.Node}
 			if e.HW.LEO != nil {

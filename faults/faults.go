@@ -62,6 +62,7 @@ const (
 	FailpointFault      = schedule.FailpointFault
 	KillLaggingLeader   = schedule.KillLaggingLeader
 	FailoverOnLaggingZK = schedule.FailoverOnLaggingZK
+	CrashLoseUnflushed  = schedule.CrashLoseUnflushed
 )
 
 // Topology is what decides whether a fault can apply to a run at all: the
@@ -198,6 +199,9 @@ var catalogue = []Fault{
 	}},
 	{FailoverOnLaggingZK, FailoverOnLaggingZKDoc, needFailoverOnLaggingZK, func(ctx context.Context, s *Set, _ FaultKind, pick int) (Heal, error) {
 		return s.zkFailover.inject(ctx, pick)
+	}},
+	{CrashLoseUnflushed, CrashLoseUnflushedDoc, needNodes(1), func(ctx context.Context, s *Set, _ FaultKind, pick int) (Heal, error) {
+		return s.unflushed.inject(ctx, pick)
 	}},
 }
 

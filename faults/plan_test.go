@@ -125,6 +125,8 @@ func TestFaultAvailability(t *testing.T) {
 		{SlowZKFollowerLink, full, true},
 		{KillLaggingLeader, Topology{Nodes: 1, ZKServers: 3}, false},
 		{KillLaggingLeader, Topology{Nodes: 2, ZKServers: 1}, true},
+		{CrashLoseUnflushed, Topology{Nodes: 0, ZKServers: 3}, false},
+		{CrashLoseUnflushed, Topology{Nodes: 1, ZKServers: 1}, true},
 	}
 	for _, tt := range tests {
 		f, ok := Lookup(tt.kind)

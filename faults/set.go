@@ -114,6 +114,10 @@ type Env struct {
 	// (ProvokeDeleteController); nil: a plan that needs it fails its step
 	// with an error saying so.
 	Resigner Resigner
+	// Disks reaches a down node's data directory, which
+	// crash-lose-unflushed cuts to what the node fsynced; a Set built
+	// without it has that fault missing.
+	Disks Disks
 }
 
 // Set is one run's faults: every kind of the catalogue bound to the run's
@@ -125,6 +129,7 @@ type Set struct {
 	failpoint   *failpointFault
 	lagging     *laggingLeader
 	zkFailover  *zkFailover
+	unflushed   *unflushedCrash
 	// missing says, per composite kind env could not carry, what it
 	// lacked; injecting one returns that.
 	missing map[FaultKind]error
@@ -165,6 +170,11 @@ func New(n *nemesis.Nemesis, env Env) (*Set, error) {
 	}
 	if !miss(FailoverOnLaggingZK, fpLacks) {
 		s.zkFailover = newZKFailover(n.World, env, n.Rec, zkfNemesis{nemesisProcs{n}, env})
+	}
+	if env.Disks == nil {
+		miss(CrashLoseUnflushed, []string{"node data directories (Env.Disks)"})
+	} else {
+		s.unflushed = &unflushedCrash{world: n.World, ops: nemesisProcs{n}, disks: env.Disks, rec: n.Rec}
 	}
 	return s, nil
 }

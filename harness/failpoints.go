@@ -47,7 +47,7 @@ func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfi
 // env is what the run's faults may use: everything this world offers.
 func (f *failpointWorld) env() faults.Env {
 	return faults.Env{Partitions: f, Failpoints: f, Session: f.session, ReplicaLag: f.replicaLag,
-		Elector: f.world, StateVia: f.world, BadVersions: f, Resigner: f.world}
+		Elector: f.world, StateVia: f.world, BadVersions: f, Resigner: f.world, Disks: f}
 }
 
 // nemesisKinds: the node event kinds the nemesis's questions read (failpoint

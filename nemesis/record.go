@@ -75,6 +75,16 @@ func (r *Recorder) StartFault(f history.Fault) string {
 	return f.ID
 }
 
+// Truncated records that a fault cut node's log of a partition while the
+// node was down (crash-lose-unflushed): a truncation event of that node,
+// from the nemesis, since the node's own log cannot show it.
+func (r *Recorder) Truncated(node int32, t history.Truncation) {
+	if r == nil {
+		return
+	}
+	r.write(history.Event{Kind: history.KindTruncation, Node: node, Truncation: &t})
+}
+
 // Stop records that fault id ended; err, if not nil, says the fault or its
 // undoing failed.
 func (r *Recorder) Stop(id, name string, targets []string, err error) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/schedule"
 	"github.com/zkchaos/zkchaos/zklayout"
 )
 
@@ -500,8 +501,14 @@ func faultSpan(w history.FaultWindow) span {
 	}
 	title := fmt.Sprintf("%s, by %s", Summarize(&w.Start), w.Start.Source)
 	color := "#e15759"
-	if f.Failpoint != "" || f.Name == "failpoint" {
+	switch {
+	case f.Failpoint != "" || f.Name == "failpoint":
 		color = "#d4a017"
+	case f.Name == string(schedule.CrashLoseUnflushed):
+		// A crash that lost what the broker had not fsynced: darker than
+		// a plain kill (the title, from the start's detail, says what it
+		// dropped).
+		color = "#8b1a1a"
 	}
 	return span{from: w.Start.Time, to: w.End, label: label, title: title, color: color, open: w.Open}
 }

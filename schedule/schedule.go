@@ -41,6 +41,7 @@ const (
 	FailpointFault      FaultKind = "failpoint"
 	KillLaggingLeader   FaultKind = "kill-lagging-leader"
 	FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
+	CrashLoseUnflushed  FaultKind = "crash-lose-unflushed"
 )
 
 // Kinds lists every fault kind in the catalogue's order; faults'
@@ -49,7 +50,7 @@ var Kinds = []FaultKind{
 	PauseController, PauseNode, KillNode, BounceNode, BounceController,
 	IsolateNode, IsolateController, PartitionHalves, IsolateZKLeader,
 	PauseZKFollower, SlowZKFollowerLink, FailpointFault, KillLaggingLeader,
-	FailoverOnLaggingZK,
+	FailoverOnLaggingZK, CrashLoseUnflushed,
 }
 
 // Step is one planned fault: start At after the schedule begins, hold for

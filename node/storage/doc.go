@@ -3,7 +3,10 @@
 // Kafka-style segment files (00000000000000000000.log, named by base offset)
 // of RecordBatch v2 bytes exactly as the producer sent them, stamped with the
 // base offset and partition leader epoch the leader assigned, plus the
-// partition's leader-epoch cache (leader-epoch-checkpoint). Sub-package
+// partition's leader-epoch cache (leader-epoch-checkpoint) and the durable
+// length of each segment, what its fsyncs made durable
+// (history.DurableLengthsFile, durable.go: segments are fsynced where Kafka
+// flushes, on roll and on close, and when truncated). Sub-package
 // checkpoint owns the text checkpoint formats, including the per-log-dir
 // replication-offset-checkpoint.
 //

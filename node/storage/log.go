@@ -105,6 +105,9 @@ type Log struct {
 	// refuses writes, as Kafka takes a failed log directory offline.
 	failed error
 	closed bool
+	// durable is each segment file's fsynced length, by file name
+	// (durable.go), persisted in history.DurableLengthsFile.
+	durable map[string]int64
 }
 
 // Open opens (creating if needed) the partition log in dir and recovers it.
@@ -172,6 +175,7 @@ func (l *Log) load() ([]Warning, error) {
 	}
 	var warnings []Warning
 	var transitions []checkpoint.EpochEntry
+	cut := map[*segment]bool{} // segments recovery cut and fsynced
 	for i, base := range bases {
 		seg, err := openSegmentFile(l.dir, base, false)
 		if err != nil {
@@ -190,6 +194,7 @@ func (l *Log) load() ([]Warning, error) {
 		}
 		if w != nil {
 			warnings = append(warnings, *w)
+			cut[seg] = true
 			// Log.recoverLog: after a cut, delete all the remaining
 			// segments, newest first so that a crash meanwhile leaves a
 			// prefix of the log.
@@ -232,6 +237,9 @@ func (l *Log) load() ([]Warning, error) {
 		if err := l.epochs.flush(); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.loadDurable(cut); err != nil {
+		return nil, err
 	}
 	return warnings, nil
 }
@@ -481,6 +489,10 @@ func (l *Log) appendLocked(data []byte, headers []BatchHeader) (AppendInfo, erro
 			l.failed = fmt.Errorf("fsync %s: %w", l.active().path, err)
 			return AppendInfo{}, fmt.Errorf("storage: %w", l.failed)
 		}
+		l.synced(l.active())
+		if err := l.saveDurable(); err != nil {
+			return AppendInfo{}, err
+		}
 	}
 	return info, nil
 }
@@ -502,11 +514,17 @@ func (l *Log) writeRun(seg *segment, data []byte, headers []BatchHeader) error {
 }
 
 // roll seals the active segment (fsync, as Kafka flushes a segment when it
-// rolls) and starts a new one at the LEO.
+// rolls: Log.roll schedules flush(newOffset)) and starts a new one at the
+// LEO. The sealed segment's durable length is recorded before the new
+// segment exists (durable.go says why).
 func (l *Log) roll() error {
 	old := l.active()
 	if err := old.f.Sync(); err != nil {
 		return fmt.Errorf("storage: fsync %s on roll: %w", old.path, err)
+	}
+	l.synced(old)
+	if err := l.saveDurable(); err != nil {
+		return err
 	}
 	seg, err := openSegmentFile(l.dir, old.next, true)
 	if err != nil {
@@ -626,6 +644,10 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	}
 	seg.size, seg.next = pos, newNext
 	seg.truncateIndex(pos)
+	l.synced(seg)
+	if err := l.saveDurable(); err != nil {
+		return 0, err
+	}
 	if l.epochs.truncateFromEnd(newNext) {
 		if err := l.epochs.flush(); err != nil {
 			return 0, err
@@ -670,7 +692,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return err
 	}
 	l.segs = []*segment{seg}
-	return checkpoint.SyncDir(l.dir)
+	if err := checkpoint.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.synced(seg)
+	return l.saveDurable()
 }
 
 // AssignEpoch records that leaderEpoch starts at the current LEO, as Kafka's
@@ -720,17 +746,19 @@ func (l *Log) Epochs() []checkpoint.EpochEntry {
 	return l.epochs.snapshot()
 }
 
-// Sync fsyncs the active segment (earlier ones were fsynced when rolled).
+// Sync fsyncs the active segment (earlier ones were fsynced when rolled)
+// and records its durable length.
 func (l *Log) Sync() error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
 		return fmt.Errorf("storage: %s: %w", l.dir, ErrClosed)
 	}
 	if err := l.active().f.Sync(); err != nil {
 		return fmt.Errorf("storage: fsync %s: %w", l.active().path, err)
 	}
-	return nil
+	l.synced(l.active())
+	return l.saveDurable()
 }
 
 // Close fsyncs and closes the segment files. Further calls fail with
@@ -746,6 +774,9 @@ func (l *Log) Close() error {
 	if len(l.segs) > 0 {
 		if serr := l.active().f.Sync(); serr != nil {
 			err = fmt.Errorf("storage: fsync %s: %w", l.active().path, serr)
+		} else {
+			l.synced(l.active())
+			err = l.saveDurable()
 		}
 	}
 	if cerr := l.closeFiles(); err == nil {

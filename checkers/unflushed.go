@@ -1,0 +1,422 @@
+package checkers
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// KnownLostUnflushedQuorum: acknowledged records lost after
+// crash-lose-unflushed hit two or more replicas of their partition at once
+// (a quorum with replication factor 3): Kafka does not fsync appends
+// (Log.flush runs on roll and on close), so a record that had reached only
+// page caches that all crashed is gone, and Kafka does not promise
+// otherwise. A loss with at most one replica exposed at a time is a
+// violation: replication must repair it.
+const KnownLostUnflushedQuorum = "lost-unflushed-quorum"
+
+// crashLoseUnflushed is the fault's name in the nemesis's events
+// (schedule.CrashLoseUnflushed; checkers links no fault planning).
+const crashLoseUnflushed = "crash-lose-unflushed"
+
+// unflushedCrash is one crash-lose-unflushed of one broker: its fault_start
+// and when it was started again: the broker's first node_start after the
+// crash, else the fault's stop (MaxInt64 if neither). The restarted
+// process can be back in the ISR before the nemesis logs the stop.
+type unflushedCrash struct {
+	node    int32
+	start   *history.Event
+	restart int64
+}
+
+// unflushedCrashes lists the history's crash-lose-unflushed faults in
+// start order.
+func unflushedCrashes(h *history.History) []unflushedCrash {
+	var out []unflushedCrash
+	open := map[string]int{} // source/id → index in out
+	for e := range eventsOf(h, history.KindFaultStart, history.KindFaultStop, history.KindNodeStart) {
+		if e.Kind == history.KindNodeStart {
+			for i := range out {
+				if c := &out[i]; c.node == e.Node && e.Time >= c.start.Time && e.Time < c.restart {
+					c.restart = e.Time
+				}
+			}
+			continue
+		}
+		f := e.Fault
+		if f == nil || f.Name != crashLoseUnflushed {
+			continue
+		}
+		key := e.Source + "/" + f.ID
+		if e.Kind == history.KindFaultStart {
+			var id int32
+			if len(f.Targets) != 1 {
+				continue
+			}
+			if _, err := fmt.Sscanf(f.Targets[0], "n%d", &id); err != nil {
+				continue
+			}
+			open[key] = len(out)
+			out = append(out, unflushedCrash{node: id, start: e, restart: math.MaxInt64})
+			continue
+		}
+		if i, ok := open[key]; ok {
+			out[i].restart = min(out[i].restart, e.Time)
+			delete(open, key)
+		}
+	}
+	return out
+}
+
+// unflushedExposure is a crash's exposure on one partition: from the
+// crash until a leader took the restarted broker into its ISR again
+// (isr_change expand, logged after its restart): it had fetched back up to
+// the high watermark. A controller's state that still lists it (it never
+// noticed the crash, or a new controller never knew the old process) does
+// not end it: nothing was fetched.
+type unflushedExposure struct {
+	crash  unflushedCrash
+	until  int64
+	rejoin int // the isr_change event, -1 if never
+}
+
+// unflushedPartition is what the judge needs of one partition: the
+// exposures of the brokers that held it, its states in log order and its
+// leaderships in log order.
+type unflushedPartition struct {
+	exposures []unflushedExposure
+	states    []zkState
+	leaders   []unflushedLeader
+}
+
+// unflushedLeader is evidence that node led the partition at epoch from
+// time: a state naming it leader, or its own role_change to leader (which
+// the watcher may see later than the node acts, or not at all when the
+// next write overtakes it).
+type unflushedLeader struct {
+	node, epoch int32
+	time        int64
+	idx         int
+}
+
+// unflushedExposures lists, per partition, the crashes of brokers that
+// held it (leader or in the ISR of the latest state logged before the
+// crash; any broker when no state was logged before it) and how long each
+// stayed exposed.
+func unflushedExposures(h *history.History, crashes []unflushedCrash) map[history.TopicPartition]*unflushedPartition {
+	out := map[history.TopicPartition]*unflushedPartition{}
+	type join struct {
+		node int32
+		time int64
+		idx  int
+	}
+	joins := map[history.TopicPartition][]join{}
+	for e := range eventsOf(h, history.KindISRChange) {
+		c := e.ISR
+		if c == nil || c.Action != history.ISRExpand || c.Outcome != history.ZKOK {
+			continue
+		}
+		for _, n := range c.New {
+			if !slices.Contains(c.Old, n) {
+				joins[c.TP()] = append(joins[c.TP()], join{n, e.Time, e.Index})
+			}
+		}
+	}
+	leaders := map[history.TopicPartition][]unflushedLeader{}
+	for e := range eventsOf(h, history.KindRoleChange) {
+		if r := e.Role; r != nil && r.Role == history.RoleLeader {
+			leaders[r.TP()] = append(leaders[r.TP()], unflushedLeader{e.Node, r.LeaderEpoch, e.Time, e.Index})
+		}
+	}
+	all := partitionStates(h)
+	tps := map[history.TopicPartition]bool{}
+	for tp := range all {
+		tps[tp] = true
+	}
+	for tp := range leaders {
+		tps[tp] = true
+	}
+	for tp := range tps {
+		zs := all[tp]
+		states := slices.Concat(zs.ordered, zs.unordered)
+		slices.SortStableFunc(states, func(a, b zkState) int { return cmp.Compare(a.time, b.time) })
+		ls := leaders[tp]
+		for _, s := range states {
+			if s.Leader >= 0 {
+				ls = append(ls, unflushedLeader{s.Leader, s.LeaderEpoch, s.time, s.idx})
+			}
+		}
+		slices.SortStableFunc(ls, func(a, b unflushedLeader) int { return cmp.Compare(a.time, b.time) })
+		p := &unflushedPartition{states: states, leaders: ls}
+		for _, c := range crashes {
+			held := true
+			for _, s := range states {
+				if s.time < c.start.Time {
+					held = s.Leader == c.node || slices.Contains(s.ISR, c.node)
+				}
+			}
+			if !held {
+				continue
+			}
+			ex := unflushedExposure{crash: c, until: math.MaxInt64, rejoin: -1}
+			for _, j := range joins[tp] {
+				if j.node == c.node && j.time >= c.restart {
+					ex.until, ex.rejoin = j.time, j.idx
+					break
+				}
+			}
+			p.exposures = append(p.exposures, ex)
+		}
+		out[tp] = p
+	}
+	return out
+}
+
+// unflushedLoss is a quorum loss: the exposures in force at its instant
+// and the state that named one of them leader while it was exposed.
+type unflushedLoss struct {
+	in      []unflushedExposure
+	elected unflushedLeader
+}
+
+// quorumLoss looks for what loses records written after invoked (when the
+// record's produce began) to crash-lose-unflushed: at a crash after
+// invoked, two or more brokers that held the partition exposed at once
+// (crashed, then, or earlier and not yet taken back into an ISR), and one
+// of them leading while exposed.
+// The elected broker came back without the lost suffix, and every other
+// replica follows it: KIP-101's epochs cut the suffix from them too, or
+// find nothing to compare. With at most one broker exposed at a time, or
+// none of them elected (the controller chose a replica that kept the
+// records), a loss stays a violation. It returns the first such loss, or
+// nil.
+func (p *unflushedPartition) quorumLoss(invoked int64) *unflushedLoss {
+	for _, at := range p.exposures {
+		t := at.crash.start.Time
+		if t <= invoked {
+			continue
+		}
+		var in []unflushedExposure
+		brokers := map[int32]bool{}
+		for _, x := range p.exposures {
+			// A broker crashed before the record was written lacks it
+			// too while it has not been taken back into an ISR.
+			if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
+				in = append(in, x)
+				brokers[x.crash.node] = true
+			}
+		}
+		if len(in) < 2 {
+			continue
+		}
+		for _, l := range p.leaders {
+			if l.time < t {
+				continue
+			}
+			for _, x := range in {
+				if l.node == x.crash.node && l.time < x.until {
+					return &unflushedLoss{in: in, elected: l}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// describeQuorumLoss names the brokers of a quorum loss, with the times
+// of their crashes and of their return to an ISR, and the election of one
+// of them while it was exposed.
+func describeQuorumLoss(l *unflushedLoss, t0 int64) (string, []int) {
+	var parts []string
+	var evs []int
+	for _, x := range l.in {
+		back := "never taken back into an ISR"
+		if x.rejoin >= 0 {
+			back = fmt.Sprintf("taken back into the ISR at +%s (event %d)", rel(x.until, t0), x.rejoin)
+		}
+		parts = append(parts, fmt.Sprintf("broker %d crashed at +%s (event %d: %s), %s",
+			x.crash.node, rel(x.crash.start.Time, t0), x.crash.start.Index, x.crash.start.Fault.Detail, back))
+		evs = append(evs, x.crash.start.Index)
+	}
+	evs = append(evs, l.elected.idx)
+	return fmt.Sprintf("%s; broker %d led at leader epoch %d (event %d, +%s) before it had fetched back what it lost",
+		strings.Join(parts, "; "), l.elected.node, l.elected.epoch, l.elected.idx, rel(l.elected.time, t0)), evs
+}
+
+// unflushedJudge excuses the durability checker's losses that a quorum's
+// crash-lose-unflushed explains.
+type unflushedJudge struct {
+	h         *history.History
+	t0        int64
+	exposures map[history.TopicPartition]*unflushedPartition
+	lost      []UnflushedLoss
+	divergent int // offsets read with two values that a quorum loss explains
+}
+
+// UnflushedLoss is an acknowledged record lost to a quorum's
+// crash-lose-unflushed, as results.json lists it.
+type UnflushedLoss struct {
+	Partition string  `json:"partition"`
+	Offset    int64   `json:"offset"`
+	Brokers   []int32 `json:"brokers"`
+	Crashes   []int   `json:"crash_events"`
+}
+
+// unflushedQuorum prepares the judge; with no crash-lose-unflushed in the
+// history (or no loss) it excuses nothing and costs nothing.
+func (d *durabilityJudge) unflushedQuorum(h *history.History) *unflushedJudge {
+	u := &unflushedJudge{h: h}
+	if len(d.losses)+len(d.divergent) == 0 || len(h.Events) == 0 {
+		return u
+	}
+	crashes := unflushedCrashes(h)
+	if len(crashes) < 2 {
+		return u
+	}
+	u.t0 = h.Events[0].Time
+	u.exposures = unflushedExposures(h, crashes)
+	return u
+}
+
+// excuses reports whether loss l (lr in the listing) follows a quorum's
+// crash-lose-unflushed, and if so counts it as the known anomaly.
+func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) bool {
+	if u.exposures == nil || l.invoke < 0 || l.invoke >= len(u.h.Events) {
+		return false
+	}
+	p := u.exposures[l.tp]
+	if p == nil {
+		return false
+	}
+	loss := p.quorumLoss(u.h.Events[l.invoke].Time)
+	if loss == nil {
+		return false
+	}
+	who, evs := describeQuorumLoss(loss, u.t0)
+	var brokers []int32
+	for _, x := range loss.in {
+		brokers = append(brokers, x.crash.node)
+	}
+	u.lost = append(u.lost, UnflushedLoss{Partition: lr.Partition, Offset: lr.Offset, Brokers: brokers, Crashes: evs})
+	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(lr.Events), evs...),
+		"%s The replicas that held it lost their unflushed suffix at once: %s.", l.text, who)
+	return true
+}
+
+// excusesDivergent reports whether an offset of tp seen with two values
+// (text says how) follows a quorum's crash-lose-unflushed between the two
+// sightings: the record first seen was lost with the unflushed suffixes,
+// and the leader elected afterwards wrote another at its offset. It is the
+// same known anomaly.
+func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, dv DivergentOffset, text string) bool {
+	p := u.exposures[tp]
+	if p == nil || len(dv.Events) != 2 {
+		return false
+	}
+	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
+	loss := p.quorumLoss(first.Time)
+	if loss == nil || loss.elected.time >= second.Time {
+		return false
+	}
+	who, evs := describeQuorumLoss(loss, u.t0)
+	u.divergent++
+	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(dv.Events), evs...),
+		"%s The replicas that held it lost their unflushed suffix at once in between: %s.", text, who)
+	return true
+}
+
+// quorumLosses answers, for checkers other than durability, whether a
+// quorum's crash-lose-unflushed explains what they see on a partition. It
+// reads the crashes only when first asked.
+type quorumLosses struct {
+	h     *history.History
+	t0    int64
+	asked bool
+	parts map[history.TopicPartition]*unflushedPartition
+}
+
+func newQuorumLosses(h *history.History) *quorumLosses { return &quorumLosses{h: h} }
+
+// load reads the crashes and exposures once.
+func (q *quorumLosses) load() {
+	if q.asked {
+		return
+	}
+	q.asked = true
+	if len(q.h.Events) > 0 {
+		q.t0 = q.h.Events[0].Time
+		if crashes := unflushedCrashes(q.h); len(crashes) >= 2 {
+			q.parts = unflushedExposures(q.h, crashes)
+		}
+	}
+}
+
+// between returns a quorum loss of tp whose crashes all came after after
+// and whose election came before before, or nil.
+func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) *unflushedLoss {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	l := p.quorumLoss(after)
+	if l == nil || l.elected.time >= before {
+		return nil
+	}
+	return l
+}
+
+// isUnflushedLoss reports whether t is the nemesis's record of
+// crash-lose-unflushed cutting a down broker's log: not a decision of the
+// broker, and like start-up recovery it caps what the next process has.
+func isUnflushedLoss(t *history.Truncation) bool { return t.Reason == history.TruncationUnflushedLoss }
+
+// any returns the exposures of a quorum loss of the partition named tp
+// ("topic-partition") at any time, or nil.
+func (q *quorumLosses) any(tp string) *unflushedLoss {
+	for _, t := range sortedTPs(partitionStates(q.h)) {
+		if t.String() == tp {
+			return q.between(t, math.MinInt64, math.MaxInt64)
+		}
+	}
+	return nil
+}
+
+// ledBy returns a quorum loss of tp in which node, exposed, led at leader
+// epoch epoch, or nil: what a follower of that leadership truncated, or
+// found different below the high watermark, the lost suffix explains.
+func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unflushedLoss {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	for _, at := range p.exposures {
+		t := at.crash.start.Time
+		var in []unflushedExposure
+		var led *unflushedExposure
+		brokers := map[int32]bool{}
+		for _, x := range p.exposures {
+			if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
+				in = append(in, x)
+				brokers[x.crash.node] = true
+				if x.crash.node == node {
+					led = &in[len(in)-1]
+				}
+			}
+		}
+		if len(in) < 2 || led == nil {
+			continue
+		}
+		for _, l := range p.leaders {
+			if l.time >= t && l.node == node && l.epoch == epoch && l.time < led.until {
+				return &unflushedLoss{in: in, elected: l}
+			}
+		}
+	}
+	return nil
+}

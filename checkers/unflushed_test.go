@@ -1,0 +1,308 @@
+package checkers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// crashUnflushed records crash-lose-unflushed of broker node (its start,
+// with what it dropped) and returns the start's index; restart records
+// its stop.
+func crashUnflushed(b *hb.Builder, id string, node string) int {
+	return b.Add(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: id, Name: crashLoseUnflushed,
+		Targets: []string{node}, Detail: "SIGKILL; dropped unflushed t-0 offsets [0, 2)"}})
+}
+
+func restart(b *hb.Builder, id, node string) int {
+	return b.Fault(false, id, crashLoseUnflushed, node)
+}
+
+// takeIn records leader taking follower back into t-0's ISR (an ok expand).
+func takeIn(b *hb.Builder, leader, follower int32) int {
+	return b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+		Action: history.ISRExpand, Old: []int32{leader}, New: []int32{leader, follower}, Outcome: history.ZKOK}})
+}
+
+// The durability checker names a loss that follows crash-lose-unflushed of
+// two of a partition's replicas at once as the known anomaly, and keeps
+// every other loss a violation.
+func TestDurabilityUnflushedQuorum(t *testing.T) {
+	cases := []struct {
+		name    string
+		build   func(b *hb.Builder)
+		want    Verdict
+		known   bool
+		explain []string
+	}{
+		{name: "the whole ISR, two replicas, crashes at once: known anomaly", want: Valid, known: true,
+			explain: []string{"t-0 offset 0", "broker 1 crashed at", "broker 2 crashed at", "never taken back into an ISR", "broker 2 led at leader epoch 2", "offsets [0, 2)"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				b.State(tp0, 2, 2, 1, 11, 2) // broker 2 back, elected with what it kept
+				finalRead(b)
+			}},
+		{name: "the new leader reuses a lost offset: known anomaly, for the loss and the two values", want: Valid, known: true,
+			explain: []string{"was read with two values", "in between: broker 1 crashed at"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				b.ReadBack(5, tp0, 0, false, hb.Rec(0, "a"))
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				b.State(tp0, 2, 2, 1, 11, 2)
+				finalRead(b, hb.Rec(0, "x"))
+			}},
+		{name: "two values at an offset before the crashes: violation", want: Invalid, explain: []string{"with two values"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				b.ReadBack(5, tp0, 0, false, hb.Rec(0, "a"))
+				b.ReadBack(5, tp0, 0, false, hb.Rec(0, "y"))
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
+		{name: "the ISR shrank to the second crashed broker: known anomaly", want: Valid, known: true,
+			explain: []string{"broker 1 crashed at", "broker 2 crashed at"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				b.State(tp0, 1, 1, 1, 11, 1, 2) // broker 3 fell behind
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 12, 2)
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				b.State(tp0, 2, 3, 1, 13, 2) // broker 2 back, elected with what it kept
+				finalRead(b)
+			}},
+		{name: "a broker down since before the record and another crashing after it: known anomaly", want: Valid, known: true,
+			explain: []string{"broker 1 crashed at", "broker 2 crashed at", "broker 1 led at leader epoch 3"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 2, 1, 1, 10, 2, 1)
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				b.State(tp0, 2, 2, 1, 12, 2)
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 3, 1, 13, 1) // stale ISR member elected before fetching
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
+		{name: "two crash at once but a third ISR member survives: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				b.State(tp0, 3, 2, 1, 11, 3) // the survivor leads
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
+		{name: "the second crash after the first rejoined: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 11, 2)
+				restart(b, "f1", "n1")
+				takeIn(b, 2, 1) // n1 fetched it back
+				b.State(tp0, 2, 2, 1, 12, 2, 1)
+				crashUnflushed(b, "f2", "n2")
+				b.State(tp0, 1, 3, 1, 13, 1)
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
+		{name: "the first rejoined before the nemesis logged its restart: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				b.State(tp0, 2, 2, 1, 11, 2)
+				b.Start(1)
+				takeIn(b, 2, 1) // fetched back at once
+				b.State(tp0, 2, 2, 1, 12, 2, 1)
+				restart(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				b.State(tp0, 1, 3, 1, 13, 1)
+				restart(b, "f2", "n2")
+				finalRead(b)
+			}},
+		{name: "one replica crashed: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 2, 1, 11, 1) // elected again before fetching: one replica, still a violation
+				finalRead(b)
+			}},
+		{name: "the crashes came before the record was written: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				produceOK(b, 1, "a", 0)
+				finalRead(b)
+			}},
+		{name: "a crashed broker outside the ISR does not count: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f3", "n3")
+				restart(b, "f1", "n1")
+				restart(b, "f3", "n3")
+				b.State(tp0, 1, 2, 1, 11, 1)
+				finalRead(b)
+			}},
+		{name: "two replicas crash at once, nothing lost: clean", want: Valid,
+			explain: []string{"all 1 acknowledged acks=all records are in the final reads"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				restart(b, "f1", "n1")
+				restart(b, "f2", "n2")
+				finalRead(b, hb.Rec(0, "a"))
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			c.build(b)
+			r := Durability{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.known {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				}
+				text = r.Known[0].Example
+				if r.Known[0].Count != 2 {
+					t.Errorf("%s counted %d times, want 2 (both records)", KnownLostUnflushedQuorum, r.Known[0].Count)
+				}
+				if !strings.Contains(r.Explanation, KnownLostUnflushedQuorum) {
+					t.Errorf("explanation %q does not name %s", r.Explanation, KnownLostUnflushedQuorum)
+				}
+			} else if len(r.Known) != 0 {
+				t.Errorf("known anomalies %+v, want none", r.Known)
+			}
+			for _, want := range c.explain {
+				if !strings.Contains(text, want) {
+					t.Errorf("%q does not say %q", text, want)
+				}
+			}
+		})
+	}
+}
+
+// The truncation checker names a follower's cut below its high watermark
+// under a leader that led while exposed in a quorum loss, and keeps it a
+// violation when only that leader crashed; the nemesis's own record of a
+// cut is never judged as a follower's.
+func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
+	base := func(b *hb.Builder, crashed ...string) {
+		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
+		hwEv(b, 3, 0, 188, 0, 200)
+		hwEv(b, 2, 0, 188, 0, 200)
+		for i, n := range crashed {
+			crashUnflushed(b, fmt.Sprintf("f%d", i), n)
+		}
+		truncEv(b, 2, 200, 0, 0, history.TruncationUnflushedLoss)
+		b.Start(2)
+		b.State(tp0, 2, 1, 1, 11, 2, 3)
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			base(b, "n1", "n2")
+			truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+			return nil
+		}},
+		{name: "only the new leader crashed", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
+			base(b, "n2")
+			tr := truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+			return []int{tr}
+		}},
+	})
+}
+
+// The ISR checker names a leader's log differing from a member's below
+// the high watermark when that leader led while exposed in a quorum loss,
+// and keeps it a violation when only the leader crashed.
+func TestISRDivergentUnflushedQuorum(t *testing.T) {
+	story := func(b *hb.Builder, crashed ...string) (join int) {
+		b.Start(1)
+		b.Start(2)
+		roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
+		roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
+		appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+		hwMove(b, 1, 0, 5, 1)
+		hwMove(b, 2, 0, 5, 1)
+		appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+		for i, n := range crashed {
+			crashUnflushed(b, fmt.Sprintf("f%d", i), n)
+		}
+		b.Start(2)
+		roleISR(b, 2, history.RoleLeader, 2, 2, 2)
+		appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+		hwMove(b, 2, 5, 10, 2)
+		roleISR(b, 1, history.RoleFollower, 2, 2, 2)
+		return isrChange(b, 2, history.ISRExpand, 2, []int32{2}, []int32{1, 2})
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(b, "n2", "n3")
+			return nil
+		}},
+		{name: "only the new leader crashed", want: Invalid, explain: "took broker 1 into its ISR", build: func(b *hb.Builder) []int {
+			return []int{story(b, "n2")}
+		}},
+	})
+}
+
+// A member whose log crash-lose-unflushed cut during the leadership may
+// have been counted on its last fetch before the crash: hw-within-isr
+// does not hold its later, shorter log against the leader's advance; a
+// truncation of another reason before the advance does not excuse it.
+func TestHWWithinISRUnflushedLoss(t *testing.T) {
+	runCases(t, HWWithinISR{}, []tcase{
+		{name: "the member's page cache was lost", want: Valid, build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			truncEv(b, 2, 10, 0, 0, history.TruncationUnflushedLoss)
+			hwEv(b, 1, 0, 10, 1, 10)
+			b.Start(2)
+			hwEv(b, 2, 0, 5, 1, 6)
+			return nil
+		}},
+		{name: "the member truncated at the same epoch before the advance", want: Invalid, explain: "broker 2's log ended at 6", build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			truncEv(b, 2, 10, 0, 1, "high-watermark")
+			adv := hwEv(b, 1, 0, 10, 1, 10)
+			obs := hwEv(b, 2, 0, 5, 1, 6)
+			return []int{adv, obs}
+		}},
+	})
+}
