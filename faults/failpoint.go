@@ -25,10 +25,14 @@ type failpointFault struct {
 	rec     *nemesis.Recorder
 	pr      procs
 	resign  Resigner // nil: ProvokeDeleteController fails its step
+	// replicaLag is the nodes' replica.lag.time.max (0: unknown), by which
+	// a hold after the controller's write outlasts a leader's shrink.
+	replicaLag time.Duration
 }
 
 func newFailpoint(w nemesis.World, env Env, rec *nemesis.Recorder, pr procs) *failpointFault {
-	return &failpointFault{world: w, parts: env.Partitions, fps: env.Failpoints, session: env.Session, rec: rec, pr: pr, resign: env.Resigner}
+	return &failpointFault{world: w, parts: env.Partitions, fps: env.Failpoints, session: env.Session, rec: rec, pr: pr, resign: env.Resigner,
+		replicaLag: env.ReplicaLag}
 }
 
 // reachWithin is how long after its provocation a window may still be
@@ -195,8 +199,10 @@ func (r *fpRun) provoke(ctx context.Context, target, other Target, id int, since
 	pr, fps := r.f.pr, r.f.fps
 	switch r.plan.Provoke {
 	case ProvokeBounceOther, ProvokeBounceLead:
+		r.holdPastShrink(time.Now())
 		return pr.bounce(ctx, other)
 	case ProvokeBounceTwo:
+		r.holdPastShrink(time.Now())
 		err := pr.bounce(ctx, other)
 		if err == nil && waitReached(ctx, fps, id, r.name, since, reachWithin(r.f.session)) {
 			// The third broker restarts while the armed node holds in the
@@ -295,11 +301,36 @@ func (r *fpRun) shutdownRestart(ctx context.Context, other Target, id int, since
 		r.mu.Lock()
 		r.holdUntil = killed.Add(2 * r.f.session)
 		r.mu.Unlock()
+		r.holdPastShrink(killed)
 		return err
 	}
 	// The window was not reached: the broker finishes its controlled
 	// shutdown and exits; start it again, as an operator's restart would.
 	return restartAfterExit(ctx, pr, other)
+}
+
+// holdPastShrink makes a pause at controller-after-zk-write last until the
+// leaders of the partitions the provoked broker follows have shrunk it out
+// of their ISRs, a broker that stopped fetching at stopped: past
+// replica.lag.time.max and the half of it the shrink check waits between
+// runs (Partition.maybeShrinkIsr), and half a second. The held controller
+// has written its own ISR change for that broker, at a new zkVersion the
+// leaders have not been told (its LeaderAndIsr waits with it), so each
+// leader's shrink is a write at the zkVersion it holds, which ZooKeeper
+// refuses: the input of the leaders' ISR-write fence (Kafka 2.6.3's
+// Partition.updateIsr, "cached zkVersion not equal to that in zookeeper").
+// Released before that, the leaders learn the new version first and
+// nothing is refused.
+func (r *fpRun) holdPastShrink(stopped time.Time) {
+	if r.plan.Window.Name != history.FailpointControllerAfterZKWrite || r.plan.Action != FPPause || r.f.replicaLag <= 0 {
+		return
+	}
+	until := stopped.Add(r.f.replicaLag + r.f.replicaLag/2 + 500*time.Millisecond)
+	r.mu.Lock()
+	if until.After(r.holdUntil) {
+		r.holdUntil = until
+	}
+	r.mu.Unlock()
 }
 
 // restartAfterExit waits (30 s at most) for t's process to exit, then

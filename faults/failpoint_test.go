@@ -810,3 +810,46 @@ func TestPickGenerations(t *testing.T) {
 		}
 	}
 }
+
+// A pause at controller-after-zk-write lasts until the provoked broker's
+// leaders have shrunk it out of their ISRs (replica.lag.time.max and half
+// of it after it stopped fetching, and half a second): their shrink then
+// meets the zkVersion the held controller wrote. Without a known lag, or
+// at another window, the hold is as before.
+func TestFailpointHoldOutlastsLeaderShrink(t *testing.T) {
+	afterWrite := pickWhere(t, "controller-after-zk-write, pause, bounce-other-then-third", func(p FPPlan) bool {
+		return p.Window.Name == "controller-after-zk-write" && p.Action == FPPause && p.Provoke == ProvokeBounceTwo
+	})
+	beforeChange := pickWhere(t, "controller-before-broker-change, pause, bounce-other", func(p FPPlan) bool {
+		return p.Window.Name == "controller-before-broker-change" && p.Action == FPPause && p.Provoke == ProvokeBounceOther
+	})
+	for _, tc := range []struct {
+		name    string
+		pick    int
+		lag     time.Duration
+		atLeast time.Duration
+	}{
+		{"after the write, lag 2s", afterWrite, 2 * time.Second, 3500 * time.Millisecond},
+		{"after the write, lag unknown", afterWrite, 0, 0},
+		{"another window", beforeChange, 2 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &fpWorld{armed: map[string]time.Time{}, reach: true}
+				f := newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout(), ReplicaLag: tc.lag}, nil, fpProcs{w})
+				start := time.Now()
+				heal, err := f.inject(t.Context(), tc.pick)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				if took < tc.atLeast || (tc.atLeast == 0 && took >= time.Second) {
+					t.Fatalf("held %s, want at least %s (and under a second without the rule)", took, tc.atLeast)
+				}
+			})
+		})
+	}
+}
