@@ -147,13 +147,23 @@ type electWorld struct {
 	shuts   []shutSpan
 	points  []int64 // every time the answer may change, besides the partition's own states
 	seen    []zxidSeen
+	// waits are, per node, the times one of its ZooKeeper writes was
+	// outstanding (its start to its answer): a controller waiting on
+	// ZooKeeper is not the one keeping a partition leaderless.
+	waits map[int32][][2]int64
 }
 
 func newElectWorld(h *history.History, grace time.Duration) *electWorld {
-	w := &electWorld{h: h, grace: grace, end: h.Events[len(h.Events)-1].Time, al: newAliveness(h), spans: controllerSpans(h)}
+	w := &electWorld{h: h, grace: grace, end: h.Events[len(h.Events)-1].Time, al: newAliveness(h), spans: controllerSpans(h),
+		waits: map[int32][][2]int64{}}
 	w.windows, _ = history.FaultWindowsOf(h, true, true)
-	for e := range eventsOf(h, history.KindControlledShutdown, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStop) {
+	for e := range eventsOf(h, history.KindControlledShutdown, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStop, history.KindZKWrite) {
 		switch e.Kind {
+		case history.KindZKWrite:
+			if z := e.ZKWrite; z.Start > 0 && z.Start < e.Time {
+				w.waits[e.Node] = append(w.waits[e.Node], [2]int64{z.Start, e.Time})
+				w.points = append(w.points, z.Start, e.Time)
+			}
 		case history.KindControlledShutdown:
 			if e.Shutdown != nil && e.Shutdown.Verdict == history.VerdictAccepted {
 				w.shuts = append(w.shuts, shutSpan{e.Shutdown.BrokerID, e.Time, w.end})
@@ -209,8 +219,11 @@ func (w *electWorld) shuttingDown(b int32, t int64) bool {
 	return false
 }
 
-// actingAt returns the controller acting at t, and whether a fault cuts it
-// off then.
+// actingAt returns the controller acting at t, and whether it is cut off
+// then: a fault cuts it off from acting or from ZooKeeper, or it is waiting
+// for ZooKeeper to answer one of its writes (a server catching up after a
+// slowed link healed answers late; that time is ZooKeeper's, as it would
+// be Kafka's).
 func (w *electWorld) actingAt(t int64) (cur ctlSpan, found, cut bool) {
 	for _, s := range w.spans {
 		if s.from <= t && t < s.to {
@@ -219,6 +232,11 @@ func (w *electWorld) actingAt(t int64) (cur ctlSpan, found, cut bool) {
 	}
 	if !found {
 		return cur, false, false
+	}
+	for _, iv := range w.waits[cur.node] {
+		if iv[0] <= t && t < iv[1] {
+			return cur, true, true
+		}
 	}
 	for _, fw := range w.windows {
 		if fw.Start.Time <= t && t < fw.End && cutsOff(fw, cur.node) {
@@ -341,7 +359,7 @@ func (f registeredElect) explain(h *history.History, grace time.Duration) string
 	if f.openEnds {
 		ended = fmt.Sprintf("and still when the history ended (+%s)", rel(f.to, t0))
 	}
-	return fmt.Sprintf("partition %s's state (%s) named %s from +%s while %s registered and in its ISR, %s, and controller %d (epoch %d, elected at %s) acted with no fault on it or on ZooKeeper for %s of that time, longer than the %s grace: Kafka's controller elects a live ISR member as soon as it registers (KafkaController.onBrokerStartup → PartitionStateMachine.triggerOnlinePartitionStateChange).",
+	return fmt.Sprintf("partition %s's state (%s) named %s from +%s while %s registered and in its ISR, %s, and controller %d (epoch %d, elected at %s) acted with no fault on it or on ZooKeeper, and no write of its own waiting for ZooKeeper's answer, for %s of that time, longer than the %s grace: Kafka's controller elects a live ISR member as soon as it registers (KafkaController.onBrokerStartup → PartitionStateMachine.triggerOnlinePartitionStateChange).",
 		f.tp, at(st, t0), leader, rel(f.from, t0), brokersWere(f.elig), ended, f.ctl.node, f.ctl.epoch, at(el, t0),
 		f.acting.Round(10*time.Millisecond), grace)
 }
