@@ -25,6 +25,7 @@ type failpointFault struct {
 	rec     *nemesis.Recorder
 	pr      procs
 	resign  Resigner // nil: ProvokeDeleteController fails its step
+	leaders Leaders  // nil: a shrink hold holds the controller's first write
 	// replicaLag is the nodes' replica.lag.time.max (0: unknown), by which
 	// a hold after the controller's write outlasts a leader's shrink.
 	replicaLag time.Duration
@@ -32,7 +33,7 @@ type failpointFault struct {
 
 func newFailpoint(w nemesis.World, env Env, rec *nemesis.Recorder, pr procs) *failpointFault {
 	return &failpointFault{world: w, parts: env.Partitions, fps: env.Failpoints, session: env.Session, rec: rec, pr: pr, resign: env.Resigner,
-		replicaLag: env.ReplicaLag}
+		leaders: env.Leaders, replicaLag: env.ReplicaLag}
 }
 
 // reachWithin is how long after its provocation a window may still be
@@ -55,6 +56,12 @@ func (f *failpointFault) inject(ctx context.Context, pick int) (Heal, error) {
 	holds := 1
 	if plan.Window.PerBroker {
 		holds = max(1, len(f.world.Nodes())-1)
+	}
+	if shrinkHold(plan, f.replicaLag) {
+		// The firings before the stopped broker's removal from the ISRs
+		// (the elections of the partitions it led, an operator's topic
+		// creation) are let go (holdRemoval); a later one holds.
+		holds = shrinkHoldFirings
 	}
 	r := &fpRun{f: f, plan: plan, name: plan.Window.Name, action: fmt.Sprintf("%d*%s", holds, plan.Action)}
 	if err := r.begin(ctx, target, other, ""); err != nil {
@@ -92,6 +99,11 @@ type fpRun struct {
 	// reached and paused: when the watch saw the window reached, and when
 	// it stopped the node there (sigstop).
 	reached, paused time.Time
+	// removal: whose removal from the ISRs the pause waits for, and the
+	// leaders before it was stopped (holdRemoval); nil: the first firing
+	// holds. letGone counts the firings let go.
+	removal *removalWait
+	letGone int
 }
 
 // attempt is the arming in force: the node armed, its fault's id in the
@@ -199,9 +211,11 @@ func (r *fpRun) provoke(ctx context.Context, target, other Target, id int, since
 	pr, fps := r.f.pr, r.f.fps
 	switch r.plan.Provoke {
 	case ProvokeBounceOther, ProvokeBounceLead:
+		r.holdRemoval(ctx, other)
 		r.holdPastShrink(time.Now())
 		return pr.bounce(ctx, other)
 	case ProvokeBounceTwo:
+		r.holdRemoval(ctx, other)
 		r.holdPastShrink(time.Now())
 		err := pr.bounce(ctx, other)
 		if err == nil && waitReached(ctx, fps, id, r.name, since, reachWithin(r.f.session)) {
@@ -250,7 +264,16 @@ func (r *fpRun) watch(ctx context.Context) {
 		if ok, _ := r.f.fps.FailpointReached(ctx, a.id, r.name, a.since); ok {
 			r.mu.Lock()
 			r.reached = time.Now()
+			w, gone := r.removal, r.letGone
 			r.mu.Unlock()
+			if w != nil && gone < shrinkHoldFirings-1 && !w.heldAtRemoval(ctx, r.f.fps, a.id, r.name, a.since) &&
+				r.f.fps.ReleaseFailpoint(ctx, a.id, r.name) == nil {
+				r.mu.Lock()
+				r.letGone++
+				r.cur.since = time.Now()
+				r.mu.Unlock()
+				continue // look for the next firing
+			}
 			if r.plan.Action == FPSigstop && r.f.pr.pause(ctx, a.target) == nil {
 				r.mu.Lock()
 				r.paused = time.Now()
@@ -345,7 +368,13 @@ func (r *fpRun) heal(ctx context.Context) error {
 	reached, errs := r.release(ctx, a)
 	errs = append(errs, r.restore(ctx, a)...)
 	err := errors.Join(errs...)
-	r.stop(a, reached, "", err)
+	note := ""
+	r.mu.Lock()
+	if r.letGone > 0 {
+		note = fmt.Sprintf(", held at the removal of n%d from the ISRs (%d earlier firing(s) let go)", r.removal.broker, r.letGone)
+	}
+	r.mu.Unlock()
+	r.stop(a, reached, note, err)
 	return err
 }
 

@@ -49,6 +49,22 @@ type fpWorld struct {
 type callLog struct {
 	mu    sync.Mutex
 	calls []string
+	// batches: the state writes before each firing, in order, that
+	// StateWritesBefore answers (the last one repeats; none: no writes).
+	batches [][]history.PartitionState
+	asked   int
+}
+
+// StateWritesBefore answers the next batch of l.batches.
+func (l *callLog) StateWritesBefore(context.Context, int, string, time.Time) ([]history.PartitionState, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.batches) == 0 {
+		return nil, nil
+	}
+	b := l.batches[min(l.asked, len(l.batches)-1)]
+	l.asked++
+	return b, nil
 }
 
 // DisarmFailpoint records the disarm; the fakes' windows need nothing more.
@@ -68,6 +84,13 @@ func (w *fpWorld) DisarmFailpoint(ctx context.Context, node int, name string) er
 		return fmt.Errorf("n%d: connection refused", node)
 	}
 	return w.callLog.DisarmFailpoint(ctx, node, name)
+}
+
+// ReleaseFailpoint records the release; the fakes' windows need nothing
+// more.
+func (l *callLog) ReleaseFailpoint(_ context.Context, node int, name string) error {
+	l.log("release n%d %s", node, name)
+	return nil
 }
 
 func (l *callLog) log(format string, args ...any) {
@@ -848,6 +871,65 @@ func TestFailpointHoldOutlastsLeaderShrink(t *testing.T) {
 				took := time.Since(start)
 				if took < tc.atLeast || (tc.atLeast == 0 && took >= time.Second) {
 					t.Fatalf("held %s, want at least %s (and under a second without the rule)", took, tc.atLeast)
+				}
+			})
+		})
+	}
+}
+
+// leadersNow is a fake Leaders.
+type leadersNow map[history.TopicPartition]int
+
+func (l leadersNow) PartitionLeaders(context.Context) (map[history.TopicPartition]int, error) {
+	return l, nil
+}
+
+// A pause after the controller's write is armed for several firings and
+// holds at the first that follows the stopped broker's removal from the
+// ISR of a partition whose leader stays: the elections of the partitions
+// it led and an operator's topic creation are let go.
+func TestShrinkHoldWaitsForTheRemoval(t *testing.T) {
+	afterWrite := pickWhere(t, "controller-after-zk-write, pause, bounce-other-then-third", func(p FPPlan) bool {
+		return p.Window.Name == "controller-after-zk-write" && p.Action == FPPause && p.Provoke == ProvokeBounceTwo
+	})
+	st := func(topic string, p, leader int32, isr ...int32) history.PartitionState {
+		return history.PartitionState{Topic: topic, Partition: p, Leader: leader, ISR: isr}
+	}
+	// The provocation stops n2 first (it leads chaos-0 in the fake).
+	leaders := leadersNow{history.TP("chaos", 0): 2, history.TP("chaos", 1): 3, history.TP("chaos", 2): 1}
+	created := []history.PartitionState{st("chaos-admin-1", 0, 1, 1, 2, 3)}
+	for _, tc := range []struct {
+		name     string
+		leaders  Leaders
+		batches  [][]history.PartitionState
+		released int
+	}{
+		{"removal first", leaders, [][]history.PartitionState{{st("chaos", 1, 3, 3, 1), st("chaos", 2, 1, 1, 3)}}, 0},
+		{"a topic creation, then the removal", leaders, [][]history.PartitionState{created, {st("chaos", 1, 3, 3, 1), st("chaos", 2, 1, 1, 3)}}, 1},
+		{"creation, elections, then the removal", leaders, [][]history.PartitionState{created, {st("chaos", 0, 3, 3, 1)}, {st("chaos", 2, 1, 1, 3)}}, 2},
+		{"never a removal: let go until the last firing", leaders, [][]history.PartitionState{created}, shrinkHoldFirings - 1},
+		{"leaders unknown: the first firing holds", nil, [][]history.PartitionState{created}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &fpWorld{armed: map[string]time.Time{}, reach: true}
+				w.batches = tc.batches
+				f := newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout(), ReplicaLag: time.Second, Leaders: tc.leaders}, nil, fpProcs{w})
+				heal, err := f.inject(t.Context(), afterWrite)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				w.mu.Lock()
+				calls := strings.Join(w.calls, "\n")
+				w.mu.Unlock()
+				if want := fmt.Sprintf("controller-after-zk-write=%d*pause", shrinkHoldFirings); !strings.Contains(calls, want) {
+					t.Errorf("want the window armed as %s; calls:\n%s", want, calls)
+				}
+				if got := strings.Count(calls, "release n"); got != tc.released {
+					t.Errorf("%d firings let go, want %d; calls:\n%s", got, tc.released, calls)
 				}
 			})
 		})

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -72,6 +73,7 @@ func (r *fpRun) deleteController(ctx context.Context, target, other Target, id i
 // holds in its window, kills other and starts it again.
 func (r *fpRun) shutdownRestart(ctx context.Context, other Target, id int, since time.Time) error {
 	pr := r.f.pr
+	r.holdRemoval(ctx, other)
 	if err := pr.terminate(ctx, other); err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func (r *fpRun) shutdownRestart(ctx context.Context, other Target, id int, since
 // Released before that, the leaders learn the new version first and
 // nothing is refused.
 func (r *fpRun) holdPastShrink(stopped time.Time) {
-	if r.plan.Window.Name != history.FailpointControllerAfterZKWrite || r.plan.Action != FPPause || r.f.replicaLag <= 0 {
+	if !shrinkHold(r.plan, r.f.replicaLag) {
 		return
 	}
 	until := stopped.Add(r.f.replicaLag + r.f.replicaLag/2 + 500*time.Millisecond)
@@ -129,4 +131,65 @@ func restartAfterExit(ctx context.Context, pr procs, t Target) error {
 		err = pr.start(ctx, t)
 	}
 	return err
+}
+
+// shrinkHold says whether plan's pause is held past the leaders' shrink
+// (holdPastShrink): a pause after the controller's ZooKeeper write, with
+// the nodes' replica.lag.time.max known.
+func shrinkHold(plan FPPlan, replicaLag time.Duration) bool {
+	return plan.Window.Name == history.FailpointControllerAfterZKWrite && plan.Action == FPPause && replicaLag > 0
+}
+
+// shrinkHoldFirings is how often a pause held past the leaders' shrink
+// fires at most: the firings before the removal it waits for are let go.
+const shrinkHoldFirings = 4
+
+// removalWait is what a pause held past the leaders' shrink waits for:
+// broker's removal from the ISR of a partition it does not lead, and the
+// leaders as they were before the provocation stopped it.
+type removalWait struct {
+	broker  int
+	leaders map[history.TopicPartition]int
+}
+
+// heldAtRemoval says whether node's latest firing of window followed a
+// write that took w.broker out of the ISR of a partition whose leader
+// stayed in office: a leader that will shrink it at the zkVersion it was
+// told last. An unreadable log counts as held there.
+func (w *removalWait) heldAtRemoval(ctx context.Context, fps Failpoints, node int, window string, since time.Time) bool {
+	states, err := fps.StateWritesBefore(ctx, node, window, since)
+	if err != nil {
+		return true
+	}
+	for _, st := range states {
+		prior, known := w.leaders[st.TP()]
+		if known && prior != w.broker && int(st.Leader) == prior && !slices.Contains(st.ISR, int32(w.broker)) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdRemoval runs before the provocation stops other. The controller
+// answers a broker's failure (or controlled shutdown) with the elections
+// of the partitions it led first and only then removes it from the ISRs
+// it follows in (Kafka 2.6.3's onReplicasBecomeOffline and
+// doControlledShutdown, one write batch each, each reaching the window);
+// an operator's topic creation may reach the window before either. Held
+// at the elections, no leader holds a stale zkVersion: the new leaders
+// have not been told and the old one is down. Held at the removal, each
+// leader still in office shrinks other at the version it was told last,
+// which ZooKeeper refuses. So the firings before the removal are let go.
+// Without Env.Leaders the first firing holds.
+func (r *fpRun) holdRemoval(ctx context.Context, other Target) {
+	if !shrinkHold(r.plan, r.f.replicaLag) || r.f.leaders == nil || other.Name == "" {
+		return
+	}
+	leaders, err := r.f.leaders.PartitionLeaders(ctx)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.removal = &removalWait{broker: nodeID(other), leaders: leaders}
+	r.mu.Unlock()
 }

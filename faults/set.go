@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/zklayout"
@@ -42,6 +43,22 @@ type Failpoints interface {
 	// FailpointReached reports whether node's event log has the fault_start
 	// of failpoint name at or after since.
 	FailpointReached(ctx context.Context, node int, name string, since time.Time) (bool, error)
+	// ReleaseFailpoint lets whatever holds in failpoint name on node go on
+	// and leaves it armed for the firings its count has left.
+	ReleaseFailpoint(ctx context.Context, node int, name string) error
+	// StateWritesBefore returns the partition states node wrote to
+	// ZooKeeper (as its event log has them) at or after since and before
+	// its latest firing of failpoint name.
+	StateWritesBefore(ctx context.Context, node int, name string, since time.Time) ([]history.PartitionState, error)
+}
+
+// Leaders reads which broker leads each partition now, by every topic's
+// state znode: the failpoint fault asks it before its provocation stops a
+// broker, to tell, when the controller then holds after a write, whether
+// that write removed the broker from the ISR of a partition another broker
+// leads (the write the leaders' shrink races) or did something else.
+type Leaders interface {
+	PartitionLeaders(ctx context.Context) (map[history.TopicPartition]int, error)
 }
 
 // PreferredElector asks the controller for a preferred replica election
@@ -118,6 +135,10 @@ type Env struct {
 	// crash-lose-unflushed cuts to what the node fsynced; a Set built
 	// without it has that fault missing.
 	Disks Disks
+	// Leaders, when set, lets a pause after the controller's ZooKeeper
+	// write hold the removal of a stopped broker from the ISRs rather than
+	// the elections of the partitions it led; nil: the first write holds.
+	Leaders Leaders
 }
 
 // Set is one run's faults: every kind of the catalogue bound to the run's

@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/zkcall"
+	"github.com/zkchaos/zkchaos/zklayout"
 	"github.com/zkchaos/zkchaos/zklayout/zkio"
 )
 
@@ -34,6 +37,7 @@ var (
 	_ faults.Partitions        = (*failpointWorld)(nil)
 	_ faults.Failpoints        = (*failpointWorld)(nil)
 	_ faults.BadVersionCounter = (*failpointWorld)(nil)
+	_ faults.Leaders           = (*failpointWorld)(nil)
 )
 
 // newFailpointWorld extends w for the failpoint fault of a run configured by
@@ -47,7 +51,7 @@ func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfi
 // env is what the run's faults may use: everything this world offers.
 func (f *failpointWorld) env() faults.Env {
 	return faults.Env{Partitions: f, Failpoints: f, Session: f.session, ReplicaLag: f.replicaLag,
-		Elector: f.world, StateVia: f.world, BadVersions: f, Resigner: f.world, Disks: f}
+		Elector: f.world, StateVia: f.world, BadVersions: f, Resigner: f.world, Disks: f, Leaders: f}
 }
 
 // nemesisKinds: the node event kinds the nemesis's questions read (failpoint
@@ -107,6 +111,64 @@ func (f *failpointWorld) ArmAtStart(_ context.Context, node int, name, action st
 		return fmt.Errorf("arm %s on n%d at start: %w", name, node, err)
 	}
 	return nil
+}
+
+func (f *failpointWorld) ReleaseFailpoint(ctx context.Context, node int, name string) error {
+	return f.admin.ReleaseFailpoint(ctx, node, name)
+}
+
+// PartitionLeaders reads the leader of every partition of every topic
+// from its state znode (the topics and their partitions listed, each state
+// read after a Sync), the whole bounded by 5 s. A topic whose partitions
+// the controller has not created yet is left out.
+func (f *failpointWorld) PartitionLeaders(ctx context.Context) (map[history.TopicPartition]int, error) {
+	return zkcall.Do(ctx, 5*time.Second, func() (map[history.TopicPartition]int, error) {
+		topics, _, err := f.conn.Children(zklayout.TopicsPath)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", zklayout.TopicsPath, err)
+		}
+		out := map[history.TopicPartition]int{}
+		for _, t := range topics {
+			parts, _, err := f.conn.Children(zklayout.TopicPath(t) + "/partitions")
+			if err != nil {
+				continue
+			}
+			for _, p := range parts {
+				n, err := strconv.ParseInt(p, 10, 32)
+				if err != nil {
+					continue
+				}
+				if st, _, err := zkio.ReadPartitionState(syncedConn{f.conn}, t, int32(n)); err == nil {
+					out[history.TP(t, int32(n))] = st.Leader
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+// StateWritesBefore reads node's own event log: the partition states it
+// wrote (outcome ok) at or after since and before its latest fault_start
+// of failpoint name.
+func (f *failpointWorld) StateWritesBefore(_ context.Context, node int, name string, since time.Time) ([]history.PartitionState, error) {
+	evs, err := f.nodeEvents(node)
+	if err != nil {
+		return nil, fmt.Errorf("state writes of n%d before %s: %w", node, name, err)
+	}
+	hit := -1
+	for i := len(evs) - 1; i >= 0 && evs[i].Time >= since.UnixNano(); i-- {
+		if e := &evs[i]; e.Kind == history.KindFaultStart && e.Fault != nil && e.Fault.Failpoint == name {
+			hit = i
+			break
+		}
+	}
+	var out []history.PartitionState
+	for i := hit - 1; i >= 0 && evs[i].Time >= since.UnixNano(); i-- {
+		if zw := evs[i].ZKWrite; evs[i].Kind == history.KindZKWrite && zw != nil && zw.State != nil && zw.Outcome == history.ZKOK {
+			out = append(out, *zw.State)
+		}
+	}
+	return out, nil
 }
 
 func (f *failpointWorld) DisarmFailpoint(ctx context.Context, node int, name string) error {
