@@ -18,7 +18,9 @@ type ProducerIDAndEpoch struct {
 	Epoch int16
 }
 
-func initErr(code int16) InitResult { return InitResult{ProducerID: -1, ProducerEpoch: -1, Error: code} }
+func initErr(code int16) InitResult {
+	return InitResult{ProducerID: -1, ProducerEpoch: -1, Error: code}
+}
 
 // InitProducerID is handleInitProducerId for a transactional id: a new
 // producer id for an unknown id; otherwise the epoch bumped, which fences

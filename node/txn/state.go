@@ -77,15 +77,15 @@ func epochExhausted(e int16) bool { return e >= math.MaxInt16-1 }
 // the state a transit is being written for (pendingState); a transit is
 // applied only after its record is committed.
 type meta struct {
-	id                             string
-	producerID, lastProducerID     int64
-	producerEpoch, lastEpoch       int16
-	timeoutMs                      int32
-	state                          State
-	partitions                     map[TopicPartition]bool
-	startMs, updateMs              int64
-	pending                        *State
-	failedFence                    bool
+	id                         string
+	producerID, lastProducerID int64
+	producerEpoch, lastEpoch   int16
+	timeoutMs                  int32
+	state                      State
+	partitions                 map[TopicPartition]bool
+	startMs, updateMs          int64
+	pending                    *State
+	failedFence                bool
 }
 
 // transit is TxnTransitMetadata: the state a record describes.
