@@ -69,6 +69,7 @@ type Node struct {
 	data   *dataplane.Manager
 	ctrl   *controller.Controller
 	groups *groups
+	txns   *txns
 	sess   *zkutil.Session
 	server *wire.Server
 
@@ -135,7 +136,9 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	// __consumer_offsets partitions load and unload groups.
 	n.groups = newGroups(n)
 	defer n.groups.close()
-	n.broker.Data = groupDataPlane{n.data, n.groups}
+	n.txns = newTxns(n, n.data)
+	defer n.txns.close()
+	n.broker.Data = groupDataPlane{n.data, n.groups, n.txns}
 
 	// Admin HTTP first, so failpoints can be armed and released while the
 	// node is still starting (broker-before-register).
@@ -165,6 +168,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	n.routes()
 	n.data.Routes(n.server)
 	n.groups.routes(n.server)
+	n.txns.routes(n.server, n.groups)
 	serveDone := make(chan struct{})
 	go func() {
 		defer close(serveDone)
@@ -189,6 +193,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	n.log.Printf("zookeeper session 0x%x (timeout %s requested)", n.sess.Conn.SessionID(), cfg.ZKSessionTimeout)
 	n.data.SetSession(n.sess)
 	n.groups.sess.Store(n.sess)
+	n.txns.sess.Store(n.sess)
 	for _, p := range zkdata.PersistentPaths {
 		if err := zkutil.EnsurePath(ctx, n.sess, p); err != nil {
 			return fmt.Errorf("zookeeper layout: %w", err)

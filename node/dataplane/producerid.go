@@ -113,3 +113,9 @@ func getZNode(ctx context.Context, sess *zkutil.Session, path string) ([]byte, *
 	})
 	return g.d, g.st, err
 }
+
+// NextProducerID is ProducerIdManager.generateProducerId for the
+// transaction coordinator.
+func (m *Manager) NextProducerID(ctx context.Context) (int64, error) {
+	return m.nextProducerID(ctx)
+}
