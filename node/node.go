@@ -9,11 +9,13 @@
 //
 // The process's interfaces, for the harness:
 //   - Kafka listener (--listen): Produce v3-9, Fetch v4-12, ListOffsets
-//     v1-6, Metadata v0-11, InitProducerId v0-2, OffsetForLeaderEpoch v0-3
+//     v1-6, Metadata v0-11, OffsetForLeaderEpoch v0-3
 //     (package dataplane), OffsetCommit v1-8, OffsetFetch v1-7,
 //     FindCoordinator v0-3, JoinGroup v0-7, Heartbeat v0-4, LeaveGroup
 //     v0-4, SyncGroup v0-5, DescribeGroups v0-5, ListGroups v0-4 (package
-//     group, wired in groups.go), LeaderAndIsr v0-4, StopReplica v0-3,
+//     group, wired in groups.go), InitProducerId v0-3, AddPartitionsToTxn
+//     v0-1, AddOffsetsToTxn v0-1, EndTxn v0-1, WriteTxnMarkers v0 (package
+//     txn, wired in txns.go), LeaderAndIsr v0-4, StopReplica v0-3,
 //     UpdateMetadata v0-6, ControlledShutdown v0-3, ApiVersions v0-3. Other
 //     APIs or versions close the connection (ApiVersions answers v0 with
 //     UNSUPPORTED_VERSION), as Kafka does.
@@ -26,7 +28,8 @@
 //     node_stop, broker_registered, controller_elected, controller_resigned,
 //     zk_write, control_sent, control_request, controlled_shutdown,
 //     role_change, produce_append, produce_ack, hw_advance, isr_change,
-//     hw_checkpoint, truncation, group_request, and fault_start/fault_stop (Name
+//     hw_checkpoint, truncation, group_request, txn_request, txn_marker,
+//     and fault_start/fault_stop (Name
 //     "failpoint") when a failpoint fires.
 //   - Signals: SIGTERM/SIGINT → controlled shutdown, then exit 0.
 package node

@@ -36,7 +36,8 @@ func (m *Manager) Routes(s *wire.Server) {
 		return m.Metadata(req.(*kmsg.MetadataRequest)), nil
 	})
 	// Kafka 2.4's versions: v3 (KIP-360 epoch bumps) needs a transaction
-	// coordinator's state.
+	// coordinator's state; the node registers v0-3 over this with the
+	// transaction coordinator behind it (node/txns.go).
 	s.Handle(kmsg.InitProducerID.Int16(), 0, 2, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.InitProducerID(ctx, req.(*kmsg.InitProducerIDRequest)), nil
 	})
