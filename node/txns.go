@@ -244,7 +244,6 @@ func (t *txns) writeMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReques
 		committed func(context.Context) error
 	}
 	var waits []pending
-	now := time.Now().UnixMilli()
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -264,7 +263,7 @@ func (t *txns) writeMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReques
 				out.Partition = p
 				ev := &history.TxnMarker{Topic: mt.Topic, Partition: p, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 					CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed, Offset: -1}
-				base, committed, err := t.n.data.AppendAsCoordinator(history.TP(mt.Topic, p), storage.EncodeMarker(mk, now))
+				base, committed, err := t.n.data.AppendMarker(history.TP(mt.Topic, p), mk)
 				if err != nil {
 					out.ErrorCode = markerErr(err)
 					ev.ErrorCode = out.ErrorCode

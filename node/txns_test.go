@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -17,6 +18,7 @@ import (
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/dataplane"
 	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/txn"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
 
@@ -60,13 +62,13 @@ func (s *syncBuffer) events(t *testing.T) []history.Event {
 // t-0, t-1, __consumer_offsets-0 and __transaction_state-0 (leader epoch
 // 7: the coordinator epoch). No ZooKeeper: producer ids come from a
 // counter.
-func txnNode(t *testing.T) (addr string, events *syncBuffer) {
+func txnNode(t *testing.T) (n *Node, addr string, events *syncBuffer) {
 	t.Helper()
 	events = &syncBuffer{}
 	cfg := &config.Config{BrokerID: 1, OffsetsTopicPartitions: 1, OffsetsTopicReplicationFactor: 1, OffsetsCommitTimeout: time.Second,
 		GroupMinSessionTimeout: time.Second, GroupMaxSessionTimeout: time.Minute,
 		TransactionTopicPartitions: 1, TransactionTopicReplicationFactor: 1, TransactionMaxTimeout: time.Minute, TransactionAbortInterval: time.Hour}
-	n := &Node{cfg: cfg, log: eventlog.New(history.NewWriter(events, "n1", 1), 1, nil)}
+	n = &Node{cfg: cfg, log: eventlog.New(history.NewWriter(events, "n1", 1), 1, nil)}
 	n.broker = broker.New(1, nil, n.log)
 	var err error
 	n.data, err = dataplane.Open(dataplane.Config{BrokerID: 1, DataDir: t.TempDir(), CheckpointInterval: time.Hour, MinISR: 1,
@@ -135,7 +137,7 @@ func txnNode(t *testing.T) (addr string, events *syncBuffer) {
 			t.Fatalf("LeaderAndIsr: %+v", p)
 		}
 	}
-	return ln.Addr().String(), events
+	return n, ln.Addr().String(), events
 }
 
 // franz-go's transactional producer (capped at Kafka 2.6's request
@@ -147,7 +149,7 @@ func TestKgoTransactions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real clients for a few seconds")
 	}
-	addr, events := txnNode(t)
+	_, addr, events := txnNode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	newProducer := func() *kgo.Client {
@@ -239,5 +241,48 @@ func TestKgoTransactions(t *testing.T) {
 	}
 	if markers < 5 {
 		t.Errorf("%d markers appended, want at least one per transaction", markers)
+	}
+}
+
+// Markers sent over the wire to a partition leader (here the broker
+// itself, reached through its listener as another broker would reach it):
+// the first is appended, one at an older coordinator epoch is refused with
+// TRANSACTION_COORDINATOR_FENCED, and an unknown partition answers
+// UNKNOWN_TOPIC_OR_PARTITION; each is logged as a txn_marker.
+func TestWriteTxnMarkersOverTheWire(t *testing.T) {
+	n, _, events := txnNode(t)
+	n.cfg.BrokerID = 99 // so Send takes the network path to broker 1
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	t0, missing := txn.TopicPartition{Topic: "t", Partition: 0}, txn.TopicPartition{Topic: "t", Partition: 5}
+	got, err := n.txns.Send(ctx, 1, txn.Marker{ProducerID: 77, ProducerEpoch: 0, Commit: true, CoordinatorEpoch: 7,
+		Partitions: []txn.TopicPartition{t0, missing}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[t0] != 0 || got[missing] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("first markers: %v", got)
+	}
+	got, err = n.txns.Send(ctx, 1, txn.Marker{ProducerID: 77, ProducerEpoch: 0, Commit: false, CoordinatorEpoch: 6, Partitions: []txn.TopicPartition{t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[t0] != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("marker at an older coordinator epoch: %v, want TRANSACTION_COORDINATOR_FENCED", got)
+	}
+	var ms []*history.TxnMarker
+	for _, e := range events.events(t) {
+		if e.Kind == history.KindTxnMarker {
+			ms = append(ms, e.TxnMarker)
+		}
+	}
+	// The refusal of the unknown partition is logged at once, the append
+	// once it is committed.
+	if len(ms) != 3 || ms[0].Partition != 5 || ms[0].Offset != -1 || ms[1].Partition != 0 || ms[1].Offset != 0 || ms[1].CoordinatorEpoch != 7 ||
+		ms[2].ErrorCode != history.ErrTransactionCoordinatorFenced || ms[2].CoordinatorEpoch != 6 || ms[2].Offset != -1 {
+		for _, m := range ms {
+			t.Logf("%+v", *m)
+		}
+		t.Fatalf("%d txn_marker events, want the append, the unknown partition and the fenced one", len(ms))
 	}
 }
