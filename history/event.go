@@ -37,6 +37,8 @@ type Kind string
 //	fault_stop            Fault        nemesis, a fault was undone
 //	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
 //	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
+//	txn_request           Txn          node (transaction coordinator), a transaction request answered, a marker round, a completion, a __transaction_state load or unload
+//	txn_marker            TxnMarker    node (partition leader), a WriteTxnMarkers marker appended or refused
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -61,6 +63,8 @@ const (
 	KindFaultStop          Kind = "fault_stop"
 	KindPhase              Kind = "phase"
 	KindGroupRequest       Kind = "group_request"
+	KindTxnRequest         Kind = "txn_request"
+	KindTxnMarker          Kind = "txn_marker"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -71,6 +75,7 @@ var Kinds = []Kind{
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
+	KindTxnRequest, KindTxnMarker,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -111,6 +116,8 @@ type Event struct {
 	Phase        *Phase         `json:"phase,omitempty"`
 	ReplicaFetch *ReplicaFetch  `json:"replica_fetch,omitempty"`
 	Group        *GroupRequest  `json:"group,omitempty"`
+	Txn          *TxnRequest    `json:"txn,omitempty"`
+	TxnMarker    *TxnMarker     `json:"txn_marker,omitempty"`
 }
 
 // TopicPartition names one partition.

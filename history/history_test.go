@@ -330,6 +330,8 @@ func TestPayloadSlotNamesTheKindsPayload(t *testing.T) {
 		{KindZKWatch, Event{Watch: &Watch{}}},
 		{KindPhase, Event{Phase: &Phase{}}},
 		{KindGroupRequest, Event{Group: &GroupRequest{API: GroupAPIJoin}}},
+		{KindTxnRequest, Event{Txn: &TxnRequest{API: TxnAPIEndTxn}}},
+		{KindTxnMarker, Event{TxnMarker: &TxnMarker{Offset: 3}}},
 	}
 	for _, tt := range tests {
 		e := tt.right

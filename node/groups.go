@@ -215,28 +215,32 @@ func (g *groups) OffsetsLeader(ctx context.Context, p int32) (group.Node, bool) 
 }
 
 // createOffsetsTopic is KafkaApis.createInternalTopic for
-// __consumer_offsets: refused while fewer brokers are live than its
-// replication factor; otherwise AdminZkClient.createTopic writes the
-// assignment znode (another broker may have written it first) and the
-// controller creates the partitions. The topic's config znode is not
-// written: nothing in the node program reads it.
+// __consumer_offsets.
 func (g *groups) createOffsetsTopic(ctx context.Context, live int) error {
-	rf := g.n.cfg.OffsetsTopicReplicationFactor
+	return createInternalTopic(ctx, g.n, g.sess.Load(), dataplane.GroupMetadataTopic, g.n.cfg.OffsetsTopicPartitions, g.n.cfg.OffsetsTopicReplicationFactor, live)
+}
+
+// createInternalTopic is KafkaApis.createInternalTopic: refused while
+// fewer brokers are live than the replication factor; otherwise
+// AdminZkClient.createTopic writes the assignment znode (another broker
+// may have written it first) and the controller creates the partitions.
+// The topic's config znode is not written: nothing in the node program
+// reads it.
+func createInternalTopic(ctx context.Context, n *Node, sess *zkutil.Session, topic string, partitions int32, rf, live int) error {
 	if live < rf {
-		return fmt.Errorf("%d live brokers do not meet the replication factor %d of %s (offsets.topic.replication.factor)", live, rf, dataplane.GroupMetadataTopic)
+		return fmt.Errorf("%d live brokers do not meet the replication factor %d of %s", live, rf, topic)
 	}
-	sess := g.sess.Load()
 	if sess == nil {
 		return errors.New("no ZooKeeper session yet")
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.n.cfg.ZKRequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ZKRequestTimeout)
 	defer cancel()
 	kids, err := zkutil.Call(ctx, sess, func(c *zk.Conn) ([]string, error) {
 		k, _, err := c.Children(zkdata.BrokerIDsPath)
 		return k, err
 	})
 	if err != nil {
-		return fmt.Errorf("create %s: list brokers: %w", dataplane.GroupMetadataTopic, err)
+		return fmt.Errorf("create %s: list brokers: %w", topic, err)
 	}
 	var ids []int32
 	for _, k := range kids {
@@ -244,11 +248,11 @@ func (g *groups) createOffsetsTopic(ctx context.Context, live int) error {
 			ids = append(ids, int32(id))
 		}
 	}
-	assignment, err := assignReplicas(g.n.cfg.OffsetsTopicPartitions, rf, ids, time.Now().UnixNano())
+	assignment, err := assignReplicas(partitions, rf, ids, time.Now().UnixNano())
 	if err != nil {
-		return fmt.Errorf("create %s: %w", dataplane.GroupMetadataTopic, err)
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
-	path := zkdata.TopicPath(dataplane.GroupMetadataTopic)
+	path := zkdata.TopicPath(topic)
 	_, err = zkutil.Call(ctx, sess, func(c *zk.Conn) (string, error) {
 		return c.Create(path, zkdata.EncodeTopic(assignment), 0, zk.WorldACL(zk.PermAll))
 	})
@@ -263,9 +267,9 @@ func (g *groups) createOffsetsTopic(ctx context.Context, live int) error {
 	if err != nil {
 		w.Error = err.Error()
 	}
-	g.n.log.ZKWrite(w)
+	n.log.ZKWrite(w)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", dataplane.GroupMetadataTopic, err)
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	return nil
 }
@@ -335,6 +339,7 @@ func (l groupLog) Append(p int32, records []group.Record) (int64, func(context.C
 type groupDataPlane struct {
 	*dataplane.Manager
 	g *groups
+	t *txns // nil: no transaction coordinator
 }
 
 var _ broker.LogCreator = groupDataPlane{}
@@ -346,6 +351,9 @@ func (d groupDataPlane) BecomeLeader(p broker.Partition) error {
 	if p.Topic == dataplane.GroupMetadataTopic {
 		d.g.elected(p.Partition)
 	}
+	if p.Topic == dataplane.TransactionStateTopic && d.t != nil {
+		d.t.elected(p.Partition, p.LeaderEpoch)
+	}
 	return nil
 }
 
@@ -355,6 +363,9 @@ func (d groupDataPlane) BecomeFollower(p broker.Partition) error {
 	}
 	if p.Topic == dataplane.GroupMetadataTopic {
 		d.g.resigned(p.Partition)
+	}
+	if p.Topic == dataplane.TransactionStateTopic && d.t != nil {
+		d.t.resigned(p.Partition)
 	}
 	return nil
 }
@@ -367,6 +378,9 @@ func (d groupDataPlane) StopReplica(tp history.TopicPartition, del bool) error {
 	// partition; a leader stopped without delete keeps leading.
 	if tp.Topic == dataplane.GroupMetadataTopic && del {
 		d.g.resigned(tp.Partition)
+	}
+	if tp.Topic == dataplane.TransactionStateTopic && del && d.t != nil {
+		d.t.resigned(tp.Partition)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func groupNode(t *testing.T) (*Node, *bytes.Buffer) {
 	t.Cleanup(n.data.Close)
 	n.groups = newGroups(n)
 	t.Cleanup(n.groups.close)
-	n.broker.Data = groupDataPlane{n.data, n.groups}
+	n.broker.Data = groupDataPlane{n.data, n.groups, nil}
 	n.broker.SetEpoch(10)
 	um := kmsg.NewPtrUpdateMetadataRequest()
 	um.SetVersion(6)

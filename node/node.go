@@ -9,11 +9,13 @@
 //
 // The process's interfaces, for the harness:
 //   - Kafka listener (--listen): Produce v3-9, Fetch v4-12, ListOffsets
-//     v1-6, Metadata v0-11, InitProducerId v0-2, OffsetForLeaderEpoch v0-3
+//     v1-6, Metadata v0-11, OffsetForLeaderEpoch v0-3
 //     (package dataplane), OffsetCommit v1-8, OffsetFetch v1-7,
 //     FindCoordinator v0-3, JoinGroup v0-7, Heartbeat v0-4, LeaveGroup
 //     v0-4, SyncGroup v0-5, DescribeGroups v0-5, ListGroups v0-4 (package
-//     group, wired in groups.go), LeaderAndIsr v0-4, StopReplica v0-3,
+//     group, wired in groups.go), InitProducerId v0-3, AddPartitionsToTxn
+//     v0-1, AddOffsetsToTxn v0-1, EndTxn v0-1, WriteTxnMarkers v0 (package
+//     txn, wired in txns.go), LeaderAndIsr v0-4, StopReplica v0-3,
 //     UpdateMetadata v0-6, ControlledShutdown v0-3, ApiVersions v0-3. Other
 //     APIs or versions close the connection (ApiVersions answers v0 with
 //     UNSUPPORTED_VERSION), as Kafka does.
@@ -26,7 +28,8 @@
 //     node_stop, broker_registered, controller_elected, controller_resigned,
 //     zk_write, control_sent, control_request, controlled_shutdown,
 //     role_change, produce_append, produce_ack, hw_advance, isr_change,
-//     hw_checkpoint, truncation, group_request, and fault_start/fault_stop (Name
+//     hw_checkpoint, truncation, group_request, txn_request, txn_marker,
+//     and fault_start/fault_stop (Name
 //     "failpoint") when a failpoint fires.
 //   - Signals: SIGTERM/SIGINT → controlled shutdown, then exit 0.
 package node
@@ -69,6 +72,7 @@ type Node struct {
 	data   *dataplane.Manager
 	ctrl   *controller.Controller
 	groups *groups
+	txns   *txns
 	sess   *zkutil.Session
 	server *wire.Server
 
@@ -135,7 +139,9 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	// __consumer_offsets partitions load and unload groups.
 	n.groups = newGroups(n)
 	defer n.groups.close()
-	n.broker.Data = groupDataPlane{n.data, n.groups}
+	n.txns = newTxns(n, n.data)
+	defer n.txns.close()
+	n.broker.Data = groupDataPlane{n.data, n.groups, n.txns}
 
 	// Admin HTTP first, so failpoints can be armed and released while the
 	// node is still starting (broker-before-register).
@@ -165,6 +171,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	n.routes()
 	n.data.Routes(n.server)
 	n.groups.routes(n.server)
+	n.txns.routes(n.server, n.groups)
 	serveDone := make(chan struct{})
 	go func() {
 		defer close(serveDone)
@@ -189,6 +196,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	n.log.Printf("zookeeper session 0x%x (timeout %s requested)", n.sess.Conn.SessionID(), cfg.ZKSessionTimeout)
 	n.data.SetSession(n.sess)
 	n.groups.sess.Store(n.sess)
+	n.txns.sess.Store(n.sess)
 	for _, p := range zkdata.PersistentPaths {
 		if err := zkutil.EnsurePath(ctx, n.sess, p); err != nil {
 			return fmt.Errorf("zookeeper layout: %w", err)

@@ -197,6 +197,13 @@ type Config struct {
 	GroupMaxSessionTimeout        time.Duration
 	GroupInitialRebalanceDelay    time.Duration
 
+	// Transaction coordinator (package txn) and its __transaction_state
+	// topic.
+	TransactionTopicPartitions        int32
+	TransactionTopicReplicationFactor int
+	TransactionMaxTimeout             time.Duration
+	TransactionAbortInterval          time.Duration
+
 	ControllerSocketTimeout  time.Duration
 	ControlledShutdownRetry  int
 	ControlledShutdownWait   time.Duration
@@ -253,6 +260,11 @@ func Parse(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&c.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "group.min.session.timeout.ms: smallest session timeout a group member may ask for")
 	fs.DurationVar(&c.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "group.max.session.timeout.ms: largest session timeout a group member may ask for")
 	fs.DurationVar(&c.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "group.initial.rebalance.delay.ms: how long the first rebalance of an empty group waits for more members (0: none)")
+	var txnParts int
+	fs.IntVar(&txnParts, "transaction-topic-partitions", 3, "transaction.state.log.num.partitions: partitions of __transaction_state when the first FindCoordinator for a transactional id creates it (Kafka's default is 50)")
+	fs.IntVar(&c.TransactionTopicReplicationFactor, "transaction-topic-replication-factor", 0, "transaction.state.log.replication.factor: __transaction_state is created only once this many brokers are live (0: the value of --offsets-topic-replication-factor)")
+	fs.DurationVar(&c.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "transaction.max.timeout.ms: largest transaction timeout an InitProducerId may ask for (INVALID_TRANSACTION_TIMEOUT above)")
+	fs.DurationVar(&c.TransactionAbortInterval, "transaction-abort-interval", 10*time.Second, "transaction.abort.timed.out.transaction.cleanup.interval.ms: how often transactions past their timeout are aborted")
 	fs.DurationVar(&c.ControllerSocketTimeout, "controller-socket-timeout", 5*time.Second, "timeout of one controller-to-broker request before it is retried")
 	fs.IntVar(&c.ControlledShutdownRetry, "controlled-shutdown-retries", 3, "controlled.shutdown.max.retries")
 	fs.DurationVar(&c.ControlledShutdownWait, "controlled-shutdown-backoff", time.Second, "controlled.shutdown.retry.backoff.ms")
@@ -325,6 +337,19 @@ Flags:
 	c.OffsetsTopicPartitions = int32(offsetsParts)
 	if c.OffsetsTopicReplicationFactor < 1 {
 		errs = append(errs, fmt.Errorf("--offsets-topic-replication-factor: %d must be at least 1", c.OffsetsTopicReplicationFactor))
+	}
+	if txnParts < 1 || txnParts > 1000 {
+		errs = append(errs, fmt.Errorf("--transaction-topic-partitions: %d is not in [1, 1000]", txnParts))
+	}
+	c.TransactionTopicPartitions = int32(txnParts)
+	if c.TransactionTopicReplicationFactor < 0 {
+		errs = append(errs, fmt.Errorf("--transaction-topic-replication-factor: %d is negative", c.TransactionTopicReplicationFactor))
+	}
+	if c.TransactionTopicReplicationFactor == 0 {
+		c.TransactionTopicReplicationFactor = c.OffsetsTopicReplicationFactor
+	}
+	if c.TransactionMaxTimeout <= 0 || c.TransactionAbortInterval <= 0 {
+		errs = append(errs, errors.New("--transaction-max-timeout and --transaction-abort-interval must be positive"))
 	}
 	if c.OffsetsCommitTimeout <= 0 || c.GroupMinSessionTimeout <= 0 || c.GroupInitialRebalanceDelay < 0 {
 		errs = append(errs, errors.New("--offsets-commit-timeout and --group-min-session-timeout must be positive, --group-initial-rebalance-delay not negative"))

@@ -296,7 +296,7 @@ func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 		}
 		reason := fmt.Sprintf("offset-out-of-range (behind the leader's log start %d)", leaderStart)
 		f.logf("restarted log at %d (was [.., %d)): %s", leaderStart, from, reason)
-		p.producers = producerStates{}
+		p.producers, p.txns = producerStates{}, partitionTxns{}
 		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
 			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: leaderStart, Reason: reason, LeaderEpoch: f.epoch}})
 		if p.hw < leaderStart {
@@ -353,7 +353,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, cl *wire.Client) (outOfRange bo
 		if err != nil {
 			return false, err
 		}
-		p.appliedLocked(info)
+		if err := p.applyLocked(info.Headers, pr.RecordBatches); err != nil {
+			return false, err
+		}
 	}
 	// Follower HW = min(leader HW, own LEO); it moves with the leader's,
 	// which only grows while this leader leads.

@@ -36,7 +36,8 @@ func (m *Manager) Routes(s *wire.Server) {
 		return m.Metadata(req.(*kmsg.MetadataRequest)), nil
 	})
 	// Kafka 2.4's versions: v3 (KIP-360 epoch bumps) needs a transaction
-	// coordinator's state.
+	// coordinator's state; the node registers v0-3 over this with the
+	// transaction coordinator behind it (node/txns.go).
 	s.Handle(kmsg.InitProducerID.Int16(), 0, 2, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 		return m.InitProducerID(ctx, req.(*kmsg.InitProducerIDRequest)), nil
 	})
@@ -124,6 +125,12 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
+			if h, ok := storage.PeekHeader(rp.Records); ok && h.IsControl() {
+				// LogValidator.validateBatch: clients may not write
+				// control records; only WriteTxnMarkers does.
+				op.ErrorCode = kerr.InvalidRecord.Code
+				continue
+			}
 			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks)
 			op.ErrorCode = code
 			if code != 0 {
@@ -177,7 +184,16 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 		return kerr.NotEnoughReplicas.Code, info, 0, 0
 	}
 	h, ok := storage.PeekHeader(records)
-	if ok {
+	if ok && h.IsControl() {
+		m, _, err := storage.DecodeMarker(records)
+		if err != nil {
+			return kerr.CorruptMessage.Code, info, 0, 0
+		}
+		if code, reason := p.producers.checkMarker(m); code != 0 {
+			p.m.log.Printf("%s: marker rejected: %s", p.tp, reason)
+			return code, info, 0, 0
+		}
+	} else if ok {
 		dup, code, reason := p.producers.check(h)
 		if code != 0 {
 			p.m.log.Printf("%s: produce rejected: %s", p.tp, reason)
@@ -204,7 +220,11 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 	for _, w := range info.Warnings {
 		p.m.log.Printf("%s: %s", p.tp, w)
 	}
-	p.appliedLocked(info)
+	if err := p.applyLocked(info.Headers, records); err != nil {
+		// The batch was validated before the append: only a marker the
+		// check above decoded can get here, so this cannot happen.
+		p.m.log.Printf("%s: producer state after append: %v", p.tp, err)
+	}
 	ap := &history.Append{Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset,
 		LeaderEpoch: p.leaderEpoch, Acks: int(acks)}
 	// The producer's id and sequences and the record values say whose
@@ -215,7 +235,7 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 	}
 	// An internal topic's values are the coordinator's binary records, not
 	// a client's: nothing a checker matches.
-	if vs, vok := storage.RecordValues(records); vok && !IsInternal(p.tp.Topic) {
+	if vs, vok := storage.RecordValues(records); vok && !IsInternal(p.tp.Topic) && !h.IsControl() {
 		ap.Values = vs
 	}
 	p.m.log.Emit(history.Event{Kind: history.KindProduceAppend, Append: ap})
@@ -342,19 +362,31 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			// answered with the error (DelayedFetch.tryComplete completes
 			// it at once), not with the next leadership's records.
 			code := s.p.leaderCheckLocked(s.in.CurrentLeaderEpoch)
-			hw, start := s.p.hw, s.p.log.LogStartOffset()
+			hw, lso, start := s.p.hw, s.p.lsoLocked(), s.p.log.LogStartOffset()
 			s.p.mu.Unlock()
 			if code != 0 {
 				s.out.ErrorCode, s.out.RecordBatches = code, nil
 				s.out.HighWatermark, s.out.LastStableOffset, s.out.LogStartOffset = -1, -1, -1
+				s.out.AbortedTransactions = nil
 				continue
 			}
+			// Kafka's FetchIsolation: a replica reads to the log end, a
+			// read_uncommitted consumer to the HW, a read_committed one
+			// to the LSO and is told which transactions below it aborted.
 			limit := hw
-			if replica {
+			committed := !replica && req.IsolationLevel == 1
+			switch {
+			case replica:
 				limit = -1
+			case committed:
+				limit = lso
 			}
 			pmax := min(int(s.in.PartitionMaxBytes), maxBytes-total)
-			s.out.HighWatermark, s.out.LastStableOffset, s.out.LogStartOffset = hw, hw, start
+			s.out.HighWatermark, s.out.LastStableOffset, s.out.LogStartOffset = hw, lso, start
+			s.out.AbortedTransactions = nil
+			if committed {
+				s.out.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
 			if total > 0 && pmax <= 0 {
 				// Only the response's first batch may exceed the limits (KIP-74).
 				s.out.RecordBatches = nil
@@ -372,6 +404,9 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			}
 			s.out.RecordBatches = data
 			total += len(data)
+			if committed && len(data) > 0 {
+				s.out.AbortedTransactions = s.p.abortedFetched(s.in.FetchOffset, data)
+			}
 		}
 		return total
 	}
@@ -494,6 +529,10 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 						op.Offset = p.log.LogEndOffset()
 						if consumer {
 							op.Offset = p.hw
+						}
+						if consumer && req.Version >= 2 && req.IsolationLevel == 1 {
+							// read_committed: latest is the LSO.
+							op.Offset = p.lsoLocked()
 						}
 						if consumer && p.hw < p.epochStart {
 							// KIP-207: a new leader whose HW has not yet reached

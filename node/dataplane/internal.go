@@ -88,3 +88,15 @@ func (m *Manager) ReadLocalLog(tp history.TopicPartition) ([]storage.LoggedRecor
 	}
 	return out, nil
 }
+
+// AppendMarker is handleWriteTxnMarkersRequest's append of one transaction
+// marker to tp: UNKNOWN_TOPIC_OR_PARTITION if this broker has no log for
+// it (ReplicaManager.getMagic), else AppendAsCoordinator of the control
+// batch, which the leader checks against the producer's epoch and the
+// coordinator epoch of its last marker.
+func (m *Manager) AppendMarker(tp history.TopicPartition, mk storage.Marker) (base int64, committed func(ctx context.Context) error, err error) {
+	if m.get(tp) == nil {
+		return -1, nil, kerr.UnknownTopicOrPartition
+	}
+	return m.AppendAsCoordinator(tp, storage.EncodeMarker(mk, time.Now().UnixMilli()))
+}

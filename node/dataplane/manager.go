@@ -38,7 +38,13 @@
 // __consumer_offsets through AppendAsCoordinator and loads it with
 // ReadLocalLog (internal.go); clients may not produce to internal topics.
 //
-// Not implemented: transactions (a transactional id is refused), fetch sessions (every
+// Transactions (txnstate.go): each partition tracks its producers' open
+// transactions and the markers' coordinator epochs, and answers
+// read_committed fetches up to the last stable offset with the aborted
+// transactions; the transaction coordinator (package txn) writes
+// __transaction_state and the markers through AppendAsCoordinator.
+//
+// Not implemented: fetch sessions (every
 // fetch is a full fetch; SessionID 0 answers tell clients so), timestamp
 // lookups in ListOffsets (only earliest and latest), follower fetching by
 // consumers, log retention.

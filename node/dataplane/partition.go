@@ -50,8 +50,10 @@ type partition struct {
 	// leaderGen counts the times this replica stopped leading; a pending
 	// acks=all produce is only completed within one leadership.
 	leaderGen uint64
-	// producers is the idempotent producer state of the log (producers.go).
+	// producers is the idempotent producer state of the log (producers.go);
+	// txns the decided transactions (txnstate.go).
 	producers producerStates
+	txns      partitionTxns
 }
 
 func newPartition(m *Manager, tp history.TopicPartition, l *storage.Log) *partition {

@@ -81,7 +81,8 @@ func (m *Manager) claimProducerIDBlock(ctx context.Context) (start, end int64, e
 
 // InitProducerID is TransactionCoordinator.handleInitProducerId for a
 // producer without a transactional id: a fresh producer id at epoch 0 from
-// any broker. Transactions are not implemented: a transactional id is
+// any broker. The node hands a request with a transactional id to the
+// transaction coordinator (node/txns.go); one that reaches this handler is
 // refused as a broker whose ACLs deny it would refuse it.
 func (m *Manager) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := kmsg.NewPtrInitProducerIDResponse()
@@ -112,4 +113,10 @@ func getZNode(ctx context.Context, sess *zkutil.Session, path string) ([]byte, *
 		return got{d, st}, err
 	})
 	return g.d, g.st, err
+}
+
+// NextProducerID is ProducerIdManager.generateProducerId for the
+// transaction coordinator.
+func (m *Manager) NextProducerID(ctx context.Context) (int64, error) {
+	return m.nextProducerID(ctx)
 }

@@ -33,6 +33,15 @@ type producerBatch struct {
 type producerEntry struct {
 	epoch   int16
 	batches []producerBatch // oldest first, at most producerBatchesKept
+	// coordinatorEpoch is that of the last transaction marker written for
+	// this producer (-1: none); txnFirst the first offset of its ongoing
+	// transaction (-1: none). See txnstate.go.
+	coordinatorEpoch int32
+	txnFirst         int64
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, coordinatorEpoch: -1, txnFirst: -1}
 }
 
 func (e *producerEntry) lastSeq() int32 {
@@ -85,7 +94,8 @@ func (s producerStates) check(h storage.BatchHeader) (dup *producerBatch, code i
 		if h.BaseSequence != 0 {
 			return nil, kerr.OutOfOrderSequenceNumber.Code, fmt.Sprintf("producer %d new epoch %d starts at sequence %d (want 0)", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 		}
-		return nil, 0, ""
+		code, reason := checkTxnState(e, h)
+		return nil, code, reason
 	}
 	last := lastSeqOf(h)
 	for i := range e.batches {
@@ -96,7 +106,8 @@ func (s producerStates) check(h storage.BatchHeader) (dup *producerBatch, code i
 	if !inSequence(e.lastSeq(), h.BaseSequence) {
 		return nil, kerr.OutOfOrderSequenceNumber.Code, fmt.Sprintf("producer %d epoch %d: sequence %d after %d", h.ProducerID, h.ProducerEpoch, h.BaseSequence, e.lastSeq())
 	}
-	return nil, 0, ""
+	code, reason = checkTxnState(e, h)
+	return nil, code, reason
 }
 
 // update records an appended batch (header as stored, offsets stamped).
@@ -105,14 +116,22 @@ func (s producerStates) update(h storage.BatchHeader) {
 		return
 	}
 	e := s[h.ProducerID]
-	if e == nil || h.ProducerEpoch > e.epoch {
-		e = &producerEntry{epoch: h.ProducerEpoch}
+	if e == nil {
+		e = newProducerEntry(h.ProducerEpoch)
 		s[h.ProducerID] = e
 	}
 	if h.ProducerEpoch < e.epoch {
 		// A follower copies what its leader accepted; an older epoch
 		// cannot have been accepted after a newer one.
 		return
+	}
+	if h.ProducerEpoch > e.epoch {
+		// ProducerStateEntry.maybeUpdateProducerEpoch: a new epoch forgets
+		// the old epoch's batches, not the transaction or the coordinator.
+		e.epoch, e.batches = h.ProducerEpoch, nil
+	}
+	if h.IsTransactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
 	}
 	e.batches = append(e.batches, producerBatch{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), firstOffset: h.BaseOffset, lastOffset: h.LastOffset()})
 	if len(e.batches) > producerBatchesKept {
@@ -121,34 +140,27 @@ func (s producerStates) update(h storage.BatchHeader) {
 }
 
 // rebuildProducersLocked scans the whole log and replaces the producer
-// state (Log.loadProducerState without snapshots). Caller holds p.mu.
+// and transaction state (Log.loadProducerState without snapshots). Caller
+// holds p.mu.
 func (p *partition) rebuildProducersLocked() error {
-	s := producerStates{}
+	p.producers, p.txns = producerStates{}, partitionTxns{}
 	from, end := p.log.LogStartOffset(), p.log.LogEndOffset()
 	for from < end {
 		data, err := p.log.Read(from, p.m.cfg.MaxMessageBytes+1<<20, -1)
 		if err != nil {
 			return fmt.Errorf("%s: producer state scan at offset %d: %w", p.tp, from, err)
 		}
-		headers, _, err := storage.SplitBatches(data)
+		headers, n, err := storage.SplitBatches(data)
 		if err != nil {
 			return fmt.Errorf("%s: producer state scan at offset %d: %w", p.tp, from, err)
 		}
 		if len(headers) == 0 {
 			return fmt.Errorf("%s: producer state scan at offset %d: no complete batch in %d bytes", p.tp, from, len(data))
 		}
-		for _, h := range headers {
-			s.update(h)
+		if err := p.applyLocked(headers, data[:n]); err != nil {
+			return fmt.Errorf("producer state scan at offset %d: %w", from, err)
 		}
 		from = headers[len(headers)-1].LastOffset() + 1
 	}
-	p.producers = s
 	return nil
-}
-
-// appliedLocked keeps the producer state current after an append.
-func (p *partition) appliedLocked(info storage.AppendInfo) {
-	for _, h := range info.Headers {
-		p.producers.update(h)
-	}
 }

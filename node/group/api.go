@@ -335,8 +335,9 @@ func (h *Handlers) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRe
 }
 
 // FindCoordinator is KafkaApis.handleFindCoordinatorRequest for group keys.
-// Transaction coordinators are not modelled: they answer
-// COORDINATOR_NOT_AVAILABLE.
+// A transaction key (CoordinatorType 1) answers COORDINATOR_NOT_AVAILABLE
+// here: the node answers those itself (node/txns.go) before they reach
+// this handler.
 func (h *Handlers) FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	set := func(code int16, n Node) {

@@ -1,0 +1,99 @@
+package history
+
+// Transaction coordinator actions (TxnRequest.API): the requests, and
+// what the coordinator did on its own.
+const (
+	TxnAPIInitProducerID = "InitProducerId"
+	TxnAPIAddPartitions  = "AddPartitionsToTxn"
+	TxnAPIAddOffsets     = "AddOffsetsToTxn"
+	TxnAPIEndTxn         = "EndTxn"
+	// TxnAPIFindCoordinator is a FindCoordinator for a transactional id.
+	TxnAPIFindCoordinator = "FindCoordinator"
+	// TxnAPITimeout: the coordinator aborts a transaction, at a bumped
+	// producer epoch, because it outlived its timeout or a new producer
+	// of the id called InitProducerId while it was open.
+	TxnAPITimeout = "TxnTimeout"
+	// TxnAPIMarkers: one WriteTxnMarkers exchange of the coordinator with
+	// a partition leader (Broker), with each partition's answer.
+	TxnAPIMarkers = "WriteTxnMarkers"
+	// TxnAPIComplete: the coordinator wrote CompleteCommit or
+	// CompleteAbort (ErrorCode set if the write failed).
+	TxnAPIComplete = "TxnComplete"
+	// TxnLoadPartition and TxnUnloadPartition: a __transaction_state
+	// partition loaded at a coordinator epoch, or given up.
+	TxnLoadPartition   = "LoadPartition"
+	TxnUnloadPartition = "UnloadPartition"
+)
+
+// Transaction error codes the checkers care about.
+const (
+	ErrInvalidProducerEpoch         int16 = 47
+	ErrInvalidTxnState              int16 = 48
+	ErrConcurrentTransactions       int16 = 51
+	ErrTransactionCoordinatorFenced int16 = 52
+)
+
+// TxnRequest is one action of a broker's transaction coordinator (kind
+// txn_request): who asked (transactional id, the producer id and epoch the
+// request carried), the coordinator epoch it acted at (its
+// __transaction_state partition's leader epoch, -1 when it did not own the
+// partition), the state then, and what it answered.
+type TxnRequest struct {
+	_ struct{}
+
+	API             string `json:"api"`
+	APIVersion      int16  `json:"api_version,omitempty"`
+	TransactionalID string `json:"transactional_id,omitempty"`
+	// Partition is the transactional id's __transaction_state partition.
+	Partition     int32 `json:"partition"`
+	ProducerID    int64 `json:"producer_id"`
+	ProducerEpoch int16 `json:"producer_epoch"`
+	// AssignedProducerID and AssignedEpoch are an InitProducerId's answer
+	// (-1 on an error; absent on other APIs).
+	AssignedProducerID *int64 `json:"assigned_producer_id,omitempty"`
+	AssignedEpoch      *int16 `json:"assigned_epoch,omitempty"`
+	CoordinatorEpoch   int32  `json:"coordinator_epoch"`
+	State              string `json:"state,omitempty"`
+	// Commit is the decision of an EndTxn, marker round or completion.
+	Commit     bool             `json:"commit,omitempty"`
+	Partitions []TopicPartition `json:"partitions,omitempty"`
+	// Errors are the per-partition answers of a marker round.
+	Errors []TxnPartitionError `json:"errors,omitempty"`
+	// Broker is a marker round's destination, or the coordinator a
+	// FindCoordinator named (-1: none).
+	Broker    int32  `json:"broker,omitempty"`
+	ErrorCode int16  `json:"error_code,omitempty"`
+	Group     string `json:"group,omitempty"`
+	// TransactionalIDs are those a load or unload moved.
+	TransactionalIDs []string `json:"transactional_ids,omitempty"`
+	Detail           string   `json:"detail,omitempty"`
+}
+
+// TxnPartitionError is one partition's answer to a marker round.
+type TxnPartitionError struct {
+	_ struct{}
+
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	ErrorCode int16  `json:"error_code,omitempty"`
+}
+
+// TxnMarker is a partition leader's handling of one transaction marker of
+// a WriteTxnMarkers (kind txn_marker): the producer id and epoch, the
+// coordinator epoch the marker carried, the decision, and the offset it
+// was appended at (-1 with ErrorCode when refused:
+// TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the
+// producer's last marker's, INVALID_PRODUCER_EPOCH for an older producer
+// epoch).
+type TxnMarker struct {
+	_ struct{}
+
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	ProducerID       int64  `json:"producer_id"`
+	ProducerEpoch    int16  `json:"producer_epoch"`
+	CoordinatorEpoch int32  `json:"coordinator_epoch"`
+	Commit           bool   `json:"commit,omitempty"`
+	Offset           int64  `json:"offset"`
+	ErrorCode        int16  `json:"error_code,omitempty"`
+}

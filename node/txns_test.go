@@ -1,0 +1,288 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/broker"
+	"github.com/zkchaos/zkchaos/node/config"
+	"github.com/zkchaos/zkchaos/node/dataplane"
+	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/txn"
+	"github.com/zkchaos/zkchaos/node/wire"
+)
+
+// pidCounter stands in for ZooKeeper's producer id blocks.
+type pidCounter struct {
+	mu   sync.Mutex
+	next int64
+}
+
+func (p *pidCounter) NextProducerID(context.Context) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	return 4000 + p.next, nil
+}
+
+// syncBuffer is the event log's writer, read while the node writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) events(t *testing.T) []history.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs, _, err := history.Decode(bytes.NewReader(s.b.Bytes()), "n1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// txnNode is broker 1 alone, serving the Kafka protocol on a loopback
+// port with data plane, group and transaction coordinators, and leading
+// t-0, t-1, __consumer_offsets-0 and __transaction_state-0 (leader epoch
+// 7: the coordinator epoch). No ZooKeeper: producer ids come from a
+// counter.
+func txnNode(t *testing.T) (n *Node, addr string, events *syncBuffer) {
+	t.Helper()
+	events = &syncBuffer{}
+	cfg := &config.Config{BrokerID: 1, OffsetsTopicPartitions: 1, OffsetsTopicReplicationFactor: 1, OffsetsCommitTimeout: time.Second,
+		GroupMinSessionTimeout: time.Second, GroupMaxSessionTimeout: time.Minute,
+		TransactionTopicPartitions: 1, TransactionTopicReplicationFactor: 1, TransactionMaxTimeout: time.Minute, TransactionAbortInterval: time.Hour}
+	n = &Node{cfg: cfg, log: eventlog.New(history.NewWriter(events, "n1", 1), 1, nil)}
+	n.broker = broker.New(1, nil, n.log)
+	var err error
+	n.data, err = dataplane.Open(dataplane.Config{BrokerID: 1, DataDir: t.TempDir(), CheckpointInterval: time.Hour, MinISR: 1,
+		LagTime: time.Second, MaxMessageBytes: 1 << 20}, n.log, n.broker.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.data.Close)
+	n.groups = newGroups(n)
+	t.Cleanup(n.groups.close)
+	n.txns = newTxns(n, &pidCounter{})
+	t.Cleanup(n.txns.close)
+	n.broker.Data = groupDataPlane{n.data, n.groups, n.txns}
+	n.broker.SetEpoch(10)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := wire.NewServer()
+	n.server = srv
+	n.data.Routes(srv)
+	n.groups.routes(srv)
+	n.txns.routes(srv, n.groups)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	host, portS, _ := net.SplitHostPort(ln.Addr().String())
+	port, _ := strconv.Atoi(portS)
+
+	topics := map[string]int32{"t": 2, dataplane.GroupMetadataTopic: 1, dataplane.TransactionStateTopic: 1}
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.SetVersion(6)
+	um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 1, 1, 10
+	lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+	lb.ID = 1
+	ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+	ep.Host, ep.Port, ep.SecurityProtocol = host, int32(port), 0
+	lb.Endpoints = append(lb.Endpoints, ep)
+	um.LiveBrokers = append(um.LiveBrokers, lb)
+	la := kmsg.NewPtrLeaderAndISRRequest()
+	la.SetVersion(4)
+	la.ControllerID, la.ControllerEpoch, la.BrokerEpoch = 1, 1, 10
+	for topic, np := range topics {
+		us := kmsg.NewUpdateMetadataRequestTopicState()
+		us.Topic = topic
+		ls := kmsg.NewLeaderAndISRRequestTopicState()
+		ls.Topic = topic
+		for p := int32(0); p < np; p++ {
+			ups := kmsg.NewUpdateMetadataRequestTopicPartition()
+			ups.Partition, ups.Leader, ups.LeaderEpoch, ups.ISR, ups.Replicas = p, 1, 7, []int32{1}, []int32{1}
+			us.PartitionStates = append(us.PartitionStates, ups)
+			lps := kmsg.NewLeaderAndISRRequestTopicPartition()
+			lps.Partition, lps.Leader, lps.LeaderEpoch, lps.ISR, lps.Replicas = p, 1, 7, []int32{1}, []int32{1}
+			ls.PartitionStates = append(ls.PartitionStates, lps)
+		}
+		um.TopicStates = append(um.TopicStates, us)
+		la.TopicStates = append(la.TopicStates, ls)
+	}
+	n.broker.HandleUpdateMetadata(wire.RequestHeader{}, um)
+	resp := n.broker.HandleLeaderAndIsr(wire.RequestHeader{}, la)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("LeaderAndIsr: %+v", resp)
+	}
+	for _, p := range resp.Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("LeaderAndIsr: %+v", p)
+		}
+	}
+	return n, ln.Addr().String(), events
+}
+
+// franz-go's transactional producer (capped at Kafka 2.6's request
+// versions) against the node: a committed transaction's records reach a
+// read_committed consumer, an aborted one's do not, and a second producer
+// with the same transactional id fences the first. The node logs each
+// transaction request with its epochs and each marker it appended.
+func TestKgoTransactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real clients for a few seconds")
+	}
+	_, addr, events := txnNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	newProducer := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.TransactionalID("tx-1"),
+			kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	produceTxn := func(cl *kgo.Client, commit bool, vals ...string) error {
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 2), Value: []byte(v)}).FirstErr(); err != nil {
+				return err
+			}
+		}
+		return cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+	}
+	a := newProducer()
+	defer a.Close()
+	if err := produceTxn(a, true, "c1", "c2", "c3"); err != nil {
+		t.Fatalf("committed transaction: %v", err)
+	}
+	if err := produceTxn(a, false, "x1", "x2"); err != nil {
+		t.Fatalf("aborted transaction: %v", err)
+	}
+	if err := produceTxn(a, true, "c4"); err != nil {
+		t.Fatalf("second committed transaction: %v", err)
+	}
+
+	// A second instance of tx-1 fences the first.
+	b := newProducer()
+	defer b.Close()
+	if err := produceTxn(b, true, "c5"); err != nil {
+		t.Fatalf("new producer's transaction: %v", err)
+	}
+	if err := produceTxn(a, true, "zombie"); err == nil {
+		t.Fatal("the fenced producer committed a transaction")
+	}
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	for !(seen["c1"] && seen["c2"] && seen["c3"] && seen["c4"] && seen["c5"]) {
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed consumer saw %v", seen)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := cons.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	for _, v := range []string{"x1", "x2", "zombie"} {
+		if seen[v] {
+			t.Errorf("read_committed consumer saw %q of an aborted or fenced transaction", v)
+		}
+	}
+
+	apis := map[string]bool{}
+	markers := 0
+	for _, e := range events.events(t) {
+		switch e.Kind {
+		case history.KindTxnRequest:
+			apis[e.Txn.API] = true
+			if e.Txn.API == history.TxnAPIEndTxn && e.Txn.ErrorCode == 0 && e.Txn.CoordinatorEpoch != 7 {
+				t.Errorf("EndTxn at coordinator epoch %d, want 7 (the partition's leader epoch)", e.Txn.CoordinatorEpoch)
+			}
+		case history.KindTxnMarker:
+			if e.TxnMarker.ErrorCode == 0 {
+				markers++
+				if e.TxnMarker.CoordinatorEpoch != 7 || e.TxnMarker.Offset < 0 {
+					t.Errorf("marker %+v", e.TxnMarker)
+				}
+			}
+		}
+	}
+	for _, api := range []string{history.TxnAPIFindCoordinator, history.TxnAPIInitProducerID, history.TxnAPIAddPartitions,
+		history.TxnAPIEndTxn, history.TxnAPIMarkers, history.TxnAPIComplete, history.TxnLoadPartition} {
+		if !apis[api] {
+			t.Errorf("no %s txn_request; saw %v", api, apis)
+		}
+	}
+	if markers < 5 {
+		t.Errorf("%d markers appended, want at least one per transaction", markers)
+	}
+}
+
+// Markers sent over the wire to a partition leader (here the broker
+// itself, reached through its listener as another broker would reach it):
+// the first is appended, one at an older coordinator epoch is refused with
+// TRANSACTION_COORDINATOR_FENCED, and an unknown partition answers
+// UNKNOWN_TOPIC_OR_PARTITION; each is logged as a txn_marker.
+func TestWriteTxnMarkersOverTheWire(t *testing.T) {
+	n, _, events := txnNode(t)
+	n.cfg.BrokerID = 99 // so Send takes the network path to broker 1
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	t0, missing := txn.TopicPartition{Topic: "t", Partition: 0}, txn.TopicPartition{Topic: "t", Partition: 5}
+	got, err := n.txns.Send(ctx, 1, txn.Marker{ProducerID: 77, ProducerEpoch: 0, Commit: true, CoordinatorEpoch: 7,
+		Partitions: []txn.TopicPartition{t0, missing}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[t0] != 0 || got[missing] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("first markers: %v", got)
+	}
+	got, err = n.txns.Send(ctx, 1, txn.Marker{ProducerID: 77, ProducerEpoch: 0, Commit: false, CoordinatorEpoch: 6, Partitions: []txn.TopicPartition{t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[t0] != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("marker at an older coordinator epoch: %v, want TRANSACTION_COORDINATOR_FENCED", got)
+	}
+	var ms []*history.TxnMarker
+	for _, e := range events.events(t) {
+		if e.Kind == history.KindTxnMarker {
+			ms = append(ms, e.TxnMarker)
+		}
+	}
+	// The refusal of the unknown partition is logged at once, the append
+	// once it is committed.
+	if len(ms) != 3 || ms[0].Partition != 5 || ms[0].Offset != -1 || ms[1].Partition != 0 || ms[1].Offset != 0 || ms[1].CoordinatorEpoch != 7 ||
+		ms[2].ErrorCode != history.ErrTransactionCoordinatorFenced || ms[2].CoordinatorEpoch != 6 || ms[2].Offset != -1 {
+		for _, m := range ms {
+			t.Logf("%+v", *m)
+		}
+		t.Fatalf("%d txn_marker events, want the append, the unknown partition and the fenced one", len(ms))
+	}
+}
