@@ -37,6 +37,7 @@ type Kind string
 //	fault_stop            Fault        nemesis, a fault was undone
 //	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
 //	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
+//	queue_op              Queue        queue workload (Jepsen's Kafka queue test: sends and polls; history/queue.go)
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -71,6 +72,7 @@ var Kinds = []Kind{
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
+	KindQueueOp,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -111,6 +113,7 @@ type Event struct {
 	Phase        *Phase         `json:"phase,omitempty"`
 	ReplicaFetch *ReplicaFetch  `json:"replica_fetch,omitempty"`
 	Group        *GroupRequest  `json:"group,omitempty"`
+	Queue        *QueueOp       `json:"queue,omitempty"`
 }
 
 // TopicPartition names one partition.
