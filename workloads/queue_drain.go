@@ -20,8 +20,7 @@ const drainProcess = 1_000_000
 // cluster healed, at cfg's isolation level: an assign operation naming
 // every partition from 0, one Final poll per fetch, and a drained
 // operation whose ok lists each partition read to the end offset (the
-// high watermark, or the last stable offset under read_committed) its
-// last fetch reported. A partition that could not be read to its end
+// high watermark) its last fetch reported. A partition that could not be read to its end
 // within the deadline is left out of that list, so the checkers know its
 // truth is missing rather than empty.
 func QueueDrain(ctx context.Context, cfg QueueConfig, w *history.Writer, within time.Duration) error {
@@ -112,8 +111,12 @@ func drainPartition(ctx context.Context, cfg QueueConfig, kc *kgo.Client, write 
 }
 
 // queueFetched is what one drain fetch returned: the data records, the
-// offset after the last record of any kind (control records and aborted
-// batches move it too), and the end offset the broker reported.
+// offset after the last record of any kind (control records move it too),
+// and the high watermark the broker reported. The drain reads to the high
+// watermark at both isolation levels: under read_committed a transaction
+// still open holds the last stable offset below committed records, and
+// a drain that stopped there would miss them; it waits instead until the
+// transaction ends (its timeout aborts it) and the marker is read.
 type queueFetched struct {
 	records []history.QueueRecord
 	next    int64
@@ -165,9 +168,6 @@ func fetchQueue(ctx context.Context, kc *kgo.Client, cfg QueueConfig, p int32, f
 				return res, fmt.Errorf("decode fetch %s-%d: %w", cfg.Topic, p, fp.Err)
 			}
 			res.end = part.HighWatermark
-			if cfg.Transactional && part.LastStableOffset >= 0 {
-				res.end = part.LastStableOffset
-			}
 			for _, r := range fp.Records {
 				if r.Offset < from {
 					continue

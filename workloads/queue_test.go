@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"go.uber.org/goleak"
 )
@@ -46,7 +47,8 @@ func queueWorkloadHistory(t *testing.T, transactional bool, d time.Duration) *hi
 	return h
 }
 
-// The workload's history is well-formed and has what the checkers need:
+// The workload's history is well-formed, the queue checkers find it valid
+// (kfake loses, duplicates and skips nothing), and it has what they need:
 // acknowledged sends, group members' polls at known generations with
 // commits, assigning consumers' polls, and a drain that read every
 // partition to its end.
@@ -89,6 +91,16 @@ func TestQueueWorkloadRecordsCheckableHistory(t *testing.T) {
 		}
 		t.Logf("transactional %v: %d sends (%d acknowledged, %d aborted), %d polls with records (%d by members), %d commits, %d assigns, %d partitions drained",
 			txn, sends, acked, aborted, polls, members, commits, assigns, drained)
+		queueCheckers := []checkers.Checker{checkers.QueueLog{}, checkers.QueueLostWrite{}, checkers.QueuePoll{}, checkers.QueueIsolation{}, checkers.QueueGroup{}}
+		results, verdict := checkers.Run(h, queueCheckers)
+		for _, r := range results {
+			if r.Verdict != checkers.Valid {
+				t.Errorf("transactional %v: %s %s: %s", txn, r.Checker, r.Verdict, r.Explanation)
+			}
+		}
+		if verdict != checkers.Valid {
+			t.Errorf("transactional %v: verdict %s on a fake that loses nothing", txn, verdict)
+		}
 		if acked == 0 || polls == 0 || members == 0 || commits == 0 || assigns < 2 || drained != 3 || (txn && aborted == 0) {
 			t.Errorf("transactional %v: a part of the workload is missing", txn)
 		}
