@@ -129,6 +129,11 @@ func All(cfg Config) []Checker {
 		HWWithinISR{},
 		FollowerHW{},
 		GroupGenerations{},
+		QueueLog{},
+		QueueLostWrite{},
+		QueuePoll{},
+		QueueIsolation{},
+		QueueGroup{},
 		FenceCoverage{},
 	}
 }

@@ -3,7 +3,8 @@
 // leader uniqueness, durability, high-watermark checkpoints, ISR
 // membership, availability, liveness, idempotence, recovery once faults
 // healed, the linearizability check that wraps linearize, each layer's own
-// promise (below), and the count of stale inputs each fence met (fences).
+// promise (below), the queue workload's client promises (below), and the
+// count of stale inputs each fence met (fences).
 //
 // # What Kafka promises a consumer, and what is checked
 //
@@ -67,6 +68,23 @@
 //	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr                 | hw-checkpoint (checkpoint.go)
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
 //	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
+//
+// # The queue workload's client promises
+//
+// A run of the queue workload (--workload queue; workloads/queue.go,
+// Jepsen's Kafka queue test) is judged on what its clients saw, by five
+// checkers that say valid without judging anything when the history has
+// no queue operation. One row per rule: the client promise, the Kafka
+// 2.6.3 code that keeps it, the evidence, the checker (file).
+//
+//	promise                                                          | Kafka 2.6.3 code                                          | evidence                                           | checker (file)
+//	a value is at one offset (no duplicate)                          | ProducerStateManager (idempotent sequence check)          | sends' offsets, polls' records                     | queue-log (queue_values.go)
+//	an offset holds one value (no inconsistent offsets)              | Log.append, truncation only above the HW                   | sends' offsets, polls' records                     | queue-log (queue_values.go)
+//	a committed value is read (no lost write)                        | Partition.appendRecordsToLeader with acks=all, the HW      | committed sends, polls past them, the drain        | queue-lost-write (queue_values.go)
+//	a consumer's offsets go forward in one assignment                | Fetcher positions, Log.read from the fetch offset          | each process's polls per assignment                | queue-poll (queue_poll.go)
+//	a consumer skips no readable value, a member starts at the commit | GroupMetadataManager.storeOffsets / getOffsets            | polls, commits (ok and unknown), assignments       | queue-poll (queue_poll.go)
+//	read_committed shows no aborted and no uncommitted value         | Log.collectAbortedTransactions, the last stable offset     | transactional sends, their commit request, polls   | queue-isolation (queue_values.go)
+//	one member owns a partition in one generation                   | GroupCoordinator generations, the leader's assignment      | members' partitions and generation at each poll    | queue-group (queue_poll.go)
 //
 // Each fence's input is counted too (fences.go): a green run proves a fence
 // only if a stale input reached it, so results.json, the report and chaos

@@ -215,7 +215,7 @@ func Run(ctx context.Context, cfg RunConfig) (runDir string, err error) {
 	}
 	var wl workloads.Workload = idle{}
 	if !cfg.NoWorkload {
-		if wl, err = workloads.NewLog(lc, open); err != nil {
+		if wl, err = newClientWorkload(cfg, lc, open); err != nil {
 			return abs, err
 		}
 	}
@@ -492,7 +492,13 @@ func finalReads(ctx context.Context, cfg RunConfig, lc workloads.LogConfig, open
 		return err
 	}
 	lc.OpTimeout = 5 * time.Second
-	if err := workloads.FinalReads(ctx, lc, fw, 30*time.Second); err != nil {
+	read := workloads.FinalReads
+	if cfg.Workload == rundir.WorkloadQueue {
+		read = func(ctx context.Context, lc workloads.LogConfig, w *history.Writer, within time.Duration) error {
+			return workloads.QueueDrain(ctx, queueConfig(cfg, lc), w, within)
+		}
+	}
+	if err := read(ctx, lc, fw, 30*time.Second); err != nil {
 		fmt.Fprintf(cfg.Progress, "final reads incomplete: %v\n", err)
 	}
 	fw.Close()

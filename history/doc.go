@@ -65,6 +65,11 @@
 //     held to durability and linearizability. A read's ok lists the records
 //     returned from the fetch offset, consecutively; Final marks the final
 //     full reads after healing.
+//   - queue_op (the queue workload): the same invoke-then-one-completion
+//     rule per process; a send's completion carries its offset (-1 when
+//     not acknowledged), a poll's the records per partition, a group
+//     member's poll its group, member, generation and partitions; values
+//     are unique integers.
 //   - control_request: Verdict accepted or rejected (whole request), per
 //     partition ErrorCode (and NotApplied for a LeaderAndIsr partition
 //     answered NONE whose replica was left as it was),

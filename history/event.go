@@ -39,6 +39,7 @@ type Kind string
 //	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
 //	txn_request           Txn          node (transaction coordinator), a transaction request answered, a marker round, a completion, a __transaction_state load or unload
 //	txn_marker            TxnMarker    node (partition leader), a WriteTxnMarkers marker appended or refused
+//	queue_op              Queue        queue workload (Jepsen's Kafka queue test: sends and polls; history/queue.go)
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -75,7 +76,7 @@ var Kinds = []Kind{
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
-	KindTxnRequest, KindTxnMarker,
+	KindTxnRequest, KindTxnMarker, KindQueueOp,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -118,6 +119,7 @@ type Event struct {
 	Group        *GroupRequest  `json:"group,omitempty"`
 	Txn          *TxnRequest    `json:"txn,omitempty"`
 	TxnMarker    *TxnMarker     `json:"txn_marker,omitempty"`
+	Queue        *QueueOp       `json:"queue,omitempty"`
 }
 
 // TopicPartition names one partition.

@@ -304,10 +304,10 @@ func TestEveryKindHasAPayload(t *testing.T) {
 		e := Event{V: 1, Time: 1, Kind: k, Op: &ClientOp{Type: OpInvoke, F: FRead}, Process: &Process{}, Registration: &Registration{},
 			Controller: &ControllerRun{}, ZKWrite: &ZKWrite{}, Control: &Control{}, Shutdown: &Shutdown{}, Role: &Role{},
 			Append: &Append{}, HW: &HWAdvance{}, ISR: &ISRChange{}, Checkpoint: &Checkpoint{}, Truncation: &Truncation{},
-			Watch: &Watch{}, Fault: &Fault{}, Phase: &Phase{}, Group: &GroupRequest{}}
+			Watch: &Watch{}, Fault: &Fault{}, Phase: &Phase{}, Group: &GroupRequest{}, Queue: &QueueOp{Type: OpInvoke, F: QueueTxn}}
 		slot, ok := payloadOf[k]
 		set := e.payloadSet()
-		if n := countTrue(set[:]); !ok || n != 17 {
+		if n := countTrue(set[:]); !ok || n != 18 {
 			t.Errorf("kind %s: payload known %v, %d payloads counted", k, ok, n)
 		}
 		if len(payloadOf) != len(Kinds) || slot < 0 || slot >= len(set) {

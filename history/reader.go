@@ -124,6 +124,7 @@ func decode(r io.Reader, name, source string, sk sink) ([]Warning, error) {
 		scratch = new(eventJSON)
 		fast    fastDecoder
 		pending = invokes{}
+		queued  = invokes{}
 	)
 	for {
 		b, err := readLine(br)
@@ -186,6 +187,11 @@ func decode(r io.Reader, name, source string, sk sink) ([]Warning, error) {
 		}
 		if ev.Kind == KindOp {
 			if err := pending.note(ev.Op); err != nil {
+				return nil, &LineError{File: name, Line: line, Err: err}
+			}
+		}
+		if ev.Kind == KindQueueOp {
+			if err := queued.noteQueue(ev.Queue); err != nil {
 				return nil, &LineError{File: name, Line: line, Err: err}
 			}
 		}

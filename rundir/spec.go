@@ -55,8 +55,17 @@ type RunSpec struct {
 	// NonIdempotent: the workload's producers were not idempotent (they are
 	// by default with acks=all, as in every Kafka client since 3.0). Runs
 	// stored before it existed had no idempotent producer and read false.
-	NonIdempotent bool          `json:"NonIdempotent,omitempty"`
-	TimeLimit     time.Duration `json:"TimeLimit"`
+	NonIdempotent bool `json:"NonIdempotent,omitempty"`
+	// Workload names the client workload: "" for the log workload
+	// (workloads.Log: produces and reads as ClientOps, the default, and
+	// every run stored before the choice existed), WorkloadQueue for
+	// Jepsen's queue workload (workloads.Queue: sends and polls as
+	// QueueOps; Readers are its consumers, half of them in a group).
+	Workload string `json:"Workload,omitempty"`
+	// QueueTxn runs the queue workload's sends in Kafka transactions and
+	// its consumers at read_committed.
+	QueueTxn  bool          `json:"QueueTxn,omitempty"`
+	TimeLimit time.Duration `json:"TimeLimit"`
 	// Faults are the fault kinds a schedule is planned from; empty means a
 	// fault-free run (or a scenario, whose driver decides the faults).
 	Faults  []string      `json:"Faults"`
@@ -233,10 +242,18 @@ const (
 	FlagOpenings       = "openings"
 	FlagFaultDensity   = "fault-density"
 	FlagSpreadTopic    = "spread-topic"
+	FlagWorkload       = "workload"
+	FlagQueueTxn       = "queue-txn"
 	// FlagReplay is not a setting: it names a stored schedule.json, which
 	// sets the seed, time limit and density (ApplySchedule). The command
 	// registers it.
 	FlagReplay = "replay"
+)
+
+// Client workloads (--workload).
+const (
+	WorkloadLog   = "log"
+	WorkloadQueue = "queue"
 )
 
 // FaultsNone is the --faults value of a fault-free run.
@@ -282,6 +299,12 @@ func (s *RunSpec) Register(fs *pflag.FlagSet, only ...string) {
 	})
 	def(FlagProducers, func() { fs.IntVar(&s.Producers, FlagProducers, s.Producers, "producer processes") })
 	def(FlagReaders, func() { fs.IntVar(&s.Readers, FlagReaders, s.Readers, "reader processes") })
+	def(FlagWorkload, func() {
+		fs.Var((*workloadValue)(&s.Workload), FlagWorkload, "client workload: "+WorkloadLog+" (produces and reads, checked by durability and linearizability) or "+WorkloadQueue+" (Jepsen's queue workload: sends, group and assigned consumers, a final drain; the queue-* checkers)")
+	})
+	def(FlagQueueTxn, func() {
+		fs.BoolVar(&s.QueueTxn, FlagQueueTxn, s.QueueTxn, "with --workload "+WorkloadQueue+": send in Kafka transactions (some aborted on purpose) and consume at read_committed")
+	})
 	def(FlagNonIdempotent, func() {
 		fs.BoolVar(&s.NonIdempotent, FlagNonIdempotent, s.NonIdempotent, "plain at-least-once producers (default: idempotent, as every Kafka client since 3.0)")
 	})
@@ -378,6 +401,12 @@ func (s *RunSpec) ReplayArgs(runDir string, haveSchedule bool) ([]string, error)
 			add(FlagNonIdempotent, "true", "bool")
 		}
 	}
+	if s.Workload != "" {
+		add(FlagWorkload, s.Workload, "")
+	}
+	if s.QueueTxn {
+		add(FlagQueueTxn, "true", "bool")
+	}
 	dur(FlagSessionTimeout, s.ZKSessionTimeout)
 	if s.Cover {
 		add(FlagCover, "true", "bool")
@@ -418,6 +447,9 @@ func (s RunSpec) Validate() error {
 	}
 	if s.TimeLimit <= 0 {
 		bad("--%s %s: want more than 0", FlagTimeLimit, s.TimeLimit)
+	}
+	if s.QueueTxn && s.Workload != WorkloadQueue {
+		bad("--%s: only with --%s %s", FlagQueueTxn, FlagWorkload, WorkloadQueue)
 	}
 	if _, err := s.FaultKinds(); err != nil {
 		bad("--%s %s: %w", FlagFaults, strings.Join(s.Faults, ","), err)
@@ -506,6 +538,31 @@ func (v *listValue) Set(x string) error {
 }
 
 func (v *listValue) Type() string { return "strings" }
+
+// workloadValue is the --workload flag: WorkloadLog is stored as "", so
+// run.json files written before the flag existed read as the log workload.
+type workloadValue string
+
+func (v *workloadValue) String() string {
+	if *v == "" {
+		return WorkloadLog
+	}
+	return string(*v)
+}
+
+func (v *workloadValue) Set(x string) error {
+	switch x {
+	case WorkloadLog:
+		*v = ""
+	case WorkloadQueue:
+		*v = workloadValue(x)
+	default:
+		return fmt.Errorf("want %s or %s", WorkloadLog, WorkloadQueue)
+	}
+	return nil
+}
+
+func (v *workloadValue) Type() string { return "workload" }
 
 // spreadValue is the --spread-topic flag: a switch on the command line, the
 // spread topic's name in run.json (which names it for the report).

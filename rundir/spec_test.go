@@ -183,7 +183,7 @@ var flagTestValues = map[string]string{
 	FlagBugs: "KAFKA-532", FlagNodeFlag: "--x=y", FlagNodes: "5", FlagZK: "5", FlagPartitions: "7",
 	FlagNoWorkload: "true", FlagProducers: "1", FlagReaders: "9", FlagSessionTimeout: "8s",
 	FlagNonIdempotent: "true", FlagAdmin: "false", FlagFaultDensity: "2", FlagSpreadTopic: "false",
-	FlagCover: "true", FlagOpenings: "false",
+	FlagCover: "true", FlagOpenings: "false", FlagWorkload: "queue", FlagQueueTxn: "true",
 }
 
 // notFlags are the RunSpec fields no `chaos run` flag sets: where and by

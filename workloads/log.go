@@ -1,8 +1,10 @@
 // Package workloads owns client traffic: processes that produce to and read
 // from Kafka partitions through an unmodified Kafka client (franz-go kgo),
 // recording every operation in Jepsen's shape (invoke, then ok, fail or info)
-// into the run's history, and the final full reads made after healing; and
-// the control-plane workload (admin.go): reassignments, preferred elections
+// into the run's history, and the final full reads made after healing; the
+// queue workload (queue.go: Jepsen's Kafka queue test, with consumer
+// groups, assigned consumers, transactions and a final drain); and the
+// control-plane workload (admin.go): reassignments, preferred elections
 // and topic creation through the znodes ZooKeeper-era operators' tools
 // wrote, and controlled shutdowns through the caller's stop and start hooks.
 //

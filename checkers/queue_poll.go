@@ -1,0 +1,264 @@
+package checkers
+
+// The queue checkers that judge consumers: each consumer's polls go
+// forward without skipping (queue-poll), and a group's members never share
+// a partition in one generation (queue-group).
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// QueuePoll checks each consumer's polls within one assignment (an
+// assigning consumer's assign operation up to its next one; a group
+// member's generation): offsets go forward (no nonmonotonic poll), and no
+// readable value lies between two consecutive offsets a consumer polled
+// (no poll skip). An assignment's first poll of a partition starts at the
+// offset it was assigned from; a group member's starts at the group's
+// committed offset, the largest committed (or maybe committed) for the
+// partition before that poll returned, 0 when none was: a member that
+// starts higher skipped what the group had not yet consumed. A readable
+// value is one whose send committed, or that a read_committed poll
+// returned, or that a poll returned from a non-transactional send that
+// did not fail: aborted records and transaction markers fill offsets no
+// consumer reads.
+type QueuePoll struct{}
+
+// Name implements Checker.
+func (QueuePoll) Name() string { return "queue-poll" }
+
+// pollStream is one consumer process's current assignment.
+type pollStream struct {
+	mode, group, member string
+	gen                 int32
+	epoch               int
+	starts              map[int32]int64 // an assigning consumer's start offsets
+	assigned            *history.Event  // the assign's completion
+	last                map[int32]*history.Event
+	lastOffset          map[int32]int64
+}
+
+// queueCommit is a commit that may have taken effect.
+type queueCommit struct {
+	at     int64 // invoke time
+	offset int64
+	e      *history.Event
+}
+
+// Check implements Checker.
+func (c QueuePoll) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	m := newQueueModel(h)
+	if len(m.ops) == 0 {
+		return noQueue(r)
+	}
+	commits := queueCommits(m)
+	streams := map[[2]any]*pollStream{}
+	polls := 0
+	for i := range m.ops {
+		op := &m.ops[i]
+		q := op.Op()
+		if op.Outcome() != history.OpOK {
+			continue
+		}
+		k := [2]any{op.Invoke.Source, q.Process}
+		if q.F == history.QueueAssign {
+			st := &pollStream{mode: history.QueueAssigned, epoch: -1, starts: map[int32]int64{}, assigned: op.Complete}
+			for _, o := range q.Offsets {
+				st.starts[o.Key] = o.Offset
+			}
+			streams[k] = st
+			continue
+		}
+		a := q.Assignment
+		if q.F != history.QueueTxn || a == nil {
+			continue
+		}
+		st := streams[k]
+		switch {
+		case a.Mode == history.QueueSubscribed && (st == nil || st.mode != a.Mode || st.member != a.Member || st.gen != a.Generation):
+			st = &pollStream{mode: a.Mode, group: a.Group, member: a.Member, gen: a.Generation}
+			streams[k] = st
+		case a.Mode == history.QueueAssigned && st != nil && st.epoch < 0:
+			st.epoch = a.Epoch
+		case a.Mode == history.QueueAssigned && (st == nil || st.epoch != a.Epoch):
+			// An assignment whose assign operation is not in the history:
+			// its start offsets are not known.
+			st = &pollStream{mode: a.Mode, epoch: a.Epoch}
+			streams[k] = st
+		}
+		if st.last == nil {
+			st.last, st.lastOffset = map[int32]*history.Event{}, map[int32]int64{}
+		}
+		for _, mop := range q.Mops {
+			for _, p := range mop.Polled {
+				polls++
+				for _, rec := range p.Records {
+					c.judge(r, m, st, commits, op.Complete, p.Key, rec)
+				}
+			}
+		}
+	}
+	r.detail("partition_polls", polls)
+	return r.result(fmt.Sprintf("every consumer's polls (%d partition polls) went forward within each assignment without skipping a readable value, each assignment starting at its assigned offset and each group member at the group's committed offset.", polls))
+}
+
+// judge checks one polled record against the stream's position.
+func (QueuePoll) judge(r *report, m *queueModel, st *pollStream, commits map[string]map[int32][]queueCommit, e *history.Event, key int32, rec history.QueueRecord) {
+	tp := m.tp(key)
+	where := st.describe()
+	prev, seen := st.last[key]
+	last := st.lastOffset[key]
+	st.last[key], st.lastOffset[key] = e, rec.Offset
+	if seen {
+		switch {
+		case rec.Offset <= last:
+			r.violate([]int{prev.Index, e.Index}, "nonmonotonic poll: %s polled offset %d of %s (value %d, event %d, %s) after offset %d (event %d, %s), %s.",
+				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), last, prev.Index, m.when(prev), where)
+		case rec.Offset > last+1:
+			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 {
+				r.violate([]int{prev.Index, e.Index}, "poll skip: %s polled offset %d of %s (event %d, %s) and next offset %d (value %d, event %d, %s), %s, skipping %s.",
+					who(e), last, tp, prev.Index, m.when(prev), rec.Offset, rec.Value, e.Index, m.when(e), where, m.valuesAt(key, skipped))
+			}
+		}
+		return
+	}
+	// The assignment's first record of the partition.
+	var start int64
+	var from string
+	events := []int{e.Index}
+	switch {
+	case st.mode == history.QueueAssigned && st.starts != nil:
+		s, ok := st.starts[key]
+		if !ok {
+			return
+		}
+		start, events = s, append(events, st.assigned.Index)
+		from = fmt.Sprintf("it was assigned from (event %d, %s)", st.assigned.Index, m.when(st.assigned))
+		if rec.Offset < start {
+			r.violate(events, "nonmonotonic poll: %s polled offset %d of %s (value %d, event %d, %s), below offset %d %s, %s.",
+				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), start, from, where)
+			return
+		}
+	case st.mode == history.QueueSubscribed:
+		cm := committedBefore(commits[st.group][key], e.Time)
+		from = "the group's committed offset (none committed before, so the earliest offset)"
+		if cm != nil {
+			start, events = cm.offset, append(events, cm.e.Index)
+			from = fmt.Sprintf("the group's committed offset (commit by %s, event %d, %s)", who(cm.e), cm.e.Index, m.when(cm.e))
+		}
+	default:
+		return
+	}
+	if rec.Offset > start {
+		if skipped := m.readableIn(key, start, rec.Offset); len(skipped) > 0 {
+			r.violate(events, "poll skip: %s began reading %s at offset %d (value %d, event %d, %s), above offset %d, %s, %s, skipping %s.",
+				who(e), tp, rec.Offset, rec.Value, e.Index, m.when(e), start, from, where, m.valuesAt(key, skipped))
+		}
+	}
+}
+
+// describe names the assignment for explanations.
+func (st *pollStream) describe() string {
+	if st.mode == history.QueueSubscribed {
+		return fmt.Sprintf("as member %q of group %q in generation %d", st.member, st.group, st.gen)
+	}
+	return fmt.Sprintf("in its assignment %d", st.epoch)
+}
+
+// queueCommits lists, per group and partition, the commits that may have
+// taken effect (ok, and info), in invoke order.
+func queueCommits(m *queueModel) map[string]map[int32][]queueCommit {
+	out := map[string]map[int32][]queueCommit{}
+	for i := range m.ops {
+		op := &m.ops[i]
+		q := op.Op()
+		if q.F != history.QueueCommit || op.Outcome() == history.OpFail || q.Assignment == nil {
+			continue
+		}
+		e := op.Complete
+		if e == nil {
+			e = op.Invoke
+		}
+		g := out[q.Assignment.Group]
+		if g == nil {
+			g = map[int32][]queueCommit{}
+			out[q.Assignment.Group] = g
+		}
+		for _, o := range q.Offsets {
+			g[o.Key] = append(g[o.Key], queueCommit{at: op.Invoke.Time, offset: o.Offset, e: e})
+		}
+	}
+	return out
+}
+
+// committedBefore is the commit with the largest offset among those
+// invoked before t: the furthest position the group may have held then.
+func committedBefore(cs []queueCommit, t int64) *queueCommit {
+	n := sort.Search(len(cs), func(i int) bool { return cs[i].at >= t })
+	var best *queueCommit
+	for i := range cs[:n] {
+		if best == nil || cs[i].offset > best.offset {
+			best = &cs[i]
+		}
+	}
+	return best
+}
+
+// QueueGroup checks that no two members of a consumer group held one
+// partition in the same generation, as each member reported its
+// partitions and generation when it polled: the group leader's
+// assignment gives each partition to one member per generation, and a
+// coordinator that hands out a generation number twice breaks that.
+type QueueGroup struct{}
+
+// Name implements Checker.
+func (QueueGroup) Name() string { return "queue-group" }
+
+// Check implements Checker.
+func (c QueueGroup) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	m := newQueueModel(h)
+	if len(m.ops) == 0 {
+		return noQueue(r)
+	}
+	type claim struct {
+		group string
+		gen   int32
+		key   int32
+	}
+	owners := map[claim]map[string]*history.Event{}
+	var order []claim
+	for i := range m.ops {
+		op := &m.ops[i]
+		a := op.Op().Assignment
+		if op.Outcome() != history.OpOK || a == nil || a.Mode != history.QueueSubscribed || a.Generation < 0 {
+			continue
+		}
+		for _, key := range a.Keys {
+			cl := claim{a.Group, a.Generation, key}
+			if owners[cl] == nil {
+				owners[cl] = map[string]*history.Event{}
+				order = append(order, cl)
+			}
+			if owners[cl][a.Member] == nil {
+				owners[cl][a.Member] = op.Complete
+			}
+		}
+	}
+	for _, cl := range order {
+		if len(owners[cl]) < 2 {
+			continue
+		}
+		members := slices.Sorted(maps.Keys(owners[cl]))
+		a, b := owners[cl][members[0]], owners[cl][members[1]]
+		r.violate([]int{a.Index, b.Index}, "two owners: members %q (%s, event %d, %s) and %q (%s, event %d, %s) of group %q both held %s in generation %d; the group's assignment gives a partition to one member per generation.",
+			members[0], who(a), a.Index, m.when(a), members[1], who(b), b.Index, m.when(b), cl.group, m.tp(cl.key), cl.gen)
+	}
+	r.detail("claims", len(order))
+	return r.result(fmt.Sprintf("no two members of a group held one partition in one generation (%d partition-generation claims).", len(order)))
+}

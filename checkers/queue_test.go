@@ -1,0 +1,314 @@
+package checkers
+
+import (
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	hb "github.com/zkchaos/zkchaos/history/historytest"
+)
+
+// Builders of queue histories: producers write to client-0, consumers to
+// client-1 and client-2, the drain to final. The topic is "q".
+
+func qop(b *hb.Builder, src string, op history.QueueOp) int {
+	op.Topic = "q"
+	return b.Add(history.Event{Kind: history.KindQueueOp, Source: src, Queue: &op})
+}
+
+// qsend is one send micro-op: key, value and the offset its completion
+// gives (-1: none).
+type qsend struct {
+	key    int32
+	value  int64
+	offset int64
+}
+
+// qtxn appends a producer's operation of sends with its outcome;
+// transactional ones ask to commit (commitStart) when commit is set.
+func qtxn(b *hb.Builder, proc int, transactional bool, outcome history.OpType, commit bool, sends ...qsend) int {
+	inv := history.QueueOp{Type: history.OpInvoke, Process: proc, F: history.QueueTxn, Transactional: transactional}
+	for _, s := range sends {
+		inv.Mops = append(inv.Mops, history.QueueMop{F: history.MopSend, Key: s.key, Value: s.value})
+	}
+	qop(b, "client-0", inv)
+	done := inv
+	done.Type = outcome
+	done.Mops = nil
+	for _, s := range sends {
+		done.Mops = append(done.Mops, history.QueueMop{F: history.MopSend, Key: s.key, Value: s.value, Offset: s.offset})
+	}
+	if commit {
+		done.CommitStart = b.Now() // asked for as the completion is recorded
+	}
+	return qop(b, "client-0", done)
+}
+
+// qsent appends an acknowledged non-transactional send.
+func qsent(b *hb.Builder, key int32, value, offset int64) {
+	qtxn(b, 0, false, history.OpOK, false, qsend{key, value, offset})
+}
+
+// recs is a poll of key returning offset/value pairs.
+func recs(key int32, ov ...int64) history.QueuePoll {
+	p := history.QueuePoll{Key: key}
+	for i := 0; i+1 < len(ov); i += 2 {
+		p.Records = append(p.Records, history.QueueRecord{Offset: ov[i], Value: ov[i+1]})
+	}
+	return p
+}
+
+// member is a group member's assignment.
+func member(name string, gen int32, keys ...int32) *history.QueueAssignment {
+	return &history.QueueAssignment{Mode: history.QueueSubscribed, Group: "g", Member: name, Generation: gen, Keys: keys}
+}
+
+// assigned is an assigning consumer's assignment.
+func assigned(epoch int, keys ...int32) *history.QueueAssignment {
+	return &history.QueueAssignment{Mode: history.QueueAssigned, Generation: -1, Epoch: epoch, Keys: keys}
+}
+
+// qpoll appends a consumer's poll and returns its completion.
+func qpoll(b *hb.Builder, src string, proc int, iso string, a *history.QueueAssignment, final bool, polled ...history.QueuePoll) int {
+	inv := history.QueueOp{Type: history.OpInvoke, Process: proc, F: history.QueueTxn, Isolation: iso, Final: final,
+		Mops: []history.QueueMop{{F: history.MopPoll}}}
+	qop(b, src, inv)
+	done := inv
+	done.Type, done.Assignment = history.OpOK, a
+	done.Mops = []history.QueueMop{{F: history.MopPoll, Polled: polled}}
+	return qop(b, src, done)
+}
+
+// qassign appends an assigning consumer's assign of keys from offsets
+// (key, offset pairs).
+func qassign(b *hb.Builder, src string, proc int, final bool, ko ...int64) {
+	op := history.QueueOp{Type: history.OpInvoke, Process: proc, F: history.QueueAssign, Final: final}
+	for i := 0; i+1 < len(ko); i += 2 {
+		op.Offsets = append(op.Offsets, history.QueueOffset{Key: int32(ko[i]), Offset: ko[i+1]})
+	}
+	qop(b, src, op)
+	op.Type = history.OpOK
+	qop(b, src, op)
+}
+
+// qcommit appends a member's commit of (key, offset) pairs.
+func qcommit(b *hb.Builder, src string, proc int, a *history.QueueAssignment, outcome history.OpType, ko ...int64) {
+	op := history.QueueOp{Type: history.OpInvoke, Process: proc, F: history.QueueCommit, Assignment: a}
+	for i := 0; i+1 < len(ko); i += 2 {
+		op.Offsets = append(op.Offsets, history.QueueOffset{Key: int32(ko[i]), Offset: ko[i+1]})
+	}
+	qop(b, src, op)
+	op.Type = outcome
+	qop(b, src, op)
+}
+
+// qdrain appends a drain of key 0 returning polled, read to end.
+func qdrain(b *hb.Builder, iso string, end int64, polled ...history.QueuePoll) {
+	qassign(b, "final", 1_000_000, true, 0, 0)
+	qpoll(b, "final", 1_000_000, iso, assigned(1, 0), true, polled...)
+	op := history.QueueOp{Type: history.OpInvoke, Process: 1_000_000, F: history.QueueDrained, Final: true}
+	qop(b, "final", op)
+	op.Type, op.Offsets = history.OpOK, []history.QueueOffset{{Key: 0, Offset: end}}
+	qop(b, "final", op)
+}
+
+const ru, rc = history.ReadUncommitted, history.ReadCommitted
+
+func noQueueOps(b *hb.Builder) {
+	b.ProduceOK(1, history.TP("chaos", 0), "p1-1", 0)
+}
+
+func TestQueueLog(t *testing.T) {
+	runPromiseCases(t, QueueLog{}, []promiseCase{
+		{name: "no queue operations", want: Valid, explain: "no queue operations", build: noQueueOps},
+		{name: "each value at one offset", want: Valid, build: func(b *hb.Builder) {
+			qsent(b, 0, 1, 0)
+			qsent(b, 0, 2, 1)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1, 1, 2))
+			qpoll(b, "client-2", 2, ru, assigned(1, 0), false, recs(0, 1, 2))
+		}},
+		{name: "a value at two offsets", want: Invalid,
+			explain: "duplicate: value 1 is at 2 offsets of q-0: offset 0 (process 0 (client-0), event 1) and offset 2 (process 1 (client-1), event 5)",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 1, 0)
+				qsent(b, 0, 2, 1)
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1, 1, 2, 2, 1))
+			}},
+		{name: "an offset with two values", want: Invalid,
+			explain: "inconsistent offsets: offset 1 of q-0 holds value 2 (process 0 (client-0), event 3) and value 3 (process 1 (client-1), event 5)",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 1, 0)
+				qsent(b, 0, 2, 1)
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1, 1, 3))
+			}},
+	})
+}
+
+func TestQueueLostWrite(t *testing.T) {
+	runPromiseCases(t, QueueLostWrite{}, []promiseCase{
+		{name: "no queue operations", want: Valid, build: noQueueOps},
+		{name: "every acknowledged value polled and in the drain", want: Valid, build: func(b *hb.Builder) {
+			qsent(b, 0, 1, 0)
+			qsent(b, 0, 2, 1)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1))
+			qdrain(b, ru, 2, recs(0, 0, 1, 1, 2))
+		}},
+		{name: "an aborted value missing is no loss", want: Valid, build: func(b *hb.Builder) {
+			qtxn(b, 0, true, history.OpFail, false, qsend{0, 1, 0})
+			qtxn(b, 0, true, history.OpOK, true, qsend{0, 2, 2})
+			qdrain(b, rc, 4, recs(0, 2, 2))
+		}},
+		{name: "acknowledged, never polled, the drain read past it", want: Invalid,
+			explain: "lost write: value 2, sent to q-0 by process 0 (client-0) and acknowledged at offset 1 (event 3), was never polled, though the drain read q-0 from offset 0 to its end offset 3 (event 9)",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 1, 0)
+				qsent(b, 0, 2, 1)
+				qdrain(b, ru, 3, recs(0, 0, 1, 2, 7))
+			}},
+		{name: "acknowledged, never polled, a poll read past it", want: Invalid,
+			explain: "was never polled, though process 1 (client-1) polled offset 2 of q-0 (event 5)",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 1, 0)
+				qsent(b, 0, 2, 1)
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1, 2, 7))
+			}},
+		{name: "polled during the run, missing from the drain", want: Invalid,
+			explain: "lost write: value 2 at offset 1 of q-0, polled by process 1 (client-1) (event 5), is missing from the drain, which read q-0 from offset 0 to its end offset 1",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 1, 0)
+				qsent(b, 0, 2, 1)
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1, 1, 2))
+				qdrain(b, ru, 1, recs(0, 0, 1))
+			}},
+		{name: "acknowledged, never polled, nothing read past it", want: Unknown,
+			explain: "1 committed values sent to q-0 were never polled",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 1, 0)
+				qsent(b, 0, 2, 1)
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1))
+			}},
+	})
+}
+
+func TestQueuePoll(t *testing.T) {
+	runPromiseCases(t, QueuePoll{}, []promiseCase{
+		{name: "no queue operations", want: Valid, build: noQueueOps},
+		{name: "forward within assignments; a new one from its own start; members from the committed offset", want: Valid, build: func(b *hb.Builder) {
+			for v := int64(0); v < 6; v++ {
+				qsent(b, 0, 10+v, v)
+			}
+			qassign(b, "client-1", 1, false, 0, 0)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11))
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 2, 12))
+			qassign(b, "client-1", 1, false, 0, 1)
+			qpoll(b, "client-1", 1, ru, assigned(2, 0), false, recs(0, 1, 11, 2, 12, 3, 13))
+			m1 := member("m1", 1, 0)
+			qpoll(b, "client-2", 2, ru, m1, false, recs(0, 0, 10, 1, 11))
+			qcommit(b, "client-2", 2, m1, history.OpOK, 0, 2)
+			// A rebalance: the member resumes from the commit.
+			qpoll(b, "client-2", 2, ru, member("m1", 2, 0), false, recs(0, 2, 12, 3, 13))
+			// A refused commit does not move the group; a re-read is no skip.
+			qcommit(b, "client-2", 2, member("m1", 2, 0), history.OpFail, 0, 4)
+			qpoll(b, "client-2", 2, ru, member("m1", 3, 0), false, recs(0, 2, 12))
+		}},
+		{name: "aborted records and markers are no skip", want: Valid, build: func(b *hb.Builder) {
+			qtxn(b, 0, true, history.OpOK, true, qsend{0, 1, 0})
+			qtxn(b, 0, true, history.OpFail, false, qsend{0, 2, 2})
+			qtxn(b, 0, true, history.OpOK, true, qsend{0, 3, 4})
+			qassign(b, "client-1", 1, false, 0, 0)
+			qpoll(b, "client-1", 1, rc, assigned(1, 0), false, recs(0, 0, 1, 4, 3))
+		}},
+		{name: "offsets going back within an assignment", want: Invalid,
+			explain: `nonmonotonic poll: process 2 (client-2) polled offset 0 of q-0 (value 10, event 7) after offset 1 (event 5), as member "m1" of group "g" in generation 1`,
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 10, 0)
+				qsent(b, 0, 11, 1)
+				qpoll(b, "client-2", 2, ru, member("m1", 1, 0), false, recs(0, 0, 10, 1, 11))
+				qpoll(b, "client-2", 2, ru, member("m1", 1, 0), false, recs(0, 0, 10))
+			}},
+		{name: "a skip between polls", want: Invalid,
+			explain: "poll skip: process 1 (client-1) polled offset 0 of q-0 (event 9) and next offset 2 (value 12, event 11), in its assignment 1, skipping offset 1 (value 11)",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 10, 0)
+				qsent(b, 0, 11, 1)
+				qsent(b, 0, 12, 2)
+				qassign(b, "client-1", 1, false, 0, 0)
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10))
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 2, 12))
+			}},
+		{name: "a member starting above the committed offset", want: Invalid,
+			explain: `poll skip: process 2 (client-2) began reading q-0 at offset 3 (value 13, event 13), above offset 1, the group's committed offset (commit by process 1 (client-1), event 11), as member "m2" of group "g" in generation 2, skipping offset 1 (value 11), offset 2 (value 12)`,
+			build: func(b *hb.Builder) {
+				for v := int64(0); v < 4; v++ {
+					qsent(b, 0, 10+v, v)
+				}
+				qpoll(b, "client-1", 1, ru, member("m1", 1, 0), false, recs(0, 0, 10))
+				qcommit(b, "client-1", 1, member("m1", 1, 0), history.OpOK, 0, 1)
+				qpoll(b, "client-2", 2, ru, member("m2", 2, 0), false, recs(0, 3, 13))
+			}},
+		{name: "a member starting above an empty group's earliest offset", want: Invalid,
+			explain: "above offset 0, the group's committed offset (none committed before, so the earliest offset)",
+			build: func(b *hb.Builder) {
+				qsent(b, 0, 10, 0)
+				qsent(b, 0, 11, 1)
+				qpoll(b, "client-2", 2, ru, member("m2", 1, 0), false, recs(0, 1, 11))
+			}},
+	})
+}
+
+func TestQueueIsolation(t *testing.T) {
+	runPromiseCases(t, QueueIsolation{}, []promiseCase{
+		{name: "no queue operations", want: Valid, build: noQueueOps},
+		{name: "committed values after their commit; aborted ones only read uncommitted", want: Valid, build: func(b *hb.Builder) {
+			qtxn(b, 0, true, history.OpOK, true, qsend{0, 1, 0})
+			qtxn(b, 0, true, history.OpFail, false, qsend{0, 2, 2})
+			qpoll(b, "client-1", 1, rc, assigned(1, 0), false, recs(0, 0, 1))
+			qpoll(b, "client-2", 2, ru, assigned(1, 0), false, recs(0, 0, 1, 2, 2))
+		}},
+		{name: "an aborted value read committed", want: Invalid,
+			explain: "aborted read: value 2, sent to q-0 in a transaction by process 0 (client-0) that it never asked to commit (aborted, event 3), was polled at read_committed by process 1 (client-1) (event 5)",
+			build: func(b *hb.Builder) {
+				qtxn(b, 0, true, history.OpOK, true, qsend{0, 1, 0})
+				qtxn(b, 0, true, history.OpFail, false, qsend{0, 2, 2})
+				qpoll(b, "client-1", 1, rc, assigned(1, 0), false, recs(0, 0, 1, 2, 2))
+			}},
+		{name: "a value read before its commit was asked for", want: Invalid,
+			explain: "uncommitted read: value 1, sent to q-0 in a transaction by process 0 (client-0) (event 0), was polled at read_committed by process 1 (client-1) (event 2), before the producer asked to commit it",
+			build: func(b *hb.Builder) {
+				b.Add(history.Event{Kind: history.KindQueueOp, Source: "client-0", Queue: &history.QueueOp{Type: history.OpInvoke, Process: 0, F: history.QueueTxn, Topic: "q", Transactional: true,
+					Mops: []history.QueueMop{{F: history.MopSend, Key: 0, Value: 1}}}})
+				qop(b, "client-1", history.QueueOp{Type: history.OpInvoke, Process: 1, F: history.QueueTxn, Isolation: rc, Mops: []history.QueueMop{{F: history.MopPoll}}})
+				qop(b, "client-1", history.QueueOp{Type: history.OpOK, Process: 1, F: history.QueueTxn, Isolation: rc, Assignment: assigned(1, 0),
+					Mops: []history.QueueMop{{F: history.MopPoll, Polled: []history.QueuePoll{recs(0, 0, 1)}}}})
+				commit := b.Now() + 5*hb.Ms
+				qop(b, "client-0", history.QueueOp{Type: history.OpOK, Process: 0, F: history.QueueTxn, Transactional: true, CommitStart: commit,
+					Mops: []history.QueueMop{{F: history.MopSend, Key: 0, Value: 1, Offset: 0}}})
+			}},
+		{name: "a failed plain send read", want: Invalid,
+			explain: "failed send read: value 1, whose send to q-0 by process 0 (client-0) failed (event 1",
+			build: func(b *hb.Builder) {
+				qtxn(b, 0, false, history.OpFail, false, qsend{0, 1, -1})
+				qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1))
+			}},
+	})
+}
+
+func TestQueueGroup(t *testing.T) {
+	runPromiseCases(t, QueueGroup{}, []promiseCase{
+		{name: "no queue operations", want: Valid, build: noQueueOps},
+		{name: "one owner per partition and generation", want: Valid, build: func(b *hb.Builder) {
+			qpoll(b, "client-1", 1, ru, member("m1", 1, 0, 1), false)
+			qpoll(b, "client-2", 2, ru, member("m2", 1, 2), false)
+			qpoll(b, "client-1", 1, ru, member("m1", 2, 0), false)
+			qpoll(b, "client-2", 2, ru, member("m2", 2, 1, 2), false)
+			// A member left behind at generation 2 is no owner of 3.
+			qpoll(b, "client-1", 1, ru, member("m1", 2, 0), false)
+			qpoll(b, "client-2", 2, ru, member("m2", 3, 0, 1, 2), false)
+		}},
+		{name: "two members holding one partition in one generation", want: Invalid,
+			explain: `two owners: members "m1" (process 1 (client-1), event 1) and "m2" (process 2 (client-2), event 3) of group "g" both held q-1 in generation 4`,
+			build: func(b *hb.Builder) {
+				qpoll(b, "client-1", 1, ru, member("m1", 4, 0, 1), false)
+				qpoll(b, "client-2", 2, ru, member("m2", 4, 1, 2), false)
+			}},
+	})
+}
