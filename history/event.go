@@ -37,6 +37,7 @@ type Kind string
 //	fault_stop            Fault        nemesis, a fault was undone
 //	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
 //	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
+//	topic_deletion        Deletion     node: the controller began, halted or finished deleting a topic; a broker removed a deleted partition's log
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -61,6 +62,7 @@ const (
 	KindFaultStop          Kind = "fault_stop"
 	KindPhase              Kind = "phase"
 	KindGroupRequest       Kind = "group_request"
+	KindTopicDeletion      Kind = "topic_deletion"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -71,6 +73,7 @@ var Kinds = []Kind{
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
+	KindTopicDeletion,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -111,6 +114,7 @@ type Event struct {
 	Phase        *Phase         `json:"phase,omitempty"`
 	ReplicaFetch *ReplicaFetch  `json:"replica_fetch,omitempty"`
 	Group        *GroupRequest  `json:"group,omitempty"`
+	Deletion     *TopicDeletion `json:"deletion,omitempty"`
 }
 
 // TopicPartition names one partition.
