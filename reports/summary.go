@@ -173,7 +173,7 @@ func summarizeOp(o *history.ClientOp) string {
 		if o.Acks != 0 && o.Type == history.OpInvoke {
 			fmt.Fprintf(&b, " acks %d", o.Acks)
 		}
-	case history.FCreateTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
+	case history.FCreateTopic, history.FDeleteTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
 		if o.Value != "" {
 			fmt.Fprintf(&b, ": %s", o.Value)
 		}
