@@ -118,6 +118,9 @@ type Env struct {
 	// crash-lose-unflushed cuts to what the node fsynced; a Set built
 	// without it has that fault missing.
 	Disks Disks
+	// Topics deletes and creates topics through ZooKeeper; a Set built
+	// without it has delete-recreate-topic missing.
+	Topics Topics
 }
 
 // Set is one run's faults: every kind of the catalogue bound to the run's
@@ -130,6 +133,7 @@ type Set struct {
 	lagging     *laggingLeader
 	zkFailover  *zkFailover
 	unflushed   *unflushedCrash
+	recreate    *topicRecreate
 	// missing says, per composite kind env could not carry, what it
 	// lacked; injecting one returns that.
 	missing map[FaultKind]error
@@ -175,6 +179,11 @@ func New(n *nemesis.Nemesis, env Env) (*Set, error) {
 		miss(CrashLoseUnflushed, []string{"node data directories (Env.Disks)"})
 	} else {
 		s.unflushed = &unflushedCrash{world: n.World, ops: nemesisProcs{n}, disks: env.Disks, rec: n.Rec}
+	}
+	if env.Topics == nil {
+		miss(DeleteRecreateTopic, []string{"topic admin (Env.Topics)"})
+	} else {
+		s.recreate = &topicRecreate{topics: env.Topics, rec: n.Rec, within: recreateWithin}
 	}
 	return s, nil
 }

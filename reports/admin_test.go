@@ -85,3 +85,14 @@ func TestAdminOpsAndFailpointOnTheFaultLane(t *testing.T) {
 		t.Error(`report names a controlled shutdown's partition "chaos--1"`)
 	}
 }
+
+// delete-recreate-topic is a window on the fault lane in a colour of its
+// own, its title naming the topic the nemesis deleted.
+func TestDeleteRecreateTopicOnTheFaultLane(t *testing.T) {
+	start := history.Event{Kind: history.KindFaultStart, Time: 100, Source: "nemesis",
+		Fault: &history.Fault{ID: "f1", Name: "delete-recreate-topic", Detail: "deletion of topic chaos-rf2 asked for (assignment 0:1,2)"}}
+	sp := faultSpan(history.FaultWindow{Start: start, End: 900})
+	if sp.label != "delete-recreate-topic" || sp.color != "#7b4f9d" || !strings.Contains(sp.title, "chaos-rf2") {
+		t.Fatalf("span %+v", sp)
+	}
+}
