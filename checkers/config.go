@@ -130,5 +130,6 @@ func All(cfg Config) []Checker {
 		FollowerHW{},
 		GroupGenerations{},
 		FenceCoverage{},
+		TopicDeletion{},
 	}
 }

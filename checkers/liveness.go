@@ -133,9 +133,10 @@ func (c Liveness) Check(h *history.History) Result {
 	}
 	al := newAliveness(h)
 	tl := leaderTimelines(h)
+	dw := findDeletionWindows(h)
 	for _, tp := range sortedTPs(tl) {
 		o, ok := stateAt(tl[tp], judgeAt)
-		if !ok || o.Leader >= 0 {
+		if !ok || o.Leader >= 0 || dw.during(tp.Topic, judgeAt) {
 			continue
 		}
 		var eligible []int32
