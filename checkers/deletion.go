@@ -18,7 +18,7 @@ import (
 // absent (a deletion window) is no time a partition owes a leader.
 
 // deletionWindow is the time a topic was being deleted or did not exist:
-// from the first controller's topic_deletion started to the first state of
+// from the first controller's topic_deletion started (or ineligible) to the first state of
 // its next incarnation (math.MaxInt64 if none followed).
 type deletionWindow struct {
 	from, to int64
@@ -38,19 +38,19 @@ func (d deletionWindows) during(topic string, t int64) bool {
 	return false
 }
 
-// findDeletionWindows reads the controllers' topic_deletion events and
+// findDeletionWindows reads the controllers' topic_deletion events (a
+// window opens at the first started or ineligible) and
 // closes each window at the first state version of a later incarnation of
 // any of the topic's partitions.
 func findDeletionWindows(h *history.History) deletionWindows {
 	out := deletionWindows{}
-	var open map[string]*deletionWindow
 	for e := range eventsOf(h, history.KindTopicDeletion) {
 		d := e.Deletion
-		if d == nil || d.Step != history.DeletionStarted {
+		// A controller that finds a deletion halted at its failover logs
+		// it ineligible without starting it: the topic is being deleted
+		// all the same.
+		if d == nil || (d.Step != history.DeletionStarted && d.Step != history.DeletionIneligible) {
 			continue
-		}
-		if open == nil {
-			open = map[string]*deletionWindow{}
 		}
 		ws := out[d.Topic]
 		if n := len(ws); n > 0 && ws[n-1].to == math.MaxInt64 {

@@ -165,7 +165,7 @@ func (c *Controller) initDeletions(ctx context.Context) error {
 		for _, r := range c.ctx.replicasOf(t) {
 			if !c.ctx.isLive(r.id) {
 				c.ctx.del.replicas[r] = delIneligible
-				c.ctx.del.ineligible[t] = true
+				c.markIneligible(t, "offline replicas at failover")
 			}
 		}
 	}
