@@ -96,3 +96,12 @@ func TestDeleteRecreateTopicOnTheFaultLane(t *testing.T) {
 		t.Fatalf("span %+v", sp)
 	}
 }
+
+// A topic_deletion event reads as its step, topic and partitions.
+func TestSummarizeTopicDeletion(t *testing.T) {
+	e := history.Event{Kind: history.KindTopicDeletion, Deletion: &history.TopicDeletion{Topic: "chaos-rf2", Step: history.DeletionIneligible,
+		Partitions: []int32{0, 1, 2}, ControllerEpoch: 3, Reason: "offline replicas"}}
+	if got, want := Summarize(&e), "deletion of topic chaos-rf2 ineligible, partitions [0 1 2]; controller epoch 3: offline replicas"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

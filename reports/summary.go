@@ -133,6 +133,18 @@ func Summarize(e *history.Event) string {
 		return s
 	case e.Watch != nil:
 		return summarizeWatch(e.Watch)
+	case e.Deletion != nil:
+		d := e.Deletion
+		s := fmt.Sprintf("deletion of topic %s %s, partitions %v", d.Topic, d.Step, d.Partitions)
+		if d.Step == history.PartitionDeleted {
+			s += fmt.Sprintf(" (replica at leader epoch %d)", d.LeaderEpoch)
+		} else {
+			s += fmt.Sprintf("; controller epoch %d", d.ControllerEpoch)
+		}
+		if d.Reason != "" {
+			s += ": " + d.Reason
+		}
+		return s
 	case e.Fault != nil:
 		f := e.Fault
 		s := f.Name
