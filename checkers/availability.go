@@ -228,6 +228,7 @@ func (c Availability) Check(h *history.History) Result {
 		}
 	}
 	roles, useRoles := roleEvents(h)
+	dw := findDeletionWindows(h)
 	serving := map[history.TopicPartition][]servingObs{}
 	for _, tp := range sortedTPs(tl) {
 		s := get(tp)
@@ -250,8 +251,9 @@ func (c Availability) Check(h *history.History) Result {
 				open = &Window{Start: o.time, Events: []int{o.idx}}
 				offendIdx, why = o.idx, o.why
 			case o.online && open != nil:
-				// Offline for longer than Grace after healing?
-				if hi.healed && o.time-max(open.Start, hi.at) > int64(c.Grace) && o.time > deadline {
+				// Offline for longer than Grace after healing? Not while
+				// its topic was being deleted: no leader is owed then.
+				if hi.healed && o.time-max(open.Start, hi.at) > int64(c.Grace) && o.time > deadline && !dw.during(tp.Topic, open.Start) {
 					r.violateAt(max(open.Start, hi.at)+int64(c.Grace), []int{offendIdx, o.idx},
 						"partition %s had no acting leader from event %d until event %d (%s), %s after every fault healed (grace %s).",
 						tp, offendIdx, o.idx, why, time.Duration(o.time-max(open.Start, hi.at)).Round(time.Millisecond), c.Grace)
@@ -262,6 +264,8 @@ func (c Availability) Check(h *history.History) Result {
 		if open != nil {
 			since := max(open.Start, hi.at)
 			switch {
+			case dw.during(tp.Topic, open.Start):
+				// Deleted, or being deleted, when the history ends.
 			case !hi.healed:
 				r.cannotDecide("partition %s has no acting leader since event %d (%s), but fault event %d was never stopped, so it is unclear whether it would recover.", tp, offendIdx, why, hi.openIdx)
 			case hi.end-since > int64(c.Grace):
@@ -285,6 +289,9 @@ func (c Availability) Check(h *history.History) Result {
 	}
 	if c.ElectGrace > 0 && useRoles {
 		for _, f := range findElectableOffline(h, ops, tl, serving, c.ElectGrace) {
+			if dw.during(f.tp.Topic, h.Events[f.write].Time) {
+				continue
+			}
 			evs := []int{f.write, f.ack}
 			if f.onlineAt >= 0 {
 				evs = append(evs, f.onlineAt)
@@ -298,6 +305,9 @@ func (c Availability) Check(h *history.History) Result {
 	}
 	if g := c.RegisteredElectGrace; g > 0 {
 		for _, f := range findRegisteredElect(h, tl, g) {
+			if dw.during(f.tp.Topic, f.from) {
+				continue
+			}
 			evs := []int{f.state, f.ctl.elected}
 			if f.endIdx >= 0 {
 				evs = append(evs, f.endIdx)

@@ -135,5 +135,6 @@ func All(cfg Config) []Checker {
 		QueueIsolation{},
 		QueueGroup{},
 		FenceCoverage{},
+		TopicDeletion{},
 	}
 }

@@ -67,6 +67,7 @@
 //	ISR membership           | no replica lacking acknowledged records joins the ISR            | Partition.maybeExpandIsr, PartitionStateMachine                         | isr_change (join), states, the logs' contents           | isr (isr.go)
 //	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr                 | hw-checkpoint (checkpoint.go)
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
+//	topic deletion           | a deleted partition is gone: no broker acts on it after deleting it, and the topic goes only once every replica deleted its log | TopicDeletionManager.completeDeleteTopic, ReplicaManager.stopReplicas (deletePartition) | topic_deletion, produce_append, hw_advance, role_change | topic-deletion (deletion.go)
 //	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
 //
 // # The queue workload's client promises

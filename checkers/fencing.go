@@ -94,6 +94,10 @@ func (c ControllerFencing) Check(h *history.History) Result {
 		}
 		maxO := obs[0]
 		for _, o := range obs[1:] {
+			if o.inc != maxO.inc {
+				maxO = o // a new incarnation of the topic starts again
+				continue
+			}
 			if o.ControllerEpoch < maxO.ControllerEpoch {
 				r.violate([]int{maxO.idx, o.idx},
 					"partition %s state went back from controller_epoch %d (event %d) to %d (event %d).",

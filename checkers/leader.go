@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -46,13 +47,14 @@ func (c LeaderUniqueness) Check(h *history.History) Result {
 		firstIdx int
 	}
 	acks := map[history.TopicPartition]map[int32]ackSpan{} // tp → epoch → first acks at that epoch
-	nAcks, nClaims := 0, 0
+	nAcks, nClaims, nPairs := 0, 0, 0
 
 	claimLeader := func(e *history.Event, tp history.TopicPartition, epoch int32, what string) {
 		nClaims++
 		k := epochKey{tp, epoch}
 		first, ok := claims[k]
 		if !ok {
+			nPairs++
 			claims[k] = claim{e.Node, e.Index, what}
 			return
 		}
@@ -64,8 +66,17 @@ func (c LeaderUniqueness) Check(h *history.History) Result {
 		}
 	}
 
-	for e := range eventsOf(h, history.KindRoleChange, history.KindProduceAppend, history.KindProduceAck) {
+	for e := range eventsOf(h, history.KindRoleChange, history.KindProduceAppend, history.KindProduceAck, history.KindTopicDeletion) {
 		switch e.Kind {
+		case history.KindTopicDeletion:
+			// A topic deleted and created again starts at leader epoch
+			// 0: the new incarnation's leaders claim the epochs anew.
+			if d := e.Deletion; d.Step == history.DeletionCompleted {
+				inTopic := func(k epochKey) bool { return k.tp.Topic == d.Topic }
+				maps.DeleteFunc(claims, func(k epochKey, _ claim) bool { return inTopic(k) })
+				maps.DeleteFunc(flagged, func(k epochKey, _ bool) bool { return inTopic(k) })
+				maps.DeleteFunc(acks, func(tp history.TopicPartition, _ map[int32]ackSpan) bool { return tp.Topic == d.Topic })
+			}
 		case history.KindRoleChange:
 			if e.Role.Role == history.RoleLeader {
 				claimLeader(e, e.Role.TP(), e.Role.LeaderEpoch, "became leader")
@@ -121,7 +132,7 @@ func (c LeaderUniqueness) Check(h *history.History) Result {
 	r.detail("acks_all_acknowledgements", nAcks)
 	r.detail("partition_states_ordered", nStates)
 	return r.result(fmt.Sprintf("%d leader claims over %d (partition, leader epoch) pairs were unique, %d acks=all acknowledgements never overlapped another leader's and %d partitions' states never went back in leader epoch.",
-		nClaims, len(claims), nAcks, nStates))
+		nClaims, nPairs, nAcks, nStates))
 }
 
 // stateEpochs checks that each partition state's leader_epoch never
@@ -147,6 +158,12 @@ func (LeaderUniqueness) stateEpochs(h *history.History, r *report) int {
 		}
 		maxO, prev := obs[0], obs[0]
 		for _, o := range obs[1:] {
+			if o.inc != maxO.inc {
+				// The topic was deleted and created again: leader
+				// epochs start again at 0.
+				maxO, prev = o, o
+				continue
+			}
 			// A run of versions at one older epoch (the stale writer's
 			// further ISR changes) is one regression, reported once.
 			if o.LeaderEpoch < maxO.LeaderEpoch && o.LeaderEpoch != prev.LeaderEpoch {

@@ -133,9 +133,10 @@ func (c Liveness) Check(h *history.History) Result {
 	}
 	al := newAliveness(h)
 	tl := leaderTimelines(h)
+	dw := findDeletionWindows(h)
 	for _, tp := range sortedTPs(tl) {
 		o, ok := stateAt(tl[tp], judgeAt)
-		if !ok || o.Leader >= 0 {
+		if !ok || o.Leader >= 0 || dw.during(tp.Topic, judgeAt) {
 			continue
 		}
 		var eligible []int32
@@ -487,7 +488,7 @@ func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64
 		switch op.F {
 		case history.FControlledShutdown:
 			what = fmt.Sprintf("%s of broker %d", op.F, op.Broker)
-		case history.FCreateTopic:
+		case history.FCreateTopic, history.FDeleteTopic:
 			what = fmt.Sprintf("%s %s", op.F, op.Topic)
 		default:
 			what = fmt.Sprintf("%s of %s-%d", op.F, op.Topic, op.Partition)
@@ -503,7 +504,7 @@ func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64
 
 func isAdminOp(f string) bool {
 	switch f {
-	case history.FCreateTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
+	case history.FCreateTopic, history.FDeleteTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
 		return true
 	}
 	return false

@@ -49,13 +49,20 @@ func deletedReplicas(e *history.Event) []history.TopicPartition {
 // leader was elected from the ISR of the state it replaced (in ZooKeeper
 // order); known is false when no state with that epoch is in the history.
 // The first state of a partition is clean: its leader is in the ISR the
-// controller created it with.
-func cleanLeader(vs zkStates, epoch int32) (leader int32, clean, known bool) {
+// controller created it with. Only the incarnation of the topic in force
+// at time t counts (a topic created again starts at leader epoch 0).
+func cleanLeader(vs zkStates, epoch int32, t int64) (leader int32, clean, known bool) {
+	inc := 0
+	for _, s := range vs.ordered {
+		if s.time <= t {
+			inc = max(inc, s.inc)
+		}
+	}
 	for i, s := range vs.ordered {
-		if s.LeaderEpoch != epoch {
+		if s.LeaderEpoch != epoch || s.inc != inc {
 			continue
 		}
-		for j := i - 1; j >= 0; j-- {
+		for j := i - 1; j >= 0 && vs.ordered[j].inc == inc; j-- {
 			if p := vs.ordered[j]; p.LeaderEpoch < epoch {
 				return s.Leader, p.Leader == s.Leader || slices.Contains(p.ISR, s.Leader), true
 			}
@@ -158,7 +165,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				judged++
 				continue
 			}
-			leader, clean, known := cleanLeader(states[t.TP()], t.LeaderEpoch)
+			leader, clean, known := cleanLeader(states[t.TP()], t.LeaderEpoch, e.Time)
 			if !known || !clean {
 				unjudged++
 				continue

@@ -294,12 +294,16 @@ func (Recovery) partitions(h *history.History, ps *nodeProcs, judge judgeFunc, t
 	tl := leaderTimelines(h)
 	sets := replicaSets(h)
 	_, useRoles := roleEvents(h)
+	dw := findDeletionWindows(h)
 	for _, tp := range sortedTPs(tl) {
 		obs := tl[tp]
 		if len(obs) == 0 {
 			continue
 		}
 		last := obs[len(obs)-1]
+		if dw.during(tp.Topic, last.at) {
+			continue // deleted, or being deleted, when the history ends
+		}
 		lastEv := &h.Events[last.idx]
 		if last.Leader < 0 {
 			k := len(obs) - 1

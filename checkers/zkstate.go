@@ -21,6 +21,10 @@ type zkState struct {
 	idx     int   // its event
 	writer  int32 // the node that wrote it, unless watcher
 	watcher bool
+	// inc counts the partition's incarnations before this version's: 0
+	// until its topic is deleted and created again, when the znode
+	// version starts again at 0 (deletion.go).
+	inc int
 }
 
 // zkStates is what the history shows of one partition's state znode.
@@ -102,7 +106,23 @@ func collectPartitionStates(h *history.History) map[history.TopicPartition]zkSta
 			ordered = c.byZxid
 			slices.SortStableFunc(ordered, func(a, b zkState) int { return cmp.Compare(a.zxid, b.zxid) })
 		}
+		countIncarnations(ordered)
 		out[tp] = zkStates{ordered: ordered, unordered: c.unordered}
 	}
 	return out
+}
+
+// countIncarnations numbers the incarnations of ordered versions: a
+// version 0 after a higher version is a new znode, which only a deletion
+// of the topic and its creation at the same name make.
+func countIncarnations(ordered []zkState) {
+	inc, top := 0, int32(0)
+	for i := range ordered {
+		if v := ordered[i].version; v == 0 && top > 0 {
+			inc, top = inc+1, 0
+		} else {
+			top = max(top, v)
+		}
+		ordered[i].inc = inc
+	}
 }

@@ -427,12 +427,14 @@ func TestNewChecksCapabilities(t *testing.T) {
 		missing []FaultKind
 		wantErr []string
 	}{
-		{"everything", Env{Partitions: w, Failpoints: w, Session: time.Second, Disks: &crashWorld{}}, nil, nil},
-		{"no disks", Env{Partitions: w, Failpoints: w, Session: time.Second}, []FaultKind{CrashLoseUnflushed},
+		{"everything", Env{Partitions: w, Failpoints: w, Session: time.Second, Disks: &crashWorld{}, Topics: &topicsWorld{}}, nil, nil},
+		{"no disks", Env{Partitions: w, Failpoints: w, Session: time.Second, Topics: &topicsWorld{}}, []FaultKind{CrashLoseUnflushed},
 			[]string{"crash-lose-unflushed: the run has no node data directories (Env.Disks)"}},
-		{"no failpoints", Env{Partitions: w, Session: time.Second}, []FaultKind{FailpointFault, FailoverOnLaggingZK},
+		{"no topic admin", Env{Partitions: w, Failpoints: w, Session: time.Second, Disks: &crashWorld{}}, []FaultKind{DeleteRecreateTopic},
+			[]string{"delete-recreate-topic: the run has no topic admin (Env.Topics)"}},
+		{"no failpoints", Env{Partitions: w, Session: time.Second, Disks: &crashWorld{}, Topics: &topicsWorld{}}, []FaultKind{FailpointFault, FailoverOnLaggingZK},
 			[]string{"failpoint: the run has no failpoints (Env.Failpoints)", "failover-on-lagging-zk: the run has no failpoints"}},
-		{"nothing", Env{}, []FaultKind{FailpointFault, KillLaggingLeader, FailoverOnLaggingZK, CrashLoseUnflushed},
+		{"nothing", Env{}, []FaultKind{FailpointFault, KillLaggingLeader, FailoverOnLaggingZK, CrashLoseUnflushed, DeleteRecreateTopic},
 			[]string{"kill-lagging-leader: the run has no partition roles (Env.Partitions), no session timeout (Env.Session is 0s)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

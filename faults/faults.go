@@ -63,6 +63,7 @@ const (
 	KillLaggingLeader   = schedule.KillLaggingLeader
 	FailoverOnLaggingZK = schedule.FailoverOnLaggingZK
 	CrashLoseUnflushed  = schedule.CrashLoseUnflushed
+	DeleteRecreateTopic = schedule.DeleteRecreateTopic
 )
 
 // Topology is what decides whether a fault can apply to a run at all: the
@@ -202,6 +203,10 @@ var catalogue = []Fault{
 	}},
 	{CrashLoseUnflushed, CrashLoseUnflushedDoc, needNodes(1), func(ctx context.Context, s *Set, _ FaultKind, pick int) (Heal, error) {
 		return s.unflushed.inject(ctx, pick)
+	}},
+	// The spread topic it deletes exists from 3 brokers on.
+	{DeleteRecreateTopic, DeleteRecreateTopicDoc, needNodes(3), func(ctx context.Context, s *Set, _ FaultKind, pick int) (Heal, error) {
+		return s.recreate.inject(ctx, pick)
 	}},
 }
 

@@ -139,6 +139,9 @@ type Env struct {
 	// write hold the removal of a stopped broker from the ISRs rather than
 	// the elections of the partitions it led; nil: the first write holds.
 	Leaders Leaders
+	// Topics deletes and creates topics through ZooKeeper; a Set built
+	// without it has delete-recreate-topic missing.
+	Topics Topics
 }
 
 // Set is one run's faults: every kind of the catalogue bound to the run's
@@ -151,6 +154,7 @@ type Set struct {
 	lagging     *laggingLeader
 	zkFailover  *zkFailover
 	unflushed   *unflushedCrash
+	recreate    *topicRecreate
 	// missing says, per composite kind env could not carry, what it
 	// lacked; injecting one returns that.
 	missing map[FaultKind]error
@@ -196,6 +200,11 @@ func New(n *nemesis.Nemesis, env Env) (*Set, error) {
 		miss(CrashLoseUnflushed, []string{"node data directories (Env.Disks)"})
 	} else {
 		s.unflushed = &unflushedCrash{world: n.World, ops: nemesisProcs{n}, disks: env.Disks, rec: n.Rec}
+	}
+	if env.Topics == nil {
+		miss(DeleteRecreateTopic, []string{"topic admin (Env.Topics)"})
+	} else {
+		s.recreate = &topicRecreate{topics: env.Topics, rec: n.Rec, within: recreateWithin}
 	}
 	return s, nil
 }

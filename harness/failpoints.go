@@ -28,6 +28,7 @@ type failpointWorld struct {
 	runDir     string
 	topic      string
 	partitions int32
+	spread     string // the spread topic, "" when the run has none
 	session    time.Duration
 	replicaLag time.Duration
 	logs       nodeLogs
@@ -45,13 +46,21 @@ var (
 func newFailpointWorld(w *world, c *cluster.Cluster, runDir string, cfg RunConfig) *failpointWorld {
 	return &failpointWorld{world: w, admin: &Live{Cluster: c}, runDir: runDir,
 		topic: cfg.Topic, partitions: cfg.Partitions, session: cfg.ZKSessionTimeout, replicaLag: replicaLagOf(cfg.NodeFlags),
-		logs: nodeLogs{keep: nemesisKinds}}
+		logs: nodeLogs{keep: nemesisKinds}, spread: spreadOf(cfg)}
+}
+
+// spreadOf is the spread topic cfg's set-up creates, "" for none.
+func spreadOf(cfg RunConfig) string {
+	if ls := cfg.layouts(); len(ls) > 1 {
+		return ls[1].topic
+	}
+	return ""
 }
 
 // env is what the run's faults may use: everything this world offers.
 func (f *failpointWorld) env() faults.Env {
 	return faults.Env{Partitions: f, Failpoints: f, Session: f.session, ReplicaLag: f.replicaLag,
-		Elector: f.world, StateVia: f.world, BadVersions: f, Resigner: f.world, Disks: f, Leaders: f}
+		Elector: f.world, StateVia: f.world, BadVersions: f, Resigner: f.world, Disks: f, Leaders: f, Topics: f}
 }
 
 // nemesisKinds: the node event kinds the nemesis's questions read (failpoint

@@ -36,6 +36,7 @@ const (
 	FReassign           = "reassign"            // Topic, Partition; Value: the target replicas
 	FPreferredElection  = "preferred-election"  // Topic, Partition
 	FControlledShutdown = "controlled-shutdown" // Broker: the broker stopped with SIGTERM and restarted
+	FDeleteTopic        = "delete-topic"        // Topic; ok once the controller removed its znodes
 )
 
 // Acks values a producer may use (ClientOp.Acks).

@@ -40,6 +40,7 @@ type Kind string
 //	txn_request           Txn          node (transaction coordinator), a transaction request answered, a marker round, a completion, a __transaction_state load or unload
 //	txn_marker            TxnMarker    node (partition leader), a WriteTxnMarkers marker appended or refused
 //	queue_op              Queue        queue workload (Jepsen's Kafka queue test: sends and polls; history/queue.go)
+//	topic_deletion        Deletion     node: the controller began, halted or finished deleting a topic; a broker removed a deleted partition's log
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -66,6 +67,7 @@ const (
 	KindGroupRequest       Kind = "group_request"
 	KindTxnRequest         Kind = "txn_request"
 	KindTxnMarker          Kind = "txn_marker"
+	KindTopicDeletion      Kind = "topic_deletion"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -76,7 +78,7 @@ var Kinds = []Kind{
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
-	KindTxnRequest, KindTxnMarker, KindQueueOp,
+	KindTxnRequest, KindTxnMarker, KindQueueOp, KindTopicDeletion,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -120,6 +122,7 @@ type Event struct {
 	Txn          *TxnRequest    `json:"txn,omitempty"`
 	TxnMarker    *TxnMarker     `json:"txn_marker,omitempty"`
 	Queue        *QueueOp       `json:"queue,omitempty"`
+	Deletion     *TopicDeletion `json:"deletion,omitempty"`
 }
 
 // TopicPartition names one partition.

@@ -17,7 +17,7 @@ const adminColor = "#6b8e23"
 
 func isAdminOp(f string) bool {
 	switch f {
-	case history.FCreateTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
+	case history.FCreateTopic, history.FDeleteTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
 		return true
 	}
 	return false
@@ -29,7 +29,7 @@ func opTarget(o *history.ClientOp) string {
 	switch o.F {
 	case history.FControlledShutdown:
 		return fmt.Sprintf("broker %d", o.Broker)
-	case history.FCreateTopic:
+	case history.FCreateTopic, history.FDeleteTopic:
 		return "topic " + o.Topic
 	}
 	return fmt.Sprintf("%s-%d", o.Topic, o.Partition)

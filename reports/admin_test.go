@@ -85,3 +85,23 @@ func TestAdminOpsAndFailpointOnTheFaultLane(t *testing.T) {
 		t.Error(`report names a controlled shutdown's partition "chaos--1"`)
 	}
 }
+
+// delete-recreate-topic is a window on the fault lane in a colour of its
+// own, its title naming the topic the nemesis deleted.
+func TestDeleteRecreateTopicOnTheFaultLane(t *testing.T) {
+	start := history.Event{Kind: history.KindFaultStart, Time: 100, Source: "nemesis",
+		Fault: &history.Fault{ID: "f1", Name: "delete-recreate-topic", Detail: "deletion of topic chaos-rf2 asked for (assignment 0:1,2)"}}
+	sp := faultSpan(history.FaultWindow{Start: start, End: 900})
+	if sp.label != "delete-recreate-topic" || sp.color != "#7b4f9d" || !strings.Contains(sp.title, "chaos-rf2") {
+		t.Fatalf("span %+v", sp)
+	}
+}
+
+// A topic_deletion event reads as its step, topic and partitions.
+func TestSummarizeTopicDeletion(t *testing.T) {
+	e := history.Event{Kind: history.KindTopicDeletion, Deletion: &history.TopicDeletion{Topic: "chaos-rf2", Step: history.DeletionIneligible,
+		Partitions: []int32{0, 1, 2}, ControllerEpoch: 3, Reason: "offline replicas"}}
+	if got, want := Summarize(&e), "deletion of topic chaos-rf2 ineligible, partitions [0 1 2]; controller epoch 3: offline replicas"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

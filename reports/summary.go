@@ -133,6 +133,18 @@ func Summarize(e *history.Event) string {
 		return s
 	case e.Watch != nil:
 		return summarizeWatch(e.Watch)
+	case e.Deletion != nil:
+		d := e.Deletion
+		s := fmt.Sprintf("deletion of topic %s %s, partitions %v", d.Topic, d.Step, d.Partitions)
+		if d.Step == history.PartitionDeleted {
+			s += fmt.Sprintf(" (replica at leader epoch %d)", d.LeaderEpoch)
+		} else {
+			s += fmt.Sprintf("; controller epoch %d", d.ControllerEpoch)
+		}
+		if d.Reason != "" {
+			s += ": " + d.Reason
+		}
+		return s
 	case e.Fault != nil:
 		f := e.Fault
 		s := f.Name
@@ -173,7 +185,7 @@ func summarizeOp(o *history.ClientOp) string {
 		if o.Acks != 0 && o.Type == history.OpInvoke {
 			fmt.Fprintf(&b, " acks %d", o.Acks)
 		}
-	case history.FCreateTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
+	case history.FCreateTopic, history.FDeleteTopic, history.FReassign, history.FPreferredElection, history.FControlledShutdown:
 		if o.Value != "" {
 			fmt.Fprintf(&b, ": %s", o.Value)
 		}

@@ -509,6 +509,11 @@ func faultSpan(w history.FaultWindow) span {
 		// a plain kill (the title, from the start's detail, says what it
 		// dropped).
 		color = "#8b1a1a"
+	case f.Name == string(schedule.DeleteRecreateTopic):
+		// Not a process or a link: a topic's deletion, whose partitions
+		// come back as a new incarnation at the heal (the title names the
+		// topic and its assignment).
+		color = "#7b4f9d"
 	}
 	return span{from: w.Start.Time, to: w.End, label: label, title: title, color: color, open: w.Open}
 }

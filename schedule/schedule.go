@@ -42,6 +42,7 @@ const (
 	KillLaggingLeader   FaultKind = "kill-lagging-leader"
 	FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
 	CrashLoseUnflushed  FaultKind = "crash-lose-unflushed"
+	DeleteRecreateTopic FaultKind = "delete-recreate-topic"
 )
 
 // Kinds lists every fault kind in the catalogue's order; faults'
@@ -50,7 +51,7 @@ var Kinds = []FaultKind{
 	PauseController, PauseNode, KillNode, BounceNode, BounceController,
 	IsolateNode, IsolateController, PartitionHalves, IsolateZKLeader,
 	PauseZKFollower, SlowZKFollowerLink, FailpointFault, KillLaggingLeader,
-	FailoverOnLaggingZK, CrashLoseUnflushed,
+	FailoverOnLaggingZK, CrashLoseUnflushed, DeleteRecreateTopic,
 }
 
 // Step is one planned fault: start At after the schedule begins, hold for

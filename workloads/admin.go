@@ -25,7 +25,7 @@ import (
 )
 
 // AdminOps lists the control-plane operations, in the order weights apply.
-var AdminOps = []string{history.FReassign, history.FPreferredElection, history.FCreateTopic, history.FControlledShutdown}
+var AdminOps = []string{history.FReassign, history.FPreferredElection, history.FCreateTopic, history.FControlledShutdown, history.FDeleteTopic}
 
 // AdminConfig configures the admin workload.
 type AdminConfig struct {
@@ -112,7 +112,8 @@ func NewAdmin(cfg AdminConfig, open func(name string) (*history.Writer, error)) 
 
 // opWeight makes partition moves (the controller work the seed bugs need)
 // more frequent than topic creation and broker restarts.
-var opWeight = map[string]int{history.FReassign: 3, history.FPreferredElection: 3, history.FCreateTopic: 1, history.FControlledShutdown: 1}
+var opWeight = map[string]int{history.FReassign: 3, history.FPreferredElection: 3, history.FCreateTopic: 1, history.FControlledShutdown: 1,
+	history.FDeleteTopic: 1}
 
 // pickOp draws the next operation; the same seed gives the same sequence.
 func pickOp(r *rand.Rand, ops []string) string {
@@ -161,6 +162,8 @@ func (a *Admin) Run(ctx context.Context) error {
 			op.createTopic(ctx)
 		case history.FControlledShutdown:
 			op.controlledShutdown(ctx)
+		case history.FDeleteTopic:
+			op.deleteAndRecreate(ctx)
 		}
 	}
 }
@@ -172,6 +175,10 @@ type adminOp struct {
 	rng    *rand.Rand
 	proc   int // bumped after an info: that process may still have an op in flight
 	topics int // topics created so far, for their names
+	// created are the topics this workload created that exist now, the
+	// ones it may delete (never the workload topic, whose records the
+	// checkers follow).
+	created []string
 }
 
 func (o *adminOp) record(typ history.OpType, op history.ClientOp) {
@@ -409,7 +416,12 @@ func (o *adminOp) preferred(ctx context.Context) {
 // up to three brokers; ok once its state znode names a leader.
 func (o *adminOp) createTopic(ctx context.Context) {
 	o.topics++
-	name := fmt.Sprintf("%s-admin-%d", o.cfg.Topic, o.topics)
+	o.createNamed(ctx, fmt.Sprintf("%s-admin-%d", o.cfg.Topic, o.topics))
+}
+
+// createNamed creates topic name (createTopic), remembering it once it
+// exists.
+func (o *adminOp) createNamed(ctx context.Context, name string) {
 	brokers := slices.Clone(o.cfg.Brokers)
 	sort.Ints(brokers)
 	start := o.rng.IntN(len(brokers))
@@ -433,6 +445,46 @@ func (o *adminOp) createTopic(ctx context.Context) {
 		}
 		return true, fmt.Sprintf("leader %d, leader epoch %d, isr %s", st.Leader, st.LeaderEpoch, joinInts(st.ISR))
 	})
+	if ok, _ := o.exists(ctx, zklayout.TopicPath(name)); ok && !slices.Contains(o.created, name) {
+		o.created = append(o.created, name)
+	}
+}
+
+// deleteAndRecreate deletes one of the topics this workload created
+// (/admin/delete_topics/<t>, as kafka-topics.sh --delete did), ok once the
+// controller removed the topic's znodes and the request, then creates it
+// again at the same name: a new incarnation, whose leader epochs and
+// offsets start again at 0. Nothing is invoked before a topic was created.
+func (o *adminOp) deleteAndRecreate(ctx context.Context) {
+	// One draw whatever the list holds, so the draws that follow stay as
+	// the seed gives them.
+	n := o.rng.IntN(1 << 30)
+	if len(o.created) == 0 {
+		return
+	}
+	name := o.created[n%len(o.created)]
+	o.created = slices.DeleteFunc(o.created, func(t string) bool { return t == name })
+	inv := history.ClientOp{F: history.FDeleteTopic, Topic: name}
+	o.record(history.OpInvoke, inv)
+	if err := o.create(ctx, zklayout.DeleteTopicPath(name), nil); err != nil {
+		o.createFailed(inv, zklayout.DeleteTopicPath(name), err)
+		return
+	}
+	gone := false
+	o.finish(ctx, inv, "topic deletion", o.consumed(ctx, zklayout.DeleteTopicPath(name), func() (bool, string) {
+		still, err := o.exists(ctx, zklayout.TopicPath(name))
+		if err != nil {
+			return false, err.Error()
+		}
+		if still {
+			return false, zklayout.TopicPath(name) + " still present"
+		}
+		gone = true
+		return true, "topic znodes removed"
+	}))
+	if gone {
+		o.createNamed(ctx, name)
+	}
 }
 
 // controlledShutdown stops a broker with SIGTERM (its controlled shutdown)

@@ -34,6 +34,9 @@ const (
 	AdminPath             = "/admin"            // AdminZNode
 	ReassignPath          = "/admin/reassign_partitions"
 	PreferredElectionPath = "/admin/preferred_replica_election"
+	// DeleteTopicsPath holds one child per topic to delete
+	// (DeleteTopicsZNode); the controller removes the child with the topic.
+	DeleteTopicsPath = "/admin/delete_topics"
 	// ISRChangeNotificationPath is where partition leaders tell the
 	// controller of ISR changes (IsrChangeNotificationZNode); the
 	// controller deletes each child once it has taken it in.
@@ -55,6 +58,10 @@ func ParseBrokerID(child string) (int32, error) {
 
 // TopicPath is a topic's assignment znode (TopicZNode.path).
 func TopicPath(topic string) string { return TopicsPath + "/" + topic }
+
+// DeleteTopicPath is the znode whose creation asks the controller to
+// delete topic (DeleteTopicsTopicZNode.path).
+func DeleteTopicPath(topic string) string { return DeleteTopicsPath + "/" + topic }
 
 // StatePath is a partition's state znode (TopicPartitionStateZNode.path).
 func StatePath(topic string, partition int32) string {

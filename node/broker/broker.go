@@ -299,6 +299,14 @@ func (b *Broker) control(hdr wire.RequestHeader, api string, controllerID, contr
 func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
 	resp := kmsg.NewPtrStopReplicaResponse()
 	resp.SetVersion(req.Version)
+	var deleted []history.TopicDeletion
+	defer func() {
+		// After the request's control_request and role changes: each
+		// partition whose log this request removed.
+		for i := range deleted {
+			b.Log.Emit(history.Event{Kind: history.KindTopicDeletion, Deletion: &deleted[i]})
+		}
+	}()
 	b.control(hdr, history.APIStopReplica, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 1), &resp.ErrorCode,
 		func(code int16, ev *history.Control) (stopped []history.Role) {
 			ev.DeletePartition = req.DeletePartitions
@@ -356,6 +364,14 @@ func (b *Broker) HandleStopReplica(hdr wire.RequestHeader, req *kmsg.StopReplica
 							le := p.leaderEpoch
 							if hosted && le < 0 {
 								le = old.LeaderEpoch
+							}
+							if p.delete {
+								prev := NoEpoch
+								if hosted {
+									prev = old.LeaderEpoch
+								}
+								deleted = append(deleted, history.TopicDeletion{Topic: p.topic, Step: history.PartitionDeleted,
+									Partitions: []int32{p.partition}, ControllerEpoch: req.ControllerEpoch, LeaderEpoch: prev})
 							}
 							if !keepsLeading {
 								// Last partition first, the order these have always been logged in.

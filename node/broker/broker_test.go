@@ -290,3 +290,61 @@ func TestStopReplicaWithoutDeleteLeavesALeaderLeading(t *testing.T) {
 		t.Fatalf("hosted %v, role %s; want a leader still", hosted, p.Role)
 	}
 }
+
+// ReplicaManager.stopReplicas with deletePartition and EpochDuringDelete
+// (TopicDeletionManager's ReplicaDeletionStarted): the log goes and the
+// broker records which partition it deleted and the epoch its replica had;
+// MetadataCache.updateMetadata drops a partition whose leader is
+// LeaderDuringDelete.
+func TestStopReplicaDeleteIsLoggedAndMetadataDropsDeletedPartitions(t *testing.T) {
+	b := primed(t, "")
+	var logged bytes.Buffer
+	b.Log = eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil)
+	um := updateMetadata(5, 100, 1, 2)
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "t"
+	p := kmsg.NewUpdateMetadataRequestTopicPartition()
+	p.Leader, p.LeaderEpoch = 1, 3
+	ts.PartitionStates = append(ts.PartitionStates, p)
+	um.TopicStates = append(um.TopicStates, ts)
+	b.HandleUpdateMetadata(wire.RequestHeader{}, um)
+	if _, ok := b.Metadata.Partition(history.TP("t", 0)); !ok {
+		t.Fatal("t-0 not in the metadata cache")
+	}
+	um.TopicStates[0].PartitionStates[0].Leader = leaderDuringDelete
+	b.HandleUpdateMetadata(wire.RequestHeader{}, um)
+	if ps, ok := b.Metadata.Partition(history.TP("t", 0)); ok {
+		t.Fatalf("t-0 still in the metadata cache after an UpdateMetadata with leader -2: %+v", ps)
+	}
+
+	r := kmsg.NewPtrStopReplicaRequest()
+	r.SetVersion(3)
+	r.ControllerEpoch, r.BrokerEpoch = 5, 100
+	st := kmsg.NewStopReplicaRequestTopic()
+	st.Topic = "t"
+	ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+	ps.LeaderEpoch, ps.Delete = EpochDuringDelete, true
+	st.PartitionStates = append(st.PartitionStates, ps)
+	r.Topics = append(r.Topics, st)
+	if resp := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, r); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("StopReplica answered %+v", resp)
+	}
+	evs, _, err := history.Decode(&logged, "n1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []history.Kind
+	var del *history.TopicDeletion
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == history.KindTopicDeletion {
+			del = e.Deletion
+		}
+	}
+	if del == nil || kinds[len(kinds)-1] != history.KindTopicDeletion {
+		t.Fatalf("kinds logged %v, want the deletion last", kinds)
+	}
+	if del.Topic != "t" || del.Step != history.PartitionDeleted || len(del.Partitions) != 1 || del.Partitions[0] != 0 || del.LeaderEpoch != 3 {
+		t.Fatalf("logged %+v, want t-0 deleted at leader epoch 3", del)
+	}
+}

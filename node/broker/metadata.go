@@ -24,6 +24,9 @@ type MetadataCache struct {
 	Partitions      map[history.TopicPartition]history.PartitionState
 }
 
+// leaderDuringDelete is LeaderAndIsr.LeaderDuringDelete.
+const leaderDuringDelete int32 = -2
+
 func newMetadataCache() *MetadataCache {
 	return &MetadataCache{ControllerID: -1, Brokers: map[int32]LiveBroker{}, Partitions: map[history.TopicPartition]history.PartitionState{}}
 }
@@ -41,6 +44,12 @@ func (m *MetadataCache) update(req *kmsg.UpdateMetadataRequest) {
 		m.Brokers[lb.ID] = b
 	}
 	add := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+		if p.Leader == leaderDuringDelete {
+			// MetadataCache.updateMetadata: a partition whose topic is
+			// being deleted leaves the cache, so Metadata stops naming it.
+			delete(m.Partitions, history.TP(topic, p.Partition))
+			return
+		}
 		m.Partitions[history.TP(topic, p.Partition)] = history.PartitionState{Topic: topic, Partition: p.Partition,
 			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ControllerEpoch: p.ControllerEpoch, ISR: p.ISR, Replicas: p.Replicas}
 	}

@@ -123,7 +123,7 @@ func (c *Controller) preferredElection(ctx context.Context, d []byte) (done bool
 	for _, tp := range tps {
 		tp := history.TP(tp.Topic, tp.Partition)
 		as, st := c.ctx.assign[tp], c.ctx.state[tp]
-		if len(as) > 0 && st != nil && st.st.Leader != as[0] {
+		if len(as) > 0 && st != nil && st.st.Leader != as[0] && !c.ctx.queuedTP(tp) {
 			list = append(list, tp)
 		}
 	}
@@ -161,7 +161,9 @@ func (c *Controller) reassign(ctx context.Context, d []byte) (done bool, err err
 	for _, rp := range parts {
 		tp := history.TP(rp.Topic, rp.Partition)
 		old, ok := c.ctx.assign[tp]
-		if !ok {
+		if !ok || c.ctx.queuedTP(tp) {
+			// KafkaController.onPartitionReassignment refuses a topic
+			// being deleted.
 			continue
 		}
 		grows := false

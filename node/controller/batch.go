@@ -132,6 +132,12 @@ func (b *batch) send() {
 			t.Topic = tp.Topic
 			p := kmsg.NewUpdateMetadataRequestTopicPartition()
 			p.Topic, p.Partition, p.ControllerEpoch, p.Leader, p.LeaderEpoch = tp.Topic, tp.Partition, ps.st.ControllerEpoch, ps.st.Leader, ps.st.LeaderEpoch
+			if c.ctx.queuedTP(tp) {
+				// addUpdateMetadataRequestForBrokers (beingDeleted):
+				// LeaderAndIsr.LeaderDuringDelete tells the broker to drop
+				// the partition from its metadata cache.
+				p.Leader = leaderDuringDelete
+			}
 			p.ISR, p.ZKVersion, p.Replicas = slices.Clone(ps.st.ISR), ps.ver, slices.Clone(c.ctx.assign[tp])
 			for _, r := range c.ctx.assign[tp] {
 				if _, ok := c.ctx.live[r]; !ok {
@@ -162,15 +168,22 @@ func sortedKeys[V any](m map[int32]V) []int32 {
 	return out
 }
 
-// onResponse is called by send threads; responses are only logged (Kafka's
-// controller uses them for topic deletion, which the node does not model).
-func (c *Controller) onResponse(broker int32, req kmsg.Request, resp kmsg.Response) {
+// onResponse is called by send threads of the queues made in controller
+// generation gen. Responses are logged; a StopReplica that deleted
+// partitions becomes an event for the deletion (Kafka's response callback),
+// which the event loop drops if the controller moved on since.
+func (c *Controller) onResponse(gen int, broker int32, req kmsg.Request, resp kmsg.Response) {
 	var code int16
 	switch r := resp.(type) {
 	case *kmsg.LeaderAndISRResponse:
 		code = r.ErrorCode
 	case *kmsg.StopReplicaResponse:
 		code = r.ErrorCode
+		if sr, ok := req.(*kmsg.StopReplicaRequest); ok {
+			if ev := deletionResponse(gen, broker, sr, r); ev != nil {
+				c.events.push(ev)
+			}
+		}
 	case *kmsg.UpdateMetadataResponse:
 		code = r.ErrorCode
 	}

@@ -94,7 +94,10 @@ func (c *Controller) onBrokerStartup(ctx context.Context, ids []int32) error {
 		}
 		var to []int32
 		for _, r := range c.ctx.assign[tp] {
-			if slices.Contains(ids, r) {
+			// OnlineReplica is not a valid transition from
+			// ReplicaDeletionSuccessful: a replica already deleted
+			// hears nothing more of its topic.
+			if slices.Contains(ids, r) && c.ctx.del.replicas[replicaKey{tp, r}] != delSuccessful {
 				to = append(to, r)
 			}
 		}
@@ -111,7 +114,12 @@ func (c *Controller) onBrokerStartup(ctx context.Context, ids []int32) error {
 	if err := c.onNewPartitions(ctx, newParts); err != nil {
 		return err
 	}
-	return c.electOffline(ctx)
+	if err := c.electOffline(ctx); err != nil {
+		return err
+	}
+	// Replicas of topics being deleted on the started brokers may now be
+	// deleted (onBrokerStartup's resumeDeletionForTopics).
+	return c.resumeDeletionForTopics(ctx, c.deletingTopicsOn(ids))
 }
 
 // onBrokerFailure is KafkaController.onBrokerFailure and
@@ -141,7 +149,10 @@ func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 			return err
 		}
 	}
-	return nil
+	// onReplicasBecomeOffline: the failed brokers' replicas of topics
+	// being deleted cannot answer, so their deletion fails and the topics
+	// wait for the brokers to return.
+	return c.failReplicaDeletion(ctx, c.deletionReplicasOn(ids), "offline replicas")
 }
 
 // offlineReplica is ReplicaStateMachine's OfflineReplica transition for
@@ -155,7 +166,7 @@ func (c *Controller) onBrokerFailure(ctx context.Context, ids []int32) error {
 func (c *Controller) offlineReplica(ctx context.Context, id int32) error {
 	var tps []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
-		if c.ctx.state[tp] != nil && slices.Contains(c.ctx.assign[tp], id) {
+		if c.ctx.state[tp] != nil && slices.Contains(c.ctx.assign[tp], id) && !c.ctx.queuedTP(tp) {
 			tps = append(tps, tp)
 		}
 	}

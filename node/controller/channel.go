@@ -75,7 +75,10 @@ type requester interface {
 const defaultStopWait = time.Second
 
 type channelManager struct {
-	c      *Controller
+	c *Controller
+	// gen is the controller generation the queues serve; responses carry
+	// it to the event loop, which drops them once the controller moved on.
+	gen    int
 	mu     sync.Mutex
 	queues map[int32]*sendQueue
 	// newClient connects a queue to its broker (wire.NewClient).
@@ -87,7 +90,7 @@ type channelManager struct {
 }
 
 func newChannelManager(c *Controller) *channelManager {
-	return &channelManager{c: c, queues: map[int32]*sendQueue{}, stopWait: defaultStopWait,
+	return &channelManager{c: c, gen: c.gen, queues: map[int32]*sendQueue{}, stopWait: defaultStopWait,
 		newClient: func(b brokerInfo) requester {
 			return wire.NewClient(b.addr(), fmt.Sprintf("controller-%d", c.cfg.BrokerID))
 		}}
@@ -212,7 +215,7 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 			resp, err := sq.client.Request(ctx, req)
 			cancel()
 			if err == nil {
-				m.c.onResponse(sq.broker.ID, req, resp)
+				m.c.onResponse(m.gen, sq.broker.ID, req, resp)
 				break
 			}
 			if peerClosed(err) && !resent {

@@ -73,6 +73,7 @@ type ReplicaEndpoint struct {
 type zkConn interface {
 	zkutil.PathConn
 	Get(path string) ([]byte, *zk.Stat, error)
+	Children(path string) ([]string, *zk.Stat, error)
 	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
 	ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error)
 	Multi(ops ...any) ([]zk.MultiResponse, error)
@@ -111,21 +112,24 @@ type cctx struct {
 	// live leader. triggerOnlinePartitionStateChange elects these (and the
 	// new ones, which have no state yet).
 	offline map[history.TopicPartition]bool
+	// del is the topic deletions under way (deletion.go).
+	del deletions
 }
 
 func newContext() *cctx {
 	return &cctx{live: map[int32]brokerInfo{}, shuttingDown: map[int32]bool{},
 		assign: map[history.TopicPartition][]int32{}, state: map[history.TopicPartition]*partState{}, topics: map[string]bool{},
-		offline: map[history.TopicPartition]bool{}}
+		offline: map[history.TopicPartition]bool{}, del: newDeletions()}
 }
 
 // markOffline moves every partition whose leader is not online (dead,
 // shutting down, or -1) to the Offline state, as
 // KafkaController.onReplicasBecomeOffline and
-// PartitionStateMachine.initializePartitionState do with isReplicaOnline.
+// PartitionStateMachine.initializePartitionState do with isReplicaOnline;
+// a topic queued for deletion is left out, as both leave it out.
 func (x *cctx) markOffline() {
 	for tp, ps := range x.state {
-		if ps != nil && !x.isLive(ps.st.Leader) {
+		if ps != nil && !x.isLive(ps.st.Leader) && !x.queuedTP(tp) {
 			x.offline[tp] = true
 		}
 	}
@@ -206,7 +210,17 @@ type (
 	evISRChange        struct{ gen int }
 	evPreferred        struct{ gen int }
 	evReassign         struct{ gen int }
-	evNewSession       struct{ id int64 }
+	evTopicDeletion    struct{ gen int }
+	// evDeletionResponse is TopicDeletionStopReplicaResponseReceived: a
+	// broker's answer to a StopReplica that deleted partitions, sent by
+	// the send queues of controller generation gen.
+	evDeletionResponse struct {
+		gen          int
+		broker       int32
+		requestError int16
+		partitions   []deletionAnswer
+	}
+	evNewSession struct{ id int64 }
 	// evExpire is KafkaController's Expire; processed is closed once the
 	// controller has resigned.
 	evExpire   struct{ processed chan struct{} }
@@ -225,6 +239,8 @@ func (evTopicChange) name() string      { return "TopicChange" }
 func (evISRChange) name() string        { return "IsrChangeNotification" }
 func (evPreferred) name() string        { return "PreferredReplicaLeaderElection" }
 func (evReassign) name() string         { return "PartitionReassignment" }
+func (evTopicDeletion) name() string    { return "TopicDeletion" }
+func (evDeletionResponse) name() string { return "TopicDeletionStopReplicaResponseReceived" }
 func (evNewSession) name() string       { return "RegisterBrokerAndReelect" }
 func (evExpire) name() string           { return "Expire" }
 func (evShutdown) name() string         { return "ControlledShutdown" }
@@ -233,11 +249,13 @@ func (evShutdown) name() string         { return "ControlledShutdown" }
 // in; process drops it if the controller failed over or resigned since.
 type generation interface{ generation() int }
 
-func (e evBrokerChange) generation() int { return e.gen }
-func (e evTopicChange) generation() int  { return e.gen }
-func (e evISRChange) generation() int    { return e.gen }
-func (e evPreferred) generation() int    { return e.gen }
-func (e evReassign) generation() int     { return e.gen }
+func (e evBrokerChange) generation() int     { return e.gen }
+func (e evTopicChange) generation() int      { return e.gen }
+func (e evISRChange) generation() int        { return e.gen }
+func (e evPreferred) generation() int        { return e.gen }
+func (e evReassign) generation() int         { return e.gen }
+func (e evTopicDeletion) generation() int    { return e.gen }
+func (e evDeletionResponse) generation() int { return e.gen }
 
 // New returns a controller; Run starts it.
 func New(cfg Config, sess *zkutil.Session, log *eventlog.Log, fp *failpoint.Registry) *Controller {
@@ -380,6 +398,10 @@ func (c *Controller) process(ctx context.Context, ev event) {
 		err = c.onPreferredElection(ctx)
 	case evReassign:
 		err = c.onReassignment(ctx)
+	case evTopicDeletion:
+		err = c.onTopicDeletion(ctx)
+	case evDeletionResponse:
+		err = c.onDeletionResponse(ctx, e)
 	case evShutdown:
 		resp := c.onControlledShutdown(ctx, e)
 		e.reply <- resp

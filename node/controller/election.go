@@ -78,7 +78,7 @@ func (c *Controller) offlineLeader(ctx context.Context, tp history.TopicPartitio
 func (c *Controller) electOffline(ctx context.Context) error {
 	var tps []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
-		if c.ctx.state[tp] != nil && c.ctx.offline[tp] {
+		if c.ctx.state[tp] != nil && c.ctx.offline[tp] && !c.ctx.queuedTP(tp) {
 			tps = append(tps, tp)
 		}
 	}

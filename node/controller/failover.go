@@ -20,7 +20,7 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	c.ctx = newContext()
 	c.chans = c.newChans(c)
 	gen := c.gen
-	for _, p := range []string{zkdata.ISRChangePath, zkdata.AdminPath} {
+	for _, p := range []string{zkdata.ISRChangePath, zkdata.AdminPath, zkdata.DeleteTopicsPath} {
 		if err := zkutil.EnsurePathOn(ctx, c.zk, p); err != nil {
 			return err
 		}
@@ -60,6 +60,12 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	c.watchExists(ctx, zkdata.PreferredElectionPath, func() event { return evPreferred{gen: gen} })
 	c.watchExists(ctx, zkdata.ReassignPartitionsPath, func() event { return evReassign{gen: gen} })
 
+	// fetchTopicDeletionsInProgress and TopicDeletionManager.init come
+	// before the state machines start, so the elections below leave the
+	// topics being deleted alone.
+	if err := c.initDeletions(ctx); err != nil {
+		return err
+	}
 	c.sendUpdateMetadata(brokerIDs(live), nil)
 	if err := c.onNewPartitions(ctx, newParts); err != nil {
 		return err
@@ -96,9 +102,16 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		}
 	}
 	b.send()
+	// TopicDeletionManager.tryTopicDeletion: a deletion a previous
+	// controller left unfinished (its /admin/delete_topics child is still
+	// there) resumes.
+	if err := c.resumeDeletions(ctx); err != nil {
+		return err
+	}
 	c.events.push(evISRChange{gen: gen})
 	c.events.push(evPreferred{gen: gen})
 	c.events.push(evReassign{gen: gen})
+	c.events.push(evTopicDeletion{gen: gen})
 	return nil
 }
 

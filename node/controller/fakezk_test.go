@@ -161,6 +161,27 @@ func (f *fakeZK) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error
 	return kids, &st, f.watch("c:" + p), nil
 }
 
+func (f *fakeZK) Children(p string) ([]string, *zk.Stat, error) {
+	if err := f.enter("children", p); err != nil {
+		return nil, nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nodes[p]
+	if !ok {
+		return nil, nil, zk.ErrNoNode
+	}
+	var kids []string
+	for q := range f.nodes {
+		if q != "/" && path.Dir(q) == p {
+			kids = append(kids, path.Base(q))
+		}
+	}
+	slices.Sort(kids)
+	st := n.stat
+	return kids, &st, nil
+}
+
 func (f *fakeZK) Sync(p string) (string, error) {
 	if err := f.enter("sync", p); err != nil {
 		return "", err

@@ -25,6 +25,11 @@ func (c *Controller) onNewPartitions(ctx context.Context, tps []history.TopicPar
 	b := c.newBatch()
 	var created []history.TopicPartition
 	for _, tp := range tps {
+		if c.ctx.queuedTP(tp) {
+			// triggerOnlinePartitionStateChange leaves topics queued for
+			// deletion alone.
+			continue
+		}
 		live := c.onlineReplicas(tp)
 		if len(live) == 0 {
 			c.log.Printf("new partition %s: no live replica among %v, stays new", tp, c.ctx.assign[tp])

@@ -100,7 +100,7 @@ func (c *Controller) onControlledShutdown(ctx context.Context, e evShutdown) *km
 	var led, followed []history.TopicPartition
 	for _, tp := range c.ctx.sortedTPs() {
 		ps := c.ctx.state[tp]
-		if ps == nil || len(c.ctx.assign[tp]) < 2 || !slices.Contains(c.ctx.assign[tp], e.id) {
+		if ps == nil || len(c.ctx.assign[tp]) < 2 || !slices.Contains(c.ctx.assign[tp], e.id) || c.ctx.queuedTP(tp) {
 			continue
 		}
 		if ps.st.Leader == e.id {

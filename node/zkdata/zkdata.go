@@ -31,11 +31,18 @@ const (
 	ISRChangePath          = "/isr_change_notification"
 	ProducerIDBlockPath    = "/latest_producer_id_block"
 	ISRChangePrefix        = "isr_change_"
+	// DeleteTopicsPath holds one child per topic asked to be deleted
+	// (DeleteTopicsZNode); the controller removes it when the topic is gone.
+	DeleteTopicsPath = "/admin/delete_topics"
+	// TopicConfigsPath holds the topics' config overrides
+	// (ConfigEntityTypeZNode for topics); the node writes none, but a
+	// deletion removes the topic's entry as Kafka does.
+	TopicConfigsPath = "/config/topics"
 )
 
 // PersistentPaths are created (empty) at start-up if missing, as
 // KafkaZkClient.createTopLevelPaths does.
-var PersistentPaths = []string{BrokersPath, BrokerIDsPath, TopicsPath, AdminPath, ISRChangePath}
+var PersistentPaths = []string{BrokersPath, BrokerIDsPath, TopicsPath, AdminPath, DeleteTopicsPath, ISRChangePath}
 
 // BrokerPath is /brokers/ids/<id>.
 func BrokerPath(id int32) string { return BrokerIDsPath + "/" + strconv.Itoa(int(id)) }
@@ -53,6 +60,13 @@ func PartitionPath(topic string, p int32) string {
 
 // PartitionStatePath is /brokers/topics/<t>/partitions/<p>/state.
 func PartitionStatePath(topic string, p int32) string { return PartitionPath(topic, p) + "/state" }
+
+// DeleteTopicPath is /admin/delete_topics/<t>: its creation asks the
+// controller to delete topic t.
+func DeleteTopicPath(topic string) string { return DeleteTopicsPath + "/" + topic }
+
+// TopicConfigPath is /config/topics/<t>.
+func TopicConfigPath(topic string) string { return TopicConfigsPath + "/" + topic }
 
 // TimestampString renders a time the way Kafka stores it: milliseconds since
 // the epoch as a decimal string.

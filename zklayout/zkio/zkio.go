@@ -90,6 +90,18 @@ func RequestPreferredElection(c Creator, topic string, partitions []int32) error
 	return nil
 }
 
+// RequestTopicDeletion writes /admin/delete_topics/<topic>, as
+// kafka-topics.sh --delete --zookeeper did
+// (AdminZkClient.deleteTopic); the controller removes it with the topic's
+// znodes once every replica deleted its log. A deletion already pending is
+// an error wrapping zk.ErrNodeExists.
+func RequestTopicDeletion(c Creator, topic string) error {
+	if _, err := c.Create(zklayout.DeleteTopicPath(topic), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		return fmt.Errorf("write %s: %w", zklayout.DeleteTopicPath(topic), err)
+	}
+	return nil
+}
+
 // RequestReassignment writes /admin/reassign_partitions, as
 // kafka-reassign-partitions.sh did; the controller deletes it once every
 // listed partition has its new replicas. A reassignment already pending is

@@ -1,0 +1,198 @@
+package checkers
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// A topic deleted and created again at the same name is a new topic to
+// Kafka: its partitions start at leader epoch 0, offset 0 and znode
+// version 0 (TopicDeletionManager.completeDeleteTopic removes every trace
+// of the old one). So every per-partition rule that compares one state
+// with an earlier one starts again at the new incarnation: the state
+// versions carry their incarnation (zkState.inc, counted where the znode
+// version goes back to 0), and the time a topic is being deleted or is
+// absent (a deletion window) is no time a partition owes a leader.
+
+// deletionWindow is the time a topic was being deleted or did not exist:
+// from the first controller's topic_deletion started (or ineligible) to the first state of
+// its next incarnation (math.MaxInt64 if none followed).
+type deletionWindow struct {
+	from, to int64
+	started  int // the topic_deletion started event
+}
+
+// deletionWindows holds each topic's deletion windows, in time order.
+type deletionWindows map[string][]deletionWindow
+
+// during says whether topic was being deleted, or absent, at time t.
+func (d deletionWindows) during(topic string, t int64) bool {
+	for _, w := range d[topic] {
+		if t >= w.from && t < w.to {
+			return true
+		}
+	}
+	return false
+}
+
+// findDeletionWindows reads the controllers' topic_deletion events (a
+// window opens at the first started or ineligible) and
+// closes each window at the first state version of a later incarnation of
+// any of the topic's partitions.
+func findDeletionWindows(h *history.History) deletionWindows {
+	out := deletionWindows{}
+	for e := range eventsOf(h, history.KindTopicDeletion) {
+		d := e.Deletion
+		// A controller that finds a deletion halted at its failover logs
+		// it ineligible without starting it: the topic is being deleted
+		// all the same.
+		if d == nil || (d.Step != history.DeletionStarted && d.Step != history.DeletionIneligible) {
+			continue
+		}
+		ws := out[d.Topic]
+		if n := len(ws); n > 0 && ws[n-1].to == math.MaxInt64 {
+			continue // a controller resumed a deletion already under way
+		}
+		out[d.Topic] = append(ws, deletionWindow{from: e.Time, to: math.MaxInt64, started: e.Index})
+	}
+	if len(out) == 0 {
+		return out
+	}
+	// Close each window at the first version of the next incarnation:
+	// window k of a topic ends at its incarnation k+1's first state.
+	first := map[string]map[int]int64{} // topic → incarnation → first state time
+	for tp, s := range partitionStates(h) {
+		if _, ok := out[tp.Topic]; !ok {
+			continue
+		}
+		if first[tp.Topic] == nil {
+			first[tp.Topic] = map[int]int64{}
+		}
+		for _, v := range s.ordered {
+			if t, ok := first[tp.Topic][v.inc]; !ok || v.time < t {
+				first[tp.Topic][v.inc] = v.time
+			}
+		}
+	}
+	for topic, ws := range out {
+		for k := range ws {
+			if t, ok := first[topic][k+1]; ok && t > ws[k].from {
+				ws[k].to = t
+			}
+		}
+	}
+	return out
+}
+
+// TopicDeletion checks what a topic deletion promises.
+//
+// Row: topic deletion | a deleted partition is gone: no broker acts on the
+// old incarnation after deleting it, and the controller removes the topic
+// only once every replica deleted its log | TopicDeletionManager
+// (ReplicaDeletionStarted → ReplicaDeletionSuccessful, completeDeleteTopic),
+// ReplicaManager.stopReplicas (deletePartition) | topic_deletion (the
+// controller's started and completed, a broker's partition_deleted),
+// produce_append, hw_advance, role_change | topic-deletion (deletion.go)
+//
+//   - After a broker deleted a partition (partition_deleted), it appends to
+//     it or moves its high watermark only once it took a new role for it
+//     (a LeaderAndIsr of the new incarnation); anything else acts on a log
+//     that is gone.
+//   - A controller's completed deletion of a topic follows, since the
+//     deletion began, a partition_deleted of every replica of every
+//     partition: the assignment the controller logged at the start (its
+//     partitions) and the replicas the history's control requests name.
+type TopicDeletion struct{}
+
+// Name implements Checker.
+func (TopicDeletion) Name() string { return "topic-deletion" }
+
+// Check implements Checker.
+func (c TopicDeletion) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	t0 := int64(0)
+	if len(h.Events) > 0 {
+		t0 = h.Events[0].Time
+	}
+	// deleted[node,tp] is the partition_deleted event after which node has
+	// taken no new role for tp (-1: none pending).
+	deleted := map[nodeTP]int{}
+	replicas := map[history.TopicPartition][]int32{}
+	// since[topic]: the deletions the brokers logged since the topic's
+	// deletion began.
+	since := map[string]map[nodeTP]bool{}
+	deletions, acted := 0, 0
+	for e := range eventsOf(h, history.KindTopicDeletion, history.KindRoleChange, history.KindProduceAppend, history.KindHWAdvance,
+		history.KindNodeStart, history.KindControlRequest) {
+		switch e.Kind {
+		case history.KindNodeStart:
+			forgetProcess(deleted, e.Node)
+		case history.KindControlRequest:
+			if e.Control.API == history.APILeaderAndIsr {
+				for _, p := range e.Control.Partitions {
+					if len(p.Replicas) > 0 {
+						replicas[p.TP()] = p.Replicas
+					}
+				}
+			}
+		case history.KindRoleChange:
+			if e.Role.Role != history.RoleStopped {
+				delete(deleted, nodeTP{e.Role.TP(), e.Node})
+			}
+		case history.KindProduceAppend, history.KindHWAdvance:
+			var tp history.TopicPartition
+			what := ""
+			if e.Append != nil {
+				tp, what = e.Append.TP(), fmt.Sprintf("appended offsets %d-%d at leader epoch %d", e.Append.BaseOffset, e.Append.LastOffset, e.Append.LeaderEpoch)
+			} else {
+				tp, what = e.HW.TP(), fmt.Sprintf("moved its high watermark %d → %d", e.HW.Old, e.HW.New)
+			}
+			if i, ok := deleted[nodeTP{tp, e.Node}]; ok {
+				acted++
+				r.violate([]int{i, e.Index}, "broker %d deleted its replica of %s (%s) and then %s (%s) without a new role for it: it acted on the deleted incarnation's log.",
+					e.Node, tp, at(&h.Events[i], t0), what, at(e, t0))
+				delete(deleted, nodeTP{tp, e.Node}) // once per deletion
+			}
+		case history.KindTopicDeletion:
+			d := e.Deletion
+			switch d.Step {
+			case history.PartitionDeleted:
+				for _, p := range d.Partitions {
+					k := nodeTP{history.TP(d.Topic, p), e.Node}
+					deleted[k] = e.Index
+					if since[d.Topic] != nil {
+						since[d.Topic][k] = true
+					}
+				}
+			case history.DeletionStarted:
+				if since[d.Topic] == nil {
+					since[d.Topic] = map[nodeTP]bool{}
+				}
+			case history.DeletionCompleted:
+				deletions++
+				done := since[d.Topic]
+				var missing []string
+				for _, p := range d.Partitions {
+					tp := history.TP(d.Topic, p)
+					for _, b := range replicas[tp] {
+						if !done[nodeTP{tp, b}] {
+							missing = append(missing, fmt.Sprintf("%s on broker %d", tp, b))
+						}
+					}
+				}
+				if len(missing) > 0 {
+					slices.Sort(missing)
+					r.violate([]int{e.Index}, "controller %d completed the deletion of topic %s at controller epoch %d (%s) although no deletion of %v was logged since it began: a replica that never deleted its log survives the topic.",
+						e.Node, d.Topic, d.ControllerEpoch, at(e, t0), missing)
+				}
+				delete(since, d.Topic)
+			}
+		}
+	}
+	r.detail("deletions_completed", deletions)
+	r.detail("acts_on_deleted_partitions", acted)
+	return r.result(fmt.Sprintf("%d topic deletions completed after every replica deleted its log, and no broker acted on a partition it had deleted.", deletions))
+}
