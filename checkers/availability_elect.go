@@ -345,7 +345,7 @@ func eventAt(h *history.History, t int64) int {
 
 // explain says what happened, with the partition, brokers, epochs and times.
 func (f registeredElect) explain(h *history.History, grace time.Duration) string {
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	st := &h.Events[f.state]
 	el := &h.Events[f.ctl.elected]
 	leader := "no leader"

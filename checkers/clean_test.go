@@ -44,3 +44,13 @@ func TestUnknownOutcomesNeverFalseInvalid(t *testing.T) {
 		}
 	})
 }
+
+// An empty history (a run that recorded nothing) holds no anomaly: every
+// checker finds it valid, without a case of its own for it.
+func TestEmptyHistoryIsValid(t *testing.T) {
+	for _, c := range All(testConfig()) {
+		if r := c.Check(historytest.New().History()); r.Verdict != Valid {
+			t.Errorf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
+		}
+	}
+}

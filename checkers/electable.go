@@ -172,7 +172,7 @@ func truncatedBelow(ts []*history.Event, broker int32, from, to, offset int64) b
 // explain says what happened, with the partition, the brokers, the offsets
 // and the times (from the history's first event).
 func (f electableOffline) explain(h *history.History) string {
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	w, a := &h.Events[f.write], &h.Events[f.ack]
 	back := "and was still without one when the history ended"
 	if f.onlineAt >= 0 {

@@ -234,7 +234,7 @@ func checkElections(h *history.History, r *report, strict bool) (judged, allowed
 	if len(els) == 0 {
 		return 0, 0
 	}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	var holders *ackHolders
 	var costs map[int]uncleanCost // by election write
 	for _, el := range els {

@@ -99,17 +99,27 @@ func TestElectionInsideISR(t *testing.T) {
 	})
 }
 
-// uncleanStory: broker 1 leads t-0 with ISR [1 2] and acknowledges "a" at
-// 0, shrinks the ISR to [1], acknowledges "b" at 1, and dies; controller 2,
-// running policy, elects broker 3 with ISR [3]; the final read returns
-// final from offset 0.
-func uncleanStory(b *hb.Builder, policy string, final ...history.Record) (acks []int, write, read int) {
+// shrunkThenElected: controller 2's process runs policy; broker 1 leads
+// t-0 with ISR [1 2], acknowledges "a" at 0 (event ack) and shrinks the
+// ISR to [1] (event shrink); mid runs; then controller 2 elects broker 3
+// at leader epoch 2 with ISR [3] (event write).
+func shrunkThenElected(b *hb.Builder, policy string, mid func(b *hb.Builder)) (ack, shrink, write int) {
 	startPolicy(b, 2, policy)
 	isrWatch(b, 10, 0, 1, 1, 1, 2)
-	_, a := b.ProduceOK(0, tp0, "a", 0)
-	isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
-	_, c := b.ProduceOK(0, tp0, "b", 1)
+	_, ack = b.ProduceOK(0, tp0, "a", 0)
+	shrink = isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
+	if mid != nil {
+		mid(b)
+	}
 	write = isrWrite(b, 2, 1, 12, 1, 2, 3, 2, 3)
+	return ack, shrink, write
+}
+
+// uncleanStory is shrunkThenElected with broker 1 acknowledging "b" at 1
+// before it dies; the final read returns final from offset 0.
+func uncleanStory(b *hb.Builder, policy string, final ...history.Record) (acks []int, write, read int) {
+	var c int
+	a, _, write := shrunkThenElected(b, policy, func(b *hb.Builder) { _, c = b.ProduceOK(0, tp0, "b", 1) })
 	read = finalRead(b, final...)
 	return []int{a, c}, write, read
 }
@@ -178,22 +188,13 @@ func TestUncleanElectionCost(t *testing.T) {
 func TestQueryLEOElection(t *testing.T) {
 	runCases(t, ISR{}, []tcase{
 		{name: "longest log elected", want: Valid, build: func(b *hb.Builder) []int {
-			startPolicy(b, 2, "query-leo")
-			isrWatch(b, 10, 0, 1, 1, 1, 2)
-			b.ProduceOK(0, tp0, "a", 0)
-			isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
-			hwMove(b, 3, 0, 1, 1)
-			isrWrite(b, 2, 1, 12, 1, 2, 3, 2, 3)
+			shrunkThenElected(b, "query-leo", func(b *hb.Builder) { hwMove(b, 3, 0, 1, 1) })
 			return nil
 		}},
 		{name: "elected replica lacked a record", want: Invalid,
 			explain: `its process ran with offline-election policy "query-leo" (node_start event 0), which elects from outside the ISR only the replica with the longest log, yet broker 3 did not hold every acknowledged record: the highest acknowledged offset, 0 (event 3`,
 			build: func(b *hb.Builder) []int {
-				startPolicy(b, 2, "query-leo")
-				isrWatch(b, 10, 0, 1, 1, 1, 2)
-				_, ack := b.ProduceOK(0, tp0, "a", 0)
-				prev := isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
-				write := isrWrite(b, 2, 1, 12, 1, 2, 3, 2, 3)
+				ack, prev, write := shrunkThenElected(b, "query-leo", nil)
 				return []int{ack, prev, write}
 			}},
 	})
@@ -205,13 +206,10 @@ func TestQueryLEOElection(t *testing.T) {
 func TestLinearizableAfterUncleanElection(t *testing.T) {
 	build := func(policy string) *history.History {
 		b := hb.New()
-		startPolicy(b, 2, policy)
-		isrWatch(b, 10, 0, 1, 1, 1, 2)
-		b.ProduceOK(0, tp0, "a", 0)
-		isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
-		b.ProduceOK(0, tp0, "b", 1)
-		b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "b"))
-		isrWrite(b, 2, 1, 12, 1, 2, 3, 2, 3)
+		shrunkThenElected(b, policy, func(b *hb.Builder) {
+			b.ProduceOK(0, tp0, "b", 1)
+			b.ReadBack(4, tp0, 0, false, hb.Rec(0, "a"), hb.Rec(1, "b"))
+		})
 		b.ProduceOK(0, tp0, "c", 0)
 		finalRead(b, hb.Rec(0, "c"))
 		return b.History()
@@ -232,11 +230,7 @@ func TestLinearizableAfterUncleanElection(t *testing.T) {
 func TestDurabilityOffsetReusedAfterUncleanElection(t *testing.T) {
 	build := func(policy string) *history.History {
 		b := hb.New()
-		startPolicy(b, 2, policy)
-		isrWatch(b, 10, 0, 1, 1, 1, 2)
-		b.ProduceOK(0, tp0, "a", 0)
-		isrWrite(b, 1, 0, 11, 0, 1, 1, 1, 1)
-		isrWrite(b, 2, 1, 12, 1, 2, 3, 2, 3)
+		shrunkThenElected(b, policy, nil)
 		b.ProduceOK(0, tp0, "c", 0)
 		finalRead(b, hb.Rec(0, "c"))
 		return b.History()

@@ -69,9 +69,6 @@ func (ISR) Name() string { return "isr" }
 // Check implements Checker.
 func (c ISR) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: no ISR to judge.")
-	}
 	grown := checkControllerISRGrowth(h, r)
 	joins, advances := checkDivergentISRMembers(h, r)
 	expands := checkLaggingJoins(h, r)
@@ -242,7 +239,7 @@ func checkControllerISRGrowth(h *history.History, r *report) int {
 	// Built on the first growth: most histories have none, and pairing
 	// the client operations is most of the cost.
 	var holders *ackHolders
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	added := 0
 	for e := range eventsOf(h, history.KindZKWrite) {
 		if e.Kind != history.KindZKWrite {
@@ -297,7 +294,7 @@ func checkLaggingJoins(h *history.History, r *report) int {
 	// hws[k]: the high watermark moves of broker k.node's current process,
 	// to name the one that set the high watermark the leader decided at.
 	hws := map[nodeTP][]*history.Event{}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	judged := 0
 	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindISRChange) {
 		switch e.Kind {

@@ -144,7 +144,7 @@ const (
 // many ISR joins and leader high-watermark advances it judged.
 func checkDivergentISRMembers(h *history.History, r *report) (joins, advances int) {
 	w := &divergenceWalk{
-		h: h, r: r, t0: h.Events[0].Time,
+		h: h, r: r, t0: firstTime(h),
 		held:     map[nodeTP]heldLog{},
 		sources:  map[nodeTP][]heldSource{},
 		lead:     map[nodeTP]*leading{},

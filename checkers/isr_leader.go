@@ -27,7 +27,7 @@ import (
 // versions with a leader it judged goes in the details.
 func checkLeaderInISR(h *history.History, r *report) {
 	versions := partitionStates(h)
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	judged := 0
 	for _, tp := range sortedTPs(versions) {
 		vs := versions[tp]

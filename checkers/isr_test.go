@@ -142,6 +142,12 @@ func TestISRControllerGrowth(t *testing.T) {
 // appends 5-9 itself (event own2); broker 1 returns as follower (mid runs
 // then) and fetches up to 10; broker 2 takes it into its ISR (event join).
 func divergence(b *hb.Builder, mid func(b *hb.Builder)) (own1, own2, join int) {
+	return divergenceCut(b, nil, mid)
+}
+
+// divergenceCut is divergence with cut run when broker 1 is cut off,
+// before broker 2 leads.
+func divergenceCut(b *hb.Builder, cut, mid func(b *hb.Builder)) (own1, own2, join int) {
 	b.Start(1)
 	b.Start(2)
 	roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
@@ -150,6 +156,9 @@ func divergence(b *hb.Builder, mid func(b *hb.Builder)) (own1, own2, join int) {
 	hwMove(b, 1, 0, 5, 1)
 	hwMove(b, 2, 0, 5, 1)
 	own1 = appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+	if cut != nil {
+		cut(b)
+	}
 	roleISR(b, 2, history.RoleLeader, 2, 2, 2)
 	own2 = appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
 	hwMove(b, 2, 5, 10, 2)

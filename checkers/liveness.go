@@ -467,6 +467,9 @@ func namingEnd(x *history.Event, t0 int64) string {
 // out before deadline proves nothing: the controller may have finished it
 // afterwards unseen.
 func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64) {
+	if len(h.Events) == 0 {
+		return
+	}
 	ops := operations(h)
 	end := h.Events[len(h.Events)-1].Time
 	for _, o := range ops {

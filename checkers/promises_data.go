@@ -103,10 +103,7 @@ func (FollowerTruncation) Name() string { return "truncation" }
 // Check implements Checker.
 func (c FollowerTruncation) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: no truncation to judge.")
-	}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	states := partitionStates(h)
 	quorum := newQuorumLosses(h)
 	hw := map[nodeTP]offsetMark{}   // the high watermark each replica has now, when known
@@ -218,10 +215,7 @@ func (LogRetention) Name() string { return "log-retention" }
 // Check implements Checker.
 func (c LogRetention) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: no log to judge.")
-	}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	held := map[nodeTP]offsetMark{} // the end of what the broker held committed
 	cutSince := map[nodeTP]int64{}  // the lowest cut of each log since its broker's last checkpoint write
 	started := map[int32]int{}      // the broker's latest node_start

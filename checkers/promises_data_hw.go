@@ -33,10 +33,7 @@ func (HWWithinISR) Name() string { return "hw-within-isr" }
 // Check implements Checker.
 func (c HWWithinISR) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: no high watermark to judge.")
-	}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	type leading struct {
 		epoch int32
 		since int64 // when the leadership began
@@ -170,10 +167,7 @@ func (FollowerHW) Name() string { return "follower-hw" }
 // Check implements Checker.
 func (c FollowerHW) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: no high watermark to judge.")
-	}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	type leadKey struct {
 		tp     history.TopicPartition
 		leader int32

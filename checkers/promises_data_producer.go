@@ -56,11 +56,8 @@ func (ProducerContinuity) Name() string { return "producer-state" }
 // Check implements Checker.
 func (c ProducerContinuity) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: no producer to judge.")
-	}
 	w := &producerWalk{
-		r: r, t0: h.Events[0].Time,
+		r: r, t0: firstTime(h),
 		reached: map[nodeTP]map[int32]offsetMark{},
 		tail:    map[nodeTP]int32{},
 		seen:    map[producerSeqKey]*history.Event{},

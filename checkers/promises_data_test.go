@@ -204,12 +204,18 @@ func TestHWWithinISR(t *testing.T) {
 }
 
 func TestFollowerHW(t *testing.T) {
+	// followedAt5: broker 1 leads t-0 at leader epoch 1 with its high
+	// watermark at 5 (event lead, log end 8), and broker 2 follows it.
+	followedAt5 := func(b *hb.Builder) (lead int) {
+		roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+		lead = hwEv(b, 1, 0, 5, 1, 8)
+		roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+		return lead
+	}
 	runCases(t, FollowerHW{}, []tcase{
 		{name: "follower's high watermark above its leader's", want: Invalid,
 			explain: "above the highest high watermark its leader had logged for that leadership, 5", build: func(b *hb.Builder) []int {
-				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
-				lead := hwEv(b, 1, 0, 5, 1, 8)
-				roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+				lead := followedAt5(b)
 				f := hwEv(b, 2, 0, 7, 1, 8)
 				hwEv(b, 1, 5, 8, 1, 8)
 				return []int{lead, f}
@@ -220,9 +226,7 @@ func TestFollowerHW(t *testing.T) {
 				return []int{hwEv(b, 2, 0, 5, 1, 4)}
 			}},
 		{name: "follower takes its leader's high watermark", want: Valid, build: func(b *hb.Builder) []int {
-			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
-			hwEv(b, 1, 0, 5, 1, 8)
-			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+			followedAt5(b)
 			hwEv(b, 2, 0, 5, 1, 8)
 			hwEv(b, 1, 5, 8, 1, 8)
 			return nil
@@ -237,9 +241,7 @@ func TestFollowerHW(t *testing.T) {
 			return nil
 		}},
 		{name: "leader's later moves missing (trimmed history): not judged", want: Valid, build: func(b *hb.Builder) []int {
-			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
-			hwEv(b, 1, 0, 5, 1, 8)
-			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+			followedAt5(b)
 			hwEv(b, 2, 0, 7, 1, 8)
 			hwEv(b, 1, 7, 8, 1, 8)
 			return nil
@@ -248,21 +250,25 @@ func TestFollowerHW(t *testing.T) {
 }
 
 func TestProducerContinuity(t *testing.T) {
+	// appendedOn1: broker 1, leading t-0 at leader epoch 1, appends
+	// producer 7's sequence 3 at offset 5 (event first); broker 2 follows.
+	appendedOn1 := func(b *hb.Builder) (first int) {
+		roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+		first = pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
+		roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+		return first
+	}
 	runCases(t, ProducerContinuity{}, []tcase{
 		{name: "new leader appends again a batch its log held", want: Invalid,
 			explain: "appended producer 7 (epoch 0) sequences 3..3 to t-0 at offset 9", build: func(b *hb.Builder) []int {
-				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
-				first := pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
-				roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+				first := appendedOn1(b)
 				held := hwEv(b, 2, 5, 6, 1, 9) // broker 2 replicated up to 9 at epoch 1
 				roleEv(b, 2, history.RoleLeader, 2, 2, 2)
 				again := pAppend(b, 2, 9, 9, 2, pbatch(7, 3))
 				return []int{first, held, again}
 			}},
 		{name: "the first copy was cut from the new leader's log", want: Valid, build: func(b *hb.Builder) []int {
-			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
-			pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
-			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2)
+			appendedOn1(b)
 			hwEv(b, 2, 4, 5, 1, 9)
 			truncEv(b, 2, 9, 5, 2, "leader-epoch")
 			roleEv(b, 2, history.RoleLeader, 2, 2, 2)

@@ -181,10 +181,7 @@ func at(e *history.Event, t0 int64) string {
 // Check implements Checker.
 func (c Recovery) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	if len(h.Events) == 0 {
-		return r.result("the history is empty: nothing to recover.")
-	}
-	t0 := h.Events[0].Time
+	t0 := firstTime(h)
 	hi := heal(h)
 	ps := collectProcesses(h)
 	// judge reports a finding that held from since until the end.

@@ -229,9 +229,9 @@ func TestRecovery(t *testing.T) {
 // reaches ZooKeeper gets one within the grace.
 func TestAvailabilityRegisteredElect(t *testing.T) {
 	c := Availability{Grace: time.Minute, RegisteredElectGrace: 5 * time.Second}
-	// leaderless appends the controller's start and t-0 left with leader
-	// -1 and ISR [2] while broker 2 is away (from +500ms).
-	leaderless := func(b *hb.Builder) (state int) {
+	// ledBy2 appends three brokers registered (czxid 100+id), broker 1
+	// elected controller at epoch 1 and t-0 led by broker 2 alone.
+	ledBy2 := func(b *hb.Builder) {
 		for id := int32(1); id <= 3; id++ {
 			b.Start(id)
 			b.Register(id, int64(100+id))
@@ -239,6 +239,11 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 		b.Brokers(1, 2, 3)
 		elected(b, 1, 1, 0)
 		b.State(tp0, 2, 1, 1, 10, 2)
+	}
+	// leaderless is ledBy2, then t-0 left with leader -1 and ISR [2]
+	// while broker 2 is away (from +500ms).
+	leaderless := func(b *hb.Builder) (state int) {
+		ledBy2(b)
 		b.At(500)
 		b.Brokers(1, 3)
 		return b.State(tp0, -1, 2, 1, 20, 2)
@@ -249,13 +254,35 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 		b.At(2000)
 		return state, b.Brokers(1, 2, 3)
 	}
+	// electedAt appends, at ms, controller ctrl's election of broker 2
+	// (leader epoch 3).
+	electedAt := func(b *hb.Builder, ms int64, ctrl int32) int {
+		b.At(ms)
+		return b.State(tp0, 2, 3, ctrl, 30, 2)
+	}
+	// heldAcross holds fault f1 (kind on targets) from +2s, where offline
+	// leaves the partition, to +11s; controller 1 elects at +12s.
+	heldAcross := func(b *hb.Builder, kind string, targets ...string) {
+		b.Fault(true, "f1", kind, targets...)
+		b.At(11000)
+		b.Fault(false, "f1", kind, targets...)
+		electedAt(b, 12000, 1)
+	}
+	// ownWriteFrom appends, at +9s, controller 1's write of t-0's state
+	// issued at +startMs and answered BADVERSION, and its election of
+	// broker 2 50ms later.
+	ownWriteFrom := func(b *hb.Builder, startMs int64) int {
+		b.At(9000)
+		b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Start: hb.T0 + startMs*hb.Ms,
+			Path: "/brokers/topics/t/partitions/0/state", Op: "set", Conditional: true, ControllerEpoch: 1, Outcome: history.ZKBadVersion}})
+		return electedAt(b, 9050, 1)
+	}
 	runCases(t, c, []tcase{
 		{name: "an ISR member registered and the controller never elected it", want: Invalid,
 			explain: "partition t-0's state (event 10, +500ms) named no leader from +2s while broker 2 was registered and in its ISR, until event 12, +12s, and controller 1 (epoch 1, elected at event 7, +10ms) acted with no fault on it or on ZooKeeper, and no write of its own waiting for ZooKeeper's answer, for 10s of that time, longer than the 5s grace",
 			build: func(b *hb.Builder) []int {
 				s, _ := offline(b)
-				b.At(12000)
-				e := b.State(tp0, 2, 3, 1, 30, 2)
+				e := electedAt(b, 12000, 1)
 				return []int{s, e}
 			}},
 		{name: "still without a leader when the history ends", want: Invalid, explain: "and still when the history ended (+20s)",
@@ -272,8 +299,7 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 				b.Fault(true, "f1", "pause", "n1")
 				b.At(10000)
 				b.Fault(false, "f1", "pause", "n1")
-				b.At(13000)
-				e := b.State(tp0, 2, 3, 1, 30, 2)
+				e := electedAt(b, 13000, 1)
 				return []int{s, e}
 			}},
 		// Power every-fix-on seed 5 of 2026-12-06: the watcher's server
@@ -283,25 +309,17 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 		// broker 1 as it registered. The watcher delivered nothing as new
 		// as that write until its own listing had dropped broker 2.
 		{name: "a listing older than the controller's write in ZooKeeper order", want: Valid, build: func(b *hb.Builder) []int {
-			for id := int32(1); id <= 3; id++ {
-				b.Start(id)
-				b.Register(id, int64(100+id))
-			}
-			b.Brokers(1, 2, 3)
-			elected(b, 1, 1, 0)
-			b.State(tp0, 2, 1, 1, 10, 2)
+			ledBy2(b)
 			b.At(500)
 			b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Path: "/brokers/topics/t/partitions/0/state",
 				Op: "set", Conditional: true, ControllerEpoch: 1, Outcome: "ok", Zxid: 500,
 				State: &history.PartitionState{Topic: "t", Leader: -1, LeaderEpoch: 2, ControllerEpoch: 1, ISR: []int32{2}}}})
 			b.At(9000)
-			b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
-				Brokers: []history.BrokerZnode{{ID: 1, Czxid: 101}, {ID: 3, Czxid: 103}}}})
+			brokersListed(b, map[int32]int64{1: 101, 3: 103})
 			b.At(9500)
 			b.State(tp0, -1, 2, 1, 500, 2)
 			b.At(9600)
-			b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren,
-				Brokers: []history.BrokerZnode{{ID: 1, Czxid: 101}, {ID: 2, Czxid: 600}, {ID: 3, Czxid: 103}}}})
+			brokersListed(b, map[int32]int64{1: 101, 2: 600, 3: 103})
 			b.At(9700)
 			b.State(tp0, 2, 3, 1, 700, 2)
 			b.At(75000)
@@ -314,20 +332,12 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 		// Without the wait the same controller's 10 s are counted.
 		{name: "the controller's own write waiting for ZooKeeper", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
-			b.At(9000)
-			b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Start: hb.T0 + 2100*hb.Ms,
-				Path: "/brokers/topics/t/partitions/0/state", Op: "set", Conditional: true, ControllerEpoch: 1, Outcome: history.ZKBadVersion}})
-			b.At(9050)
-			b.State(tp0, 2, 3, 1, 30, 2)
+			ownWriteFrom(b, 2100)
 			return nil
 		}},
 		{name: "a write answered at once does not excuse the wait", want: Invalid, explain: "for 7.04s of that time", build: func(b *hb.Builder) []int {
 			s, _ := offline(b)
-			b.At(9000)
-			b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Start: hb.T0 + 8990*hb.Ms,
-				Path: "/brokers/topics/t/partitions/0/state", Op: "set", Conditional: true, ControllerEpoch: 1, Outcome: history.ZKBadVersion}})
-			b.At(9050)
-			e := b.State(tp0, 2, 3, 1, 30, 2)
+			e := ownWriteFrom(b, 8990)
 			return []int{s, e}
 		}},
 		{name: "a new controller's term starts afresh", want: Valid, build: func(b *hb.Builder) []int {
@@ -335,34 +345,24 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 			b.At(5000)
 			resigned(b, 1, 1)
 			elected(b, 3, 2, 0)
-			b.At(9000)
-			b.State(tp0, 2, 3, 2, 30, 2)
+			electedAt(b, 9000, 2)
 			return nil
 		}},
 		{name: "elected at once", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
-			b.At(2200)
-			b.State(tp0, 2, 3, 1, 30, 2)
+			electedAt(b, 2200, 1)
 			b.At(20000)
 			b.Phase()
 			return nil
 		}},
 		{name: "the controller paused meanwhile", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
-			b.Fault(true, "f1", "pause", "n1")
-			b.At(11000)
-			b.Fault(false, "f1", "pause", "n1")
-			b.At(12000)
-			b.State(tp0, 2, 3, 1, 30, 2)
+			heldAcross(b, "pause", "n1")
 			return nil
 		}},
 		{name: "a ZooKeeper server cut off meanwhile", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
-			b.Fault(true, "f1", "isolate-zk-leader", "zk1", "|", "zk2", "zk3")
-			b.At(11000)
-			b.Fault(false, "f1", "isolate-zk-leader", "zk1", "|", "zk2", "zk3")
-			b.At(12000)
-			b.State(tp0, 2, 3, 1, 30, 2)
+			heldAcross(b, "isolate-zk-leader", "zk1", "|", "zk2", "zk3")
 			return nil
 		}},
 		{name: "no controller meanwhile", want: Valid, build: func(b *hb.Builder) []int {
@@ -376,8 +376,7 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 		{name: "the ISR member is in controlled shutdown", want: Valid, build: func(b *hb.Builder) []int {
 			offline(b)
 			b.Add(history.Event{Kind: history.KindControlledShutdown, Node: 1, Shutdown: &history.Shutdown{BrokerID: 2, Verdict: history.VerdictAccepted}})
-			b.At(12000)
-			b.State(tp0, 2, 3, 1, 30, 2)
+			electedAt(b, 12000, 1)
 			return nil
 		}},
 		{name: "no ISR member registered (KAFKA-3861's window)", want: Valid, build: func(b *hb.Builder) []int {

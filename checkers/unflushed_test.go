@@ -254,23 +254,13 @@ func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
 // and keeps it a violation when only the leader crashed.
 func TestISRDivergentUnflushedQuorum(t *testing.T) {
 	story := func(b *hb.Builder, crashed ...string) (join int) {
-		b.Start(1)
-		b.Start(2)
-		roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
-		roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
-		appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
-		hwMove(b, 1, 0, 5, 1)
-		hwMove(b, 2, 0, 5, 1)
-		appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
-		for i, n := range crashed {
-			crashUnflushed(b, fmt.Sprintf("f%d", i), n)
-		}
-		b.Start(2)
-		roleISR(b, 2, history.RoleLeader, 2, 2, 2)
-		appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
-		hwMove(b, 2, 5, 10, 2)
-		roleISR(b, 1, history.RoleFollower, 2, 2, 2)
-		return isrChange(b, 2, history.ISRExpand, 2, []int32{2}, []int32{1, 2})
+		_, _, join = divergenceCut(b, func(b *hb.Builder) {
+			for i, n := range crashed {
+				crashUnflushed(b, fmt.Sprintf("f%d", i), n)
+			}
+			b.Start(2)
+		}, nil)
+		return join
 	}
 	runCases(t, ISR{}, []tcase{
 		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {

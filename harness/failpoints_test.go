@@ -127,17 +127,7 @@ func TestFailpointFaultReachesItsWindow(t *testing.T) {
 				provoke = faults.ProvokeRestart
 			}
 			cfg.Driver = fpDriver{pick: pickWindow(t, tt.window, tt.action, provoke), hold: 8 * time.Second}
-			if testing.Verbose() {
-				cfg.Progress = os.Stderr
-			}
-			got, err := Run(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := history.ReadDir(got)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, h := runHistory(t, cfg)
 			var armed, stopped, nodeHit bool
 			var stopDetail string
 			for _, e := range h.Events {
@@ -221,13 +211,7 @@ func TestFailpointFaultCatchesSeedBugs(t *testing.T) {
 				Scenario: "failpoint-fault-test",
 			}}
 			cfg.Driver = fpDriver{pick: pickWindow(t, tt.window, tt.action, tt.provoke), hold: 8 * time.Second, after: tt.after}
-			if testing.Verbose() {
-				cfg.Progress = os.Stderr
-			}
-			got, err := Run(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := runOrFail(t, cfg)
 			rep, err := judge.Check(got, checkers.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)

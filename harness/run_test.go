@@ -12,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/faults"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
 	"github.com/zkchaos/zkchaos/judge"
 	"github.com/zkchaos/zkchaos/rundir"
@@ -32,13 +33,7 @@ func TestControlPlaneRunUnderFaults(t *testing.T) {
 		MinHold:    2 * time.Second,
 		MaxHold:    4 * time.Second,
 	}}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	got, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := runOrFail(t, cfg)
 	for _, f := range []string{"run.json", "schedule.json", "history/harness.jsonl", "history/zk.jsonl", "history/n1.jsonl", "history/nemesis.jsonl", "logs/zk1.log", "logs/n1.log"} {
 		if _, err := os.Stat(filepath.Join(got, f)); err != nil {
 			t.Errorf("run dir lacks %s: %v", f, err)
@@ -87,4 +82,29 @@ func TestRunReportsANodeThatExitsAtStartup(t *testing.T) {
 	if !strings.Contains(err.Error(), "exited with status 2 at start-up") || !strings.Contains(err.Error(), "no-such-flag") {
 		t.Fatalf("error does not name the exit and the flag: %v", err)
 	}
+}
+
+// runOrFail runs cfg, its progress on stderr under -v, and returns the run
+// directory; a run that ends in error fails the test.
+func runOrFail(t *testing.T, cfg RunConfig) string {
+	t.Helper()
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	got, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// runHistory is runOrFail with the run's history read back.
+func runHistory(t *testing.T, cfg RunConfig) (string, *history.History) {
+	t.Helper()
+	got := runOrFail(t, cfg)
+	h, err := history.ReadDir(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, h
 }

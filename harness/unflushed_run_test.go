@@ -69,17 +69,7 @@ func crashLoseUnflushedRun(t *testing.T, steps []nemesis.Step, crashes int, lost
 		Topic: "chaos", Partitions: 1, TimeLimit: 35 * time.Second, Settle: 8 * time.Second,
 		Faults: []string{string(faults.CrashLoseUnflushed)},
 	}, Schedule: &sched}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	got, err := Run(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := history.ReadDir(got)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, h := runHistory(t, cfg)
 	// Per crashed broker: its crash, whether it started again after it,
 	// and whether a partition state then listed it in the ISR.
 	type crash struct {

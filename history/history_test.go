@@ -75,31 +75,13 @@ func TestWriterRejectsBadEvent(t *testing.T) {
 }
 
 func TestFileRoundTripAndSync(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "n2.jsonl")
-	w, err := Create(p, "n2", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ev := Event{Kind: KindControlRequest, Control: &Control{API: APILeaderAndIsr, ControllerEpoch: 3, BrokerEpoch: 42,
 		Verdict: VerdictAccepted, OwnBrokerEpoch: 42, KnownControllerEpoch: 2,
 		Partitions: []ControlPartition{{Topic: "t", Partition: 1, Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}}}}
-	if err := w.Write(ev); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	evs, _, err := ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := evs[0].Control
-	if evs[0].Node != 2 || got.ControllerEpoch != 3 || got.Partitions[0].LeaderEpoch != 5 || got.Partitions[0].ISR[1] != 3 {
-		t.Fatalf("round trip lost data: %+v %+v", evs[0], got)
+	back := throughFile(t, 2, ev)
+	got := back.Control
+	if back.Node != 2 || got.ControllerEpoch != 3 || got.Partitions[0].LeaderEpoch != 5 || got.Partitions[0].ISR[1] != 3 {
+		t.Fatalf("round trip lost data: %+v %+v", back, got)
 	}
 }
 
@@ -573,4 +555,33 @@ func TestControlPartitionNotApplied(t *testing.T) {
 			}
 		})
 	}
+}
+
+// throughFile writes ev as node n's only event to a history file (synced
+// and closed, as a node does at exit) and returns what reading it back
+// gives.
+func throughFile(t *testing.T, n int32, ev Event) Event {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("n%d.jsonl", n))
+	w, err := Create(p, fmt.Sprintf("n%d", n), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("read back %d events, want 1", len(evs))
+	}
+	return evs[0]
 }

@@ -1,9 +1,6 @@
 package history
 
-import (
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // An expand's join survives the file, including a fetch offset of 0 (a
 // follower with an empty log), and a shrink has none.
@@ -17,23 +14,8 @@ func TestISRChangeJoinRoundTrip(t *testing.T) {
 		{"shrink", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "n1.jsonl")
-			w, err := Create(p, "n1", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
 			in := ISRChange{Topic: "t", Partition: 0, Action: ISRExpand, Old: []int32{1}, New: []int32{1, 3}, LeaderEpoch: 2, Outcome: ZKOK, Join: c.join}
-			if err := w.Write(Event{Kind: KindISRChange, ISR: &in}); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			evs, _, err := ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := evs[0].ISR.Join
+			got := throughFile(t, 1, Event{Kind: KindISRChange, ISR: &in}).ISR.Join
 			if (got == nil) != (c.join == nil) || got != nil && *got != *c.join {
 				t.Fatalf("join %+v, want %+v", got, c.join)
 			}

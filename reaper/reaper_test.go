@@ -38,16 +38,17 @@ func shortDir(t *testing.T) string {
 	return d
 }
 
-// watching starts Watch on a fresh socket with reap as its removal and
-// returns the socket and a wait for Watch's result.
-func watching(t *testing.T, reap func(context.Context) error) (string, func() error) {
+// watching starts Watch on a fresh socket with reap as its removal, until
+// ctx or the test ends, and returns the socket and a wait for Watch's
+// result.
+func watching(t *testing.T, ctx context.Context, reap func(context.Context) error) (string, func() error) {
 	t.Helper()
 	sock := filepath.Join(shortDir(t), "r.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	res := make(chan error, 1)
 	go func() { res <- Watch(ctx, ln, Config{FirstContact: firstContact, Grace: grace, Reap: reap}) }()
 	wait := sync.OnceValue(func() error { return <-res })
@@ -130,7 +131,7 @@ func TestWatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel() // each its own socket; mostly waiting out graces
 			rc := newReapCounter()
-			sock, wait := watching(t, rc.reap)
+			sock, wait := watching(t, context.Background(), rc.reap)
 			tt.owner(t, sock)
 			select {
 			case <-rc.first:
@@ -152,7 +153,7 @@ func TestWatch(t *testing.T) {
 // is over, and is once it is.
 func TestWatchWaitsOutTheGrace(t *testing.T) {
 	rc := newReapCounter()
-	sock, _ := watching(t, rc.reap)
+	sock, _ := watching(t, context.Background(), rc.reap)
 	h := dial(t, sock)
 	time.Sleep(firstContact + grace) // past the first-contact wait
 	dropped := time.Now()
@@ -201,18 +202,12 @@ func TestWatchCancelledReturns(t *testing.T) {
 
 func TestWatchCancelledRemovesNothing(t *testing.T) {
 	rc := newReapCounter()
-	sock := filepath.Join(shortDir(t), "r.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, ln, Config{FirstContact: firstContact, Grace: grace, Reap: rc.reap}) }()
+	sock, wait := watching(t, ctx, rc.reap)
 	h := dial(t, sock)
 	defer h.Close()
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := wait(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Watch = %v, want context.Canceled", err)
 	}
 	if rc.calls() != 0 {
@@ -394,7 +389,7 @@ func TestWatchRemovesTheRunByLabel(t *testing.T) {
 			eng := NewEngine(engSock)
 			defer eng.hc.CloseIdleConnections()
 			reaped := make(chan error, 1)
-			sock, _ := watching(t, func(ctx context.Context) error {
+			sock, _ := watching(t, context.Background(), func(ctx context.Context) error {
 				_, err := eng.RemoveLabelled(ctx, runA, "zkchaos-a-reaper")
 				reaped <- err
 				return err

@@ -196,12 +196,7 @@ func TestReportRendersRuns(t *testing.T) {
 			name: "partial history: truncated last line and an empty file",
 			setup: func(t *testing.T) string {
 				dir := rundirtest.Copy(t, kafka532)
-				f, err := os.OpenFile(filepath.Join(dir, "history", "n2.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.WriteString(`{"v":1,"ts":1780000000036000000,"src":"n2","seq":9,"node":2,"kind":"role_ch`)
-				f.Close()
+				rundirtest.AppendHistory(t, dir, "n2.jsonl", `{"v":1,"ts":1780000000036000000,"src":"n2","seq":9,"node":2,"kind":"role_ch`)
 				os.WriteFile(filepath.Join(dir, "history", "final.jsonl"), nil, 0o644)
 				return dir
 			},
@@ -213,12 +208,7 @@ func TestReportRendersRuns(t *testing.T) {
 			name: "clock step back: a warning, file order kept",
 			setup: func(t *testing.T) string {
 				dir := rundirtest.Copy(t, kafka532)
-				f, err := os.OpenFile(filepath.Join(dir, "history", "n2.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.WriteString(`{"v":1,"ts":1780000000028000000,"src":"n2","seq":9,"node":2,"kind":"phase","phase":{"name":"collect","mark":"begin"}}` + "\n")
-				f.Close()
+				rundirtest.AppendHistory(t, dir, "n2.jsonl", `{"v":1,"ts":1780000000028000000,"src":"n2","seq":9,"node":2,"kind":"phase","phase":{"name":"collect","mark":"begin"}}`+"\n")
 				return dir
 			},
 			want: []string{"wall clock stepped back within a source; nothing skipped, file order kept", "n2.jsonl:10: n2&#39;s wall clock stepped back 1ms"},

@@ -271,6 +271,11 @@ func (s *RunSpec) Register(fs *pflag.FlagSet, only ...string) {
 			f()
 		}
 	}
+	// A switch is a bool flag kept in another form in s: given without
+	// a value it means true.
+	defSwitch := func(name string, v pflag.Value, usage string) {
+		def(name, func() { fs.VarPF(v, name, "", usage).NoOptDefVal = "true" })
+	}
 	def(FlagSeed, func() {
 		fs.Uint64Var(&s.Seed, FlagSeed, s.Seed, "seed of the first run (fault schedule and workload); later runs take seed+1, ... (run.json records each)")
 	})
@@ -311,20 +316,14 @@ func (s *RunSpec) Register(fs *pflag.FlagSet, only ...string) {
 	def(FlagSessionTimeout, func() {
 		fs.DurationVar(&s.ZKSessionTimeout, FlagSessionTimeout, s.ZKSessionTimeout, "brokers' ZooKeeper session timeout")
 	})
-	def(FlagOpenings, func() {
-		f := fs.VarPF((*openingsValue)(s), FlagOpenings, "", "begin each schedule with the openings aimed at the seed bugs' windows; --openings=false draws every fault, from the start")
-		f.NoOptDefVal = "true"
-	})
+	defSwitch(FlagOpenings, (*openingsValue)(s), "begin each schedule with the openings aimed at the seed bugs' windows; --openings=false draws every fault, from the start")
 	def(FlagCover, func() {
 		fs.BoolVar(&s.Cover, FlagCover, s.Cover, "build the node program with coverage instrumentation and write the blocks its processes reached to coverage.json")
 	})
 	def(FlagAdmin, func() {
 		fs.BoolVar(&s.Admin, FlagAdmin, s.Admin, "run the control-plane workload beside the clients (reassignments, preferred elections, topic creation, controlled shutdowns); --admin=false to leave the controller idle")
 	})
-	def(FlagSpreadTopic, func() {
-		f := fs.VarPF((*spreadValue)(s), FlagSpreadTopic, "", "with 3 or more brokers, also create TOPIC-rf2: RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host); --spread-topic=false for the workload topic alone")
-		f.NoOptDefVal = "true"
-	})
+	defSwitch(FlagSpreadTopic, (*spreadValue)(s), "with 3 or more brokers, also create TOPIC-rf2: RF 2, one partition per broker, assignments rotating, no clients (partitions a controller does not host); --spread-topic=false for the workload topic alone")
 }
 
 // ReplayArgs are the `chaos run` arguments that repeat s, shell-quoted:

@@ -17,6 +17,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
 
 // writeRun writes per-source history files into a fresh run directory,
@@ -145,14 +146,7 @@ func TestCheckCommandTruncatedLastLineIsAWarning(t *testing.T) {
 		op(history.OpInvoke, history.FRead, "", 0, true),
 		op(history.OpOK, history.FRead, "", 0, true),
 	}})
-	f, err := os.OpenFile(filepath.Join(dir, history.HistoryDir, "client-0.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(`{"v":1,"ts":9,"sr`); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	rundirtest.AppendHistory(t, dir, "client-0.jsonl", `{"v":1,"ts":9,"sr`)
 	var out bytes.Buffer
 	if err := runCheck(&out, dir, checkers.DefaultConfig()); err != nil {
 		t.Fatalf("exit %d: %v", exitCode(err), err)

@@ -43,14 +43,7 @@ func TestCreateLogPutsThePartitionInTheCheckpoint(t *testing.T) {
 			if err := checkpoint.WriteReplicationOffsets(dir, map[checkpoint.TopicPartition]int64{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.WriteCheckpoint(); err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := checkpoint.ReadReplicationOffsets(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			if got := writtenCheckpoint(t, m, dir); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("checkpoint %v, want %v", got, tt.want)
 			}
 		})

@@ -309,14 +309,7 @@ func TestHWCheckpointHosted(t *testing.T) {
 			if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 1, Leader: -1, LeaderEpoch: 1, ISR: []int32{2}, Replicas: []int32{1, 2}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.WriteCheckpoint(); err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := checkpoint.ReadReplicationOffsets(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			if got := writtenCheckpoint(t, m, dir); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("checkpoint %v, want %v", got, tt.want)
 			}
 		})
@@ -527,4 +520,18 @@ func FuzzProduceFetch(f *testing.F) {
 			wire.AppendResponse(nil, resp, req.Header.CorrelationID)
 		}
 	})
+}
+
+// writtenCheckpoint runs m's checkpoint task once and returns what it wrote
+// to dir's replication-offset-checkpoint.
+func writtenCheckpoint(t *testing.T, m *Manager, dir string) map[checkpoint.TopicPartition]int64 {
+	t.Helper()
+	if err := m.WriteCheckpoint(); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := checkpoint.ReadReplicationOffsets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

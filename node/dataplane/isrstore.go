@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -37,7 +36,7 @@ type isrStore interface {
 type zkISRStore struct{ sess *zkutil.Session }
 
 func (s zkISRStore) set(ctx context.Context, path string, data []byte, ver int32) (*zk.Stat, error) {
-	return untilAnswered(ctx, func() (*zk.Stat, error) { return s.sess.Conn.Set(path, data, ver) })
+	return zkutil.Await(ctx, nil, func() (*zk.Stat, error) { return s.sess.Conn.Set(path, data, ver) })
 }
 
 func (s zkISRStore) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -45,7 +44,7 @@ func (s zkISRStore) get(ctx context.Context, path string) ([]byte, *zk.Stat, err
 		d  []byte
 		st *zk.Stat
 	}
-	g, err := untilAnswered(ctx, func() (got, error) {
+	g, err := zkutil.Await(ctx, nil, func() (got, error) {
 		d, st, err := s.sess.Conn.Get(path)
 		return got{d, st}, err
 	})
@@ -63,29 +62,6 @@ func (s zkISRStore) sessionID() int64 { return s.sess.Conn.SessionID() }
 func (s zkISRStore) waitSession(ctx context.Context) error { return s.sess.WaitSession(ctx) }
 
 func (s zkISRStore) requestTimeout() time.Duration { return s.sess.RequestTimeout }
-
-// untilAnswered runs call, which returns when go-zookeeper answers (a lost
-// connection fails every pending request), and returns what it returned,
-// or when ctx ends first an unknown outcome; call then finishes in the
-// background.
-func untilAnswered[T any](ctx context.Context, call func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := call()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, fmt.Errorf("%w: %w", zkutil.ErrTimeout, ctx.Err())
-	}
-}
 
 // isrStore returns the store ISR writes go to, or nil while the broker has
 // no ZooKeeper session (then no ISR change is made).

@@ -6,7 +6,6 @@ import (
 
 	"testing"
 
-	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/node/failpoint"
@@ -32,23 +31,10 @@ func TestControllerWaitsForZooKeeper(t *testing.T) {
 	// t-p is led by p%3+1 (createTopic's assignment, first replica).
 	p := int32((v + 2) % 3)
 	path := zkdata.PartitionStatePath("t", p)
-	e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sleep(1500ms)")
-	n0 := len(e.events(c))
-	if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
-		t.Fatal(err)
-	}
-	e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, n0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+	n0 := e.killHeldInBrokerChange(ctx, c, v)
 	held := time.Now()
-	net := nemesis.NewNet()
-	t.Cleanup(func() { net.HealAll(context.Background()) })
-	var zks []*docker.Container
-	for _, s := range e.c.ZKServers() {
-		zks = append(zks, s.Container)
-	}
 	time.Sleep(time.Until(held.Add(1200 * time.Millisecond)))
-	if err := net.Partition(ctx, []*docker.Container{e.node(c).Container}, zks); err != nil {
-		t.Fatal(err)
-	}
+	net := e.cutFromZooKeeper(ctx, c)
 	time.Sleep(800 * time.Millisecond)
 	if err := net.HealAll(ctx); err != nil {
 		t.Fatal(err)
@@ -86,22 +72,9 @@ func TestControllerResignsAtSessionExpiry(t *testing.T) {
 			epoch = ev.Controller.Epoch
 		}
 	}
-	e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sleep(1500ms)")
-	n0 := len(e.events(c))
-	if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
-		t.Fatal(err)
-	}
-	e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, n0, failpointStart(failpoint.ControllerBeforeBrokerChange))
-	net := nemesis.NewNet()
-	t.Cleanup(func() { net.HealAll(context.Background()) })
-	var zks []*docker.Container
-	for _, s := range e.c.ZKServers() {
-		zks = append(zks, s.Container)
-	}
+	n0 := e.killHeldInBrokerChange(ctx, c, v)
 	cut := time.Now()
-	if err := net.Partition(ctx, []*docker.Container{e.node(c).Container}, zks); err != nil {
-		t.Fatal(err)
-	}
+	net := e.cutFromZooKeeper(ctx, c)
 	time.Sleep(2 * sessionTimeout)
 	if err := net.HealAll(ctx); err != nil {
 		t.Fatal(err)
@@ -116,4 +89,18 @@ func TestControllerResignsAtSessionExpiry(t *testing.T) {
 		}
 	}
 	t.Logf("n%d resigned epoch %d: %q", c, resigned.Controller.Epoch, resigned.Controller.Reason)
+}
+
+// killHeldInBrokerChange arms controller c's BrokerChange failpoint with a
+// 1.5 s sleep, kills broker v, and returns once the controller holds in
+// the BrokerChange for v's death, with c's event count before the kill.
+func (e *env) killHeldInBrokerChange(ctx context.Context, c, v int) (n0 int) {
+	e.t.Helper()
+	e.admin(c, "PUT", "/failpoints/"+failpoint.ControllerBeforeBrokerChange, "1*sleep(1500ms)")
+	n0 = len(e.events(c))
+	if err := nemesis.Kill(ctx, e.node(v).Container); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitEvent(c, 20*time.Second, "failpoint "+failpoint.ControllerBeforeBrokerChange, n0, failpointStart(failpoint.ControllerBeforeBrokerChange))
+	return n0
 }

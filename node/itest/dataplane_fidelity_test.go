@@ -4,7 +4,6 @@ package itest
 // ZooKeeper ensemble and three node-program containers.
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 // Partition.isFollowerOutOfSync (Kafka 2.6.3): a follower whose log end
@@ -52,11 +50,7 @@ func TestDataPlaneIdleCaughtUpFollowerStaysInISR(t *testing.T) {
 			ev.ISR.Action == history.ISRShrink && !slices.Contains(ev.ISR.New, int32(follower))
 	}
 	n0 := len(e.events(leader))
-	net := nemesis.NewNet()
-	t.Cleanup(func() { net.HealAll(context.Background()) })
-	if err := net.Partition(ctx, []*docker.Container{e.node(leader).Container}, []*docker.Container{e.node(follower).Container}); err != nil {
-		t.Fatal(err)
-	}
+	e.partitioned(ctx, []*docker.Container{e.node(leader).Container}, []*docker.Container{e.node(follower).Container})
 	time.Sleep(4 * lag)
 	if ev, found := e.findEvent(leader, n0, shrunk); found {
 		t.Fatalf("n%d dropped caught-up n%d from the ISR with nothing appended: %v → %v", leader, follower, ev.ISR.Old, ev.ISR.New)

@@ -346,12 +346,8 @@ func TestDataPlaneLaggingFollowerLeavesAndRejoinsISR(t *testing.T) {
 	}
 	produce(10)
 	n0 := len(e.events(leader))
-	net := nemesis.NewNet()
-	t.Cleanup(func() { net.HealAll(context.Background()) })
 	cut := time.Now()
-	if err := net.Partition(ctx, []*docker.Container{e.node(leader).Container}, []*docker.Container{e.node(follower).Container}); err != nil {
-		t.Fatal(err)
-	}
+	net := e.partitioned(ctx, []*docker.Container{e.node(leader).Container}, []*docker.Container{e.node(follower).Container})
 	produce(10) // the leader moves on without the follower
 	ev, _ := e.waitEvent(leader, 4*lag, "ISR shrink", n0, func(ev history.Event) bool {
 		return ev.Kind == history.KindISRChange && ev.ISR.Partition == 0 && ev.ISR.Action == history.ISRShrink &&

@@ -19,6 +19,7 @@ import (
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/clustertest"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/node/wire"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
@@ -322,4 +323,26 @@ func (e *env) get(path string) ([]byte, *zk.Stat, error) {
 		return nil, nil, err
 	}
 	return e.zk.Get(path)
+}
+
+// partitioned cuts the containers of a off from those of b and returns
+// the Net that holds the cut; the test's end heals it.
+func (e *env) partitioned(ctx context.Context, a, b []*docker.Container) *nemesis.Net {
+	e.t.Helper()
+	net := nemesis.NewNet()
+	e.t.Cleanup(func() { net.HealAll(context.Background()) })
+	if err := net.Partition(ctx, a, b); err != nil {
+		e.t.Fatal(err)
+	}
+	return net
+}
+
+// cutFromZooKeeper partitions node c from every ZooKeeper server.
+func (e *env) cutFromZooKeeper(ctx context.Context, c int) *nemesis.Net {
+	e.t.Helper()
+	var zks []*docker.Container
+	for _, s := range e.c.ZKServers() {
+		zks = append(zks, s.Container)
+	}
+	return e.partitioned(ctx, []*docker.Container{e.node(c).Container}, zks)
 }

@@ -57,10 +57,7 @@ func TestAppendReadReopen(t *testing.T) {
 	if got := l.LogEndOffset(); got != 100 {
 		t.Fatalf("LEO %d, want 100", got)
 	}
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	if len(segs) < 5 {
-		t.Fatalf("want several segments with SegmentBytes 2000, have %v", segs)
-	}
+	segs := segments(t, dir, 5) // several with SegmentBytes 2000
 	if filepath.Base(segs[0]) != "00000000000000000000.log" {
 		t.Fatalf("first segment %s", segs[0])
 	}

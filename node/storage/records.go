@@ -2,10 +2,8 @@ package storage
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 )
 
 // KeyValue is one record of a batch the broker writes itself (the group
@@ -76,18 +74,15 @@ func appendNullableBytes(b, v []byte) []byte {
 // since only batches the broker wrote itself (uncompressed) are read this
 // way. A partial batch at the end is ignored, as in a fetch response.
 func ReadRecords(b []byte) ([]LoggedRecord, error) {
+	headers, _, err := SplitBatches(b)
+	if err != nil {
+		return nil, fmt.Errorf("read records: %w", err)
+	}
 	var out []LoggedRecord
 	pos := 0
-	for pos < len(b) {
-		h, n, err := NextBatch(b[pos:])
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				break
-			}
-			return out, fmt.Errorf("read records at byte %d: %w", pos, err)
-		}
-		batch := b[pos : pos+n]
-		pos += n
+	for _, h := range headers {
+		batch := b[pos : pos+int(h.Size())]
+		pos += int(h.Size())
 		if h.IsControl() {
 			continue
 		}

@@ -33,12 +33,19 @@ func copyDir(t *testing.T, src string) string {
 }
 
 func lastSegment(t *testing.T, dir string) string {
-	t.Helper()
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	if len(segs) == 0 {
-		t.Fatal("no segments")
-	}
+	segs := segments(t, dir, 1)
 	return segs[len(segs)-1]
+}
+
+// segments returns the log's segment files, oldest first; fewer than
+// atLeast fails the test, whose damage needs that many.
+func segments(t *testing.T, dir string, atLeast int) []string {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(segs) < atLeast {
+		t.Fatalf("need %d segments, have %d (%v)", atLeast, len(segs), err)
+	}
+	return segs
 }
 
 // buildLog writes a log of varied batches over several segments and returns
@@ -225,10 +232,7 @@ func TestRecoveryTails(t *testing.T) {
 func TestRecoveryMidLogDamage(t *testing.T) {
 	opts := Options{SegmentBytes: 2048}
 	dir, all := buildLog(t, opts)
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	if len(segs) < 3 {
-		t.Fatalf("need 3 segments, have %d", len(segs))
-	}
+	segs := segments(t, dir, 3)
 	first, _ := os.ReadFile(segs[0])
 	var lastStart int // where the first segment's last batch starts
 	var lastEnd int64 // the offset after the batch before it
@@ -298,10 +302,7 @@ func TestRecoveryMidLogDamage(t *testing.T) {
 func TestRecoveryErrors(t *testing.T) {
 	opts := Options{SegmentBytes: 2048}
 	dir, _ := buildLog(t, opts)
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	if len(segs) < 3 {
-		t.Fatalf("need 3 segments, have %d", len(segs))
-	}
+	segs := segments(t, dir, 3)
 	tests := []struct {
 		name    string
 		edit    func(d string)
@@ -380,7 +381,7 @@ func TestRecoveryDropsEpochsAtLEO(t *testing.T) {
 func TestRecoveryAfterPartialSegmentDeletion(t *testing.T) {
 	opts := Options{SegmentBytes: 2048}
 	dir, all := buildLog(t, opts)
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	segs := segments(t, dir, 1)
 	os.Remove(segs[len(segs)-1])
 	os.WriteFile(filepath.Join(dir, checkpoint.LeaderEpochFile+".tmp"), []byte("0\n9"), 0o644)
 	l := mustOpen(t, dir, opts)

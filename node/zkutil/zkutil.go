@@ -139,27 +139,9 @@ func (s *Session) Close() { s.Conn.Close() }
 // running in the background until go-zookeeper answers or the connection
 // closes; the caller gets ErrTimeout and must treat the outcome as unknown.
 func Call[T any](ctx context.Context, s *Session, fn func(*zk.Conn) (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := fn(s.Conn)
-		ch <- result{v, err}
-	}()
-	t := time.NewTimer(s.RequestTimeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-t.C:
-		var zero T
-		return zero, ErrTimeout
-	case <-ctx.Done():
-		var zero T
-		return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
-	}
+	ctx, cancel := context.WithTimeout(ctx, s.RequestTimeout)
+	defer cancel()
+	return Await(ctx, nil, func() (T, error) { return fn(s.Conn) })
 }
 
 // Retriable reports whether err means the request was lost with its
@@ -302,7 +284,7 @@ func UntilConnected[C Conn, T any](ctx context.Context, c C, acrossSessions bool
 		if !acrossSessions {
 			lost = func() bool { return c.State() == zk.StateExpired || c.SessionID() != sid }
 		}
-		v, err := callCtx(ctx, lost, func() (T, error) { return fn(c, attempt) })
+		v, err := Await(ctx, lost, func() (T, error) { return fn(c, attempt) })
 		if errors.Is(err, errAbandoned) {
 			return v, attempt, fmt.Errorf("%w: 0x%x, with a request unanswered", ErrSessionLost, sid)
 		}
@@ -348,13 +330,15 @@ func awaitSession[C Conn](ctx context.Context, c C, acrossSessions bool) (int64,
 	return c.SessionID(), nil
 }
 
-// errAbandoned is callCtx's answer when lost reported the session gone.
+// errAbandoned is Await's answer when lost reported the session gone.
 var errAbandoned = errors.New("zookeeper request abandoned: its session ended")
 
-// callCtx runs fn and returns its answer, ctx's error if ctx ends first, or
-// errAbandoned once lost (polled; nil: never) reports true. fn then
-// finishes in the background.
-func callCtx[T any](ctx context.Context, lost func() bool, fn func() (T, error)) (T, error) {
+// Await runs fn and returns its answer, ErrTimeout wrapping ctx's error if
+// ctx ends first, or errAbandoned once lost (polled; nil: never) reports
+// true. fn then finishes in the background: go-zookeeper's requests take no
+// context, and its answer (from ZooKeeper, or the client's own on a lost
+// connection) is dropped.
+func Await[T any](ctx context.Context, lost func() bool, fn func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error

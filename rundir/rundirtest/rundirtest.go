@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
 )
 
 // Kafka532 names the stored KAFKA-532 run (a paused controller's stale
@@ -30,4 +32,21 @@ func Copy(t testing.TB, src string) string {
 		t.Fatalf("copy run %s: %v", src, err)
 	}
 	return dst
+}
+
+// AppendHistory appends text as it is to the run's history file name (a
+// line torn by a crash, a line written out of order), for a test of how a
+// reader takes it.
+func AppendHistory(t testing.TB, dir, name, text string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, history.HistoryDir, name), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
