@@ -34,7 +34,7 @@ type GroupGenerations struct{}
 func (GroupGenerations) Name() string { return "group-generation" }
 
 // groupActs are the requests a member makes in a generation.
-var groupActs = []string{history.GroupAPISync, history.GroupAPIHeartbeat, history.GroupAPIOffsetCommit}
+var groupActs = []string{history.GroupAPISync, history.GroupAPIHeartbeat, history.GroupAPIOffsetCommit, history.GroupAPITxnOffsetCommit}
 
 // Check implements Checker.
 func (c GroupGenerations) Check(h *history.History) Result {
@@ -78,6 +78,8 @@ func handlerOf(api string) string {
 		return "SyncGroup"
 	case history.GroupAPIHeartbeat:
 		return "Heartbeat"
+	case history.GroupAPITxnOffsetCommit:
+		return "TxnCommitOffsets"
 	}
 	return "CommitOffsets"
 }

@@ -38,6 +38,13 @@ type Event struct {
 	// Coordinator is the broker a FindCoordinator answer named (-1: none).
 	Coordinator int32
 	Groups      []string
+	// TransactionalID, ProducerID and ProducerEpoch are a
+	// TxnOffsetCommit's; ProducerID and Commit a TxnOffsetCompletion's
+	// (the marker's producer and decision).
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+	Commit          bool
 }
 
 // EventOffset is one partition of an OffsetCommit or OffsetFetch.
