@@ -2,7 +2,7 @@
 // alone, whether epoch fencing held: controller fencing, broker fencing,
 // leader uniqueness, durability, high-watermark checkpoints, ISR
 // membership, availability, liveness, idempotence, recovery once faults
-// healed, the linearizability check that wraps linearize, each layer's own
+// healed, transactions, the linearizability check that wraps linearize, each layer's own
 // promise (below), and the count of stale inputs each fence met (fences).
 //
 // # What Kafka promises a consumer, and what is checked
@@ -66,7 +66,8 @@
 //	ISR membership           | no replica lacking acknowledged records joins the ISR            | Partition.maybeExpandIsr, PartitionStateMachine                         | isr_change (join), states, the logs' contents           | isr (isr.go)
 //	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr                 | hw-checkpoint (checkpoint.go)
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
-//	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
+//	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets/TxnCommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
+//	transactions             | no marker of a deposed coordinator, no fenced producer's write, every decided transaction completes | ProducerAppendInfo.appendEndTxnMarker/checkProducerEpoch, TransactionCoordinator.handleEndTransaction, TransactionMarkerChannelManager | txn_request, txn_marker, produce_append's producer | txn-fencing (txn.go)
 //
 // Each fence's input is counted too (fences.go): a green run proves a fence
 // only if a stale input reached it, so results.json, the report and chaos

@@ -12,11 +12,12 @@ import (
 // GroupGenerations checks the group coordinator's generation fence: a
 // member acts for a group only in the group's current generation.
 //
-// Row: consumer groups | a coordinator accepts a SyncGroup, Heartbeat or
-// OffsetCommit only from a member of the group's current generation, and a
-// generation, once a coordinator has handed it out, is never accepted again
-// after a newer one exists anywhere | GroupCoordinator.handleSyncGroup,
-// handleHeartbeat, handleCommitOffsets (ILLEGAL_GENERATION,
+// Row: consumer groups | a coordinator accepts a SyncGroup, Heartbeat,
+// OffsetCommit or TxnOffsetCommit only from a member of the group's
+// current generation, and a generation, once a coordinator has handed it
+// out, is never accepted again after a newer one exists anywhere |
+// GroupCoordinator.handleSyncGroup, handleHeartbeat, handleCommitOffsets,
+// handleTxnCommitOffsets (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID), the generation loaded from __consumer_offsets by
 // GroupMetadataManager.loadGroupsForPartition | group_request (the
 // generation carried, the group's when answered, the answer) | two
@@ -27,7 +28,7 @@ import (
 // generation above g: a deposed coordinator that still took the old
 // generation's commits. A request that carried no generation (-1: an
 // OffsetCommit of a consumer outside any group, as Kafka allows for an
-// empty group) is not judged.
+// empty group, and a TxnOffsetCommit before v3) is not judged.
 type GroupGenerations struct{}
 
 // Name implements Checker.

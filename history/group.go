@@ -1,5 +1,9 @@
 package history
 
+// GroupMetadataTopic is Kafka's internal topic of committed offsets and
+// group metadata, which the group coordinator writes.
+const GroupMetadataTopic = "__consumer_offsets"
+
 // Group coordinator requests and partition moves (GroupRequest.API).
 const (
 	GroupAPIFindCoordinator = "FindCoordinator"
