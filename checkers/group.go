@@ -69,7 +69,7 @@ func (c GroupGenerations) Check(h *history.History) Result {
 		}
 	}
 	r.detail("group_requests_judged", judged)
-	return r.result(fmt.Sprintf("every SyncGroup, Heartbeat and OffsetCommit a coordinator accepted (%d) carried the group's generation there, and none an older generation than a coordinator had already answered the group at.", judged))
+	return r.result(fmt.Sprintf("every SyncGroup, Heartbeat, OffsetCommit and TxnOffsetCommit a coordinator accepted (%d) carried the group's generation there, and none an older generation than a coordinator had already answered the group at.", judged))
 }
 
 // handlerOf names GroupCoordinator's handler of a group API.

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/dataplane"
 	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/group"
+	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/txn"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
@@ -475,5 +478,87 @@ func TestKgoGroupTransactSession(t *testing.T) {
 	}
 	if len(completions) != 2 || !completions[0].Commit || completions[1].Commit {
 		t.Fatalf("completion events %+v, want the session's commit, then the other producer's abort", completions)
+	}
+}
+
+// Loading __consumer_offsets from the node's own log: a transactional
+// offset commit whose commit marker is in the log is the group's offset,
+// one whose abort marker is there is not, and one with no marker yet stays
+// pending (OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT).
+func TestGroupLoadReadsTransactionalOffsets(t *testing.T) {
+	n, _, _ := txnNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	offsets := history.TP(dataplane.GroupMetadataTopic, 0)
+	in := group.TopicPartition{Topic: "in", Partition: 0}
+	commit := func(g string, pid, offset int64) {
+		t.Helper()
+		rec := group.Record{Key: group.OffsetCommitKey(g, in),
+			Value: group.OffsetCommitValue(group.OffsetAndMetadata{Offset: offset, LeaderEpoch: -1, ExpireTimestamp: -1})}
+		_, committed, err := groupLog{n.data}.AppendTxn(0, []group.Record{rec}, pid, 0)
+		if err == nil {
+			err = committed(ctx)
+		}
+		if err != nil {
+			t.Fatalf("TxnOffsetCommit batch of producer %d: %v", pid, err)
+		}
+	}
+	marker := func(pid int64, commit bool) {
+		t.Helper()
+		_, committed, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: pid, Commit: commit, CoordinatorEpoch: 7})
+		if err == nil {
+			err = committed(ctx)
+		}
+		if err != nil {
+			t.Fatalf("marker of producer %d: %v", pid, err)
+		}
+	}
+	commit("committed", 500, 7)
+	commit("aborted", 501, 8)
+	commit("open", 502, 4)
+	commit("open", 502, 9) // sequence 0 again: a coordinator's batch, not checked
+	marker(500, true)
+	marker(501, false)
+	// A producer epoch older than the log's is fenced, even from the
+	// coordinator.
+	if _, committed, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: 503, ProducerEpoch: 1, CoordinatorEpoch: 7}); err != nil || committed(ctx) != nil {
+		t.Fatalf("abort marker of producer 503 at epoch 1: %v", err)
+	}
+	rec := group.Record{Key: group.OffsetCommitKey("fenced", in), Value: group.OffsetCommitValue(group.OffsetAndMetadata{Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1})}
+	if _, _, err := (groupLog{n.data}).AppendTxn(0, []group.Record{rec}, 503, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("TxnOffsetCommit batch of producer 503 at epoch 0 after its epoch-1 marker: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	// The broker gives up the partition and leads it again: a fresh load.
+	n.groups.resigned(0)
+	n.groups.elected(0)
+	fetch := func(g string) (int64, int16) {
+		t.Helper()
+		for {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.SetVersion(7)
+			req.Group, req.RequireStable = g, true
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "in", []int32{0}
+			req.Topics = append(req.Topics, rt)
+			resp := n.groups.h.OffsetFetch(req)
+			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
+				t.Fatalf("OffsetFetch of %s: %+v", g, resp)
+			}
+			p := resp.Topics[0].Partitions[0]
+			return p.Offset, p.ErrorCode
+		}
+	}
+	if off, code := fetch("committed"); off != 7 || code != 0 {
+		t.Errorf("committed transaction: offset %d error %d, want 7", off, code)
+	}
+	if off, code := fetch("aborted"); off != -1 || code != 0 {
+		t.Errorf("aborted transaction: offset %d error %d, want none", off, code)
+	}
+	if _, code := fetch("open"); code != kerr.UnstableOffsetCommit.Code {
+		t.Errorf("open transaction: error %d, want UNSTABLE_OFFSET_COMMIT", code)
 	}
 }
