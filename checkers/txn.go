@@ -49,11 +49,13 @@ import (
 // AddPartitionsToTxn from its cache without writing, which changes
 // nothing, so at an older coordinator epoch only an EndTxn that wrote
 // PrepareCommit or PrepareAbort is judged. And a batch of that producer id
-// at an older producer epoch than a marker already committed on the
-// partition below it: the marker put the newer epoch in the log, so the
-// leader had to refuse the batch (INVALID_PRODUCER_EPOCH). A fenced
-// producer's first write to a partition the new epoch never reached is
-// accepted by Kafka 2.6.3 (KIP-890 closes that in 3.6) and is not judged.
+// at an older producer epoch than a committed marker below it, the batch
+// committed too (its leader's produce_ack): both are in the one committed
+// log, the marker first, so the leader had the newer epoch and had to
+// refuse the batch (INVALID_PRODUCER_EPOCH). A batch never committed is
+// not judged (a deposed leader's divergent log may lack the marker), nor is
+// a fenced producer's first write to a partition the new epoch never
+// reached, which Kafka 2.6.3 accepts (KIP-890 closes that in 3.6).
 //
 // (c) markers never finished: an EndTxn (or the coordinator's own abort of
 // a timed-out or fenced transaction) wrote PrepareCommit or PrepareAbort
@@ -210,8 +212,20 @@ func coordinatorHandler(api string) string {
 }
 
 // fencedBatches is finding (b) at the partition leaders; it returns how
-// many batches of transactional producer ids it judged.
+// many committed batches of transactional producer ids it judged.
 func (w *txnWalk) fencedBatches(h *history.History, r *report) int {
+	type appendKey struct {
+		node  int32
+		tp    history.TopicPartition
+		base  int64
+		epoch int32
+	}
+	acks := map[appendKey]*history.Event{}
+	for e := range eventsOf(h, history.KindProduceAck) {
+		if e.Append.Acks == history.AcksAll {
+			acks[appendKey{e.Node, e.Append.TP(), e.Append.BaseOffset, e.Append.LeaderEpoch}] = e
+		}
+	}
 	judged := 0
 	for e := range eventsOf(h, history.KindProduceAppend) {
 		a := e.Append
@@ -221,14 +235,18 @@ func (w *txnWalk) fencedBatches(h *history.History, r *report) int {
 		if _, ok := w.ids[a.Producer.ID]; !ok {
 			continue
 		}
+		ack, committed := acks[appendKey{e.Node, a.TP(), a.BaseOffset, a.LeaderEpoch}]
+		if !committed {
+			continue
+		}
 		judged++
 		for _, me := range w.committed[a.TP()][a.Producer.ID] {
 			m := me.TxnMarker
 			if m.ProducerEpoch <= a.Producer.Epoch || m.Offset >= a.BaseOffset {
 				continue
 			}
-			r.violate([]int{me.Index, e.Index}, "%s appended a batch of %s at producer epoch %d to %s at offsets %d..%d, leader epoch %d (event %d, +%s), above the %s marker of producer epoch %d committed at offset %d (%s, coordinator epoch %d, event %d, +%s): the log carried the newer epoch, so the leader had to refuse the fenced producer's batch with INVALID_PRODUCER_EPOCH (ProducerAppendInfo.checkProducerEpoch).",
-				nodeName(e.Node), w.tidOf(a.Producer.ID), a.Producer.Epoch, a.TP(), a.BaseOffset, a.LastOffset, a.LeaderEpoch, e.Index, rel(e.Time, w.t0),
+			r.violate([]int{me.Index, e.Index, ack.Index}, "%s appended a batch of %s at producer epoch %d to %s at offsets %d..%d, leader epoch %d (event %d, +%s; committed, event %d), above the %s marker of producer epoch %d committed at offset %d (%s, coordinator epoch %d, event %d, +%s): the log carried the newer epoch, so the leader had to refuse the fenced producer's batch with INVALID_PRODUCER_EPOCH (ProducerAppendInfo.checkProducerEpoch).",
+				nodeName(e.Node), w.tidOf(a.Producer.ID), a.Producer.Epoch, a.TP(), a.BaseOffset, a.LastOffset, a.LeaderEpoch, e.Index, rel(e.Time, w.t0), ack.Index,
 				decision(m.Commit), m.ProducerEpoch, m.Offset, nodeName(me.Node), m.CoordinatorEpoch, me.Index, rel(me.Time, w.t0))
 			break
 		}

@@ -30,11 +30,14 @@ func markerAt(b *hb.Builder, node int32, pid int64, pe int16, ce int32, commit b
 		ProducerID: pid, ProducerEpoch: pe, CoordinatorEpoch: ce, Commit: commit, Offset: offset, ErrorCode: code}})
 }
 
-// batchAt is leader node's append of pid's batch at epoch to t-0.
+// batchAt is leader node's append of pid's batch at epoch to t-0, and its
+// acknowledgement once committed.
 func batchAt(b *hb.Builder, node int32, pid int64, epoch int16, base, last int64) {
 	b.Add(history.Event{Kind: history.KindProduceAppend, Node: node, Append: &history.Append{Topic: "t", Partition: 0,
-		BaseOffset: base, LastOffset: last, LeaderEpoch: 3, Acks: -1,
+		BaseOffset: base, LastOffset: last, LeaderEpoch: 3, Acks: history.AcksAll,
 		Producer: &history.ProducerBatch{ID: pid, Epoch: epoch, FirstSeq: 0, LastSeq: int32(last - base)}}})
+	b.Add(history.Event{Kind: history.KindProduceAck, Node: node, Append: &history.Append{Topic: "t", Partition: 0,
+		BaseOffset: base, LastOffset: last, LeaderEpoch: 3, Acks: history.AcksAll}})
 }
 
 // oneTxn is a transaction of tx-1 (producer 100, epoch e) from its
@@ -83,7 +86,7 @@ func TestTxnFencing(t *testing.T) {
 			b.At(5000).Phase()
 		}},
 		{name: "a leader appends a deposed coordinator's marker", want: Invalid,
-			explain: `broker 2 appended the abort marker of transactional id "tx-1", producer id 100 (producer epoch 1) to t-0 at offset 12 carrying coordinator epoch 5, committed (event 4`,
+			explain: `broker 2 appended the abort marker of transactional id "tx-1", producer id 100 (producer epoch 1) to t-0 at offset 12 carrying coordinator epoch 5, committed (event 6`,
 			build: func(b *hb.Builder) {
 				txnInitAt(b, 1, "tx-1", 100, 1, 5)
 				batchAt(b, 2, 100, 1, 9, 9)
@@ -113,7 +116,7 @@ func TestTxnFencing(t *testing.T) {
 				txnReqAt(b, 3, history.TxnAPIEndTxn, "tx-1", 100, 0, 4, history.TxnStatePrepareCommit, true, 0)
 			}},
 		{name: "a leader appends a fenced producer's batch above the new epoch's marker", want: Invalid,
-			explain: `broker 2 appended a batch of transactional id "tx-1", producer id 100 at producer epoch 0 to t-0 at offsets 11..12, leader epoch 3 (event 3`,
+			explain: `broker 2 appended a batch of transactional id "tx-1", producer id 100 at producer epoch 0 to t-0 at offsets 11..12, leader epoch 3 (event 4`,
 			build: func(b *hb.Builder) {
 				txnInitAt(b, 1, "tx-1", 100, 0, 5)
 				batchAt(b, 2, 100, 0, 5, 6)
@@ -126,8 +129,14 @@ func TestTxnFencing(t *testing.T) {
 			txnInitAt(b, 1, "tx-1", 100, 1, 5)
 			batchAt(b, 2, 100, 0, 11, 12)
 		}},
+		{name: "a deposed leader appends a fenced batch it never commits", want: Valid, build: func(b *hb.Builder) {
+			txnInitAt(b, 1, "tx-1", 100, 0, 5)
+			markerAt(b, 2, 100, 1, 5, false, 10, 0)
+			b.Add(history.Event{Kind: history.KindProduceAppend, Node: 3, Append: &history.Append{Topic: "t", Partition: 0,
+				BaseOffset: 14, LastOffset: 14, LeaderEpoch: 2, Acks: history.AcksAll, Producer: &history.ProducerBatch{ID: 100, Epoch: 0}}})
+		}},
 		{name: "a prepared transaction never completed after healing", want: Invalid,
-			explain: `broker 1 wrote PrepareCommit for transactional id "tx-1", producer id 100, epoch 0, at coordinator epoch 5 (EndTxn, event 7`,
+			explain: `broker 1 wrote PrepareCommit for transactional id "tx-1", producer id 100, epoch 0, at coordinator epoch 5 (EndTxn, event 8`,
 			build: func(b *hb.Builder) {
 				b.Fault(true, "f1", "partition")
 				txnInitAt(b, 1, "tx-1", 100, 0, 5)
