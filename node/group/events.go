@@ -8,9 +8,10 @@ type Event struct {
 	// API is the request's name: "FindCoordinator", "JoinGroup",
 	// "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
 	// "OffsetFetch", "DescribeGroups" (one event per group), "ListGroups"
-	// (Group ""), and, for partition moves rather than requests,
-	// "LoadPartition" and "UnloadPartition" (Group "", Partition set,
-	// Groups listing the groups loaded or unloaded).
+	// (Group ""), "TxnOffsetCommit", and, for what is not a request,
+	// "TxnOffsetCompletion" (a marker applied to a group's pending
+	// offsets), "LoadPartition" and "UnloadPartition" (Group "",
+	// Partition set, Groups listing the groups loaded or unloaded).
 	API     string
 	Version int16
 	Group   string
