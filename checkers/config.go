@@ -57,6 +57,14 @@ type Config struct {
 	// broker is registered under its own session, every ISR holds its
 	// running replicas and a controller acts.
 	RecoveryGrace time.Duration
+	// TxnGrace: this long after every fault healed (or after the prepare,
+	// when later), a transaction whose PrepareCommit or PrepareAbort was
+	// written has its completion written. The coordinator resends markers
+	// every 100 ms, so a decided transaction completes as soon as its
+	// partitions have leaders, which RecoveryGrace asks for within 15 s;
+	// `chaos run` waits that long after healing, so a longer grace would
+	// leave any transaction still open at the end unknown.
+	TxnGrace time.Duration
 
 	// VisualizePath, when set, receives porcupine's HTML visualization. It
 	// is where output goes, not a knob of a verdict: it has no flag of its
@@ -74,6 +82,7 @@ func DefaultConfig() Config {
 		LinearizeTimeout:     30 * time.Second,
 		RegisteredElectGrace: time.Second,
 		RecoveryGrace:        15 * time.Second,
+		TxnGrace:             15 * time.Second,
 	}
 }
 
@@ -90,6 +99,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.StrictElections, "strict-elections", c.StrictElections, "report an election from outside the ISR by a controller running the unclean policy (known anomaly unclean-election) as invalid")
 	fs.DurationVar(&c.RegisteredElectGrace, "registered-elect-grace", c.RegisteredElectGrace, "during the run, a partition without a leader while a registered ISR member could lead it and an acting controller reaches ZooKeeper is invalid after this long (0: not judged)")
 	fs.DurationVar(&c.RecoveryGrace, "recovery-grace", c.RecoveryGrace, "this long after every fault healed, every running broker must be registered under its own session, every ISR full and a controller acting")
+	fs.DurationVar(&c.TxnGrace, "txn-grace", c.TxnGrace, "this long after every fault healed (or after the prepare, when later), a transaction whose PrepareCommit or PrepareAbort was written must have its completion written")
 	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) or from a deposed leader not yet told of its successor (deposed-leader-read) as invalid")
 }
 
@@ -129,6 +139,7 @@ func All(cfg Config) []Checker {
 		HWWithinISR{},
 		FollowerHW{},
 		GroupGenerations{},
+		TxnFencing{Grace: cfg.TxnGrace},
 		QueueLog{},
 		QueueLostWrite{},
 		QueuePoll{},

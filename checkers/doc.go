@@ -2,9 +2,9 @@
 // alone, whether epoch fencing held: controller fencing, broker fencing,
 // leader uniqueness, durability, high-watermark checkpoints, ISR
 // membership, availability, liveness, idempotence, recovery once faults
-// healed, the linearizability check that wraps linearize, each layer's own
-// promise (below), the queue workload's client promises (below), and the
-// count of stale inputs each fence met (fences).
+// healed, transactions, the linearizability check that wraps linearize,
+// each layer's own promise (below), the queue workload's client promises
+// (below), and the count of stale inputs each fence met (fences).
 //
 // # What Kafka promises a consumer, and what is checked
 //
@@ -68,7 +68,8 @@
 //	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr                 | hw-checkpoint (checkpoint.go)
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
 //	topic deletion           | a deleted partition is gone: no broker acts on it after deleting it, and the topic goes only once every replica deleted its log | TopicDeletionManager.completeDeleteTopic, ReplicaManager.stopReplicas (deletePartition) | topic_deletion, produce_append, hw_advance, role_change | topic-deletion (deletion.go)
-//	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
+//	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets/TxnCommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
+//	transactions             | no marker of a deposed coordinator, no fenced producer's write, every decided transaction completes | ProducerAppendInfo.appendEndTxnMarker/checkProducerEpoch, TransactionCoordinator.handleEndTransaction, TransactionMarkerChannelManager | txn_request, txn_marker, produce_append's producer | txn-fencing (txn.go)
 //
 // # The queue workload's client promises
 //

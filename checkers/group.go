@@ -12,11 +12,12 @@ import (
 // GroupGenerations checks the group coordinator's generation fence: a
 // member acts for a group only in the group's current generation.
 //
-// Row: consumer groups | a coordinator accepts a SyncGroup, Heartbeat or
-// OffsetCommit only from a member of the group's current generation, and a
-// generation, once a coordinator has handed it out, is never accepted again
-// after a newer one exists anywhere | GroupCoordinator.handleSyncGroup,
-// handleHeartbeat, handleCommitOffsets (ILLEGAL_GENERATION,
+// Row: consumer groups | a coordinator accepts a SyncGroup, Heartbeat,
+// OffsetCommit or TxnOffsetCommit only from a member of the group's
+// current generation, and a generation, once a coordinator has handed it
+// out, is never accepted again after a newer one exists anywhere |
+// GroupCoordinator.handleSyncGroup, handleHeartbeat, handleCommitOffsets,
+// handleTxnCommitOffsets (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID), the generation loaded from __consumer_offsets by
 // GroupMetadataManager.loadGroupsForPartition | group_request (the
 // generation carried, the group's when answered, the answer) | two
@@ -27,14 +28,14 @@ import (
 // generation above g: a deposed coordinator that still took the old
 // generation's commits. A request that carried no generation (-1: an
 // OffsetCommit of a consumer outside any group, as Kafka allows for an
-// empty group) is not judged.
+// empty group, and a TxnOffsetCommit before v3) is not judged.
 type GroupGenerations struct{}
 
 // Name implements Checker.
 func (GroupGenerations) Name() string { return "group-generation" }
 
 // groupActs are the requests a member makes in a generation.
-var groupActs = []string{history.GroupAPISync, history.GroupAPIHeartbeat, history.GroupAPIOffsetCommit}
+var groupActs = []string{history.GroupAPISync, history.GroupAPIHeartbeat, history.GroupAPIOffsetCommit, history.GroupAPITxnOffsetCommit}
 
 // Check implements Checker.
 func (c GroupGenerations) Check(h *history.History) Result {
@@ -68,7 +69,7 @@ func (c GroupGenerations) Check(h *history.History) Result {
 		}
 	}
 	r.detail("group_requests_judged", judged)
-	return r.result(fmt.Sprintf("every SyncGroup, Heartbeat and OffsetCommit a coordinator accepted (%d) carried the group's generation there, and none an older generation than a coordinator had already answered the group at.", judged))
+	return r.result(fmt.Sprintf("every SyncGroup, Heartbeat, OffsetCommit and TxnOffsetCommit a coordinator accepted (%d) carried the group's generation there, and none an older generation than a coordinator had already answered the group at.", judged))
 }
 
 // handlerOf names GroupCoordinator's handler of a group API.
@@ -78,6 +79,8 @@ func handlerOf(api string) string {
 		return "SyncGroup"
 	case history.GroupAPIHeartbeat:
 		return "Heartbeat"
+	case history.GroupAPITxnOffsetCommit:
+		return "TxnCommitOffsets"
 	}
 	return "CommitOffsets"
 }

@@ -173,7 +173,10 @@ func (w *producerWalk) checkDup(e *history.Event) {
 	for _, v := range a.Values {
 		w.apps[producerValue{a.TP(), v}] = append(w.apps[producerValue{a.TP(), v}], e)
 	}
-	if a.Producer == nil {
+	// A TxnOffsetCommit's batch on __consumer_offsets is the group
+	// coordinator's (AppendOrigin.Coordinator): base sequence 0 every time,
+	// never checked as a client's sequence.
+	if a.Producer == nil || a.Topic == history.GroupMetadataTopic {
 		return
 	}
 	w.appends++

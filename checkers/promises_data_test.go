@@ -275,6 +275,13 @@ func TestProducerContinuity(t *testing.T) {
 			pAppend(b, 2, 5, 5, 2, pbatch(7, 3))
 			return nil
 		}},
+		{name: "a group coordinator's TxnOffsetCommit batches repeat sequence 0", want: Valid, build: func(b *hb.Builder) []int {
+			for _, base := range []int64{3, 4} {
+				b.Add(history.Event{Kind: history.KindProduceAppend, Node: 1, Append: &history.Append{Topic: history.GroupMetadataTopic,
+					BaseOffset: base, LastOffset: base, LeaderEpoch: 1, Acks: history.AcksAll, Producer: pbatch(7, 0)}})
+			}
+			return nil
+		}},
 		{name: "a new leader that never held the first copy", want: Valid, build: func(b *hb.Builder) []int {
 			pAppend(b, 1, 5, 5, 1, pbatch(7, 3))
 			pAppend(b, 2, 9, 9, 2, pbatch(7, 3))

@@ -36,7 +36,7 @@ type Kind string
 //	fault_start           Fault        nemesis, a fault began
 //	fault_stop            Fault        nemesis, a fault was undone
 //	phase                 Phase        harness, a phase started or ended (the heal phase's end: the brokers running)
-//	group_request         Group        node (group coordinator), a group request answered, or a __consumer_offsets partition loaded or unloaded
+//	group_request         Group        node (group coordinator), a group request answered, a transaction's pending offsets applied or dropped, or a __consumer_offsets partition loaded or unloaded
 //	txn_request           Txn          node (transaction coordinator), a transaction request answered, a marker round, a completion, a __transaction_state load or unload
 //	txn_marker            TxnMarker    node (partition leader), a WriteTxnMarkers marker appended or refused
 //	queue_op              Queue        queue workload (Jepsen's Kafka queue test: sends and polls; history/queue.go)

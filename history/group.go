@@ -1,5 +1,9 @@
 package history
 
+// GroupMetadataTopic is Kafka's internal topic of committed offsets and
+// group metadata, which the group coordinator writes.
+const GroupMetadataTopic = "__consumer_offsets"
+
 // Group coordinator requests and partition moves (GroupRequest.API).
 const (
 	GroupAPIFindCoordinator = "FindCoordinator"
@@ -11,6 +15,13 @@ const (
 	GroupAPIOffsetFetch     = "OffsetFetch"
 	GroupAPIDescribe        = "DescribeGroups"
 	GroupAPIList            = "ListGroups"
+	// GroupAPITxnOffsetCommit is a producer's TxnOffsetCommit: offsets
+	// pending in its transaction until the marker decides them.
+	GroupAPITxnOffsetCommit = "TxnOffsetCommit"
+	// GroupAPITxnCompletion is not a request: a transaction marker
+	// committed to the group's __consumer_offsets partition made the
+	// producer's pending offsets the group's (Commit) or dropped them.
+	GroupAPITxnCompletion = "TxnOffsetCompletion"
 	// GroupLoadPartition and GroupUnloadPartition are not requests: the
 	// coordinator loaded the groups of a __consumer_offsets partition it
 	// now leads (GroupCoordinator.onElection), or dropped them when it
@@ -66,6 +77,13 @@ type GroupRequest struct {
 	// 0 on every other API.
 	Coordinator int32    `json:"coordinator,omitempty"`
 	Groups      []string `json:"groups,omitempty"`
+	// TransactionalID, ProducerID and ProducerEpoch are a
+	// TxnOffsetCommit's; ProducerID and Commit a TxnOffsetCompletion's
+	// (absent on other APIs).
+	TransactionalID string `json:"transactional_id,omitempty"`
+	ProducerID      *int64 `json:"producer_id,omitempty"`
+	ProducerEpoch   *int16 `json:"producer_epoch,omitempty"`
+	Commit          bool   `json:"commit,omitempty"`
 }
 
 // GroupOffset is one partition of an OffsetCommit (the offset committed) or

@@ -25,6 +25,13 @@ const (
 	TxnUnloadPartition = "UnloadPartition"
 )
 
+// Transaction states (TxnRequest.State) the checkers read: an EndTxn or a
+// coordinator's abort answered in one of these wrote it.
+const (
+	TxnStatePrepareCommit = "PrepareCommit"
+	TxnStatePrepareAbort  = "PrepareAbort"
+)
+
 // Transaction error codes the checkers care about.
 const (
 	ErrInvalidProducerEpoch         int16 = 47

@@ -104,6 +104,14 @@ func (g *groups) emit(e group.Event) {
 	if e.API == history.GroupAPIFindCoordinator {
 		gr.Coordinator = e.Coordinator
 	}
+	switch e.API {
+	case history.GroupAPITxnOffsetCommit:
+		pid, epoch := e.ProducerID, e.ProducerEpoch
+		gr.TransactionalID, gr.ProducerID, gr.ProducerEpoch = e.TransactionalID, &pid, &epoch
+	case history.GroupAPITxnCompletion:
+		pid := e.ProducerID
+		gr.ProducerID, gr.Commit = &pid, e.Commit
+	}
 	for _, o := range e.Offsets {
 		gr.Offsets = append(gr.Offsets, history.GroupOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, ErrorCode: o.Error})
 	}
@@ -163,13 +171,27 @@ func (g *groups) loader() {
 // election stays unloaded (FinishLoad ignores it).
 func (g *groups) load(p int32) {
 	start := time.Now()
-	recs, err := g.n.data.ReadLocalLog(history.TP(dataplane.GroupMetadataTopic, p))
+	batches, err := g.n.data.ReadLocalBatches(history.TP(dataplane.GroupMetadataTopic, p))
 	if err != nil {
 		g.n.log.Printf("group coordinator: load %s-%d: %v", dataplane.GroupMetadataTopic, p, err)
 	}
-	loaded := make([]group.LoadedRecord, 0, len(recs))
-	for _, r := range recs {
-		loaded = append(loaded, group.LoadedRecord{BatchOffset: r.BatchOffset, Key: r.Key, Value: r.Value})
+	var loaded []group.LoadedRecord
+	for _, b := range batches {
+		h := b.Header
+		if h.IsControl() {
+			// A control record that is not a transaction marker ends the
+			// producer's pending offsets as an abort would.
+			mk := group.LoadedRecord{BatchOffset: h.BaseOffset, ProducerID: h.ProducerID, Transactional: true, Control: true}
+			if b.Marker != nil {
+				mk.Commit = b.Marker.Commit
+			}
+			loaded = append(loaded, mk)
+			continue
+		}
+		for _, r := range b.Records {
+			loaded = append(loaded, group.LoadedRecord{BatchOffset: r.BatchOffset, Key: r.Key, Value: r.Value,
+				ProducerID: h.ProducerID, Transactional: h.IsTransactional()})
+		}
 	}
 	if err := g.coord.FinishLoad(p, loaded); err != nil {
 		g.n.log.Printf("group coordinator: load %s-%d: %v", dataplane.GroupMetadataTopic, p, err)
@@ -315,6 +337,24 @@ type groupLog struct{ data *dataplane.Manager }
 // Append encodes the coordinator's records as one uncompressed batch, as
 // GroupMetadataManager does, and appends it with requiredAcks = -1.
 func (l groupLog) Append(p int32, records []group.Record) (int64, func(context.Context) error, error) {
+	return l.append(p, records, nil)
+}
+
+// AppendTxn is Append for a TxnOffsetCommit: a transactional batch of
+// producer pid at epoch, base sequence 0, as storeOffsets builds it.
+func (l groupLog) AppendTxn(p int32, records []group.Record, pid int64, epoch int16) (int64, func(context.Context) error, error) {
+	return l.append(p, records, &txnProducer{pid, epoch})
+}
+
+// txnProducer is the producer of a transactional batch.
+type txnProducer struct {
+	id    int64
+	epoch int16
+}
+
+// append writes records as one batch; prod, when set, makes it prod's
+// transactional batch.
+func (l groupLog) append(p int32, records []group.Record, prod *txnProducer) (int64, func(context.Context) error, error) {
 	kvs := make([]storage.KeyValue, len(records))
 	ts := time.Now().UnixMilli()
 	for i, r := range records {
@@ -323,7 +363,13 @@ func (l groupLog) Append(p int32, records []group.Record) (int64, func(context.C
 			ts = r.Timestamp
 		}
 	}
-	batch, err := storage.EncodeBatch(kvs, ts)
+	var batch []byte
+	var err error
+	if prod != nil {
+		batch, err = storage.EncodeTxnBatch(kvs, ts, prod.id, prod.epoch, 0)
+	} else {
+		batch, err = storage.EncodeBatch(kvs, ts)
+	}
 	if err != nil {
 		return -1, nil, err
 	}

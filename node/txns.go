@@ -277,12 +277,28 @@ func (t *txns) writeMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReques
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	type done struct {
+		pid    int64
+		commit bool
+	}
+	offsets := map[done][]int32{}
 	for _, w := range waits {
 		if err := w.committed(wctx); err != nil {
 			w.out.ErrorCode = markerErr(err)
 			w.ev.ErrorCode = w.out.ErrorCode
+		} else if w.ev.Topic == dataplane.GroupMetadataTopic {
+			k := done{w.ev.ProducerID, w.ev.Commit}
+			offsets[k] = append(offsets[k], w.ev.Partition)
 		}
 		t.n.log.Emit(history.Event{Kind: history.KindTxnMarker, TxnMarker: w.ev})
+	}
+	// As soon as a marker is committed to a __consumer_offsets partition,
+	// the group coordinator applies the producer's pending offsets there
+	// (scheduleHandleTxnCompletion), before the coordinator is answered.
+	if g := t.n.groups; g != nil {
+		for k, ps := range offsets {
+			g.coord.HandleTxnCompletion(k.pid, ps, k.commit)
+		}
 	}
 	return resp
 }

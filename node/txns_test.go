@@ -3,8 +3,10 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,8 @@ import (
 	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/dataplane"
 	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/group"
+	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/txn"
 	"github.com/zkchaos/zkchaos/node/wire"
 )
@@ -59,7 +63,7 @@ func (s *syncBuffer) events(t *testing.T) []history.Event {
 
 // txnNode is broker 1 alone, serving the Kafka protocol on a loopback
 // port with data plane, group and transaction coordinators, and leading
-// t-0, t-1, __consumer_offsets-0 and __transaction_state-0 (leader epoch
+// t-0, t-1, in-0, __consumer_offsets-0 and __transaction_state-0 (leader epoch
 // 7: the coordinator epoch). No ZooKeeper: producer ids come from a
 // counter.
 func txnNode(t *testing.T) (n *Node, addr string, events *syncBuffer) {
@@ -98,7 +102,7 @@ func txnNode(t *testing.T) (n *Node, addr string, events *syncBuffer) {
 	host, portS, _ := net.SplitHostPort(ln.Addr().String())
 	port, _ := strconv.Atoi(portS)
 
-	topics := map[string]int32{"t": 2, dataplane.GroupMetadataTopic: 1, dataplane.TransactionStateTopic: 1}
+	topics := map[string]int32{"t": 2, "in": 1, dataplane.GroupMetadataTopic: 1, dataplane.TransactionStateTopic: 1}
 	um := kmsg.NewPtrUpdateMetadataRequest()
 	um.SetVersion(6)
 	um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 1, 1, 10
@@ -284,5 +288,277 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 			t.Logf("%+v", *m)
 		}
 		t.Fatalf("%d txn_marker events, want the append, the unknown partition and the fenced one", len(ms))
+	}
+}
+
+// franz-go's GroupTransactSession (consume-transform-produce, capped at
+// Kafka 2.6's request versions) against the node: a committed transaction
+// writes its records and moves the group's offset together (TxnOffsetCommit
+// made visible by the commit marker); an aborted one leaves no record a
+// read_committed consumer sees and the group's committed offset where it
+// was.
+func TestKgoGroupTransactSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real clients for a few seconds")
+	}
+	_, addr, events := txnNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.DefaultProduceTopic("in"),
+		kgo.DisableIdempotentWrite()) // no ZooKeeper here for producer id blocks
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	input := func(prefix string, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(prefix + strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatalf("input: %v", err)
+			}
+		}
+	}
+	// committed is the group's offset of in-0 once no transaction has
+	// offsets pending there: a transaction's offsets become the group's
+	// when the marker reaches __consumer_offsets, after EndTxn was
+	// answered, and until then OffsetFetch with RequireStable answers
+	// UNSTABLE_OFFSET_COMMIT.
+	committed := func() int64 {
+		t.Helper()
+		for {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Group, req.RequireStable = "g", true
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "in", []int32{0}
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, plain)
+			if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("OffsetFetch: %+v, %v", resp, err)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode == 0 {
+				return p.Offset
+			}
+			if p.ErrorCode != kerr.UnstableOffsetCommit.Code || ctx.Err() != nil {
+				t.Fatalf("OffsetFetch of in-0: error %d", p.ErrorCode)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.TransactionalID("gts"),
+		kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second),
+		kgo.SessionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	// round polls until it has n input records, then writes "prefix-value"
+	// for each to t-0 in one transaction and ends it.
+	round := func(prefix string, n int, commit kgo.TransactionEndTry) bool {
+		t.Helper()
+		var recs []*kgo.Record
+		for len(recs) < n {
+			if ctx.Err() != nil {
+				t.Fatalf("%s: polled %d of %d input records", prefix, len(recs), n)
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			fs := sess.PollFetches(pctx)
+			pcancel()
+			recs = append(recs, fs.Records()...)
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("%s: begin: %v", prefix, err)
+		}
+		for _, r := range recs {
+			if err := sess.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(prefix + "-" + string(r.Value))}).FirstErr(); err != nil {
+				t.Fatalf("%s: produce: %v", prefix, err)
+			}
+		}
+		ok, err := sess.End(ctx, commit)
+		if err != nil {
+			t.Fatalf("%s: end: %v", prefix, err)
+		}
+		return ok
+	}
+
+	input("a", 4)
+	if !round("out", 4, kgo.TryCommit) {
+		t.Fatal("the first transaction did not commit")
+	}
+	if got := committed(); got != 4 {
+		t.Fatalf("after the committed transaction the group's offset is %d, want 4", got)
+	}
+	input("b", 3)
+	if round("aborted", 3, kgo.TryAbort) {
+		t.Fatal("the aborted transaction committed")
+	}
+	if got := committed(); got != 4 {
+		t.Fatalf("after the aborted transaction the group's offset is %d, want it still at 4", got)
+	}
+	// The session sends no TxnOffsetCommit for a transaction it aborts:
+	// another producer commits offsets of group g in a transaction and
+	// aborts it, and the group's offset still does not move.
+	manual, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.TransactionalID("manual"),
+		kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manual.Close()
+	if err := manual.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := manual.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("manual")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := manual.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "manual", pid, epoch, "g"
+	if resp, err := add.RequestWith(ctx, manual); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %+v, %v", resp, err)
+	}
+	toc := kmsg.NewPtrTxnOffsetCommitRequest()
+	toc.TransactionalID, toc.Group, toc.ProducerID, toc.ProducerEpoch, toc.Generation = "manual", "g", pid, epoch, -1
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic = "in"
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset = 0, 99
+	tt.Partitions = append(tt.Partitions, tp)
+	toc.Topics = append(toc.Topics, tt)
+	if resp, err := toc.RequestWith(ctx, manual); err != nil || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("TxnOffsetCommit: %+v, %v", resp, err)
+	}
+	if err := manual.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(); got != 4 {
+		t.Fatalf("after the aborted TxnOffsetCommit of offset 99 the group's offset is %d, want it still at 4", got)
+	}
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	for len(seen) < 4 {
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed consumer saw %v", seen)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := cons.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	for v := range seen {
+		if !strings.HasPrefix(v, "out-a") {
+			t.Errorf("read_committed consumer saw %q", v)
+		}
+	}
+
+	var commits, completions []*history.GroupRequest
+	for _, e := range events.events(t) {
+		if e.Kind != history.KindGroupRequest {
+			continue
+		}
+		switch e.Group.API {
+		case history.GroupAPITxnOffsetCommit:
+			commits = append(commits, e.Group)
+		case history.GroupAPITxnCompletion:
+			completions = append(completions, e.Group)
+		}
+	}
+	if len(commits) != 2 || commits[0].ErrorCode != 0 || commits[1].ErrorCode != 0 || commits[0].TransactionalID != "gts" || commits[0].ProducerID == nil || commits[0].Generation < 0 {
+		t.Fatalf("TxnOffsetCommit events %+v, want the session's, carrying its producer and generation, and the other producer's", commits)
+	}
+	if len(completions) != 2 || !completions[0].Commit || completions[1].Commit {
+		t.Fatalf("completion events %+v, want the session's commit, then the other producer's abort", completions)
+	}
+}
+
+// Loading __consumer_offsets from the node's own log: a transactional
+// offset commit whose commit marker is in the log is the group's offset,
+// one whose abort marker is there is not, and one with no marker yet stays
+// pending (OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT).
+func TestGroupLoadReadsTransactionalOffsets(t *testing.T) {
+	n, _, _ := txnNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	offsets := history.TP(dataplane.GroupMetadataTopic, 0)
+	in := group.TopicPartition{Topic: "in", Partition: 0}
+	commit := func(g string, pid, offset int64) {
+		t.Helper()
+		rec := group.Record{Key: group.OffsetCommitKey(g, in),
+			Value: group.OffsetCommitValue(group.OffsetAndMetadata{Offset: offset, LeaderEpoch: -1, ExpireTimestamp: -1})}
+		_, committed, err := groupLog{n.data}.AppendTxn(0, []group.Record{rec}, pid, 0)
+		if err == nil {
+			err = committed(ctx)
+		}
+		if err != nil {
+			t.Fatalf("TxnOffsetCommit batch of producer %d: %v", pid, err)
+		}
+	}
+	marker := func(pid int64, commit bool) {
+		t.Helper()
+		_, committed, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: pid, Commit: commit, CoordinatorEpoch: 7})
+		if err == nil {
+			err = committed(ctx)
+		}
+		if err != nil {
+			t.Fatalf("marker of producer %d: %v", pid, err)
+		}
+	}
+	commit("committed", 500, 7)
+	commit("aborted", 501, 8)
+	commit("open", 502, 4)
+	commit("open", 502, 9) // sequence 0 again: a coordinator's batch, not checked
+	marker(500, true)
+	marker(501, false)
+	// A producer epoch older than the log's is fenced, even from the
+	// coordinator.
+	if _, committed, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: 503, ProducerEpoch: 1, CoordinatorEpoch: 7}); err != nil || committed(ctx) != nil {
+		t.Fatalf("abort marker of producer 503 at epoch 1: %v", err)
+	}
+	rec := group.Record{Key: group.OffsetCommitKey("fenced", in), Value: group.OffsetCommitValue(group.OffsetAndMetadata{Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1})}
+	if _, _, err := (groupLog{n.data}).AppendTxn(0, []group.Record{rec}, 503, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("TxnOffsetCommit batch of producer 503 at epoch 0 after its epoch-1 marker: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	// The broker gives up the partition and leads it again: a fresh load.
+	n.groups.resigned(0)
+	n.groups.elected(0)
+	fetch := func(g string) (int64, int16) {
+		t.Helper()
+		for {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.SetVersion(7)
+			req.Group, req.RequireStable = g, true
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "in", []int32{0}
+			req.Topics = append(req.Topics, rt)
+			resp := n.groups.h.OffsetFetch(req)
+			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
+				t.Fatalf("OffsetFetch of %s: %+v", g, resp)
+			}
+			p := resp.Topics[0].Partitions[0]
+			return p.Offset, p.ErrorCode
+		}
+	}
+	if off, code := fetch("committed"); off != 7 || code != 0 {
+		t.Errorf("committed transaction: offset %d error %d, want 7", off, code)
+	}
+	if off, code := fetch("aborted"); off != -1 || code != 0 {
+		t.Errorf("aborted transaction: offset %d error %d, want none", off, code)
+	}
+	if _, code := fetch("open"); code != kerr.UnstableOffsetCommit.Code {
+		t.Errorf("open transaction: error %d, want UNSTABLE_OFFSET_COMMIT", code)
 	}
 }

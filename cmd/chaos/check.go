@@ -28,7 +28,8 @@ history, runs every checker (controller fencing, broker fencing, leader
 uniqueness, durability, HW checkpoint, ISR, availability, liveness,
 linearizability, idempotence, recovery; each layer's own promise:
 registration, controller-epoch, controller-tenure, zk-writes, truncation,
-log-retention, producer-state, hw-within-isr, follower-hw; and the fences
+log-retention, producer-state, hw-within-isr, follower-hw, group-generation,
+txn-fencing; and the fences
 count: the stale inputs each fence saw and refused), writes
 RUN_DIR/results.json and prints a summary.
 

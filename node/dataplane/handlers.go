@@ -131,7 +131,7 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = kerr.InvalidRecord.Code
 				continue
 			}
-			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks)
+			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks, false)
 			op.ErrorCode = code
 			if code != 0 {
 				continue
@@ -173,8 +173,11 @@ func (m *Manager) logAck(p *partition, base, last int64, epoch int32, acks int) 
 		Topic: p.tp.Topic, Partition: p.tp.Partition, BaseOffset: base, LastOffset: last, LeaderEpoch: epoch, Acks: acks}})
 }
 
-// appendAsLeader is Partition.appendRecordsToLeader.
-func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
+// appendAsLeader is Partition.appendRecordsToLeader. fromCoordinator is
+// AppendOrigin.Coordinator: the group coordinator's transactional offset
+// commits carry base sequence 0 every time, so only their producer epoch
+// is checked, never their sequence.
+func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator bool) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.role != history.RoleLeader {
@@ -191,6 +194,11 @@ func (p *partition) appendAsLeader(records []byte, acks int16) (code int16, info
 		}
 		if code, reason := p.producers.checkMarker(m); code != 0 {
 			p.m.log.Printf("%s: marker rejected: %s", p.tp, reason)
+			return code, info, 0, 0
+		}
+	} else if ok && fromCoordinator {
+		if code, reason := p.producers.checkFromCoordinator(h); code != 0 {
+			p.m.log.Printf("%s: coordinator append rejected: %s", p.tp, reason)
 			return code, info, 0, 0
 		}
 	} else if ok {

@@ -37,7 +37,7 @@ func (m *Manager) AppendAsCoordinator(tp history.TopicPartition, batch []byte) (
 	if p == nil {
 		return -1, nil, kerr.NotLeaderForPartition
 	}
-	code, info, epoch, gen := p.appendAsLeader(batch, -1)
+	code, info, epoch, gen := p.appendAsLeader(batch, -1, true)
 	if code != 0 {
 		return -1, nil, kerr.ErrorForCode(code)
 	}
@@ -59,14 +59,25 @@ func (m *Manager) AppendAsCoordinator(tp history.TopicPartition, batch []byte) (
 // ReadLocalLog returns every record of tp's local log from its start to its
 // end offset as it is now, as GroupMetadataManager.doLoadGroupsAndOffsets
 // reads a partition it has just become leader of (2.6.3 reads to the log
-// end offset, not the high watermark).
+// end offset, not the high watermark). Control batches are left out.
 func (m *Manager) ReadLocalLog(tp history.TopicPartition) ([]storage.LoggedRecord, error) {
+	batches, err := m.ReadLocalBatches(tp)
+	var out []storage.LoggedRecord
+	for _, b := range batches {
+		out = append(out, b.Records...)
+	}
+	return out, err
+}
+
+// ReadLocalBatches is ReadLocalLog batch by batch, control batches
+// included, for a load that must see transactional writes and markers.
+func (m *Manager) ReadLocalBatches(tp history.TopicPartition) ([]storage.LoggedBatch, error) {
 	p := m.get(tp)
 	if p == nil {
 		return nil, fmt.Errorf("read %s: no local log", tp)
 	}
 	from, end := p.log.LogStartOffset(), p.log.LogEndOffset()
-	var out []storage.LoggedRecord
+	var out []storage.LoggedBatch
 	for from < end {
 		b, err := p.log.Read(from, 1<<20, end)
 		if err != nil {
@@ -75,16 +86,15 @@ func (m *Manager) ReadLocalLog(tp history.TopicPartition) ([]storage.LoggedRecor
 		if len(b) == 0 {
 			break
 		}
-		recs, err := storage.ReadRecords(b)
+		batches, err := storage.ReadBatches(b)
 		if err != nil {
 			return out, fmt.Errorf("read %s at %d: %w", tp, from, err)
 		}
-		hs, _, err := storage.SplitBatches(b)
-		if err != nil || len(hs) == 0 {
-			return out, fmt.Errorf("read %s at %d: %v", tp, from, err)
+		if len(batches) == 0 {
+			return out, fmt.Errorf("read %s at %d: no complete batch", tp, from)
 		}
-		out = append(out, recs...)
-		from = hs[len(hs)-1].LastOffset() + 1
+		out = append(out, batches...)
+		from = batches[len(batches)-1].Header.LastOffset() + 1
 	}
 	return out, nil
 }

@@ -46,6 +46,24 @@ func checkTxnState(e *producerEntry, h storage.BatchHeader) (int16, string) {
 	return 0, ""
 }
 
+// checkFromCoordinator is ProducerAppendInfo's checks on a batch the
+// group coordinator appends for a TxnOffsetCommit (AppendOrigin.Coordinator):
+// an older producer epoch than the partition's is fenced
+// (INVALID_PRODUCER_EPOCH), and the sequence is not checked.
+func (s producerStates) checkFromCoordinator(h storage.BatchHeader) (int16, string) {
+	if !idempotent(h) {
+		return 0, ""
+	}
+	e := s[h.ProducerID]
+	if e == nil {
+		return 0, ""
+	}
+	if h.ProducerEpoch < e.epoch {
+		return kerr.InvalidProducerEpoch.Code, fmt.Sprintf("producer %d epoch %d is older than the partition's %d", h.ProducerID, h.ProducerEpoch, e.epoch)
+	}
+	return checkTxnState(e, h)
+}
+
 // checkMarker is ProducerAppendInfo.appendEndTxnMarker's checks on a
 // marker the leader is asked to write: an older producer epoch than the
 // partition's is fenced (INVALID_PRODUCER_EPOCH: Kafka 2.6.3 maps its

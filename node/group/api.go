@@ -46,6 +46,7 @@ func Routes() []Route {
 		{kmsg.SyncGroup.Int16(), 0, 5},
 		{kmsg.DescribeGroups.Int16(), 0, 5},
 		{kmsg.ListGroups.Int16(), 0, 4},
+		{kmsg.TxnOffsetCommit.Int16(), 0, 3},
 	}
 }
 
@@ -79,6 +80,8 @@ func (h *Handlers) Handle(ctx context.Context, clientID, clientHost string, req 
 		return h.DescribeGroups(r), nil
 	case *kmsg.ListGroupsRequest:
 		return h.ListGroups(r), nil
+	case *kmsg.TxnOffsetCommitRequest:
+		return h.TxnOffsetCommit(ctx, r)
 	}
 	return nil, fmt.Errorf("group coordinator: unexpected request %T", req)
 }

@@ -192,3 +192,58 @@ func TestOffsetFetchErrorByVersion(t *testing.T) {
 		}
 	}
 }
+
+// TxnOffsetCommit through the kmsg handler: a partition the metadata does
+// not know answers UNKNOWN_TOPIC_OR_PARTITION, the rest the coordinator's
+// code; while the group's partition loads, v0-1 answer
+// COORDINATOR_NOT_AVAILABLE where v2+ answer COORDINATOR_LOAD_IN_PROGRESS;
+// generation and member count only from v3.
+func TestTxnOffsetCommitHandler(t *testing.T) {
+	log := newMemLog()
+	c := New(Options{Config: Config{NumPartitions: testPartitions}, Log: log})
+	defer c.Close()
+	h := &Handlers{C: c, Cluster: fakeCluster{}}
+	send := func(v int16, gen int32, member string) map[string]int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = v, "tx", "g", 9, 0
+		req.Generation, req.MemberID = gen, member
+		for _, topic := range []string{"t", "missing"} {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = 0, 5
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := h.TxnOffsetCommit(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int16{}
+		for _, rt := range resp.Topics {
+			out[rt.Topic] = rt.Partitions[0].ErrorCode
+		}
+		return out
+	}
+	p := c.PartitionFor("g")
+	c.BeginLoad(p)
+	for v, want := range map[int16]int16{1: errCoordinatorNotAvailable, 2: errCoordinatorLoadInProgress} {
+		if got := send(v, -1, ""); got["t"] != want || got["missing"] != errUnknownTopicOrPartition {
+			t.Errorf("v%d while loading: %v, want t %d and missing UNKNOWN_TOPIC_OR_PARTITION", v, got, want)
+		}
+	}
+	if err := c.FinishLoad(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := send(2, 4, "nobody"); got["t"] != errNone {
+		t.Errorf("v2 carries no member or generation: %v", got)
+	}
+	if got := send(3, 4, "nobody"); got["t"] != errUnknownMemberID {
+		t.Errorf("v3 from an unknown member: %v, want UNKNOWN_MEMBER_ID", got)
+	}
+	recs := log.records(p)
+	if len(recs) != 1 || !recs[0].Transactional || recs[0].ProducerID != 9 {
+		t.Errorf("log holds %+v, want the one transactional batch of producer 9", recs)
+	}
+}

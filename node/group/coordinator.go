@@ -110,6 +110,11 @@ type Log interface {
 	// NOT_ENOUGH_REPLICAS_AFTER_APPEND, ...); committed's ctx carries
 	// offsets.commit.timeout.ms, and its expiry answers REQUEST_TIMED_OUT.
 	Append(partition int32, records []Record) (baseOffset int64, committed func(ctx context.Context) error, err error)
+	// AppendTxn is Append for a TxnOffsetCommit: one transactional batch
+	// of producer id pid at epoch (GroupMetadataManager.storeOffsets with
+	// a producer id), which the leader fences like the producer's own
+	// batches (an older epoch answers INVALID_PRODUCER_EPOCH).
+	AppendTxn(partition int32, records []Record, pid int64, epoch int16) (baseOffset int64, committed func(ctx context.Context) error, err error)
 }
 
 // Coordinator is Kafka 2.6.3's GroupCoordinator together with the group
@@ -130,6 +135,9 @@ type Coordinator struct {
 	timers   map[timerKey]*timerSlot
 	seq      uint64
 	deferred []func()
+	// producerGroups is openGroupsForProducer: by producer id, the groups
+	// holding offsets pending in its transaction.
+	producerGroups map[int64]map[string]bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -161,7 +169,7 @@ func New(o Options) *Coordinator {
 	return &Coordinator{
 		cfg: o.Config.withDefaults(), log: o.Log, clock: o.Clock, onEvent: o.OnEvent, newID: o.NewUUID,
 		active: true, groups: map[string]*groupMeta{}, owned: map[int32]bool{}, loading: map[int32]bool{},
-		timers: map[timerKey]*timerSlot{}, ctx: ctx, cancel: cancel,
+		timers: map[timerKey]*timerSlot{}, producerGroups: map[int64]map[string]bool{}, ctx: ctx, cancel: cancel,
 	}
 }
 
@@ -213,12 +221,19 @@ func (c *Coordinator) run(f func()) {
 // the coordinator decided them (Kafka appends under the group lock); the
 // wait for the commit runs after the lock is released. done runs under the
 // lock with the batch's base offset or the append's error code.
-func (c *Coordinator) appendLater(partition int32, records []Record, done func(base int64, code int16)) {
+func (c *Coordinator) appendLater(partition int32, records []Record, prod *producer, done func(base int64, code int16)) {
 	if c.log == nil {
 		done(-1, errNotLeader)
 		return
 	}
-	base, committed, err := c.log.Append(partition, records)
+	var base int64
+	var committed func(context.Context) error
+	var err error
+	if prod != nil {
+		base, committed, err = c.log.AppendTxn(partition, records, prod.id, prod.epoch)
+	} else {
+		base, committed, err = c.log.Append(partition, records)
+	}
 	if err != nil {
 		done(-1, appendErrCode(c.ctx, err))
 		return
@@ -303,6 +318,7 @@ const (
 	apiCommit
 	apiFetch
 	apiDescribe
+	apiTxnCommit
 )
 
 // validateGroupStatus is GroupCoordinator.validateGroupStatus.
@@ -1038,8 +1054,16 @@ func sortedTPs[V any](m map[TopicPartition]V) []TopicPartition {
 	return out
 }
 
-// storeOffsets is GroupMetadataManager.storeOffsets without transactions.
+// storeOffsets is GroupMetadataManager.storeOffsets for a consumer's
+// OffsetCommit.
 func (c *Coordinator) storeOffsets(g *groupMeta, offsets map[TopicPartition]OffsetAndMetadata, cb func(map[TopicPartition]int16)) {
+	c.storeOffsetsAs(g, offsets, nil, cb)
+}
+
+// storeOffsetsAs is GroupMetadataManager.storeOffsets; prod, for a
+// TxnOffsetCommit, makes the batch the producer's transactional batch and
+// the offsets pending in its transaction rather than the group's.
+func (c *Coordinator) storeOffsetsAs(g *groupMeta, offsets map[TopicPartition]OffsetAndMetadata, prod *producer, cb func(map[TopicPartition]int16)) {
 	filtered := map[TopicPartition]OffsetAndMetadata{}
 	for tp, om := range offsets {
 		if c.metadataFits(om.Metadata) {
@@ -1071,22 +1095,43 @@ func (c *Coordinator) storeOffsets(g *groupMeta, offsets map[TopicPartition]Offs
 	for _, tp := range sortedTPs(filtered) {
 		recs = append(recs, Record{Key: OffsetCommitKey(g.id, tp), Value: OffsetCommitValue(filtered[tp]), Timestamp: now})
 	}
-	for tp, om := range offsets {
-		g.pendingCommits[tp] = om
+	if prod != nil {
+		c.addProducerGroup(prod.id, g.id)
+		g.prepareTxnOffsetCommit(prod.id, offsets)
+	} else {
+		for tp, om := range offsets {
+			g.pendingCommits[tp] = om
+		}
 	}
-	c.appendLater(p, recs, func(base int64, code int16) {
+	c.appendLater(p, recs, prod, func(base int64, code int16) {
 		if code == errNone {
 			if !g.is(Dead) {
 				for tp, om := range filtered {
-					g.onOffsetCommitAppend(tp, commitRecord{batchOffset: base, om: om})
+					if prod != nil {
+						g.onTxnOffsetCommitAppend(prod.id, tp, commitRecord{batchOffset: base, om: om})
+					} else {
+						g.onOffsetCommitAppend(tp, commitRecord{batchOffset: base, om: om})
+					}
 				}
 			}
 			final(errNone)
 			return
 		}
 		if !g.is(Dead) {
+			if prod != nil {
+				// As in 2.6.3, the producer's group is forgotten only when
+				// it had nothing pending before this commit's offsets are
+				// dropped.
+				if _, ok := g.pendingTxn[prod.id]; !ok {
+					c.removeProducerGroup(prod.id, g.id)
+				}
+			}
 			for tp, om := range filtered {
-				g.failPendingOffsetWrite(tp, om)
+				if prod != nil {
+					g.failPendingTxnOffsetCommit(prod.id, tp)
+				} else {
+					g.failPendingOffsetWrite(tp, om)
+				}
 			}
 		}
 		switch code {
@@ -1121,7 +1166,7 @@ func (c *Coordinator) storeGroup(g *groupMeta, assignment map[string][]byte, cb 
 			SessionTimeout: m.sessionTimeout, Subscription: md, Assignment: a})
 	}
 	recs := []Record{{Key: GroupMetadataKey(g.id), Value: GroupMetadataValue(rec), Timestamp: c.nowMs()}}
-	c.appendLater(p, recs, func(_ int64, code int16) {
+	c.appendLater(p, recs, nil, func(_ int64, code int16) {
 		switch code {
 		case errUnknownTopicOrPartition, errNotEnoughReplicas, errNotEnoughReplicasAfter:
 			code = errCoordinatorNotAvailable
@@ -1166,7 +1211,7 @@ func (c *Coordinator) handleFetchOffsets(groupID string, requireStable bool, tps
 		tps = sortedTPs(g.offsets)
 	}
 	for _, tp := range tps {
-		_, pending := g.pendingCommits[tp]
+		pending := g.hasPendingOffsetCommits(tp)
 		cr, ok := g.offsets[tp]
 		switch {
 		case requireStable && pending:

@@ -2,12 +2,14 @@
 // GroupCoordinator, GroupMetadata, MemberMetadata, the group cache and
 // record formats of GroupMetadataManager, and the KafkaApis handlers of
 // FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// OffsetCommit, OffsetFetch, DescribeGroups and ListGroups.
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and TxnOffsetCommit.
 //
 // It owns group membership (states Empty, PreparingRebalance,
 // CompletingRebalance, Stable, Dead; member ids, generations, protocol
 // selection, the leader, static members), the session and rebalance timers
-// (on an injected Clock), committed offsets, and the bytes of the
+// (on an injected Clock), committed offsets, the offsets pending in a
+// producer's transaction until its marker (HandleTxnCompletion), and the
+// bytes of the
 // __consumer_offsets records (offset commit key v1 / value v3, group
 // metadata key v2 / value v3).
 //
@@ -20,8 +22,7 @@
 // answered request is reported through Options.OnEvent; mapping Event onto
 // the history schema is the node's job.
 //
-// Not modelled: transactional offset commits (TxnOffsetCommit and the
-// pending transactional offsets of a load), DeleteGroups, OffsetDelete,
+// Not modelled: DeleteGroups, OffsetDelete,
 // offset expiry (offsets.retention.minutes), OffsetCommit/OffsetFetch v0
 // (ZooKeeper-stored offsets), authorizers.
 package group

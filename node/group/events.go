@@ -8,9 +8,10 @@ type Event struct {
 	// API is the request's name: "FindCoordinator", "JoinGroup",
 	// "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
 	// "OffsetFetch", "DescribeGroups" (one event per group), "ListGroups"
-	// (Group ""), and, for partition moves rather than requests,
-	// "LoadPartition" and "UnloadPartition" (Group "", Partition set,
-	// Groups listing the groups loaded or unloaded).
+	// (Group ""), "TxnOffsetCommit", and, for what is not a request,
+	// "TxnOffsetCompletion" (a marker applied to a group's pending
+	// offsets), "LoadPartition" and "UnloadPartition" (Group "",
+	// Partition set, Groups listing the groups loaded or unloaded).
 	API     string
 	Version int16
 	Group   string
@@ -38,6 +39,13 @@ type Event struct {
 	// Coordinator is the broker a FindCoordinator answer named (-1: none).
 	Coordinator int32
 	Groups      []string
+	// TransactionalID, ProducerID and ProducerEpoch are a
+	// TxnOffsetCommit's; ProducerID and Commit a TxnOffsetCompletion's
+	// (the marker's producer and decision).
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+	Commit          bool
 }
 
 // EventOffset is one partition of an OffsetCommit or OffsetFetch.

@@ -97,6 +97,22 @@ func newMemLog() *memLog {
 }
 
 func (l *memLog) Append(p int32, recs []Record) (int64, func(context.Context) error, error) {
+	return l.append(p, recs, func(r *LoadedRecord) {})
+}
+
+func (l *memLog) AppendTxn(p int32, recs []Record, pid int64, _ int16) (int64, func(context.Context) error, error) {
+	return l.append(p, recs, func(r *LoadedRecord) { r.ProducerID, r.Transactional = pid, true })
+}
+
+// marker appends a transaction marker of pid to partition p.
+func (l *memLog) marker(p int32, pid int64, commit bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.parts[p] = append(l.parts[p], LoadedRecord{BatchOffset: l.next[p], ProducerID: pid, Transactional: true, Control: true, Commit: commit})
+	l.next[p]++
+}
+
+func (l *memLog) append(p int32, recs []Record, mark func(*LoadedRecord)) (int64, func(context.Context) error, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.failNext; err != nil {
@@ -105,7 +121,9 @@ func (l *memLog) Append(p int32, recs []Record) (int64, func(context.Context) er
 	}
 	base := l.next[p]
 	for _, r := range recs {
-		l.parts[p] = append(l.parts[p], LoadedRecord{BatchOffset: base, Key: r.Key, Value: r.Value})
+		lr := LoadedRecord{BatchOffset: base, Key: r.Key, Value: r.Value}
+		mark(&lr)
+		l.parts[p] = append(l.parts[p], lr)
 	}
 	l.next[p] = base + int64(len(recs))
 	failCommit := l.failCommit

@@ -55,24 +55,45 @@ type groupTP struct {
 
 func (c *Coordinator) loadRecords(p int32, records []LoadedRecord) error {
 	offsets := map[groupTP]commitRecord{}
+	// pending are the offsets of transactions not yet decided in the log,
+	// by producer id (doLoadGroupsAndOffsets' pendingOffsets).
+	pending := map[int64]map[groupTP]commitRecord{}
 	groups := map[string]GroupRecord{}
 	removed := map[string]bool{}
 	for i, r := range records {
+		if r.Control {
+			if r.Commit {
+				for gtp, cr := range pending[r.ProducerID] {
+					if cur, ok := offsets[gtp]; !ok || cur.batchOffset < cr.batchOffset {
+						offsets[gtp] = cr
+					}
+				}
+			}
+			delete(pending, r.ProducerID)
+			continue
+		}
 		k, err := ReadKey(r.Key)
 		if err != nil {
 			return fmt.Errorf("load __consumer_offsets-%d record %d: %w", p, i, err)
 		}
 		if k.IsOffset {
 			gtp := groupTP{k.Group, k.TP}
+			into := offsets
+			if r.Transactional {
+				if pending[r.ProducerID] == nil {
+					pending[r.ProducerID] = map[groupTP]commitRecord{}
+				}
+				into = pending[r.ProducerID]
+			}
 			if r.Value == nil {
-				delete(offsets, gtp)
+				delete(into, gtp)
 				continue
 			}
 			om, err := ReadOffsetValue(r.Value)
 			if err != nil {
 				return fmt.Errorf("load __consumer_offsets-%d record %d: %w", p, i, err)
 			}
-			offsets[gtp] = commitRecord{batchOffset: r.BatchOffset, om: om}
+			into[gtp] = commitRecord{batchOffset: r.BatchOffset, om: om}
 			continue
 		}
 		if r.Value == nil {
@@ -94,26 +115,46 @@ func (c *Coordinator) loadRecords(p int32, records []LoadedRecord) error {
 		}
 		byGroup[gtp.group][gtp.tp] = cr
 	}
-	for id, rec := range groups {
-		g := c.groupFromRecord(id, rec)
-		for tp, cr := range byGroup[id] {
+	pendingByGroup := map[string]map[int64]map[TopicPartition]commitRecord{}
+	for pid, tps := range pending {
+		for gtp, cr := range tps {
+			c.addProducerGroup(pid, gtp.group)
+			if pendingByGroup[gtp.group] == nil {
+				pendingByGroup[gtp.group] = map[int64]map[TopicPartition]commitRecord{}
+			}
+			if pendingByGroup[gtp.group][pid] == nil {
+				pendingByGroup[gtp.group][pid] = map[TopicPartition]commitRecord{}
+			}
+			pendingByGroup[gtp.group][pid][gtp.tp] = cr
+		}
+	}
+	initialize := func(g *groupMeta) {
+		for tp, cr := range byGroup[g.id] {
 			g.offsets[tp] = cr
 		}
+		for pid, tps := range pendingByGroup[g.id] {
+			g.pendingTxn[pid] = tps
+		}
 		c.installLoaded(g)
+	}
+	for id, rec := range groups {
+		initialize(c.groupFromRecord(id, rec))
+	}
+	// Offsets without group metadata: a group using Kafka only for offset
+	// storage, or only a producer's transactions.
+	offsetOnly := map[string]bool{}
+	for id := range byGroup {
+		offsetOnly[id] = true
+	}
+	for id := range pendingByGroup {
+		offsetOnly[id] = true
+	}
+	for id := range offsetOnly {
+		if _, ok := groups[id]; !ok {
+			initialize(newGroup(id, Empty, c.nowMs()))
+		}
 	}
 	var errs []error
-	for id, tps := range byGroup {
-		if _, ok := groups[id]; ok {
-			continue
-		}
-		// Offsets without group metadata: a group using Kafka only for
-		// offset storage.
-		g := newGroup(id, Empty, c.nowMs())
-		for tp, cr := range tps {
-			g.offsets[tp] = cr
-		}
-		c.installLoaded(g)
-	}
 	for id := range removed {
 		if _, cached := c.groups[id]; cached && byGroup[id] == nil {
 			errs = append(errs, fmt.Errorf("load __consumer_offsets-%d: unexpected unload of active group %q", p, id))
@@ -178,6 +219,7 @@ func (c *Coordinator) Unload(p int32) {
 			}
 			c.onGroupUnloaded(g)
 			delete(c.groups, id)
+			c.removeGroupFromAllProducers(id)
 			ids = append(ids, id)
 		}
 		c.emitPartition("UnloadPartition", p, ids, errNone)

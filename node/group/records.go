@@ -43,9 +43,18 @@ type Record struct {
 // LoadedRecord is one record read back from a __consumer_offsets partition
 // when it is loaded; BatchOffset is the base offset of the batch holding it
 // (GroupMetadataManager orders competing commits by it).
+//
+// A record of a transactional batch (a TxnOffsetCommit) has Transactional
+// set and its batch's ProducerID. A transaction marker is one LoadedRecord
+// with Control set, the marker's ProducerID and decision (Commit), and no
+// key or value.
 type LoadedRecord struct {
-	BatchOffset int64
-	Key, Value  []byte
+	BatchOffset   int64
+	Key, Value    []byte
+	ProducerID    int64
+	Transactional bool
+	Control       bool
+	Commit        bool
 }
 
 // PartitionFor is GroupMetadataManager.partitionFor: Utils.abs of Java's

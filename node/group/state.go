@@ -158,6 +158,9 @@ type groupMeta struct {
 	supported      map[string]int
 	offsets        map[TopicPartition]commitRecord
 	pendingCommits map[TopicPartition]OffsetAndMetadata
+	// pendingTxn is pendingTransactionalOffsetCommits: by producer id, the
+	// offsets of its open transaction (batch offset -1 until appended).
+	pendingTxn     map[int64]map[TopicPartition]commitRecord
 	newMemberAdded bool
 
 	join           *joinOp
@@ -169,7 +172,7 @@ func newGroup(id string, state State, nowMs int64) *groupMeta {
 		id: id, state: state, stateTimestamp: nowMs,
 		members: map[string]*member{}, static: map[string]string{}, pending: map[string]bool{},
 		supported: map[string]int{}, offsets: map[TopicPartition]commitRecord{},
-		pendingCommits: map[TopicPartition]OffsetAndMetadata{},
+		pendingCommits: map[TopicPartition]OffsetAndMetadata{}, pendingTxn: map[int64]map[TopicPartition]commitRecord{},
 	}
 }
 

@@ -143,3 +143,46 @@ func nullableBytes(b []byte) ([]byte, []byte, bool) {
 	}
 	return append([]byte{}, rest[:l]...), rest[l:], true
 }
+
+// LoggedBatch is one batch read back from a log with what a reader of
+// transactional writes needs: its header (producer id and epoch, the
+// transactional and control attributes), its records, and for a control
+// batch its transaction marker (nil when the control record is not one).
+type LoggedBatch struct {
+	Header  BatchHeader
+	Records []LoggedRecord
+	Marker  *Marker
+}
+
+// ReadBatches decodes the batches in b as ReadRecords does, control
+// batches included: GroupMetadataManager's load needs the producer id of a
+// transactional offset commit and the markers that decide it. A control
+// record that is not a transaction marker leaves Marker nil, as Kafka's
+// ControlRecordType.parse answers UNKNOWN for it.
+func ReadBatches(b []byte) ([]LoggedBatch, error) {
+	headers, _, err := SplitBatches(b)
+	if err != nil {
+		return nil, fmt.Errorf("read batches: %w", err)
+	}
+	var out []LoggedBatch
+	pos := 0
+	for _, h := range headers {
+		batch := b[pos : pos+int(h.Size())]
+		pos += int(h.Size())
+		lb := LoggedBatch{Header: h}
+		if h.IsControl() {
+			if m, ok, err := DecodeMarker(batch); ok && err == nil {
+				lb.Marker = &m
+			}
+			out = append(out, lb)
+			continue
+		}
+		recs, err := ReadRecords(batch)
+		if err != nil {
+			return out, err
+		}
+		lb.Records = recs
+		out = append(out, lb)
+	}
+	return out, nil
+}
