@@ -191,8 +191,17 @@ func (r *fpRun) arm(ctx context.Context, target Target, id int) error {
 		return r.f.fps.ArmFailpoint(ctx, id, r.name, r.action)
 	}
 	// The failpoint must be armed in the new process before it runs:
-	// kill, arm it for the next start, start.
+	// kill, arm it for the next start, start. The start does not depend
+	// on the step's context, and a kill that reports an error is checked:
+	// at the run's time limit the engine killed the broker while the
+	// client's context had already expired, the kill reported "context
+	// deadline exceeded", nothing started the broker again and it stayed
+	// dead through heal and the final reads.
+	bg := context.WithoutCancel(ctx)
 	if err := r.f.pr.kill(ctx, target); err != nil {
+		if r.f.pr.down(bg, target) {
+			err = errors.Join(err, r.f.pr.start(bg, target))
+		}
 		return err
 	}
 	err := r.f.fps.ArmAtStart(ctx, id, r.name, r.action)
@@ -200,7 +209,7 @@ func (r *fpRun) arm(ctx context.Context, target Target, id int) error {
 	// broker-before-register aborts its start-up), which makes the start's
 	// network re-apply fail; heal starts it again and reports a start that
 	// still fails.
-	if serr := r.f.pr.start(ctx, target); err == nil && r.plan.Action != FPError {
+	if serr := r.f.pr.start(bg, target); err == nil && r.plan.Action != FPError {
 		err = serr
 	}
 	return err

@@ -937,3 +937,35 @@ func TestShrinkHoldWaitsForTheRemoval(t *testing.T) {
 		})
 	}
 }
+
+// killLate is fpProcs whose kill reports the client's expired deadline
+// after the engine killed the broker (what a kill at the run's time limit
+// did).
+type killLate struct{ fpProcs }
+
+func (p killLate) kill(_ context.Context, t Target) error {
+	p.w.log("kill %s (deadline exceeded)", t.Name)
+	p.w.mu.Lock()
+	p.w.down[t.Name] = true
+	p.w.mu.Unlock()
+	return context.DeadlineExceeded
+}
+
+// A restart-target plan whose kill reports an error after the broker died
+// starts it again: nothing else would, since the fault ends there.
+func TestRestartPlanStartsABrokerItsFailedKillLeftDown(t *testing.T) {
+	restart := pickWhere(t, "restart-target", func(p FPPlan) bool { return p.Provoke == ProvokeRestart })
+	synctest.Test(t, func(t *testing.T) {
+		w := &fpWorld{armed: map[string]time.Time{}, reach: true, down: map[string]bool{}}
+		f := newFailpoint(w, Env{Partitions: w, Failpoints: w, Session: w.SessionTimeout()}, nil, killLate{fpProcs{w}})
+		if _, err := f.inject(t.Context(), restart); err == nil {
+			t.Fatal("inject succeeded; want the kill's error")
+		}
+		w.mu.Lock()
+		calls := strings.Join(w.calls, "\n")
+		w.mu.Unlock()
+		if !strings.Contains(calls, "start n") {
+			t.Errorf("the broker the kill left down was not started again; calls:\n%s", calls)
+		}
+	})
+}
