@@ -100,8 +100,9 @@ type Checker interface {
 
 // Run runs each checker on h and returns their results in order and the
 // combined verdict. The client operations are paired, the events indexed
-// by kind and the partition states put in ZooKeeper order, once for all of
-// them (see operations, eventsOf and partitionStates), and the checkers run
+// by kind, the partition states put in ZooKeeper order and the queue
+// operations modelled, once for all of them (see operations, eventsOf,
+// partitionStates and queueModelOf), and the checkers run
 // concurrently, as many at a time as
 // there are CPUs: they only read the history, and each result is the same
 // whatever else runs beside it. Linearizable, the longest, starts first.
@@ -114,6 +115,8 @@ func Run(h *history.History, cs []Checker) ([]Result, Verdict) {
 	defer kindIndexes.Delete(h)
 	zkVersions.Store(h, collectPartitionStates(h))
 	defer zkVersions.Delete(h)
+	queueModels.Store(h, sync.OnceValue(func() *queueModel { return newQueueModel(h) }))
+	defer queueModels.Delete(h)
 	order := make([]int, 0, len(cs))
 	for i, c := range cs {
 		if _, ok := c.(Linearizable); ok {

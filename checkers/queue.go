@@ -2,7 +2,7 @@ package checkers
 
 // The queue workload's checkers (see doc.go's table of client promises):
 // what every one of them reads from the history's queue operations, built
-// once per checker by newQueueModel.
+// once per history (queueModelOf) and only read by the checkers.
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -78,6 +79,22 @@ type queueModel struct {
 	// readable, per partition, the offsets holding a readable value,
 	// sorted.
 	readable map[int32][]int64
+}
+
+// queueModels holds, for each history Run is checking, the builder of its
+// queue model: the first queue checker to ask builds it and the other four
+// wait for that one, so a history's queue operations are paired and
+// indexed by value once, and not at all on a log run, whose checkers never
+// ask.
+var queueModels sync.Map // *history.History → func() *queueModel
+
+// queueModelOf returns h's queue model, shared under Run; a checker called
+// on its own builds its own.
+func queueModelOf(h *history.History) *queueModel {
+	if v, ok := queueModels.Load(h); ok {
+		return v.(func() *queueModel)()
+	}
+	return newQueueModel(h)
 }
 
 func newQueueModel(h *history.History) *queueModel {

@@ -52,7 +52,7 @@ type queueCommit struct {
 // Check implements Checker.
 func (c QueuePoll) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	m := newQueueModel(h)
+	m := queueModelOf(h)
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}
@@ -222,7 +222,7 @@ func (QueueGroup) Name() string { return "queue-group" }
 // Check implements Checker.
 func (c QueueGroup) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	m := newQueueModel(h)
+	m := queueModelOf(h)
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}

@@ -312,3 +312,48 @@ func TestQueueGroup(t *testing.T) {
 			}},
 	})
 }
+
+// modelProbe is a checker that keeps the queue model it was given.
+type modelProbe struct{ got **queueModel }
+
+func (modelProbe) Name() string { return "model-probe" }
+
+func (p modelProbe) Check(h *history.History) Result {
+	*p.got = queueModelOf(h)
+	return Result{Verdict: Valid}
+}
+
+// Under Run the queue checkers share one model of the history, and judge
+// with it what each judges alone; after Run nothing of it is kept.
+func TestQueueModelSharedUnderRun(t *testing.T) {
+	b := hb.New()
+	qsent(b, 0, 1, 0)
+	qsent(b, 0, 2, 1)
+	qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 1))
+	qdrain(b, ru, 3, recs(0, 0, 1, 2, 7))
+	h := b.History()
+	var a, c *queueModel
+	cs := []Checker{QueueLog{}, modelProbe{&a}, QueueLostWrite{}, QueuePoll{}, modelProbe{&c}, QueueIsolation{}, QueueGroup{}}
+	res, _ := Run(h, cs)
+	if a == nil || a != c {
+		t.Fatalf("queue models under Run: %p and %p, want one shared model", a, c)
+	}
+	if _, ok := queueModels.Load(h); ok {
+		t.Fatal("Run kept the queue model after it returned")
+	}
+	if queueModelOf(h) == a {
+		t.Fatal("a checker called on its own got Run's model")
+	}
+	for i, ch := range cs {
+		if _, ok := ch.(modelProbe); ok {
+			continue
+		}
+		alone := ch.Check(h)
+		if res[i].Verdict != alone.Verdict || res[i].Explanation != alone.Explanation {
+			t.Errorf("%s under Run: %s %q; alone: %s %q", ch.Name(), res[i].Verdict, res[i].Explanation, alone.Verdict, alone.Explanation)
+		}
+	}
+	if res[2].Verdict != Invalid {
+		t.Errorf("queue-lost-write on a history with a lost write: %s, want invalid", res[2].Verdict)
+	}
+}

@@ -25,7 +25,7 @@ func (QueueLog) Name() string { return "queue-log" }
 // Check implements Checker.
 func (c QueueLog) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	m := newQueueModel(h)
+	m := queueModelOf(h)
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}
@@ -77,7 +77,7 @@ func (QueueLostWrite) Name() string { return "queue-lost-write" }
 // Check implements Checker.
 func (c QueueLostWrite) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	m := newQueueModel(h)
+	m := queueModelOf(h)
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}
@@ -131,7 +131,7 @@ func (QueueIsolation) Name() string { return "queue-isolation" }
 // Check implements Checker.
 func (c QueueIsolation) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	m := newQueueModel(h)
+	m := queueModelOf(h)
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}

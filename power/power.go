@@ -45,7 +45,9 @@ const Fixed = "every-fix-on"
 
 // Switches are the configurations a table has a row for, in its order.
 var Switches = []Switch{
-	{Name: "KAFKA-532", Bugs: []string{"KAFKA-532"}, Harm: []string{"controller-fencing", "durability"}},
+	// A queue run's lost acknowledged records are queue-lost-write's, as
+	// a log run's are durability's.
+	{Name: "KAFKA-532", Bugs: []string{"KAFKA-532"}, Harm: []string{"controller-fencing", "durability", "queue-lost-write"}},
 	{Name: "KAFKA-7235", Bugs: []string{"KAFKA-7235"}, Harm: []string{"broker-fencing", "hw-checkpoint"}},
 	// The report's window needs the ISR to shrink inside a fault's hold and
 	// acks=all to need a follower: the settings of `chaos repro KAFKA-3861`.

@@ -35,6 +35,10 @@ type Report struct {
 	// SpreadTopic: the runs had the RF-2 spread topic beside the workload
 	// topic (rundir.RunSpec.SpreadTopic).
 	SpreadTopic bool `json:"spread_topic,omitempty"`
+	// Workload is the client workload (rundir.RunSpec.Workload: "" for
+	// the log workload), QueueTxn its transactional mode.
+	Workload string `json:"workload,omitempty"`
+	QueueTxn bool   `json:"queue_txn,omitempty"`
 	// Build is the commit chaos was built from ("+modified" when the
 	// checkout had changes), so tables from two builds are not mixed up;
 	// with --from, the build that made the table.
@@ -177,6 +181,7 @@ var storedSettings = []struct {
 	{"fault density", func(i *rundir.Info) string { return fmt.Sprint(i.Density) }, func(r *Report, i *rundir.Info) { r.Density = i.Density }},
 	{"admin workload", func(i *rundir.Info) string { return fmt.Sprint(i.Admin) }, func(r *Report, i *rundir.Info) { r.Admin = i.Admin }},
 	{"spread topic", func(i *rundir.Info) string { return fmt.Sprint(i.SpreadTopic != "") }, func(r *Report, i *rundir.Info) { r.SpreadTopic = i.SpreadTopic != "" }},
+	{"workload", func(i *rundir.Info) string { return i.WorkloadName() }, func(r *Report, i *rundir.Info) { r.Workload, r.QueueTxn = i.Workload, i.QueueTxn }},
 	{"fault holds", func(i *rundir.Info) string { return i.MinHold.String() + "-" + i.MaxHold.String() }, nil},
 	{"ZooKeeper servers", func(i *rundir.Info) string { return fmt.Sprint(i.ZK.Servers) }, nil},
 	{"session timeout", func(i *rundir.Info) string { return i.ZKSessionTimeout.String() }, nil},

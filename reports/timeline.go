@@ -87,6 +87,7 @@ type timeline struct {
 	ops      []opPoint
 	counts   [nOutcomes]int
 	pending  int // invokes without a completion
+	queueOps int // of ops, the queue workload's
 	markers  []marker
 	kinds    map[history.Kind]int
 	sources  map[string]int
@@ -131,7 +132,9 @@ type builder struct {
 	phaseOrder []string
 	faults     history.FaultWindows
 	invokes    history.OpPairer[int64] // invoke times
-	nodeSeen   map[int32]bool
+	// queueInvokes are the queue operations' invoke times by process.
+	queueInvokes map[queueProc]int64
+	nodeSeen     map[int32]bool
 
 	// Controller lanes: who ZooKeeper names, and who acts as controller.
 	zkID     int32 // -2: not observed yet
@@ -184,16 +187,17 @@ func newBuilder() *builder {
 			kinds:    map[history.Kind]int{},
 			sources:  map[string]int{},
 		},
-		phaseOpen:  map[string]int64{},
-		faults:     history.FaultWindows{ProcessEnds: true},
-		nodeSeen:   map[int32]bool{},
-		zkID:       -2,
-		zkEpoch:    -1,
-		ctrlOpen:   map[int32]openCtrl{},
-		stOpen:     map[history.TopicPartition]*openState{},
-		writeState: map[history.TopicPartition][]stateWrite{},
-		sawWatch:   map[history.TopicPartition]bool{},
-		leadOpen:   map[history.TopicPartition]map[int32]openLead{},
+		phaseOpen:    map[string]int64{},
+		faults:       history.FaultWindows{ProcessEnds: true},
+		nodeSeen:     map[int32]bool{},
+		queueInvokes: map[queueProc]int64{},
+		zkID:         -2,
+		zkEpoch:      -1,
+		ctrlOpen:     map[int32]openCtrl{},
+		stOpen:       map[history.TopicPartition]*openState{},
+		writeState:   map[history.TopicPartition][]stateWrite{},
+		sawWatch:     map[history.TopicPartition]bool{},
+		leadOpen:     map[history.TopicPartition]map[int32]openLead{},
 	}
 }
 
@@ -238,6 +242,8 @@ func (b *builder) add(e *history.Event) {
 		}
 	case history.KindOp:
 		b.op(e)
+	case history.KindQueueOp:
+		b.queueOp(e)
 	}
 }
 
@@ -311,8 +317,48 @@ func (b *builder) op(e *history.Event) {
 	if !ok {
 		return
 	}
+	b.completed(start, e.Time, o.Type)
+	if isAdminOp(o.F) { // operator actions (the control-plane workload) share the fault lane
+		b.tl.faults = append(b.tl.faults, adminSpan(start, e))
+	}
+}
+
+// queueOp pairs the queue workload's operations (sends, polls, commits,
+// assignments, the drain) as Operations pairs client ones, by source and
+// process, and draws them in the same scatter: a queue run has no other
+// client operations.
+func (b *builder) queueOp(e *history.Event) {
+	q := e.Queue
+	if q == nil {
+		return
+	}
+	k := queueProc{e.Source, q.Process}
+	if q.Type == history.OpInvoke {
+		if _, busy := b.queueInvokes[k]; busy {
+			b.tl.pending++
+		}
+		b.queueInvokes[k] = e.Time
+		return
+	}
+	start, ok := b.queueInvokes[k]
+	if !ok {
+		return
+	}
+	delete(b.queueInvokes, k)
+	b.tl.queueOps++
+	b.completed(start, e.Time, q.Type)
+}
+
+// queueProc is a queue process of one source.
+type queueProc struct {
+	src  string
+	proc int
+}
+
+// completed adds one completed operation to the scatter.
+func (b *builder) completed(start, end int64, typ history.OpType) {
 	var out uint8
-	switch o.Type {
+	switch typ {
 	case history.OpOK:
 		out = outOK
 	case history.OpFail:
@@ -321,10 +367,7 @@ func (b *builder) op(e *history.Event) {
 		out = outInfo
 	}
 	b.tl.counts[out]++
-	b.tl.ops = append(b.tl.ops, opPoint{t: start, lat: e.Time - start, outcome: out})
-	if isAdminOp(o.F) { // operator actions (the control-plane workload) share the fault lane
-		b.tl.faults = append(b.tl.faults, adminSpan(start, e))
-	}
+	b.tl.ops = append(b.tl.ops, opPoint{t: start, lat: end - start, outcome: out})
 }
 
 func (b *builder) closeCtrl(n int32, end int64, open bool, why string) {
@@ -423,7 +466,7 @@ func (b *builder) finish() *timeline {
 				title: "phase " + name})
 		}
 	}
-	tl.pending += b.invokes.Pending()
+	tl.pending += b.invokes.Pending() + len(b.queueInvokes)
 	for n := range b.nodeSeen {
 		tl.nodes = append(tl.nodes, n)
 	}

@@ -127,8 +127,12 @@ func (tl *timeline) renderWindow(from, to int64) string {
 				}
 			}
 		}
-		title := fmt.Sprintf("client operations: latency by invoke time (ok %d, fail %d, info %d, never completed %d in the run)",
-			counts[outOK], counts[outFail], counts[outInfo], tl.pending)
+		what := "client operations"
+		if tl.queueOps > 0 {
+			what = fmt.Sprintf("client operations (%d of the queue workload: sends, polls, commits, assignments, the drain)", tl.queueOps)
+		}
+		title := fmt.Sprintf("%s: latency by invoke time (ok %d, fail %d, info %d, never completed %d in the run)",
+			what, counts[outOK], counts[outFail], counts[outInfo], tl.pending)
 		var plot strings.Builder
 		if note := s.scatter(&plot, 170, s.y+20); note != "" {
 			title += "; " + note

@@ -316,3 +316,44 @@ func axisLabels(svg string) []string {
 	}
 	return out
 }
+
+// The queue workload's operations are drawn in the operations scatter,
+// paired by source and process: a send and a poll of two processes with
+// the same number, a refused commit, an unknown send and one never
+// completed; a completion without an invoke is not drawn.
+func TestTimelineDrawsQueueOps(t *testing.T) {
+	b := historytest.New()
+	q := func(src string, ms int64, op history.QueueOp) {
+		b.At(ms)
+		op.Topic = "chaos"
+		b.Add(history.Event{Kind: history.KindQueueOp, Source: src, Queue: &op})
+	}
+	send := history.QueueOp{Process: 0, F: history.QueueTxn, Mops: []history.QueueMop{{F: history.MopSend, Key: 0, Value: 1}}}
+	poll := history.QueueOp{Process: 0, F: history.QueueTxn, Mops: []history.QueueMop{{F: history.MopPoll}}}
+	commit := history.QueueOp{Process: 0, F: history.QueueCommit}
+	with := func(op history.QueueOp, typ history.OpType) history.QueueOp { op.Type = typ; return op }
+	q("client-0", 0, with(send, history.OpInvoke))
+	q("client-1", 5, with(poll, history.OpInvoke))
+	q("client-0", 20, with(send, history.OpOK))
+	q("client-1", 40, with(poll, history.OpOK))
+	q("client-1", 41, with(commit, history.OpInvoke))
+	q("client-1", 60, with(commit, history.OpFail))
+	q("client-0", 70, with(send, history.OpInvoke))
+	q("client-0", 90, with(send, history.OpInfo))
+	q("client-0", 100, with(send, history.OpInvoke))
+	q("client-2", 110, with(poll, history.OpOK))
+	tl := buildTimeline(b.History())
+	if tl.counts != [nOutcomes]int{2, 1, 1} || tl.queueOps != 4 || tl.pending != 1 {
+		t.Fatalf("counts %v, queue ops %d, pending %d; want [2 1 1], 4, 1", tl.counts, tl.queueOps, tl.pending)
+	}
+	var lats []int64
+	for _, p := range tl.ops {
+		lats = append(lats, p.lat/historytest.Ms)
+	}
+	if fmt.Sprint(lats) != "[20 35 19 20]" {
+		t.Errorf("latencies %v ms, want [20 35 19 20]", lats)
+	}
+	if svg := tl.renderSVG(); !strings.Contains(svg, "4 of the queue workload") {
+		t.Errorf("the scatter's title does not name the queue operations:\n%s", svg)
+	}
+}

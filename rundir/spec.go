@@ -538,6 +538,19 @@ func (v *listValue) Set(x string) error {
 
 func (v *listValue) Type() string { return "strings" }
 
+// WorkloadName names s's client workload as --workload and --queue-txn
+// set it: "log", "queue", "queue (transactions)".
+func (s RunSpec) WorkloadName() string {
+	w := s.Workload
+	if w == "" {
+		w = WorkloadLog
+	}
+	if s.QueueTxn {
+		w += " (transactions)"
+	}
+	return w
+}
+
 // workloadValue is the --workload flag: WorkloadLog is stored as "", so
 // run.json files written before the flag existed read as the log workload.
 type workloadValue string

@@ -37,7 +37,7 @@ type queueConsumer struct {
 	rng       *rand.Rand
 	subscribe bool
 	kc        *kgo.Client
-	until     time.Time // when the consumer next leaves or reassigns
+	until     time.Time // when the consumer next leaves or reassigns (zero: a member not yet given partitions)
 
 	mu   sync.Mutex
 	held map[int32]bool // a member's partitions, kept by kgo's callbacks
@@ -65,10 +65,21 @@ func (c *queueConsumer) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			c.until = time.Now().Add(time.Duration((0.5 + c.rng.Float64()) * float64(c.cfg.Churn)))
+			c.until = time.Time{}
+			if !c.subscribe {
+				c.until = c.churnFrom(time.Now())
+			}
 		}
-		c.poll(ctx)
-		if time.Now().After(c.until) {
+		asg := c.poll(ctx)
+		if c.until.IsZero() && asg.Generation >= 0 && len(asg.Keys) > 0 {
+			// A member's time in the group counts from its first
+			// assignment: a join waits out the coordinator's initial
+			// rebalance delay (3 s in Kafka) and every member's rejoin,
+			// and a member that left before it was given partitions would
+			// leave the group without a generation to judge.
+			c.until = c.churnFrom(time.Now())
+		}
+		if !c.until.IsZero() && time.Now().After(c.until) {
 			// Leave (a member's client leaves its group on close) and,
 			// for a member, stay away a moment so the group rebalances
 			// without it first.
@@ -80,6 +91,11 @@ func (c *queueConsumer) run(ctx context.Context) error {
 		pace(ctx, &due, c.cfg.PollEvery)
 	}
 	return nil
+}
+
+// churnFrom is when a consumer that got its assignment at t leaves it.
+func (c *queueConsumer) churnFrom(t time.Time) time.Time {
+	return t.Add(time.Duration((0.5 + c.rng.Float64()) * float64(c.cfg.Churn)))
 }
 
 func (c *queueConsumer) close() {
@@ -198,8 +214,8 @@ func (c *queueConsumer) assignment() *history.QueueAssignment {
 // changes nothing in the cluster, but it moves the consumer's position,
 // so records it returned must be in the history even when it also
 // reported errors. A member then commits what it polled and lets a
-// rebalance proceed.
-func (c *queueConsumer) poll(ctx context.Context) {
+// rebalance proceed. It returns the assignment it recorded.
+func (c *queueConsumer) poll(ctx context.Context) *history.QueueAssignment {
 	inv := history.QueueOp{Type: history.OpInvoke, Process: c.proc, F: history.QueueTxn, Topic: c.cfg.Topic,
 		Mops: []history.QueueMop{{F: history.MopPoll}}, Isolation: c.cfg.Isolation()}
 	c.write(inv)
@@ -223,12 +239,13 @@ func (c *queueConsumer) poll(ctx context.Context) {
 		for _, p := range polled {
 			c.next[p.Key] = p.Records[len(p.Records)-1].Offset + 1
 		}
-		return
+		return done.Assignment
 	}
 	if len(polled) > 0 {
 		c.commit(ctx, polled, done.Assignment)
 	}
 	c.kc.AllowRebalance()
+	return done.Assignment
 }
 
 // polledOf is what a poll returned of topic, per partition in the order

@@ -123,7 +123,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 			}
 			if err := power.Write(cmd.OutOrStdout(), runs, runsDir, jsonOut, power.Report{Seeds: seeds, FirstSeed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(),
 				Faults: cfg.Faults, Density: cfg.Density, Admin: cfg.Admin, Guided: guided, CoverageGuided: covGuide, Cover: cfg.Cover || covGuide, NoOpenings: cfg.NoOpenings,
-				SpreadTopic: cfg.SpreadTopic != ""}); err != nil {
+				SpreadTopic: cfg.SpreadTopic != "", Workload: cfg.Workload, QueueTxn: cfg.QueueTxn}); err != nil {
 				return withCode(exitBad, err)
 			}
 			if len(failed) > 0 {
@@ -145,7 +145,8 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	cfg.RunSpec = rundir.Default()
 	cfg.Seed, cfg.TimeLimit, cfg.Density = 1, 60*time.Second, 1.5
 	cfg.Register(f, rundir.FlagSeed, rundir.FlagTimeLimit, rundir.FlagFaults, rundir.FlagMinHold, rundir.FlagMaxHold,
-		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity, rundir.FlagCover, rundir.FlagOpenings)
+		rundir.FlagZK, rundir.FlagSessionTimeout, rundir.FlagAdmin, rundir.FlagSpreadTopic, rundir.FlagFaultDensity, rundir.FlagCover, rundir.FlagOpenings,
+		rundir.FlagWorkload, rundir.FlagQueueTxn, rundir.FlagReaders)
 	f.StringVar(&switches, "switches", strings.Join(names, ","), "configurations to measure, comma-separated")
 	f.StringVar(&runsDir, "runs", "runs", "directory that receives one run directory per run, and power.json")
 	f.StringVar(&jsonOut, "json", "", "write the table as JSON here (default RUNS/power.json)")

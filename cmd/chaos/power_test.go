@@ -204,3 +204,36 @@ func TestPowerStopsWhenTheEngineIsUnreachable(t *testing.T) {
 		t.Errorf("created %s", runs)
 	}
 }
+
+// --workload queue, --queue-txn and --readers reach every run's settings,
+// and power.json names the workload.
+func TestPowerQueueWorkload(t *testing.T) {
+	old, oldPre := powerExecute, powerPreflight
+	t.Cleanup(func() { powerExecute, powerPreflight = old, oldPre })
+	powerPreflight = func(context.Context) error { return nil }
+	var got []rundir.RunSpec
+	powerExecute = func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+		got = append(got, rc.RunSpec)
+		dir := writeRun(t, map[string][]history.Event{"harness": {{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseWorkload, Mark: history.PhaseBegin}}}})
+		return dir, checkers.Valid, []checkers.Result{{Checker: "queue-lost-write", Verdict: checkers.Valid}}, nil
+	}
+	runs := t.TempDir()
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"power", "--seeds", "1", "--switches", power.Fixed, "--runs", runs, "--workload", "queue", "--queue-txn", "--readers", "4"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Workload != rundir.WorkloadQueue || !got[0].QueueTxn || got[0].Readers != 4 {
+		t.Fatalf("runs executed with %+v, want one queue run with transactions and 4 readers", got)
+	}
+	b, err := os.ReadFile(filepath.Join(runs, "power.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep power.Report
+	if err := json.Unmarshal(b, &rep); err != nil || rep.Workload != rundir.WorkloadQueue || !rep.QueueTxn {
+		t.Fatalf("power.json %s (%v): want workload queue with transactions", b, err)
+	}
+}

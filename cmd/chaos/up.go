@@ -36,6 +36,11 @@ history (node event logs, the ZooKeeper watcher, the nemesis) is recorded in the
 run directory; when up stops (Ctrl-C, SIGTERM or --hold) it heals, removes
 everything it started, and 'chaos check DIR' judges what happened.
 
+With --workload (log or queue, and --queue-txn) the run's client workload
+runs against the cluster while it is held, recorded in the same history, and
+after the heal its final reads (the queue workload's drain) complete it, so
+'chaos check DIR' judges the clients' promises too.
+
 With --brokers 0 it starts the ZooKeeper ensemble alone. Killed with SIGKILL,
 up leaves the run to its reaper, which removes the containers and the network
 within seconds; 'chaos clean' removes what is left when no reaper could start.`,
@@ -51,10 +56,16 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 			var env harness.EnvConfig
 			env.RunID, env.RunDir, env.ZK = spec.RunID, spec.RunDir, cluster.ZKOptions(spec.ZK)
 			if spec.Nodes == 0 {
+				if cmd.Flags().Changed(rundir.FlagWorkload) {
+					return withCode(exitBad, fmt.Errorf("--%s with --brokers 0: a workload needs brokers", rundir.FlagWorkload))
+				}
 				return upZK(ctx, env, holdFor)
 			}
-			if spec.Partitions < 1 {
-				return withCode(exitBad, fmt.Errorf("--partitions %d: want at least 1", spec.Partitions))
+			// A workload named on the command line runs beside the hold,
+			// and its final reads (the queue's drain) follow the heal.
+			spec.NoWorkload = !cmd.Flags().Changed(rundir.FlagWorkload)
+			if err := spec.Validate(); err != nil {
+				return withCode(exitBad, err)
 			}
 			if err := harness.CheckNodeFlags(ctx, harness.RunConfig{RunSpec: spec}); err != nil {
 				return withCode(exitBad, err)
@@ -84,6 +95,9 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 					fmt.Printf("cluster ready; run dir %s\n", rc.RunDir)
 					fmt.Printf("bootstrap %s\n", strings.Join(c.Bootstrap, ","))
 					fmt.Printf("topic %s (%d partitions)\n", spec.Topic, spec.Partitions)
+					if !spec.NoWorkload {
+						fmt.Printf("workload %s: %d producers, %d readers; its final reads follow the heal\n", spec.WorkloadName(), spec.Producers, spec.Readers)
+					}
 					fmt.Printf("faults: chaos fault --dir %s KIND (%s); chaos fault --dir %s heal\n", rc.RunDir, kindList(), rc.RunDir)
 				}}
 			dir, err := harness.Run(runCtx, rc)
@@ -101,7 +115,8 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 	f.DurationVar(&holdFor, "hold", 0, "stop after this long (default: wait for Ctrl-C)")
 	f.IntVar(&spec.Nodes, "brokers", spec.Nodes, "brokers (node programs); 0: the ZooKeeper ensemble alone")
 	f.StringVar(&spec.Topic, "topic", spec.Topic, "topic to create")
-	spec.Register(f, rundir.FlagZK, rundir.FlagPartitions, rundir.FlagBugs, rundir.FlagNodeFlag, rundir.FlagSessionTimeout)
+	spec.Register(f, rundir.FlagZK, rundir.FlagPartitions, rundir.FlagBugs, rundir.FlagNodeFlag, rundir.FlagSessionTimeout,
+		rundir.FlagWorkload, rundir.FlagQueueTxn, rundir.FlagProducers, rundir.FlagReaders)
 	return cmd
 }
 
