@@ -307,6 +307,32 @@ func (c *Controller) onReassignISR(ctx context.Context, tp history.TopicPartitio
 	return c.completeReassignment(ctx, tp, r, true)
 }
 
+// resumeReassignments is the failover's maybeResumeReassignments: a
+// reassignment the topic znodes show in progress that
+// /admin/reassign_partitions does not list (the request's handler resumes
+// those) goes on from where it was.
+func (c *Controller) resumeReassignments(ctx context.Context) error {
+	listed := map[history.TopicPartition]bool{}
+	if d, _, err := c.get(ctx, zkdata.ReassignPartitionsPath); err == nil {
+		parts, _ := zkdata.DecodeReassignment(d)
+		for _, rp := range parts {
+			listed[history.TP(rp.Topic, rp.Partition)] = true
+		}
+	} else if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	for _, tp := range c.ctx.sortedTPs() {
+		r := c.ctx.reassigning[tp]
+		if r == nil || listed[tp] || c.ctx.queuedTP(tp) || c.ctx.state[tp] == nil {
+			continue
+		}
+		if _, err := c.onPartitionReassignment(ctx, tp, r.target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // without is the members of a not in b.
 func without(a, b []int32) []int32 {
 	var out []int32

@@ -167,3 +167,40 @@ func TestReassignTo(t *testing.T) {
 		t.Fatalf("origin %v", o)
 	}
 }
+
+// A controller elected while t-0 is half-way from {1,2} to {2,3} (the
+// topic znode has RS [2,3,1] with adding [3] and removing [1]) knows the
+// reassignment from the topic znode (initializeControllerContext) and goes
+// on with it: ORS is RS without the adding replicas, so the request's
+// target [2,3] still adds 3; the ISR is not cut before 3 joins it. Without
+// the request znode, the failover resumes it all the same
+// (maybeResumeReassignments).
+func TestReassignmentGoesOnAtFailover(t *testing.T) {
+	for _, request := range []bool{true, false} {
+		tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3, 1}},
+			map[int32]*zkdata.PartitionState{0: {Leader: 1, LeaderEpoch: 5, ISR: []int32{1, 2}}})
+		tc.zk.put(zkdata.TopicPath("t"), zkdata.EncodeTopicReassigning(map[int32][]int32{0: {2, 3, 1}}, map[int32][]int32{0: {3}}, map[int32][]int32{0: {1}}))
+		if request {
+			tc.zk.put(zkdata.ReassignPartitionsPath, zkdata.EncodeReassignment([]zkdata.ReassignmentPartition{{Topic: "t", Partition: 0, Replicas: []int32{2, 3}}}))
+		}
+		tc.elect()
+		tp := history.TP("t", 0)
+		r := tc.c.ctx.reassigning[tp]
+		if r == nil || !slices.Equal(r.target, []int32{2, 3}) || !slices.Equal(r.adding, []int32{3}) || !slices.Equal(r.removing, []int32{1}) {
+			t.Fatalf("request %v: reassignment after failover %+v", request, r)
+		}
+		st, _ := tc.zk.state0(tp)
+		if st.Leader != 1 || !slices.Equal(st.ISR, []int32{1, 2}) || st.LeaderEpoch != 6 {
+			t.Fatalf("request %v: state %+v, want leader 1, ISR [1 2] at epoch 6 (A1 once)", request, st)
+		}
+		lai, _ := laiStates(tc, 3)
+		if len(lai) == 0 || !lai[len(lai)-1].IsNew {
+			t.Fatalf("request %v: broker 3 got %+v, want a LeaderAndIsr marked new", request, lai)
+		}
+		tc.zk.put(zkdata.PartitionStatePath("t", 0), zkdata.EncodePartitionState(zkdata.PartitionState{Leader: 1, LeaderEpoch: 6, ControllerEpoch: 1, ISR: []int32{1, 2, 3}}))
+		runUntilReassignISR(t, tc)
+		if a := topicZnode(t, tc); !slices.Equal(a.Partitions["0"], []int32{2, 3}) || a.AddingReplicas != nil {
+			t.Fatalf("request %v: topic znode %+v after the join", request, a)
+		}
+	}
+}

@@ -227,6 +227,34 @@ func DecodeTopic(topic string, data []byte) (map[int32][]int32, error) {
 	return out, nil
 }
 
+// DecodeTopicReassigning parses the adding and removing replicas of
+// /brokers/topics/<t>: partition → replicas, for the partitions a
+// reassignment is moving (TopicZNode.decode's ReplicaAssignment).
+func DecodeTopicReassigning(topic string, data []byte) (adding, removing map[int32][]int32, err error) {
+	var t TopicAssignment
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", TopicPath(topic), err)
+	}
+	byPartition := func(m map[string][]int32) (map[int32][]int32, error) {
+		out := map[int32][]int32{}
+		for ps, r := range m {
+			p, err := strconv.ParseInt(ps, 10, 32)
+			if err != nil || p < 0 {
+				return nil, fmt.Errorf("%s: bad partition %q", TopicPath(topic), ps)
+			}
+			out[int32(p)] = r
+		}
+		return out, nil
+	}
+	if adding, err = byPartition(t.AddingReplicas); err != nil {
+		return nil, nil, err
+	}
+	if removing, err = byPartition(t.RemovingReplicas); err != nil {
+		return nil, nil, err
+	}
+	return adding, removing, nil
+}
+
 // PartitionState is the JSON of .../partitions/<p>/state (LeaderIsrAndControllerEpoch).
 type PartitionState struct {
 	Version         int     `json:"version"`
