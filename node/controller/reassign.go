@@ -117,6 +117,9 @@ func (r *reassignment) removingOrNil() []int32 {
 // fresh read of the state znode has it.
 func (c *Controller) reassignmentComplete(ctx context.Context, tp history.TopicPartition, r *reassignment) (bool, error) {
 	ps, err := c.readState(ctx, tp)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil // a topic being deleted: never complete
+	}
 	if err != nil {
 		return false, fmt.Errorf("reassignment of %s: %w", tp, err)
 	}
@@ -176,7 +179,8 @@ func (c *Controller) completeReassignment(ctx context.Context, tp history.TopicP
 	// B8.
 	c.sendUpdateMetadata(brokerIDs(c.ctx.live), []history.TopicPartition{tp})
 	c.log.Printf("reassignment of %s to %v complete", tp, r.target)
-	return nil
+	// A deletion the reassignment held back goes on.
+	return c.resumeDeletionForTopics(ctx, []string{tp.Topic})
 }
 
 // bumpLeaderEpochAndSend is updateLeaderEpochAndSendRequest: the leader
@@ -323,7 +327,9 @@ func (c *Controller) resumeReassignments(ctx context.Context) error {
 	}
 	for _, tp := range c.ctx.sortedTPs() {
 		r := c.ctx.reassigning[tp]
-		if r == nil || listed[tp] || c.ctx.queuedTP(tp) || c.ctx.state[tp] == nil {
+		// A topic queued for deletion resumes too: the failover made
+		// its deletion wait for the reassignment (initDeletions).
+		if r == nil || listed[tp] || c.ctx.state[tp] == nil {
 			continue
 		}
 		if _, err := c.onPartitionReassignment(ctx, tp, r.target); err != nil {

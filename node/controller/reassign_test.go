@@ -204,3 +204,23 @@ func TestReassignmentGoesOnAtFailover(t *testing.T) {
 		}
 	}
 }
+
+// A deletion requested at failover for a topic whose partition is being
+// reassigned waits for the reassignment (fetchTopicDeletionsInProgress
+// makes it ineligible) and goes on once the reassignment completes
+// (resumeDeletionForTopics in phase B).
+func TestDeletionWaitsForAReassignmentAtFailover(t *testing.T) {
+	tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3, 1}},
+		map[int32]*zkdata.PartitionState{0: {Leader: 1, LeaderEpoch: 5, ISR: []int32{1, 2}}})
+	tc.zk.put(zkdata.TopicPath("t"), zkdata.EncodeTopicReassigning(map[int32][]int32{0: {2, 3, 1}}, map[int32][]int32{0: {3}}, map[int32][]int32{0: {1}}))
+	tc.zk.put(zkdata.DeleteTopicPath("t"), nil)
+	tc.elect()
+	if !tc.c.ctx.del.ineligible["t"] || tc.c.ctx.del.started["t"] {
+		t.Fatalf("deletion of t: ineligible %v, started %v; want held back by the reassignment", tc.c.ctx.del.ineligible["t"], tc.c.ctx.del.started["t"])
+	}
+	tc.zk.put(zkdata.PartitionStatePath("t", 0), zkdata.EncodePartitionState(zkdata.PartitionState{Leader: 1, LeaderEpoch: 6, ControllerEpoch: 1, ISR: []int32{1, 2, 3}}))
+	runUntilReassignISR(t, tc)
+	if tc.c.ctx.del.ineligible["t"] || !tc.c.ctx.del.started["t"] {
+		t.Fatalf("deletion of t after the reassignment: ineligible %v, started %v", tc.c.ctx.del.ineligible["t"], tc.c.ctx.del.started["t"])
+	}
+}
