@@ -434,8 +434,9 @@ func TestNewChecksCapabilities(t *testing.T) {
 			[]string{"delete-recreate-topic: the run has no topic admin (Env.Topics)"}},
 		{"no failpoints", Env{Partitions: w, Session: time.Second, Disks: &crashWorld{}, Topics: &topicsWorld{}}, []FaultKind{FailpointFault, FailoverOnLaggingZK},
 			[]string{"failpoint: the run has no failpoints (Env.Failpoints)", "failover-on-lagging-zk: the run has no failpoints"}},
-		{"nothing", Env{}, []FaultKind{FailpointFault, KillLaggingLeader, FailoverOnLaggingZK, CrashLoseUnflushed, DeleteRecreateTopic},
-			[]string{"kill-lagging-leader: the run has no partition roles (Env.Partitions), no session timeout (Env.Session is 0s)"}},
+		{"nothing", Env{}, []FaultKind{FailpointFault, KillLaggingLeader, FailoverOnLaggingZK, CrashLoseUnflushed, DeleteRecreateTopic, StallZKSessionServer},
+			[]string{"kill-lagging-leader: the run has no partition roles (Env.Partitions), no session timeout (Env.Session is 0s)",
+				"stall-zk-session-server: the run has no session timeout (Env.Session is 0s)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := New(nemesis.New(w, nil), tt.env)

@@ -48,22 +48,23 @@ type Heal = nemesis.Heal
 
 // The fault catalogue's names; what each does is its Fault's Doc.
 const (
-	PauseController     = schedule.PauseController
-	PauseNode           = schedule.PauseNode
-	KillNode            = schedule.KillNode
-	BounceNode          = schedule.BounceNode
-	BounceController    = schedule.BounceController
-	IsolateNode         = schedule.IsolateNode
-	IsolateController   = schedule.IsolateController
-	PartitionHalves     = schedule.PartitionHalves
-	IsolateZKLeader     = schedule.IsolateZKLeader
-	PauseZKFollower     = schedule.PauseZKFollower
-	SlowZKFollowerLink  = schedule.SlowZKFollowerLink
-	FailpointFault      = schedule.FailpointFault
-	KillLaggingLeader   = schedule.KillLaggingLeader
-	FailoverOnLaggingZK = schedule.FailoverOnLaggingZK
-	CrashLoseUnflushed  = schedule.CrashLoseUnflushed
-	DeleteRecreateTopic = schedule.DeleteRecreateTopic
+	PauseController      = schedule.PauseController
+	PauseNode            = schedule.PauseNode
+	KillNode             = schedule.KillNode
+	BounceNode           = schedule.BounceNode
+	BounceController     = schedule.BounceController
+	IsolateNode          = schedule.IsolateNode
+	IsolateController    = schedule.IsolateController
+	PartitionHalves      = schedule.PartitionHalves
+	IsolateZKLeader      = schedule.IsolateZKLeader
+	PauseZKFollower      = schedule.PauseZKFollower
+	SlowZKFollowerLink   = schedule.SlowZKFollowerLink
+	FailpointFault       = schedule.FailpointFault
+	KillLaggingLeader    = schedule.KillLaggingLeader
+	FailoverOnLaggingZK  = schedule.FailoverOnLaggingZK
+	CrashLoseUnflushed   = schedule.CrashLoseUnflushed
+	DeleteRecreateTopic  = schedule.DeleteRecreateTopic
+	StallZKSessionServer = schedule.StallZKSessionServer
 )
 
 // Topology is what decides whether a fault can apply to a run at all: the
@@ -207,6 +208,9 @@ var catalogue = []Fault{
 	// The spread topic it deletes exists from 3 brokers on.
 	{DeleteRecreateTopic, DeleteRecreateTopicDoc, needNodes(3), func(ctx context.Context, s *Set, _ FaultKind, pick int) (Heal, error) {
 		return s.recreate.inject(ctx, pick)
+	}},
+	{StallZKSessionServer, StallZKSessionServerDoc, needNodes(1), func(ctx context.Context, s *Set, _ FaultKind, pick int) (Heal, error) {
+		return s.stall.inject(ctx, pick)
 	}},
 }
 

@@ -129,6 +129,8 @@ func TestFaultAvailability(t *testing.T) {
 		{CrashLoseUnflushed, Topology{Nodes: 1, ZKServers: 1}, true},
 		{DeleteRecreateTopic, Topology{Nodes: 2, ZKServers: 3}, false},
 		{DeleteRecreateTopic, Topology{Nodes: 3, ZKServers: 1}, true},
+		{StallZKSessionServer, Topology{Nodes: 0, ZKServers: 3}, false},
+		{StallZKSessionServer, Topology{Nodes: 1, ZKServers: 1}, true},
 	}
 	for _, tt := range tests {
 		f, ok := Lookup(tt.kind)

@@ -155,6 +155,7 @@ type Set struct {
 	zkFailover  *zkFailover
 	unflushed   *unflushedCrash
 	recreate    *topicRecreate
+	stall       *zkStall
 	// missing says, per composite kind env could not carry, what it
 	// lacked; injecting one returns that.
 	missing map[FaultKind]error
@@ -205,6 +206,11 @@ func New(n *nemesis.Nemesis, env Env) (*Set, error) {
 		miss(DeleteRecreateTopic, []string{"topic admin (Env.Topics)"})
 	} else {
 		s.recreate = &topicRecreate{topics: env.Topics, rec: n.Rec, within: recreateWithin}
+	}
+	if env.Session <= 0 {
+		miss(StallZKSessionServer, []string{fmt.Sprintf("session timeout (Env.Session is %s)", env.Session)})
+	} else {
+		s.stall = newZKStall(n, env)
 	}
 	return s, nil
 }

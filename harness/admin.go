@@ -61,7 +61,7 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 		return live.Nemesis.StartTarget(ctx, t)
 	}
 	return workloads.NewAdmin(workloads.AdminConfig{
-		ZKServers: c.ZKConnect(), Topic: cfg.Topic, Partitions: cfg.Partitions, Brokers: ids,
+		ZKServers: c.ZKConnect(), Topic: cfg.Topic, Partitions: cfg.Partitions, SpreadTopic: cfg.SpreadTopic, Brokers: ids,
 		Seed: cfg.Seed, StopBroker: stop, StartBroker: start,
 		// A broker a fault holds (a failpoint armed on it, a leader kept
 		// down) is left alone: its restart would end the fault's window

@@ -557,6 +557,11 @@ func faultSpan(w history.FaultWindow) span {
 		// come back as a new incarnation at the heal (the title names the
 		// topic and its assignment).
 		color = "#7b4f9d"
+	case f.Name == string(schedule.StallZKSessionServer):
+		// A ZooKeeper server stopped in short stalls while it holds a
+		// broker's session: not a pause that moves the session (the title
+		// names the server, the broker and its role).
+		color = "#2a7f8f"
 	}
 	return span{from: w.Start.Time, to: w.End, label: label, title: title, color: color, open: w.Open}
 }

@@ -27,22 +27,23 @@ type FaultKind string
 
 // The fault catalogue's names; what each does is faults' Fault.Doc.
 const (
-	PauseController     FaultKind = "pause-controller"
-	PauseNode           FaultKind = "pause-node"
-	KillNode            FaultKind = "kill-node"
-	BounceNode          FaultKind = "bounce-node"
-	BounceController    FaultKind = "bounce-controller"
-	IsolateNode         FaultKind = "isolate-node"
-	IsolateController   FaultKind = "isolate-controller"
-	PartitionHalves     FaultKind = "partition-halves"
-	IsolateZKLeader     FaultKind = "isolate-zk-leader"
-	PauseZKFollower     FaultKind = "pause-zk-follower"
-	SlowZKFollowerLink  FaultKind = "slow-zk-follower"
-	FailpointFault      FaultKind = "failpoint"
-	KillLaggingLeader   FaultKind = "kill-lagging-leader"
-	FailoverOnLaggingZK FaultKind = "failover-on-lagging-zk"
-	CrashLoseUnflushed  FaultKind = "crash-lose-unflushed"
-	DeleteRecreateTopic FaultKind = "delete-recreate-topic"
+	PauseController      FaultKind = "pause-controller"
+	PauseNode            FaultKind = "pause-node"
+	KillNode             FaultKind = "kill-node"
+	BounceNode           FaultKind = "bounce-node"
+	BounceController     FaultKind = "bounce-controller"
+	IsolateNode          FaultKind = "isolate-node"
+	IsolateController    FaultKind = "isolate-controller"
+	PartitionHalves      FaultKind = "partition-halves"
+	IsolateZKLeader      FaultKind = "isolate-zk-leader"
+	PauseZKFollower      FaultKind = "pause-zk-follower"
+	SlowZKFollowerLink   FaultKind = "slow-zk-follower"
+	FailpointFault       FaultKind = "failpoint"
+	KillLaggingLeader    FaultKind = "kill-lagging-leader"
+	FailoverOnLaggingZK  FaultKind = "failover-on-lagging-zk"
+	CrashLoseUnflushed   FaultKind = "crash-lose-unflushed"
+	DeleteRecreateTopic  FaultKind = "delete-recreate-topic"
+	StallZKSessionServer FaultKind = "stall-zk-session-server"
 )
 
 // Kinds lists every fault kind in the catalogue's order; faults'
@@ -52,6 +53,7 @@ var Kinds = []FaultKind{
 	IsolateNode, IsolateController, PartitionHalves, IsolateZKLeader,
 	PauseZKFollower, SlowZKFollowerLink, FailpointFault, KillLaggingLeader,
 	FailoverOnLaggingZK, CrashLoseUnflushed, DeleteRecreateTopic,
+	StallZKSessionServer,
 }
 
 // Step is one planned fault: start At after the schedule begins, hold for

@@ -36,7 +36,11 @@ type AdminConfig struct {
 	// partitions clients use); created topics are named after it.
 	Topic      string
 	Partitions int32
-	Brokers    []int // broker ids
+	// SpreadTopic, when set, names the run's RF-2 topic without clients,
+	// whose partitions reassignments may move to a broker outside their
+	// replica set (and back).
+	SpreadTopic string
+	Brokers     []int // broker ids
 	// Ops is the subset of AdminOps to draw from; empty means all (without
 	// controlled-shutdown when the broker hooks are nil).
 	Ops []string
@@ -179,6 +183,9 @@ type adminOp struct {
 	// ones it may delete (never the workload topic, whose records the
 	// checkers follow).
 	created []string
+	// swapped holds, per spread topic partition whose replica swapSpread
+	// replaced, the replicas it had before, to move it back to.
+	swapped map[int32][]int
 }
 
 func (o *adminOp) record(typ history.OpType, op history.ClientOp) {
@@ -342,10 +349,16 @@ func (o *adminOp) createFailed(inv history.ClientOp, p string, err error) {
 	o.record(history.OpInfo, inv)
 }
 
-// reassign writes /admin/reassign_partitions for one partition of the
-// workload topic with its replicas rotated; ok once the controller deleted
-// the znode and the topic's assignment shows the new replicas.
+// reassign writes /admin/reassign_partitions for one partition: with a
+// spread topic, half the draws swap one replica of a spread partition
+// (swapSpread); otherwise a partition of the workload topic gets its
+// replicas rotated. ok once the controller deleted the znode and the
+// topic's assignment shows the new replicas.
 func (o *adminOp) reassign(ctx context.Context) {
+	if o.cfg.SpreadTopic != "" && o.rng.IntN(2) == 0 {
+		o.swapSpread(ctx)
+		return
+	}
 	tp := int32(o.rng.IntN(int(o.cfg.Partitions)))
 	if o.partitionHeld(tp) {
 		return
@@ -354,21 +367,68 @@ func (o *adminOp) reassign(ctx context.Context) {
 	if err != nil || len(as[tp]) < 2 {
 		return // nothing to reassign: no operation is invoked
 	}
-	target := rotate(as[tp])
-	inv := history.ClientOp{F: history.FReassign, Topic: o.cfg.Topic, Partition: tp, Value: joinInts(target)}
-	body, err := zklayout.EncodeReassignment([]zklayout.Reassignment{{Topic: o.cfg.Topic, Partition: tp, Replicas: target}})
+	o.reassignPartition(ctx, o.cfg.Topic, tp, rotate(as[tp]))
+}
+
+// swapSpread moves a spread topic partition's replica to the broker
+// outside its replica set, a reassignment that adds a replica (the new one
+// must catch up and join the ISR before the old one is removed), or moves a
+// partition it swapped before back to its replicas then. The workload
+// topic is never swapped: its replicas are every broker of a 3-broker run.
+func (o *adminOp) swapSpread(ctx context.Context) {
+	topic := o.cfg.SpreadTopic
+	as, err := o.assignment(ctx, topic)
+	if err != nil || len(as) == 0 {
+		return // the topic is being deleted and created again
+	}
+	tp := int32(o.rng.IntN(len(as)))
+	pick := o.rng.IntN(len(o.cfg.Brokers))
+	cur := as[tp]
+	if len(cur) == 0 {
+		return
+	}
+	target, ok := o.swapped[tp]
+	if !ok || slices.Equal(target, cur) {
+		var outside []int
+		for _, b := range o.cfg.Brokers {
+			if !slices.Contains(cur, b) {
+				outside = append(outside, b)
+			}
+		}
+		if len(outside) == 0 {
+			return
+		}
+		// The replica at pick's position is replaced in place, so the
+		// preferred leader moves with it when pick names the first.
+		target = slices.Clone(cur)
+		target[pick%len(cur)] = outside[pick%len(outside)]
+		if o.swapped == nil {
+			o.swapped = map[int32][]int{}
+		}
+		o.swapped[tp] = slices.Clone(cur)
+	} else {
+		delete(o.swapped, tp)
+	}
+	o.reassignPartition(ctx, topic, tp, target)
+}
+
+// reassignPartition asks for topic's partition tp to be moved to target
+// and waits until the controller did.
+func (o *adminOp) reassignPartition(ctx context.Context, topic string, tp int32, target []int) {
+	inv := history.ClientOp{F: history.FReassign, Topic: topic, Partition: tp, Value: joinInts(target)}
+	body, err := zklayout.EncodeReassignment([]zklayout.Reassignment{{Topic: topic, Partition: tp, Replicas: target}})
 	if err != nil {
-		return // a rotation of two replicas or more always encodes
+		return // a list of replicas always encodes
 	}
 	o.request(ctx, inv, zklayout.ReassignPath, body, "reassignment", o.consumed(ctx, zklayout.ReassignPath, func() (bool, string) {
-		now, err := o.assignment(ctx, o.cfg.Topic)
+		now, err := o.assignment(ctx, topic)
 		if err != nil {
 			return false, err.Error()
 		}
 		if !slices.Equal(now[tp], target) {
 			return false, fmt.Sprintf("%s deleted but replicas are %s", zklayout.ReassignPath, joinInts(now[tp]))
 		}
-		st, err := o.state(ctx, o.cfg.Topic, tp)
+		st, err := o.state(ctx, topic, tp)
 		if err != nil {
 			return false, err.Error()
 		}

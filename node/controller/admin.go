@@ -140,24 +140,26 @@ func (c *Controller) preferredElection(ctx context.Context, d []byte) (done bool
 	return err == nil, err
 }
 
-// onReassignment handles /admin/reassign_partitions for partitions whose new
+// onReassignment handles /admin/reassign_partitions. A reassignment whose
 // replica set is a reordering or subset of the current one (no data to
-// move): assignment rewritten, leader moved if it is not in the new set,
-// removed replicas stopped and deleted. A reassignment that adds replicas
-// needs replica catch-up (the data plane, part 2) and is left in place.
+// move) is applied at once: assignment rewritten, leader moved if it is not
+// in the new set, removed replicas stopped and deleted. One that adds a
+// replica follows KafkaController.onPartitionReassignment (reassign.go):
+// it stays in the znode until its new replicas have joined the ISR.
 func (c *Controller) onReassignment(ctx context.Context) error {
 	return c.onAdminRequest(ctx, zkdata.ReassignPartitionsPath, func(gen int) event { return evReassign{gen: gen} }, c.reassign)
 }
 
-// reassign applies the reassignments that shrink or reorder; it is done
-// when none is left pending.
+// reassign applies the listed reassignments; it is done when none is left
+// pending, and otherwise rewrites the znode with the pending ones only, as
+// Kafka removes each completed partition from it.
 func (c *Controller) reassign(ctx context.Context, d []byte) (done bool, err error) {
 	parts, err := zkdata.DecodeReassignment(d)
 	if err != nil {
 		c.log.Printf("%v", err)
 		return false, nil
 	}
-	pending := false
+	var pending []zkdata.ReassignmentPartition
 	for _, rp := range parts {
 		tp := history.TP(rp.Topic, rp.Partition)
 		old, ok := c.ctx.assign[tp]
@@ -166,22 +168,37 @@ func (c *Controller) reassign(ctx context.Context, d []byte) (done bool, err err
 			// being deleted.
 			continue
 		}
-		grows := false
-		for _, r := range rp.Replicas {
-			if !slices.Contains(old, r) {
-				grows = true
-			}
+		if r := c.ctx.reassigning[tp]; r != nil {
+			old = r.origin(old)
 		}
-		if grows {
-			c.log.Printf("reassignment of %s to %v adds replicas: needs the data plane (part 2); left pending", tp, rp.Replicas)
-			pending = true
+		if len(without(rp.Replicas, old)) > 0 || c.ctx.reassigning[tp] != nil {
+			complete, err := c.onPartitionReassignment(ctx, tp, rp.Replicas)
+			if err != nil {
+				return false, err
+			}
+			if !complete {
+				pending = append(pending, rp)
+			}
 			continue
 		}
 		if err := c.reassignShrink(ctx, tp, old, rp.Replicas); err != nil {
 			return false, err
 		}
 	}
-	return !pending, nil
+	if len(pending) == 0 {
+		return true, nil
+	}
+	if len(pending) < len(parts) {
+		p := zkdata.ReassignPartitionsPath
+		data := zkdata.EncodeReassignment(pending)
+		start := time.Now()
+		res, err := c.fenced(ctx, &zk.SetDataRequest{Path: p, Data: data, Version: -1})
+		c.logWrite(start, p, "set", !c.cfg.Bugs.On(config.BugKafka532), -1, string(data), res.Stat, err, c.epoch, c.epochZkVersion)
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 func (c *Controller) reassignShrink(ctx context.Context, tp history.TopicPartition, old, target []int32) error {

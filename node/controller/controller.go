@@ -114,12 +114,18 @@ type cctx struct {
 	offline map[history.TopicPartition]bool
 	// del is the topic deletions under way (deletion.go).
 	del deletions
+	// reassigning is partitionsBeingReassigned with each one's
+	// reassignment (reassign.go); reassignWatched holds those whose state
+	// znode has a watch outstanding.
+	reassigning     map[history.TopicPartition]*reassignment
+	reassignWatched map[history.TopicPartition]bool
 }
 
 func newContext() *cctx {
 	return &cctx{live: map[int32]brokerInfo{}, shuttingDown: map[int32]bool{},
 		assign: map[history.TopicPartition][]int32{}, state: map[history.TopicPartition]*partState{}, topics: map[string]bool{},
-		offline: map[history.TopicPartition]bool{}, del: newDeletions()}
+		offline: map[history.TopicPartition]bool{}, del: newDeletions(),
+		reassigning: map[history.TopicPartition]*reassignment{}, reassignWatched: map[history.TopicPartition]bool{}}
 }
 
 // markOffline moves every partition whose leader is not online (dead,
@@ -398,6 +404,8 @@ func (c *Controller) process(ctx context.Context, ev event) {
 		err = c.onPreferredElection(ctx)
 	case evReassign:
 		err = c.onReassignment(ctx)
+	case evReassignISR:
+		err = c.onReassignISR(ctx, e.tp)
 	case evTopicDeletion:
 		err = c.onTopicDeletion(ctx)
 	case evDeletionResponse:

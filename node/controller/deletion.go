@@ -168,6 +168,13 @@ func (c *Controller) initDeletions(ctx context.Context) error {
 				c.markIneligible(t, "offline replicas at failover")
 			}
 		}
+		// fetchTopicDeletionsInProgress: a topic with a partition being
+		// reassigned waits for the reassignment to complete.
+		for tp := range c.ctx.reassigning {
+			if tp.Topic == t {
+				c.markIneligible(t, "topic reassignment in progress")
+			}
+		}
 	}
 	return nil
 }
@@ -462,6 +469,11 @@ func (c *Controller) completeDeleteTopic(ctx context.Context, t string) error {
 		delete(c.ctx.assign, tp)
 		delete(c.ctx.state, tp)
 		delete(c.ctx.offline, tp)
+		// Kafka's ControllerContext.removeTopic leaves the partition
+		// among those being reassigned, whose entry then speaks of the
+		// next incarnation's assignment; the node forgets it, so no
+		// replica of a new incarnation is removed for the old one.
+		delete(c.ctx.reassigning, tp)
 	}
 	delete(c.ctx.topics, t)
 	delete(c.ctx.del.queued, t)

@@ -108,6 +108,9 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	if err := c.resumeDeletions(ctx); err != nil {
 		return err
 	}
+	if err := c.resumeReassignments(ctx); err != nil {
+		return err
+	}
 	c.events.push(evISRChange{gen: gen})
 	c.events.push(evPreferred{gen: gen})
 	c.events.push(evReassign{gen: gen})

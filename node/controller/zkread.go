@@ -104,6 +104,17 @@ func (c *Controller) readTopics(ctx context.Context) ([]string, error) {
 		for p, r := range as {
 			c.ctx.assign[history.TP(t, p)] = r
 		}
+		// A reassignment in progress (initializeControllerContext:
+		// isBeingReassigned) is known by its adding and removing replicas.
+		adding, removing, err := zkdata.DecodeTopicReassigning(t, d)
+		if err != nil {
+			c.log.Printf("topic %s: %v", t, err)
+		}
+		for p, r := range as {
+			if len(adding[p]) > 0 || len(removing[p]) > 0 {
+				c.ctx.reassigning[history.TP(t, p)] = &reassignment{target: without(r, removing[p]), adding: adding[p], removing: removing[p]}
+			}
+		}
 		added = append(added, t)
 	}
 	return added, nil

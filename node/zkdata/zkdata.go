@@ -169,18 +169,40 @@ func DecodeBroker(id int32, data []byte) (BrokerRegistration, error) {
 type TopicAssignment struct {
 	Version    int                `json:"version"`
 	Partitions map[string][]int32 `json:"partitions"`
-	// Adding/RemovingReplicas (KIP-455) are kept if present so a rewrite does
-	// not drop them; the node program does not use them.
+	// Adding/RemovingReplicas (KIP-455): the replicas a reassignment in
+	// progress adds to and removes from the partition's assignment.
 	AddingReplicas   map[string][]int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas map[string][]int32 `json:"removing_replicas,omitempty"`
 }
 
 // EncodeTopic returns /brokers/topics/<t>'s bytes for an assignment.
 func EncodeTopic(assignment map[int32][]int32) []byte {
+	return EncodeTopicReassigning(assignment, nil, nil)
+}
+
+// EncodeTopicReassigning is EncodeTopic for a topic with partitions being
+// reassigned (TopicZNode.encode): adding and removing name, per partition,
+// the replicas of its assignment that a reassignment adds and removes;
+// partitions with neither are left out of both.
+func EncodeTopicReassigning(assignment, adding, removing map[int32][]int32) []byte {
 	t := TopicAssignment{Version: 2, Partitions: map[string][]int32{}}
 	for p, r := range assignment {
 		t.Partitions[strconv.Itoa(int(p))] = r
 	}
+	byName := func(m map[int32][]int32) map[string][]int32 {
+		var out map[string][]int32
+		for p, r := range m {
+			if len(r) == 0 {
+				continue
+			}
+			if out == nil {
+				out = map[string][]int32{}
+			}
+			out[strconv.Itoa(int(p))] = r
+		}
+		return out
+	}
+	t.AddingReplicas, t.RemovingReplicas = byName(adding), byName(removing)
 	b, _ := json.Marshal(t)
 	return b
 }
@@ -203,6 +225,34 @@ func DecodeTopic(topic string, data []byte) (map[int32][]int32, error) {
 		out[int32(p)] = replicas
 	}
 	return out, nil
+}
+
+// DecodeTopicReassigning parses the adding and removing replicas of
+// /brokers/topics/<t>: partition → replicas, for the partitions a
+// reassignment is moving (TopicZNode.decode's ReplicaAssignment).
+func DecodeTopicReassigning(topic string, data []byte) (adding, removing map[int32][]int32, err error) {
+	var t TopicAssignment
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", TopicPath(topic), err)
+	}
+	byPartition := func(m map[string][]int32) (map[int32][]int32, error) {
+		out := map[int32][]int32{}
+		for ps, r := range m {
+			p, err := strconv.ParseInt(ps, 10, 32)
+			if err != nil || p < 0 {
+				return nil, fmt.Errorf("%s: bad partition %q", TopicPath(topic), ps)
+			}
+			out[int32(p)] = r
+		}
+		return out, nil
+	}
+	if adding, err = byPartition(t.AddingReplicas); err != nil {
+		return nil, nil, err
+	}
+	if removing, err = byPartition(t.RemovingReplicas); err != nil {
+		return nil, nil, err
+	}
+	return adding, removing, nil
 }
 
 // PartitionState is the JSON of .../partitions/<p>/state (LeaderIsrAndControllerEpoch).
@@ -247,6 +297,12 @@ type ReassignmentPartition struct {
 	Topic     string  `json:"topic"`
 	Partition int32   `json:"partition"`
 	Replicas  []int32 `json:"replicas"`
+}
+
+// EncodeReassignment returns /admin/reassign_partitions's bytes.
+func EncodeReassignment(parts []ReassignmentPartition) []byte {
+	b, _ := json.Marshal(Reassignment{Version: 1, Partitions: parts})
+	return b
 }
 
 // DecodeReassignment parses /admin/reassign_partitions.
