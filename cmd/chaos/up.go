@@ -83,6 +83,7 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 					ready.Store(true)
 					fmt.Printf("cluster ready; run dir %s\n", rc.RunDir)
 					fmt.Printf("bootstrap %s\n", strings.Join(c.Bootstrap, ","))
+					fmt.Printf("zookeeper %s\n", strings.Join(c.ZooKeeper, ","))
 					fmt.Printf("topic %s (%d partitions)\n", spec.Topic, spec.Partitions)
 					fmt.Printf("faults: chaos fault --dir %s KIND (%s); chaos fault --dir %s heal\n", rc.RunDir, kindList(), rc.RunDir)
 				}}
