@@ -3,6 +3,7 @@ package compat
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +38,8 @@ type chaosUp struct {
 	bootstrap string
 	zk        []string
 	stderr    string // file holding up's progress lines
+	// stop ends `chaos up` as Ctrl-C does and waits for it (once).
+	stop func(t *testing.T)
 }
 
 // startChaosUp builds bin/chaos, starts `chaos up` with three ZooKeeper
@@ -59,6 +62,14 @@ func startChaosUp(t *testing.T) *chaosUp {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
+	// ZKCHAOS_COMPAT_KEEP=DIR keeps the run directory (the histories
+	// `chaos check` judged) under DIR.
+	if keep := os.Getenv("ZKCHAOS_COMPAT_KEEP"); keep != "" {
+		tmp = filepath.Join(keep, runID)
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	u := &chaosUp{bin: bin, dir: filepath.Join(tmp, "run"), stderr: filepath.Join(tmp, "up.stderr")}
 	errf, err := os.Create(u.stderr)
 	if err != nil {
@@ -83,18 +94,24 @@ func startChaosUp(t *testing.T) *chaosUp {
 		close(lines)
 		exited <- up.Wait()
 	}()
-	t.Cleanup(func() {
-		up.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("chaos up exited with %v after Ctrl-C", err)
+	var once sync.Once
+	u.stop = func(t *testing.T) {
+		once.Do(func() {
+			up.Process.Signal(syscall.SIGINT)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("chaos up exited with %v after Ctrl-C", err)
+				}
+			case <-time.After(2 * time.Minute):
+				up.Process.Kill()
+				t.Errorf("chaos up still running 2m after Ctrl-C")
 			}
-		case <-time.After(2 * time.Minute):
-			up.Process.Kill()
-			t.Errorf("chaos up still running 2m after Ctrl-C")
-		}
-		errf.Close()
+			errf.Close()
+		})
+	}
+	t.Cleanup(func() {
+		u.stop(t)
 		if t.Failed() {
 			b, _ := os.ReadFile(u.stderr)
 			t.Logf("chaos up's progress:\n%s", tail(string(b), 6000))
@@ -327,7 +344,29 @@ func TestUpClientsUnderFaults(t *testing.T) {
 		}
 		p.verify(ctx, t, vals2, inputPartition)
 	})
+	// The broker-side history of all this (group and transaction
+	// requests, markers, the faults) is judged by the project's checkers
+	// as `chaos check` judges any run: invalid would name a broken
+	// guarantee, exit 2 a history the checkers cannot read.
+	u.stop(t)
+	cctx, ccancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer ccancel()
+	out, err := exec.CommandContext(cctx, u.bin, "check", u.dir).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && exit.ExitCode() == 3:
+		t.Logf("chaos check: unknown (exit 3)")
+	default:
+		t.Errorf("chaos check %s: %v:\n%s", u.dir, err, tail(string(out), 4000))
+	}
+	t.Logf("chaos check: %s", lastLine(string(out)))
 	t.Logf("whole test %s", time.Since(start).Round(time.Millisecond))
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // inputPartition is the partition produceInput wrote value "<prefix>-<i>" to.
