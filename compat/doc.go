@@ -7,7 +7,11 @@
 // and all, fetch from an offset, ListOffsets earliest and latest, the
 // idempotent producer, consumer groups (kcat -G and kafka-python's group
 // consumer: coordinator look-up, join, commits), and the errors around a
-// leader change.
+// leader change. TestUpClientsUnderFaults drives the product as a user
+// does instead: it starts `chaos up`, reads the addresses it prints, runs
+// sarama's, kcat's and kafka-python's group consumers and a franz-go
+// transactional consume-transform-produce pipeline, and breaks the cluster
+// with `chaos fault` while the pipeline runs.
 //
 // It has only tests. It talks to the nodes through the Kafka protocol and
 // ZooKeeper, never the node's Go internals. Under CI=true a missing Docker

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/faults"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/rundir"
 )
@@ -62,7 +63,8 @@ func (d *ControlDriver) Drive(ctx context.Context, l *Live) error {
 		<-served
 	}()
 
-	c := rundir.Control{Addr: ln.Addr().String(), PID: os.Getpid(), Bootstrap: brokerAddrs(l.Cluster), Topic: d.Topic}
+	c := rundir.Control{Addr: ln.Addr().String(), PID: os.Getpid(), Bootstrap: brokerAddrs(l.Cluster),
+		ZooKeeper: l.Cluster.ZKConnect(), Topic: d.Topic}
 	if err := rundir.WriteControl(l.RunDir, c); err != nil {
 		return err
 	}
@@ -150,14 +152,30 @@ func (s *controlServer) fault(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	mark := s.live.Nemesis.Rec.Mark()
 	heal, err := s.live.Faults.Inject(s.ctx, kind, pick)
 	if err != nil {
 		answer(w, http.StatusInternalServerError, controlAnswer{Error: fmt.Sprintf("%s: %v", kind, err)})
 		return
 	}
 	s.open = append(s.open, openControl{kind, heal})
-	s.live.Note("fault %s injected", kind)
-	answer(w, http.StatusOK, controlAnswer{Message: fmt.Sprintf("%s injected (%s); `chaos fault heal` ends it", kind, f.Doc())})
+	hit := hitList(s.live.Nemesis.Rec.StartedSince(mark))
+	s.live.Note("fault %s injected%s", kind, hit)
+	answer(w, http.StatusOK, controlAnswer{Message: fmt.Sprintf("%s injected%s (%s); `chaos fault heal` ends it", kind, hit, f.Doc())})
+}
+
+// hitList names what the primitives of one injection did, as ": pause n2,
+// partition n1 | n2 n3 zk1": a fault that picks a random broker must say
+// which one, or the user cannot tell what broke.
+func hitList(fs []history.Fault) string {
+	var parts []string
+	for _, f := range fs {
+		parts = append(parts, strings.TrimSpace(f.Name+" "+strings.Join(f.Targets, " ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, ", ")
 }
 
 // heal ends every fault started here, newest first, then whatever else the

@@ -17,7 +17,19 @@ type Recorder struct {
 	mu   sync.Mutex
 	w    *history.Writer
 	path string // with NewFileRecorder: created on the first fault
+	// recent holds the last faults started, so whoever injected one can
+	// say what it hit (`chaos fault` answers with the broker it paused).
+	recent []recentStart
 }
+
+type recentStart struct {
+	n int64
+	f history.Fault
+}
+
+// keepRecent bounds recent: a caller asks right after its own injection,
+// and no fault starts more than a few primitives.
+const keepRecent = 16
 
 // NewRecorder records into w.
 func NewRecorder(w *history.Writer) *Recorder { return &Recorder{w: w} }
@@ -70,9 +82,41 @@ func (r *Recorder) StartFault(f history.Fault) string {
 	if r == nil {
 		return ""
 	}
-	f.ID = fmt.Sprintf("f%d", r.next.Add(1))
+	n := r.next.Add(1)
+	f.ID = fmt.Sprintf("f%d", n)
+	r.mu.Lock()
+	r.recent = append(r.recent, recentStart{n, f})
+	if len(r.recent) > keepRecent {
+		r.recent = r.recent[len(r.recent)-keepRecent:]
+	}
+	r.mu.Unlock()
 	r.write(history.Event{Kind: history.KindFaultStart, Fault: &f})
 	return f.ID
+}
+
+// Mark is a point in the sequence of started faults, for StartedSince.
+func (r *Recorder) Mark() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.next.Load()
+}
+
+// StartedSince returns the faults started after mark, oldest first (at
+// most the last 16).
+func (r *Recorder) StartedSince(mark int64) []history.Fault {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []history.Fault
+	for _, s := range r.recent {
+		if s.n > mark {
+			out = append(out, s.f)
+		}
+	}
+	return out
 }
 
 // Truncated records that a fault cut node's log of a partition while the

@@ -21,6 +21,9 @@ type Control struct {
 	PID int `json:"pid"`
 	// Bootstrap lists the brokers' Kafka listeners.
 	Bootstrap []string `json:"bootstrap"`
+	// ZooKeeper lists the ensemble's client addresses: ZooKeeper-era tools
+	// (kafka-topics.sh --zookeeper) create topics through it.
+	ZooKeeper []string `json:"zookeeper"`
 	Topic     string   `json:"topic"`
 }
 

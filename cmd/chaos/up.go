@@ -94,6 +94,7 @@ within seconds; 'chaos clean' removes what is left when no reaper could start.`,
 					ready.Store(true)
 					fmt.Printf("cluster ready; run dir %s\n", rc.RunDir)
 					fmt.Printf("bootstrap %s\n", strings.Join(c.Bootstrap, ","))
+					fmt.Printf("zookeeper %s\n", strings.Join(c.ZooKeeper, ","))
 					fmt.Printf("topic %s (%d partitions)\n", spec.Topic, spec.Partitions)
 					if !spec.NoWorkload {
 						fmt.Printf("workload %s: %d producers, %d readers; its final reads follow the heal\n", spec.WorkloadName(), spec.Producers, spec.Readers)
