@@ -38,12 +38,22 @@ func (d deletionWindows) during(topic string, t int64) bool {
 	return false
 }
 
-// findDeletionWindows reads the controllers' topic_deletion events (a
-// window opens at the first started or ineligible) and
-// closes each window at the first state version of a later incarnation of
-// any of the topic's partitions.
+// findDeletionWindows reads the controllers' topic_deletion events: a
+// window opens at the first started or ineligible of a deletion and closes
+// at the first state version of the topic's next incarnation (never, when
+// the topic was not created again). Which deletion an event belongs to is
+// told by the incarnation current at its time: a started or ineligible
+// under an incarnation that already has a window is a controller resuming
+// that deletion (at its failover), one under a later incarnation begins
+// the next deletion. (Deciding this before the windows' ends were known
+// took a topic's second deletion for a resumed first one, and owed its
+// deleted partition a leader for the rest of the run.)
 func findDeletionWindows(h *history.History) deletionWindows {
-	out := deletionWindows{}
+	type begin struct {
+		time int64
+		idx  int
+	}
+	begins := map[string][]begin{}
 	for e := range eventsOf(h, history.KindTopicDeletion) {
 		d := e.Deletion
 		// A controller that finds a deletion halted at its failover logs
@@ -52,20 +62,15 @@ func findDeletionWindows(h *history.History) deletionWindows {
 		if d == nil || (d.Step != history.DeletionStarted && d.Step != history.DeletionIneligible) {
 			continue
 		}
-		ws := out[d.Topic]
-		if n := len(ws); n > 0 && ws[n-1].to == math.MaxInt64 {
-			continue // a controller resumed a deletion already under way
-		}
-		out[d.Topic] = append(ws, deletionWindow{from: e.Time, to: math.MaxInt64, started: e.Index})
+		begins[d.Topic] = append(begins[d.Topic], begin{e.Time, e.Index})
 	}
-	if len(out) == 0 {
+	out := deletionWindows{}
+	if len(begins) == 0 {
 		return out
 	}
-	// Close each window at the first version of the next incarnation:
-	// window k of a topic ends at its incarnation k+1's first state.
 	first := map[string]map[int]int64{} // topic → incarnation → first state time
 	for tp, s := range partitionStates(h) {
-		if _, ok := out[tp.Topic]; !ok {
+		if _, ok := begins[tp.Topic]; !ok {
 			continue
 		}
 		if first[tp.Topic] == nil {
@@ -77,11 +82,29 @@ func findDeletionWindows(h *history.History) deletionWindows {
 			}
 		}
 	}
-	for topic, ws := range out {
-		for k := range ws {
-			if t, ok := first[topic][k+1]; ok && t > ws[k].from {
-				ws[k].to = t
+	for topic, bs := range begins {
+		// incAt: the latest incarnation whose first state is at or before t.
+		incAt := func(t int64) int {
+			k := -1
+			for inc, ft := range first[topic] {
+				if ft <= t && inc > k {
+					k = inc
+				}
 			}
+			return k
+		}
+		seen := map[int]bool{}
+		for _, b := range bs {
+			k := incAt(b.time)
+			if seen[k] {
+				continue // a controller resumed this incarnation's deletion
+			}
+			seen[k] = true
+			to := int64(math.MaxInt64)
+			if t, ok := first[topic][k+1]; ok && t > b.time {
+				to = t
+			}
+			out[topic] = append(out[topic], deletionWindow{from: b.time, to: to, started: b.idx})
 		}
 	}
 	return out

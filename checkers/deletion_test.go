@@ -1,11 +1,13 @@
 package checkers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/historytest"
 )
 
 // A topic deleted and created again at the same name (leader epochs,
@@ -61,5 +63,54 @@ func TestTopicDeletionFlagsACompletionBeforeEveryReplica(t *testing.T) {
 	}
 	if r := (TopicDeletion{}).Check(deletionRun(false)); r.Verdict != Valid {
 		t.Fatalf("clean deletion: %s: %s", r.Verdict, r.Explanation)
+	}
+}
+
+// A topic deleted, created again, and deleted a second time without being
+// created again: the second deletion opens its own window, which stays
+// open (the partition is gone, no leader is owed), and a controller that
+// resumes it at its failover (ineligible, then started) opens none.
+func TestSecondDeletionOfATopicOpensItsOwnWindow(t *testing.T) {
+	ms := historytest.Ms
+	var evs []history.Event
+	zxid := int64(100)
+	state := func(at int64, leader int32, ver int32) {
+		zxid++
+		evs = append(evs, history.Event{Time: at, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{
+			Path: "/brokers/topics/d/partitions/0/state", Type: history.WatchChanged, Mzxid: zxid, Version: ver,
+			State: &history.PartitionState{Topic: "d", Partition: 0, Leader: leader, ISR: []int32{3}}}})
+	}
+	step := func(at int64, node int32, s string) {
+		evs = append(evs, history.Event{Time: at, Source: fmt.Sprintf("n%d", node), Node: node, Kind: history.KindTopicDeletion,
+			Deletion: &history.TopicDeletion{Topic: "d", Step: s, Partitions: []int32{0}}})
+	}
+	t0 := historytest.T0
+	state(t0, 1, 0)
+	step(t0+100*ms, 3, history.DeletionStarted)
+	state(t0+101*ms, -1, 1)
+	step(t0+120*ms, 3, history.DeletionCompleted)
+	state(t0+200*ms, 1, 0) // created again: the second incarnation
+	step(t0+600*ms, 3, history.DeletionStarted)
+	state(t0+601*ms, -1, 1)
+	step(t0+900*ms, 1, history.DeletionIneligible) // the next controller resumes it
+	step(t0+1000*ms, 1, history.DeletionStarted)
+	step(t0+1020*ms, 1, history.DeletionCompleted)
+	h := &history.History{Events: evs}
+	for i := range h.Events {
+		h.Events[i].Index = i
+	}
+	dw := findDeletionWindows(h)
+	if n := len(dw["d"]); n != 2 {
+		t.Fatalf("%d windows, want 2: %+v", n, dw["d"])
+	}
+	for _, tc := range []struct {
+		at   int64
+		want bool
+	}{
+		{t0 + 50*ms, false}, {t0 + 150*ms, true}, {t0 + 300*ms, false}, {t0 + 700*ms, true}, {t0 + 5000*ms, true},
+	} {
+		if got := dw.during("d", tc.at); got != tc.want {
+			t.Errorf("during at +%dms: %v, want %v", (tc.at-t0)/ms, got, tc.want)
+		}
 	}
 }
