@@ -392,6 +392,9 @@ type ProducerBatch struct {
 	Epoch    int16 `json:"epoch"`
 	FirstSeq int32 `json:"first_seq"`
 	LastSeq  int32 `json:"last_seq"`
+	// Transactional: the batch was written inside a transaction (false
+	// from older writers, which did not record it).
+	Transactional bool `json:"transactional,omitempty"`
 }
 
 // TP returns the partition.

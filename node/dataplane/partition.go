@@ -54,6 +54,9 @@ type partition struct {
 	// txns the decided transactions (txnstate.go).
 	producers producerStates
 	txns      partitionTxns
+	// guards are the verifications in progress by producer id
+	// (txnverify.go).
+	guards map[int64]*verificationGuard
 }
 
 func newPartition(m *Manager, tp history.TopicPartition, l *storage.Log) *partition {
