@@ -69,6 +69,7 @@
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
 //	topic deletion           | a deleted partition is gone: no broker acts on it after deleting it, and the topic goes only once every replica deleted its log | TopicDeletionManager.completeDeleteTopic, ReplicaManager.stopReplicas (deletePartition) | topic_deletion, produce_append, hw_advance, role_change | topic-deletion (deletion.go)
 //	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
+//	transactions             | a partition has a transaction open only while its coordinator does (no hanging transaction holds the LSO) | Partition.appendRecordsToLeader (Kafka 3.6: AddPartitionsToTxnManager verification and the verification guard) | produce_append (transactional), txn_marker, hw_advance LSO, txn_request | lso (lso.go)
 //
 // # The queue workload's client promises
 //

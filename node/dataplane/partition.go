@@ -156,9 +156,9 @@ func (p *partition) setHWLocked(hw int64) {
 	}
 	old := p.hw
 	p.hw = hw
-	leo := p.log.LogEndOffset()
+	leo, lso := p.log.LogEndOffset(), p.lsoLocked()
 	p.m.log.Emit(history.Event{Kind: history.KindHWAdvance, HW: &history.HWAdvance{
-		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch, LEO: &leo}})
+		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch, LEO: &leo, LSO: &lso}})
 }
 
 // maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW (2.6.3): the
