@@ -127,7 +127,7 @@ func (c LSO) Check(h *history.History) Result {
 		var pid int64 = -1
 		var o *openTxn
 		for p, t := range opens[tp] {
-			if t.first == lso {
+			if t.first == lso && (o == nil || p < pid) {
 				pid, o = p, t
 			}
 		}
