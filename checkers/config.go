@@ -66,6 +66,11 @@ type Config struct {
 	// leave any transaction still open at the end unknown.
 	TxnGrace time.Duration
 
+	// LSOGrace: this long after every fault healed (and after the append
+	// and the coordinator's last answer), a transaction a partition has
+	// open that its coordinator does not is a hanging transaction.
+	LSOGrace time.Duration
+
 	// VisualizePath, when set, receives porcupine's HTML visualization. It
 	// is where output goes, not a knob of a verdict: it has no flag of its
 	// own here and is not recorded.
@@ -83,6 +88,7 @@ func DefaultConfig() Config {
 		RegisteredElectGrace: time.Second,
 		RecoveryGrace:        15 * time.Second,
 		TxnGrace:             15 * time.Second,
+		LSOGrace:             10 * time.Second,
 	}
 }
 
@@ -100,6 +106,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RegisteredElectGrace, "registered-elect-grace", c.RegisteredElectGrace, "during the run, a partition without a leader while a registered ISR member could lead it and an acting controller reaches ZooKeeper is invalid after this long (0: not judged)")
 	fs.DurationVar(&c.RecoveryGrace, "recovery-grace", c.RecoveryGrace, "this long after every fault healed, every running broker must be registered under its own session, every ISR full and a controller acting")
 	fs.DurationVar(&c.TxnGrace, "txn-grace", c.TxnGrace, "this long after every fault healed (or after the prepare, when later), a transaction whose PrepareCommit or PrepareAbort was written must have its completion written")
+	fs.DurationVar(&c.LSOGrace, "lso-grace", c.LSOGrace, "this long after every fault healed, a transaction a partition has open (its last stable offset below the high watermark) that its coordinator does not is a hanging transaction")
 	fs.BoolVar(&c.StrictReads, "strict-reads", c.StrictReads, "report a stale empty read from a lagging new leader (known anomaly KAFKA-2334) or from a deposed leader not yet told of its successor (deposed-leader-read) as invalid")
 }
 
@@ -147,5 +154,6 @@ func All(cfg Config) []Checker {
 		QueueGroup{},
 		FenceCoverage{},
 		TopicDeletion{},
+		LSO{Grace: cfg.LSOGrace},
 	}
 }

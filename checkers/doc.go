@@ -70,6 +70,7 @@
 //	topic deletion           | a deleted partition is gone: no broker acts on it after deleting it, and the topic goes only once every replica deleted its log | TopicDeletionManager.completeDeleteTopic, ReplicaManager.stopReplicas (deletePartition) | topic_deletion, produce_append, hw_advance, role_change | topic-deletion (deletion.go)
 //	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets/TxnCommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
 //	transactions             | no marker of a deposed coordinator, no fenced producer's write, every decided transaction completes | ProducerAppendInfo.appendEndTxnMarker/checkProducerEpoch, TransactionCoordinator.handleEndTransaction, TransactionMarkerChannelManager | txn_request, txn_marker, produce_append's producer | txn-fencing (txn.go)
+//	hanging transactions     | a partition has a transaction open only while its coordinator does (no hanging transaction holds the LSO) | Partition.appendRecordsToLeader (Kafka 3.6: AddPartitionsToTxnManager verification and the verification guard) | produce_append (transactional), txn_marker, hw_advance LSO, txn_request | lso (lso.go)
 //
 // # The queue workload's client promises
 //

@@ -392,6 +392,9 @@ type ProducerBatch struct {
 	Epoch    int16 `json:"epoch"`
 	FirstSeq int32 `json:"first_seq"`
 	LastSeq  int32 `json:"last_seq"`
+	// Transactional: the batch was written inside a transaction (false
+	// from older writers, which did not record it).
+	Transactional bool `json:"transactional,omitempty"`
 }
 
 // TP returns the partition.
@@ -412,6 +415,12 @@ type HWAdvance struct {
 	// exceed, so it is the evidence that an ISR member held what the
 	// leader's high watermark covered.
 	LEO *int64 `json:"leo,omitempty"`
+	// LSO is the replica's last stable offset after the move (KIP-98: the
+	// first offset of the oldest transaction not yet ended by a marker the
+	// high watermark passed, at most the high watermark); nil from older
+	// writers. A leader's LSO below its high watermark long after every
+	// transaction should have ended is a hanging transaction.
+	LSO *int64 `json:"lso,omitempty"`
 }
 
 // TP returns the partition.

@@ -84,6 +84,17 @@ const (
 	// from moving leadership away from, and shrinking the ISRs of, a broker
 	// that is not shutting down.
 	FailpointControllerBeforeControlledShutdown = "controller-before-controlled-shutdown"
+	// FailpointLeaderBeforeTxnAppend: a partition leader took a produce
+	// whose transactional batch starts its producer's transaction on the
+	// partition, verified it with the coordinator when verification is on,
+	// and has not yet appended it (ReplicaManager.appendRecords between
+	// the verification callback and Partition.appendRecordsToLeader). A
+	// produce held here while its transaction is aborted and the abort
+	// marker written goes on after the marker: without verification
+	// (KAFKA-12671) it opens a transaction no coordinator knows; with it,
+	// the marker has cleared the verification the produce carries and the
+	// append is refused (INVALID_TXN_STATE).
+	FailpointLeaderBeforeTxnAppend = "leader-before-txn-append"
 )
 
 // FailpointNames lists every failpoint. New windows are appended, so
@@ -91,4 +102,4 @@ const (
 // window.
 var FailpointNames = []string{FailpointControllerAfterZKWrite, FailpointControllerBeforeBrokerChange, FailpointBrokerBeforeRegister, FailpointBrokerControlledShutdown,
 	FailpointBrokerAfterRegister, FailpointFollowerAfterTruncation, FailpointControllerBeforeElect, FailpointControllerAfterElected, FailpointControllerBeforeSend,
-	FailpointControllerBeforeControlledShutdown}
+	FailpointControllerBeforeControlledShutdown, FailpointLeaderBeforeTxnAppend}

@@ -11,7 +11,7 @@ import (
 func TestFailpointNamesOnlyGrow(t *testing.T) {
 	want := []string{"controller-after-zk-write", "controller-before-broker-change", "broker-before-register",
 		"broker-during-controlled-shutdown", "broker-after-register", "follower-after-truncation", "controller-before-elect",
-		"controller-after-elected", "controller-before-send", "controller-before-controlled-shutdown"}
+		"controller-after-elected", "controller-before-send", "controller-before-controlled-shutdown", "leader-before-txn-append"}
 	if !slices.Equal(FailpointNames, want) {
 		t.Fatalf("failpoints %v, want %v", FailpointNames, want)
 	}

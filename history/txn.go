@@ -23,6 +23,11 @@ const (
 	// partition loaded at a coordinator epoch, or given up.
 	TxnLoadPartition   = "LoadPartition"
 	TxnUnloadPartition = "UnloadPartition"
+	// TxnAPIVerify: a partition leader asked whether partitions are in a
+	// producer's ongoing transaction (KIP-890's verification, Kafka 3.6;
+	// the node asks with the KAFKA-12671 switch off). Errors holds each
+	// partition's answer when the coordinator could judge.
+	TxnAPIVerify = "VerifyPartitionsInTxn"
 )
 
 // Transaction states (TxnRequest.State) the checkers read: an EndTxn or a

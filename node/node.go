@@ -141,6 +141,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	defer n.groups.close()
 	n.txns = newTxns(n, n.data)
 	defer n.txns.close()
+	n.data.SetTxnVerifier(n.txns.verify)
 	n.broker.Data = groupDataPlane{n.data, n.groups, n.txns}
 
 	// Admin HTTP first, so failpoints can be armed and released while the

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/node/config"
 	"github.com/zkchaos/zkchaos/node/dataplane"
 	"github.com/zkchaos/zkchaos/node/group"
 	"github.com/zkchaos/zkchaos/node/storage"
@@ -76,7 +77,13 @@ func (t *txns) close() {
 // it hands to the group coordinator. Call after groups.routes.
 func (t *txns) routes(s *wire.Server, g *groups) {
 	for _, r := range txn.Routes() {
-		s.Handle(r.Key, r.Min, r.Max, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		hi := r.Max
+		if r.Key == kmsg.AddPartitionsToTxn.Int16() && !t.n.cfg.Bugs.On(config.BugKafka12671) {
+			// Partition leaders' verifications (KIP-890), never
+			// advertised: clients keep Kafka 2.6.3's versions.
+			hi = txn.VerifyRoute
+		}
+		s.HandleUnadvertised(r.Key, r.Min, r.Max, hi, func(ctx context.Context, _ *wire.ConnInfo, _ wire.RequestHeader, req kmsg.Request) (kmsg.Response, error) {
 			return t.h.Handle(ctx, req)
 		})
 	}

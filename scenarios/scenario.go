@@ -183,7 +183,7 @@ func stopCleanly(ctx context.Context, l *harness.Live, bug string, t nemesis.Tar
 
 // All returns every scenario, in bug-number order.
 func All() []Scenario {
-	return []Scenario{kafka532(), kafka3861(), kafka7235(), kafka16667()}
+	return []Scenario{kafka532(), kafka3861(), kafka7235(), kafka16667(), kafka12671()}
 }
 
 // Get returns the scenario named name (case-insensitive), or an error that

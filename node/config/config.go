@@ -35,10 +35,17 @@ const (
 	// its cached zkVersion forever instead of re-reading the state; its
 	// reads never Sync, even with --proposals=zk-sync-before-read.
 	BugKafka16667 = "KAFKA-16667"
+	// BugKafka12671: a partition leader appends a transactional batch that
+	// starts a transaction without asking the coordinator whether the
+	// partition is in the producer's ongoing transaction (Kafka 2.6.3). A
+	// produce that reaches the leader after its transaction was aborted
+	// opens a transaction no coordinator will ever end. Off, the leader
+	// verifies as Kafka 3.6 does (KIP-890's first part).
+	BugKafka12671 = "KAFKA-12671"
 )
 
 // AllBugs lists every known switch.
-var AllBugs = []string{BugKafka532, BugKafka7235, BugKafka16667}
+var AllBugs = []string{BugKafka532, BugKafka7235, BugKafka16667, BugKafka12671}
 
 // Proposal names. Each turns on a behaviour stricter than Kafka 2.6.3's;
 // all off is Kafka 2.6.3 (with the bug switches' fixes as Kafka shipped

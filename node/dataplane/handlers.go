@@ -131,7 +131,12 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = kerr.InvalidRecord.Code
 				continue
 			}
-			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks, false)
+			guard, code := m.verifyTxn(ctx, req.TransactionID, p, rp.Records)
+			if code != 0 {
+				op.ErrorCode = code
+				continue
+			}
+			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks, false, guard)
 			op.ErrorCode = code
 			if code != 0 {
 				continue
@@ -176,8 +181,9 @@ func (m *Manager) logAck(p *partition, base, last int64, epoch int32, acks int) 
 // appendAsLeader is Partition.appendRecordsToLeader. fromCoordinator is
 // AppendOrigin.Coordinator: the group coordinator's transactional offset
 // commits carry base sequence 0 every time, so only their producer epoch
-// is checked, never their sequence.
-func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator bool) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
+// is checked, never their sequence. guard is the verification a
+// transactional produce carries (nil: none).
+func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator bool, guard *verificationGuard) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.role != history.RoleLeader {
@@ -213,6 +219,10 @@ func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator b
 			info.FirstOffset, info.LastOffset = dup.firstOffset, dup.lastOffset
 			return 0, info, p.leaderEpoch, p.leaderGen
 		}
+		if code, reason := p.checkVerifiedLocked(h, guard); code != 0 {
+			p.m.log.Printf("%s: produce rejected: %s", p.tp, reason)
+			return code, info, 0, 0
+		}
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
 	switch {
@@ -239,7 +249,8 @@ func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator b
 	// batch this is, so that a checker can follow a producer's sequence
 	// across leaders (KIP-98's promise that a new leader continues it).
 	if ok && idempotent(h) {
-		ap.Producer = &history.ProducerBatch{ID: h.ProducerID, Epoch: h.ProducerEpoch, FirstSeq: h.BaseSequence, LastSeq: lastSeqOf(h)}
+		ap.Producer = &history.ProducerBatch{ID: h.ProducerID, Epoch: h.ProducerEpoch, FirstSeq: h.BaseSequence, LastSeq: lastSeqOf(h),
+			Transactional: h.IsTransactional()}
 	}
 	// An internal topic's values are the coordinator's binary records, not
 	// a client's: nothing a checker matches.

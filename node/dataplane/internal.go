@@ -37,7 +37,7 @@ func (m *Manager) AppendAsCoordinator(tp history.TopicPartition, batch []byte) (
 	if p == nil {
 		return -1, nil, kerr.NotLeaderForPartition
 	}
-	code, info, epoch, gen := p.appendAsLeader(batch, -1, true)
+	code, info, epoch, gen := p.appendAsLeader(batch, -1, true, nil)
 	if code != 0 {
 		return -1, nil, kerr.ErrorForCode(code)
 	}

@@ -126,6 +126,10 @@ type Manager struct {
 	// isrCh holds the ISR changes not yet told to the controller.
 	isrCh isrChanges
 
+	// verifier asks transaction coordinators about a transactional
+	// produce (txnverify.go); nil: never asked.
+	verifier TxnVerifier
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

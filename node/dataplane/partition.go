@@ -54,6 +54,9 @@ type partition struct {
 	// txns the decided transactions (txnstate.go).
 	producers producerStates
 	txns      partitionTxns
+	// guards are the verifications in progress by producer id
+	// (txnverify.go).
+	guards map[int64]*verificationGuard
 }
 
 func newPartition(m *Manager, tp history.TopicPartition, l *storage.Log) *partition {
@@ -153,9 +156,9 @@ func (p *partition) setHWLocked(hw int64) {
 	}
 	old := p.hw
 	p.hw = hw
-	leo := p.log.LogEndOffset()
+	leo, lso := p.log.LogEndOffset(), p.lsoLocked()
 	p.m.log.Emit(history.Event{Kind: history.KindHWAdvance, HW: &history.HWAdvance{
-		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch, LEO: &leo}})
+		Topic: p.tp.Topic, Partition: p.tp.Partition, Old: old, New: hw, LeaderEpoch: p.leaderEpoch, LEO: &leo, LSO: &lso}})
 }
 
 // maybeIncrementHWLocked is Partition.maybeIncrementLeaderHW (2.6.3): the

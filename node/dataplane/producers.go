@@ -143,7 +143,7 @@ func (s producerStates) update(h storage.BatchHeader) {
 // and transaction state (Log.loadProducerState without snapshots). Caller
 // holds p.mu.
 func (p *partition) rebuildProducersLocked() error {
-	p.producers, p.txns = producerStates{}, partitionTxns{}
+	p.producers, p.txns, p.guards = producerStates{}, partitionTxns{}, nil
 	from, end := p.log.LogStartOffset(), p.log.LogEndOffset()
 	for from < end {
 		data, err := p.log.Read(from, p.m.cfg.MaxMessageBytes+1<<20, -1)

@@ -123,6 +123,11 @@ func (p *partition) applyLocked(headers []storage.BatchHeader, data []byte) erro
 		}
 		b := data[pos : pos+size]
 		pos += size
+		if h.IsTransactional() {
+			// The transaction is ongoing now, or ended: a verification
+			// started before this append no longer holds.
+			delete(p.guards, h.ProducerID)
+		}
 		if !h.IsControl() {
 			p.producers.update(h)
 			continue

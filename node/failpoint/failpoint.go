@@ -48,6 +48,7 @@ const (
 	ControllerAfterElected             = history.FailpointControllerAfterElected
 	ControllerBeforeSend               = history.FailpointControllerBeforeSend
 	ControllerBeforeControlledShutdown = history.FailpointControllerBeforeControlledShutdown
+	LeaderBeforeTxnAppend              = history.FailpointLeaderBeforeTxnAppend
 )
 
 // Names lists every failpoint, in history.FailpointNames' order.

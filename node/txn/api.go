@@ -46,6 +46,9 @@ func (h *Handlers) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response,
 	case *kmsg.InitProducerIDRequest:
 		return h.InitProducerID(ctx, r), nil
 	case *kmsg.AddPartitionsToTxnRequest:
+		if r.Version >= VerifyRoute {
+			return h.VerifyAddPartitions(r), nil
+		}
 		return h.AddPartitionsToTxn(ctx, r), nil
 	case *kmsg.AddOffsetsToTxnRequest:
 		return h.AddOffsetsToTxn(ctx, r), nil

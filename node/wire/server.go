@@ -28,7 +28,10 @@ type ConnInfo struct {
 
 type route struct {
 	min, max int16
-	fn       HandlerFunc
+	// advertised is the highest version ApiVersions names (max unless
+	// HandleUnadvertised set it lower).
+	advertised int16
+	fn         HandlerFunc
 }
 
 // Server accepts Kafka connections and serves requests on each connection in
@@ -55,19 +58,26 @@ type Server struct {
 func NewServer() *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{routes: map[int16]route{}, conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
-	s.routes[ApiVersionsKey] = route{0, 3, s.apiVersions}
+	s.routes[ApiVersionsKey] = route{0, 3, 3, s.apiVersions}
 	return s
 }
 
 // Handle registers fn for key at versions [min, max], capped at what kmsg
 // can decode.
 func (s *Server) Handle(key, min, max int16, fn HandlerFunc) {
-	if proto := kmsg.RequestForKey(key); proto != nil && max > proto.MaxVersion() {
-		max = proto.MaxVersion()
+	s.HandleUnadvertised(key, min, max, max, fn)
+}
+
+// HandleUnadvertised registers fn for key at versions [min, max] but names
+// only [min, advertised] in ApiVersions: versions that brokers send each
+// other and clients must not pick (Kafka marks such versions broker-only).
+func (s *Server) HandleUnadvertised(key, lo, advertised, hi int16, fn HandlerFunc) {
+	if proto := kmsg.RequestForKey(key); proto != nil && hi > proto.MaxVersion() {
+		hi = proto.MaxVersion()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.routes[key] = route{min, max, fn}
+	s.routes[key] = route{lo, hi, min(advertised, hi), fn}
 }
 
 // Supports reports whether key at version is served.
@@ -236,7 +246,7 @@ func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for _, k := range keys {
 		r := s.routes[k]
-		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.max})
+		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.advertised})
 	}
 	s.mu.Unlock()
 	return resp

@@ -82,6 +82,41 @@ func TestApiVersionsListsRoutes(t *testing.T) {
 	}
 }
 
+// A version registered unadvertised is served but ApiVersions names only
+// the advertised range, so a client picks no broker-only version.
+func TestUnadvertisedVersionsServedNotListed(t *testing.T) {
+	s, addr := serve(t)
+	s.HandleUnadvertised(6, 0, 3, 6, func(_ context.Context, _ *ConnInfo, _ RequestHeader, req kmsg.Request) (kmsg.Response, error) {
+		r := kmsg.NewPtrUpdateMetadataResponse()
+		r.ErrorCode = int16(req.(*kmsg.UpdateMetadataRequest).ControllerEpoch)
+		return r, nil
+	})
+	c := NewClient(addr, "test")
+	defer c.Close()
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "t", "1"
+	resp, err := c.Request(context.Background(), av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		if k.ApiKey == 6 && k.MaxVersion != 3 {
+			t.Fatalf("UpdateMetadata advertised up to v%d, want v3", k.MaxVersion)
+		}
+	}
+	req := kmsg.NewPtrUpdateMetadataRequest()
+	req.SetVersion(6)
+	req.ControllerEpoch = 9
+	got, err := c.Request(context.Background(), req)
+	if err != nil {
+		t.Fatalf("unadvertised v6: %v", err)
+	}
+	if code := got.(*kmsg.UpdateMetadataResponse).ErrorCode; code != 9 {
+		t.Fatalf("unadvertised v6 echoed %d", code)
+	}
+}
+
 // rawRequest writes a hand-made frame and returns the response frame, or
 // io.EOF when the server closed the connection.
 func rawRequest(t *testing.T, addr string, frame []byte) ([]byte, error) {
