@@ -587,6 +587,16 @@ func TestHWCheckpoint(t *testing.T) {
 			c := checkpoint(b, 2, nil, cpe(0, 5))
 			return []int{a, s, c}
 		}},
+		{name: "a replica reassigned away while its broker was down is not owed a LeaderAndIsr", want: Valid, build: func(b *hb.Builder) []int {
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Start(2)
+			// The controller's LeaderAndIsr to the remaining replicas of
+			// t-1 names its replica set without broker 2.
+			b.Add(history.Event{Kind: history.KindControlSent, Node: 1, Control: &history.Control{API: history.APILeaderAndIsr,
+				ControllerID: 1, ControllerEpoch: 1, TargetBroker: 3, Partitions: []history.ControlPartition{{Topic: "t", Partition: 1, Leader: 3, Replicas: []int32{3, 1}}}}})
+			checkpoint(b, 2, nil, cpe(0, 5))
+			return nil
+		}},
 		{name: "high watermark goes back", want: Invalid, explain: "back from 5", build: func(b *hb.Builder) []int {
 			a := checkpoint(b, 2, nil, cpe(0, 5))
 			b.Start(2)

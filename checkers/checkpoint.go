@@ -84,9 +84,12 @@ type hwcpState struct {
 	// excused[node][tp]: tp was stopped (-1) or truncated (the lowest
 	// target) since the node last wrote it.
 	excused map[int32]map[history.TopicPartition]int64
-	t0      int64
-	writes  int
-	judged  int
+	// assigned[tp]: tp's replica set as the controller's latest
+	// LeaderAndIsr carrying one said.
+	assigned map[history.TopicPartition][]int32
+	t0       int64
+	writes   int
+	judged   int
 }
 
 // Check implements Checker.
@@ -99,12 +102,21 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		started:  map[int32]int{},
 		reported: map[int32]map[history.TopicPartition]hwMark{},
 		excused:  map[int32]map[history.TopicPartition]int64{},
+		assigned: map[history.TopicPartition][]int32{},
 	}
 	if len(h.Events) > 0 {
 		s.t0 = h.Events[0].Time
 	}
-	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
+	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindControlSent, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
 		switch e.Kind {
+		case history.KindControlSent:
+			if e.Control != nil && e.Control.API == history.APILeaderAndIsr {
+				for _, p := range e.Control.Partitions {
+					if len(p.Replicas) > 0 {
+						s.assigned[p.TP()] = p.Replicas
+					}
+				}
+			}
 		case history.KindNodeStart:
 			s.lost(e.Node, e.Index)
 			delete(s.known, e.Node)
@@ -191,6 +203,17 @@ func (s *hwcpState) lost(node int32, end int) {
 	}
 	byWrite := map[int][]history.TopicPartition{}
 	for _, tp := range sortedTPs(ps) {
+		// A replica the controller has moved off this broker is not owed
+		// a LeaderAndIsr: Kafka 2.6.3 leaves a reassigned-away replica's
+		// log on a broker that was down when the StopReplica was due
+		// (KafkaController.stopRemovedReplicasOfReassignedPartition sends
+		// only to live brokers), and the broker never hears of the
+		// partition again; the high watermark its checkpoint drops is of
+		// a partition that is no longer its.
+		if rs, ok := s.assigned[tp]; ok && !slices.Contains(rs, node) {
+			delete(s.last[node], tp)
+			continue
+		}
 		byWrite[ps[tp].idx] = append(byWrite[ps[tp].idx], tp)
 	}
 	for _, idx := range slices.Sorted(maps.Keys(byWrite)) {
