@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,16 +38,12 @@ type groups struct {
 	// listener serves before it does).
 	sess atomic.Pointer[zkutil.Session]
 
-	mu  sync.Mutex
-	led map[int32]bool // __consumer_offsets partitions this broker leads
-	// loads runs the loads one at a time, in the order the partitions were
-	// won, as GroupMetadataManager's single scheduler thread does.
-	loads chan int32
-	done  chan struct{}
+	// loads follows this broker's leadership of __consumer_offsets.
+	loads *partitionLoads
 }
 
 func newGroups(n *Node) *groups {
-	g := &groups{n: n, led: map[int32]bool{}, loads: make(chan int32, 1024), done: make(chan struct{})}
+	g := &groups{n: n}
 	cfg := n.cfg
 	g.coord = group.New(group.Options{
 		Config: group.Config{
@@ -61,15 +56,14 @@ func newGroups(n *Node) *groups {
 		OnEvent: g.emit,
 	})
 	g.h = &group.Handlers{C: g.coord, Cluster: g}
-	go g.loader()
+	g.loads = newPartitionLoads(func(p, _ int32) { g.coord.BeginLoad(p) }, func(p, _ int32) { g.load(p) }, g.coord.Unload)
 	return g
 }
 
 // close is GroupCoordinator.shutdown: parked requests end, timers stop.
 func (g *groups) close() {
 	g.coord.Close()
-	close(g.loads)
-	<-g.done
+	g.loads.close()
 }
 
 // routes registers the group APIs on the Kafka listener; ApiVersions then
@@ -130,41 +124,11 @@ func (g *groups) emit(e group.Event) {
 // COORDINATOR_LOAD_IN_PROGRESS until the loader has read the partition.
 // As in Kafka 2.6.3 (Partition.makeLeader's isNewLeader) a broker that
 // already leads p, at a newer epoch or not, does not load again.
-func (g *groups) elected(p int32) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.led[p] {
-		return
-	}
-	g.led[p] = true
-	g.coord.BeginLoad(p)
-	select {
-	case g.loads <- p:
-	default:
-		// A thousand loads queued: the loader is stuck; load here rather
-		// than leave the partition loading for ever.
-		go g.load(p)
-	}
-}
+func (g *groups) elected(p int32) { g.loads.elected(p, 0) }
 
 // resigned is GroupCoordinator.onResignation: this broker became a follower
 // of p, or StopReplica deleted it.
-func (g *groups) resigned(p int32) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.led[p] {
-		return
-	}
-	delete(g.led, p)
-	g.coord.Unload(p)
-}
-
-func (g *groups) loader() {
-	defer close(g.done)
-	for p := range g.loads {
-		g.load(p)
-	}
-}
+func (g *groups) resigned(p int32) { g.loads.resigned(p) }
 
 // load is GroupMetadataManager.doLoadGroupsAndOffsets: read the partition
 // from its start to its end as it is now. A partition given up since its

@@ -38,16 +38,13 @@ type txns struct {
 	sess atomic.Pointer[zkutil.Session]
 
 	mu      sync.Mutex
-	led     map[int32]bool
 	clients map[string]*wire.Client // marker connections by address
-	loads   chan txnLoad
-	done    chan struct{}
+	// loads follows this broker's leadership of __transaction_state.
+	loads *partitionLoads
 }
 
-type txnLoad struct{ p, epoch int32 }
-
 func newTxns(n *Node, pids txn.ProducerIDs) *txns {
-	t := &txns{n: n, led: map[int32]bool{}, clients: map[string]*wire.Client{}, loads: make(chan txnLoad, 1024), done: make(chan struct{})}
+	t := &txns{n: n, clients: map[string]*wire.Client{}}
 	cfg := n.cfg
 	t.coord = txn.New(txn.Options{
 		Config: txn.Config{NumPartitions: cfg.TransactionTopicPartitions, MaxTimeout: cfg.TransactionMaxTimeout,
@@ -55,14 +52,13 @@ func newTxns(n *Node, pids txn.ProducerIDs) *txns {
 		Log: txnLog{n.data}, PIDs: pids, Markers: t, OnEvent: t.emit,
 	})
 	t.h = &txn.Handlers{C: t.coord, Cluster: t}
-	go t.loader()
+	t.loads = newPartitionLoads(t.coord.BeginLoad, t.load, t.coord.Unload)
 	return t
 }
 
 func (t *txns) close() {
 	t.coord.Close()
-	close(t.loads)
-	<-t.done
+	t.loads.close()
 	t.mu.Lock()
 	for _, c := range t.clients {
 		c.Close()
@@ -342,42 +338,14 @@ func (t *txns) emit(e txn.Event) {
 
 // elected is TransactionCoordinator.onElection at the partition's leader
 // epoch; a broker that already leads p does not load again.
-func (t *txns) elected(p, epoch int32) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.led[p] {
-		return
-	}
-	t.led[p] = true
-	t.coord.BeginLoad(p, epoch)
-	select {
-	case t.loads <- txnLoad{p, epoch}:
-	default:
-		go t.load(txnLoad{p, epoch})
-	}
-}
+func (t *txns) elected(p, epoch int32) { t.loads.elected(p, epoch) }
 
 // resigned is onResignation.
-func (t *txns) resigned(p int32) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.led[p] {
-		return
-	}
-	delete(t.led, p)
-	t.coord.Unload(p)
-}
-
-func (t *txns) loader() {
-	defer close(t.done)
-	for l := range t.loads {
-		t.load(l)
-	}
-}
+func (t *txns) resigned(p int32) { t.loads.resigned(p) }
 
 // load is loadTransactionMetadata: the partition from its start to its end.
-func (t *txns) load(l txnLoad) {
-	tp := history.TP(dataplane.TransactionStateTopic, l.p)
+func (t *txns) load(p, epoch int32) {
+	tp := history.TP(dataplane.TransactionStateTopic, p)
 	recs, err := t.n.data.ReadLocalLog(tp)
 	if err != nil {
 		t.n.log.Printf("transaction coordinator: load %s: %v", tp, err)
@@ -386,10 +354,10 @@ func (t *txns) load(l txnLoad) {
 	for _, r := range recs {
 		loaded = append(loaded, txn.Record{Key: r.Key, Value: r.Value})
 	}
-	if err := t.coord.FinishLoad(l.p, l.epoch, loaded); err != nil {
+	if err := t.coord.FinishLoad(p, epoch, loaded); err != nil {
 		t.n.log.Printf("transaction coordinator: load %s: %v", tp, err)
 	}
-	t.n.log.Printf("transaction coordinator: loaded %s (%d records) at coordinator epoch %d", tp, len(loaded), l.epoch)
+	t.n.log.Printf("transaction coordinator: loaded %s (%d records) at coordinator epoch %d", tp, len(loaded), epoch)
 }
 
 // txnLog implements txn.Log over the data plane.
