@@ -263,9 +263,18 @@ func (c Availability) Check(h *history.History) Result {
 		}
 		if open != nil {
 			since := max(open.Start, hi.at)
+			delFrom, deleted := dw.startAt(tp.Topic, hi.end)
 			switch {
 			case dw.during(tp.Topic, open.Start):
 				// Deleted, or being deleted, when the history ends.
+			case deleted && delFrom >= open.Start:
+				// Gone, or going, when the history ends, but offline
+				// before its deletion began: only that time was owed
+				// a leader.
+				if hi.healed && delFrom-max(open.Start, hi.at) > int64(c.Grace) {
+					r.violateAt(max(open.Start, hi.at)+int64(c.Grace), []int{offendIdx}, "partition %s had no acting leader from event %d (%s) until its topic's deletion began, %s after every fault healed (grace %s).",
+						tp, offendIdx, why, time.Duration(delFrom-max(open.Start, hi.at)).Round(time.Millisecond), c.Grace)
+				}
 			case !hi.healed:
 				r.cannotDecide("partition %s has no acting leader since event %d (%s), but fault event %d was never stopped, so it is unclear whether it would recover.", tp, offendIdx, why, hi.openIdx)
 			case hi.end-since > int64(c.Grace):

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
@@ -112,5 +113,49 @@ func TestSecondDeletionOfATopicOpensItsOwnWindow(t *testing.T) {
 		if got := dw.during("d", tc.at); got != tc.want {
 			t.Errorf("during at +%dms: %v, want %v", (tc.at-t0)/ms, got, tc.want)
 		}
+	}
+}
+
+// A partition offline when its topic's deletion begins, and gone at the
+// end, was owed a leader only until the deletion began: briefly offline
+// before it, valid; offline past the grace before it, invalid.
+func TestAvailabilityOwesADeletedPartitionOnlyUntilItsDeletion(t *testing.T) {
+	ms := historytest.Ms
+	t0 := historytest.T0
+	build := func(deleteAt int64) *history.History {
+		var evs []history.Event
+		zxid := int64(100)
+		state := func(at int64, leader int32, ver int32) {
+			zxid++
+			evs = append(evs, history.Event{Time: at, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{
+				Path: "/brokers/topics/d/partitions/0/state", Type: history.WatchChanged, Mzxid: zxid, Version: ver,
+				State: &history.PartitionState{Topic: "d", Partition: 0, Leader: leader, ISR: []int32{3}}}})
+		}
+		state(t0, 1, 0)
+		state(t0+1000*ms, -1, 1)
+		evs = append(evs, history.Event{Time: deleteAt, Source: "n3", Node: 3, Kind: history.KindTopicDeletion,
+			Deletion: &history.TopicDeletion{Topic: "d", Step: history.DeletionStarted, Partitions: []int32{0}}})
+		evs = append(evs, history.Event{Time: t0 + 40_000*ms, Source: "n3", Node: 3, Kind: history.KindTopicDeletion,
+			Deletion: &history.TopicDeletion{Topic: "d", Step: history.DeletionCompleted, Partitions: []int32{0}}})
+		h := &history.History{Events: evs}
+		for i := range h.Events {
+			h.Events[i].Index = i
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name     string
+		deleteAt int64
+		want     Verdict
+	}{
+		{"deleted 1 s after it went offline", t0 + 2000*ms, Valid},
+		{"offline 19 s before its deletion began", t0 + 20_000*ms, Invalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Availability{Grace: 10 * time.Second}.Check(build(tc.deleteAt))
+			if r.Verdict != tc.want {
+				t.Fatalf("%s, want %s: %s", r.Verdict, tc.want, r.Explanation)
+			}
+		})
 	}
 }
