@@ -156,7 +156,16 @@ func (kafka532Driver) Drive(ctx context.Context, l *harness.Live) error {
 		return err
 	}
 	l.Note("n%d %s the zombie's %s (controller epoch %d)", ev.Node, ev.Control.Verdict, ev.Control.API, stale)
+	healed := time.Now().UnixNano()
 	if err := l.Nemesis.HealNet(ctx); err != nil {
+		return err
+	}
+	// Back in reach of ZooKeeper, the zombie learns its session expired,
+	// resigns and registers again; the run ends once it has, so the
+	// cluster it leaves is whole (recovery).
+	if _, err := l.WaitEvent(ctx, healed, 20*time.Second, "the zombie registering again", func(e *history.Event) bool {
+		return e.Kind == history.KindBrokerRegistered && int(e.Node) == c
+	}); err != nil {
 		return err
 	}
 	// Producers and readers run a moment longer against what the zombie
