@@ -110,6 +110,13 @@ func TestQueueTxnRunWithPausedLeader(t *testing.T) {
 	// finding is not asserted either way until it is.
 	if r := (checkers.QueuePoll{}).Check(h); r.Verdict != checkers.Valid {
 		t.Logf("queue-poll (reported, not asserted): %s: %s", r.Verdict, r.Explanation)
+		// The run directory is the test's temporary one: keep a copy, so
+		// the node's answers behind the finding can be read afterwards.
+		kept, err := os.MkdirTemp("", "queue-poll-finding-")
+		if err == nil {
+			err = os.CopyFS(kept, os.DirFS(dir))
+		}
+		t.Logf("run directory kept at %s (copy error: %v)", kept, err)
 	}
 
 	committed := map[int64]int32{}
