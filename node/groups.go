@@ -175,35 +175,38 @@ func (g *groups) PartitionExists(topic string, p int32) bool {
 // not ok, as the LEADER_NOT_AVAILABLE of a topic just created does; so does
 // a partition without a live leader.
 func (g *groups) OffsetsLeader(ctx context.Context, p int32) (group.Node, bool) {
-	brokers, parts := g.n.broker.Metadata.Snapshot()
+	leader, ok, err := internalTopicLeader(ctx, g.n, g.sess.Load(), dataplane.GroupMetadataTopic, p, g.n.cfg.OffsetsTopicPartitions, g.n.cfg.OffsetsTopicReplicationFactor)
+	if err != nil {
+		g.n.log.Printf("group coordinator: %v", err)
+	}
+	return leader, ok
+}
+
+// internalTopicLeader is the leader look-up of partition p of an internal
+// topic, which both coordinators make: a topic not in the metadata cache
+// is created (createInternalTopic, whose error it returns) and answers not
+// ok, as does a partition without a live leader.
+func internalTopicLeader(ctx context.Context, n *Node, sess *zkutil.Session, topic string, p, partitions int32, rf int) (group.Node, bool, error) {
+	brokers, parts := n.broker.Metadata.Snapshot()
 	exists := false
 	for tp := range parts {
-		if tp.Topic == dataplane.GroupMetadataTopic {
+		if tp.Topic == topic {
 			exists = true
 			break
 		}
 	}
 	if !exists {
-		if err := g.createOffsetsTopic(ctx, len(brokers)); err != nil {
-			g.n.log.Printf("group coordinator: %v", err)
-		}
-		return group.Node{}, false
+		return group.Node{}, false, createInternalTopic(ctx, n, sess, topic, partitions, rf, len(brokers))
 	}
-	ps, ok := parts[history.TP(dataplane.GroupMetadataTopic, p)]
+	ps, ok := parts[history.TP(topic, p)]
 	if !ok || ps.Leader < 0 {
-		return group.Node{}, false
+		return group.Node{}, false, nil
 	}
 	b, live := brokers[ps.Leader]
 	if !live {
-		return group.Node{}, false
+		return group.Node{}, false, nil
 	}
-	return group.Node{ID: b.ID, Host: b.Host, Port: b.Port}, true
-}
-
-// createOffsetsTopic is KafkaApis.createInternalTopic for
-// __consumer_offsets.
-func (g *groups) createOffsetsTopic(ctx context.Context, live int) error {
-	return createInternalTopic(ctx, g.n, g.sess.Load(), dataplane.GroupMetadataTopic, g.n.cfg.OffsetsTopicPartitions, g.n.cfg.OffsetsTopicReplicationFactor, live)
+	return group.Node{ID: b.ID, Host: b.Host, Port: b.Port}, true, nil
 }
 
 // createInternalTopic is KafkaApis.createInternalTopic: refused while

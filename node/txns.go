@@ -129,30 +129,11 @@ func (t *txns) findCoordinator(ctx context.Context, r *kmsg.FindCoordinatorReque
 }
 
 func (t *txns) internalLeader(ctx context.Context, p int32) (group.Node, bool) {
-	brokers, parts := t.n.broker.Metadata.Snapshot()
-	exists := false
-	for tp := range parts {
-		if tp.Topic == dataplane.TransactionStateTopic {
-			exists = true
-			break
-		}
+	leader, ok, err := internalTopicLeader(ctx, t.n, t.sess.Load(), dataplane.TransactionStateTopic, p, t.n.cfg.TransactionTopicPartitions, t.n.cfg.TransactionTopicReplicationFactor)
+	if err != nil {
+		t.n.log.Printf("transaction coordinator: %v", err)
 	}
-	if !exists {
-		if err := createInternalTopic(ctx, t.n, t.sess.Load(), dataplane.TransactionStateTopic, t.n.cfg.TransactionTopicPartitions,
-			t.n.cfg.TransactionTopicReplicationFactor, len(brokers)); err != nil {
-			t.n.log.Printf("transaction coordinator: %v", err)
-		}
-		return group.Node{}, false
-	}
-	ps, ok := parts[history.TP(dataplane.TransactionStateTopic, p)]
-	if !ok || ps.Leader < 0 {
-		return group.Node{}, false
-	}
-	b, live := brokers[ps.Leader]
-	if !live {
-		return group.Node{}, false
-	}
-	return group.Node{ID: b.ID, Host: b.Host, Port: b.Port}, true
+	return leader, ok
 }
 
 // PartitionExists implements txn.Cluster.
