@@ -308,7 +308,14 @@ func (p *pipeline) faults(t *testing.T) {
 	}
 	time.Sleep(6 * time.Second)
 	p.u.fault(t, "heal")
+	// The broker asked may be the resumed one, whose metadata cache
+	// names itself until the new controller's UpdateMetadata reaches it:
+	// ask again for a few seconds before judging.
 	next := p.u.coordinator(t, p.group, 0)
+	for deadline := time.Now().Add(5 * time.Second); next == coord && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		next = p.u.coordinator(t, p.group, 0)
+	}
 	// Paused past its ZooKeeper session, the coordinator lost the
 	// leadership of the group's __consumer_offsets partition, and nothing
 	// gives it back within the test (Kafka's preferred-leader check runs
