@@ -409,7 +409,11 @@ func (r *fpRun) release(ctx context.Context, a attempt) (reached bool, errs []er
 		if r.plan.Window.Role == RoleController {
 			waitSuccessor(ctx, r.f.world, a.id, time.Now().Add(2*r.f.session+2*time.Second))
 		}
-		errs = append(errs, r.f.pr.resume(ctx, a.target))
+		if r.name == history.FailpointControllerBeforeSend {
+			errs = append(errs, r.resumeOutOfZKReach(ctx, a.target)...)
+		} else {
+			errs = append(errs, r.f.pr.resume(ctx, a.target))
+		}
 	case reached && r.plan.Action == FPPause:
 		// The held node's stale work stays in flight for a session timeout
 		// at least, long enough for a bounced broker to come back (a
@@ -420,6 +424,28 @@ func (r *fpRun) release(ctx context.Context, a attempt) (reached bool, errs []er
 		sleepUntil(ctx, until)
 	}
 	return reached, errs
+}
+
+// zombieSendGrace is how long a zombie controller resumed in its send
+// path stays cut off from ZooKeeper: its send thread delivers the request
+// in hand within milliseconds of SIGCONT, and the receiver judges it at once.
+const zombieSendGrace = time.Second
+
+// resumeOutOfZKReach resumes a controller stopped in its send path while it
+// cannot reach ZooKeeper, and gives it back ZooKeeper zombieSendGrace later.
+// Resumed in reach, it would learn at once that its session expired, and
+// its resignation stops the send threads before the held request goes out
+// (Kafka 2.6.3's RequestSendThread.initiateShutdown races a send the same
+// way), so the brokers' controller-epoch check would see no stale request
+// in some runs. Only this fault's cut is healed: other faults' cuts hold.
+func (r *fpRun) resumeOutOfZKReach(ctx context.Context, t Target) []error {
+	heal, cerr := r.f.pr.cutOff(ctx, "partition", []Target{t}, r.f.world.ZKServers())
+	errs := []error{r.f.pr.resume(ctx, t)}
+	if cerr != nil {
+		return append(errs, fmt.Errorf("cut %s off from ZooKeeper before resuming it: %w", t.Name, cerr))
+	}
+	sleepUntil(ctx, time.Now().Add(zombieSendGrace))
+	return append(errs, heal(context.WithoutCancel(ctx)))
 }
 
 // restore disarms the window and starts again what the fault left down.

@@ -190,6 +190,10 @@ func (p fpProcs) claim(t Target) func() {
 		p.w.mu.Unlock()
 	}
 }
+func (p fpProcs) cutOff(_ context.Context, _ string, a, b []Target) (nemesis.Heal, error) {
+	p.w.log("cut %s from %d server(s)", a[0].Name, len(b))
+	return func(context.Context) error { p.w.log("heal cut %s", a[0].Name); return nil }, nil
+}
 func (p fpProcs) resume(_ context.Context, t Target) error {
 	c, _ := p.w.Controller(context.Background())
 	p.w.log("sigcont %s (controller n%d)", t.Name, c)
@@ -655,6 +659,48 @@ func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A controller stopped in its send path resumes cut off from ZooKeeper, so
+// the request in hand goes out before news of its expired session can make
+// it resign (which stops the send threads); the cut ends a moment later.
+// Other windows resume in reach of ZooKeeper: a held ZooKeeper write must
+// meet the epoch fence, not a lost connection.
+func TestFailpointResumesSendPathZombieOutOfZKReach(t *testing.T) {
+	for _, tc := range []struct {
+		window string
+		want   []string
+	}{
+		{"controller-before-send", []string{"arm n1 controller-before-send=2*sigstop", "bounce n2", "sigstop n1", "cut n1 from", "sigcont n1 (controller n2)", "heal cut n1", "disarm n1"}},
+		{"controller-before-broker-change", []string{"arm n1 controller-before-broker-change=1*sigstop", "bounce n2", "sigstop n1", "sigcont n1 (controller n2)", "disarm n1"}},
+	} {
+		t.Run(tc.window, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &fpWorld{armed: map[string]time.Time{}, reach: true, reachDelay: 25 * time.Millisecond}
+				heal, err := fpFault(w, nil, fpProcs{w}).inject(t.Context(), pickFor(t, tc.window, FPSigstop))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.mu.Lock()
+				w.successorAt = time.Now().Add(100 * time.Millisecond)
+				w.mu.Unlock()
+				if err := heal(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				w.mu.Lock()
+				calls := slices.Clone(w.calls)
+				w.mu.Unlock()
+				if len(calls) != len(tc.want) {
+					t.Fatalf("calls %q, want %q", calls, tc.want)
+				}
+				for i := range calls {
+					if !strings.HasPrefix(calls[i], tc.want[i]) {
+						t.Fatalf("calls %q, want %q", calls, tc.want)
+					}
+				}
+			})
+		})
+	}
 }
 
 // A controller that loses the role before reaching its window (an

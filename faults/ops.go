@@ -17,6 +17,9 @@ type procs interface {
 	waitExited(ctx context.Context, t Target) error
 	pause(ctx context.Context, t Target) error
 	resume(ctx context.Context, t Target) error
+	// cutOff cuts a from b until the returned heal, which ends this cut
+	// alone (other faults' cuts hold).
+	cutOff(ctx context.Context, name string, a, b []Target) (nemesis.Heal, error)
 	// down reports whether t's process is not running (another fault
 	// killed it); an error asking counts as up.
 	down(ctx context.Context, t Target) bool
@@ -54,6 +57,9 @@ func (p nemesisProcs) partition(ctx context.Context, name string, a, b []Target)
 	return p.n.PartitionTargets(ctx, name, a, b)
 }
 func (p nemesisProcs) healNet(ctx context.Context) error { return p.n.HealNet(ctx) }
+func (p nemesisProcs) cutOff(ctx context.Context, name string, a, b []Target) (nemesis.Heal, error) {
+	return p.n.CutTargets(ctx, name, a, b)
+}
 func (p nemesisProcs) holdPartition(topic string, q int32) (release func()) {
 	return p.n.HoldPartition(topic, q)
 }

@@ -135,6 +135,9 @@ func (f zkfFake) partition(_ context.Context, _ string, a, b []Target) error {
 	return nil
 }
 func (f zkfFake) healNet(context.Context) error { f.w.log("heal-net"); return nil }
+func (f zkfFake) cutOff(context.Context, string, []Target, []Target) (nemesis.Heal, error) {
+	return func(context.Context) error { return nil }, nil
+}
 
 // electPreferred: the preferred replica of chaos-p is n(p+1), so the
 // controller n1 leading every partition keeps chaos-0 alone.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zkchaos/zkchaos/fourletter"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -311,5 +312,66 @@ func TestReapplyToAStoppedContainerIsNoError(t *testing.T) {
 	}
 	if err := net.HealAll(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A cut ended by its own heal lifts its links alone: another fault's cut
+// between the same containers holds until that fault heals.
+func TestCutTargetsHealsItsOwnLinksOnly(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: fastZK})
+	ctx := t.Context()
+	n := nemesis.New(nil, nemesis.NewRecorder(nil))
+	t.Cleanup(func() { n.Heal(context.Background()) })
+	a := nemesis.Target{Name: "zk1", Container: c.ZKServer(1).Container}
+	b := nemesis.Target{Name: "zk2", Container: c.ZKServer(2).Container}
+	z := nemesis.Target{Name: "zk3", Container: c.ZKServer(3).Container}
+	if err := n.DropLink(ctx, a, b); err != nil { // another fault's one-way cut
+		t.Fatal(err)
+	}
+	heal, err := n.CutTargets(ctx, "partition", []nemesis.Target{a}, []nemesis.Target{b, z})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rulesOf := func(tg nemesis.Target) string {
+		t.Helper()
+		out, err := nemesis.DropRules(ctx, tg.Container)
+		if err != nil {
+			t.Fatalf("%s: %v: %s", tg.Name, err, out)
+		}
+		return out
+	}
+	for _, want := range []string{"-d " + b.Container.IP.String(), "-d " + z.Container.IP.String(), "-s " + b.Container.IP.String(), "-s " + z.Container.IP.String()} {
+		if got := rulesOf(a); !strings.Contains(got, want) {
+			t.Fatalf("zk1 after the cut: no rule with %q in\n%s", want, got)
+		}
+	}
+	if err := heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rulesOf(a)
+	if !strings.Contains(got, "-d "+b.Container.IP.String()) {
+		t.Errorf("the other fault's zk1→zk2 drop went with the cut's heal:\n%s", got)
+	}
+	for _, gone := range []string{"-d " + z.Container.IP.String(), "-s " + b.Container.IP.String(), "-s " + z.Container.IP.String()} {
+		if strings.Contains(got, gone) {
+			t.Errorf("zk1 after the cut's heal still has a rule with %q:\n%s", gone, got)
+		}
+	}
+	if strings.Contains(rulesOf(z), "DROP") {
+		t.Errorf("zk3 after the cut's heal still drops:\n%s", rulesOf(z))
+	}
+	if act := n.Net.Active(); len(act) != 1 || act[0] != "drop "+a.Container.Name+"→"+b.Container.Name {
+		t.Errorf("in force after the cut's heal: %v, want the other fault's drop alone", act)
+	}
+	// A heal after HealNet has nothing left to do and says so quietly.
+	heal2, err := n.CutTargets(ctx, "partition", []nemesis.Target{z}, []nemesis.Target{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.HealNet(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := heal2(ctx); err != nil {
+		t.Errorf("heal after HealNet: %v", err)
 	}
 }

@@ -90,6 +90,58 @@ func (n *Net) applyDrop(ctx context.Context, l Link) error {
 	return nil
 }
 
+// Partitioned cuts a from b in both directions, as Partition does, and
+// returns the links it cut itself: a link another fault had cut already
+// stays that fault's, so healing these links (Undrop) leaves it in force.
+func (n *Net) Partitioned(ctx context.Context, a, b []*docker.Container) ([]Link, error) {
+	var (
+		mine []Link
+		errs []error
+	)
+	for _, x := range a {
+		for _, y := range b {
+			for _, l := range []Link{{x, y}, {y, x}} {
+				n.mu.Lock()
+				had := n.drops[l]
+				n.mu.Unlock()
+				if had {
+					continue
+				}
+				err := n.Drop(ctx, l.From, l.To)
+				if err == nil {
+					mine = append(mine, l)
+				}
+				errs = append(errs, err)
+			}
+		}
+	}
+	return mine, errors.Join(errs...)
+}
+
+// Undrop heals the one-way drop of l and no other rule, so one fault can end
+// its own cut while other faults' cuts hold. An end whose process has exited
+// lost its rules with its namespace; a link already healed (HealAll) is left.
+func (n *Net) Undrop(ctx context.Context, l Link) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.drops[l] {
+		return nil
+	}
+	delete(n.drops, l)
+	var errs []error
+	del := func(c *docker.Container, args ...string) {
+		if !n.touched[c] || gone(ctx, c) {
+			return
+		}
+		if err := n.iptables(ctx, c, append([]string{"-D"}, args...)...); err != nil && !gone(ctx, c) {
+			errs = append(errs, fmt.Errorf("heal %s→%s: %w", l.From.Name, l.To.Name, err))
+		}
+	}
+	del(l.From, chainOut, "-d", l.To.IP.String(), "-j", "DROP")
+	del(l.To, chainIn, "-s", l.From.IP.String(), "-j", "DROP")
+	return errors.Join(errs...)
+}
+
 // Slow shapes traffic from `from` to `to`.
 func (n *Net) Slow(ctx context.Context, from, to *docker.Container, s SlowSpec) error {
 	if s.Loss < 0 || s.Loss >= 1 {

@@ -242,6 +242,54 @@ func (n *Nemesis) PartitionTargets(ctx context.Context, name string, a, b []Targ
 	return n.holdNet(n.record(name, names, "", func() error { return n.Net.Partition(ctx, containers(a), containers(b)) }))
 }
 
+// CutTargets cuts a from b in both directions, as PartitionTargets does,
+// and returns a heal that ends this cut alone: the links other faults cut
+// stay cut, and a Heal or HealNet that came first leaves it nothing to do.
+// A fault that must end its cut while other faults hold theirs (a zombie
+// resumed out of ZooKeeper's reach for a moment) uses it.
+func (n *Nemesis) CutTargets(ctx context.Context, name string, a, b []Target) (Heal, error) {
+	names := append(targetNames(a), "|")
+	names = append(names, targetNames(b)...)
+	var links []Link
+	f, err := n.record(name, names, "", func() error {
+		var err error
+		links, err = n.Net.Partitioned(ctx, containers(a), containers(b))
+		return err
+	})
+	if err != nil {
+		for _, l := range links {
+			n.Net.Undrop(ctx, l)
+		}
+		return nil, err
+	}
+	if err := n.holdNet(f, nil); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		n.mu.Lock()
+		open := false
+		for i := range n.openNet {
+			if n.openNet[i].id == f.id {
+				f = n.openNet[i]
+				n.openNet = append(n.openNet[:i], n.openNet[i+1:]...)
+				open = true
+				break
+			}
+		}
+		n.mu.Unlock()
+		if !open {
+			return nil // healed with the others already
+		}
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, n.Net.Undrop(ctx, l))
+		}
+		err := errors.Join(errs...)
+		n.Rec.StopDetail(f.id, f.name, f.targets, f.outcome, err)
+		return err
+	}, nil
+}
+
 // DropLink loses every packet from → to (one way) until Heal.
 func (n *Nemesis) DropLink(ctx context.Context, from, to Target) error {
 	names := []string{from.Name, "->", to.Name}
