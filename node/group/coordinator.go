@@ -988,13 +988,7 @@ type CommitRequest struct {
 
 // handleCommitOffsets is GroupCoordinator.handleCommitOffsets.
 func (c *Coordinator) handleCommitOffsets(r CommitRequest, cb func(map[TopicPartition]int16)) {
-	all := func(code int16) {
-		out := map[TopicPartition]int16{}
-		for tp := range r.Offsets {
-			out[tp] = code
-		}
-		cb(out)
-	}
+	all := answerAll(r.Offsets, cb)
 	if code := c.validateGroupStatus(r.Group, apiCommit); code != errNone {
 		all(code)
 		return
@@ -1031,6 +1025,20 @@ func (c *Coordinator) handleCommitOffsets(r CommitRequest, cb func(map[TopicPart
 		all(errRebalanceInProgress)
 	default:
 		all(errUnknownServer)
+	}
+}
+
+// answerAll returns the answer an offset commit gets when it is refused
+// as a whole: one error code for every partition it carried, as Kafka's
+// handleCommitOffsets and handleTxnCommitOffsets answer a group-level
+// refusal.
+func answerAll(offsets map[TopicPartition]OffsetAndMetadata, cb func(map[TopicPartition]int16)) func(code int16) {
+	return func(code int16) {
+		out := make(map[TopicPartition]int16, len(offsets))
+		for tp := range offsets {
+			out[tp] = code
+		}
+		cb(out)
 	}
 }
 

@@ -38,13 +38,7 @@ type producer struct {
 // matter, and the member and generation are checked only when the request
 // carries them.
 func (c *Coordinator) handleTxnCommitOffsets(r TxnCommitRequest, cb func(map[TopicPartition]int16)) {
-	all := func(code int16) {
-		out := map[TopicPartition]int16{}
-		for tp := range r.Offsets {
-			out[tp] = code
-		}
-		cb(out)
-	}
+	all := answerAll(r.Offsets, cb)
 	if code := c.validateGroupStatus(r.Group, apiTxnCommit); code != errNone {
 		all(code)
 		return
