@@ -25,7 +25,9 @@
 // Behaviour Kafka documents is a named known anomaly (KnownAnomaly), not a
 // violation: "KAFKA-2334" (a stale empty read answered by a new leader whose
 // HW lags), "deposed-leader-read" (one answered by a leader that had not yet
-// learned of its successor), "duplicate-append" (a non-idempotent
+// learned of its successor), "deposed-leader-out-of-range" (a consumer
+// sent back to the log start by such a leader's OFFSET_OUT_OF_RANGE for an
+// offset above its shorter log), "duplicate-append" (a non-idempotent
 // producer's resend appended twice), "KAFKA-3861" (a partition left offline
 // although a registered broker held every acknowledged record),
 // "unclean-election" and "queued-controlled-shutdown" (see their

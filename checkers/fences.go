@@ -334,7 +334,7 @@ func countFencedReads(h *history.History, epochLog map[nodeTP][]epochChange, f *
 	// leader epoch than its replica's: the check's input on the
 	// replication path, which KIP-320 was written for.
 	for e := range eventsOf(h, history.KindReplicaFetch) {
-		if f := e.ReplicaFetch; f.CurrentLeaderEpoch < f.LeaderEpoch {
+		if f := e.ReplicaFetch; f.Replica >= 0 && f.CurrentLeaderEpoch < f.LeaderEpoch {
 			reads = append(reads, read{e.Index, f.ErrorCode == history.ErrFencedLeaderEpoch})
 		}
 	}

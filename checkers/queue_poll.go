@@ -57,6 +57,7 @@ func (c QueuePoll) Check(h *history.History) Result {
 		return noQueue(r)
 	}
 	commits := queueCommits(m)
+	resets := outOfRangeOf(h)
 	streams := map[[2]any]*pollStream{}
 	polls := 0
 	for i := range m.ops {
@@ -98,7 +99,7 @@ func (c QueuePoll) Check(h *history.History) Result {
 			for _, p := range mop.Polled {
 				polls++
 				for _, rec := range p.Records {
-					c.judge(r, m, st, commits, op.Complete, p.Key, rec)
+					c.judge(r, m, resets, st, commits, op.Complete, p.Key, rec)
 				}
 			}
 		}
@@ -108,7 +109,7 @@ func (c QueuePoll) Check(h *history.History) Result {
 }
 
 // judge checks one polled record against the stream's position.
-func (QueuePoll) judge(r *report, m *queueModel, st *pollStream, commits map[string]map[int32][]queueCommit, e *history.Event, key int32, rec history.QueueRecord) {
+func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, st *pollStream, commits map[string]map[int32][]queueCommit, e *history.Event, key int32, rec history.QueueRecord) {
 	tp := m.tp(key)
 	where := st.describe()
 	prev, seen := st.last[key]
@@ -117,8 +118,9 @@ func (QueuePoll) judge(r *report, m *queueModel, st *pollStream, commits map[str
 	if seen {
 		switch {
 		case rec.Offset <= last:
-			r.violate([]int{prev.Index, e.Index}, "nonmonotonic poll: %s polled offset %d of %s (value %d, event %d, %s) after offset %d (event %d, %s), %s.",
+			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s) after offset %d (event %d, %s), %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), last, prev.Index, m.when(prev), where)
+			backwards(r, m, resets, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time)
 		case rec.Offset > last+1:
 			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 {
 				r.violate([]int{prev.Index, e.Index}, "poll skip: %s polled offset %d of %s (event %d, %s) and next offset %d (value %d, event %d, %s), %s, skipping %s.",
@@ -140,8 +142,9 @@ func (QueuePoll) judge(r *report, m *queueModel, st *pollStream, commits map[str
 		start, events = s, append(events, st.assigned.Index)
 		from = fmt.Sprintf("it was assigned from (event %d, %s)", st.assigned.Index, m.when(st.assigned))
 		if rec.Offset < start {
-			r.violate(events, "nonmonotonic poll: %s polled offset %d of %s (value %d, event %d, %s), below offset %d %s, %s.",
+			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s), below offset %d %s, %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), start, from, where)
+			backwards(r, m, resets, events, msg, tp, start, st.assigned.Time, e.Time)
 			return
 		}
 	case st.mode == history.QueueSubscribed:
@@ -261,4 +264,23 @@ func (c QueueGroup) Check(h *history.History) Result {
 	}
 	r.detail("claims", len(order))
 	return r.result(fmt.Sprintf("no two members of a group held one partition in one generation (%d partition-generation claims).", len(order)))
+}
+
+// backwards judges a poll that went below where its consumer stood (msg
+// says where): a violation, unless a deposed leader's OFFSET_OUT_OF_RANGE
+// answer for the offset the consumer stood at, between from and to, sent it
+// back (the known anomaly KnownDeposedLeaderOutOfRange). An answer from the
+// partition's current leader stays a violation, named in it: that leader's
+// log lost offsets a consumer had been able to read.
+func backwards(r *report, m *queueModel, resets *outOfRange, events []int, msg string, tp history.TopicPartition, at, from, to int64) {
+	b, ok := resets.find(tp, at, from, to)
+	switch {
+	case ok && b.successor != nil:
+		r.knownAnomaly(KnownDeposedLeaderOutOfRange, append(events, b.answer.Index, b.successor.Index),
+			"%s: %s, so the consumer reset its position by its reset policy (the log start): the deposed leader, not yet told of its successor, answered by its own shorter log (Kafka's Fetch fences only a consumer that names a newer leader epoch, KIP-320).", msg, b.why(m))
+	case ok:
+		r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader's log had lost offsets a consumer had been able to read.", msg, b.why(m))
+	default:
+		r.violate(events, "nonmonotonic poll: %s.", msg)
+	}
 }

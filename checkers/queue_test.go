@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -355,5 +356,65 @@ func TestQueueModelSharedUnderRun(t *testing.T) {
 	}
 	if res[2].Verdict != Invalid {
 		t.Errorf("queue-lost-write on a history with a lost write: %s, want invalid", res[2].Verdict)
+	}
+}
+
+// A consumer that reads backwards after a leader answered its fetch
+// OFFSET_OUT_OF_RANGE: a deposed leader's answer makes it the known anomaly
+// (the client reset by its policy); the current leader's answer, or none,
+// leaves it a violation.
+func TestQueuePollResetByOutOfRange(t *testing.T) {
+	tp := history.TP("q", 0)
+	role := func(b *hb.Builder, node, epoch int32) int {
+		return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: tp.Topic, Partition: tp.Partition, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
+	}
+	outOfRange := func(b *hb.Builder, node, epoch int32, offset, leo int64) int {
+		return b.Add(history.Event{Kind: history.KindReplicaFetch, Node: node, ReplicaFetch: &history.ReplicaFetch{Topic: tp.Topic, Partition: tp.Partition,
+			Replica: -1, CurrentLeaderEpoch: -1, LeaderEpoch: epoch, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: offset, LogEndOffset: leo}})
+	}
+	for _, tc := range []struct {
+		name    string
+		answer  func(b *hb.Builder)
+		want    Verdict
+		known   bool
+		explain string
+	}{
+		{name: "a deposed leader's answer", want: Valid, known: true,
+			answer:  func(b *hb.Builder) { outOfRange(b, 1, 0, 3, 2) },
+			explain: "broker 1 answered a consumer fetch of q-0 at offset 3 with OFFSET_OUT_OF_RANGE (event 12), its log ending at 2 at leader epoch 0, while broker 2 had led q-0 at leader epoch 1"},
+		{name: "the current leader's answer", want: Invalid,
+			answer:  func(b *hb.Builder) { outOfRange(b, 2, 1, 3, 2) },
+			explain: "broker 2 answered a consumer fetch of q-0 at offset 3 with OFFSET_OUT_OF_RANGE (event 12), its log ending at 2 at leader epoch 1, the partition's newest leadership"},
+		{name: "an answer for another offset", want: Invalid,
+			answer:  func(b *hb.Builder) { outOfRange(b, 1, 0, 7, 2) },
+			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 10, event 14), below offset 3 it was assigned from (event 11), in its assignment 1."},
+		{name: "no answer", want: Invalid, answer: func(*hb.Builder) {},
+			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 10, event 13), below offset 3 it was assigned from (event 11), in its assignment 1."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := hb.New()
+			role(b, 1, 0)
+			for v := int64(0); v < 4; v++ {
+				qsent(b, 0, 10+v, v)
+			}
+			role(b, 2, 1)
+			qassign(b, "client-1", 1, false, 0, 3)
+			tc.answer(b)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
+			}
+			text := r.Explanation
+			for _, k := range r.Known {
+				text += " " + k.Example
+			}
+			if got := len(r.Known) == 1 && r.Known[0].Name == KnownDeposedLeaderOutOfRange; got != tc.known {
+				t.Fatalf("known anomalies %+v, want %s: %v", r.Known, KnownDeposedLeaderOutOfRange, tc.known)
+			}
+			if !strings.Contains(eventTimes.ReplaceAllString(text, ""), tc.explain) {
+				t.Fatalf("explanation %q does not contain %q", text, tc.explain)
+			}
+		})
 	}
 }

@@ -250,6 +250,7 @@ const (
 // Kafka error codes the checkers care about.
 const (
 	ErrNone                  int16 = 0
+	ErrOffsetOutOfRange      int16 = 1
 	ErrStaleControllerEpoch  int16 = 11
 	ErrNotEnoughReplicas     int16 = 19
 	ErrNotEnoughReplicasAftr int16 = 20
@@ -511,13 +512,21 @@ type ReplicaFetch struct {
 
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	// Replica is the fetching follower's broker id.
+	// Replica is the fetching follower's broker id; -1 for a consumer,
+	// logged only when the leader answered its fetch OFFSET_OUT_OF_RANGE
+	// (the answer that makes a consumer reset its position).
 	Replica int32 `json:"replica"`
 	// CurrentLeaderEpoch is the epoch the fetch carried; LeaderEpoch the
 	// receiving replica's when it judged it.
 	CurrentLeaderEpoch int32 `json:"current_leader_epoch"`
 	LeaderEpoch        int32 `json:"leader_epoch"`
 	ErrorCode          int16 `json:"error_code"`
+	// FetchOffset, LogStartOffset and LogEndOffset are the offset a
+	// consumer's refused fetch asked for and the answering replica's log
+	// bounds then (consumer fetches only).
+	FetchOffset    int64 `json:"fetch_offset,omitempty"`
+	LogStartOffset int64 `json:"log_start_offset,omitempty"`
+	LogEndOffset   int64 `json:"log_end_offset,omitempty"`
 }
 
 // TP returns the partition.

@@ -146,3 +146,43 @@ func TestReplicaFetchAtAnotherEpochIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// A consumer's fetch above the leader's log end is answered
+// OFFSET_OUT_OF_RANGE and logged with the offset and the log's bounds (the
+// consumer resets its position on it, and the harness must know who sent
+// it back); a consumer's fetch in range is not logged.
+func TestConsumerOutOfRangeFetchIsLogged(t *testing.T) {
+	var logged bytes.Buffer
+	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
+		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
+		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	lead(t, m, 0, 1, 2, 3) // leader epoch 3, empty log
+	for _, tt := range []struct {
+		offset int64
+		logged bool
+	}{{0, false}, {5, true}} {
+		logged.Reset()
+		req := fetchRequest(12, -1, history.TP("t", 0), tt.offset, 1<<20)
+		resp := m.Fetch(context.Background(), req).(*kmsg.FetchResponse)
+		var got []history.ReplicaFetch
+		for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+			var e history.Event
+			if line == "" || json.Unmarshal([]byte(line), &e) != nil || e.Kind != history.KindReplicaFetch {
+				continue
+			}
+			got = append(got, *e.ReplicaFetch)
+		}
+		code := resp.Topics[0].Partitions[0].ErrorCode
+		switch {
+		case !tt.logged && len(got) > 0:
+			t.Errorf("consumer fetch at %d, in range (answer %d): logged %+v", tt.offset, code, got)
+		case tt.logged && (code != kerr.OffsetOutOfRange.Code || len(got) != 1 || got[0].Replica != -1 || got[0].FetchOffset != tt.offset ||
+			got[0].LogEndOffset != 0 || got[0].LeaderEpoch != 3 || got[0].ErrorCode != kerr.OffsetOutOfRange.Code):
+			t.Errorf("consumer fetch at %d above the log end: answer %d, logged %+v", tt.offset, code, got)
+		}
+	}
+}

@@ -79,6 +79,17 @@ func (p *partition) localLogCheckLocked(current int32, requireLeader bool) int16
 	return 0
 }
 
+// logConsumerOutOfRangeLocked logs a consumer's fetch this leader answers
+// OFFSET_OUT_OF_RANGE: the consumer then resets its position by its reset
+// policy, and a checker that sees it read backwards must know which broker
+// sent it there, at which leader epoch and with which log end.
+func (p *partition) logConsumerOutOfRangeLocked(in *kmsg.FetchRequestTopicPartition) {
+	p.m.log.Emit(history.Event{Kind: history.KindReplicaFetch, ReplicaFetch: &history.ReplicaFetch{
+		Topic: p.tp.Topic, Partition: p.tp.Partition, Replica: -1,
+		CurrentLeaderEpoch: in.CurrentLeaderEpoch, LeaderEpoch: p.leaderEpoch, ErrorCode: kerr.OffsetOutOfRange.Code,
+		FetchOffset: in.FetchOffset, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}})
+}
+
 // debuggingReplicaID is ListOffsetRequest.DEBUGGING_REPLICA_ID: the one
 // replica id that any replica answers (the controller's query-leo uses it).
 const debuggingReplicaID = -2
@@ -354,6 +365,9 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			}
 			if code == 0 && (in.FetchOffset < p.log.LogStartOffset() || in.FetchOffset > p.log.LogEndOffset()) {
 				code = kerr.OffsetOutOfRange.Code
+				if !replica {
+					p.logConsumerOutOfRangeLocked(in)
+				}
 			}
 			if code == 0 && replica {
 				if _, ok := p.followers[req.ReplicaID]; ok {
@@ -415,6 +429,11 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			if err != nil {
 				if errors.Is(err, storage.ErrOffsetOutOfRange) {
 					s.out.ErrorCode = kerr.OffsetOutOfRange.Code
+					if !replica {
+						s.p.mu.Lock()
+						s.p.logConsumerOutOfRangeLocked(s.in)
+						s.p.mu.Unlock()
+					}
 				} else {
 					s.out.ErrorCode = kerr.KafkaStorageError.Code
 				}

@@ -1,0 +1,88 @@
+package checkers
+
+// A consumer that reads backwards is a queue-poll violation unless a broker
+// sent it there: a leader answering its fetch OFFSET_OUT_OF_RANGE makes the
+// client reset its position by its reset policy (the queue workload's
+// consumers reset to the log start). When that leader had been deposed and
+// not yet told, the reset is Kafka's documented behaviour, not a bug of the
+// broker that owns the partition now.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// KnownDeposedLeaderOutOfRange: a consumer read backwards after a leader
+// answered its fetch OFFSET_OUT_OF_RANGE for an offset above that leader's
+// log end, while another broker already led the partition at a higher
+// leader epoch: the deposed leader, not yet told of its successor, answered
+// by its own shorter log (Kafka's Fetch fences only a consumer that names a
+// newer leader epoch, KIP-320), and the consumer reset by its
+// auto.offset.reset policy.
+const KnownDeposedLeaderOutOfRange = "deposed-leader-out-of-range"
+
+// outOfRange indexes, per partition, the consumer fetches leaders answered
+// OFFSET_OUT_OF_RANGE and the role changes that made brokers leaders.
+type outOfRange struct {
+	answers map[history.TopicPartition][]*history.Event
+	leaders map[history.TopicPartition][]*history.Event
+}
+
+func outOfRangeOf(h *history.History) *outOfRange {
+	o := &outOfRange{answers: map[history.TopicPartition][]*history.Event{}, leaders: map[history.TopicPartition][]*history.Event{}}
+	for e := range eventsOf(h, history.KindReplicaFetch, history.KindRoleChange) {
+		switch {
+		case e.ReplicaFetch != nil && e.ReplicaFetch.Replica < 0 && e.ReplicaFetch.ErrorCode == history.ErrOffsetOutOfRange:
+			tp := e.ReplicaFetch.TP()
+			o.answers[tp] = append(o.answers[tp], e)
+		case e.Role != nil && e.Role.Role == history.RoleLeader:
+			tp := e.Role.TP()
+			o.leaders[tp] = append(o.leaders[tp], e)
+		}
+	}
+	return o
+}
+
+// resetBy is a leader's OFFSET_OUT_OF_RANGE answer that sent a consumer
+// back, and the leadership that had deposed the answering broker (nil when
+// it led the partition's newest leader epoch).
+type resetBy struct {
+	answer, successor *history.Event
+}
+
+// find returns the answer for tp at offset given between times from and
+// to, the last one when there are several.
+func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64) (resetBy, bool) {
+	var found resetBy
+	ok := false
+	for _, a := range o.answers[tp] {
+		if a.Time >= from && a.Time <= to && a.ReplicaFetch.FetchOffset == offset {
+			found, ok = resetBy{answer: a}, true
+		}
+	}
+	if !ok {
+		return found, false
+	}
+	f := found.answer.ReplicaFetch
+	for _, l := range o.leaders[tp] {
+		if l.Time < found.answer.Time && l.Role.LeaderEpoch > f.LeaderEpoch && l.Node != found.answer.Node {
+			found.successor = l
+			break
+		}
+	}
+	return found, true
+}
+
+// why says what the answer was and, for a deposed leader's, who led then.
+func (b resetBy) why(m *queueModel) string {
+	a, f := b.answer, b.answer.ReplicaFetch
+	s := fmt.Sprintf("broker %d answered a consumer fetch of %s at offset %d with OFFSET_OUT_OF_RANGE (event %d, %s), its log ending at %d at leader epoch %d",
+		a.Node, f.TP(), f.FetchOffset, a.Index, m.when(a), f.LogEndOffset, f.LeaderEpoch)
+	if b.successor != nil {
+		s += fmt.Sprintf(", while broker %d had led %s at leader epoch %d for %s (role change event %d)",
+			b.successor.Node, f.TP(), b.successor.Role.LeaderEpoch, time.Duration(a.Time-b.successor.Time).Round(time.Millisecond), b.successor.Index)
+	}
+	return s
+}
