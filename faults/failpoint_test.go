@@ -646,19 +646,24 @@ func TestFailpointHealWaitsForWindowAndSuccessor(t *testing.T) {
 		if err := heal(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		w.mu.Lock()
-		calls := slices.Clone(w.calls)
-		w.mu.Unlock()
-		want := []string{"arm n1 controller-before-broker-change=1*sigstop", "bounce n2", "sigstop n1", "sigcont n1 (controller n2)", "disarm n1"}
-		if len(calls) != len(want) {
+		wantCalls(t, w, "arm n1 controller-before-broker-change=1*sigstop", "bounce n2", "sigstop n1", "sigcont n1 (controller n2)", "disarm n1")
+	})
+}
+
+// wantCalls fails t unless w's calls so far begin, one by one, with want.
+func wantCalls(t *testing.T, w *fpWorld, want ...string) {
+	t.Helper()
+	w.mu.Lock()
+	calls := slices.Clone(w.calls)
+	w.mu.Unlock()
+	if len(calls) != len(want) {
+		t.Fatalf("calls %q, want %q", calls, want)
+	}
+	for i := range calls {
+		if !strings.HasPrefix(calls[i], want[i]) {
 			t.Fatalf("calls %q, want %q", calls, want)
 		}
-		for i := range calls {
-			if !strings.HasPrefix(calls[i], want[i]) {
-				t.Fatalf("calls %q, want %q", calls, want)
-			}
-		}
-	})
+	}
 }
 
 // A controller stopped in its send path resumes cut off from ZooKeeper, so
@@ -687,17 +692,7 @@ func TestFailpointResumesSendPathZombieOutOfZKReach(t *testing.T) {
 				if err := heal(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				w.mu.Lock()
-				calls := slices.Clone(w.calls)
-				w.mu.Unlock()
-				if len(calls) != len(tc.want) {
-					t.Fatalf("calls %q, want %q", calls, tc.want)
-				}
-				for i := range calls {
-					if !strings.HasPrefix(calls[i], tc.want[i]) {
-						t.Fatalf("calls %q, want %q", calls, tc.want)
-					}
-				}
+				wantCalls(t, w, tc.want...)
 			})
 		})
 	}
