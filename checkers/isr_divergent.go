@@ -151,6 +151,7 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		hw:       map[nodeTP]int64{},
 		reported: map[isrFinding]bool{},
 		quorum:   newQuorumLosses(h),
+		aheadHW:  map[nodeTP]aheadAdvance{},
 	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAppend, history.KindProduceAck, history.KindTruncation, history.KindControlRequest, history.KindRoleChange, history.KindISRChange, history.KindHWAdvance) {
 		switch e.Kind {
@@ -190,8 +191,22 @@ type divergenceWalk struct {
 	reported map[isrFinding]bool
 	buf      []heldRun
 	quorum   *quorumLosses
+	// aheadHW holds a leader's high-watermark advance logged at a newer
+	// leader epoch than its last role change: Partition.makeLeader moves
+	// the high watermark under the new ISR inside a LeaderAndIsr, and the
+	// broker logs that request's role changes after its effects. The
+	// advance is judged at that role change, against the ISR it was made
+	// under.
+	aheadHW map[nodeTP]aheadAdvance
 
 	joins, advances int
+}
+
+// aheadAdvance is a high-watermark advance waiting for the role change of
+// its leader epoch: the event that logged it.
+type aheadAdvance struct {
+	epoch int32
+	idx   int
 }
 
 // heldSource is how a broker came to hold a run of records, to name the
@@ -276,6 +291,10 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 	switch what {
 	case becameLeader:
 		did = fmt.Sprintf("became leader with broker %d in its ISR and its high watermark at %d", m, w.hw[lk])
+		if a, ok := w.aheadHW[lk]; ok && a.epoch == l.epoch {
+			evs = append(evs, a.idx)
+			did += fmt.Sprintf(", having moved it there under that ISR at event %d before it logged the role change", a.idx)
+		}
 	case tookIn:
 		did = fmt.Sprintf("took broker %d into its ISR with its high watermark at %d", m, w.hw[lk])
 	default:
@@ -305,6 +324,7 @@ func (w *divergenceWalk) nodeStart(e *history.Event) {
 	// A new process leads nothing and knows its high watermark
 	// only from its checkpoint; its log stays on disk.
 	forgetProcess(w.lead, e.Node)
+	forgetProcess(w.aheadHW, e.Node)
 	for k := range w.hw {
 		if k.node == e.Node {
 			w.hw[k] = -1
@@ -369,6 +389,8 @@ func (w *divergenceWalk) controlRequest(e *history.Event) {
 
 func (w *divergenceWalk) roleChange(e *history.Event) {
 	k := nodeTP{e.Role.TP(), e.Node}
+	ahead, wasAhead := w.aheadHW[k]
+	defer delete(w.aheadHW, k)
 	if e.Role.Role != history.RoleLeader {
 		delete(w.lead, k)
 		return
@@ -388,9 +410,20 @@ func (w *divergenceWalk) roleChange(e *history.Event) {
 			delete(l.joined, m)
 		}
 	}
+	// An advance made under this leader epoch judges every member, not
+	// only those that joined now.
+	judgeAll := wasAhead && ahead.epoch == l.epoch
+	if judgeAll {
+		w.advances++
+	}
 	for _, m := range l.isr {
-		if m != e.Node && l.joined[m] == e.Index {
-			w.joins++
+		if m == e.Node {
+			continue
+		}
+		if joined := l.joined[m] == e.Index; joined || judgeAll {
+			if joined {
+				w.joins++
+			}
 			w.check(e, k.tp, m, becameLeader)
 		}
 	}
@@ -428,6 +461,10 @@ func (w *divergenceWalk) hwAdvance(e *history.Event) {
 	w.hw[k] = e.HW.New
 	l := w.lead[k]
 	if l == nil || (known && e.HW.New <= old) {
+		return
+	}
+	if e.HW.LeaderEpoch > l.epoch {
+		w.aheadHW[k] = aheadAdvance{e.HW.LeaderEpoch, e.Index}
 		return
 	}
 	w.advances++

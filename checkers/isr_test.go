@@ -170,6 +170,30 @@ func divergenceCut(b *hb.Builder, cut, mid func(b *hb.Builder)) (own1, own2, joi
 	return own1, own2, join
 }
 
+// reelected builds the story of a leader re-elected while it leads: broker
+// 2 leads t-0 at epoch 1 with ISR [1 2 3] and commits 0-4; broker 1, cut
+// off, leads at epoch 2 and appends 5 itself (event own1); broker 2, still
+// at epoch 1, appends 5-7 (event own2); a LeaderAndIsr makes broker 2
+// leader at epoch 3 with ISR isr. As the node logs it, Partition.makeLeader
+// moves the high watermark to 8 under the new ISR (event hw) before the
+// request's role change (event lead).
+func reelected(b *hb.Builder, isr ...int32) (own1, own2, hw, lead int) {
+	b.Start(1)
+	b.Start(2)
+	b.Start(3)
+	roleISR(b, 2, history.RoleLeader, 2, 1, 1, 2, 3)
+	roleISR(b, 1, history.RoleFollower, 2, 1, 1, 2, 3)
+	roleISR(b, 3, history.RoleFollower, 2, 1, 1, 2, 3)
+	appendEv(b, history.KindProduceAppend, 2, 1, 0, 4)
+	hwMove(b, 2, 0, 5, 1)
+	roleISR(b, 1, history.RoleLeader, 1, 2, 1, 2, 3)
+	own1 = appendEv(b, history.KindProduceAppend, 1, 2, 5, 5)
+	own2 = appendEv(b, history.KindProduceAppend, 2, 1, 5, 7)
+	hw = hwMove(b, 2, 5, 8, 3)
+	lead = roleISR(b, 2, history.RoleLeader, 2, 3, isr...)
+	return own1, own2, hw, lead
+}
+
 func TestISRDivergentMember(t *testing.T) {
 	runCases(t, ISR{}, []tcase{
 		{name: "deposed leader keeps its tail and rejoins", want: Invalid,
@@ -272,6 +296,15 @@ func TestISRDivergentMember(t *testing.T) {
 			isrChange(b, 3, history.ISRExpand, 3, []int32{3}, []int32{1, 3})
 			return nil
 		}},
+		{name: "a re-elected leader's high watermark moves under its new ISR before its role change is logged", want: Valid, build: func(b *hb.Builder) []int {
+			reelected(b, 2, 3)
+			return nil
+		}},
+		{name: "a re-elected leader's new ISR keeps the diverged member", want: Invalid,
+			explain: "became leader with broker 1 in its ISR and its high watermark at 8, having moved it there under that ISR at event 11", build: func(b *hb.Builder) []int {
+				own1, own2, hw, lead := reelected(b, 1, 2, 3)
+				return []int{own1, own2, hw, lead}
+			}},
 		{name: "an ISR change of a leadership the history does not show", want: Valid, build: func(b *hb.Builder) []int {
 			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
 			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)

@@ -15,8 +15,6 @@ func (m *Manager) CreateLog(tp history.TopicPartition) error {
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	p.initLocked()
-	p.mu.Unlock()
+	m.enterMemory(p)
 	return nil
 }

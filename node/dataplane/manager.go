@@ -114,9 +114,12 @@ type Manager struct {
 	mu    sync.Mutex
 	parts map[history.TopicPartition]*partition // every log opened (on disk)
 
-	ckptMu      sync.Mutex // serialises checkpoint writes
+	ckptMu      sync.Mutex // serialises checkpoint writes, and partitions entering memory with them (enterMemory)
 	lastCkpt    map[history.TopicPartition]int64
 	ckptStarted bool
+	// afterCkptSnapshot, when set (tests), runs in a checkpoint write
+	// between reading the in-memory map and logging the write.
+	afterCkptSnapshot func()
 
 	// pidMu guards this broker's producer id block [pidNext, pidEnd].
 	pidMu   sync.Mutex
@@ -292,6 +295,7 @@ func (m *Manager) BecomeLeader(bp broker.Partition) error {
 	if err != nil {
 		return err
 	}
+	m.enterMemory(p)
 	p.stopFetcher()
 	return p.makeLeader(bp)
 }
@@ -303,6 +307,7 @@ func (m *Manager) BecomeFollower(bp broker.Partition) error {
 	if err != nil {
 		return err
 	}
+	m.enterMemory(p)
 	p.stopFetcher()
 	p.makeFollower(bp)
 	m.mu.Lock()
@@ -312,6 +317,29 @@ func (m *Manager) BecomeFollower(bp broker.Partition) error {
 		p.startFetcher(m.ctx)
 	}
 	return nil
+}
+
+// enterMemory puts p into the in-memory map (initLocked) under the
+// checkpoint lock, which a checkpoint write holds from reading the map to
+// logging its event. Kafka's createLogIfNotExists reads the checkpoint file
+// under the lock CheckpointFile.write holds; the node holds it over the
+// write's read of the map as well, so the write is logged either with p or
+// before the LeaderAndIsr that put p in memory (the broker logs a request's
+// role changes after applying it). A write that left p out is then never
+// logged after p's role change, which would read as a high watermark
+// dropped from memory.
+func (m *Manager) enterMemory(p *partition) {
+	p.mu.Lock()
+	in := p.inMemory
+	p.mu.Unlock()
+	if in {
+		return
+	}
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.initLocked()
 }
 
 // StopReplica implements broker.DataPlane (ReplicaManager.stopReplica): the
@@ -419,6 +447,9 @@ func (m *Manager) WriteCheckpoint() error {
 				entries[ctp] = p.log.LogStartOffset()
 			}
 		}
+	}
+	if m.afterCkptSnapshot != nil {
+		m.afterCkptSnapshot()
 	}
 	if !all && inMemory == 0 {
 		// Kafka writes one file per log dir holding in-memory partitions;
