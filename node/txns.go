@@ -304,6 +304,10 @@ func (t *txns) emit(e txn.Event) {
 	tr := &history.TxnRequest{API: e.API, APIVersion: e.Version, TransactionalID: e.TransactionalID, Partition: e.Partition,
 		ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, CoordinatorEpoch: e.CoordinatorEpoch, State: e.State,
 		Commit: e.Commit, Broker: e.Broker, ErrorCode: e.Error, Group: e.Group, TransactionalIDs: e.IDs, Detail: e.Detail}
+	if e.KnownEpoch != nil {
+		k := *e.KnownEpoch
+		tr.KnownProducerEpoch = &k
+	}
 	if e.API == history.TxnAPIInitProducerID {
 		pid, epoch := e.AssignedProducerID, e.AssignedEpoch
 		tr.AssignedProducerID, tr.AssignedEpoch = &pid, &epoch
