@@ -247,7 +247,11 @@ func (t *txns) writeMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReques
 				out.Partition = p
 				ev := &history.TxnMarker{Topic: mt.Topic, Partition: p, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 					CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed, Offset: -1}
-				base, committed, err := t.n.data.AppendMarker(history.TP(mt.Topic, p), mk)
+				base, committed, seen, err := t.n.data.AppendMarker(history.TP(mt.Topic, p), mk)
+				if seen.Known {
+					pe, ce := seen.Epoch, seen.CoordinatorEpoch
+					ev.KnownProducerEpoch, ev.KnownCoordinatorEpoch = &pe, &ce
+				}
 				if err != nil {
 					out.ErrorCode = markerErr(err)
 					ev.ErrorCode = out.ErrorCode
