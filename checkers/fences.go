@@ -482,8 +482,10 @@ func (t FenceTally) NotApplicable() bool { return t.Runs > 0 && t.Applicable() =
 func (t FenceTally) Untested() bool { return t.RunsWithInput == 0 && !t.NotApplicable() }
 
 // TallyFences folds per-run fence counts into one tally per fence, in
-// Fences order (a fence a run does not list was not counted in it: not
-// applicable there); fences not in Fences follow in name order.
+// Fences order; fences not in Fences follow in name order. A fence a run
+// does not list was not counted in it: a group or transaction fence is
+// then not applicable there (those runs predate it, and such fences need
+// traffic), any other untested, as before the distinction existed.
 func TallyFences(runs [][]FenceCount) []FenceTally {
 	names := slices.Clone(Fences)
 	for _, run := range runs {
@@ -500,7 +502,9 @@ func TallyFences(runs [][]FenceCount) []FenceTally {
 	}
 	for _, run := range runs {
 		for i, n := range names {
-			if !slices.ContainsFunc(run, func(f FenceCount) bool { return f.Fence == n && !f.NotApplicable }) {
+			listed := slices.IndexFunc(run, func(f FenceCount) bool { return f.Fence == n })
+			needsTraffic := slices.Contains(groupFences, n) || slices.Contains(txnFences, n)
+			if (listed >= 0 && run[listed].NotApplicable) || (listed < 0 && needsTraffic) {
 				out[i].RunsNotApplicable++
 			}
 		}
