@@ -97,9 +97,12 @@ func (m *Manager) verifyTxn(ctx context.Context, txnID *string, p *partition, re
 				// producer's ongoing transaction: the verification's
 				// verdict. Other answers (not ready, a fenced epoch) are
 				// the coordinator's to log.
+				detail := "the coordinator did not find the partition in the producer's ongoing transaction"
+				if txnID == nil {
+					detail = "a transactional batch without a transactional id cannot be verified"
+				}
 				p.mu.Lock()
-				p.logRefusalLocked(h, history.ProduceRefusal{Check: history.RefusedVerification, VerifyError: code, ErrorCode: code,
-					Detail: "the coordinator did not find the partition in the producer's ongoing transaction"})
+				p.logRefusalLocked(h, history.ProduceRefusal{Check: history.RefusedVerification, VerifyError: code, ErrorCode: code, Detail: detail})
 				p.mu.Unlock()
 			}
 			return nil, code
