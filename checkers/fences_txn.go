@@ -58,10 +58,12 @@ func countGroupTxnFences(h *history.History, get func(string) *FenceCount) {
 	groupTraffic, txnTraffic := false, false
 	// Per producer and partition, the last AddPartitionsToTxn (or
 	// AddOffsetsToTxn) the coordinator answered NONE with the partition
-	// in it, and the last marker a leader appended there for the
-	// producer; and the partitions where the producer's transaction is
-	// open (a transactional append since its last marker).
-	added, marked := map[producerTP]int{}, map[producerTP]int{}
+	// in it, and the last marker a leader appended there for the producer
+	// and saw committed (one a deposed leader appended, answered
+	// NOT_LEADER, is truncated away and ends nothing); and the partitions
+	// where the producer's transaction is open (a transactional append
+	// since its last marker).
+	added, marked := map[producerTP]epochAt{}, map[producerTP]epochAt{}
 	open := map[producerTP]bool{}
 	for e := range eventsOf(h, history.KindGroupRequest, history.KindTxnRequest, history.KindTxnMarker, history.KindProduceRefused, history.KindProduceAppend) {
 		switch e.Kind {
@@ -96,7 +98,7 @@ func countGroupTxnFences(h *history.History, get func(string) *FenceCount) {
 			}
 			if (t.API == history.TxnAPIAddPartitions || t.API == history.TxnAPIAddOffsets) && t.ErrorCode == 0 {
 				for _, tp := range t.Partitions {
-					added[producerTP{t.ProducerID, tp}] = e.Index
+					added[producerTP{t.ProducerID, tp}] = epochAt{e.Index, t.ProducerEpoch}
 				}
 			}
 		case history.KindTxnMarker:
@@ -112,10 +114,10 @@ func countGroupTxnFences(h *history.History, get func(string) *FenceCount) {
 				!(staleProducer && m.ErrorCode == history.ErrInvalidProducerEpoch) {
 				ce.count(e.Index, m.ErrorCode == history.ErrTransactionCoordinatorFenced)
 			}
-			if m.Offset >= 0 {
+			if m.Offset >= 0 && m.ErrorCode == 0 {
 				k := producerTP{m.ProducerID, history.TP(m.Topic, m.Partition)}
 				delete(open, k)
-				marked[k] = e.Index
+				marked[k] = epochAt{e.Index, m.ProducerEpoch}
 			}
 		case history.KindProduceRefused:
 			r := e.Refusal
@@ -143,12 +145,13 @@ func countGroupTxnFences(h *history.History, get func(string) *FenceCount) {
 			// The batch starts the producer's transaction here: the
 			// verification's input. It is stale when the coordinator
 			// never added the partition for the producer, or when a
-			// marker already ended, on this partition, the last
-			// transaction it was added to (a produce that outlived its
-			// transaction: KAFKA-12671); appended, it was obeyed.
-			at, wasAdded := added[k]
+			// marker at the transaction's producer epoch or later already
+			// ended, on this partition, the last transaction it was added
+			// to (a produce that outlived its transaction: KAFKA-12671);
+			// appended, it was obeyed.
+			add, wasAdded := added[k]
 			end, wasMarked := marked[k]
-			if !wasAdded || (wasMarked && end > at) {
+			if !wasAdded || (wasMarked && end.idx > add.idx && end.epoch >= add.epoch) {
 				ver.count(e.Index, false)
 			}
 		}
@@ -159,6 +162,12 @@ func countGroupTxnFences(h *history.History, get func(string) *FenceCount) {
 	for _, f := range txnFences {
 		get(f).NotApplicable = !txnTraffic && get(f).Inputs == 0
 	}
+}
+
+// epochAt is an event's index and the producer epoch it carried.
+type epochAt struct {
+	idx   int
+	epoch int16
 }
 
 // producerTP is one producer id on one partition.

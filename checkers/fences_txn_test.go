@@ -110,6 +110,16 @@ func TestCountGroupTxnFences(t *testing.T) {
 			fenceTxnAppend(b, 7, 2, 12)
 			fenceTxnAppend(b, 7, 2, 13) // the same open transaction: one input
 		}, map[string]fenceWant{FenceTxnVerification: {1, 0}}, groupFences},
+		{"marker a deposed leader appended but never committed ends nothing", func(b *historytest.Builder) {
+			fenceTxnReq(b, addParts, 7, 2, i16(2), 0, fenceTP)
+			fenceMarker(b, 1, 0, i16(1), ptr32(0), 12, 6) // NOT_LEADER_FOR_PARTITION
+			fenceTxnAppend(b, 7, 2, 10)
+		}, nil, groupFences},
+		{"marker of an older producer epoch does not end the new epoch's transaction", func(b *historytest.Builder) {
+			fenceTxnReq(b, addParts, 7, 2, i16(2), 0, fenceTP)
+			fenceMarker(b, 1, 0, nil, nil, 12, 0)
+			fenceTxnAppend(b, 7, 2, 13)
+		}, nil, groupFences},
 		{"transactional batch to a partition never added appended", func(b *historytest.Builder) {
 			fenceTxnReq(b, addParts, 7, 2, i16(2), 0, history.TP("other", 0))
 			fenceTxnAppend(b, 7, 2, 10)
