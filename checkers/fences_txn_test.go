@@ -112,7 +112,7 @@ func TestCountGroupTxnFences(t *testing.T) {
 		}, map[string]fenceWant{FenceTxnVerification: {1, 0}}, groupFences},
 		{"marker a deposed leader appended but never committed ends nothing", func(b *historytest.Builder) {
 			fenceTxnReq(b, addParts, 7, 2, i16(2), 0, fenceTP)
-			fenceMarker(b, 1, 0, i16(1), ptr32(0), 12, 6) // NOT_LEADER_FOR_PARTITION
+			fenceMarker(b, 2, 0, i16(2), ptr32(0), 12, 6) // NOT_LEADER_FOR_PARTITION
 			fenceTxnAppend(b, 7, 2, 10)
 		}, nil, groupFences},
 		{"marker of an older producer epoch does not end the new epoch's transaction", func(b *historytest.Builder) {
