@@ -91,9 +91,13 @@
 //	read_committed shows no aborted and no uncommitted value         | Log.collectAbortedTransactions, the last stable offset     | transactional sends, their commit request, polls   | queue-isolation (queue_values.go)
 //	one member owns a partition in one generation                   | GroupCoordinator generations, the leader's assignment      | members' partitions and generation at each poll    | queue-group (queue_poll.go)
 //
-// Each fence's input is counted too (fences.go): a green run proves a fence
+// Each fence's input is counted too (fences.go, and fences_txn.go for the
+// fences of groups and transactions: group-generation, txn-producer-epoch,
+// txn-coordinator-epoch, txn-verification): a green run proves a fence
 // only if a stale input reached it, so results.json, the report and chaos
-// power name the fences no run tested.
+// power name the fences no run tested. A fence no traffic in the history
+// could reach (a group or transaction fence in a log-workload run) is not
+// applicable, not untested.
 //
 // Checkers read only a *history.History and return a Result; they never touch
 // containers or the network, write no file but the linearizable checker's

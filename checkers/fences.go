@@ -48,10 +48,12 @@ const (
 	FenceLeaderISRZK = "leader-isr-zkversion"
 )
 
-// Fences lists every fence counted, in result order.
+// Fences lists every fence counted, in result order: the control plane's,
+// then those of groups and transactions (fences_txn.go).
 var Fences = []string{
 	FenceBrokerControllerEpoch, FenceBrokerBrokerEpoch, FenceControllerBrokerEpoch,
 	FenceLeaderAndIsrLeaderEpoch, FenceFetchLeaderEpoch, FenceControllerZK, FenceLeaderISRZK,
+	FenceGroupGeneration, FenceTxnProducerEpoch, FenceTxnCoordinatorEpoch, FenceTxnVerification,
 }
 
 // maxFenceEvents caps the example events a FenceCount keeps.
@@ -69,11 +71,21 @@ type FenceCount struct {
 	// inputs that were not refused.
 	Examples []int `json:"examples,omitempty"`
 	Obeyed   []int `json:"obeyed,omitempty"`
+	// NotApplicable: the history has no traffic that could bring the
+	// fence an input (a group fence in a run without consumer groups, a
+	// transaction fence in one without transactions), so the run neither
+	// tested it nor left it untested. Absent (false) in runs stored before
+	// it existed, whose fences all applied.
+	NotApplicable bool `json:"not_applicable,omitempty"`
 }
 
 // String says what the fence saw, e.g. "broker-controller-epoch 3 stale
-// inputs, 3 rejected" or "fetch-leader-epoch untested".
+// inputs, 3 rejected", "fetch-leader-epoch untested" or "group-generation
+// not applicable".
 func (f FenceCount) String() string {
+	if f.NotApplicable {
+		return f.Fence + " not applicable"
+	}
 	if f.Inputs == 0 {
 		return f.Fence + " untested"
 	}
@@ -146,9 +158,37 @@ type epochChange struct {
 //     unconditionally over a version other than the one the leader held
 //     (its last applied LeaderAndIsr's zkVersion, or its own last ISR
 //     write's); refused: badversion or nonode.
+//   - group-generation: an OffsetCommit, Heartbeat or SyncGroup whose
+//     member id was not the group's, or whose generation was not the
+//     group's, by what the coordinator held when it checked them
+//     (GroupRequest.Checked; Kafka compares generations with !=); from a
+//     writer before Checked, such a request answered ILLEGAL_GENERATION or
+//     UNKNOWN_MEMBER_ID; refused: either code.
+//   - txn-producer-epoch: a client's AddPartitionsToTxn, AddOffsetsToTxn
+//     or EndTxn, or a leader's verification, whose producer epoch was not
+//     the one the coordinator held for the producer id
+//     (KnownProducerEpoch); a marker whose producer epoch was below the
+//     leader's producer state's; a batch a leader refused for an older
+//     producer epoch (produce_refused); refused: INVALID_PRODUCER_EPOCH
+//     (a verification's PRODUCER_FENCED). A batch at an older epoch
+//     appended would not be seen: the node has no switch that skips the
+//     leader's check, and produce_append does not log the epoch it held.
+//   - txn-coordinator-epoch: a marker whose coordinator epoch was below
+//     that of the producer's last marker on the partition, unless the
+//     producer-epoch check, which comes first, refused it; refused:
+//     TRANSACTION_COORDINATOR_FENCED.
+//   - txn-verification: a transactional batch that started its
+//     producer's transaction on a partition (the first since its last
+//     marker there) and was appended although the coordinator had never
+//     added the partition for the producer, or a marker had ended there
+//     the last transaction it was added to; or one a leader refused by
+//     verification (produce_refused); refused: the latter.
 //
 // Writes whose outcome is unknown (connection loss) are not counted: it is
-// not known that they reached ZooKeeper.
+// not known that they reached ZooKeeper. The group fence is not applicable
+// in a history with no OffsetCommit, Heartbeat or SyncGroup, the
+// transaction fences in one with no client transaction request, marker or
+// refused transactional batch, unless an input reached them.
 func CountFences(h *history.History) []FenceCount {
 	out := make([]FenceCount, len(Fences))
 	for i, f := range Fences {
@@ -293,6 +333,7 @@ func CountFences(h *history.History) []FenceCount {
 	}
 
 	countFencedReads(h, epochLog, fetchEpoch)
+	countGroupTxnFences(h, get)
 	return out
 }
 
@@ -357,16 +398,22 @@ func (c FenceCoverage) Check(h *history.History) Result {
 	counts := CountFences(h)
 	r := &report{name: c.Name()}
 	r.detail("fences", counts)
-	var tested, untested []string
+	var tested, untested, notApplicable []string
 	for _, f := range counts {
-		if f.Inputs == 0 {
+		switch {
+		case f.NotApplicable:
+			notApplicable = append(notApplicable, f.Fence)
+		case f.Inputs == 0:
 			untested = append(untested, f.Fence)
-			continue
+		default:
+			tested = append(tested, f.String())
 		}
-		tested = append(tested, f.String())
 	}
 	if len(untested) > 0 {
 		r.detail("untested", untested)
+	}
+	if len(notApplicable) > 0 {
+		r.detail("not_applicable", notApplicable)
 	}
 	var s string
 	switch {
@@ -376,6 +423,9 @@ func (c FenceCoverage) Check(h *history.History) Result {
 		s = "Every fence was tested: " + strings.Join(tested, "; ") + "."
 	default:
 		s = "Fences tested: " + strings.Join(tested, "; ") + "; untested (no stale input reached them): " + strings.Join(untested, ", ") + "."
+	}
+	if len(notApplicable) > 0 {
+		s += " Not applicable (no group or transaction traffic in the history): " + strings.Join(notApplicable, ", ") + "."
 	}
 	return r.result(s)
 }
@@ -414,14 +464,28 @@ type FenceTally struct {
 	// Inputs and Rejected are summed over the runs.
 	Inputs   int `json:"inputs"`
 	Rejected int `json:"rejected"`
+	// RunsNotApplicable counts the runs the fence did not apply to (no
+	// traffic could reach it, or the run was counted before the fence
+	// was); absent in tallies stored before it existed, whose fences
+	// applied to every run.
+	RunsNotApplicable int `json:"runs_not_applicable,omitempty"`
 }
 
-// Untested says whether no run brought a stale input to the fence.
-func (t FenceTally) Untested() bool { return t.RunsWithInput == 0 }
+// Applicable counts the runs the fence applied to.
+func (t FenceTally) Applicable() int { return t.Runs - t.RunsNotApplicable }
+
+// NotApplicable says whether the fence applied to none of the runs.
+func (t FenceTally) NotApplicable() bool { return t.Runs > 0 && t.Applicable() == 0 }
+
+// Untested says whether the fence applied to some run and no run brought
+// it a stale input.
+func (t FenceTally) Untested() bool { return t.RunsWithInput == 0 && !t.NotApplicable() }
 
 // TallyFences folds per-run fence counts into one tally per fence, in
-// Fences order (a fence a run does not list counts as untested in it);
-// fences not in Fences follow in name order.
+// Fences order; fences not in Fences follow in name order. A fence a run
+// does not list was not counted in it: a group or transaction fence is
+// then not applicable there (those runs predate it, and such fences need
+// traffic), any other untested, as before the distinction existed.
 func TallyFences(runs [][]FenceCount) []FenceTally {
 	names := slices.Clone(Fences)
 	for _, run := range runs {
@@ -437,6 +501,13 @@ func TallyFences(runs [][]FenceCount) []FenceTally {
 		out[i] = FenceTally{Fence: n, Runs: len(runs)}
 	}
 	for _, run := range runs {
+		for i, n := range names {
+			listed := slices.IndexFunc(run, func(f FenceCount) bool { return f.Fence == n })
+			needsTraffic := slices.Contains(groupFences, n) || slices.Contains(txnFences, n)
+			if (listed >= 0 && run[listed].NotApplicable) || (listed < 0 && needsTraffic) {
+				out[i].RunsNotApplicable++
+			}
+		}
 		for _, f := range run {
 			t := &out[slices.Index(names, f.Fence)]
 			t.Inputs += f.Inputs
@@ -452,11 +523,11 @@ func TallyFences(runs [][]FenceCount) []FenceTally {
 	return out
 }
 
-// UntestedFences names the fences no stale input reached.
+// UntestedFences names the applicable fences no stale input reached.
 func UntestedFences(counts []FenceCount) []string {
 	var out []string
 	for _, f := range counts {
-		if f.Inputs == 0 {
+		if f.Inputs == 0 && !f.NotApplicable {
 			out = append(out, f.Fence)
 		}
 	}

@@ -239,7 +239,10 @@ func TestFenceCoverageCheckIsNeverInvalid(t *testing.T) {
 		if !ok || len(fc) != len(Fences) || fc[0].Inputs != 1 || fc[0].Obeyed[0] != 0 {
 			t.Errorf("FencesOf: %v, %+v", ok, fc)
 		}
-		if u := UntestedFences(fc); len(u) != len(Fences)-1 || slices.Contains(u, FenceBrokerControllerEpoch) {
+		// The group and transaction fences are not applicable to a
+		// history without such traffic: not untested.
+		if u := UntestedFences(fc); len(u) != len(Fences)-1-len(groupFences)-len(txnFences) || slices.Contains(u, FenceBrokerControllerEpoch) ||
+			slices.Contains(u, FenceGroupGeneration) {
 			t.Errorf("untested %v", u)
 		}
 	}
@@ -247,6 +250,9 @@ func TestFenceCoverageCheckIsNeverInvalid(t *testing.T) {
 		t.Error("FencesOf found counts in a result without them")
 	}
 
+	if !strings.Contains(res.Explanation, "Not applicable (no group or transaction traffic in the history): group-generation, txn-producer-epoch") {
+		t.Errorf("explanation %q", res.Explanation)
+	}
 	empty := FenceCoverage{}.Check(historytest.New().History())
 	if empty.Verdict != Valid || !strings.HasPrefix(empty.Explanation, "No stale input reached any fence") {
 		t.Errorf("empty history: %s %q", empty.Verdict, empty.Explanation)
@@ -261,16 +267,26 @@ func TestTallyFences(t *testing.T) {
 		}
 		return out
 	}
+	notApplicable := func(fc []FenceCount, names ...string) []FenceCount {
+		for i := range fc {
+			fc[i].NotApplicable = slices.Contains(names, fc[i].Fence)
+		}
+		return fc
+	}
 	runs := [][]FenceCount{
-		run(map[string]fenceWant{FenceBrokerControllerEpoch: {3, 3}, FenceFetchLeaderEpoch: {2, 2}}),
-		run(map[string]fenceWant{FenceBrokerControllerEpoch: {1, 0}}),
+		run(map[string]fenceWant{FenceBrokerControllerEpoch: {3, 3}, FenceFetchLeaderEpoch: {2, 2}, FenceGroupGeneration: {2, 1}}),
+		notApplicable(run(map[string]fenceWant{FenceBrokerControllerEpoch: {1, 0}}), FenceGroupGeneration),
 		run(nil),
 		{{Fence: "a-new-fence", Inputs: 1, Rejected: 1}}, // a run that lists other fences only
 	}
 	got := TallyFences(runs)
+	// A fence the last run does not list is untested in it, but a group
+	// or transaction fence not applicable; the group fence is not
+	// applicable in the second run either.
 	want := map[string]FenceTally{
 		FenceBrokerControllerEpoch: {RunsWithInput: 2, RunsWithRejection: 1, Inputs: 4, Rejected: 3},
 		FenceFetchLeaderEpoch:      {RunsWithInput: 1, RunsWithRejection: 1, Inputs: 2, Rejected: 2},
+		FenceGroupGeneration:       {RunsWithInput: 1, RunsWithRejection: 1, Inputs: 2, Rejected: 1, RunsNotApplicable: 2},
 		"a-new-fence":              {RunsWithInput: 1, RunsWithRejection: 1, Inputs: 1, Rejected: 1},
 	}
 	if len(got) != len(Fences)+1 || got[len(got)-1].Fence != "a-new-fence" {
@@ -280,13 +296,43 @@ func TestTallyFences(t *testing.T) {
 		if i < len(Fences) && g.Fence != Fences[i] {
 			t.Errorf("row %d is %q, want %q", i, g.Fence, Fences[i])
 		}
-		w := want[g.Fence]
+		w, named := want[g.Fence]
 		w.Fence, w.Runs = g.Fence, len(runs)
+		if !named && (slices.Contains(groupFences, g.Fence) || slices.Contains(txnFences, g.Fence)) {
+			w.RunsNotApplicable = 1
+		}
 		if g != w {
 			t.Errorf("%s: %+v, want %+v", g.Fence, g, w)
 		}
 		if g.Untested() != (w.RunsWithInput == 0) {
 			t.Errorf("%s: Untested %v", g.Fence, g.Untested())
 		}
+	}
+}
+
+// A fence that applied to no run is neither tested nor untested; one that
+// applied to some is untested when none of those brought it an input.
+func TestFenceTallyApplicability(t *testing.T) {
+	cases := []struct {
+		tally                   FenceTally
+		untested, notApplicable bool
+	}{
+		{FenceTally{Runs: 20, RunsNotApplicable: 20}, false, true},
+		{FenceTally{Runs: 20, RunsNotApplicable: 19}, true, false},
+		{FenceTally{Runs: 20}, true, false}, // stored before the field: every run applied
+		{FenceTally{Runs: 20, RunsWithInput: 3}, false, false},
+	}
+	for _, tc := range cases {
+		if tc.tally.Untested() != tc.untested || tc.tally.NotApplicable() != tc.notApplicable {
+			t.Errorf("%+v: untested %v, not applicable %v; want %v, %v", tc.tally, tc.tally.Untested(), tc.tally.NotApplicable(), tc.untested, tc.notApplicable)
+		}
+	}
+	// A power.json row stored before the field reads as applicable.
+	var old FenceTally
+	if err := json.Unmarshal([]byte(`{"fence":"broker-controller-epoch","runs":20,"runs_with_input":0}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.Untested() || old.NotApplicable() {
+		t.Errorf("old tally %+v reads as not applicable", old)
 	}
 }

@@ -39,6 +39,7 @@ type Kind string
 //	group_request         Group        node (group coordinator), a group request answered, a transaction's pending offsets applied or dropped, or a __consumer_offsets partition loaded or unloaded
 //	txn_request           Txn          node (transaction coordinator), a transaction request answered, a marker round, a completion, a __transaction_state load or unload
 //	txn_marker            TxnMarker    node (partition leader), a WriteTxnMarkers marker appended or refused
+//	produce_refused       Refusal      node (partition leader), a producer's batch refused by its producer epoch or by transaction verification
 //	queue_op              Queue        queue workload (Jepsen's Kafka queue test: sends and polls; history/queue.go)
 //	topic_deletion        Deletion     node: the controller began, halted or finished deleting a topic; a broker removed a deleted partition's log
 const (
@@ -68,6 +69,7 @@ const (
 	KindTxnRequest         Kind = "txn_request"
 	KindTxnMarker          Kind = "txn_marker"
 	KindTopicDeletion      Kind = "topic_deletion"
+	KindProduceRefused     Kind = "produce_refused"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -78,7 +80,7 @@ var Kinds = []Kind{
 	KindRoleChange, KindProduceAppend, KindProduceAck, KindHWAdvance,
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
-	KindTxnRequest, KindTxnMarker, KindQueueOp, KindTopicDeletion,
+	KindTxnRequest, KindTxnMarker, KindQueueOp, KindTopicDeletion, KindProduceRefused,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -101,28 +103,29 @@ type Event struct {
 	// It is not part of the file format.
 	Index int `json:"-"`
 
-	Op           *ClientOp      `json:"op,omitempty"`
-	Process      *Process       `json:"process,omitempty"`
-	Registration *Registration  `json:"registration,omitempty"`
-	Controller   *ControllerRun `json:"controller,omitempty"`
-	ZKWrite      *ZKWrite       `json:"zk_write,omitempty"`
-	Control      *Control       `json:"control,omitempty"`
-	Shutdown     *Shutdown      `json:"shutdown,omitempty"`
-	Role         *Role          `json:"role,omitempty"`
-	Append       *Append        `json:"append,omitempty"`
-	HW           *HWAdvance     `json:"hw,omitempty"`
-	ISR          *ISRChange     `json:"isr,omitempty"`
-	Checkpoint   *Checkpoint    `json:"checkpoint,omitempty"`
-	Truncation   *Truncation    `json:"truncation,omitempty"`
-	Watch        *Watch         `json:"watch,omitempty"`
-	Fault        *Fault         `json:"fault,omitempty"`
-	Phase        *Phase         `json:"phase,omitempty"`
-	ReplicaFetch *ReplicaFetch  `json:"replica_fetch,omitempty"`
-	Group        *GroupRequest  `json:"group,omitempty"`
-	Txn          *TxnRequest    `json:"txn,omitempty"`
-	TxnMarker    *TxnMarker     `json:"txn_marker,omitempty"`
-	Queue        *QueueOp       `json:"queue,omitempty"`
-	Deletion     *TopicDeletion `json:"deletion,omitempty"`
+	Op           *ClientOp       `json:"op,omitempty"`
+	Process      *Process        `json:"process,omitempty"`
+	Registration *Registration   `json:"registration,omitempty"`
+	Controller   *ControllerRun  `json:"controller,omitempty"`
+	ZKWrite      *ZKWrite        `json:"zk_write,omitempty"`
+	Control      *Control        `json:"control,omitempty"`
+	Shutdown     *Shutdown       `json:"shutdown,omitempty"`
+	Role         *Role           `json:"role,omitempty"`
+	Append       *Append         `json:"append,omitempty"`
+	HW           *HWAdvance      `json:"hw,omitempty"`
+	ISR          *ISRChange      `json:"isr,omitempty"`
+	Checkpoint   *Checkpoint     `json:"checkpoint,omitempty"`
+	Truncation   *Truncation     `json:"truncation,omitempty"`
+	Watch        *Watch          `json:"watch,omitempty"`
+	Fault        *Fault          `json:"fault,omitempty"`
+	Phase        *Phase          `json:"phase,omitempty"`
+	ReplicaFetch *ReplicaFetch   `json:"replica_fetch,omitempty"`
+	Group        *GroupRequest   `json:"group,omitempty"`
+	Txn          *TxnRequest     `json:"txn,omitempty"`
+	TxnMarker    *TxnMarker      `json:"txn_marker,omitempty"`
+	Queue        *QueueOp        `json:"queue,omitempty"`
+	Deletion     *TopicDeletion  `json:"deletion,omitempty"`
+	Refusal      *ProduceRefusal `json:"produce_refusal,omitempty"`
 }
 
 // TopicPartition names one partition.

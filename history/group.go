@@ -84,6 +84,34 @@ type GroupRequest struct {
 	ProducerID      *int64 `json:"producer_id,omitempty"`
 	ProducerEpoch   *int16 `json:"producer_epoch,omitempty"`
 	Commit          bool   `json:"commit,omitempty"`
+	// Checked is, on an OffsetCommit, Heartbeat or SyncGroup that reached
+	// the coordinator's member and generation check
+	// (GroupCoordinator.handleCommitOffsets, handleHeartbeat,
+	// handleSyncGroup: unknown member, then generationId !=
+	// group.generationId), what the coordinator held when it checked.
+	// Absent when the request was answered before the check (not the
+	// coordinator, loading, a dead group, a fenced static member, a
+	// commit without generation to an empty group) and from older writers.
+	Checked *GroupCheck `json:"checked,omitempty"`
+}
+
+// GroupCheck is what a group coordinator held when it checked a request's
+// member id and generation: the group's generation (-1: it had no such
+// group) and whether the member id was one of its members.
+type GroupCheck struct {
+	_ struct{}
+
+	Generation int32 `json:"generation"`
+	Member     bool  `json:"member"`
+}
+
+// Stale reports whether a request carrying generation from member would
+// fail the check c records: the member is not the group's, or the
+// generation is not the group's (Kafka compares with !=: a generation
+// newer than a coordinator's, which loaded an older group record, is
+// refused as well).
+func (c *GroupCheck) Stale(generation int32) bool {
+	return !c.Member || generation != c.Generation
 }
 
 // GroupOffset is one partition of an OffsetCommit (the offset committed) or

@@ -314,6 +314,7 @@ func TestPayloadSlotNamesTheKindsPayload(t *testing.T) {
 		{KindGroupRequest, Event{Group: &GroupRequest{API: GroupAPIJoin}}},
 		{KindTxnRequest, Event{Txn: &TxnRequest{API: TxnAPIEndTxn}}},
 		{KindTxnMarker, Event{TxnMarker: &TxnMarker{Offset: 3}}},
+		{KindProduceRefused, Event{Refusal: &ProduceRefusal{Check: RefusedVerification}}},
 	}
 	for _, tt := range tests {
 		e := tt.right

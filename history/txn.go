@@ -43,6 +43,11 @@ const (
 	ErrInvalidTxnState              int16 = 48
 	ErrConcurrentTransactions       int16 = 51
 	ErrTransactionCoordinatorFenced int16 = 52
+	// ErrProducerFenced is what a coordinator answers a verification
+	// (KIP-890) from a producer at an epoch other than its own; the
+	// partition leader tells the client INVALID_PRODUCER_EPOCH, since
+	// Kafka 2.6.3 clients know no other code for it.
+	ErrProducerFenced int16 = 90
 )
 
 // TxnRequest is one action of a broker's transaction coordinator (kind
@@ -79,6 +84,15 @@ type TxnRequest struct {
 	// TransactionalIDs are those a load or unload moved.
 	TransactionalIDs []string `json:"transactional_ids,omitempty"`
 	Detail           string   `json:"detail,omitempty"`
+	// KnownProducerEpoch is, on a client's AddPartitionsToTxn,
+	// AddOffsetsToTxn or EndTxn and on a verification, the producer epoch
+	// the coordinator's metadata held for the transactional id when it
+	// compared the request's epoch with it (the producer id matched);
+	// absent when the request was answered before that comparison and
+	// from older writers. An EndTxn compares again once its PrepareCommit
+	// or PrepareAbort is written; the field holds the epoch of the
+	// comparison that answered.
+	KnownProducerEpoch *int16 `json:"known_producer_epoch,omitempty"`
 }
 
 // TxnPartitionError is one partition's answer to a marker round.
@@ -108,4 +122,55 @@ type TxnMarker struct {
 	Commit           bool   `json:"commit,omitempty"`
 	Offset           int64  `json:"offset"`
 	ErrorCode        int16  `json:"error_code,omitempty"`
+	// KnownProducerEpoch and KnownCoordinatorEpoch are what the leader's
+	// producer state held for the producer when it checked the marker: its
+	// epoch, and the coordinator epoch of its last marker (-1: none).
+	// Absent when the partition had no state for the producer (nothing to
+	// compare: the marker is appended), when the marker was refused before
+	// the check, and from older writers.
+	KnownProducerEpoch    *int16 `json:"known_producer_epoch,omitempty"`
+	KnownCoordinatorEpoch *int32 `json:"known_coordinator_epoch,omitempty"`
 }
+
+// Checks a partition leader refuses a producer's batch by
+// (ProduceRefusal.Check).
+const (
+	// RefusedProducerEpoch: the batch's producer epoch is older than the
+	// partition's producer state holds for its producer id
+	// (ProducerAppendInfo.checkProducerEpoch; INVALID_PRODUCER_EPOCH).
+	RefusedProducerEpoch = "producer-epoch"
+	// RefusedVerification: a transactional batch that would start its
+	// producer's transaction on the partition was not verified (KIP-890,
+	// the node's behaviour with the KAFKA-12671 switch off): the
+	// coordinator said the partition is not in the producer's ongoing
+	// transaction, or a marker of the producer ended the verification
+	// before the append (the verification guard).
+	RefusedVerification = "verification"
+)
+
+// ProduceRefusal is a partition leader's refusal of one producer's batch
+// of a Produce (kind produce_refused), by one of the checks above: the
+// batch's producer id and epoch, what the leader held, and the answer.
+// Refusals for other reasons (not leader, too few replicas, a sequence
+// gap) are not logged.
+type ProduceRefusal struct {
+	_ struct{}
+
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	ProducerID    int64  `json:"producer_id"`
+	ProducerEpoch int16  `json:"producer_epoch"`
+	Transactional bool   `json:"transactional,omitempty"`
+	Check         string `json:"check"`
+	// KnownProducerEpoch is, on a producer-epoch refusal, the epoch the
+	// partition's producer state held for the producer id.
+	KnownProducerEpoch int16 `json:"known_producer_epoch,omitempty"`
+	// VerifyError is, on a verification refusal, the coordinator's answer
+	// (0: it said yes, and the guard refused the append).
+	VerifyError int16  `json:"verify_error,omitempty"`
+	ErrorCode   int16  `json:"error_code"`
+	Detail      string `json:"detail,omitempty"`
+}
+
+// TP returns the partition.
+func (r *ProduceRefusal) TP() TopicPartition { return TP(r.Topic, r.Partition) }

@@ -98,6 +98,9 @@ func (g *groups) emit(e group.Event) {
 	if e.API == history.GroupAPIFindCoordinator {
 		gr.Coordinator = e.Coordinator
 	}
+	if c := e.Checked; c != nil {
+		gr.Checked = &history.GroupCheck{Generation: c.Generation, Member: c.Member}
+	}
 	switch e.API {
 	case history.GroupAPITxnOffsetCommit:
 		pid, epoch := e.ProducerID, e.ProducerEpoch

@@ -247,7 +247,11 @@ func (t *txns) writeMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReques
 				out.Partition = p
 				ev := &history.TxnMarker{Topic: mt.Topic, Partition: p, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 					CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed, Offset: -1}
-				base, committed, err := t.n.data.AppendMarker(history.TP(mt.Topic, p), mk)
+				base, committed, seen, err := t.n.data.AppendMarker(history.TP(mt.Topic, p), mk)
+				if seen.Known {
+					pe, ce := seen.Epoch, seen.CoordinatorEpoch
+					ev.KnownProducerEpoch, ev.KnownCoordinatorEpoch = &pe, &ce
+				}
 				if err != nil {
 					out.ErrorCode = markerErr(err)
 					ev.ErrorCode = out.ErrorCode
@@ -304,6 +308,10 @@ func (t *txns) emit(e txn.Event) {
 	tr := &history.TxnRequest{API: e.API, APIVersion: e.Version, TransactionalID: e.TransactionalID, Partition: e.Partition,
 		ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, CoordinatorEpoch: e.CoordinatorEpoch, State: e.State,
 		Commit: e.Commit, Broker: e.Broker, ErrorCode: e.Error, Group: e.Group, TransactionalIDs: e.IDs, Detail: e.Detail}
+	if e.KnownEpoch != nil {
+		k := *e.KnownEpoch
+		tr.KnownProducerEpoch = &k
+	}
 	if e.API == history.TxnAPIInitProducerID {
 		pid, epoch := e.AssignedProducerID, e.AssignedEpoch
 		tr.AssignedProducerID, tr.AssignedEpoch = &pid, &epoch

@@ -505,7 +505,7 @@ func TestGroupLoadReadsTransactionalOffsets(t *testing.T) {
 	}
 	marker := func(pid int64, commit bool) {
 		t.Helper()
-		_, committed, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: pid, Commit: commit, CoordinatorEpoch: 7})
+		_, committed, _, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: pid, Commit: commit, CoordinatorEpoch: 7})
 		if err == nil {
 			err = committed(ctx)
 		}
@@ -521,7 +521,7 @@ func TestGroupLoadReadsTransactionalOffsets(t *testing.T) {
 	marker(501, false)
 	// A producer epoch older than the log's is fenced, even from the
 	// coordinator.
-	if _, committed, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: 503, ProducerEpoch: 1, CoordinatorEpoch: 7}); err != nil || committed(ctx) != nil {
+	if _, committed, _, err := n.data.AppendMarker(offsets, storage.Marker{ProducerID: 503, ProducerEpoch: 1, CoordinatorEpoch: 7}); err != nil || committed(ctx) != nil {
 		t.Fatalf("abort marker of producer 503 at epoch 1: %v", err)
 	}
 	rec := group.Record{Key: group.OffsetCommitKey("fenced", in), Value: group.OffsetCommitValue(group.OffsetAndMetadata{Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1})}

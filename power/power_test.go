@@ -209,3 +209,46 @@ func TestFenceTable(t *testing.T) {
 		t.Errorf("judged run counts %d fences, want %d", len(r.Fences), len(checkers.Fences))
 	}
 }
+
+// An every-fix-on row of log-workload runs, whose group and transaction
+// fences had no traffic, reads "every fence tested" when the control
+// plane's fences were; so does one read back from runs stored before those
+// fences were counted (they list the seven only).
+func TestFenceTableNotApplicable(t *testing.T) {
+	counts := func(listNew bool) []checkers.FenceCount {
+		var out []checkers.FenceCount
+		for i, f := range checkers.Fences {
+			if i >= 7 && !listNew {
+				break
+			}
+			c := checkers.FenceCount{Fence: f, Inputs: 2, Rejected: 2}
+			if i >= 7 {
+				c = checkers.FenceCount{Fence: f, NotApplicable: true}
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	for _, listNew := range []bool{true, false} {
+		var runs []Run
+		for seed := uint64(1); seed <= 20; seed++ {
+			runs = append(runs, Run{Switch: Fixed, Seed: seed, Fences: counts(listNew)})
+		}
+		rows := Table(runs)
+		var out bytes.Buffer
+		PrintTable(&out, rows, nil)
+		s := out.String()
+		for _, want := range []string{
+			"every fence tested in every-fix-on\n",
+			"not applicable in every-fix-on (no group or transaction traffic in its 20 runs): group-generation, txn-producer-epoch, txn-coordinator-epoch, txn-verification\n",
+			"every-fix-on  broker-controller-epoch",
+		} {
+			if !strings.Contains(s, want) {
+				t.Errorf("listing the new fences %v: table lacks %q:\n%s", listNew, want, s)
+			}
+		}
+		if strings.Contains(s, "UNTESTED") || strings.Contains(s, "untested in") || strings.Contains(s, " group-generation  ") {
+			t.Errorf("listing the new fences %v: a not-applicable fence reads as untested or has a line:\n%s", listNew, s)
+		}
+	}
+}

@@ -52,9 +52,11 @@ func PrintTable(w io.Writer, rows []Row, unreached []string) {
 }
 
 // printFenceTable says, per row and fence, in how many runs a stale input
-// reached the fence and in how many it refused one, with the counts summed,
-// and names the fences no run of a row tested: a row's verdicts say nothing
-// about them.
+// reached the fence and in how many it refused one, out of the runs the
+// fence applied to, with the counts summed, and names the fences no run of
+// a row tested: a row's verdicts say nothing about them. A fence that
+// applied to none of a row's runs (a group or transaction fence in runs of
+// the log workload) has no line; the row's "not applicable" line names it.
 func printFenceTable(w io.Writer, rows []Row) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -62,28 +64,40 @@ func printFenceTable(w io.Writer, rows []Row) {
 	for _, r := range rows {
 		name := r.Switch
 		for _, f := range r.Fences {
-			with := fmt.Sprintf("%d/%d", f.RunsWithInput, f.Runs)
+			if f.NotApplicable() {
+				continue
+			}
+			with := fmt.Sprintf("%d/%d", f.RunsWithInput, f.Applicable())
 			if f.Untested() {
 				with += " UNTESTED"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\n", name, f.Fence, with, f.RunsWithRejection, f.Runs, f.Inputs, f.Rejected)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%d\n", name, f.Fence, with, f.RunsWithRejection, f.Applicable(), f.Inputs, f.Rejected)
 			name = ""
 		}
 	}
 	tw.Flush()
 	for _, r := range rows {
-		var untested []string
+		var untested, notApplicable []string
 		for _, f := range r.Fences {
-			if f.Untested() {
+			switch {
+			case f.NotApplicable():
+				notApplicable = append(notApplicable, f.Fence)
+			case f.Untested():
 				untested = append(untested, f.Fence)
 			}
 		}
+		runs := "runs"
+		if r.Runs == 1 {
+			runs = "run"
+		}
 		if len(untested) > 0 {
-			runs := "runs"
-			if r.Runs == 1 {
-				runs = "run"
-			}
 			fmt.Fprintf(w, "untested in %s (no stale input in %d %s): %s\n", r.Switch, r.Runs, runs, strings.Join(untested, ", "))
+		}
+		if len(notApplicable) > 0 {
+			fmt.Fprintf(w, "not applicable in %s (no group or transaction traffic in its %d %s): %s\n", r.Switch, r.Runs, runs, strings.Join(notApplicable, ", "))
+		}
+		if len(untested) == 0 && len(r.Fences) > len(notApplicable) {
+			fmt.Fprintf(w, "every fence tested in %s\n", r.Switch)
 		}
 	}
 }

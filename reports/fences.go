@@ -26,6 +26,9 @@ type fenceRow struct {
 type fenceSummary struct {
 	Rows     []fenceRow
 	Untested string
+	// NotApplicable names the fences no traffic in the run could reach
+	// (group and transaction fences in a log-workload run): no row.
+	NotApplicable string
 }
 
 // fenceSummaryOf reads the fence counts of res; nil when the run was not
@@ -40,9 +43,15 @@ func fenceSummaryOf(res *rundir.Results) *fenceSummary {
 			continue
 		}
 		s := &fenceSummary{Untested: strings.Join(checkers.UntestedFences(counts), ", ")}
+		var notApplicable []string
 		for _, c := range counts {
+			if c.NotApplicable {
+				notApplicable = append(notApplicable, c.Fence)
+				continue
+			}
 			s.Rows = append(s.Rows, fenceRow{Fence: c.Fence, Inputs: c.Inputs, Rejected: c.Rejected, Obeyed: c.Inputs - c.Rejected})
 		}
+		s.NotApplicable = strings.Join(notApplicable, ", ")
 		return s
 	}
 	return nil
@@ -54,4 +63,5 @@ const fencesTmpl = `{{define "fences"}}{{with .Fences}}<h2>Fences</h2>
 <table style="width:auto"><tr><th>fence</th><th>stale inputs</th><th>rejected</th></tr>
 {{range .Rows}}<tr><td class="mono nw">{{.Fence}}</td><td class="mono">{{.Inputs}}{{if not .Inputs}} <span class="muted">untested</span>{{end}}</td><td class="mono">{{.Rejected}}{{if .Obeyed}} <span class="muted">({{.Obeyed}} not refused)</span>{{end}}</td></tr>
 {{end}}</table>
-{{if .Untested}}<p class="note">Untested in this run (no stale input reached them): {{.Untested}}.</p>{{end}}{{end}}{{end}}`
+{{if .Untested}}<p class="note">Untested in this run (no stale input reached them): {{.Untested}}.</p>{{end}}
+{{if .NotApplicable}}<p class="muted">Not applicable to this run (no group or transaction traffic): {{.NotApplicable}}.</p>{{end}}{{end}}{{end}}`

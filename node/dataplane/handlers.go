@@ -147,7 +147,7 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = code
 				continue
 			}
-			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks, false, guard)
+			code, info, epoch, gen := p.appendAsLeader(rp.Records, req.Acks, false, guard, nil)
 			op.ErrorCode = code
 			if code != 0 {
 				continue
@@ -193,8 +193,10 @@ func (m *Manager) logAck(p *partition, base, last int64, epoch int32, acks int) 
 // AppendOrigin.Coordinator: the group coordinator's transactional offset
 // commits carry base sequence 0 every time, so only their producer epoch
 // is checked, never their sequence. guard is the verification a
-// transactional produce carries (nil: none).
-func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator bool, guard *verificationGuard) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
+// transactional produce carries (nil: none). seen, when not nil, gets
+// what the producer state held for a marker's producer when it was
+// checked.
+func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator bool, guard *verificationGuard, seen *ProducerView) (code int16, info storage.AppendInfo, epoch int32, gen uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.role != history.RoleLeader {
@@ -209,6 +211,9 @@ func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator b
 		if err != nil {
 			return kerr.CorruptMessage.Code, info, 0, 0
 		}
+		if e := p.producers[m.ProducerID]; e != nil && seen != nil {
+			*seen = ProducerView{Known: true, Epoch: e.epoch, CoordinatorEpoch: e.coordinatorEpoch}
+		}
 		if code, reason := p.producers.checkMarker(m); code != 0 {
 			p.m.log.Printf("%s: marker rejected: %s", p.tp, reason)
 			return code, info, 0, 0
@@ -222,6 +227,10 @@ func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator b
 		dup, code, reason := p.producers.check(h)
 		if code != 0 {
 			p.m.log.Printf("%s: produce rejected: %s", p.tp, reason)
+			if code == kerr.InvalidProducerEpoch.Code {
+				p.logRefusalLocked(h, history.ProduceRefusal{Check: history.RefusedProducerEpoch,
+					KnownProducerEpoch: p.producers[h.ProducerID].epoch, ErrorCode: code, Detail: reason})
+			}
 			return code, info, 0, 0
 		}
 		if dup != nil {
@@ -232,6 +241,7 @@ func (p *partition) appendAsLeader(records []byte, acks int16, fromCoordinator b
 		}
 		if code, reason := p.checkVerifiedLocked(h, guard); code != 0 {
 			p.m.log.Printf("%s: produce rejected: %s", p.tp, reason)
+			p.logRefusalLocked(h, history.ProduceRefusal{Check: history.RefusedVerification, ErrorCode: code, Detail: reason})
 			return code, info, 0, 0
 		}
 	}

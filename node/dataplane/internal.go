@@ -33,11 +33,15 @@ func IsInternal(topic string) bool {
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT (ctx ended first).
 // It does not block: the caller may hold its own lock.
 func (m *Manager) AppendAsCoordinator(tp history.TopicPartition, batch []byte) (base int64, committed func(ctx context.Context) error, err error) {
+	return m.appendAsCoordinator(tp, batch, nil)
+}
+
+func (m *Manager) appendAsCoordinator(tp history.TopicPartition, batch []byte, seen *ProducerView) (base int64, committed func(ctx context.Context) error, err error) {
 	p := m.get(tp)
 	if p == nil {
 		return -1, nil, kerr.NotLeaderForPartition
 	}
-	code, info, epoch, gen := p.appendAsLeader(batch, -1, true, nil)
+	code, info, epoch, gen := p.appendAsLeader(batch, -1, true, nil, seen)
 	if code != 0 {
 		return -1, nil, kerr.ErrorForCode(code)
 	}
@@ -103,10 +107,22 @@ func (m *Manager) ReadLocalBatches(tp history.TopicPartition) ([]storage.LoggedB
 // marker to tp: UNKNOWN_TOPIC_OR_PARTITION if this broker has no log for
 // it (ReplicaManager.getMagic), else AppendAsCoordinator of the control
 // batch, which the leader checks against the producer's epoch and the
-// coordinator epoch of its last marker.
-func (m *Manager) AppendMarker(tp history.TopicPartition, mk storage.Marker) (base int64, committed func(ctx context.Context) error, err error) {
+// coordinator epoch of its last marker. seen is what the producer state
+// held for the marker's producer when the leader checked it (Known false:
+// no state, or the marker refused before the check).
+func (m *Manager) AppendMarker(tp history.TopicPartition, mk storage.Marker) (base int64, committed func(ctx context.Context) error, seen ProducerView, err error) {
 	if m.get(tp) == nil {
-		return -1, nil, kerr.UnknownTopicOrPartition
+		return -1, nil, seen, kerr.UnknownTopicOrPartition
 	}
-	return m.AppendAsCoordinator(tp, storage.EncodeMarker(mk, time.Now().UnixMilli()))
+	base, committed, err = m.appendAsCoordinator(tp, storage.EncodeMarker(mk, time.Now().UnixMilli()), &seen)
+	return base, committed, seen, err
+}
+
+// ProducerView is what a partition's producer state held for one producer
+// id: its epoch and the coordinator epoch of its last marker (-1: none).
+// Known is false when the partition had no state for it.
+type ProducerView struct {
+	Known            bool
+	Epoch            int16
+	CoordinatorEpoch int32
 }

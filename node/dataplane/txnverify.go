@@ -92,6 +92,19 @@ func (m *Manager) verifyTxn(ctx context.Context, txnID *string, p *partition, re
 		}
 		if code != 0 {
 			m.log.Printf("%s: produce of producer %d epoch %d not verified: %s", p.tp, h.ProducerID, h.ProducerEpoch, kerr.ErrorForCode(code))
+			if code == kerr.InvalidTxnState.Code {
+				// The coordinator said the partition is not in the
+				// producer's ongoing transaction: the verification's
+				// verdict. Other answers (not ready, a fenced epoch) are
+				// the coordinator's to log.
+				detail := "the coordinator did not find the partition in the producer's ongoing transaction"
+				if txnID == nil {
+					detail = "a transactional batch without a transactional id cannot be verified"
+				}
+				p.mu.Lock()
+				p.logRefusalLocked(h, history.ProduceRefusal{Check: history.RefusedVerification, VerifyError: code, ErrorCode: code, Detail: detail})
+				p.mu.Unlock()
+			}
 			return nil, code
 		}
 	}
@@ -127,4 +140,12 @@ func (p *partition) checkVerifiedLocked(h storage.BatchHeader, guard *verificati
 		return kerr.InvalidTxnState.Code, fmt.Sprintf("producer %d epoch %d: transactional batch not part of an ongoing transaction (its verification was ended by a marker or never made)", h.ProducerID, h.ProducerEpoch)
 	}
 	return 0, ""
+}
+
+// logRefusalLocked writes a produce_refused event for batch h; r carries
+// the check, the answer and what the leader held.
+func (p *partition) logRefusalLocked(h storage.BatchHeader, r history.ProduceRefusal) {
+	r.Topic, r.Partition = p.tp.Topic, p.tp.Partition
+	r.ProducerID, r.ProducerEpoch, r.Transactional = h.ProducerID, h.ProducerEpoch, h.IsTransactional()
+	p.m.log.Emit(history.Event{Kind: history.KindProduceRefused, Refusal: &r})
 }

@@ -142,6 +142,7 @@ func (h *Handlers) JoinGroup(ctx context.Context, clientID, clientHost string, r
 // SyncGroup is KafkaApis.handleSyncGroupRequest.
 func (h *Handlers) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, error) {
 	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	var checked *MemberCheck
 	reply := func(r SyncResult) {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = r.Err
@@ -151,7 +152,7 @@ func (h *Handlers) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*
 			resp.MemberAssignment = []byte{}
 		}
 		h.C.emit(Event{API: "SyncGroup", Version: req.Version, Group: req.Group, Member: req.MemberID,
-			InstanceID: req.InstanceID, GenerationCarried: req.Generation, Error: r.Err})
+			InstanceID: req.InstanceID, GenerationCarried: req.Generation, Error: r.Err, Checked: checked})
 		ch <- resp
 	}
 	h.C.run(func() {
@@ -166,6 +167,7 @@ func (h *Handlers) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*
 		for _, a := range req.GroupAssignment {
 			sr.Assignments[a.MemberID] = a.MemberAssignment
 		}
+		checked = h.C.memberCheck(apiSync, req.Group, req.MemberID, req.InstanceID, req.Generation)
 		h.C.handleSyncGroup(sr, reply)
 	})
 	return wait(ctx, ch)
@@ -175,10 +177,11 @@ func (h *Handlers) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*
 func (h *Handlers) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	h.C.run(func() {
+		checked := h.C.memberCheck(apiHeartbeat, req.Group, req.MemberID, req.InstanceID, req.Generation)
 		resp.ErrorCode = h.C.handleHeartbeat(HeartbeatRequest{Group: req.Group, MemberID: req.MemberID,
 			InstanceID: req.InstanceID, Generation: req.Generation})
 		h.C.emit(Event{API: "Heartbeat", Version: req.Version, Group: req.Group, Member: req.MemberID,
-			InstanceID: req.InstanceID, GenerationCarried: req.Generation, Error: resp.ErrorCode})
+			InstanceID: req.InstanceID, GenerationCarried: req.Generation, Error: resp.ErrorCode, Checked: checked})
 	})
 	return resp
 }
@@ -248,12 +251,13 @@ func (h *Handlers) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitReque
 		}
 	}
 	ch := make(chan map[TopicPartition]int16, 1)
+	var checked *MemberCheck
 	finish := func(status map[TopicPartition]int16) {
 		for tp, code := range status {
 			errs[tp] = code
 		}
 		ev := Event{API: "OffsetCommit", Version: req.Version, Group: req.Group, Member: req.MemberID,
-			InstanceID: req.InstanceID, GenerationCarried: req.Generation}
+			InstanceID: req.InstanceID, GenerationCarried: req.Generation, Checked: checked}
 		for _, tp := range sortedTPs(errs) {
 			ev.Offsets = append(ev.Offsets, EventOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: offsets[tp].Offset, Error: errs[tp]})
 		}
@@ -265,6 +269,7 @@ func (h *Handlers) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitReque
 			finish(nil)
 			return
 		}
+		checked = h.C.memberCheck(apiCommit, req.Group, req.MemberID, req.InstanceID, req.Generation)
 		h.C.handleCommitOffsets(CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID,
 			Generation: req.Generation, Offsets: offsets}, finish)
 	})

@@ -46,6 +46,45 @@ type Event struct {
 	ProducerID      int64
 	ProducerEpoch   int16
 	Commit          bool
+	// Checked is, on an OffsetCommit, Heartbeat or SyncGroup that reached
+	// the member and generation check, what the group held then (nil:
+	// answered before the check). Taken before the handler runs, under
+	// the same lock, so it is what the check compared with even when the
+	// answer comes later (a commit's write, a follower's SyncGroup).
+	Checked *MemberCheck
+}
+
+// MemberCheck is the group's generation (-1: no such group) and whether
+// the request's member id was a member, when the coordinator checked them.
+type MemberCheck struct {
+	Generation int32
+	Member     bool
+}
+
+// memberCheck is what the member and generation check of handleHeartbeat,
+// handleSyncGroup (a) or handleCommitOffsets (apiCommit) will compare the
+// request with, or nil when the handler answers before reaching it. It
+// follows their order of checks: group status, no such group (a Heartbeat
+// or SyncGroup answers UNKNOWN_MEMBER_ID, a commit with a generation
+// ILLEGAL_GENERATION, one without creates the group), a dead group, a
+// fenced static member, then (commits only) no generation on an empty
+// group. Called with the lock held, before the handler.
+func (c *Coordinator) memberCheck(a api, groupID, memberID string, instanceID *string, generation int32) *MemberCheck {
+	if c.validateGroupStatus(groupID, a) != errNone {
+		return nil
+	}
+	g := c.groups[groupID]
+	switch {
+	case g == nil && a == apiCommit && generation < 0:
+		return nil
+	case g == nil:
+		return &MemberCheck{Generation: -1}
+	case g.is(Dead), g.isStaticMemberFenced(memberID, instanceID):
+		return nil
+	case a == apiCommit && generation < 0 && g.is(Empty):
+		return nil
+	}
+	return &MemberCheck{Generation: g.generation, Member: g.has(memberID)}
 }
 
 // EventOffset is one partition of an OffsetCommit or OffsetFetch.

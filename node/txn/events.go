@@ -51,7 +51,17 @@ type Event struct {
 	Group  string
 	IDs    []string
 	Detail string
+	// KnownEpoch is, on a client's AddPartitionsToTxn, AddOffsetsToTxn or
+	// EndTxn and on a verification, the producer epoch the id's metadata
+	// held when the request's epoch was compared with it (nil: answered
+	// before the comparison). An EndTxn compares again once its prepare
+	// is written; KnownEpoch is then that comparison's.
+	KnownEpoch *int16
 }
+
+// known is a copy of the epoch for KnownEpoch: the metadata changes after
+// the event is built.
+func known(epoch int16) *int16 { return &epoch }
 
 // PartitionError is one partition's answer.
 type PartitionError struct {

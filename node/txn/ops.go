@@ -180,12 +180,16 @@ func (c *Coordinator) AddPartitions(ctx context.Context, api string, version int
 	case m == nil || m.producerID != pid:
 		answer(errInvalidPIDMapping)
 	case m.producerEpoch != epoch:
+		ev.KnownEpoch = known(m.producerEpoch)
 		answer(errInvalidProducerEpoch)
 	case m.pending != nil, m.state == PrepareCommit, m.state == PrepareAbort:
+		ev.KnownEpoch = known(m.producerEpoch)
 		answer(errConcurrentTransactions)
 	case m.state == Ongoing && subset(parts, m.partitions):
+		ev.KnownEpoch = known(m.producerEpoch)
 		answer(errNone)
 	default:
+		ev.KnownEpoch = known(m.producerEpoch)
 		tr, err := m.prepareAddPartitions(parts, c.nowMs())
 		if err != nil {
 			c.logf("%v", err)
@@ -255,6 +259,9 @@ func (c *Coordinator) endLocked(id string, pid int64, epoch int16, commit, fromC
 	if m == nil || m.producerID != pid {
 		answer(errInvalidPIDMapping)
 		return
+	}
+	if fromClient {
+		ev.KnownEpoch = known(m.producerEpoch)
 	}
 	if (fromClient && epoch != m.producerEpoch) || epoch < m.producerEpoch {
 		answer(errInvalidProducerEpoch)
@@ -333,6 +340,9 @@ func (c *Coordinator) endLocked(id string, pid int64, epoch int16, commit, fromC
 			answer(errInvalidPIDMapping)
 			return
 		case m.producerEpoch != epoch:
+			if fromClient {
+				ev.KnownEpoch = known(m.producerEpoch)
+			}
 			answer(errInvalidProducerEpoch)
 			return
 		case m.pending != nil:

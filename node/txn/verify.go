@@ -41,6 +41,10 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, parts 
 	}
 	ev := Event{API: APIVerify, Version: 4, TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, CoordinatorEpoch: coordEpoch,
 		Partitions: parts, Error: code, AssignedProducerID: -1, AssignedEpoch: -1}
+	if code == errNone || code == kerr.ProducerFenced.Code || code == errConcurrentTransactions {
+		// The producer id matched: its epoch was compared.
+		ev.KnownEpoch = known(m.producerEpoch)
+	}
 	for _, tp := range parts {
 		pc := code
 		if pc == errNone && !m.partitions[tp] {
