@@ -92,7 +92,7 @@
 //	one member owns a partition in one generation                   | GroupCoordinator generations, the leader's assignment      | members' partitions and generation at each poll    | queue-group (queue_poll.go)
 //
 // Each fence's input is counted too (fences.go, and fences_txn.go for the
-// fences of groups and transactions: group-generation, txn-producer-epoch,
+// fences of groups and transactions: coordinator-generation, txn-producer-epoch,
 // txn-coordinator-epoch, txn-verification): a green run proves a fence
 // only if a stale input reached it, so results.json, the report and chaos
 // power name the fences no run tested. A fence no traffic in the history

@@ -80,7 +80,7 @@ type FenceCount struct {
 }
 
 // String says what the fence saw, e.g. "broker-controller-epoch 3 stale
-// inputs, 3 rejected", "fetch-leader-epoch untested" or "group-generation
+// inputs, 3 rejected", "fetch-leader-epoch untested" or "coordinator-generation
 // not applicable".
 func (f FenceCount) String() string {
 	if f.NotApplicable {
@@ -158,7 +158,7 @@ type epochChange struct {
 //     unconditionally over a version other than the one the leader held
 //     (its last applied LeaderAndIsr's zkVersion, or its own last ISR
 //     write's); refused: badversion or nonode.
-//   - group-generation: an OffsetCommit, Heartbeat or SyncGroup whose
+//   - coordinator-generation: an OffsetCommit, Heartbeat or SyncGroup whose
 //     member id was not the group's, or whose generation was not the
 //     group's, by what the coordinator held when it checked them
 //     (GroupRequest.Checked; Kafka compares generations with !=); from a

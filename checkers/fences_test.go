@@ -250,7 +250,7 @@ func TestFenceCoverageCheckIsNeverInvalid(t *testing.T) {
 		t.Error("FencesOf found counts in a result without them")
 	}
 
-	if !strings.Contains(res.Explanation, "Not applicable (no group or transaction traffic in the history): group-generation, txn-producer-epoch") {
+	if !strings.Contains(res.Explanation, "Not applicable (no group or transaction traffic in the history): coordinator-generation, txn-producer-epoch") {
 		t.Errorf("explanation %q", res.Explanation)
 	}
 	empty := FenceCoverage{}.Check(historytest.New().History())

@@ -19,7 +19,7 @@ const (
 	// handleHeartbeat, handleSyncGroup: UNKNOWN_MEMBER_ID, then
 	// ILLEGAL_GENERATION): a member of an older generation must not
 	// commit over the new generation's owner of a partition.
-	FenceGroupGeneration = "group-generation"
+	FenceGroupGeneration = "coordinator-generation"
 	// FenceTxnProducerEpoch: the check of a transactional request's or
 	// batch's producer epoch against the one InitProducerId last gave the
 	// producer id: the coordinator's (TransactionCoordinator.

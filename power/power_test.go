@@ -240,14 +240,14 @@ func TestFenceTableNotApplicable(t *testing.T) {
 		s := out.String()
 		for _, want := range []string{
 			"every fence tested in every-fix-on\n",
-			"not applicable in every-fix-on (no group or transaction traffic in its 20 runs): group-generation, txn-producer-epoch, txn-coordinator-epoch, txn-verification\n",
+			"not applicable in every-fix-on (no group or transaction traffic in its 20 runs): coordinator-generation, txn-producer-epoch, txn-coordinator-epoch, txn-verification\n",
 			"every-fix-on  broker-controller-epoch",
 		} {
 			if !strings.Contains(s, want) {
 				t.Errorf("listing the new fences %v: table lacks %q:\n%s", listNew, want, s)
 			}
 		}
-		if strings.Contains(s, "UNTESTED") || strings.Contains(s, "untested in") || strings.Contains(s, " group-generation  ") {
+		if strings.Contains(s, "UNTESTED") || strings.Contains(s, "untested in") || strings.Contains(s, " coordinator-generation  ") {
 			t.Errorf("listing the new fences %v: a not-applicable fence reads as untested or has a line:\n%s", listNew, s)
 		}
 	}

@@ -37,9 +37,9 @@ func TestReportFenceTable(t *testing.T) {
 			`<td class="mono nw">broker-broker-epoch</td><td class="mono">0 <span class="muted">untested</span>`,
 			"Untested in this run (no stale input reached them): broker-broker-epoch, controller-broker-epoch,",
 			// No group or transaction traffic: those fences have no row.
-			"Not applicable to this run (no group or transaction traffic): group-generation, txn-producer-epoch, txn-coordinator-epoch, txn-verification.",
+			"Not applicable to this run (no group or transaction traffic): coordinator-generation, txn-producer-epoch, txn-coordinator-epoch, txn-verification.",
 		}, []string{"Untested in this run (no stale input reached them): broker-controller-epoch",
-			`<td class="mono nw">group-generation</td><td class="mono">`, "leader-isr-zkversion, group-generation"}},
+			`<td class="mono nw">coordinator-generation</td><td class="mono">`, "leader-isr-zkversion, coordinator-generation"}},
 		{"checked before fences were counted", true, nil, []string{"<h2>Fences</h2>"}},
 	}
 	for _, tt := range tests {
