@@ -92,19 +92,21 @@ var stateOrder = []string{StateDeleting, StateOffline, StateLeaderOutsideISR, St
 // Combinations returns the distinct combinations the nemesis's faults in h
 // reached, in the order they were first reached. Only the nemesis's own
 // fault_start events count (a node reports the failpoints it hits as faults
-// too: those are windows, read off the nemesis's fault_stop as Judge does);
-// a fault the nemesis could not apply (no target recorded and detail "not
-// applied") struck nothing and is left out. Composite faults record their
-// parts as faults of their own (failover-on-lagging-zk's cut and pause, a
-// failpoint fault's provoking bounce): each part is a strike of its own.
+// too: those are windows, read off the nemesis's fault_stop as Judge does).
+// Two kinds of record struck nothing and are left out: a step the nemesis
+// could not apply (no target, detail "not applied") and a step it left
+// alone because the controller was retrying a failed write (its fault_stop's
+// detail begins "left alone"). Composite faults record their parts as
+// faults of their own (failover-on-lagging-zk's cut and pause, a failpoint
+// fault's provoking bounce): each part is a strike of its own.
 func Combinations(h *history.History) []Combination {
-	windows := reachedWindows(h)
+	windows, idle := readStops(h)
 	w := newWorld()
 	var out []Combination
 	seen := map[Combination]bool{}
 	for i := range h.Events {
 		e := &h.Events[i]
-		if e.Kind == history.KindFaultStart && e.Source == "nemesis" && e.Fault != nil && struck(e.Fault) {
+		if e.Kind == history.KindFaultStart && e.Source == "nemesis" && e.Fault != nil && struck(e.Fault) && !idle[e.Fault.ID] {
 			c := Combination{Fault: e.Fault.Name, Window: windows[e.Fault.ID]}
 			c.Role, c.State = w.classify(e.Fault)
 			if !seen[c] {
@@ -133,16 +135,22 @@ func struck(f *history.Fault) bool {
 	return len(f.Targets) > 0 || !strings.Contains(f.Detail, "not applied")
 }
 
-// reachedWindows maps a nemesis failpoint fault's id to the window its
-// fault_stop says it reached.
-func reachedWindows(h *history.History) map[string]string {
-	out := map[string]string{}
+// readStops reads the nemesis's fault_stop events: the window each
+// failpoint fault reached, by fault id, and the ids of the steps left alone.
+func readStops(h *history.History) (windows map[string]string, idle map[string]bool) {
+	windows, idle = map[string]string{}, map[string]bool{}
 	for _, e := range h.Events {
-		if e.Source == "nemesis" && e.Kind == history.KindFaultStop && e.Fault != nil && e.Fault.Failpoint != "" && e.Fault.Detail == "window reached" {
-			out[e.Fault.ID] = e.Fault.Failpoint
+		if e.Source != "nemesis" || e.Kind != history.KindFaultStop || e.Fault == nil {
+			continue
+		}
+		if e.Fault.Failpoint != "" && e.Fault.Detail == "window reached" {
+			windows[e.Fault.ID] = e.Fault.Failpoint
+		}
+		if strings.HasPrefix(e.Fault.Detail, "left alone") {
+			idle[e.Fault.ID] = true
 		}
 	}
-	return out
+	return windows, idle
 }
 
 // world is what the history said of the cluster up to an event: the

@@ -123,10 +123,13 @@ func TestCombinations(t *testing.T) {
 			b.Fault(true, "f6", "kill", "zk1")
 		}, []string{"isolate-zk-leader/zk-leader/-/isr-full", "slow-link/zk-leader/-/isr-full", "pause/zk-follower/-/isr-full",
 			"stall-zk-session-server/zk-leader/-/isr-full", "stall-zk-session-server/zk-follower/-/isr-full", "kill/zk-server/-/isr-full"}},
-		{"a fault without target; one not applied; a node's own failpoint report", func(b *historytest.Builder) {
+		{"a fault without target; one not applied; a node's own failpoint report; a step left alone", func(b *historytest.Builder) {
 			faultStart(b, history.Fault{ID: "f1", Name: "delete-recreate-topic", Detail: "deletion of topic t asked for"})
 			faultStart(b, history.Fault{ID: "f2", Name: "kill-lagging-leader", Detail: "not applied"})
 			b.Add(history.Event{Kind: history.KindFaultStart, Node: 2, Fault: &history.Fault{ID: "fp1", Name: "failpoint", Failpoint: "controller-before-send"}})
+			b.Fault(true, "f3", "pause-controller", "n1")
+			b.Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: "f3", Name: "pause-controller", Targets: []string{"n1"},
+				Detail: "left alone: controller n1 is retrying a failed conditional write"}})
 		}, []string{"delete-recreate-topic/none/-/isr-full"}},
 		{"a combination reached twice counts once", func(b *historytest.Builder) {
 			b.Fault(true, "f1", "pause", "n1")
