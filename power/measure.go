@@ -15,8 +15,6 @@ import (
 	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/nodecover"
-	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/schedule"
 )
 
@@ -40,9 +38,9 @@ type Measure struct {
 	// its switch.
 	Cover bool
 	// CoverageGuided (which implies Cover) searches as a fuzzer does: a
-	// run that reached a block no earlier run of its switch had puts its
-	// schedule in the switch's corpus, and each later seed runs a mutation
-	// of a corpus schedule (schedule.Mutate) instead of its own draw. The
+	// run that reached a block or a combination (Combinations) no earlier
+	// run of its switch had puts its schedule in the switch's corpus, and
+	// each later seed runs a mutation of a corpus schedule (schedule.Mutate) instead of its own draw. The
 	// mutated schedule is stored with the run, so it replays exactly.
 	CoverageGuided bool
 	RunsDir        string
@@ -68,10 +66,10 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 		// Per switch: which failpoint windows its runs so far reached,
 		// for Guided.
 		reached := map[string]int{}
-		// Per switch, for Cover and CoverageGuided: every block its runs
-		// reached so far, and the schedules that reached new ones.
-		union := map[string]bool{}
-		var corpus []corpusEntry
+		// Per switch: every block (Cover) and combination its runs
+		// reached so far, and (CoverageGuided) the schedules that reached
+		// new ones.
+		found := newSearch()
 		for i := range m.Seeds {
 			rc := m.Config
 			rc.Seed = m.Config.Seed + uint64(i)
@@ -83,9 +81,9 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 			var parent corpusEntry
 			var mutations []string
 			switch {
-			case m.CoverageGuided && len(corpus) > 0:
+			case m.CoverageGuided && len(found.corpus) > 0:
 				pr := rand.New(rand.NewPCG(rc.Seed, 0x636f7270))
-				parent = corpus[pr.IntN(len(corpus))]
+				parent = found.corpus[pr.IntN(len(found.corpus))]
 				kinds, err := rc.FaultKinds()
 				if err != nil {
 					return runs, failed, err
@@ -122,8 +120,8 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 				return runs, failed, fmt.Errorf("%s seed %d: %w", sw.Name, rc.Seed, err)
 			}
 			r := Judge(sw, rc.Seed, dir, verdict, results, h)
-			if rc.Cover {
-				r.Coverage, corpus = judgeCoverage(dir, union, corpus, parent, mutations)
+			if novel := found.add(&r, rc.Cover, parent, mutations); m.CoverageGuided {
+				found.keep(&r, novel)
 			}
 			runs = append(runs, r)
 			for _, w := range r.Windows {
@@ -151,35 +149,4 @@ func ParseSwitches(names string) ([]Switch, error) {
 		out = append(out, sw)
 	}
 	return out, nil
-}
-
-// corpusEntry is a schedule that reached a block no earlier run of its
-// switch had, and the run that ran it.
-type corpusEntry struct {
-	sched schedule.Schedule
-	dir   string
-}
-
-// judgeCoverage reads the coverage a run in dir left, adds its blocks to
-// union and, when some were new, its schedule to corpus. A run without
-// coverage.json (its merge failed) counts as reaching nothing.
-func judgeCoverage(dir string, union map[string]bool, corpus []corpusEntry, parent corpusEntry, mutations []string) (*RunCoverage, []corpusEntry) {
-	cov, err := nodecover.Read(dir)
-	if err != nil {
-		return nil, corpus
-	}
-	rc := &RunCoverage{Blocks: cov.Blocks, Covered: cov.Covered, Parent: parent.dir, Mutations: mutations}
-	for _, b := range cov.Reached {
-		if !union[b] {
-			union[b] = true
-			rc.New++
-		}
-	}
-	rc.Union = len(union)
-	if rc.New > 0 {
-		if s, err := schedule.Load(filepath.Join(dir, rundir.ScheduleFile)); err == nil {
-			corpus = append(corpus, corpusEntry{sched: s, dir: dir})
-		}
-	}
-	return rc, corpus
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/zkchaos/zkchaos/history/historytest"
 	"github.com/zkchaos/zkchaos/nodecover"
 	"github.com/zkchaos/zkchaos/rundir"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // emptyRun is a run directory whose history has one harness event.
@@ -113,35 +115,47 @@ func TestParseSwitches(t *testing.T) {
 	}
 }
 
-// Coverage-guided: a run that reaches blocks no earlier run of its switch
-// reached puts its schedule in the corpus, and the next seed runs a
-// mutation of a corpus schedule (named with its parent and mutations); a
-// run that adds nothing new does not enter the corpus. Every run is
-// instrumented.
+// Coverage-guided: a run that reaches blocks or combinations no earlier run
+// of its switch reached puts its schedule in the corpus, saying which
+// novelty, and the next seed runs a mutation of a corpus schedule (named
+// with its parent and mutations); a run that adds nothing new does not
+// enter the corpus. Every run is instrumented.
 func TestMeasureCoverageGuided(t *testing.T) {
 	fixed, _ := Lookup(Fixed)
 	base := harness.RunConfig{RunSpec: rundir.RunSpec{Seed: 1, TimeLimit: 90 * time.Second, MinHold: 2 * time.Second, MaxHold: 6 * time.Second,
 		Faults: []string{"pause-node", "bounce-node"}, Nodes: 3, ZK: rundir.ZK{Servers: 3}}}
-	// reachedBy[i] are the blocks the i-th run reaches.
-	reachedBy := [][]string{{"a", "b"}, {"a", "b", "c"}, {"a"}, {"a", "d"}}
+	// reachedBy[i] are the blocks the i-th run reaches, struck[i] the
+	// brokers its faults pause (n1 is the controller).
+	reachedBy := [][]string{{"a", "b"}, {"a"}, {"a", "b", "c"}, {"a"}, {"a", "d"}}
+	struck := [][]string{{"n1"}, {"n2"}, {"n1"}, {"n2", "n1"}, nil}
 	var got []harness.RunConfig
 	m := Measure{Config: base, Seeds: len(reachedBy), Switches: []Switch{fixed}, RunsDir: t.TempDir(), CoverageGuided: true,
 		Execute: func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
 			got = append(got, rc)
+			i := len(got) - 1
 			dir := emptyRun(t)
 			sched := rc.Plan()
 			if err := sched.Save(filepath.Join(dir, rundir.ScheduleFile)); err != nil {
 				t.Fatal(err)
 			}
-			reached := reachedBy[len(got)-1]
-			cov, _ := json.Marshal(nodecover.Summary{Blocks: 10, Covered: len(reached), Reached: reached})
+			cov, _ := json.Marshal(nodecover.Summary{Blocks: 10, Covered: len(reachedBy[i]), Reached: reachedBy[i]})
 			if err := os.WriteFile(filepath.Join(dir, nodecover.File), cov, 0o644); err != nil {
 				t.Fatal(err)
+			}
+			ctl := int32(1)
+			historytest.WriteSource(t, dir, "zk", 0, history.Event{Kind: history.KindZKWatch, Time: 2,
+				Watch: &history.Watch{Path: zklayout.ControllerPath, Type: history.WatchChanged, ControllerID: &ctl}})
+			var faults []history.Event
+			for j, b := range struck[i] {
+				faults = append(faults, history.Event{Kind: history.KindFaultStart, Time: int64(3 + j), Fault: &history.Fault{ID: fmt.Sprintf("f%d", j), Name: "pause", Targets: []string{b}}})
+			}
+			if len(faults) > 0 {
+				historytest.WriteSource(t, dir, "nemesis", 0, faults...)
 			}
 			return dir, checkers.Valid, nil, nil
 		}}
 	runs, failed, err := m.Run(t.Context())
-	if err != nil || len(failed) > 0 || len(runs) != 4 {
+	if err != nil || len(failed) > 0 || len(runs) != len(reachedBy) {
 		t.Fatalf("runs %d, failed %v, err %v", len(runs), failed, err)
 	}
 	for i, rc := range got {
@@ -152,24 +166,34 @@ func TestMeasureCoverageGuided(t *testing.T) {
 			t.Errorf("run %d: stored schedule %v, want one from the corpus after the first run", i, rc.Schedule != nil)
 		}
 	}
-	wantNew, wantUnion := []int{2, 1, 0, 1}, []int{2, 3, 3, 4}
+	wantNew, wantUnion := []int{2, 0, 1, 0, 1}, []int{2, 2, 3, 3, 4}
+	wantCombos, wantNewCombos, wantComboUnion := []int{1, 1, 1, 2, 0}, []int{1, 1, 0, 0, 0}, []int{1, 2, 2, 2, 2}
+	wantJoined := []string{"new blocks,new combinations", "new combinations", "new blocks", "", "new blocks"}
 	for i, r := range runs {
 		c := r.Coverage
 		if c == nil || c.New != wantNew[i] || c.Union != wantUnion[i] {
 			t.Fatalf("run %d coverage %+v, want %d new, union %d", i, c, wantNew[i], wantUnion[i])
 		}
+		if r.Combinations != wantCombos[i] || r.NewCombinations != wantNewCombos[i] || r.CombinationsUnion != wantComboUnion[i] {
+			t.Errorf("run %d: %d combinations %v, %d new, union %d; want %d, %d new, union %d", i, r.Combinations, r.Reached, r.NewCombinations, r.CombinationsUnion,
+				wantCombos[i], wantNewCombos[i], wantComboUnion[i])
+		}
+		if j := strings.Join(r.JoinedCorpus, ","); j != wantJoined[i] {
+			t.Errorf("run %d joined the corpus for %q, want %q", i, j, wantJoined[i])
+		}
 		if i > 0 && (c.Parent == "" || len(c.Mutations) == 0) {
 			t.Errorf("run %d: parent %q, mutations %v", i, c.Parent, c.Mutations)
 		}
 	}
-	// The third run reached nothing new: no later run descends from it.
-	if runs[3].Coverage.Parent == runs[2].RunDir {
-		t.Errorf("run 3 descends from run 2, which reached nothing new")
+	// The fourth run reached nothing new: no later run descends from it.
+	if runs[4].Coverage.Parent == runs[3].RunDir {
+		t.Errorf("run 4 descends from run 3, which reached nothing new")
 	}
 	row := Table(runs)
 	for _, r := range row {
-		if r.Switch == Fixed && (r.Coverage == nil || r.Coverage.Union != 4 || r.Coverage.RunsWithNew != 3 || r.Coverage.Blocks != 10) {
-			t.Fatalf("row coverage %+v", r.Coverage)
+		if r.Switch == Fixed && (r.Coverage == nil || r.Coverage.Union != 4 || r.Coverage.RunsWithNew != 3 || r.Coverage.Blocks != 10 || r.Coverage.MedianCovered != 2 ||
+			r.Combinations != 2 || r.RunsWithNewCombinations != 2 || r.MedianCombinations != 1) {
+			t.Fatalf("row %+v, coverage %+v", r, r.Coverage)
 		}
 	}
 }

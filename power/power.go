@@ -100,6 +100,19 @@ type Run struct {
 	// Coverage is what the run's instrumented node processes reached
 	// (--cover); nil for an uninstrumented run.
 	Coverage *RunCoverage `json:"coverage,omitempty"`
+	// Combinations counts the distinct combinations of fault, target role,
+	// failpoint window and partition state class the run's faults reached
+	// (Combinations); Reached lists them as fault/role/window/state.
+	// NewCombinations counts those no earlier run of the switch reached,
+	// CombinationsUnion the switch's runs' up to and with this one.
+	Combinations      int      `json:"combinations"`
+	Reached           []string `json:"combinations_reached,omitempty"`
+	NewCombinations   int      `json:"new_combinations"`
+	CombinationsUnion int      `json:"combinations_union"`
+	// JoinedCorpus says why a coverage-guided run's schedule joined its
+	// switch's corpus: NewBlocks, NewCombinations or both; empty when it
+	// did not (or the search was not coverage-guided).
+	JoinedCorpus []string `json:"joined_corpus_for,omitempty"`
 }
 
 // RunCoverage is one run's node-program coverage beside the runs of its
@@ -205,6 +218,8 @@ func Judge(sw Switch, seed uint64, dir string, verdict checkers.Verdict, results
 		}
 	}
 	sort.Strings(r.Windows)
+	r.Reached = CombinationStrings(Combinations(h))
+	r.Combinations = len(r.Reached)
 	r.Fences = checkers.CountFences(h)
 	took, size := runCost(dir)
 	r.Seconds, r.Bytes = took.Seconds(), size
@@ -233,14 +248,24 @@ type Row struct {
 	// program, how many the runs reached together, and how many runs
 	// reached a block no earlier run had.
 	Coverage *RowCoverage `json:"coverage,omitempty"`
+	// Combinations is how many distinct combinations the row's runs
+	// reached together, MedianCombinations the median run's count, and
+	// RunsWithNewCombinations how many runs reached one no earlier run had.
+	Combinations            int     `json:"combinations"`
+	MedianCombinations      float64 `json:"median_combinations"`
+	RunsWithNewCombinations int     `json:"runs_with_new_combinations"`
 }
 
-// RowCoverage is a row's node-program coverage.
+// RowCoverage is a row's node-program coverage: the blocks of the node
+// program, how many the runs reached together (Union) and the median run
+// alone (MedianCovered), and how many runs reached a block no earlier run
+// had.
 type RowCoverage struct {
-	Blocks      int `json:"blocks"`
-	Union       int `json:"union"`
-	RunsWithNew int `json:"runs_with_new"`
-	Runs        int `json:"runs"`
+	Blocks        int     `json:"blocks"`
+	Union         int     `json:"union"`
+	MedianCovered float64 `json:"median_covered"`
+	RunsWithNew   int     `json:"runs_with_new"`
+	Runs          int     `json:"runs"`
 }
 
 // median is the middle of xs (the mean of the two middle ones), 0 when
@@ -267,6 +292,9 @@ func Table(runs []Run) []Row {
 			seconds []float64
 			bytes   []int64
 			fences  [][]checkers.FenceCount
+			covered []float64
+			combos  []float64
+			union   = map[string]bool{}
 		)
 		for _, r := range runs {
 			if r.Switch != sw.Name {
@@ -274,7 +302,15 @@ func Table(runs []Run) []Row {
 			}
 			row.Runs++
 			fences = append(fences, r.Fences)
+			combos = append(combos, float64(r.Combinations))
+			for _, c := range r.Reached {
+				union[c] = true
+			}
+			if r.NewCombinations > 0 {
+				row.RunsWithNewCombinations++
+			}
 			if c := r.Coverage; c != nil {
+				covered = append(covered, float64(c.Covered))
 				if row.Coverage == nil {
 					row.Coverage = &RowCoverage{}
 				}
@@ -311,6 +347,10 @@ func Table(runs []Run) []Row {
 		}
 		row.MedianSeconds, row.MedianBytes = median(seconds), median(bytes)
 		row.Fences = checkers.TallyFences(fences)
+		row.Combinations, row.MedianCombinations = len(union), median(combos)
+		if row.Coverage != nil {
+			row.Coverage.MedianCovered = median(covered)
+		}
 		rows = append(rows, row)
 	}
 	return rows

@@ -75,8 +75,9 @@ func TestTable(t *testing.T) {
 		{Switch: "KAFKA-532", Caught: true, By: []string{"controller-fencing", "durability"}, FirstViolation: d(30), Seconds: 90, Bytes: 24e6},
 		{Switch: "KAFKA-532", Caught: true, By: []string{"durability"}, FirstViolation: d(20), Seconds: 84, Bytes: 22e6},
 		{Switch: "KAFKA-532"}, // cost unknown: left out of the medians
-		{Switch: Fixed},
-		{Switch: Fixed, Caught: true, By: []string{"liveness"}, FirstViolation: d(5)},
+		{Switch: Fixed, Combinations: 1, Reached: []string{"pause/leader/-/isr-full"}, NewCombinations: 1, Coverage: &RunCoverage{Blocks: 100, Covered: 30, New: 30, Union: 30}},
+		{Switch: Fixed, Caught: true, By: []string{"liveness"}, FirstViolation: d(5), Combinations: 2, Reached: []string{"pause/leader/-/isr-full", "kill/controller/-/offline"},
+			NewCombinations: 1, Coverage: &RunCoverage{Blocks: 100, Covered: 20, Union: 30}},
 	}
 	rows := Table(runs)
 	if len(rows) != 2 || rows[0].Switch != "KAFKA-532" || rows[1].Switch != Fixed {
@@ -87,9 +88,14 @@ func TestTable(t *testing.T) {
 		r.MedianSeconds != 84 || r.MedianBytes != 22e6 {
 		t.Fatalf("KAFKA-532 row %+v", r)
 	}
+	if f := rows[1]; f.Combinations != 2 || f.MedianCombinations != 1.5 || f.RunsWithNewCombinations != 2 || f.Coverage == nil || f.Coverage.MedianCovered != 25 || f.Coverage.Union != 30 {
+		t.Fatalf("every-fix-on row %+v, coverage %+v", f, f.Coverage)
+	}
 	var out bytes.Buffer
 	PrintTable(&out, rows, []string{"follower-after-truncation"})
-	for _, want := range []string{"3/4", "controller-fencing 2, durability 2", "20s", "30s", "1/2 false positives", "84s, 22.0 MB", "no run reached: follower-after-truncation"} {
+	for _, want := range []string{"3/4", "controller-fencing 2, durability 2", "20s", "30s", "1/2 false positives", "84s, 22.0 MB", "no run reached: follower-after-truncation",
+		"node coverage, every-fix-on: 30 of 100 blocks reached by 2 instrumented runs together (30.0%), 25 by the median run (25.0%); 1 runs reached a block no earlier run had",
+		"combinations, every-fix-on: 2 distinct (fault, target role, failpoint window, partition state) reached by 2 runs together, 1.5 by the median run; 2 runs reached one no earlier run had"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -117,11 +117,17 @@ func storedSwitch(info *rundir.Info) (Switch, bool) {
 }
 
 // JudgeStored judges every checked run directory under dirs, in
-// name order (their run ids start with the time they ran). A directory that
+// name order (their run ids start with the time they ran), with the
+// coverage an instrumented run left (its parent and mutations, a
+// coverage-guided run's, are not stored with it). A directory that
 // is not a checked random run of a power switch is named on warn and left
 // out; one whose files do not read is an error. infos[i] is the run.json of
 // runs[i].
 func JudgeStored(warn io.Writer, dirs []string) (runs []Run, infos []*rundir.Info, err error) {
+	// Per switch, what its runs reached so far: a run's new blocks and
+	// combinations are counted against the runs before it, as when the
+	// table is made by running.
+	found := map[string]*search{}
 	for _, root := range dirs {
 		entries, err := os.ReadDir(root)
 		if err != nil {
@@ -158,7 +164,12 @@ func JudgeStored(warn io.Writer, dirs []string) (runs []Run, infos []*rundir.Inf
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", dir, err)
 			}
-			runs = append(runs, Judge(sw, info.Seed, dir, res.Verdict, res.Results, h))
+			r := Judge(sw, info.Seed, dir, res.Verdict, res.Results, h)
+			if found[sw.Name] == nil {
+				found[sw.Name] = newSearch()
+			}
+			found[sw.Name].add(&r, info.Cover, corpusEntry{}, nil)
+			runs = append(runs, r)
 			infos = append(infos, info)
 		}
 	}

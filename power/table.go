@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,15 +42,22 @@ func PrintTable(w io.Writer, rows []Row, unreached []string) {
 	tw.Flush()
 	for _, r := range rows {
 		if c := r.Coverage; c != nil && c.Blocks > 0 {
-			fmt.Fprintf(w, "node coverage, %s: %d of %d blocks reached by %d instrumented runs together (%.1f%%); %d runs reached a block no earlier run had\n",
-				r.Switch, c.Union, c.Blocks, c.Runs, 100*float64(c.Union)/float64(c.Blocks), c.RunsWithNew)
+			fmt.Fprintf(w, "node coverage, %s: %d of %d blocks reached by %d instrumented runs together (%.1f%%), %s by the median run (%.1f%%); %d runs reached a block no earlier run had\n",
+				r.Switch, c.Union, c.Blocks, c.Runs, 100*float64(c.Union)/float64(c.Blocks), num(c.MedianCovered), 100*c.MedianCovered/float64(c.Blocks), c.RunsWithNew)
 		}
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "combinations, %s: %d distinct (fault, target role, failpoint window, partition state) reached by %d runs together, %s by the median run; %d runs reached one no earlier run had\n",
+			r.Switch, r.Combinations, r.Runs, num(r.MedianCombinations), r.RunsWithNewCombinations)
 	}
 	if len(unreached) > 0 {
 		fmt.Fprintf(w, "failpoint windows no run reached: %s\n", strings.Join(unreached, ", "))
 	}
 	printFenceTable(w, rows)
 }
+
+// num writes a median as it is: 25, or 1.5 for the mean of two middle runs.
+func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // printFenceTable says, per row and fence, in how many runs a stale input
 // reached the fence and in how many it refused one, out of the runs the

@@ -66,10 +66,16 @@ many it refused one, with the counts summed, naming the fences no run tested
 table goes to power.json in --runs (or --json). With --guided each seed's
 failpoint faults aim at the windows the earlier seeds of the same switch
 reached least, so a switch's seeds together cover every window sooner.
+Every row also counts the distinct combinations its runs' faults reached: fault
+x role of its target when it struck (controller, leader, follower, ZooKeeper
+leader or follower, other) x failpoint window reached x class of the target's
+partitions (deleting, offline, leader outside the ISR, reassigning, ISR
+shrunk, ISR full), read off each run's history; power.json lists each run's.
 With --cover the node program is built with coverage instrumentation and
 the table says how many of its blocks the runs of each switch reached
-together; with --coverage-guided the search is a fuzzer's: a run that reached
-a block no earlier run of its switch had joins the corpus, and each later seed
+together and the median run alone; with --coverage-guided the search is a
+fuzzer's: a run that reached a block or a combination no earlier run of its
+switch had joins the corpus (power.json says which), and each later seed
 runs a mutation of a corpus schedule (steps added, dropped, moved, re-targeted
 or overlapped after the openings), stored with the run so it replays exactly.
 With --openings=false no schedule begins with the openings aimed at the seed
@@ -158,7 +164,7 @@ Exit status: 0 table written, 2 bad input or harness error.`,
 	f.StringVar(&lockPath, "lock", "", "hold an exclusive flock on this file during each run only (a shared machine's Docker lock), so other users get turns between runs")
 	f.StringSliceVar(&from, "from", nil, "make the table from the run directories already under these directories (comma-separated or repeated) instead of running: each run counts for the switch its run.json matches (its bug switches and node flags); other runs are skipped and named")
 	f.BoolVar(&guided, "guided", false, "aim each seed's failpoint faults at the windows the switch's earlier seeds reached least (each run stores its schedule, so it replays exactly)")
-	f.BoolVar(&covGuide, "coverage-guided", false, "instrument the node program (implies --cover) and derive each seed's schedule by mutating a schedule that reached node code no earlier run of the switch had, as a fuzzer does (each run stores its schedule, so it replays exactly)")
+	f.BoolVar(&covGuide, "coverage-guided", false, "instrument the node program (implies --cover) and derive each seed's schedule by mutating a schedule that reached node code or a combination no earlier run of the switch had, as a fuzzer does (each run stores its schedule, so it replays exactly)")
 	return cmd
 }
 
