@@ -378,19 +378,47 @@ func (n *Net) setup(ctx context.Context, c *docker.Container) error {
 // nsexec runs a host binary inside c's network namespace. It works while c is
 // SIGSTOPped, because it needs only c's pid, not c's cooperation.
 func nsexec(ctx context.Context, c *docker.Container, argv ...string) error {
+	var err error
+	// A process that exits between reading its pid and entering its
+	// namespace leaves nsenter nothing to open; when the container was
+	// started again meanwhile (another fault's bounce, in a dense schedule)
+	// the command belongs in the new process's namespace, so it is run
+	// again there.
+	for range 3 {
+		var pid int
+		if pid, err = nsPid(ctx, c); err != nil {
+			return err
+		}
+		var out []byte
+		if out, err = nsenter(ctx, pid, argv); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("in netns of %s: %s: %w: %s", c.Name, strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+		if !strings.Contains(string(out), "cannot open /proc/") {
+			return err
+		}
+		if now, perr := nsPid(ctx, c); perr != nil || now == pid {
+			return err
+		}
+	}
+	return err
+}
+
+// nsPid returns the pid of c's process, whose network namespace is c's.
+func nsPid(ctx context.Context, c *docker.Container) (int, error) {
 	st, err := c.State(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !st.Running || st.Pid == 0 {
-		return fmt.Errorf("%s is not running; its network namespace is gone", c.Name)
+		return 0, fmt.Errorf("%s is not running; its network namespace is gone", c.Name)
 	}
+	return st.Pid, nil
+}
+
+func nsenter(ctx context.Context, pid int, argv []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	full := append([]string{"-t", strconv.Itoa(st.Pid), "-n", "--"}, argv...)
-	out, err := exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("in netns of %s: %s: %w: %s", c.Name, strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	full := append([]string{"-t", strconv.Itoa(pid), "-n", "--"}, argv...)
+	return exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
 }
