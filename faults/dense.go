@@ -40,7 +40,7 @@ func PlanDenseWith(seed uint64, total, minHold, maxHold time.Duration, kinds []F
 	var at time.Duration
 	if !opt.NoOpenings {
 		var openings []Step
-		openings, at = planOpenings(seed, total, kinds)
+		openings, at = planOpenings(seed, total, kinds, opt.Transactions)
 		s.Steps = openings
 	}
 	for {
@@ -52,7 +52,8 @@ func PlanDenseWith(seed uint64, total, minHold, maxHold time.Duration, kinds []F
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(kr, kinds), Hold: hold, Pick: NewPick(r)})
+		k := drawKind(kr, kinds)
+		s.Steps = append(s.Steps, Step{At: at, Kind: k, Hold: hold, Pick: newPickFor(r, k, opt.Transactions)})
 	}
 	return s, nil
 }

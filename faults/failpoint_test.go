@@ -233,11 +233,7 @@ func fpFault(w fpTestWorld, rec *nemesis.Recorder, pr procs) *failpointFault {
 func TestFPWindowsAreTheNodeWindows(t *testing.T) {
 	var want []string
 	for _, n := range history.FailpointNames {
-		// Only scenarios arm these: the KAFKA-12671 window needs an abort
-		// the producer did not ask for while its produce is held, which a
-		// random schedule's kgo clients never send.
-		if n != history.FailpointControllerBeforeElect && n != history.FailpointControllerAfterElected &&
-			n != history.FailpointLeaderBeforeTxnAppend {
+		if n != history.FailpointControllerBeforeElect && n != history.FailpointControllerAfterElected {
 			want = append(want, n)
 		}
 	}
@@ -520,8 +516,13 @@ func TestGuideFailpoints(t *testing.T) {
 	for _, st := range even.Steps {
 		seen[PlanFailpoint(st.Pick).Window.Name] = true
 	}
-	if len(seen) != len(FPWindows) {
-		t.Fatalf("unguided-equal schedule armed only %v", seen)
+	for _, w := range FPWindows {
+		if !seen[w.Name] && !TxnWindow(w.Name) {
+			t.Fatalf("unguided-equal schedule armed only %v", seen)
+		}
+		if seen[w.Name] && TxnWindow(w.Name) {
+			t.Fatalf("a schedule of a run without transactional producers was guided to %s", w.Name)
+		}
 	}
 }
 

@@ -76,6 +76,14 @@ const (
 	// finds its session expired), so no other plan reaches the fence. Pause
 	// only (provokeAction).
 	ProvokeDeleteController = "bounce-other-then-delete-controller"
+	// ProvokeWorkload provokes nothing: the workload's own traffic
+	// reaches the window. A transactional producer's first batch of a
+	// transaction on the armed leader's partition is held before its
+	// append (leader-before-txn-append) past the producer's own timeout;
+	// the producer gives up and aborts the transaction at its epoch, and
+	// the release lets the held batch reach the log after the abort
+	// marker (KAFKA-12671's window). Pause only.
+	ProvokeWorkload = "workload-produce"
 )
 
 // laterProvocations are provocations a window gained after the generation
@@ -92,7 +100,7 @@ var laterProvocations = []struct {
 
 // provokeAction is the one action a provocation works with, where it has
 // one: the forced election needs the held controller's session alive.
-var provokeAction = map[string]string{ProvokeDeleteController: FPPause}
+var provokeAction = map[string]string{ProvokeDeleteController: FPPause, ProvokeWorkload: FPPause}
 
 // provocations returns what window w draws its provocation from in pick
 // generation g.
@@ -158,6 +166,35 @@ var FPWindows = []FPWindow{
 	// other window reaches. Pause only: a stopped controller resigns and
 	// answers NOT_CONTROLLER without looking at the epoch.
 	{history.FailpointControllerBeforeControlledShutdown, RoleController, []string{ProvokeShutdownRestart}, []string{FPPause}, 1, false},
+	// A transactional producer's batch that starts its transaction on the
+	// leader's partition, held before its append while the producer gives
+	// up on it and aborts the transaction (ProvokeWorkload). Only runs
+	// whose workload has transactional producers draw it (TxnWindow).
+	{history.FailpointLeaderBeforeTxnAppend, RoleLeader, []string{ProvokeWorkload}, []string{FPPause}, 1, false},
+}
+
+// TxnWindow reports whether only a transactional producer's produce
+// reaches window: a schedule for a run without one never plans it.
+func TxnWindow(window string) bool { return window == history.FailpointLeaderBeforeTxnAppend }
+
+// newPickFor draws a step's pick for a step of kind k: for a failpoint
+// step of a run without transactional producers (txn false) whose plan
+// arms a window only they reach, the next pick of its generation that
+// arms another window. It draws from r once, as NewPick does, so the
+// starts and holds drawn after it stay those of the seed.
+func newPickFor(r *rand.Rand, k FaultKind, txn bool) int {
+	p := NewPick(r)
+	if k != FailpointFault || txn {
+		return p
+	}
+	g := pickGeneration(p) * PickGeneration
+	for range PickGeneration {
+		if !TxnWindow(PlanFailpoint(p).Window.Name) {
+			break
+		}
+		p = g + (p-g+1)%PickGeneration
+	}
+	return p
 }
 
 // windowGenerations[g] is how many of FPWindows the picks of generation g
@@ -165,7 +202,7 @@ var FPWindows = []FPWindow{
 // table as it was when that generation was the newest. A schedule.json
 // holds its picks, so a window added later changes nothing it replays;
 // NewPick draws from the last generation, which sees every window.
-var windowGenerations = []int{6, 7, 8, 8}
+var windowGenerations = []int{6, 7, 8, 8, 9}
 
 // PickGeneration is how many picks one generation holds.
 const PickGeneration = 1 << 16
@@ -269,14 +306,23 @@ func FailpointWindowNames() []string {
 // least-reached windows. Other steps are left alone. The result is an ordinary schedule:
 // saved with the run, it replays exactly, whatever reached says later.
 func GuideFailpoints(s Schedule, reached map[string]int) Schedule {
-	least := -1
+	// A window only a transactional produce reaches is left to its
+	// opening: guided toward in a run without one, a step would hold
+	// nothing.
+	var windows []FPWindow
 	for _, w := range FPWindows {
+		if !TxnWindow(w.Name) {
+			windows = append(windows, w)
+		}
+	}
+	least := -1
+	for _, w := range windows {
 		if n := reached[w.Name]; least < 0 || n < least {
 			least = n
 		}
 	}
 	var targets []string
-	for _, w := range FPWindows {
+	for _, w := range windows {
 		if reached[w.Name] == least {
 			targets = append(targets, w.Name)
 		}

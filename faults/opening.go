@@ -46,6 +46,9 @@ type openingSpec struct {
 	// changed: OpeningBug still names their bug, and no new seed draws
 	// them.
 	was []fpChoice
+	// txn: only a run whose workload has transactional producers reaches
+	// the window; other runs plan without it.
+	txn bool
 }
 
 // fpChoice is a failpoint plan's action and provocation.
@@ -53,6 +56,20 @@ type fpChoice struct{ action, provoke string }
 
 // openingSpecs are the openings in the order a schedule runs them.
 var openingSpecs = []openingSpec{
+	// A transactional producer's first batch of a transaction on a
+	// partition is held at the leader before its append, past the
+	// producer's own give-up (the queue workload's 5 s operation timeout,
+	// 2 s grace for the answer and 2 s wait while aborting): the producer
+	// aborts the transaction with EndTxn at its epoch, the coordinator
+	// writes the ABORT marker, and the producer restarts under a new
+	// transactional id. Released after that, the batch reaches a log whose
+	// transaction is over: Kafka 2.6.3 appends it, a transaction no
+	// coordinator will end, and the partition's LSO stays below its high
+	// watermark for good (KAFKA-12671); with verification (Kafka 3.6) the
+	// marker has ended the batch's verification and the leader refuses it.
+	// It runs first: it needs nothing of a controller, and at 13 s it
+	// would not fit after the others in a 60 s run.
+	{bug: "KAFKA-12671", kind: FailpointFault, window: "leader-before-txn-append", action: FPPause, provoke: ProvokeWorkload, hold: 12 * time.Second, txn: true},
 	// The controller holds at the broker change a bounce provokes while
 	// an operator's forced election makes another broker controller; let
 	// go with its session alive, before its successor's failover, it
@@ -137,17 +154,20 @@ func openingPick(r *rand.Rand, o openingSpec) (int, bool) {
 }
 
 // planOpenings returns the openings a schedule of seed over kinds begins
-// with (those whose kind is among kinds and that fit in total) and when the
-// schedule's other faults may start. The openings draw from their own
-// generator, so the other steps a seed gives keep their shape.
-func planOpenings(seed uint64, total time.Duration, kinds []FaultKind) ([]Step, time.Duration) {
+// with (those whose kind is among kinds, that fit in total, and, for
+// those only a transactional produce reaches, only when txn says the
+// run's workload has transactional producers) and when the schedule's
+// other faults may start. The openings draw from their own generator, so
+// the other steps a seed gives keep their shape; an opening left out
+// draws nothing.
+func planOpenings(seed uint64, total time.Duration, kinds []FaultKind, txn bool) ([]Step, time.Duration) {
 	r := rand.New(rand.NewPCG(seed, 0x0be41195))
 	// The first opening starts once the workload has written for a second
 	// or two: a zombie's harm needs acknowledged records to lose.
 	at := time.Second + time.Duration(r.Int64N(int64(time.Second)))
 	var steps []Step
 	for _, o := range openingSpecs {
-		if !slices.Contains(kinds, o.kind) || at+o.hold > total {
+		if !slices.Contains(kinds, o.kind) || at+o.hold > total || (o.txn && !txn) {
 			continue
 		}
 		pick := NewPick(r)

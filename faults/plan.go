@@ -85,6 +85,11 @@ type Options struct {
 	// schedule's start. It measures what random (or guided) search finds
 	// without being aimed at the known windows.
 	NoOpenings bool
+	// Transactions: the run's workload has transactional producers (the
+	// queue workload with --queue-txn). Only then does the schedule open
+	// with KAFKA-12671's window, and only then do its failpoint steps
+	// draw windows that only a transactional produce reaches.
+	Transactions bool
 }
 
 // PlanWith is Plan with options.
@@ -102,7 +107,7 @@ func PlanWith(seed uint64, topo Topology, total, minHold, maxHold time.Duration,
 	s.Skipped = skipped
 	at := between(minHold/2, maxHold)
 	if !opt.NoOpenings {
-		openings, after := planOpenings(seed, total, usable)
+		openings, after := planOpenings(seed, total, usable, opt.Transactions)
 		s.Steps = openings
 		at = max(at, after)
 	}
@@ -111,7 +116,8 @@ func PlanWith(seed uint64, topo Topology, total, minHold, maxHold time.Duration,
 		if at+hold > total {
 			break
 		}
-		s.Steps = append(s.Steps, Step{At: at, Kind: drawKind(r, usable), Hold: hold, Pick: NewPick(r)})
+		k := drawKind(r, usable)
+		s.Steps = append(s.Steps, Step{At: at, Kind: k, Hold: hold, Pick: newPickFor(r, k, opt.Transactions)})
 		at += hold + between(minHold/2, maxHold)
 	}
 	return s

@@ -91,14 +91,17 @@ func planSpec(s rundir.RunSpec) nemesis.Schedule {
 		}
 	}
 	topo := faults.Topology{Nodes: s.Nodes, ZKServers: s.ZK.Servers}
+	// Transactional producers reach windows other workloads never do
+	// (KAFKA-12671's): only their runs plan them.
+	opt := faults.Options{NoOpenings: s.NoOpenings, Transactions: s.Workload == rundir.WorkloadQueue && s.QueueTxn && !s.NoWorkload}
 	plan := func() nemesis.Schedule {
-		return faults.PlanWith(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds, faults.Options{NoOpenings: s.NoOpenings})
+		return faults.PlanWith(s.Seed, topo, s.TimeLimit, s.MinHold, s.MaxHold, kinds, opt)
 	}
 	var sched nemesis.Schedule
 	if s.Density > 0 {
 		usable, skipped := faults.Usable(topo, kinds)
 		var err error
-		if sched, err = faults.PlanDenseWith(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density, faults.Options{NoOpenings: s.NoOpenings}); err != nil {
+		if sched, err = faults.PlanDenseWith(s.Seed, s.TimeLimit, s.MinHold, s.MaxHold, usable, s.Density, opt); err != nil {
 			sched = plan()
 			sched.Skipped = append(sched.Skipped, err.Error())
 		} else {

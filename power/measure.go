@@ -75,6 +75,9 @@ func (m Measure) Run(ctx context.Context) (runs []Run, failed []error, err error
 			rc.Seed = m.Config.Seed + uint64(i)
 			rc.Bugs = sw.Bugs
 			rc.NodeFlags = append(slices.Clone(m.Config.NodeFlags), sw.NodeFlags...)
+			if sw.Workload != "" {
+				rc.Workload, rc.QueueTxn = sw.Workload, sw.QueueTxn
+			}
 			rc.RunID = cluster.NewRunID()
 			rc.RunDir = filepath.Join(m.RunsDir, rc.RunID)
 			rc.Cover = rc.Cover || m.Cover || m.CoverageGuided

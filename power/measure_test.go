@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checkers"
+	"github.com/zkchaos/zkchaos/faults"
 	"github.com/zkchaos/zkchaos/harness"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
@@ -194,6 +195,45 @@ func TestMeasureCoverageGuided(t *testing.T) {
 		if r.Switch == Fixed && (r.Coverage == nil || r.Coverage.Union != 4 || r.Coverage.RunsWithNew != 3 || r.Coverage.Blocks != 10 || r.Coverage.MedianCovered != 2 ||
 			r.Combinations != 2 || r.RunsWithNewCombinations != 2 || r.MedianCombinations != 1) {
 			t.Fatalf("row %+v, coverage %+v", r, r.Coverage)
+		}
+	}
+}
+
+// The KAFKA-12671 row runs the queue workload with transactions, whose
+// schedules open with that bug's window; every other row keeps the
+// measurement's workload (the log workload), whose schedules do not.
+func TestKafka12671RowRunsTransactions(t *testing.T) {
+	sw12671, _ := Lookup("KAFKA-12671")
+	sw532, _ := Lookup("KAFKA-532")
+	fixed, _ := Lookup(Fixed)
+	base := harness.RunConfig{RunSpec: rundir.Default()}
+	base.Seed, base.TimeLimit = 1, time.Minute
+	type call struct {
+		workload string
+		txn      bool
+		opening  string
+	}
+	got := map[string]call{}
+	m := Measure{Config: base, Seeds: 1, Switches: []Switch{sw12671, sw532, fixed}, RunsDir: t.TempDir(),
+		Execute: func(_ context.Context, rc harness.RunConfig, _ checkers.Config) (string, checkers.Verdict, []checkers.Result, error) {
+			c := call{workload: rc.Workload, txn: rc.QueueTxn}
+			if s := rc.Plan(); len(s.Steps) > 0 && s.Steps[0].Opening {
+				c.opening = faults.OpeningBug(s.Steps[0])
+			}
+			got[strings.Join(rc.Bugs, ",")] = c
+			return emptyRun(t), checkers.Valid, nil, nil
+		}}
+	if _, _, err := m.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]call{
+		"KAFKA-12671": {rundir.WorkloadQueue, true, "KAFKA-12671"},
+		"KAFKA-532":   {base.Workload, false, "KAFKA-532"},
+		"":            {base.Workload, false, "KAFKA-532"},
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("row with bugs %q: %+v, want %+v", k, got[k], w)
 		}
 	}
 }

@@ -37,6 +37,11 @@ type Switch struct {
 	// every acknowledged record) as a violation: the offline policy is
 	// Kafka's default, so only this row counts it as harm.
 	StrictAvailability bool
+	// Workload and QueueTxn set the row's client workload (rundir.RunSpec's
+	// fields of the same names); empty, the runs keep the measurement's
+	// own (the log workload by default).
+	Workload string
+	QueueTxn bool
 }
 
 // Fixed names the row with every fix on, whose invalid runs are false
@@ -53,14 +58,18 @@ var Switches = []Switch{
 	// acks=all to need a follower: the settings of `chaos repro KAFKA-3861`.
 	{Name: "KAFKA-3861", NodeFlags: []string{"--offline-election=offline", "--min-insync-replicas=2", "--replica-lag-time-max=2s"}, Harm: []string{"availability"}, StrictAvailability: true},
 	{Name: "KAFKA-16667", Bugs: []string{"KAFKA-16667"}, NodeFlags: []string{"--replica-lag-time-max=2s"}, Harm: []string{"liveness"}},
-	// The window needs a transaction aborted while one of its produces is
-	// still on its way to the leader. kgo waits for its produces before it
-	// sends EndTxn, and the coordinator's timeout abort bumps the producer
-	// epoch, which the leader fences even without verification, so random
-	// runs (whose transactions come only from --workload queue) are not
-	// expected to catch it; there is no opening for it (its scenario is
-	// `chaos repro KAFKA-12671`). The row measures what luck finds.
-	{Name: "KAFKA-12671", Bugs: []string{"KAFKA-12671"}, Harm: []string{"lso"}},
+	// The window needs a transaction aborted at its producer's epoch while
+	// one of its produces is still held at the leader. The row runs the
+	// queue workload with transactions: its producer, when a send is not
+	// answered in time, aborts the transaction (EndTxn at its epoch, not
+	// waiting for the produce in flight) and restarts under a new
+	// transactional id; the schedule opens by holding such a produce at
+	// leader-before-txn-append past that abort (faults/opening.go), and the
+	// batch released after the ABORT marker opens a transaction nobody
+	// ends. The coordinator's timeout abort would bump the epoch, which the
+	// leader fences even without verification, so only the client's own
+	// abort opens the window.
+	{Name: "KAFKA-12671", Bugs: []string{"KAFKA-12671"}, Harm: []string{"lso"}, Workload: rundir.WorkloadQueue, QueueTxn: true},
 	{Name: Fixed},
 }
 

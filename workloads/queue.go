@@ -221,7 +221,7 @@ func (p *queueProducer) newClient() (*kgo.Client, error) {
 		kgo.ProduceRequestTimeout(p.cfg.OpTimeout),
 	)
 	if p.cfg.Transactional {
-		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-txn-%d", p.cfg.Group, p.slot)),
+		opts = append(opts, kgo.TransactionalID(queueTxnID(p.cfg.Group, p.proc)),
 			kgo.TransactionTimeout(2*p.cfg.OpTimeout))
 	}
 	kc, err := kgo.NewClient(opts...)
@@ -230,6 +230,14 @@ func (p *queueProducer) newClient() (*kgo.Client, error) {
 	}
 	return kc, nil
 }
+
+// queueTxnID is the transactional id of process proc: one per process,
+// as Kafka Streams' exactly-once v2 names its producers after the process
+// (a UUID drawn at start-up), so a process that restarts after an unknown
+// outcome comes back with a new producer id. Its previous producer id
+// writes nothing more, and a transaction the previous process left open
+// is ended by its coordinator's timeout abort (TransactionTimeout).
+func queueTxnID(group string, proc int) string { return fmt.Sprintf("%s-txn-%d", group, proc) }
 
 // value returns the next value of this slot, unique in the run.
 func (p *queueProducer) value() int64 {
@@ -278,8 +286,8 @@ func (p *queueProducer) send(ctx context.Context) bool {
 
 // txn sends recs in one transaction and ends it: committed (ok), aborted
 // (fail: about one in eight on purpose, and every one whose sends failed)
-// or unknown (info: the end was not answered, or the transaction could
-// not begin).
+// or unknown (info: the end was not answered, the transaction could not
+// begin, or it was aborted with a send still in flight).
 func (p *queueProducer) txn(ctx context.Context, recs []*kgo.Record, done *history.QueueOp) {
 	if err := p.kc.BeginTransaction(); err != nil {
 		done.Type, done.Error = history.OpInfo, err.Error()
@@ -292,32 +300,68 @@ func (p *queueProducer) txn(ctx context.Context, recs []*kgo.Record, done *histo
 	defer cancel()
 	res := produceAll(p.kc, ctx, octx, recs)
 	serr := noteSends(done, res)
-	abort := serr != nil || p.rng.IntN(8) == 0
-	try := kgo.TryCommit
-	if abort {
-		try = kgo.TryAbort
-		// Records a failed send left buffered must go before the abort.
-		if err := p.kc.AbortBufferedRecords(octx); err != nil {
-			done.Type, done.Error = history.OpInfo, err.Error()
-			return
-		}
-	} else {
-		done.CommitStart = time.Now().UnixNano()
+	if serr != nil || p.rng.IntN(8) == 0 {
+		p.abort(ctx, done, serr)
+		return
 	}
-	err := p.kc.EndTransaction(octx, try)
+	done.CommitStart = time.Now().UnixNano()
+	if err := p.kc.EndTransaction(octx, kgo.TryCommit); err != nil {
+		done.Type, done.Error = history.OpInfo, err.Error()
+		noteCode(done, err)
+		return
+	}
+	done.Type = history.OpOK
+}
+
+// abortDrain bounds the wait for the answers of sends still in flight
+// before a transaction is aborted: they had the operation's timeout and
+// produceAll's grace already.
+const abortDrain = 2 * time.Second
+
+// abort ends done's transaction with an abort, after a failed send (serr)
+// or on purpose, as an application gives up on a transaction: records kgo
+// still buffers are failed first, waiting at most abortDrain for the
+// sends in flight to be answered (AbortBufferedRecords), and then,
+// answered or not, EndTxn(abort) goes to the coordinator, so that read
+// committed consumers are not held up until the transaction's timeout.
+// kgo's EndTransaction does not wait for produce requests in flight, and
+// the Java producer's abortTransaction after delivery.timeout.ms expired
+// a batch in flight does not either: the abort is at the producer's
+// current epoch, and a produce still held at its leader may be appended
+// after the abort marker (KAFKA-12671). A send still unanswered may yet
+// land, so that operation is unknown (info) and the process restarts.
+func (p *queueProducer) abort(ctx context.Context, done *history.QueueOp, serr error) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortDrain)
+	derr := p.kc.AbortBufferedRecords(dctx)
+	cancel()
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.OpTimeout)
+	err := p.kc.EndTransaction(ectx, kgo.TryAbort)
+	cancel()
 	switch {
+	case derr != nil:
+		done.Type = history.OpInfo
+		done.Error = fmt.Sprintf("sends still in flight after %s (%v); aborted: %v", abortDrain, derr, errOrOK(err))
+		if serr != nil {
+			done.Error = serr.Error() + "; " + done.Error
+		}
 	case err != nil:
 		done.Type, done.Error = history.OpInfo, err.Error()
 		noteCode(done, err)
-	case abort:
+	default:
 		done.Type = history.OpFail
 		if serr != nil {
 			done.Error = serr.Error()
 			noteCode(done, serr)
 		}
-	default:
-		done.Type = history.OpOK
 	}
+}
+
+// errOrOK names an error, or "ok" for none.
+func errOrOK(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 // noteSends sets each send's offset (-1 for a send without an answer) and
