@@ -47,8 +47,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#patches[@]} -gt 0 ] || patches=(mutants/*.patch)
-for p in "${patches[@]}"; do
+for i in "${!patches[@]}"; do
+  p=${patches[$i]}
   [ -f "$p" ] || { echo "mutants.sh: no patch file $p" >&2; exit 2; }
+  # Absolute: the patch is applied inside a scratch copy of the tree.
+  case "$p" in /*) ;; *) patches[$i]="$root/$p" ;; esac
 done
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
 
@@ -80,7 +83,7 @@ for p in "${patches[@]}"; do
   src=$(mktemp -d "${TMPDIR:-/tmp}/zkchaos-mutant-$name.XXXX")
   # The committed tree only: a mutant is measured against what landed.
   git archive HEAD | tar -x -C "$src" || { echo "mutants.sh: cannot export HEAD" >&2; exit 2; }
-  if ! (cd "$src" && git apply "$root/$p"); then
+  if ! (cd "$src" && git apply "$p"); then
     echo "mutants.sh: $p does not apply to HEAD $(git rev-parse --short HEAD); update the patch" >&2
     rm -rf "$src"
     exit 2
