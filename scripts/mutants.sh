@@ -9,7 +9,16 @@
 # not run); the summary names that seed and the checkers.
 #
 #   scripts/mutants.sh [--seeds N] [--seed S] [--time-limit D] [--lock FILE]
-#                      [--runs DIR] [mutants/NN-name.patch ...]
+#                      [--runs DIR] [--dry-run] [mutants/NN-name.patch ...]
+#
+# A patch may name the power flags its runs take, in a header line (before
+# its first `diff --git`) such as
+#   power: --faults delete-recreate-topic --openings=false
+# for a slip only one fault kind reaches; they follow the defaults, so they
+# override them (not --seeds, --seed, --time-limit, --lock or --runs, which
+# this script sets). Without that line the runs are every-fix-on defaults.
+# --dry-run checks that each patch applies to HEAD and prints the power
+# command each seed would run, without building or starting anything.
 #
 # defaults: up to 3 seeds from seed 1, --time-limit 60s, every patch under
 # mutants/, output under runs/mutants (one power directory per mutant, and
@@ -22,7 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-seeds=3 seed=1 limit=60s lock="" out=runs/mutants
+seeds=3 seed=1 limit=60s lock="" out=runs/mutants dry=false
 patches=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,34 +40,58 @@ while [ $# -gt 0 ]; do
     --time-limit) limit=${2:?--time-limit needs a duration}; shift 2 ;;
     --lock) lock=${2:?--lock needs a file}; shift 2 ;;
     --runs) out=${2:?--runs needs a directory}; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --dry-run) dry=true; shift ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "mutants.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) patches+=("$1"); shift ;;
   esac
 done
 [ ${#patches[@]} -gt 0 ] || patches=(mutants/*.patch)
-for p in "${patches[@]}"; do
+for i in "${!patches[@]}"; do
+  p=${patches[$i]}
   [ -f "$p" ] || { echo "mutants.sh: no patch file $p" >&2; exit 2; }
+  # Absolute: the patch is applied inside a scratch copy of the tree.
+  case "$p" in /*) ;; *) patches[$i]="$root/$p" ;; esac
 done
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
+
+# patch_power prints the flags of a patch's "power:" header line (the
+# first one before its diff), or nothing.
+patch_power() {
+  sed -n '/^diff --git /q; s/^power:[[:space:]]*//p' "$1" | head -1
+}
+
+if $dry; then
+  for p in "${patches[@]}"; do
+    name=$(basename "$p" .patch)
+    git apply --check --cached "$p" || { echo "mutants.sh: $p does not apply to HEAD $(git rev-parse --short HEAD); update the patch" >&2; exit 2; }
+    flags=$(patch_power "$p")
+    for s in $(seq "$seed" $((seed + seeds - 1))); do
+      echo "$name seed $s: chaos power --switches every-fix-on --seeds 1 --seed $s --time-limit $limit${lock:+ --lock $lock} --runs $out/$name/seed-$s${flags:+ $flags}"
+    done
+  done
+  exit 0
+fi
 mkdir -p "$out"
 
 export TESTCONTAINERS_RYUK_DISABLED=true GOFLAGS=-buildvcs=false
 summary="$out/summary.tsv"
-printf 'mutant\tseeds run\tcaught by seed\tcheckers\truns\n' > "$summary"
+printf 'mutant\tpower flags\tseeds run\tcaught by seed\tcheckers\truns\n' > "$summary"
 missed=0
 for p in "${patches[@]}"; do
   name=$(basename "$p" .patch)
   src=$(mktemp -d "${TMPDIR:-/tmp}/zkchaos-mutant-$name.XXXX")
   # The committed tree only: a mutant is measured against what landed.
   git archive HEAD | tar -x -C "$src" || { echo "mutants.sh: cannot export HEAD" >&2; exit 2; }
-  if ! (cd "$src" && git apply "$root/$p"); then
+  if ! (cd "$src" && git apply "$p"); then
     echo "mutants.sh: $p does not apply to HEAD $(git rev-parse --short HEAD); update the patch" >&2
     rm -rf "$src"
     exit 2
   fi
   (cd "$src" && go build -o bin/chaos ./cmd/chaos) || { echo "mutants.sh: $name does not build" >&2; rm -rf "$src"; exit 2; }
-  echo "== mutant $name: up to $seeds seeds from $seed, $limit each"
+  flags=$(patch_power "$p")
+  read -r -a extra <<<"$flags"
+  echo "== mutant $name: up to $seeds seeds from $seed, $limit each${flags:+, power flags: $flags}"
   rm -rf "${out:?}/$name"
   # One power directory per seed, and no more seeds once one catches it:
   # the question is whether a mutant is found within N seeds.
@@ -68,7 +101,7 @@ for p in "${patches[@]}"; do
     # Its own cache: the node binary built from the mutated source must
     # not replace the one other runs on this machine use.
     (cd "$src" && ZKCHAOS_CACHE="$src/.cache" bin/chaos power --switches every-fix-on \
-      --seeds 1 --seed "$s" --time-limit "$limit" ${lock:+--lock "$lock"} --runs "$out/$name/seed-$s")
+      --seeds 1 --seed "$s" --time-limit "$limit" ${lock:+--lock "$lock"} --runs "$out/$name/seed-$s" ${extra[@]+"${extra[@]}"})
     st=$?
     pj="$out/$name/seed-$s/power.json"
     if [ "$st" -ne 0 ] || [ ! -f "$pj" ]; then
@@ -86,12 +119,12 @@ for p in "${patches[@]}"; do
     fi
   done
   rm -rf "$src"
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$ran" "$caught_at" "${by:--}" "$out/$name" >> "$summary"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "${flags:--}" "$ran" "$caught_at" "${by:--}" "$out/$name" >> "$summary"
   [ "$caught_at" != - ] || missed=$((missed + 1))
 done
 
 echo
 column -t -s $'\t' "$summary" 2>/dev/null || cat "$summary"
 total=$((${#patches[@]}))
-echo "mutants caught: $((total - missed)) of $total (within $seeds random seeds each, every fix on)"
+echo "mutants caught: $((total - missed)) of $total (within $seeds random seeds each, every fix on, with each patch's power flags)"
 [ "$missed" -eq 0 ]
