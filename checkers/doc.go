@@ -27,7 +27,11 @@
 // HW lags), "deposed-leader-read" (one answered by a leader that had not yet
 // learned of its successor), "deposed-leader-out-of-range" (a consumer
 // sent back to the log start by such a leader's OFFSET_OUT_OF_RANGE for an
-// offset above its shorter log), "duplicate-append" (a non-idempotent
+// offset above its shorter log), "deposed-leader-list-offsets" (a consumer
+// assigned from an exact offset moved below it by such a leader's latest
+// offset, its own high watermark), "deposed-coordinator-generation" (a group
+// generation such a coordinator raised from memory and never stored, handed
+// out again by its successor), "duplicate-append" (a non-idempotent
 // producer's resend appended twice), "KAFKA-3861" (a partition left offline
 // although a registered broker held every acknowledged record),
 // "unclean-election" and "queued-controlled-shutdown" (see their

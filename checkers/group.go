@@ -26,7 +26,9 @@ import (
 // coordinator logged it; (2) a coordinator answered one without an error,
 // carrying generation g, after some coordinator had answered the group at a
 // generation above g: a deposed coordinator that still took the old
-// generation's commits. A request that carried no generation (-1: an
+// generation's commits; when that coordinator had been deposed (another
+// broker led the partition at a newer leader epoch) and never stored the
+// generation, it is the known anomaly KnownDeposedCoordinatorGeneration. A request that carried no generation (-1: an
 // OffsetCommit of a consumer outside any group, as Kafka allows for an
 // empty group, and a TxnOffsetCommit before v3) is not judged.
 type GroupGenerations struct{}
@@ -37,21 +39,48 @@ func (GroupGenerations) Name() string { return "group-generation" }
 // groupActs are the requests a member makes in a generation.
 var groupActs = []string{history.GroupAPISync, history.GroupAPIHeartbeat, history.GroupAPIOffsetCommit, history.GroupAPITxnOffsetCommit}
 
+// KnownDeposedCoordinatorGeneration: a coordinator answered a member at a
+// generation below one a deposed coordinator had handed out. The deposed
+// coordinator, still leading the group's __consumer_offsets partition at an
+// older leader epoch by its own record after another broker had become its
+// leader at a newer one, kept answering JoinGroup from memory and raised
+// the generation there (GroupCoordinator.onCompleteJoin); it stores a
+// generation only by the leader's SyncGroup, whose group write with acks=-1
+// cannot complete on a leader its followers have left, so no SyncGroup of
+// that generation succeeded there. The new coordinator loaded the older
+// generation from the log (GroupMetadataManager.loadGroupsForPartition) and
+// hands out the same numbers again.
+const KnownDeposedCoordinatorGeneration = "deposed-coordinator-generation"
+
+// newestGen is the highest generation a coordinator answered a group at,
+// with what makes it a deposed coordinator's memory only: the coordinator's
+// own last role change of the group's partition and the newer leadership
+// of another broker (both nil when it was not deposed).
+type newestGen struct {
+	gen       int32
+	ev        *history.Event
+	own, succ *history.Event
+}
+
 // Check implements Checker.
 func (c GroupGenerations) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
 	t0 := firstTime(h)
-	type seen struct {
-		gen  int32
-		idx  int
-		node int32
-	}
-	newest := map[string]seen{} // group → the highest generation a coordinator answered it at
+	newest := map[string]newestGen{} // group → the highest generation a coordinator answered it at
+	roles := newCoordinatorRoles()
+	stored := map[nodeGroup]int32{} // the highest generation a SyncGroup succeeded at on a broker
 	judged := 0
-	for e := range eventsOf(h, history.KindGroupRequest) {
+	for e := range eventsOf(h, history.KindGroupRequest, history.KindRoleChange, history.KindNodeStart) {
+		if e.Kind != history.KindGroupRequest {
+			roles.add(e)
+			continue
+		}
 		g := e.Group
 		if g.Group == "" {
 			continue
+		}
+		if g.ErrorCode == 0 && g.API == history.GroupAPISync && g.Generation > stored[nodeGroup{e.Node, g.Group}] {
+			stored[nodeGroup{e.Node, g.Group}] = g.Generation
 		}
 		if g.ErrorCode == 0 && slices.Contains(groupActs, g.API) && g.Generation >= 0 {
 			judged++
@@ -59,17 +88,72 @@ func (c GroupGenerations) Check(h *history.History) Result {
 			case g.GroupGeneration >= 0 && g.Generation != g.GroupGeneration:
 				r.violate([]int{e.Index}, "%s, coordinator of group %q, answered %s from member %q carrying generation %d without an error (event %d, +%s), although the group was at generation %d there: a coordinator answers a member of another generation ILLEGAL_GENERATION (GroupCoordinator.handle%s).",
 					nodeName(e.Node), g.Group, g.API, g.Member, g.Generation, e.Index, rel(e.Time, t0), g.GroupGeneration, handlerOf(g.API))
+			case ok && n.gen > g.Generation && n.succ != nil && stored[nodeGroup{n.ev.Node, g.Group}] < n.gen:
+				r.knownAnomaly(KnownDeposedCoordinatorGeneration, []int{n.own.Index, n.succ.Index, n.ev.Index, e.Index},
+					"%s answered %s of group %q from member %q at generation %d without an error (event %d, +%s), below generation %d that %s had handed out (%s, event %d, +%s) from memory: %s last led %s at leader epoch %d (role change event %d, +%s) while %s had led it at leader epoch %d since +%s (role change event %d), and no SyncGroup of generation %d succeeded on %s, so the generation was never written to the log.",
+					nodeName(e.Node), g.API, g.Group, g.Member, g.Generation, e.Index, rel(e.Time, t0), n.gen, nodeName(n.ev.Node), n.ev.Group.API, n.ev.Index, rel(n.ev.Time, t0),
+					nodeName(n.ev.Node), n.own.Role.TP(), n.own.Role.LeaderEpoch, n.own.Index, rel(n.own.Time, t0),
+					nodeName(n.succ.Node), n.succ.Role.LeaderEpoch, rel(n.succ.Time, t0), n.succ.Index, n.gen, nodeName(n.ev.Node))
 			case ok && n.gen > g.Generation:
-				r.violate([]int{n.idx, e.Index}, "%s answered %s of group %q from member %q carrying generation %d without an error (event %d, +%s), after %s had answered the group at generation %d (event %d, +%s): a coordinator that lost the group's __consumer_offsets partition no longer takes the old generation's requests, and the new coordinator loads the newer generation from the log (GroupMetadataManager.loadGroupsForPartition).",
-					nodeName(e.Node), g.API, g.Group, g.Member, g.Generation, e.Index, rel(e.Time, t0), nodeName(n.node), n.gen, n.idx, rel(h.Events[n.idx].Time, t0))
+				r.violate([]int{n.ev.Index, e.Index}, "%s answered %s of group %q from member %q carrying generation %d without an error (event %d, +%s), after %s had answered the group at generation %d (event %d, +%s): a coordinator that lost the group's __consumer_offsets partition no longer takes the old generation's requests, and the new coordinator loads the newer generation from the log (GroupMetadataManager.loadGroupsForPartition).",
+					nodeName(e.Node), g.API, g.Group, g.Member, g.Generation, e.Index, rel(e.Time, t0), nodeName(n.ev.Node), n.gen, n.ev.Index, rel(n.ev.Time, t0))
 			}
 		}
 		if n, ok := newest[g.Group]; g.GroupGeneration >= 0 && (!ok || g.GroupGeneration > n.gen) {
-			newest[g.Group] = seen{g.GroupGeneration, e.Index, e.Node}
+			own, succ := roles.deposed(e.Node, g.Partition)
+			newest[g.Group] = newestGen{g.GroupGeneration, e, own, succ}
 		}
 	}
 	r.detail("group_requests_judged", judged)
 	return r.result(fmt.Sprintf("every SyncGroup, Heartbeat, OffsetCommit and TxnOffsetCommit a coordinator accepted (%d) carried the group's generation there, and none an older generation than a coordinator had already answered the group at.", judged))
+}
+
+type nodeGroup struct {
+	node  int32
+	group string
+}
+
+// coordinatorRoles follows who leads each __consumer_offsets partition: each
+// broker's own last role change (forgotten when its process starts again)
+// and the newest leadership any broker took.
+type coordinatorRoles struct {
+	own    map[nodePartition]*history.Event
+	newest map[int32]*history.Event
+}
+
+type nodePartition struct{ node, partition int32 }
+
+func newCoordinatorRoles() *coordinatorRoles {
+	return &coordinatorRoles{own: map[nodePartition]*history.Event{}, newest: map[int32]*history.Event{}}
+}
+
+func (c *coordinatorRoles) add(e *history.Event) {
+	if e.Kind == history.KindNodeStart {
+		for k := range c.own {
+			if k.node == e.Node {
+				delete(c.own, k)
+			}
+		}
+		return
+	}
+	if e.Role == nil || e.Role.Topic != history.GroupMetadataTopic {
+		return
+	}
+	c.own[nodePartition{e.Node, e.Role.Partition}] = e
+	if n := c.newest[e.Role.Partition]; e.Role.Role == history.RoleLeader && (n == nil || e.Role.LeaderEpoch > n.Role.LeaderEpoch) {
+		c.newest[e.Role.Partition] = e
+	}
+}
+
+// deposed returns broker node's last leadership of partition p and another
+// broker's newer one when node still led p by its own record; nils otherwise.
+func (c *coordinatorRoles) deposed(node, p int32) (own, succ *history.Event) {
+	own = c.own[nodePartition{node, p}]
+	succ = c.newest[p]
+	if own == nil || succ == nil || own.Role.Role != history.RoleLeader || succ.Node == node || succ.Role.LeaderEpoch <= own.Role.LeaderEpoch {
+		return nil, nil
+	}
+	return own, succ
 }
 
 // handlerOf names GroupCoordinator's handler of a group API.

@@ -144,6 +144,10 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, st *pollStr
 		if rec.Offset < start {
 			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s), below offset %d %s, %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), start, from, where)
+			if b, ok := resets.findListed(tp, start, rec.Offset, st.assigned.Time, e.Time); ok {
+				listedBack(r, m, b, events, msg, start)
+				return
+			}
 			backwards(r, m, resets, events, msg, tp, start, st.assigned.Time, e.Time)
 			return
 		}
@@ -283,4 +287,18 @@ func backwards(r *report, m *queueModel, resets *outOfRange, events []int, msg s
 	default:
 		r.violate(events, "nonmonotonic poll: %s.", msg)
 	}
+}
+
+// listedBack judges an assignment's first poll below its start offset that a
+// ListOffsets answer below it explains: the known anomaly
+// KnownDeposedLeaderListOffsets when the answering broker had been deposed,
+// else a violation naming the answer (the partition's newest leader listed
+// a latest offset below one a consumer had been able to read up to).
+func listedBack(r *report, m *queueModel, b listedBy, events []int, msg string, start int64) {
+	if b.successor != nil {
+		r.knownAnomaly(KnownDeposedLeaderListOffsets, append(events, b.answer.Index, b.successor.Index),
+			"%s: %s: the deposed leader, not yet told of its successor, answered by its own high watermark (ListOffsets fences only a client that names another leader epoch, KIP-320).", msg, b.why(m, start))
+		return
+	}
+	r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader listed a latest offset below one the consumer had been assigned from.", msg, b.why(m, start))
 }

@@ -23,20 +23,37 @@ import (
 // auto.offset.reset policy.
 const KnownDeposedLeaderOutOfRange = "deposed-leader-out-of-range"
 
+// KnownDeposedLeaderListOffsets: a consumer assigned a partition from an
+// exact offset began reading below it after a broker answered its
+// ListOffsets for the latest offset with a high watermark below that
+// offset, while another broker already led the partition at a higher leader
+// epoch: the client moves an exact start offset above the listed end down
+// to it (franz-go, like Kafka's own consumer after an out-of-range reset),
+// and the deposed leader, not yet told of its successor and naming itself
+// leader in its own stale metadata, answered by its own high watermark
+// (ListOffsets fences only a client that names another leader epoch,
+// KIP-320).
+const KnownDeposedLeaderListOffsets = "deposed-leader-list-offsets"
+
 // outOfRange indexes, per partition, the consumer fetches leaders answered
-// OFFSET_OUT_OF_RANGE and the role changes that made brokers leaders.
+// OFFSET_OUT_OF_RANGE, the consumer ListOffsets answered with a latest
+// offset, and the role changes that made brokers leaders.
 type outOfRange struct {
 	answers map[history.TopicPartition][]*history.Event
+	listed  map[history.TopicPartition][]*history.Event
 	leaders map[history.TopicPartition][]*history.Event
 }
 
 func outOfRangeOf(h *history.History) *outOfRange {
-	o := &outOfRange{answers: map[history.TopicPartition][]*history.Event{}, leaders: map[history.TopicPartition][]*history.Event{}}
-	for e := range eventsOf(h, history.KindReplicaFetch, history.KindRoleChange) {
+	o := &outOfRange{answers: map[history.TopicPartition][]*history.Event{}, listed: map[history.TopicPartition][]*history.Event{}, leaders: map[history.TopicPartition][]*history.Event{}}
+	for e := range eventsOf(h, history.KindReplicaFetch, history.KindListOffsets, history.KindRoleChange) {
 		switch {
 		case e.ReplicaFetch != nil && e.ReplicaFetch.Replica < 0 && e.ReplicaFetch.ErrorCode == history.ErrOffsetOutOfRange:
 			tp := e.ReplicaFetch.TP()
 			o.answers[tp] = append(o.answers[tp], e)
+		case e.Listed != nil && e.Listed.Timestamp == -1 && e.Listed.ErrorCode == 0:
+			tp := e.Listed.TP()
+			o.listed[tp] = append(o.listed[tp], e)
 		case e.Role != nil && e.Role.Role == history.RoleLeader:
 			tp := e.Role.TP()
 			o.leaders[tp] = append(o.leaders[tp], e)
@@ -65,14 +82,56 @@ func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64) (re
 	if !ok {
 		return found, false
 	}
-	f := found.answer.ReplicaFetch
+	found.successor = o.successor(tp, found.answer, found.answer.ReplicaFetch.LeaderEpoch)
+	return found, true
+}
+
+// successor is the first leadership of tp another broker than answer's took
+// before it at a leader epoch above epoch, the one answer's broker held; nil
+// when there was none.
+func (o *outOfRange) successor(tp history.TopicPartition, answer *history.Event, epoch int32) *history.Event {
 	for _, l := range o.leaders[tp] {
-		if l.Time < found.answer.Time && l.Role.LeaderEpoch > f.LeaderEpoch && l.Node != found.answer.Node {
-			found.successor = l
-			break
+		if l.Time < answer.Time && l.Role.LeaderEpoch > epoch && l.Node != answer.Node {
+			return l
 		}
 	}
-	return found, true
+	return nil
+}
+
+// listedBy is a consumer ListOffsets answer whose latest offset moved an
+// assigned start offset down, and the leadership that had deposed the
+// answering broker (nil when it led the partition's newest leader epoch).
+type listedBy struct {
+	answer, successor *history.Event
+}
+
+// findListed returns the last latest-offset answer for tp between times
+// from and to below offset start and at or below polled, the offset the
+// consumer began at.
+func (o *outOfRange) findListed(tp history.TopicPartition, start, polled, from, to int64) (listedBy, bool) {
+	var found listedBy
+	ok := false
+	for _, a := range o.listed[tp] {
+		if a.Time >= from && a.Time <= to && a.Listed.Offset < start && a.Listed.Offset <= polled {
+			found, ok = listedBy{answer: a}, true
+		}
+	}
+	if ok {
+		found.successor = o.successor(tp, found.answer, found.answer.Listed.LeaderEpoch)
+	}
+	return found, ok
+}
+
+// why says what the answer was and, for a deposed leader's, who led then.
+func (b listedBy) why(m *queueModel, start int64) string {
+	a, l := b.answer, b.answer.Listed
+	s := fmt.Sprintf("broker %d answered the consumer's ListOffsets of %s for the latest offset with %d (event %d, %s), its high watermark at leader epoch %d (the request carried current leader epoch %d), its log ending at %d",
+		a.Node, l.TP(), l.Offset, a.Index, m.when(a), l.LeaderEpoch, l.CurrentLeaderEpoch, l.LogEndOffset)
+	if b.successor != nil {
+		s += fmt.Sprintf(", while broker %d had led %s at leader epoch %d for %s (role change event %d)",
+			b.successor.Node, l.TP(), b.successor.Role.LeaderEpoch, time.Duration(a.Time-b.successor.Time).Round(time.Millisecond), b.successor.Index)
+	}
+	return s + fmt.Sprintf(", and the client moved its start offset %d down to that listed end", start)
 }
 
 // why says what the answer was and, for a deposed leader's, who led then.

@@ -418,3 +418,62 @@ func TestQueuePollResetByOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// A consumer assigned from an exact offset that begins below it after a
+// broker listed a latest offset below it: a deposed leader's answer makes it
+// the known anomaly (the client moved its offset down to the listed end);
+// the current leader's answer, or one above where it began, leaves it a
+// violation.
+func TestQueuePollMovedByListOffsets(t *testing.T) {
+	tp := history.TP("q", 0)
+	role := func(b *hb.Builder, node, epoch int32) int {
+		return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: tp.Topic, Partition: tp.Partition, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
+	}
+	listed := func(b *hb.Builder, node, epoch int32, offset int64) int {
+		return b.Add(history.Event{Kind: history.KindListOffsets, Node: node, Listed: &history.ListOffsets{Topic: tp.Topic, Partition: tp.Partition,
+			Timestamp: -1, CurrentLeaderEpoch: epoch, LeaderEpoch: epoch, Offset: offset, HighWatermark: offset, LogEndOffset: 4}})
+	}
+	for _, tc := range []struct {
+		name    string
+		answer  func(b *hb.Builder)
+		want    Verdict
+		known   bool
+		explain string
+	}{
+		{name: "a deposed leader's answer", want: Valid, known: true,
+			answer:  func(b *hb.Builder) { listed(b, 1, 0, 1) },
+			explain: "below offset 3 it was assigned from (event 11), in its assignment 1: broker 1 answered the consumer's ListOffsets of q-0 for the latest offset with 1 (event 12), its high watermark at leader epoch 0 (the request carried current leader epoch 0), its log ending at 4, while broker 2 had led q-0 at leader epoch 1"},
+		{name: "the current leader's answer", want: Invalid,
+			answer:  func(b *hb.Builder) { listed(b, 2, 1, 1) },
+			explain: "broker 2 answered the consumer's ListOffsets of q-0 for the latest offset with 1 (event 12), its high watermark at leader epoch 1 (the request carried current leader epoch 1), its log ending at 4, and the client moved its start offset 3 down to that listed end, the partition's newest leadership"},
+		{name: "an answer above where it began", want: Invalid,
+			answer:  func(b *hb.Builder) { listed(b, 1, 0, 2) },
+			explain: "nonmonotonic poll: process 1 (client-1) polled offset 1 of q-0 (value 11, event 14), below offset 3 it was assigned from (event 11), in its assignment 1."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := hb.New()
+			role(b, 1, 0)
+			for v := int64(0); v < 4; v++ {
+				qsent(b, 0, 10+v, v)
+			}
+			role(b, 2, 1)
+			qassign(b, "client-1", 1, false, 0, 3)
+			tc.answer(b)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 1, 11, 2, 12))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
+			}
+			text := r.Explanation
+			for _, k := range r.Known {
+				text += " " + k.Example
+			}
+			if got := len(r.Known) == 1 && r.Known[0].Name == KnownDeposedLeaderListOffsets; got != tc.known {
+				t.Fatalf("known anomalies %+v, want %s: %v", r.Known, KnownDeposedLeaderListOffsets, tc.known)
+			}
+			if !strings.Contains(eventTimes.ReplaceAllString(text, ""), tc.explain) {
+				t.Fatalf("explanation %q does not contain %q", text, tc.explain)
+			}
+		})
+	}
+}

@@ -42,6 +42,7 @@ type Kind string
 //	produce_refused       Refusal      node (partition leader), a producer's batch refused by its producer epoch or by transaction verification
 //	queue_op              Queue        queue workload (Jepsen's Kafka queue test: sends and polls; history/queue.go)
 //	topic_deletion        Deletion     node: the controller began, halted or finished deleting a topic; a broker removed a deleted partition's log
+//	list_offsets          Listed       node (a replica of the partition), a consumer's ListOffsets answered
 const (
 	KindOp                 Kind = "op"
 	KindNodeStart          Kind = "node_start"
@@ -70,6 +71,7 @@ const (
 	KindTxnMarker          Kind = "txn_marker"
 	KindTopicDeletion      Kind = "topic_deletion"
 	KindProduceRefused     Kind = "produce_refused"
+	KindListOffsets        Kind = "list_offsets"
 )
 
 // Kinds lists every kind this version knows, in the order of the table above.
@@ -81,6 +83,7 @@ var Kinds = []Kind{
 	KindISRChange, KindHWCheckpoint, KindTruncation, KindZKWatch,
 	KindFaultStart, KindFaultStop, KindPhase, KindReplicaFetch, KindGroupRequest,
 	KindTxnRequest, KindTxnMarker, KindQueueOp, KindTopicDeletion, KindProduceRefused,
+	KindListOffsets,
 }
 
 // Event is one line of a history file. The header fields are common to every
@@ -126,6 +129,7 @@ type Event struct {
 	Queue        *QueueOp        `json:"queue,omitempty"`
 	Deletion     *TopicDeletion  `json:"deletion,omitempty"`
 	Refusal      *ProduceRefusal `json:"produce_refusal,omitempty"`
+	Listed       *ListOffsets    `json:"list_offsets,omitempty"`
 }
 
 // TopicPartition names one partition.

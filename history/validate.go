@@ -12,12 +12,12 @@ func Known(k Kind) bool {
 }
 
 // payloadSet lists, in field order, whether each payload pointer is set.
-func (e *Event) payloadSet() [23]bool {
-	return [23]bool{e.Op != nil, e.Process != nil, e.Registration != nil, e.Controller != nil,
+func (e *Event) payloadSet() [24]bool {
+	return [24]bool{e.Op != nil, e.Process != nil, e.Registration != nil, e.Controller != nil,
 		e.ZKWrite != nil, e.Control != nil, e.Shutdown != nil, e.Role != nil, e.Append != nil,
 		e.HW != nil, e.ISR != nil, e.Checkpoint != nil, e.Truncation != nil, e.Watch != nil,
 		e.Fault != nil, e.Phase != nil, e.ReplicaFetch != nil, e.Group != nil,
-		e.Txn != nil, e.TxnMarker != nil, e.Queue != nil, e.Deletion != nil, e.Refusal != nil}
+		e.Txn != nil, e.TxnMarker != nil, e.Queue != nil, e.Deletion != nil, e.Refusal != nil, e.Listed != nil}
 }
 
 // payloadOf maps every kind this version can read (Kinds) to the position
@@ -30,6 +30,7 @@ var payloadOf = map[Kind]int{
 	KindISRChange: 10, KindHWCheckpoint: 11, KindTruncation: 12, KindZKWatch: 13,
 	KindFaultStart: 14, KindFaultStop: 14, KindPhase: 15, KindReplicaFetch: 16, KindGroupRequest: 17,
 	KindTxnRequest: 18, KindTxnMarker: 19, KindQueueOp: 20, KindTopicDeletion: 21, KindProduceRefused: 22,
+	KindListOffsets: 23,
 }
 
 // ErrFutureVersion is wrapped by Validate for a record newer than SchemaVersion.

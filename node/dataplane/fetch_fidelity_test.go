@@ -186,3 +186,47 @@ func TestConsumerOutOfRangeFetchIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// A consumer's ListOffsets is logged with the answer, the replica's leader
+// epoch and its HW and log end (a client assigned from an exact offset
+// moves it down to a listed latest below it, and the harness must know who
+// answered); a follower's is not.
+func TestConsumerListOffsetsIsLogged(t *testing.T) {
+	var logged bytes.Buffer
+	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
+		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
+		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	lead(t, m, 0, 1, 2, 3) // leader epoch 3, ISR [1, 2, 3]: the HW stays 0
+	if r := produce(m, 0, 1, time.Second, batch("a", "b")); r.ErrorCode != 0 {
+		t.Fatalf("produce: %d", r.ErrorCode)
+	}
+	for _, tt := range []struct {
+		replica, epoch int32
+		want           *history.ListOffsets
+	}{
+		{-1, 3, &history.ListOffsets{Topic: "t", Partition: 0, Timestamp: -1, CurrentLeaderEpoch: 3, LeaderEpoch: 3, Offset: 0, HighWatermark: 0, LogEndOffset: 2}},
+		{-1, 2, &history.ListOffsets{Topic: "t", Partition: 0, Timestamp: -1, CurrentLeaderEpoch: 2, LeaderEpoch: 3, ErrorCode: kerr.FencedLeaderEpoch.Code, Offset: -1, HighWatermark: 0, LogEndOffset: 2}},
+		{2, 3, nil},
+	} {
+		logged.Reset()
+		m.ListOffsets(listOffsetsRequest(tt.replica, history.TP("t", 0), -1, tt.epoch))
+		var got []history.ListOffsets
+		for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+			var e history.Event
+			if line == "" || json.Unmarshal([]byte(line), &e) != nil || e.Kind != history.KindListOffsets {
+				continue
+			}
+			got = append(got, *e.Listed)
+		}
+		switch {
+		case tt.want == nil && len(got) > 0:
+			t.Errorf("replica %d's ListOffsets: logged %+v", tt.replica, got)
+		case tt.want != nil && (len(got) != 1 || got[0] != *tt.want):
+			t.Errorf("consumer's ListOffsets at epoch %d: logged %+v, want %+v", tt.epoch, got, *tt.want)
+		}
+	}
+}

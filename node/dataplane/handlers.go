@@ -90,6 +90,17 @@ func (p *partition) logConsumerOutOfRangeLocked(in *kmsg.FetchRequestTopicPartit
 		FetchOffset: in.FetchOffset, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}})
 }
 
+// logConsumerListOffsetsLocked logs a consumer's ListOffsets answer: a
+// client that assigns a partition from an exact offset moves it into the
+// listed bounds, so a checker that sees it read backwards must know which
+// broker answered which offset, at which leader epoch.
+func (p *partition) logConsumerListOffsetsLocked(in kmsg.ListOffsetsRequestTopicPartition, out *kmsg.ListOffsetsResponseTopicPartition) {
+	p.m.log.Emit(history.Event{Kind: history.KindListOffsets, Listed: &history.ListOffsets{
+		Topic: p.tp.Topic, Partition: p.tp.Partition, Timestamp: in.Timestamp,
+		CurrentLeaderEpoch: in.CurrentLeaderEpoch, LeaderEpoch: p.leaderEpoch, ErrorCode: out.ErrorCode,
+		Offset: out.Offset, HighWatermark: p.hw, LogEndOffset: p.log.LogEndOffset()}})
+}
+
 // debuggingReplicaID is ListOffsetRequest.DEBUGGING_REPLICA_ID: the one
 // replica id that any replica answers (the controller's query-leo uses it).
 const debuggingReplicaID = -2
@@ -594,6 +605,9 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 					if req.Version == 0 && op.Offset >= 0 {
 						op.OldStyleOffsets = []int64{op.Offset}
 					}
+				}
+				if consumer {
+					p.logConsumerListOffsetsLocked(rp, &op)
 				}
 				return op.ErrorCode
 			})
