@@ -313,10 +313,9 @@ func (c Availability) Check(h *history.History) Result {
 		}
 	}
 	if g := c.RegisteredElectGrace; g > 0 {
+		// Deletion windows are judged inside findRegisteredElect: an
+		// episode ends where its topic's deletion begins.
 		for _, f := range findRegisteredElect(h, tl, g) {
-			if dw.during(f.tp.Topic, f.from) {
-				continue
-			}
 			evs := []int{f.state, f.ctl.elected}
 			if f.endIdx >= 0 {
 				evs = append(evs, f.endIdx)

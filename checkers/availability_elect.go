@@ -7,6 +7,7 @@ package checkers
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -98,6 +99,7 @@ type registeredElect struct {
 	ctl      ctlSpan
 	endIdx   int // what ended it; -1 if the history ended first
 	openEnds bool
+	deletion bool // its topic's deletion began (endIdx) and ended it
 	// acting is the time within from..to that the controller acted with
 	// no fault on it or on ZooKeeper; over is when that passed the grace
 	// (0: it never did).
@@ -151,6 +153,10 @@ type electWorld struct {
 	// outstanding (its start to its answer): a controller waiting on
 	// ZooKeeper is not the one keeping a partition leaderless.
 	waits map[int32][][2]int64
+	// dw are the times topics were being deleted: a topic queued for
+	// deletion is left out of every election
+	// (PartitionStateMachine.triggerOnlinePartitionStateChange skips it).
+	dw deletionWindows
 }
 
 func newElectWorld(h *history.History, grace time.Duration) *electWorld {
@@ -189,6 +195,15 @@ func newElectWorld(h *history.History, grace time.Duration) *electWorld {
 	}
 	for _, fw := range w.windows {
 		w.points = append(w.points, fw.Start.Time, fw.End)
+	}
+	w.dw = findDeletionWindows(h)
+	for _, ws := range w.dw {
+		for _, dw := range ws {
+			w.points = append(w.points, dw.from)
+			if dw.to < math.MaxInt64 {
+				w.points = append(w.points, dw.to)
+			}
+		}
 	}
 	// Registrations are the watcher's listings, in the watcher's timeline,
 	// which lags ZooKeeper when its server does (a slowed link heals with a
@@ -318,7 +333,16 @@ func (w *electWorld) episodes(tp history.TopicPartition, obs []leaderObs, out []
 		st := obs[k]
 		need, elig := w.needsElection(st, t)
 		ctl, ok, cut := w.actingAt(t)
-		cond := need && len(elig) > 0 && ok
+		// A new controller queues a deletion it finds at failover
+		// (TopicDeletionManager.init) tens of milliseconds after the old
+		// leader's registration went: the episode ends there, and is owed a
+		// leader only if the grace ran out before.
+		dwin, deleting := w.dw.windowAt(tp.Topic, t)
+		cond := need && len(elig) > 0 && ok && !deleting
+		if open != nil && deleting {
+			open.deletion = true
+			closeAt(t, dwin.started, false)
+		}
 		if open != nil && (!cond || ctl.elected != open.ctl.elected) {
 			closeAt(t, eventAt(w.h, t), false)
 		}
@@ -358,6 +382,9 @@ func (f registeredElect) explain(h *history.History, grace time.Duration) string
 	}
 	if f.openEnds {
 		ended = fmt.Sprintf("and still when the history ended (+%s)", rel(f.to, t0))
+	}
+	if f.deletion {
+		ended = fmt.Sprintf("until its topic's deletion began (%s)", at(&h.Events[f.endIdx], t0))
 	}
 	return fmt.Sprintf("partition %s's state (%s) named %s from +%s while %s registered and in its ISR, %s, and controller %d (epoch %d, elected at %s) acted with no fault on it or on ZooKeeper, and no write of its own waiting for ZooKeeper's answer, for %s of that time, longer than the %s grace: Kafka's controller elects a live ISR member as soon as it registers (KafkaController.onBrokerStartup → PartitionStateMachine.triggerOnlinePartitionStateChange).",
 		f.tp, at(st, t0), leader, rel(f.from, t0), brokersWere(f.elig), ended, f.ctl.node, f.ctl.epoch, at(el, t0),

@@ -49,6 +49,17 @@ func (d deletionWindows) startAt(topic string, t int64) (int64, bool) {
 	return 0, false
 }
 
+// windowAt returns the deletion window of topic that holds time t, if one
+// does.
+func (d deletionWindows) windowAt(topic string, t int64) (deletionWindow, bool) {
+	for _, w := range d[topic] {
+		if t >= w.from && t < w.to {
+			return w, true
+		}
+	}
+	return deletionWindow{}, false
+}
+
 // findDeletionWindows reads the controllers' topic_deletion events: a
 // window opens at the first started or ineligible of a deletion and closes
 // at the first state version of the topic's next incarnation (never, when

@@ -386,5 +386,35 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 			b.State(tp0, 2, 3, 1, 30, 2)
 			return nil
 		}},
+		// Every-fix-on seed 7 at 2887c3a (run 20261206-172326-6cff9d):
+		// the new controller found chaos-admin-1 in /admin/delete_topics
+		// at its failover and logged it ineligible 30ms after the leader's
+		// registration went; it rightly never elected, and the deletion
+		// completed 16s later. The deletion began inside the grace.
+		{name: "its topic queued for deletion just after the episode began", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			deletionStep(b, 2030, history.DeletionIneligible)
+			deletionStep(b, 18000, history.DeletionStarted)
+			deletionStep(b, 18100, history.DeletionCompleted)
+			b.At(20000)
+			b.Phase()
+			return nil
+		}},
+		{name: "its topic queued for deletion after the grace ran out", want: Invalid, explain: "until its topic's deletion began (event 12, +9s), and controller 1 (epoch 1, elected at event 7, +10ms) acted with no fault on it or on ZooKeeper, and no write of its own waiting for ZooKeeper's answer, for 7s of that time",
+			build: func(b *hb.Builder) []int {
+				s, _ := offline(b)
+				d := deletionStep(b, 9000, history.DeletionStarted)
+				deletionStep(b, 9100, history.DeletionCompleted)
+				b.At(20000)
+				b.Phase()
+				return []int{s, d}
+			}},
 	})
+}
+
+// deletionStep appends, at ms, controller 1's step of topic t's deletion.
+func deletionStep(b *hb.Builder, ms int64, step string) int {
+	b.At(ms)
+	return b.Add(history.Event{Kind: history.KindTopicDeletion, Node: 1,
+		Deletion: &history.TopicDeletion{Topic: "t", Step: step, Partitions: []int32{0}, ControllerEpoch: 1}})
 }
