@@ -206,7 +206,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	if err := n.fp.Eval(ctx, failpoint.BrokerBeforeRegister); err != nil {
 		return fmt.Errorf("start-up aborted: %w", err)
 	}
-	if err := n.register(ctx, n.cfg.ExitOnRegistrationConflict); err != nil {
+	if err := n.register(ctx, n.cfg.ExitOnRegistrationConflict, true); err != nil {
 		return err
 	}
 
@@ -215,7 +215,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout, SyncBeforeRead: cfg.ZKSyncBeforeRead,
 		LEOQuery: controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
 		OnNewSession: func(ctx context.Context) {
-			if err := n.register(ctx, false); err != nil {
+			if err := n.register(ctx, false, false); err != nil {
 				n.log.Printf("re-registration failed: %v", err)
 			}
 		},
@@ -272,19 +272,23 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 
 // register (re-)creates /brokers/ids/<id> for the current session;
 // exitOnConflict is broker.Register's (start-up only: Kafka's re-registration
-// after a session expiry deletes a znode left by its own previous session).
-func (n *Node) register(ctx context.Context, exitOnConflict bool) error {
+// after a session expiry deletes a znode left by its own previous session),
+// and only start-up goes on across an expiry of its own session (see
+// broker.Register).
+func (n *Node) register(ctx context.Context, exitOnConflict, startup bool) error {
 	n.regMu.Lock()
 	defer n.regMu.Unlock()
 	sid := n.sess.Conn.SessionID()
 	if sid == n.regSessID && n.broker.Epoch() > 0 {
 		return nil
 	}
-	czxid, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, exitOnConflict, n.log.Printf)
+	// The session the znode belongs to, not sid: registration may have
+	// gone on across an expiry onto a newer session.
+	czxid, owner, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, exitOnConflict, startup, n.log.Printf)
 	if err != nil {
 		return err
 	}
-	n.regSessID = sid
+	n.regSessID = owner
 	n.broker.SetEpoch(czxid)
 	n.log.Emit(history.Event{Kind: history.KindBrokerRegistered, Registration: &history.Registration{BrokerID: n.cfg.BrokerID, BrokerEpoch: czxid, Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort}})
 	return nil
