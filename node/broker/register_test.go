@@ -76,8 +76,9 @@ func (c *regConn) Create(p string, _ []byte, _ int32, _ []zk.ACL) (string, error
 	defer c.mu.Unlock()
 	c.creates++
 	if c.creates == c.expireAt {
+		prev := c.session
 		c.session++
-		if c.owner != c.session-1 {
+		if c.owner != prev {
 			c.owner = 0
 		}
 		return "", zk.ErrSessionExpired
