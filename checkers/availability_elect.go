@@ -98,6 +98,9 @@ type registeredElect struct {
 	ctl      ctlSpan
 	endIdx   int // what ended it; -1 if the history ended first
 	openEnds bool
+	// deleting: a controller queued its topic for deletion at endIdx,
+	// after which no leader is owed.
+	deleting bool
 	// acting is the time within from..to that the controller acted with
 	// no fault on it or on ZooKeeper; over is when that passed the grace
 	// (0: it never did).
@@ -113,7 +116,11 @@ type registeredElect struct {
 // whose ZooKeeper state names no leader, or a leader no longer registered,
 // gets a leader within grace once an ISR member is registered (and not in
 // controlled shutdown), as long as a controller acts and no fault touches
-// it or ZooKeeper. States are ordered by zxid (leaderTimelines).
+// it or ZooKeeper. States are ordered by zxid (leaderTimelines). A topic a
+// controller has queued for deletion is owed nothing from then on
+// (triggerOnlinePartitionStateChange leaves out the topics queued for
+// deletion; a deletion window opens at the controller's started or
+// ineligible, findDeletionWindows).
 func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]leaderObs, grace time.Duration) []registeredElect {
 	if len(h.Events) == 0 {
 		return nil
@@ -147,6 +154,7 @@ type electWorld struct {
 	shuts   []shutSpan
 	points  []int64 // every time the answer may change, besides the partition's own states
 	seen    []zxidSeen
+	dw      deletionWindows
 	// waits are, per node, the times one of its ZooKeeper writes was
 	// outstanding (its start to its answer): a controller waiting on
 	// ZooKeeper is not the one keeping a partition leaderless.
@@ -157,6 +165,15 @@ func newElectWorld(h *history.History, grace time.Duration) *electWorld {
 	w := &electWorld{h: h, grace: grace, end: h.Events[len(h.Events)-1].Time, al: newAliveness(h), spans: controllerSpans(h),
 		waits: map[int32][][2]int64{}}
 	w.windows, _ = history.FaultWindowsOf(h, true, true)
+	w.dw = findDeletionWindows(h)
+	for _, ws := range w.dw {
+		for _, dw := range ws {
+			w.points = append(w.points, dw.from)
+			if dw.to < w.end {
+				w.points = append(w.points, dw.to)
+			}
+		}
+	}
 	for e := range eventsOf(h, history.KindControlledShutdown, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStop, history.KindZKWrite) {
 		switch e.Kind {
 		case history.KindZKWrite:
@@ -318,8 +335,10 @@ func (w *electWorld) episodes(tp history.TopicPartition, obs []leaderObs, out []
 		st := obs[k]
 		need, elig := w.needsElection(st, t)
 		ctl, ok, cut := w.actingAt(t)
-		cond := need && len(elig) > 0 && ok
+		deleting := w.dw.during(tp.Topic, t)
+		cond := need && len(elig) > 0 && ok && !deleting
 		if open != nil && (!cond || ctl.elected != open.ctl.elected) {
+			open.deleting = deleting
 			closeAt(t, eventAt(w.h, t), false)
 		}
 		if cond && open == nil && !cut {
@@ -355,6 +374,9 @@ func (f registeredElect) explain(h *history.History, grace time.Duration) string
 	ended := fmt.Sprintf("until +%s", rel(f.to, t0))
 	if f.endIdx >= 0 {
 		ended = fmt.Sprintf("until %s", at(&h.Events[f.endIdx], t0))
+		if f.deleting {
+			ended = fmt.Sprintf("until its topic was queued for deletion (%s)", at(&h.Events[f.endIdx], t0))
+		}
 	}
 	if f.openEnds {
 		ended = fmt.Sprintf("and still when the history ended (+%s)", rel(f.to, t0))
