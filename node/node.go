@@ -37,6 +37,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"io"
@@ -206,7 +207,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	if err := n.fp.Eval(ctx, failpoint.BrokerBeforeRegister); err != nil {
 		return fmt.Errorf("start-up aborted: %w", err)
 	}
-	if err := n.register(ctx, n.cfg.ExitOnRegistrationConflict, true); err != nil {
+	if err := registerAtStartup(ctx, n.cfg.ExitOnRegistrationConflict, 200*time.Millisecond,
+		func() error { return n.register(ctx, n.cfg.ExitOnRegistrationConflict) }, n.log.Printf); err != nil {
 		return err
 	}
 
@@ -215,7 +217,7 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 		MinInsync: cfg.MinInsyncRepl, SocketTimeout: cfg.ControllerSocketTimeout, SyncBeforeRead: cfg.ZKSyncBeforeRead,
 		LEOQuery: controller.ListOffsetsLEO(fmt.Sprintf("controller-%d", cfg.BrokerID)),
 		OnNewSession: func(ctx context.Context) {
-			if err := n.register(ctx, false, false); err != nil {
+			if err := n.register(ctx, false); err != nil {
 				n.log.Printf("re-registration failed: %v", err)
 			}
 		},
@@ -270,25 +272,45 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	return nil
 }
 
+// registerAtStartup runs the start-up registration, again after a pause
+// each time our own ZooKeeper session expired during it (the broker cut off
+// from ZooKeeper past the session timeout): without exitOnConflict the node
+// stands for a supervisor that starts Kafka again after a failed start-up
+// (broker.Register's wait for another session's znode), and each start has
+// a session of its own. Kafka's registerBroker throws on SESSIONEXPIRED and
+// KafkaServer.startup exits, which exitOnConflict keeps. Only start-up does
+// this: a re-registration after an expiry runs on the controller's event
+// loop, which the next session waits for (Controller.SessionExpired).
+func registerAtStartup(ctx context.Context, exitOnConflict bool, pause time.Duration, register func() error, logf func(string, ...any)) error {
+	for {
+		err := register()
+		if err == nil || exitOnConflict || !errors.Is(err, zkutil.ErrSessionLost) || ctx.Err() != nil {
+			return err
+		}
+		logf("%v: registering again on the next session", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
 // register (re-)creates /brokers/ids/<id> for the current session;
 // exitOnConflict is broker.Register's (start-up only: Kafka's re-registration
-// after a session expiry deletes a znode left by its own previous session),
-// and only start-up goes on across an expiry of its own session (see
-// broker.Register).
-func (n *Node) register(ctx context.Context, exitOnConflict, startup bool) error {
+// after a session expiry deletes a znode left by its own previous session).
+func (n *Node) register(ctx context.Context, exitOnConflict bool) error {
 	n.regMu.Lock()
 	defer n.regMu.Unlock()
 	sid := n.sess.Conn.SessionID()
 	if sid == n.regSessID && n.broker.Epoch() > 0 {
 		return nil
 	}
-	// The session the znode belongs to, not sid: registration may have
-	// gone on across an expiry onto a newer session.
-	czxid, owner, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, exitOnConflict, startup, n.log.Printf)
+	czxid, err := broker.Register(ctx, n.sess, n.cfg.BrokerID, n.cfg.AdvertisedHost, n.cfg.AdvertisedPort, exitOnConflict, n.log.Printf)
 	if err != nil {
 		return err
 	}
-	n.regSessID = owner
+	n.regSessID = sid
 	n.broker.SetEpoch(czxid)
 	n.log.Emit(history.Event{Kind: history.KindBrokerRegistered, Registration: &history.Registration{BrokerID: n.cfg.BrokerID, BrokerEpoch: czxid, Host: n.cfg.AdvertisedHost, Port: n.cfg.AdvertisedPort}})
 	return nil

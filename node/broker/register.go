@@ -25,37 +25,14 @@ var ErrRegistrationConflict = errors.New("broker id registered by another sessio
 // ErrRegistrationConflict, as Kafka's registerBroker throws NodeExists and
 // KafkaServer.startup exits, leaving the restart to a supervisor; without
 // it, Register waits for the znode to go, which is what a supervisor's
-// restarts amount to, and with acrossExpiry goes on across an expiry of its
-// own session. It returns the session that owns the znode it registered.
-func Register(ctx context.Context, s *zkutil.Session, id int32, host string, port int32, exitOnConflict, acrossExpiry bool, logf func(string, ...any)) (czxid, session int64, err error) {
-	return register(ctx, s.Conn, id, host, port, exitOnConflict, acrossExpiry, logf)
+// restarts amount to.
+func Register(ctx context.Context, s *zkutil.Session, id int32, host string, port int32, exitOnConflict bool, logf func(string, ...any)) (int64, error) {
+	return register(ctx, s.Conn, id, host, port, exitOnConflict, logf)
 }
 
-func register[C zkutil.PathConn](ctx context.Context, c C, id int32, host string, port int32, exitOnConflict, acrossExpiry bool, logf func(string, ...any)) (int64, int64, error) {
+func register[C zkutil.PathConn](ctx context.Context, c C, id int32, host string, port int32, exitOnConflict bool, logf func(string, ...any)) (int64, error) {
 	p := zkdata.BrokerPath(id)
 	waiting := false
-	// restart (acrossExpiry, start-up without exitOnConflict): the node
-	// stands for a supervisor that starts Kafka again after a failed
-	// start-up, and each start has a session of its own, so a session of
-	// ours that expired (the broker cut off from ZooKeeper past the session
-	// timeout) does not end the registration: it goes on with the
-	// connection's next session, after a pause as between two restarts.
-	// Kafka's registerBroker throws on SESSIONEXPIRED and
-	// KafkaServer.startup exits, which --exit-on-registration-conflict
-	// keeps. A re-registration after an expiry must not wait here: the
-	// next session is held back until the controller's event loop, which
-	// runs it, has resigned.
-	restart := func(err error) bool {
-		if !acrossExpiry || exitOnConflict || !errors.Is(err, zkutil.ErrSessionLost) || ctx.Err() != nil {
-			return false
-		}
-		logf("register %s: %v: registering again on the next session", p, err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-		return true
-	}
 	for {
 		data := zkdata.EncodeBroker(host, port, time.Now())
 		// KafkaZkClient.CheckedEphemeral: each request is re-issued after
@@ -64,10 +41,7 @@ func register[C zkutil.PathConn](ctx context.Context, c C, id int32, host string
 			return c.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			if restart(err) {
-				continue
-			}
-			return -1, 0, fmt.Errorf("register %s: %w", p, err)
+			return -1, fmt.Errorf("register %s: %w", p, err)
 		}
 		type r struct {
 			ok bool
@@ -78,20 +52,17 @@ func register[C zkutil.PathConn](ctx context.Context, c C, id int32, host string
 			return r{ok, st}, err
 		})
 		if serr != nil {
-			if restart(serr) {
-				continue
-			}
-			return -1, 0, fmt.Errorf("register %s: stat: %w", p, serr)
+			return -1, fmt.Errorf("register %s: stat: %w", p, serr)
 		}
 		if v.ok && v.st.EphemeralOwner == c.SessionID() {
-			return v.st.Czxid, v.st.EphemeralOwner, nil
+			return v.st.Czxid, nil
 		}
 		owner := int64(0)
 		if v.ok {
 			owner = v.st.EphemeralOwner
 		}
 		if v.ok && exitOnConflict {
-			return -1, 0, fmt.Errorf("register %s: %w: session 0x%x, not ours (0x%x)", p, ErrRegistrationConflict, owner, c.SessionID())
+			return -1, fmt.Errorf("register %s: %w: session 0x%x, not ours (0x%x)", p, ErrRegistrationConflict, owner, c.SessionID())
 		}
 		if !waiting {
 			waiting = true
@@ -99,7 +70,7 @@ func register[C zkutil.PathConn](ctx context.Context, c C, id int32, host string
 		}
 		select {
 		case <-ctx.Done():
-			return -1, 0, fmt.Errorf("register %s: %w", p, ctx.Err())
+			return -1, fmt.Errorf("register %s: %w", p, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
