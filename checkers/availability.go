@@ -175,7 +175,9 @@ type PartitionAvailability struct {
 //	election | an offline partition gets a leader once a live ISR member registers | KafkaController.onBrokerStartup and onBrokerFailure → PartitionStateMachine.triggerOnlinePartitionStateChange → offlinePartitionLeaderElection (first live ISR member of the assignment; brokers in controlled shutdown excluded) | partition states in zxid order (leader, ISR), the watcher's /brokers/ids listings, controller_elected / controller_resigned / node_start of the controller, accepted controlled_shutdown, fault windows | a state naming no leader (or an unregistered one) while an ISR member is registered and not shutting down, a controller acts (elected, not resigned, its process alive) and no fault names it or a ZooKeeper server, is invalid once that lasted longer than RegisteredElectGrace
 //
 // A partition whose ISR has no registered member is not judged by it: that
-// is KAFKA-3861's window (ElectGrace), documented Kafka behaviour.
+// is KAFKA-3861's window (ElectGrace), documented Kafka behaviour. Nor is a
+// partition of a topic a controller has queued for deletion
+// (triggerOnlinePartitionStateChange leaves those topics out).
 type Availability struct {
 	Grace time.Duration
 	// ElectGrace is how long a partition may stay without a leader after a

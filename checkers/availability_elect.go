@@ -115,7 +115,11 @@ type registeredElect struct {
 // whose ZooKeeper state names no leader, or a leader no longer registered,
 // gets a leader within grace once an ISR member is registered (and not in
 // controlled shutdown), as long as a controller acts and no fault touches
-// it or ZooKeeper. States are ordered by zxid (leaderTimelines).
+// it or ZooKeeper. States are ordered by zxid (leaderTimelines). A topic a
+// controller has queued for deletion is owed nothing from then on
+// (triggerOnlinePartitionStateChange leaves out the topics queued for
+// deletion; a deletion window opens at the controller's started or
+// ineligible, findDeletionWindows).
 func findRegisteredElect(h *history.History, tl map[history.TopicPartition][]leaderObs, grace time.Duration) []registeredElect {
 	if len(h.Events) == 0 {
 		return nil
@@ -163,6 +167,7 @@ func newElectWorld(h *history.History, grace time.Duration) *electWorld {
 	w := &electWorld{h: h, grace: grace, end: h.Events[len(h.Events)-1].Time, al: newAliveness(h), spans: controllerSpans(h),
 		waits: map[int32][][2]int64{}}
 	w.windows, _ = history.FaultWindowsOf(h, true, true)
+	w.dw = findDeletionWindows(h)
 	for e := range eventsOf(h, history.KindControlledShutdown, history.KindNodeStart, history.KindZKWatch, history.KindBrokerRegistered, history.KindNodeStop, history.KindZKWrite) {
 		switch e.Kind {
 		case history.KindZKWrite:
@@ -196,7 +201,6 @@ func newElectWorld(h *history.History, grace time.Duration) *electWorld {
 	for _, fw := range w.windows {
 		w.points = append(w.points, fw.Start.Time, fw.End)
 	}
-	w.dw = findDeletionWindows(h)
 	for _, ws := range w.dw {
 		for _, dw := range ws {
 			w.points = append(w.points, dw.from)

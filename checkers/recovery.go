@@ -65,6 +65,40 @@ type nodeProcs struct {
 	anyNode bool
 }
 
+// notRunning names the brokers of isr the harness did not list as running
+// at the end, with how their latest process ended: a partition whose ISR
+// holds no running broker stays without a leader in Kafka, so the broker
+// that is gone is what did not recover. "" when all run, or without the
+// harness's list.
+func (ps *nodeProcs) notRunning(isr []int32, t0 int64) string {
+	if !ps.listed {
+		return ""
+	}
+	var parts []string
+	for _, b := range isr {
+		if ps.running[b] {
+			continue
+		}
+		p := ps.cur[b]
+		switch {
+		case p == nil || p.start == nil:
+			parts = append(parts, fmt.Sprintf("broker %d (no process of it logged a start)", b))
+		case p.stopped != nil:
+			parts = append(parts, fmt.Sprintf("broker %d (its process, started at %s, stopped at %s)", b, at(p.start, t0), at(p.stopped, t0)))
+		case p.killed != nil && p.killed.Time >= p.start.Time:
+			parts = append(parts, fmt.Sprintf("broker %d (its process, started at %s, was killed by fault %s at %s)", b, at(p.start, t0), p.killed.Fault.ID, at(p.killed, t0)))
+		case p.reg == nil || p.reg.Time < p.start.Time:
+			parts = append(parts, fmt.Sprintf("broker %d (its process, started at %s, ended without registering and logged no node_stop)", b, at(p.start, t0)))
+		default:
+			parts = append(parts, fmt.Sprintf("broker %d (its process, started at %s and registered at %s, ended and logged no node_stop)", b, at(p.start, t0), at(p.reg, t0)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; not running at the end: " + strings.Join(parts, ", ")
+}
+
 // brokerTarget parses a fault target that names a broker ("n2").
 func brokerTarget(s string) (int32, bool) {
 	if !strings.HasPrefix(s, "n") {
@@ -307,8 +341,8 @@ func (Recovery) partitions(h *history.History, ps *nodeProcs, judge judgeFunc, t
 			for k > 0 && obs[k-1].Leader < 0 {
 				k--
 			}
-			judge(obs[k].at, dedupe([]int{obs[k].idx, last.idx}), fmt.Sprintf("partition %s has had no leader since %s (ISR %v; last state %s)",
-				tp, at(&h.Events[obs[k].idx], t0), last.ISR, at(lastEv, t0)))
+			judge(obs[k].at, dedupe([]int{obs[k].idx, last.idx}), fmt.Sprintf("partition %s has had no leader since %s (ISR %v; last state %s)%s",
+				tp, at(&h.Events[obs[k].idx], t0), last.ISR, at(lastEv, t0), ps.notRunning(last.ISR, t0)))
 			continue
 		}
 		replicas := sets[tp]

@@ -28,6 +28,13 @@ func brokersListed(b *hb.Builder, czxids map[int32]int64) int {
 	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/brokers/ids", Type: history.WatchChildren, Brokers: bs}})
 }
 
+// queuedForDeletion appends controller's topic_deletion ineligible of tp0's
+// topic, as a failover that finds the deletion asked for logs it.
+func queuedForDeletion(b *hb.Builder, controller int32) int {
+	return b.Add(history.Event{Kind: history.KindTopicDeletion, Node: controller, Deletion: &history.TopicDeletion{Topic: tp0.Topic,
+		Step: history.DeletionIneligible, Partitions: []int32{tp0.Partition}, ControllerEpoch: 1, Reason: "offline replicas at failover"}})
+}
+
 // roleOf appends node's role_change for tp.
 func roleOf(b *hb.Builder, node int32, role string, leader, epoch int32) int {
 	return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: tp0.Topic, Partition: tp0.Partition, Role: role, Leader: leader, LeaderEpoch: epoch}})
@@ -166,6 +173,23 @@ func TestRecovery(t *testing.T) {
 				b.At(30000)
 				b.Phase()
 				return []int{r}
+			}},
+		// Power every-fix-on, coverage-guided seed 1 at 944380a: broker
+		// 1's restarted process waited for its old znode, was cut off
+		// from ZooKeeper, and ended when its own session expired; the
+		// partitions whose ISR was [1] stayed without a leader.
+		{name: "the only ISR member's process ended without registering", want: Invalid,
+			explain: "partition t-0 has had no leader since event 16, +2s (ISR [2]; last state event 16, +2s); not running at the end: broker 2 (its process, started at event 15, +1.5s, ended without registering and logged no node_stop), still so",
+			build: func(b *hb.Builder) []int {
+				healAt := healthyThenFault(b, "bounce", "n2")
+				b.At(1500)
+				b.Start(2)
+				b.At(2000)
+				s := b.State(tp0, -1, 2, 1, 20, 2)
+				healAt(3000)
+				b.At(30000)
+				running(b, 1, 3)
+				return []int{s}
 			}},
 		{name: "a crashed broker is not expected back", want: Valid, build: func(b *hb.Builder) []int {
 			healAt := healthyThenFault(b, "kill", "n2")
@@ -378,6 +402,29 @@ func TestAvailabilityRegisteredElect(t *testing.T) {
 			b.Add(history.Event{Kind: history.KindControlledShutdown, Node: 1, Shutdown: &history.Shutdown{BrokerID: 2, Verdict: history.VerdictAccepted}})
 			electedAt(b, 12000, 1)
 			return nil
+		}},
+		// Power every-fix-on, coverage-guided seed 1 at 944380a: the
+		// admin asked to delete topic chaos-admin-1 while the controller
+		// was paused; the next controller's failover queued it
+		// (ineligible: a replica offline) 10ms after its old leader's
+		// znode went, and left it leaderless, as Kafka's
+		// triggerOnlinePartitionStateChange leaves a topic queued for
+		// deletion alone.
+		{name: "the topic queued for deletion meanwhile", want: Valid, build: func(b *hb.Builder) []int {
+			offline(b)
+			b.At(2010)
+			queuedForDeletion(b, 1)
+			b.At(20000)
+			b.Phase()
+			return nil
+		}},
+		{name: "queued for deletion only after the grace ran out", want: Invalid, explain: "from +2s while broker 2 was registered and in its ISR, until its topic's deletion began (event 12, +9s), and controller 1 (epoch 1, elected at event 7, +10ms) acted with no fault on it or on ZooKeeper, and no write of its own waiting for ZooKeeper's answer, for 7s of that time", build: func(b *hb.Builder) []int {
+			s, _ := offline(b)
+			b.At(9000)
+			e := queuedForDeletion(b, 1)
+			b.At(20000)
+			b.Phase()
+			return []int{s, e}
 		}},
 		{name: "no ISR member registered (KAFKA-3861's window)", want: Valid, build: func(b *hb.Builder) []int {
 			leaderless(b)

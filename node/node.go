@@ -37,6 +37,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"io"
@@ -206,7 +207,8 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	if err := n.fp.Eval(ctx, failpoint.BrokerBeforeRegister); err != nil {
 		return fmt.Errorf("start-up aborted: %w", err)
 	}
-	if err := n.register(ctx, n.cfg.ExitOnRegistrationConflict); err != nil {
+	if err := registerAtStartup(ctx, n.cfg.ExitOnRegistrationConflict, 200*time.Millisecond,
+		func() error { return n.register(ctx, n.cfg.ExitOnRegistrationConflict) }, n.log.Printf); err != nil {
 		return err
 	}
 
@@ -268,6 +270,30 @@ func Run(ctx context.Context, cfg *config.Config, stderr io.Writer) (err error) 
 	n.data.Close()
 	n.log.Emit(history.Event{Kind: history.KindNodeStop, Process: &history.Process{Incarnation: incarnation, Bugs: cfg.Bugs.List(), Policy: cfg.OfflinePolicy, Reason: "signal"}})
 	return nil
+}
+
+// registerAtStartup runs the start-up registration, again after a pause
+// each time our own ZooKeeper session expired during it (the broker cut off
+// from ZooKeeper past the session timeout): without exitOnConflict the node
+// stands for a supervisor that starts Kafka again after a failed start-up
+// (broker.Register's wait for another session's znode), and each start has
+// a session of its own. Kafka's registerBroker throws on SESSIONEXPIRED and
+// KafkaServer.startup exits, which exitOnConflict keeps. Only start-up does
+// this: a re-registration after an expiry runs on the controller's event
+// loop, which the next session waits for (Controller.SessionExpired).
+func registerAtStartup(ctx context.Context, exitOnConflict bool, pause time.Duration, register func() error, logf func(string, ...any)) error {
+	for {
+		err := register()
+		if err == nil || exitOnConflict || !errors.Is(err, zkutil.ErrSessionLost) || ctx.Err() != nil {
+			return err
+		}
+		logf("%v: registering again on the next session", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 // register (re-)creates /brokers/ids/<id> for the current session;

@@ -67,12 +67,22 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		return err
 	}
 	c.sendUpdateMetadata(brokerIDs(live), nil)
-	if err := c.onNewPartitions(ctx, newParts); err != nil {
-		return err
+	// ReplicaStateMachine.startup, online replicas first: every live
+	// replica learns the state ZooKeeper held at the election, in one
+	// LeaderAndIsr per broker, before any change this failover makes. A
+	// restarted broker's first LeaderAndIsr starts its high-watermark
+	// checkpoint thread, and the checkpoint holds only the partitions in
+	// its memory; Kafka relies on that first request carrying all of them.
+	b := c.newBatch()
+	for _, tp := range c.ctx.sortedTPs() {
+		if c.ctx.state[tp] != nil {
+			b.leaderAndIsr(c.liveReplicas(tp), tp, false)
+		}
 	}
-	// ReplicaStateMachine.startup moves replicas on dead brokers to
-	// OfflineReplica (out of the ISR, leader -1 if they led), then
-	// PartitionStateMachine.startup elects where it can.
+	b.send()
+	// ReplicaStateMachine.startup, then the offline replicas: replicas on
+	// dead brokers go to OfflineReplica (out of the ISR, leader -1 if they
+	// led), each change sent to the partition's other live replicas.
 	var dead []int32
 	for _, tp := range c.ctx.sortedTPs() {
 		for _, r := range c.ctx.assign[tp] {
@@ -82,26 +92,22 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dead)
-	// PartitionStateMachine.initializePartitionState: a partition whose
-	// leader is not online starts Offline.
-	c.ctx.markOffline()
 	for _, id := range dead {
 		if err := c.offlineReplica(ctx, id); err != nil {
 			return err
 		}
 	}
+	// PartitionStateMachine.startup: initializePartitionState (a partition
+	// whose leader is not online starts Offline, one without a state New),
+	// then triggerOnlinePartitionStateChange creates the new partitions
+	// and elects the offline ones where it can.
+	c.ctx.markOffline()
+	if err := c.onNewPartitions(ctx, newParts); err != nil {
+		return err
+	}
 	if err := c.electOffline(ctx); err != nil {
 		return err
 	}
-	// ReplicaStateMachine.startup: every live replica learns the current
-	// state of its partitions from this controller.
-	b := c.newBatch()
-	for _, tp := range c.ctx.sortedTPs() {
-		if c.ctx.state[tp] != nil {
-			b.leaderAndIsr(c.liveReplicas(tp), tp, false)
-		}
-	}
-	b.send()
 	// TopicDeletionManager.tryTopicDeletion: a deletion a previous
 	// controller left unfinished (its /admin/delete_topics child is still
 	// there) resumes.
