@@ -152,6 +152,8 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		reported: map[isrFinding]bool{},
 		quorum:   newQuorumLosses(h),
 		aheadHW:  map[nodeTP]aheadAdvance{},
+
+		aheadAcks: map[nodeTP][]*history.Event{},
 	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAppend, history.KindProduceAck, history.KindTruncation, history.KindControlRequest, history.KindRoleChange, history.KindISRChange, history.KindHWAdvance) {
 		switch e.Kind {
@@ -198,6 +200,13 @@ type divergenceWalk struct {
 	// advance is judged at that role change, against the ISR it was made
 	// under.
 	aheadHW map[nodeTP]aheadAdvance
+	// aheadAcks holds the acks=all acknowledgements a leader logged after
+	// such an advance and before its role change: the high watermark
+	// passed them under the new ISR, so they are credited to its members
+	// at that role change. Crediting the ISR of the previous role change
+	// would credit a member the LeaderAndIsr removed, for instance one
+	// that crashed and lost its log.
+	aheadAcks map[nodeTP][]*history.Event
 
 	joins, advances int
 }
@@ -217,6 +226,7 @@ type heldSource struct {
 	idx    int // the first event of the run
 	leader int32
 	kind   history.Kind
+	end    int // the last event merged into the run
 }
 
 // isrFinding is one divergence reported, so that it is reported once.
@@ -234,9 +244,11 @@ func (w *divergenceWalk) addSource(k nodeTP, s heldSource) {
 	if n := len(ss); n > 0 {
 		if p := &ss[n-1]; p.leader == s.leader && p.kind == s.kind && p.epoch == s.epoch && s.base <= p.last+1 && p.base <= s.last+1 {
 			p.base, p.last = min(p.base, s.base), max(p.last, s.last)
+			p.end = s.idx
 			return
 		}
 	}
+	s.end = s.idx
 	w.sources[k] = append(ss, s)
 }
 
@@ -250,9 +262,11 @@ func (w *divergenceWalk) how(k nodeTP, o int64, epoch int32, before int, evs *[]
 			continue
 		}
 		// A source stands for a run of appends or acknowledgements;
-		// name the one that covered o.
+		// name the one that covered o. Only events merged into it count:
+		// a later acknowledgement of o by the same leader may have been
+		// made under an ISR without k.node.
 		at := s.idx
-		for j := before - 1; j > s.idx; j-- {
+		for j := min(before-1, s.end); j > s.idx; j-- {
 			if x := &w.h.Events[j]; x.Node == s.leader && x.Append != nil && x.Kind == s.kind &&
 				x.Append.TP() == k.tp && x.Append.BaseOffset <= o && o <= x.Append.LastOffset {
 				at = j
@@ -325,6 +339,7 @@ func (w *divergenceWalk) nodeStart(e *history.Event) {
 	// only from its checkpoint; its log stays on disk.
 	forgetProcess(w.lead, e.Node)
 	forgetProcess(w.aheadHW, e.Node)
+	forgetProcess(w.aheadAcks, e.Node)
 	for k := range w.hw {
 		if k.node == e.Node {
 			w.hw[k] = -1
@@ -336,7 +351,7 @@ func (w *divergenceWalk) produceAppend(e *history.Event) {
 	a := e.Append
 	k := nodeTP{a.TP(), e.Node}
 	w.held[k] = w.held[k].add(a.BaseOffset, a.LastOffset, a.LeaderEpoch)
-	w.addSource(k, heldSource{heldRun{a.BaseOffset, a.LastOffset, a.LeaderEpoch}, e.Index, e.Node, e.Kind})
+	w.addSource(k, heldSource{heldRun: heldRun{a.BaseOffset, a.LastOffset, a.LeaderEpoch}, idx: e.Index, leader: e.Node, kind: e.Kind})
 }
 
 func (w *divergenceWalk) produceAck(e *history.Event) {
@@ -352,12 +367,24 @@ func (w *divergenceWalk) produceAck(e *history.Event) {
 	if a.Acks != history.AcksAll || l == nil {
 		return
 	}
+	if _, ok := w.aheadHW[k]; ok {
+		w.aheadAcks[k] = append(w.aheadAcks[k], e)
+		return
+	}
+	w.creditAck(e, l)
+}
+
+// creditAck records that every member of leader l's ISR holds what the
+// leader's log holds under acknowledgement e.
+func (w *divergenceWalk) creditAck(e *history.Event, l *leading) {
+	a := e.Append
+	k := nodeTP{a.TP(), e.Node}
 	w.buf = w.held[k].within(w.buf[:0], a.BaseOffset, a.LastOffset)
 	for _, x := range w.buf {
 		for _, m := range l.isr {
 			if mk := (nodeTP{k.tp, m}); m != e.Node {
 				w.held[mk] = w.held[mk].overlay(x)
-				w.addSource(mk, heldSource{x, e.Index, e.Node, e.Kind})
+				w.addSource(mk, heldSource{heldRun: x, idx: e.Index, leader: e.Node, kind: e.Kind})
 			}
 		}
 	}
@@ -390,7 +417,9 @@ func (w *divergenceWalk) controlRequest(e *history.Event) {
 func (w *divergenceWalk) roleChange(e *history.Event) {
 	k := nodeTP{e.Role.TP(), e.Node}
 	ahead, wasAhead := w.aheadHW[k]
+	acks := w.aheadAcks[k]
 	defer delete(w.aheadHW, k)
+	defer delete(w.aheadAcks, k)
 	if e.Role.Role != history.RoleLeader {
 		delete(w.lead, k)
 		return
@@ -415,6 +444,9 @@ func (w *divergenceWalk) roleChange(e *history.Event) {
 	judgeAll := wasAhead && ahead.epoch == l.epoch
 	if judgeAll {
 		w.advances++
+		for _, a := range acks {
+			w.creditAck(a, l)
+		}
 	}
 	for _, m := range l.isr {
 		if m == e.Node {

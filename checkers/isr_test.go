@@ -194,6 +194,42 @@ func reelected(b *hb.Builder, isr ...int32) (own1, own2, hw, lead int) {
 	return own1, own2, hw, lead
 }
 
+// ackAhead builds an acknowledgement a re-elected leader logs before its
+// role change, as in a LeaderAndIsr that shrinks the ISR: broker 3 leads
+// t-0 at epoch 1 with ISR [1 2 3] and commits 0-4; broker 1 crashes (its
+// log cut to 0 when lost is set); broker 3 appends 5 at epoch 1; a
+// LeaderAndIsr re-elects broker 3 at epoch 2 with ISR isr2, and the node
+// logs the high-watermark move to 6 (event hw) and the acknowledgement of
+// 5 (event ack) before the role change. Then brokers 2 and 3 lose offset
+// 5, broker 3 leads at epoch 3 alone and appends 5-9, and broker 1
+// returns as its follower and is taken into the ISR (event join).
+func ackAhead(b *hb.Builder, lost bool, isr2 ...int32) (hw, ack, join int) {
+	b.Start(1)
+	b.Start(2)
+	b.Start(3)
+	roleISR(b, 3, history.RoleLeader, 3, 1, 1, 2, 3)
+	appendEv(b, history.KindProduceAppend, 3, 1, 0, 4)
+	hwMove(b, 3, 0, 5, 1)
+	appendEv(b, history.KindProduceAck, 3, 1, 0, 4)
+	if lost {
+		truncate(b, 1, 5, 0)
+	}
+	appendEv(b, history.KindProduceAppend, 3, 1, 5, 5)
+	hw = hwMove(b, 3, 5, 6, 2)
+	ack = appendEv(b, history.KindProduceAck, 3, 1, 5, 5)
+	roleISR(b, 3, history.RoleLeader, 3, 2, isr2...)
+	truncate(b, 2, 6, 5)
+	truncate(b, 3, 6, 5)
+	b.Start(3)
+	roleISR(b, 3, history.RoleLeader, 3, 3, 3)
+	appendEv(b, history.KindProduceAppend, 3, 3, 5, 9)
+	hwMove(b, 3, 5, 10, 3)
+	b.Start(1)
+	roleISR(b, 1, history.RoleFollower, 3, 3, 3)
+	join = isrChange(b, 3, history.ISRExpand, 3, []int32{3}, []int32{1, 3})
+	return hw, ack, join
+}
+
 func TestISRDivergentMember(t *testing.T) {
 	runCases(t, ISR{}, []tcase{
 		{name: "deposed leader keeps its tail and rejoins", want: Invalid,
@@ -304,6 +340,32 @@ func TestISRDivergentMember(t *testing.T) {
 			explain: "became leader with broker 1 in its ISR and its high watermark at 8, having moved it there under that ISR at event 11", build: func(b *hb.Builder) []int {
 				own1, own2, hw, lead := reelected(b, 1, 2, 3)
 				return []int{own1, own2, hw, lead}
+			}},
+		{name: "an acknowledgement logged before its role change credits the new ISR, not the old", want: Valid, build: func(b *hb.Builder) []int {
+			ackAhead(b, true, 2, 3)
+			return nil
+		}},
+		{name: "an acknowledgement logged before its role change credits a member the new ISR keeps", want: Invalid,
+			explain: "broker 3, leader of t-0 at leader epoch 3, took broker 1 into its ISR with its high watermark at 10 (event 19, +20ms), although broker 1's log differed from its own at offset 5", build: func(b *hb.Builder) []int {
+				_, ack, join := ackAhead(b, false, 1, 2, 3)
+				return []int{ack, join}
+			}},
+		{name: "the acknowledgement named is the one that showed the member's epoch, not a later one of the offset", want: Invalid,
+			explain: "broker 1 held offset 5 from leader epoch 1 (broker 3 acknowledged it at event 5, +10ms, with broker 1 in its ISR)", build: func(b *hb.Builder) []int {
+				b.Start(1)
+				b.Start(2)
+				b.Start(3)
+				roleISR(b, 3, history.RoleLeader, 3, 1, 1, 2, 3)
+				appendEv(b, history.KindProduceAppend, 3, 1, 0, 5)
+				ack1 := appendEv(b, history.KindProduceAck, 3, 1, 0, 5)
+				truncate(b, 3, 6, 5)
+				truncate(b, 2, 6, 5)
+				roleISR(b, 3, history.RoleLeader, 3, 2, 2, 3)
+				appendEv(b, history.KindProduceAppend, 3, 2, 5, 5)
+				hwMove(b, 3, 0, 6, 2)
+				appendEv(b, history.KindProduceAck, 3, 2, 5, 5) // broker 1 is not in this ISR
+				join := isrChange(b, 3, history.ISRExpand, 2, []int32{2, 3}, []int32{1, 2, 3})
+				return []int{ack1, join}
 			}},
 		{name: "an ISR change of a leadership the history does not show", want: Valid, build: func(b *hb.Builder) []int {
 			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
