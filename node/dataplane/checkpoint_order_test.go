@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/broker"
-	"github.com/zkchaos/zkchaos/node/eventlog"
 )
 
 // A LeaderAndIsr that puts a hosted partition into the in-memory map while
@@ -35,14 +33,7 @@ func TestCheckpointIsLoggedInOrderWithAPartitionEnteringMemory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeLogs(t, dir, map[int32]int64{0: 5, 1: 7})
-			var logged bytes.Buffer
-			m, err := Open(Config{BrokerID: 1, DataDir: dir, MinISR: 1, LagTime: time.Second,
-				CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
-				eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(m.Close)
+			m, logged := openLogged(t, dir)
 			lead(t, m, 0, 1) // t-0 in memory: the write is not empty
 			snapped, release := make(chan struct{}), make(chan struct{})
 			m.afterCkptSnapshot = func() {

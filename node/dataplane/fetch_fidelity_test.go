@@ -107,14 +107,7 @@ func TestEpochCheckedBeforeLeadership(t *testing.T) {
 // replica_fetch with the answer (the harness counts the older ones as the
 // KIP-320 fence's inputs); one at the leader's own epoch is not.
 func TestReplicaFetchAtAnotherEpochIsLogged(t *testing.T) {
-	var logged bytes.Buffer
-	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
-		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
-		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m, logged := openLogged(t, t.TempDir())
 	lead(t, m, 0, 1, 2, 3) // leader epoch 3
 	tests := []struct {
 		epoch int32
@@ -131,11 +124,7 @@ func TestReplicaFetchAtAnotherEpochIsLogged(t *testing.T) {
 		req.Topics[0].Partitions[0].CurrentLeaderEpoch = tt.epoch
 		m.Fetch(context.Background(), req)
 		var got []history.ReplicaFetch
-		for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
-			var e history.Event
-			if line == "" || json.Unmarshal([]byte(line), &e) != nil || e.Kind != history.KindReplicaFetch {
-				continue
-			}
+		for _, e := range loggedEvents(logged, history.KindReplicaFetch) {
 			got = append(got, *e.ReplicaFetch)
 		}
 		switch {
@@ -152,14 +141,7 @@ func TestReplicaFetchAtAnotherEpochIsLogged(t *testing.T) {
 // consumer resets its position on it, and the harness must know who sent
 // it back); a consumer's fetch in range is not logged.
 func TestConsumerOutOfRangeFetchIsLogged(t *testing.T) {
-	var logged bytes.Buffer
-	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
-		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
-		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m, logged := openLogged(t, t.TempDir())
 	lead(t, m, 0, 1, 2, 3) // leader epoch 3, empty log
 	for _, tt := range []struct {
 		offset int64
@@ -169,11 +151,7 @@ func TestConsumerOutOfRangeFetchIsLogged(t *testing.T) {
 		req := fetchRequest(12, -1, history.TP("t", 0), tt.offset, 1<<20)
 		resp := m.Fetch(context.Background(), req).(*kmsg.FetchResponse)
 		var got []history.ReplicaFetch
-		for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
-			var e history.Event
-			if line == "" || json.Unmarshal([]byte(line), &e) != nil || e.Kind != history.KindReplicaFetch {
-				continue
-			}
+		for _, e := range loggedEvents(logged, history.KindReplicaFetch) {
 			got = append(got, *e.ReplicaFetch)
 		}
 		code := resp.Topics[0].Partitions[0].ErrorCode
@@ -192,14 +170,7 @@ func TestConsumerOutOfRangeFetchIsLogged(t *testing.T) {
 // moves it down to a listed latest below it, and the harness must know who
 // answered); a follower's is not.
 func TestConsumerListOffsetsIsLogged(t *testing.T) {
-	var logged bytes.Buffer
-	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
-		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
-		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m, logged := openLogged(t, t.TempDir())
 	lead(t, m, 0, 1, 2, 3) // leader epoch 3, ISR [1, 2, 3]: the HW stays 0
 	if r := produce(m, 0, 1, time.Second, batch("a", "b")); r.ErrorCode != 0 {
 		t.Fatalf("produce: %d", r.ErrorCode)
@@ -215,11 +186,7 @@ func TestConsumerListOffsetsIsLogged(t *testing.T) {
 		logged.Reset()
 		m.ListOffsets(listOffsetsRequest(tt.replica, history.TP("t", 0), -1, tt.epoch))
 		var got []history.ListOffsets
-		for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
-			var e history.Event
-			if line == "" || json.Unmarshal([]byte(line), &e) != nil || e.Kind != history.KindListOffsets {
-				continue
-			}
+		for _, e := range loggedEvents(logged, history.KindListOffsets) {
 			got = append(got, *e.Listed)
 		}
 		switch {
@@ -229,4 +196,31 @@ func TestConsumerListOffsetsIsLogged(t *testing.T) {
 			t.Errorf("consumer's ListOffsets at epoch %d: logged %+v, want %+v", tt.epoch, got, *tt.want)
 		}
 	}
+}
+
+// openLogged opens a manager on dir whose event log goes to the returned
+// buffer, so a test reads what the broker logged.
+func openLogged(t *testing.T, dir string) (*Manager, *bytes.Buffer) {
+	t.Helper()
+	logged := &bytes.Buffer{}
+	m, err := Open(Config{BrokerID: 1, DataDir: dir, MinISR: 1, LagTime: time.Second,
+		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
+		eventlog.New(history.NewWriter(logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, logged
+}
+
+// loggedEvents returns the events of kind in a buffer openLogged returned.
+func loggedEvents(logged *bytes.Buffer, kind history.Kind) []history.Event {
+	var out []history.Event
+	for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		var e history.Event
+		if line != "" && json.Unmarshal([]byte(line), &e) == nil && e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
 }

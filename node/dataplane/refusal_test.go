@@ -1,16 +1,11 @@
 package dataplane
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/node/broker"
-	"github.com/zkchaos/zkchaos/node/eventlog"
 	"github.com/zkchaos/zkchaos/node/storage"
 )
 
@@ -19,14 +14,7 @@ import (
 // epoch fence), and a marker's append says what the producer state held
 // when it was checked; a batch refused for another reason is not logged.
 func TestProducerEpochRefusalIsLogged(t *testing.T) {
-	var logged bytes.Buffer
-	m, err := Open(Config{BrokerID: 1, DataDir: t.TempDir(), MinISR: 1, LagTime: time.Second,
-		CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
-		eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil), broker.New(1, nil, nil).Metadata)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m, logged := openLogged(t, t.TempDir())
 	lead(t, m, 0, 1)
 	tp := history.TP("t", 0)
 	if r := produce(m, 0, -1, time.Second, txnBatch(t, 7, 2, 0, "a")); r.ErrorCode != 0 {
@@ -50,11 +38,8 @@ func TestProducerEpochRefusalIsLogged(t *testing.T) {
 		t.Fatalf("produce out of sequence: %d", r.ErrorCode)
 	}
 	var got []history.ProduceRefusal
-	for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
-		var e history.Event
-		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == history.KindProduceRefused {
-			got = append(got, *e.Refusal)
-		}
+	for _, e := range loggedEvents(logged, history.KindProduceRefused) {
+		got = append(got, *e.Refusal)
 	}
 	if len(got) != 1 || got[0].Check != history.RefusedProducerEpoch || got[0].ProducerEpoch != 1 || got[0].KnownProducerEpoch != 2 ||
 		got[0].ErrorCode != kerr.InvalidProducerEpoch.Code || !got[0].Transactional || got[0].TP() != tp {
