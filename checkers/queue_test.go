@@ -365,20 +365,11 @@ func TestQueueModelSharedUnderRun(t *testing.T) {
 // leaves it a violation.
 func TestQueuePollResetByOutOfRange(t *testing.T) {
 	tp := history.TP("q", 0)
-	role := func(b *hb.Builder, node, epoch int32) int {
-		return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: tp.Topic, Partition: tp.Partition, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
-	}
 	outOfRange := func(b *hb.Builder, node, epoch int32, offset, leo int64) int {
 		return b.Add(history.Event{Kind: history.KindReplicaFetch, Node: node, ReplicaFetch: &history.ReplicaFetch{Topic: tp.Topic, Partition: tp.Partition,
 			Replica: -1, CurrentLeaderEpoch: -1, LeaderEpoch: epoch, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: offset, LogEndOffset: leo}})
 	}
-	for _, tc := range []struct {
-		name    string
-		answer  func(b *hb.Builder)
-		want    Verdict
-		known   bool
-		explain string
-	}{
+	for _, tc := range []backwardsCase{
 		{name: "a deposed leader's answer", want: Valid, known: true,
 			answer:  func(b *hb.Builder) { outOfRange(b, 1, 0, 3, 2) },
 			explain: "broker 1 answered a consumer fetch of q-0 at offset 3 with OFFSET_OUT_OF_RANGE (event 12), its log ending at 2 at leader epoch 0, while broker 2 had led q-0 at leader epoch 1"},
@@ -391,31 +382,7 @@ func TestQueuePollResetByOutOfRange(t *testing.T) {
 		{name: "no answer", want: Invalid, answer: func(*hb.Builder) {},
 			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 10, event 13), below offset 3 it was assigned from (event 11), in its assignment 1."},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := hb.New()
-			role(b, 1, 0)
-			for v := int64(0); v < 4; v++ {
-				qsent(b, 0, 10+v, v)
-			}
-			role(b, 2, 1)
-			qassign(b, "client-1", 1, false, 0, 3)
-			tc.answer(b)
-			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11))
-			r := QueuePoll{}.Check(b.History())
-			if r.Verdict != tc.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
-			}
-			text := r.Explanation
-			for _, k := range r.Known {
-				text += " " + k.Example
-			}
-			if got := len(r.Known) == 1 && r.Known[0].Name == KnownDeposedLeaderOutOfRange; got != tc.known {
-				t.Fatalf("known anomalies %+v, want %s: %v", r.Known, KnownDeposedLeaderOutOfRange, tc.known)
-			}
-			if !strings.Contains(eventTimes.ReplaceAllString(text, ""), tc.explain) {
-				t.Fatalf("explanation %q does not contain %q", text, tc.explain)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, KnownDeposedLeaderOutOfRange, recs(0, 0, 10, 1, 11)) })
 	}
 }
 
@@ -426,20 +393,11 @@ func TestQueuePollResetByOutOfRange(t *testing.T) {
 // violation.
 func TestQueuePollMovedByListOffsets(t *testing.T) {
 	tp := history.TP("q", 0)
-	role := func(b *hb.Builder, node, epoch int32) int {
-		return b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: tp.Topic, Partition: tp.Partition, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
-	}
 	listed := func(b *hb.Builder, node, epoch int32, offset int64) int {
 		return b.Add(history.Event{Kind: history.KindListOffsets, Node: node, Listed: &history.ListOffsets{Topic: tp.Topic, Partition: tp.Partition,
 			Timestamp: -1, CurrentLeaderEpoch: epoch, LeaderEpoch: epoch, Offset: offset, HighWatermark: offset, LogEndOffset: 4}})
 	}
-	for _, tc := range []struct {
-		name    string
-		answer  func(b *hb.Builder)
-		want    Verdict
-		known   bool
-		explain string
-	}{
+	for _, tc := range []backwardsCase{
 		{name: "a deposed leader's answer", want: Valid, known: true,
 			answer:  func(b *hb.Builder) { listed(b, 1, 0, 1) },
 			explain: "below offset 3 it was assigned from (event 11), in its assignment 1: broker 1 answered the consumer's ListOffsets of q-0 for the latest offset with 1 (event 12), its high watermark at leader epoch 0 (the request carried current leader epoch 0), its log ending at 4, while broker 2 had led q-0 at leader epoch 1"},
@@ -450,30 +408,47 @@ func TestQueuePollMovedByListOffsets(t *testing.T) {
 			answer:  func(b *hb.Builder) { listed(b, 1, 0, 2) },
 			explain: "nonmonotonic poll: process 1 (client-1) polled offset 1 of q-0 (value 11, event 14), below offset 3 it was assigned from (event 11), in its assignment 1."},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := hb.New()
-			role(b, 1, 0)
-			for v := int64(0); v < 4; v++ {
-				qsent(b, 0, 10+v, v)
-			}
-			role(b, 2, 1)
-			qassign(b, "client-1", 1, false, 0, 3)
-			tc.answer(b)
-			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 1, 11, 2, 12))
-			r := QueuePoll{}.Check(b.History())
-			if r.Verdict != tc.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
-			}
-			text := r.Explanation
-			for _, k := range r.Known {
-				text += " " + k.Example
-			}
-			if got := len(r.Known) == 1 && r.Known[0].Name == KnownDeposedLeaderListOffsets; got != tc.known {
-				t.Fatalf("known anomalies %+v, want %s: %v", r.Known, KnownDeposedLeaderListOffsets, tc.known)
-			}
-			if !strings.Contains(eventTimes.ReplaceAllString(text, ""), tc.explain) {
-				t.Fatalf("explanation %q does not contain %q", text, tc.explain)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, KnownDeposedLeaderListOffsets, recs(0, 1, 11, 2, 12)) })
+	}
+}
+
+// backwardsCase is a consumer assigned q-0 from offset 3 (broker 1 led it at
+// leader epoch 0, broker 2 since at epoch 1) whose first poll begins below
+// 3, after whatever answer the case adds.
+type backwardsCase struct {
+	name    string
+	answer  func(b *hb.Builder)
+	want    Verdict
+	known   bool // the anomaly named instead of a violation
+	explain string
+}
+
+func (tc backwardsCase) run(t *testing.T, anomaly string, polled history.QueuePoll) {
+	t.Helper()
+	b := hb.New()
+	role := func(node, epoch int32) {
+		b.Add(history.Event{Kind: history.KindRoleChange, Node: node, Role: &history.Role{Topic: "q", Partition: 0, Role: history.RoleLeader, Leader: node, LeaderEpoch: epoch}})
+	}
+	role(1, 0)
+	for v := int64(0); v < 4; v++ {
+		qsent(b, 0, 10+v, v)
+	}
+	role(2, 1)
+	qassign(b, "client-1", 1, false, 0, 3)
+	tc.answer(b)
+	qpoll(b, "client-1", 1, ru, assigned(1, 0), false, polled)
+	r := QueuePoll{}.Check(b.History())
+	if r.Verdict != tc.want {
+		t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
+	}
+	text := r.Explanation
+	for _, k := range r.Known {
+		text += " " + k.Example
+	}
+	if got := len(r.Known) == 1 && r.Known[0].Name == anomaly; got != tc.known {
+		t.Fatalf("known anomalies %+v, want %s: %v", r.Known, anomaly, tc.known)
+	}
+	if !strings.Contains(eventTimes.ReplaceAllString(text, ""), tc.explain) {
+		t.Fatalf("explanation %q does not contain %q", text, tc.explain)
 	}
 }
