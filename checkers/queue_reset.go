@@ -62,11 +62,27 @@ func outOfRangeOf(h *history.History) *outOfRange {
 	return o
 }
 
-// resetBy is a leader's OFFSET_OUT_OF_RANGE answer that sent a consumer
-// back, and the leadership that had deposed the answering broker (nil when
-// it led the partition's newest leader epoch).
-type resetBy struct {
+// answeredBy is a broker's answer that sent a consumer back (an
+// OFFSET_OUT_OF_RANGE fetch answer, resetBy, or a latest-offset ListOffsets
+// answer, listedBy), and the leadership that had deposed the answering
+// broker (nil when it led the partition's newest leader epoch).
+type answeredBy struct {
 	answer, successor *history.Event
+}
+
+type (
+	resetBy  struct{ answeredBy }
+	listedBy struct{ answeredBy }
+)
+
+// deposed says who led tp when the answer was given, "" when nobody had
+// deposed the answering broker.
+func (b answeredBy) deposed(tp history.TopicPartition) string {
+	if b.successor == nil {
+		return ""
+	}
+	return fmt.Sprintf(", while broker %d had led %s at leader epoch %d for %s (role change event %d)",
+		b.successor.Node, tp, b.successor.Role.LeaderEpoch, time.Duration(b.answer.Time-b.successor.Time).Round(time.Millisecond), b.successor.Index)
 }
 
 // find returns the answer for tp at offset given between times from and
@@ -76,7 +92,7 @@ func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64) (re
 	ok := false
 	for _, a := range o.answers[tp] {
 		if a.Time >= from && a.Time <= to && a.ReplicaFetch.FetchOffset == offset {
-			found, ok = resetBy{answer: a}, true
+			found, ok = resetBy{answeredBy{answer: a}}, true
 		}
 	}
 	if !ok {
@@ -98,13 +114,6 @@ func (o *outOfRange) successor(tp history.TopicPartition, answer *history.Event,
 	return nil
 }
 
-// listedBy is a consumer ListOffsets answer whose latest offset moved an
-// assigned start offset down, and the leadership that had deposed the
-// answering broker (nil when it led the partition's newest leader epoch).
-type listedBy struct {
-	answer, successor *history.Event
-}
-
 // findListed returns the last latest-offset answer for tp between times
 // from and to below offset start and at or below polled, the offset the
 // consumer began at.
@@ -113,7 +122,7 @@ func (o *outOfRange) findListed(tp history.TopicPartition, start, polled, from, 
 	ok := false
 	for _, a := range o.listed[tp] {
 		if a.Time >= from && a.Time <= to && a.Listed.Offset < start && a.Listed.Offset <= polled {
-			found, ok = listedBy{answer: a}, true
+			found, ok = listedBy{answeredBy{answer: a}}, true
 		}
 	}
 	if ok {
@@ -125,23 +134,13 @@ func (o *outOfRange) findListed(tp history.TopicPartition, start, polled, from, 
 // why says what the answer was and, for a deposed leader's, who led then.
 func (b listedBy) why(m *queueModel, start int64) string {
 	a, l := b.answer, b.answer.Listed
-	s := fmt.Sprintf("broker %d answered the consumer's ListOffsets of %s for the latest offset with %d (event %d, %s), its high watermark at leader epoch %d (the request carried current leader epoch %d), its log ending at %d",
-		a.Node, l.TP(), l.Offset, a.Index, m.when(a), l.LeaderEpoch, l.CurrentLeaderEpoch, l.LogEndOffset)
-	if b.successor != nil {
-		s += fmt.Sprintf(", while broker %d had led %s at leader epoch %d for %s (role change event %d)",
-			b.successor.Node, l.TP(), b.successor.Role.LeaderEpoch, time.Duration(a.Time-b.successor.Time).Round(time.Millisecond), b.successor.Index)
-	}
-	return s + fmt.Sprintf(", and the client moved its start offset %d down to that listed end", start)
+	return fmt.Sprintf("broker %d answered the consumer's ListOffsets of %s for the latest offset with %d (event %d, %s), its high watermark at leader epoch %d (the request carried current leader epoch %d), its log ending at %d%s, and the client moved its start offset %d down to that listed end",
+		a.Node, l.TP(), l.Offset, a.Index, m.when(a), l.LeaderEpoch, l.CurrentLeaderEpoch, l.LogEndOffset, b.deposed(l.TP()), start)
 }
 
 // why says what the answer was and, for a deposed leader's, who led then.
 func (b resetBy) why(m *queueModel) string {
 	a, f := b.answer, b.answer.ReplicaFetch
-	s := fmt.Sprintf("broker %d answered a consumer fetch of %s at offset %d with OFFSET_OUT_OF_RANGE (event %d, %s), its log ending at %d at leader epoch %d",
-		a.Node, f.TP(), f.FetchOffset, a.Index, m.when(a), f.LogEndOffset, f.LeaderEpoch)
-	if b.successor != nil {
-		s += fmt.Sprintf(", while broker %d had led %s at leader epoch %d for %s (role change event %d)",
-			b.successor.Node, f.TP(), b.successor.Role.LeaderEpoch, time.Duration(a.Time-b.successor.Time).Round(time.Millisecond), b.successor.Index)
-	}
-	return s
+	return fmt.Sprintf("broker %d answered a consumer fetch of %s at offset %d with OFFSET_OUT_OF_RANGE (event %d, %s), its log ending at %d at leader epoch %d%s",
+		a.Node, f.TP(), f.FetchOffset, a.Index, m.when(a), f.LogEndOffset, f.LeaderEpoch, b.deposed(f.TP()))
 }
