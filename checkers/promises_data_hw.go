@@ -24,7 +24,10 @@ import (
 // log end below the leader's high watermark, having truncated neither in
 // between nor at a newer leader epoch before the advance (so its log end
 // only grew and was below that high watermark at every fetch it sent), is
-// a violation; so is a leader high watermark above its own LEO.
+// a violation; so is a leader high watermark above its own LEO. An
+// advance logged before the role change of its leader epoch (the one
+// Partition.makeLeader makes inside a LeaderAndIsr, logged before that
+// request's role changes) is judged at that role change, under its ISR.
 type HWWithinISR struct{}
 
 // Name implements Checker.
@@ -52,6 +55,7 @@ func (c HWWithinISR) Check(h *history.History) Result {
 		epoch int32
 		reset bool
 		time  int64
+		idx   int
 	}
 	lead := map[nodeTP]*leading{}
 	lastCut := map[nodeTP]cut{}
@@ -70,16 +74,70 @@ func (c HWWithinISR) Check(h *history.History) Result {
 		r.violate([]int{p.idx, e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) with %s in its ISR, but %s's log ended at %d afterwards (%s, event %d, +%s) without a truncation in between: offsets %d to %d were counted as held by an ISR member that never had them (Partition.maybeIncrementLeaderHW takes the minimum log end offset over the ISR).",
 			p.leader, k.tp, p.hw, p.epoch, p.idx, rel(p.time, t0), nodeName(k.node), nodeName(k.node), leo, what, e.Index, rel(e.Time, t0), leo, p.hw-1)
 	}
+	// ahead holds a leader's high-watermark advances logged at a newer
+	// leader epoch than its last role change: Partition.makeLeader moves
+	// the high watermark under the new ISR inside a LeaderAndIsr, and the
+	// broker logs that request's role changes after its effects. They are
+	// judged at the role change of their epoch, against its ISR.
+	ahead := map[nodeTP][]*history.Event{}
+	// judge counts advance e of leadership l and holds each ISR member to
+	// its new high watermark.
+	judge := func(e *history.Event, l *leading) {
+		k := nodeTP{e.HW.TP(), e.Node}
+		if e.HW.LeaderEpoch != l.epoch {
+			return
+		}
+		advances++
+		if e.HW.LEO != nil && e.HW.New > *e.HW.LEO {
+			r.violate([]int{e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) while its own log ended at %d: a high watermark is never above the leader's log end offset.",
+				e.Node, k.tp, e.HW.New, l.epoch, e.Index, rel(e.Time, t0), *e.HW.LEO)
+		}
+		for _, m := range l.isr {
+			if m == e.Node {
+				continue
+			}
+			mk := nodeTP{k.tp, m}
+			// A member that follows a newer leader (this one is
+			// deposed), or whose log was reset during this
+			// leadership, may have had more when it last fetched; so
+			// may one cut after an advance judged late (the cut's own
+			// log end was not held to it).
+			if c, ok := lastCut[mk]; ok && (c.epoch > l.epoch || (c.reset && c.time >= l.since) || c.idx > e.Index) {
+				continue
+			}
+			if p, ok := pending[mk]; !ok || e.HW.New > p.hw {
+				pending[mk] = claim{hw: e.HW.New, leader: e.Node, epoch: l.epoch, idx: e.Index, time: e.Time}
+			}
+		}
+	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindISRChange, history.KindControlRequest, history.KindProduceAppend, history.KindTruncation, history.KindHWAdvance) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			forgetProcess(lead, e.Node)
+			forgetProcess(ahead, e.Node)
 		case history.KindRoleChange:
 			k := nodeTP{e.Role.TP(), e.Node}
-			if e.Role.Role == history.RoleLeader {
-				lead[k] = &leading{epoch: e.Role.LeaderEpoch, since: e.Time, isr: slices.Clone(e.Role.ISR)}
-			} else {
+			early := ahead[k]
+			delete(ahead, k)
+			if e.Role.Role != history.RoleLeader {
 				delete(lead, k)
+				continue
+			}
+			l := &leading{epoch: e.Role.LeaderEpoch, since: e.Time, isr: slices.Clone(e.Role.ISR)}
+			if prev := lead[k]; prev != nil {
+				// A leader staying leader at a newer epoch keeps
+				// what it knew of its followers' log ends
+				// (Partition.makeLeader resets them only for a new
+				// leader), so a member's log reset since the
+				// earlier epoch began may still be counted.
+				l.since = prev.since
+			}
+			lead[k] = l
+			for _, a := range early {
+				// The leadership began with the request, before
+				// its advances were logged.
+				l.since = min(l.since, a.Time)
+				judge(a, l)
 			}
 		case history.KindISRChange:
 			// A shrink drops the member. A joining member is not judged:
@@ -94,7 +152,7 @@ func (c HWWithinISR) Check(h *history.History) Result {
 			for _, tp := range deletedReplicas(e) {
 				k := nodeTP{tp, e.Node}
 				delete(pending, k)
-				lastCut[k] = cut{reset: true, time: e.Time}
+				lastCut[k] = cut{reset: true, time: e.Time, idx: e.Index}
 			}
 		case history.KindProduceAppend:
 			observe(nodeTP{e.Append.TP(), e.Node}, e.Append.BaseOffset, e, "where it appended as leader")
@@ -108,36 +166,20 @@ func (c HWWithinISR) Check(h *history.History) Result {
 			// crash-lose-unflushed resets the member's log as recovery
 			// does: a leader that has not yet noticed the crash counts
 			// the member's last fetch, which the cut then undid.
-			lastCut[k] = cut{epoch: e.Truncation.LeaderEpoch, reset: rec || isUnflushedLoss(e.Truncation), time: e.Time}
+			lastCut[k] = cut{epoch: e.Truncation.LeaderEpoch, reset: rec || isUnflushedLoss(e.Truncation), time: e.Time, idx: e.Index}
 		case history.KindHWAdvance:
 			k := nodeTP{e.HW.TP(), e.Node}
 			if e.HW.LEO != nil {
 				observe(k, *e.HW.LEO, e, "its log end offset when its own high watermark moved")
 			}
-			l := lead[k]
-			if l == nil || e.HW.LeaderEpoch != l.epoch || e.HW.New <= e.HW.Old {
+			if e.HW.New <= e.HW.Old {
 				continue
 			}
-			advances++
-			if e.HW.LEO != nil && e.HW.New > *e.HW.LEO {
-				r.violate([]int{e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) while its own log ended at %d: a high watermark is never above the leader's log end offset.",
-					e.Node, k.tp, e.HW.New, l.epoch, e.Index, rel(e.Time, t0), *e.HW.LEO)
+			if l := lead[k]; l == nil || e.HW.LeaderEpoch > l.epoch {
+				ahead[k] = append(ahead[k], e)
+				continue
 			}
-			for _, m := range l.isr {
-				if m == e.Node {
-					continue
-				}
-				mk := nodeTP{k.tp, m}
-				// A member that follows a newer leader (this one is
-				// deposed), or whose log was reset during this
-				// leadership, may have had more when it last fetched.
-				if c, ok := lastCut[mk]; ok && (c.epoch > l.epoch || (c.reset && c.time >= l.since)) {
-					continue
-				}
-				if p, ok := pending[mk]; !ok || e.HW.New > p.hw {
-					pending[mk] = claim{hw: e.HW.New, leader: e.Node, epoch: l.epoch, idx: e.Index, time: e.Time}
-				}
-			}
+			judge(e, lead[k])
 		}
 	}
 	r.detail("leader_hw_advances", advances)

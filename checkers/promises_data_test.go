@@ -192,6 +192,34 @@ func TestHWWithinISR(t *testing.T) {
 			hwEv(b, 2, 0, 5, 2, 6)
 			return nil
 		}},
+		{name: "advance logged before its role change, judged under that leadership's ISR", want: Invalid,
+			explain: "broker 1 advanced t-0's high watermark to 10 at leader epoch 2", build: func(b *hb.Builder) []int {
+				roleEv(b, 1, history.RoleFollower, 3, 1, 1, 2, 3)
+				adv := hwEv(b, 1, 0, 10, 2, 10)
+				roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2)
+				obs := hwEv(b, 2, 0, 5, 2, 6)
+				return []int{adv, obs}
+			}},
+		{name: "advance logged before its role change, member holds it", want: Valid, build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleFollower, 3, 1, 1, 2, 3)
+			hwEv(b, 1, 0, 10, 2, 10)
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2)
+			hwEv(b, 2, 0, 10, 2, 10)
+			return nil
+		}},
+		{name: "advance logged before a role change of another epoch is not judged", want: Valid, build: func(b *hb.Builder) []int {
+			hwEv(b, 1, 0, 10, 2, 10)
+			roleEv(b, 1, history.RoleLeader, 1, 3, 1, 2)
+			hwEv(b, 2, 0, 5, 3, 6)
+			return nil
+		}},
+		{name: "member truncated between an early advance and its role change is not held to it", want: Valid, build: func(b *hb.Builder) []int {
+			hwEv(b, 1, 0, 10, 2, 10)
+			truncEv(b, 2, 12, 8, 2, "leader-epoch")
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2)
+			hwEv(b, 2, 0, 5, 2, 8)
+			return nil
+		}},
 		{name: "member shrunk out of the ISR is not counted", want: Valid, build: func(b *hb.Builder) []int {
 			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
 			b.Add(history.Event{Kind: history.KindISRChange, Node: 1, ISR: &history.ISRChange{Topic: "t", Action: history.ISRShrink,

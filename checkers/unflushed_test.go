@@ -287,6 +287,24 @@ func TestHWWithinISRUnflushedLoss(t *testing.T) {
 			hwEv(b, 2, 0, 5, 1, 6)
 			return nil
 		}},
+		{name: "the member's page cache was lost while its leader led an earlier epoch", want: Valid, build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			truncEv(b, 2, 10, 0, 0, history.TruncationUnflushedLoss)
+			hwEv(b, 1, 0, 10, 2, 10) // logged before the role change of epoch 2
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2)
+			b.Start(2)
+			hwEv(b, 2, 0, 5, 2, 6)
+			return nil
+		}},
+		{name: "a new leader counts no fetch from before the member's crash", want: Invalid, explain: "broker 2's log ended at 6", build: func(b *hb.Builder) []int {
+			roleEv(b, 1, history.RoleFollower, 3, 1, 1, 2, 3)
+			truncEv(b, 2, 10, 0, 0, history.TruncationUnflushedLoss)
+			adv := hwEv(b, 1, 0, 10, 2, 10)
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2)
+			b.Start(2)
+			obs := hwEv(b, 2, 0, 5, 2, 6)
+			return []int{adv, obs}
+		}},
 		{name: "the member truncated at the same epoch before the advance", want: Invalid, explain: "broker 2's log ended at 6", build: func(b *hb.Builder) []int {
 			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
 			truncEv(b, 2, 10, 0, 1, "high-watermark")
