@@ -52,6 +52,17 @@ func TestLeaderUniquenessStateEpochs(t *testing.T) {
 				l := stateWrite(b, 3, 3, 4, 50, history.ZKOK)
 				return []int{c, l}
 			}},
+		{name: "a re-created topic's epochs start again, its version 0 unseen", want: Valid, build: func(b *hb.Builder) []int {
+			for _, w := range []struct {
+				epoch   int32
+				version int32
+				zxid    int64
+			}{{6, 6, 20}, {6, 7, 25}, {1, 1, 40}, {1, 2, 45}} {
+				b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Path: statePath, Op: "set", Outcome: history.ZKOK,
+					Zxid: w.zxid, NewVersion: w.version, State: &history.PartitionState{Topic: "t", Partition: 0, Leader: -1, LeaderEpoch: w.epoch}}})
+			}
+			return nil
+		}},
 		{name: "epochs rise with ISR changes between", want: Valid, build: func(b *hb.Builder) []int {
 			stateWrite(b, 1, 2, 5, 20, history.ZKOK)
 			b.State(tp0, 2, 5, 1, 20, 2)

@@ -35,156 +35,170 @@ func (HWWithinISR) Name() string { return "hw-within-isr" }
 
 // Check implements Checker.
 func (c HWWithinISR) Check(h *history.History) Result {
-	r := &report{name: c.Name()}
-	t0 := firstTime(h)
-	type leading struct {
-		epoch int32
-		since int64 // when the leadership began
-		isr   []int32
-	}
-	type claim struct {
-		hw     int64
-		leader int32
-		epoch  int32
-		idx    int
-		time   int64
-	}
-	// A cut the member's later log ends do not show: a truncation (its
-	// leader epoch), a restart's recovery or a deleted log (reset).
-	type cut struct {
-		epoch int32
-		reset bool
-		time  int64
-		idx   int
-	}
-	lead := map[nodeTP]*leading{}
-	lastCut := map[nodeTP]cut{}
-	pending := map[nodeTP]claim{} // the highest high watermark a leader counted the member for
-	advances, shown := 0, 0
-	observe := func(k nodeTP, leo int64, e *history.Event, what string) {
-		p, ok := pending[k]
-		if !ok {
-			return
-		}
-		delete(pending, k)
-		shown++
-		if leo >= p.hw {
-			return
-		}
-		r.violate([]int{p.idx, e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) with %s in its ISR, but %s's log ended at %d afterwards (%s, event %d, +%s) without a truncation in between: offsets %d to %d were counted as held by an ISR member that never had them (Partition.maybeIncrementLeaderHW takes the minimum log end offset over the ISR).",
-			p.leader, k.tp, p.hw, p.epoch, p.idx, rel(p.time, t0), nodeName(k.node), nodeName(k.node), leo, what, e.Index, rel(e.Time, t0), leo, p.hw-1)
-	}
-	// ahead holds a leader's high-watermark advances logged at a newer
-	// leader epoch than its last role change: Partition.makeLeader moves
-	// the high watermark under the new ISR inside a LeaderAndIsr, and the
-	// broker logs that request's role changes after its effects. They are
-	// judged at the role change of their epoch, against its ISR.
-	ahead := map[nodeTP][]*history.Event{}
-	// judge counts advance e of leadership l and holds each ISR member to
-	// its new high watermark.
-	judge := func(e *history.Event, l *leading) {
-		k := nodeTP{e.HW.TP(), e.Node}
-		if e.HW.LeaderEpoch != l.epoch {
-			return
-		}
-		advances++
-		if e.HW.LEO != nil && e.HW.New > *e.HW.LEO {
-			r.violate([]int{e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) while its own log ended at %d: a high watermark is never above the leader's log end offset.",
-				e.Node, k.tp, e.HW.New, l.epoch, e.Index, rel(e.Time, t0), *e.HW.LEO)
-		}
-		for _, m := range l.isr {
-			if m == e.Node {
-				continue
-			}
-			mk := nodeTP{k.tp, m}
-			// A member that follows a newer leader (this one is
-			// deposed), or whose log was reset during this
-			// leadership, may have had more when it last fetched; so
-			// may one cut after an advance judged late (the cut's own
-			// log end was not held to it).
-			if c, ok := lastCut[mk]; ok && (c.epoch > l.epoch || (c.reset && c.time >= l.since) || c.idx > e.Index) {
-				continue
-			}
-			if p, ok := pending[mk]; !ok || e.HW.New > p.hw {
-				pending[mk] = claim{hw: e.HW.New, leader: e.Node, epoch: l.epoch, idx: e.Index, time: e.Time}
-			}
-		}
-	}
+	st := &hwISR{r: &report{name: c.Name()}, t0: firstTime(h), lead: map[nodeTP]*hwLeading{}, lastCut: map[nodeTP]hwCut{},
+		pending: map[nodeTP]hwClaim{}, ahead: map[nodeTP][]*history.Event{}}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindISRChange, history.KindControlRequest, history.KindProduceAppend, history.KindTruncation, history.KindHWAdvance) {
 		switch e.Kind {
 		case history.KindNodeStart:
-			forgetProcess(lead, e.Node)
-			forgetProcess(ahead, e.Node)
+			forgetProcess(st.lead, e.Node)
+			forgetProcess(st.ahead, e.Node)
 		case history.KindRoleChange:
-			k := nodeTP{e.Role.TP(), e.Node}
-			early := ahead[k]
-			delete(ahead, k)
-			if e.Role.Role != history.RoleLeader {
-				delete(lead, k)
-				continue
-			}
-			l := &leading{epoch: e.Role.LeaderEpoch, since: e.Time, isr: slices.Clone(e.Role.ISR)}
-			if prev := lead[k]; prev != nil {
-				// A leader staying leader at a newer epoch keeps
-				// what it knew of its followers' log ends
-				// (Partition.makeLeader resets them only for a new
-				// leader), so a member's log reset since the
-				// earlier epoch began may still be counted.
-				l.since = prev.since
-			}
-			lead[k] = l
-			for _, a := range early {
-				// The leadership began with the request, before
-				// its advances were logged.
-				l.since = min(l.since, a.Time)
-				judge(a, l)
-			}
+			st.roleChange(e)
 		case history.KindISRChange:
 			// A shrink drops the member. A joining member is not judged:
 			// the leader writes the expand in the background and counts
 			// the member only once the write is back, so the event does
 			// not say from which advance on it was counted.
 			k := nodeTP{e.ISR.TP(), e.Node}
-			if l := lead[k]; l != nil && e.ISR.Outcome == history.ZKOK && e.ISR.LeaderEpoch == l.epoch {
+			if l := st.lead[k]; l != nil && e.ISR.Outcome == history.ZKOK && e.ISR.LeaderEpoch == l.epoch {
 				l.isr = slices.DeleteFunc(l.isr, func(m int32) bool { return !slices.Contains(e.ISR.New, m) })
 			}
 		case history.KindControlRequest:
 			for _, tp := range deletedReplicas(e) {
 				k := nodeTP{tp, e.Node}
-				delete(pending, k)
-				lastCut[k] = cut{reset: true, time: e.Time, idx: e.Index}
+				delete(st.pending, k)
+				st.lastCut[k] = hwCut{reset: true, time: e.Time, idx: e.Index}
 			}
 		case history.KindProduceAppend:
-			observe(nodeTP{e.Append.TP(), e.Node}, e.Append.BaseOffset, e, "where it appended as leader")
+			st.observe(nodeTP{e.Append.TP(), e.Node}, e.Append.BaseOffset, e, "where it appended as leader")
 		case history.KindTruncation:
 			k := nodeTP{e.Truncation.TP(), e.Node}
 			rec := isRecovery(e.Truncation)
 			if !rec {
-				observe(k, e.Truncation.From, e, "where its truncation started")
+				st.observe(k, e.Truncation.From, e, "where its truncation started")
 			}
-			delete(pending, k)
+			delete(st.pending, k)
 			// crash-lose-unflushed resets the member's log as recovery
 			// does: a leader that has not yet noticed the crash counts
 			// the member's last fetch, which the cut then undid.
-			lastCut[k] = cut{epoch: e.Truncation.LeaderEpoch, reset: rec || isUnflushedLoss(e.Truncation), time: e.Time, idx: e.Index}
+			st.lastCut[k] = hwCut{epoch: e.Truncation.LeaderEpoch, reset: rec || isUnflushedLoss(e.Truncation), time: e.Time, idx: e.Index}
 		case history.KindHWAdvance:
 			k := nodeTP{e.HW.TP(), e.Node}
 			if e.HW.LEO != nil {
-				observe(k, *e.HW.LEO, e, "its log end offset when its own high watermark moved")
+				st.observe(k, *e.HW.LEO, e, "its log end offset when its own high watermark moved")
 			}
 			if e.HW.New <= e.HW.Old {
 				continue
 			}
-			if l := lead[k]; l == nil || e.HW.LeaderEpoch > l.epoch {
-				ahead[k] = append(ahead[k], e)
+			if l := st.lead[k]; l == nil || e.HW.LeaderEpoch > l.epoch {
+				st.ahead[k] = append(st.ahead[k], e)
 				continue
 			}
-			judge(e, lead[k])
+			st.judge(e, st.lead[k])
 		}
 	}
-	r.detail("leader_hw_advances", advances)
-	r.detail("member_log_ends_judged", shown)
-	return r.result(fmt.Sprintf("no leader's high watermark passed its own log end or an offset an ISR member lacked (%d advances, %d member log ends judged).", advances, shown))
+	r := st.r
+	r.detail("leader_hw_advances", st.advances)
+	r.detail("member_log_ends_judged", st.shown)
+	return r.result(fmt.Sprintf("no leader's high watermark passed its own log end or an offset an ISR member lacked (%d advances, %d member log ends judged).", st.advances, st.shown))
+}
+
+// hwISR is what HWWithinISR knows while it reads a history.
+type hwISR struct {
+	r       *report
+	t0      int64
+	lead    map[nodeTP]*hwLeading
+	lastCut map[nodeTP]hwCut
+	pending map[nodeTP]hwClaim // the highest high watermark a leader counted the member for
+	// ahead holds a leader's high-watermark advances logged at a newer
+	// leader epoch than its last role change: Partition.makeLeader moves
+	// the high watermark under the new ISR inside a LeaderAndIsr, and the
+	// broker logs that request's role changes after its effects. They are
+	// judged at the role change of their epoch, against its ISR.
+	ahead           map[nodeTP][]*history.Event
+	advances, shown int
+}
+
+type hwLeading struct {
+	epoch int32
+	since int64 // when the leadership began
+	isr   []int32
+}
+
+type hwClaim struct {
+	hw     int64
+	leader int32
+	epoch  int32
+	idx    int
+	time   int64
+}
+
+// hwCut is a cut the member's later log ends do not show: a truncation (its
+// leader epoch), a restart's recovery or a deleted log (reset).
+type hwCut struct {
+	epoch int32
+	reset bool
+	time  int64
+	idx   int
+}
+
+func (st *hwISR) observe(k nodeTP, leo int64, e *history.Event, what string) {
+	p, ok := st.pending[k]
+	if !ok {
+		return
+	}
+	delete(st.pending, k)
+	st.shown++
+	if leo >= p.hw {
+		return
+	}
+	st.r.violate([]int{p.idx, e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) with %s in its ISR, but %s's log ended at %d afterwards (%s, event %d, +%s) without a truncation in between: offsets %d to %d were counted as held by an ISR member that never had them (Partition.maybeIncrementLeaderHW takes the minimum log end offset over the ISR).",
+		p.leader, k.tp, p.hw, p.epoch, p.idx, rel(p.time, st.t0), nodeName(k.node), nodeName(k.node), leo, what, e.Index, rel(e.Time, st.t0), leo, p.hw-1)
+}
+
+func (st *hwISR) roleChange(e *history.Event) {
+	k := nodeTP{e.Role.TP(), e.Node}
+	early := st.ahead[k]
+	delete(st.ahead, k)
+	if e.Role.Role != history.RoleLeader {
+		delete(st.lead, k)
+		return
+	}
+	l := &hwLeading{epoch: e.Role.LeaderEpoch, since: e.Time, isr: slices.Clone(e.Role.ISR)}
+	if prev := st.lead[k]; prev != nil {
+		// A leader staying leader at a newer epoch keeps what it knew
+		// of its followers' log ends (Partition.makeLeader resets them
+		// only for a new leader), so a member's log reset since the
+		// earlier epoch began may still be counted.
+		l.since = prev.since
+	}
+	st.lead[k] = l
+	for _, a := range early {
+		// The leadership began with the request, before its advances
+		// were logged.
+		l.since = min(l.since, a.Time)
+		st.judge(a, l)
+	}
+}
+
+// judge counts advance e of leadership l and holds each ISR member to its
+// new high watermark.
+func (st *hwISR) judge(e *history.Event, l *hwLeading) {
+	k := nodeTP{e.HW.TP(), e.Node}
+	if e.HW.LeaderEpoch != l.epoch {
+		return
+	}
+	st.advances++
+	if e.HW.LEO != nil && e.HW.New > *e.HW.LEO {
+		st.r.violate([]int{e.Index}, "broker %d advanced %s's high watermark to %d at leader epoch %d (event %d, +%s) while its own log ended at %d: a high watermark is never above the leader's log end offset.",
+			e.Node, k.tp, e.HW.New, l.epoch, e.Index, rel(e.Time, st.t0), *e.HW.LEO)
+	}
+	for _, m := range l.isr {
+		if m == e.Node {
+			continue
+		}
+		mk := nodeTP{k.tp, m}
+		// A member that follows a newer leader (this one is deposed),
+		// or whose log was reset during this leadership, may have had
+		// more when it last fetched; so may one cut after an advance
+		// judged late (the cut's own log end was not held to it).
+		if c, ok := st.lastCut[mk]; ok && (c.epoch > l.epoch || (c.reset && c.time >= l.since) || c.idx > e.Index) {
+			continue
+		}
+		if p, ok := st.pending[mk]; !ok || e.HW.New > p.hw {
+			st.pending[mk] = hwClaim{hw: e.HW.New, leader: e.Node, epoch: l.epoch, idx: e.Index, time: e.Time}
+		}
+	}
 }
 
 // ---- follower high watermark -------------------------------------------------

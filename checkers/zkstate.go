@@ -113,15 +113,17 @@ func collectPartitionStates(h *history.History) map[history.TopicPartition]zkSta
 }
 
 // countIncarnations numbers the incarnations of ordered versions: a
-// version 0 after a higher version is a new znode, which only a deletion
-// of the topic and its creation at the same name make.
+// version lower than one before it is a new znode (a znode's version only
+// grows), which only a deletion of the topic and its creation at the same
+// name make. The new znode's version 0 is often missing: the controller's
+// create logs no zxid, and the watcher may not have seen it.
 func countIncarnations(ordered []zkState) {
 	inc, top := 0, int32(0)
 	for i := range ordered {
-		if v := ordered[i].version; v == 0 && top > 0 {
-			inc, top = inc+1, 0
+		if v := ordered[i].version; v < top {
+			inc, top = inc+1, v
 		} else {
-			top = max(top, v)
+			top = v
 		}
 		ordered[i].inc = inc
 	}

@@ -406,9 +406,19 @@ func watchZK(ctx context.Context, c *cluster.Cluster, hdir string) (stop func(),
 		zw.Close()
 		return nil, err
 	}
+	servers := make([]observer.ZKServer, 0, len(c.ZKServers()))
+	for _, s := range c.ZKServers() {
+		servers = append(servers, observer.ZKServer{Name: fmt.Sprintf("zk%d", s.ID), Addr: s.ClientAddr()})
+	}
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		observer.PollModes(wctx, servers, 500*time.Millisecond, zw)
+	}()
 	return func() {
 		stopWatch()
 		watcher.Wait()
+		<-polled
 		zw.Close()
 	}, nil
 }

@@ -546,6 +546,10 @@ const (
 	WatchDeleted  = "deleted"
 	WatchChildren = "children"
 	WatchState    = "state" // the watcher's own session state
+	// WatchServerMode: a ZooKeeper server's role as its `srvr` answer
+	// gave it (Server, Mode); Mode is empty while it does not answer
+	// (paused, cut off, out of quorum).
+	WatchServerMode = "server_mode"
 )
 
 // Watch is a znode state observed by the harness's ZooKeeper watcher. Path is
@@ -566,6 +570,8 @@ type Watch struct {
 	Brokers         []BrokerZnode   `json:"brokers,omitempty"`
 	State           *PartitionState `json:"state,omitempty"`
 	SessionState    string          `json:"session_state,omitempty"`
+	Server          string          `json:"server,omitempty"` // WatchServerMode: "zk1"…
+	Mode            string          `json:"mode,omitempty"`   // WatchServerMode: leader, follower, standalone, or empty
 }
 
 // BrokerZnode is one live /brokers/ids child with its czxid (broker epoch).

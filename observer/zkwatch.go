@@ -2,7 +2,8 @@
 // test. Today that is the ZooKeeper watcher: it follows the znodes that carry
 // Kafka's fencing state (/controller, /controller_epoch, /brokers/ids with
 // each registration's czxid, and every partition's state znode) and records
-// what it sees as zk_watch events.
+// what it sees as zk_watch events; beside it, PollModes records which
+// server leads the ensemble.
 //
 // It never writes to ZooKeeper and never talks to the node program: what it
 // records is ZooKeeper's view, to be compared with what the nodes logged.
@@ -39,7 +40,9 @@ type Watcher struct {
 // end state; the watcher records states, not every transition.
 func WatchZK(ctx context.Context, servers []string, sessionTimeout time.Duration, w *history.Writer) (*Watcher, error) {
 	wt := &Watcher{ctx: ctx, w: w, watched: map[string]bool{}}
-	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quiet{}), zk.WithEventCallback(func(e zk.Event) {
+	// As ZooKeeper's Java client bounds a connection attempt.
+	handshake := sessionTimeout / time.Duration(max(len(servers), 1))
+	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(boundedHandshake(handshake)), zk.WithEventCallback(func(e zk.Event) {
 		if e.Type == zk.EventSession {
 			w.Write(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/", Type: history.WatchState, SessionState: e.State.String()}})
 		}

@@ -40,9 +40,9 @@ func (c Combination) String() string {
 // Target roles (Combination.Role). A broker's role is read off what the
 // ZooKeeper watcher last saw before the fault started, in this order:
 // /controller names it; some partition state names it leader; it is a
-// replica of some partition; none of these. The history records no
-// ZooKeeper server's role except in the faults that chose their target by
-// it (see zkRole).
+// replica of some partition; none of these. A ZooKeeper server's role is
+// its mode the watcher last polled (server_mode), or what the fault's own
+// record says when the server was not answering (see world.zkRole).
 const (
 	RoleController = "controller"
 	RoleLeader     = "leader"   // of some partition, by its ZooKeeper state
@@ -50,8 +50,8 @@ const (
 	RoleOther      = "other"    // a broker that hosts no partition, as far as the history says
 	RoleZKLeader   = "zk-leader"
 	RoleZKFollower = "zk-follower"
-	// RoleZKServer: a ZooKeeper server whose fault's record does not say
-	// whether it led.
+	// RoleZKServer: a ZooKeeper server that did not answer the poll and
+	// whose fault's record does not say whether it led.
 	RoleZKServer = "zk-server"
 	// RoleNone: the fault names no target (delete-recreate-topic acts on a
 	// topic).
@@ -165,11 +165,14 @@ type world struct {
 	// reassigning maps the admin process with a reassign in flight to its
 	// partition.
 	reassigning map[int]history.TopicPartition
+	// zkMode is each ZooKeeper server's last polled mode ("" while it did
+	// not answer).
+	zkMode map[string]string
 }
 
 func newWorld() *world {
 	return &world{controller: -1, states: map[history.TopicPartition]*history.PartitionState{},
-		replicas: map[history.TopicPartition][]int32{}, deleting: map[string]bool{}, reassigning: map[int]history.TopicPartition{}}
+		replicas: map[history.TopicPartition][]int32{}, deleting: map[string]bool{}, reassigning: map[int]history.TopicPartition{}, zkMode: map[string]string{}}
 }
 
 // add takes in one event.
@@ -205,6 +208,10 @@ func (w *world) add(e *history.Event) {
 }
 
 func (w *world) watch(wa *history.Watch) {
+	if wa.Type == history.WatchServerMode {
+		w.zkMode[wa.Server] = wa.Mode
+		return
+	}
 	if wa.Path == zklayout.ControllerPath {
 		switch {
 		case wa.Type == history.WatchDeleted:
@@ -239,7 +246,20 @@ func (w *world) classify(f *history.Fault) (role, state string) {
 	if id, ok := brokerID(t); ok {
 		return w.brokerRole(id), w.class(func(tp history.TopicPartition) bool { return w.replicates(tp, id) })
 	}
-	return zkRole(f), w.class(func(history.TopicPartition) bool { return true })
+	return w.zkRole(f), w.class(func(history.TopicPartition) bool { return true })
+}
+
+// zkRole is a ZooKeeper server's role when f struck it: its last polled
+// mode, or what f's own record says when the server was not answering
+// (or the history predates the poll).
+func (w *world) zkRole(f *history.Fault) string {
+	switch w.zkMode[f.Targets[0]] {
+	case "leader", "standalone":
+		return RoleZKLeader
+	case "follower":
+		return RoleZKFollower
+	}
+	return zkRole(f)
 }
 
 // brokerID parses "n3".

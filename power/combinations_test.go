@@ -123,6 +123,18 @@ func TestCombinations(t *testing.T) {
 			b.Fault(true, "f6", "kill", "zk1")
 		}, []string{"isolate-zk-leader/zk-leader/-/isr-full", "slow-link/zk-leader/-/isr-full", "pause/zk-follower/-/isr-full",
 			"stall-zk-session-server/zk-leader/-/isr-full", "stall-zk-session-server/zk-follower/-/isr-full", "kill/zk-server/-/isr-full"}},
+		{"ZooKeeper servers by their polled modes, the record where a server did not answer", func(b *historytest.Builder) {
+			mode := func(server, m string) {
+				b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/", Type: history.WatchServerMode, Server: server, Mode: m}})
+			}
+			mode("zk1", "follower")
+			mode("zk2", "leader")
+			mode("zk3", "")
+			b.Fault(true, "f1", "kill", "zk2")
+			b.Fault(true, "f2", "isolate-node", "zk1")
+			b.Fault(true, "f3", "pause", "zk3")
+			b.Fault(true, "f4", "kill", "zk3")
+		}, []string{"kill/zk-leader/-/isr-full", "isolate-node/zk-follower/-/isr-full", "pause/zk-follower/-/isr-full", "kill/zk-server/-/isr-full"}},
 		{"a fault without target; one not applied; a node's own failpoint report; a step left alone", func(b *historytest.Builder) {
 			faultStart(b, history.Fault{ID: "f1", Name: "delete-recreate-topic", Detail: "deletion of topic t asked for"})
 			faultStart(b, history.Fault{ID: "f2", Name: "kill-lagging-leader", Detail: "not applied"})

@@ -1,0 +1,55 @@
+package observer
+
+import (
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+)
+
+// A server that takes the connection and never answers the handshake (a
+// ZooKeeper server stopped by a fault) holds the watcher's session attempt
+// for the bound, not for go-zookeeper's ten read timeouts (66 s here).
+func TestBoundedHandshakeLeavesASilentServer(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepts atomic.Int32
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepts.Add(1)
+			held <- c // never answered
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	})
+	conn, _, err := zk.Connect([]string{ln.Addr().String()}, 10*time.Second, zk.WithLogger(quiet{}), zk.WithDialer(boundedHandshake(300*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The first attempt gives up after 0.3 s; go-zookeeper waits a second
+	// after a round in which no server answered, then tries again.
+	deadline := time.Now().Add(10 * time.Second)
+	for accepts.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher's client is still waiting on the silent server after 10 s (%d connection attempts)", accepts.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
