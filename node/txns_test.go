@@ -61,6 +61,19 @@ func (s *syncBuffer) events(t *testing.T) []history.Event {
 	return evs
 }
 
+// clientTxnNode is txnNode for the tests that run franz-go's clients
+// against it, with a minute for them; -short leaves those tests out.
+func clientTxnNode(t *testing.T) (ctx context.Context, addr string, events *syncBuffer) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real clients for a few seconds")
+	}
+	_, addr, events = txnNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx, addr, events
+}
+
 // txnNode is broker 1 alone, serving the Kafka protocol on a loopback
 // port with data plane, group and transaction coordinators, and leading
 // t-0, t-1, in-0, __consumer_offsets-0 and __transaction_state-0 (leader epoch
@@ -150,12 +163,7 @@ func txnNode(t *testing.T) (n *Node, addr string, events *syncBuffer) {
 // with the same transactional id fences the first. The node logs each
 // transaction request with its epochs and each marker it appended.
 func TestKgoTransactions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real clients for a few seconds")
-	}
-	_, addr, events := txnNode(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	ctx, addr, events := clientTxnNode(t)
 	newProducer := func() *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.TransactionalID("tx-1"),
 			kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second))
@@ -298,12 +306,7 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 // read_committed consumer sees and the group's committed offset where it
 // was.
 func TestKgoGroupTransactSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real clients for a few seconds")
-	}
-	_, addr, events := txnNode(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	ctx, addr, events := clientTxnNode(t)
 	plain, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.DefaultProduceTopic("in"),
 		kgo.DisableIdempotentWrite()) // no ZooKeeper here for producer id blocks
 	if err != nil {
