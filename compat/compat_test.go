@@ -125,11 +125,7 @@ func (e *env) createTopic(name string) {
 func (e *env) metadata(topic string) (*kmsg.MetadataResponse, error) {
 	var last error
 	for _, n := range e.c.Nodes() {
-		req := kmsg.NewPtrMetadataRequest()
-		req.SetVersion(7)
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, mt)
+		req := metadataRequest(topic)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, err := kafkaRequest(ctx, n.KafkaAddr(), req)
 		cancel()

@@ -49,6 +49,17 @@ func decodeController(b []byte) (int32, error) {
 	return *c.BrokerID, nil
 }
 
+// metadataRequest is the suite's Metadata request for one topic, at a
+// version every client it stands beside speaks.
+func metadataRequest(topic string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(7)
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, mt)
+	return req
+}
+
 // kafkaRequest sends req to the broker at addr on a connection of its own
 // and returns its response: one request, exactly to that broker, which a
 // client library's routing would not guarantee. Only non-flexible request

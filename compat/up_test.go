@@ -179,11 +179,7 @@ func (u *chaosUp) waitLeaders(t *testing.T, topic string) {
 	for {
 		var last string
 		for _, addr := range u.brokers() {
-			req := kmsg.NewPtrMetadataRequest()
-			req.SetVersion(7)
-			mt := kmsg.NewMetadataRequestTopic()
-			mt.Topic = kmsg.StringPtr(topic)
-			req.Topics = append(req.Topics, mt)
+			req := metadataRequest(topic)
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			resp, err := kafkaRequest(ctx, addr, req)
 			cancel()
@@ -415,17 +411,7 @@ func groupsReadEverything(t *testing.T, e *env, u *chaosUp, vals []string) {
 	})
 	t.Run("kcat -G", func(t *testing.T) {
 		t.Parallel()
-		out, err := e.run(2*time.Minute, "", e.kcat, "-b", u.bootstrap, "-G", "kcat-grp", "-X", "auto.offset.reset=earliest",
-			"-c", strconv.Itoa(len(vals)), "-q", "-f", "%p %s\n", "chaos")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[int64]string{}
-		for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			_, v, _ := strings.Cut(line, " ")
-			got[int64(i)] = v
-		}
-		expectOnce(t, "kcat -G", got, vals)
+		expectOnce(t, "kcat -G", e.kcatGroup(t, u.bootstrap, "kcat-grp", "chaos", len(vals)), vals)
 	})
 	t.Run("kafka-python group", func(t *testing.T) {
 		t.Parallel()
