@@ -884,17 +884,14 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				break
 			}
 			next.ControllerEpoch = c.epoch
-			ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
-			if err == nil {
-				ps.st, ps.ver = next, ver
-				done = append(done, tp)
-				break
-			}
-			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+			written, badVersion, err := c.tryWriteState(ctx, tp, ps, next, attempt)
+			if err != nil {
 				return done, err
 			}
-			if !errors.Is(err, zk.ErrBadVersion) {
-				c.log.Printf("write state %s: %v", tp, err)
+			if written {
+				done = append(done, tp)
+			}
+			if !badVersion {
 				break
 			}
 		}
@@ -924,17 +921,14 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 		}
 		next.ControllerEpoch = c.epoch
 		for attempt := 1; ; attempt++ {
-			ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
-			if err == nil {
-				ps.st, ps.ver = next, ver
-				done = append(done, tp)
-				break
-			}
-			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+			written, badVersion, err := c.tryWriteState(ctx, tp, ps, next, attempt)
+			if err != nil {
 				return done, err
 			}
-			if !errors.Is(err, zk.ErrBadVersion) {
-				c.log.Printf("write state %s: %v", tp, err)
+			if written {
+				done = append(done, tp)
+			}
+			if !badVersion {
 				break
 			}
 			if c.cfg.Bugs.On(config.BugKafka16667) {
@@ -973,6 +967,26 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 		}
 	}
 	return done, nil
+}
+
+// tryWriteState is one attempt of the state-change loops' write of next
+// over ps: written (ps takes it), BADVERSION (the loop decides what to
+// retry), an error that abandons the whole event (the controller moved,
+// the session expired), or any other failure, which gives the partition
+// up, logged.
+func (c *Controller) tryWriteState(ctx context.Context, tp history.TopicPartition, ps *partState, next zkdata.PartitionState, attempt int) (written, badVersion bool, err error) {
+	ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
+	switch {
+	case err == nil:
+		ps.st, ps.ver = next, ver
+		return true, false, nil
+	case errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired):
+		return false, false, err
+	case !errors.Is(err, zk.ErrBadVersion):
+		c.log.Printf("write state %s: %v", tp, err)
+		return false, false, nil
+	}
+	return false, true, nil
 }
 
 func stateEqual(a, b zkdata.PartitionState) bool {
