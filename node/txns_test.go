@@ -61,6 +61,34 @@ func (s *syncBuffer) events(t *testing.T) []history.Event {
 	return evs
 }
 
+// readCommitted reads partitions of t from their start with a
+// read_committed consumer until done holds for the values seen, failing
+// the test if ctx ends first.
+func readCommitted(t *testing.T, ctx context.Context, addr string, partitions []int32, done func(seen map[string]bool) bool) map[string]bool {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range partitions {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": offsets}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	for !done(seen) {
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed consumer saw %v", seen)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := cons.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	return seen
+}
+
 // clientTxnNode is txnNode for the tests that run franz-go's clients
 // against it, with a minute for them; -short leaves those tests out.
 func clientTxnNode(t *testing.T) (ctx context.Context, addr string, events *syncBuffer) {
@@ -205,22 +233,9 @@ func TestKgoTransactions(t *testing.T) {
 		t.Fatal("the fenced producer committed a transaction")
 	}
 
-	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	seen := map[string]bool{}
-	for !(seen["c1"] && seen["c2"] && seen["c3"] && seen["c4"] && seen["c5"]) {
-		if ctx.Err() != nil {
-			t.Fatalf("read_committed consumer saw %v", seen)
-		}
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		fs := cons.PollFetches(pctx)
-		pcancel()
-		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
-	}
+	seen := readCommitted(t, ctx, addr, []int32{0, 1}, func(seen map[string]bool) bool {
+		return seen["c1"] && seen["c2"] && seen["c3"] && seen["c4"] && seen["c5"]
+	})
 	for _, v := range []string{"x1", "x2", "zombie"} {
 		if seen[v] {
 			t.Errorf("read_committed consumer saw %q of an aborted or fenced transaction", v)
@@ -442,22 +457,7 @@ func TestKgoGroupTransactSession(t *testing.T) {
 		t.Fatalf("after the aborted TxnOffsetCommit of offset 99 the group's offset is %d, want it still at 4", got)
 	}
 
-	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	seen := map[string]bool{}
-	for len(seen) < 4 {
-		if ctx.Err() != nil {
-			t.Fatalf("read_committed consumer saw %v", seen)
-		}
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		fs := cons.PollFetches(pctx)
-		pcancel()
-		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
-	}
+	seen := readCommitted(t, ctx, addr, []int32{0}, func(seen map[string]bool) bool { return len(seen) >= 4 })
 	for v := range seen {
 		if !strings.HasPrefix(v, "out-a") {
 			t.Errorf("read_committed consumer saw %q", v)
