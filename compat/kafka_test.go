@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -64,8 +65,11 @@ func metadataRequest(topic string) *kmsg.MetadataRequest {
 // and returns its response: one request, exactly to that broker, which a
 // client library's routing would not guarantee. Only non-flexible request
 // versions are used here, so the response header is the correlation id
-// alone.
-func kafkaRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+// alone. Every exchange is bounded by within, as a hung broker must fail
+// the test rather than stall it.
+func kafkaRequest(ctx context.Context, within time.Duration, addr string, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
 	if req.IsFlexible() {
 		return nil, fmt.Errorf("%s v%d: flexible versions are not used by the suite", kmsg.NameForKey(req.Key()), req.GetVersion())
 	}

@@ -180,9 +180,7 @@ func (u *chaosUp) waitLeaders(t *testing.T, topic string) {
 		var last string
 		for _, addr := range u.brokers() {
 			req := metadataRequest(topic)
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			resp, err := kafkaRequest(ctx, addr, req)
-			cancel()
+			resp, err := kafkaRequest(t.Context(), 5*time.Second, addr, req)
 			if err != nil {
 				last = err.Error()
 				continue
@@ -217,9 +215,7 @@ func (u *chaosUp) coordinator(t *testing.T, key string, keyType int8) int32 {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.SetVersion(2)
 			req.CoordinatorKey, req.CoordinatorType = key, keyType
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			resp, err := kafkaRequest(ctx, addr, req)
-			cancel()
+			resp, err := kafkaRequest(t.Context(), 5*time.Second, addr, req)
 			if err != nil {
 				last = err.Error()
 				continue
