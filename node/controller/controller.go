@@ -860,19 +860,15 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 			if ctx.Err() != nil {
 				return done, ctx.Err()
 			}
-			fresh, err := c.readState(ctx, tp)
-			if errors.Is(err, zk.ErrSessionExpired) {
-				// An expired session abandons the whole event, as
-				// ZooKeeperClientExpiredException does in Kafka.
+			// doElectLeaderForPartitions: a failed read fails the
+			// partition's election without a retry.
+			read, err := c.refreshState(ctx, tp, ps, "read state of %s: %v")
+			if err != nil {
 				return done, err
 			}
-			if err != nil {
-				// doElectLeaderForPartitions: a failed read fails the
-				// partition's election without a retry.
-				c.log.Printf("read state of %s: %v", tp, err)
+			if !read {
 				break
 			}
-			*ps = *fresh
 			if ps.st.ControllerEpoch > c.epoch {
 				// The path was already written by a newer controller;
 				// this one is a zombie for that partition.
@@ -942,15 +938,13 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 				}
 				continue
 			}
-			fresh, rerr := c.readState(ctx, tp)
-			if errors.Is(rerr, zk.ErrSessionExpired) {
+			read, rerr := c.refreshState(ctx, tp, ps, "re-read %s after BADVERSION: %v")
+			if rerr != nil {
 				return done, rerr
 			}
-			if rerr != nil {
-				c.log.Printf("re-read %s after BADVERSION: %v", tp, rerr)
+			if !read {
 				break
 			}
-			*ps = *fresh
 			if stateEqual(ps.st, next) {
 				// A write re-issued after a lost connection whose first
 				// attempt landed: ZooKeeper holds our decision.
@@ -967,6 +961,24 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 		}
 	}
 	return done, nil
+}
+
+// refreshState reads tp's state into ps for the state-change loops. An
+// expired session is returned: it abandons the whole event, as
+// ZooKeeperClientExpiredException does in Kafka. Any other failure is
+// logged with logFormat (the partition and the error) and gives the
+// partition up: read is false.
+func (c *Controller) refreshState(ctx context.Context, tp history.TopicPartition, ps *partState, logFormat string) (read bool, err error) {
+	fresh, err := c.readState(ctx, tp)
+	if errors.Is(err, zk.ErrSessionExpired) {
+		return false, err
+	}
+	if err != nil {
+		c.log.Printf(logFormat, tp, err)
+		return false, nil
+	}
+	*ps = *fresh
+	return true, nil
 }
 
 // tryWriteState is one attempt of the state-change loops' write of next
