@@ -142,11 +142,7 @@ func (t *txns) findCoordinator(ctx context.Context, r *kmsg.FindCoordinatorReque
 }
 
 func (t *txns) internalLeader(ctx context.Context, p int32) (group.Node, bool) {
-	leader, ok, err := internalTopicLeader(ctx, t.n, t.sess.Load(), dataplane.TransactionStateTopic, p, t.n.cfg.TransactionTopicPartitions, t.n.cfg.TransactionTopicReplicationFactor)
-	if err != nil {
-		t.n.log.Printf("transaction coordinator: %v", err)
-	}
-	return leader, ok
+	return internalTopicLeader(ctx, t.n, t.sess.Load(), "transaction coordinator", dataplane.TransactionStateTopic, p, t.n.cfg.TransactionTopicPartitions, t.n.cfg.TransactionTopicReplicationFactor)
 }
 
 // PartitionExists implements txn.Cluster.
