@@ -21,6 +21,20 @@ type tcase struct {
 	explain string // substring of the explanation
 }
 
+// verdictOf builds a history with build and checks it with c, failing the
+// test unless the verdict is want; the result is left to the test's own
+// assertions.
+func verdictOf(t *testing.T, c Checker, build func(*hb.Builder), want Verdict) Result {
+	t.Helper()
+	b := hb.New()
+	build(b)
+	r := c.Check(b.History())
+	if r.Verdict != want {
+		t.Fatalf("verdict %s, want %s: %s", r.Verdict, want, r.Explanation)
+	}
+	return r
+}
+
 func runCases(t *testing.T, c Checker, cases []tcase) {
 	t.Helper()
 	for _, tc := range cases {

@@ -73,33 +73,19 @@ func TestTopicDeletionFlagsACompletionBeforeEveryReplica(t *testing.T) {
 // resumes it at its failover (ineligible, then started) opens none.
 func TestSecondDeletionOfATopicOpensItsOwnWindow(t *testing.T) {
 	ms := historytest.Ms
-	var evs []history.Event
-	zxid := int64(100)
-	state := func(at int64, leader int32, ver int32) {
-		zxid++
-		evs = append(evs, history.Event{Time: at, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{
-			Path: "/brokers/topics/d/partitions/0/state", Type: history.WatchChanged, Mzxid: zxid, Version: ver,
-			State: &history.PartitionState{Topic: "d", Partition: 0, Leader: leader, ISR: []int32{3}}}})
-	}
-	step := func(at int64, node int32, s string) {
-		evs = append(evs, history.Event{Time: at, Source: fmt.Sprintf("n%d", node), Node: node, Kind: history.KindTopicDeletion,
-			Deletion: &history.TopicDeletion{Topic: "d", Step: s, Partitions: []int32{0}}})
-	}
+	d := newDeletionEvents()
 	t0 := historytest.T0
-	state(t0, 1, 0)
-	step(t0+100*ms, 3, history.DeletionStarted)
-	state(t0+101*ms, -1, 1)
-	step(t0+120*ms, 3, history.DeletionCompleted)
-	state(t0+200*ms, 1, 0) // created again: the second incarnation
-	step(t0+600*ms, 3, history.DeletionStarted)
-	state(t0+601*ms, -1, 1)
-	step(t0+900*ms, 1, history.DeletionIneligible) // the next controller resumes it
-	step(t0+1000*ms, 1, history.DeletionStarted)
-	step(t0+1020*ms, 1, history.DeletionCompleted)
-	h := &history.History{Events: evs}
-	for i := range h.Events {
-		h.Events[i].Index = i
-	}
+	d.state(t0, 1, 0)
+	d.step(t0+100*ms, 3, history.DeletionStarted)
+	d.state(t0+101*ms, -1, 1)
+	d.step(t0+120*ms, 3, history.DeletionCompleted)
+	d.state(t0+200*ms, 1, 0) // created again: the second incarnation
+	d.step(t0+600*ms, 3, history.DeletionStarted)
+	d.state(t0+601*ms, -1, 1)
+	d.step(t0+900*ms, 1, history.DeletionIneligible) // the next controller resumes it
+	d.step(t0+1000*ms, 1, history.DeletionStarted)
+	d.step(t0+1020*ms, 1, history.DeletionCompleted)
+	h := d.history()
 	dw := findDeletionWindows(h)
 	if n := len(dw["d"]); n != 2 {
 		t.Fatalf("%d windows, want 2: %+v", n, dw["d"])
@@ -123,25 +109,12 @@ func TestAvailabilityOwesADeletedPartitionOnlyUntilItsDeletion(t *testing.T) {
 	ms := historytest.Ms
 	t0 := historytest.T0
 	build := func(deleteAt int64) *history.History {
-		var evs []history.Event
-		zxid := int64(100)
-		state := func(at int64, leader int32, ver int32) {
-			zxid++
-			evs = append(evs, history.Event{Time: at, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{
-				Path: "/brokers/topics/d/partitions/0/state", Type: history.WatchChanged, Mzxid: zxid, Version: ver,
-				State: &history.PartitionState{Topic: "d", Partition: 0, Leader: leader, ISR: []int32{3}}}})
-		}
-		state(t0, 1, 0)
-		state(t0+1000*ms, -1, 1)
-		evs = append(evs, history.Event{Time: deleteAt, Source: "n3", Node: 3, Kind: history.KindTopicDeletion,
-			Deletion: &history.TopicDeletion{Topic: "d", Step: history.DeletionStarted, Partitions: []int32{0}}})
-		evs = append(evs, history.Event{Time: t0 + 40_000*ms, Source: "n3", Node: 3, Kind: history.KindTopicDeletion,
-			Deletion: &history.TopicDeletion{Topic: "d", Step: history.DeletionCompleted, Partitions: []int32{0}}})
-		h := &history.History{Events: evs}
-		for i := range h.Events {
-			h.Events[i].Index = i
-		}
-		return h
+		d := newDeletionEvents()
+		d.state(t0, 1, 0)
+		d.state(t0+1000*ms, -1, 1)
+		d.step(deleteAt, 3, history.DeletionStarted)
+		d.step(t0+40_000*ms, 3, history.DeletionCompleted)
+		return d.history()
 	}
 	for _, tc := range []struct {
 		name     string
@@ -158,4 +131,34 @@ func TestAvailabilityOwesADeletedPartitionOnlyUntilItsDeletion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deletionEvents builds a history of topic d's one partition (ISR [3]):
+// its state znode as the watcher saw it, and the deletion steps the
+// controllers logged.
+type deletionEvents struct {
+	evs  []history.Event
+	zxid int64
+}
+
+func newDeletionEvents() *deletionEvents { return &deletionEvents{zxid: 100} }
+
+func (d *deletionEvents) state(at int64, leader int32, ver int32) {
+	d.zxid++
+	d.evs = append(d.evs, history.Event{Time: at, Source: "zk", Kind: history.KindZKWatch, Watch: &history.Watch{
+		Path: "/brokers/topics/d/partitions/0/state", Type: history.WatchChanged, Mzxid: d.zxid, Version: ver,
+		State: &history.PartitionState{Topic: "d", Partition: 0, Leader: leader, ISR: []int32{3}}}})
+}
+
+func (d *deletionEvents) step(at int64, node int32, s string) {
+	d.evs = append(d.evs, history.Event{Time: at, Source: fmt.Sprintf("n%d", node), Node: node, Kind: history.KindTopicDeletion,
+		Deletion: &history.TopicDeletion{Topic: "d", Step: s, Partitions: []int32{0}}})
+}
+
+func (d *deletionEvents) history() *history.History {
+	h := &history.History{Events: d.evs}
+	for i := range h.Events {
+		h.Events[i].Index = i
+	}
+	return h
 }

@@ -99,12 +99,7 @@ func TestGroupGenerationsDeposedCoordinator(t *testing.T) {
 			explain: `broker 1 answered SyncGroup of group "g" from member "m3" carrying generation 3 without an error`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := hb.New()
-			tc.build(b)
-			r := GroupGenerations{}.Check(b.History())
-			if r.Verdict != tc.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tc.want, r.Explanation)
-			}
+			r := verdictOf(t, GroupGenerations{}, tc.build, tc.want)
 			known, say := 0, r.Explanation
 			for _, k := range r.Known {
 				if k.Name == KnownDeposedCoordinatorGeneration {

@@ -31,6 +31,13 @@ func startPolicy(b *hb.Builder, node int32, policy string) int {
 	return b.Add(history.Event{Kind: history.KindNodeStart, Node: node, Process: &history.Process{Incarnation: b.Now(), Policy: policy}})
 }
 
+// started appends a node_start of each of ids, in order.
+func started(b *hb.Builder, ids ...int32) {
+	for _, id := range ids {
+		b.Start(id)
+	}
+}
+
 func hwMove(b *hb.Builder, node int32, old, new int64, epoch int32) int {
 	return b.Add(history.Event{Kind: history.KindHWAdvance, Node: node, HW: &history.HWAdvance{Topic: "t", Partition: 0, Old: old, New: new, LeaderEpoch: epoch}})
 }
@@ -148,8 +155,7 @@ func divergence(b *hb.Builder, mid func(b *hb.Builder)) (own1, own2, join int) {
 // divergenceCut is divergence with cut run when broker 1 is cut off,
 // before broker 2 leads.
 func divergenceCut(b *hb.Builder, cut, mid func(b *hb.Builder)) (own1, own2, join int) {
-	b.Start(1)
-	b.Start(2)
+	started(b, 1, 2)
 	roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
 	roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
 	appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
@@ -178,9 +184,7 @@ func divergenceCut(b *hb.Builder, cut, mid func(b *hb.Builder)) (own1, own2, joi
 // moves the high watermark to 8 under the new ISR (event hw) before the
 // request's role change (event lead).
 func reelected(b *hb.Builder, isr ...int32) (own1, own2, hw, lead int) {
-	b.Start(1)
-	b.Start(2)
-	b.Start(3)
+	started(b, 1, 2, 3)
 	roleISR(b, 2, history.RoleLeader, 2, 1, 1, 2, 3)
 	roleISR(b, 1, history.RoleFollower, 2, 1, 1, 2, 3)
 	roleISR(b, 3, history.RoleFollower, 2, 1, 1, 2, 3)
@@ -204,9 +208,7 @@ func reelected(b *hb.Builder, isr ...int32) (own1, own2, hw, lead int) {
 // 5, broker 3 leads at epoch 3 alone and appends 5-9, and broker 1
 // returns as its follower and is taken into the ISR (event join).
 func ackAhead(b *hb.Builder, lost bool, isr2 ...int32) (hw, ack, join int) {
-	b.Start(1)
-	b.Start(2)
-	b.Start(3)
+	started(b, 1, 2, 3)
 	roleISR(b, 3, history.RoleLeader, 3, 1, 1, 2, 3)
 	appendEv(b, history.KindProduceAppend, 3, 1, 0, 4)
 	hwMove(b, 3, 0, 5, 1)
@@ -262,8 +264,7 @@ func TestISRDivergentMember(t *testing.T) {
 		}},
 		{name: "joined while the divergence is above the high watermark, then it passes", want: Invalid,
 			explain: "moved its high watermark to 10 with broker 1 in its ISR since event", build: func(b *hb.Builder) []int {
-				b.Start(1)
-				b.Start(2)
+				started(b, 1, 2)
 				roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
 				roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2)
 				appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
@@ -277,8 +278,7 @@ func TestISRDivergentMember(t *testing.T) {
 				return []int{join, own2, hw}
 			}},
 		{name: "records the new leader replicated are not a divergence", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(1)
-			b.Start(2)
+			started(b, 1, 2)
 			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
 			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
 			roleISR(b, 2, history.RoleLeader, 2, 2, 2)
@@ -290,8 +290,7 @@ func TestISRDivergentMember(t *testing.T) {
 			return nil
 		}},
 		{name: "divergence above the leader's high watermark", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(1)
-			b.Start(2)
+			started(b, 1, 2)
 			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2)
 			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
 			roleISR(b, 2, history.RoleLeader, 2, 2, 1, 2)
@@ -301,9 +300,7 @@ func TestISRDivergentMember(t *testing.T) {
 		}},
 		{name: "the new leader holds another leader's acknowledged records", want: Invalid,
 			explain: "broker 3 acknowledged it at event", build: func(b *hb.Builder) []int {
-				b.Start(1)
-				b.Start(2)
-				b.Start(3)
+				started(b, 1, 2, 3)
 				roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
 				appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
 				appendEv(b, history.KindProduceAck, 1, 1, 0, 4)
@@ -318,9 +315,7 @@ func TestISRDivergentMember(t *testing.T) {
 				return []int{own1, ack, join}
 			}},
 		{name: "a retried batch acknowledged at a newer epoch keeps its epoch", want: Valid, build: func(b *hb.Builder) []int {
-			b.Start(1)
-			b.Start(2)
-			b.Start(3)
+			started(b, 1, 2, 3)
 			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
 			appendEv(b, history.KindProduceAppend, 1, 1, 0, 7)
 			appendEv(b, history.KindProduceAck, 1, 1, 0, 7)
@@ -352,9 +347,7 @@ func TestISRDivergentMember(t *testing.T) {
 			}},
 		{name: "the acknowledgement named is the one that showed the member's epoch, not a later one of the offset", want: Invalid,
 			explain: "broker 1 held offset 5 from leader epoch 1 (broker 3 acknowledged it at event 5, +10ms, with broker 1 in its ISR)", build: func(b *hb.Builder) []int {
-				b.Start(1)
-				b.Start(2)
-				b.Start(3)
+				started(b, 1, 2, 3)
 				roleISR(b, 3, history.RoleLeader, 3, 1, 1, 2, 3)
 				appendEv(b, history.KindProduceAppend, 3, 1, 0, 5)
 				ack1 := appendEv(b, history.KindProduceAck, 3, 1, 0, 5)

@@ -80,12 +80,7 @@ func runPromiseCases(t *testing.T, c Checker, cases []promiseCase) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			b := hb.New()
-			tt.build(b)
-			r := c.Check(b.History())
-			if r.Verdict != tt.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, tt.want, r.Explanation)
-			}
+			r := verdictOf(t, c, tt.build, tt.want)
 			// Times are left out of the expectations: the builder's
 			// events are 1 ms apart, below the 10 ms explanations show.
 			if !strings.Contains(eventTimes.ReplaceAllString(r.Explanation, ""), tt.explain) {

@@ -53,6 +53,13 @@ func running(b *hb.Builder, ids ...int32) int {
 	return b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseHeal, Mark: history.PhaseEnd, Running: &history.RunningBrokers{IDs: ids}}})
 }
 
+// collectAt30s ends a story: the collect phase begins at +30 s, past
+// the 15 s grace after any of the stories' heals.
+func collectAt30s(b *hb.Builder) int {
+	b.At(30000)
+	return b.Phase()
+}
+
 // healthyStart appends three brokers registered (czxid 100+id), broker 1
 // the controller at epoch 1, t-0 replicated on 1, 2, 3 and led by 1 at
 // leader epoch 1 with every replica in its role.
@@ -115,8 +122,7 @@ func TestRecovery(t *testing.T) {
 				b.Start(2)
 				reg := b.Register(2, 150)
 				healAt(1000) // at once
-				b.At(30000)
-				b.Phase()
+				collectAt30s(b)
 				return []int{reg}
 			}},
 		{name: "a running replica stays out of the ISR", want: Invalid,
@@ -140,8 +146,7 @@ func TestRecovery(t *testing.T) {
 				roleOf(b, 1, history.RoleLeader, 1, 2)
 				roleOf(b, 2, history.RoleFollower, 1, 2)
 				healAt(3000)
-				b.At(30000)
-				b.Phase()
+				collectAt30s(b)
 				return []int{s}
 			}},
 		{name: "a restarted replica took no role", want: Invalid, explain: "broker 2's current process (started at event 15, +1s) took no role for partition t-0",
@@ -151,8 +156,7 @@ func TestRecovery(t *testing.T) {
 				b.Register(2, 150)
 				brokersListed(b, map[int32]int64{1: 101, 2: 150, 3: 103})
 				healAt(1000) // at once
-				b.At(30000)
-				b.Phase()
+				collectAt30s(b)
 				return []int{st}
 			}},
 		{name: "no controller after the controller resigned", want: Invalid, explain: "no broker has been controller since the watcher saw /controller deleted",
@@ -161,8 +165,7 @@ func TestRecovery(t *testing.T) {
 				resigned(b, 1, 1)
 				d := controllerNamed(b, -1)
 				healAt(3000)
-				b.At(30000)
-				b.Phase()
+				collectAt30s(b)
 				return []int{d}
 			}},
 		{name: "/controller names a broker whose process resigned", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but its current process last resigned (event 15, +1s)",
@@ -170,8 +173,7 @@ func TestRecovery(t *testing.T) {
 				healAt := healthyThenFault(b, "pause-controller", "n1")
 				r := resigned(b, 1, 1)
 				healAt(3000)
-				b.At(30000)
-				b.Phase()
+				collectAt30s(b)
 				return []int{r}
 			}},
 		// Power every-fix-on, coverage-guided seed 1 at 944380a: broker
@@ -207,8 +209,7 @@ func TestRecovery(t *testing.T) {
 			b.Brokers(1, 3)
 			b.State(tp0, 1, 1, 1, 20, 1, 3)
 			healAt(3000)
-			b.At(30000)
-			b.Phase()
+			collectAt30s(b)
 			return nil
 		}},
 		{name: "a broker stopped cleanly and not started again", want: Valid, build: func(b *hb.Builder) []int {
@@ -217,8 +218,7 @@ func TestRecovery(t *testing.T) {
 			b.Brokers(1, 3)
 			b.State(tp0, 1, 1, 1, 20, 1, 3)
 			healAt(3000)
-			b.At(30000)
-			b.Phase()
+			collectAt30s(b)
 			return nil
 		}},
 		{name: "/controller names a broker that does not run", want: Invalid, explain: "/controller has named broker 1 since event 8, +10ms, but broker 1 does not run at the end",
@@ -241,8 +241,7 @@ func TestRecovery(t *testing.T) {
 		{name: "a fault never healed", want: Unknown, explain: "was never stopped", build: func(b *hb.Builder) []int {
 			healthyThenFault(b, "isolate-node", "n2")
 			b.Brokers(1, 3)
-			b.At(30000)
-			b.Phase()
+			collectAt30s(b)
 			return nil
 		}},
 	})

@@ -189,12 +189,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := hb.New()
-			c.build(b)
-			r := Durability{}.Check(b.History())
-			if r.Verdict != c.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
-			}
+			r := verdictOf(t, Durability{}, c.build, c.want)
 			text := r.Explanation
 			if c.known {
 				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {

@@ -125,14 +125,8 @@ func (e *env) createTopic(name string) {
 func (e *env) metadata(topic string) (*kmsg.MetadataResponse, error) {
 	var last error
 	for _, n := range e.c.Nodes() {
-		req := kmsg.NewPtrMetadataRequest()
-		req.SetVersion(7)
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, mt)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := kafkaRequest(ctx, n.KafkaAddr(), req)
-		cancel()
+		req := metadataRequest(topic)
+		resp, err := kafkaRequest(context.Background(), 5*time.Second, n.KafkaAddr(), req)
 		if err != nil {
 			last = err
 			continue
@@ -509,9 +503,7 @@ func (e *env) leaderChange(t *testing.T) {
 		req := kmsg.NewPtrControlledShutdownRequest()
 		req.SetVersion(1)
 		req.BrokerID = before
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err = kafkaRequest(ctx, e.c.Node(int(controller)).KafkaAddr(), req)
-		cancel()
+		resp, err = kafkaRequest(context.Background(), 30*time.Second, e.c.Node(int(controller)).KafkaAddr(), req)
 		if err != nil || resp.(*kmsg.ControlledShutdownResponse).ErrorCode != kerr.NotController.Code {
 			break
 		}
@@ -548,9 +540,7 @@ func (e *env) leaderChange(t *testing.T) {
 	pp.Records = oneBatch("direct")
 	pt.Partitions = append(pt.Partitions, pp)
 	preq.Topics = append(preq.Topics, pt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	presp, err := kafkaRequest(ctx, e.c.Node(int(before)).KafkaAddr(), preq)
-	cancel()
+	presp, err := kafkaRequest(context.Background(), 10*time.Second, e.c.Node(int(before)).KafkaAddr(), preq)
 	if err != nil {
 		t.Fatal(err)
 	}

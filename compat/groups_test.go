@@ -43,17 +43,7 @@ func (e *env) consumerGroups(t *testing.T) {
 	e.kcatRun(t, strings.Join(vals, "\n")+"\n", "-P", "-t", groupTopic, "-X", "acks=all")
 
 	t.Run("kcat -G", func(t *testing.T) {
-		out, err := e.run(2*time.Minute, "", e.kcat, "-b", e.bootstrap, "-G", "kcat-group", "-X", "auto.offset.reset=earliest",
-			"-c", strconv.Itoa(len(vals)), "-q", "-f", "%p %s\n", groupTopic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[int64]string{}
-		for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			_, v, _ := strings.Cut(line, " ")
-			got[int64(i)] = v
-		}
-		expectOnce(t, "kcat -G", got, vals)
+		expectOnce(t, "kcat -G", e.kcatGroup(t, e.bootstrap, "kcat-group", groupTopic, len(vals)), vals)
 	})
 	t.Run("kafka-python group", func(t *testing.T) {
 		r := e.py(t, "group_consume", "topic="+groupTopic, "group=py-group", "count="+strconv.Itoa(len(vals)))
@@ -70,4 +60,21 @@ func (e *env) consumerGroups(t *testing.T) {
 			t.Errorf("kafka-python committed %v (sum %d), want the end of all 3 partitions (sum %d)", r.Committed, sum, len(vals))
 		}
 	})
+}
+
+// kcatGroup consumes n values of topic with kcat's balanced consumer as
+// member of group, keyed by the order they came in.
+func (e *env) kcatGroup(t *testing.T, bootstrap, group, topic string, n int) map[int64]string {
+	t.Helper()
+	out, err := e.run(2*time.Minute, "", e.kcat, "-b", bootstrap, "-G", group, "-X", "auto.offset.reset=earliest",
+		"-c", strconv.Itoa(n), "-q", "-f", "%p %s\n", topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]string{}
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		_, v, _ := strings.Cut(line, " ")
+		got[int64(i)] = v
+	}
+	return got
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -49,12 +50,26 @@ func decodeController(b []byte) (int32, error) {
 	return *c.BrokerID, nil
 }
 
+// metadataRequest is the suite's Metadata request for one topic, at a
+// version every client it stands beside speaks.
+func metadataRequest(topic string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(7)
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, mt)
+	return req
+}
+
 // kafkaRequest sends req to the broker at addr on a connection of its own
 // and returns its response: one request, exactly to that broker, which a
 // client library's routing would not guarantee. Only non-flexible request
 // versions are used here, so the response header is the correlation id
-// alone.
-func kafkaRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+// alone. Every exchange is bounded by within, as a hung broker must fail
+// the test rather than stall it.
+func kafkaRequest(ctx context.Context, within time.Duration, addr string, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
 	if req.IsFlexible() {
 		return nil, fmt.Errorf("%s v%d: flexible versions are not used by the suite", kmsg.NameForKey(req.Key()), req.GetVersion())
 	}

@@ -179,14 +179,8 @@ func (u *chaosUp) waitLeaders(t *testing.T, topic string) {
 	for {
 		var last string
 		for _, addr := range u.brokers() {
-			req := kmsg.NewPtrMetadataRequest()
-			req.SetVersion(7)
-			mt := kmsg.NewMetadataRequestTopic()
-			mt.Topic = kmsg.StringPtr(topic)
-			req.Topics = append(req.Topics, mt)
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			resp, err := kafkaRequest(ctx, addr, req)
-			cancel()
+			req := metadataRequest(topic)
+			resp, err := kafkaRequest(t.Context(), 5*time.Second, addr, req)
 			if err != nil {
 				last = err.Error()
 				continue
@@ -221,9 +215,7 @@ func (u *chaosUp) coordinator(t *testing.T, key string, keyType int8) int32 {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.SetVersion(2)
 			req.CoordinatorKey, req.CoordinatorType = key, keyType
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			resp, err := kafkaRequest(ctx, addr, req)
-			cancel()
+			resp, err := kafkaRequest(t.Context(), 5*time.Second, addr, req)
 			if err != nil {
 				last = err.Error()
 				continue
@@ -415,17 +407,7 @@ func groupsReadEverything(t *testing.T, e *env, u *chaosUp, vals []string) {
 	})
 	t.Run("kcat -G", func(t *testing.T) {
 		t.Parallel()
-		out, err := e.run(2*time.Minute, "", e.kcat, "-b", u.bootstrap, "-G", "kcat-grp", "-X", "auto.offset.reset=earliest",
-			"-c", strconv.Itoa(len(vals)), "-q", "-f", "%p %s\n", "chaos")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[int64]string{}
-		for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			_, v, _ := strings.Cut(line, " ")
-			got[int64(i)] = v
-		}
-		expectOnce(t, "kcat -G", got, vals)
+		expectOnce(t, "kcat -G", e.kcatGroup(t, u.bootstrap, "kcat-grp", "chaos", len(vals)), vals)
 	})
 	t.Run("kafka-python group", func(t *testing.T) {
 		t.Parallel()

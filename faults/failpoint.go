@@ -71,9 +71,7 @@ func (f *failpointFault) inject(ctx context.Context, pick int) (Heal, error) {
 	// bounce reaches the controller's windows only once the bounced
 	// broker's session has expired, often after a short hold has ended,
 	// and disarming then would waste the fault.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.stopWatch, r.watchDone = cancel, make(chan struct{})
-	go r.watch(wctx)
+	r.watcher = startBackground(ctx, r.watch)
 	return r.heal, nil
 }
 
@@ -84,9 +82,8 @@ type fpRun struct {
 	name   string // the window's
 	action string // as the node's admin port takes it ("1*sigstop")
 
-	stopWatch context.CancelFunc
-	watchDone chan struct{}
-	rearmed   bool // the watch's own
+	watcher *background
+	rearmed bool // the watch's own
 
 	mu  sync.Mutex
 	cur attempt
@@ -265,7 +262,6 @@ func (r *fpRun) stop(a attempt, reached bool, detail string, err error) {
 // window whose node loses the role first moves to the new controller,
 // once.
 func (r *fpRun) watch(ctx context.Context) {
-	defer close(r.watchDone)
 	for {
 		r.mu.Lock()
 		a := r.cur
@@ -366,7 +362,7 @@ func (r *fpRun) rearm(ctx context.Context, a attempt, c int) bool {
 // pause), disarms and restarts what the provocation left down, and records
 // whether the window was reached.
 func (r *fpRun) heal(ctx context.Context) error {
-	joinWatch(ctx, r.watchDone, r.stopWatch)
+	r.watcher.join(ctx)
 	r.mu.Lock()
 	a := r.cur
 	r.mu.Unlock()

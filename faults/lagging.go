@@ -107,25 +107,22 @@ func (f *laggingLeader) inject(ctx context.Context, pick int) (Heal, error) {
 	// The leader is this fault's until heal: a random fault does not
 	// bounce it back while it is kept down.
 	r := &laggingRun{f: f, topic: topic, parts: parts, p: p, nodes: nodes, leader: leader, lt: lt,
-		releases: []func(){releasePart, f.ops.claim(lt)}, cut: time.Now(), done: make(chan struct{})}
+		releases: []func(){releasePart, f.ops.claim(lt)}, cut: time.Now()}
 	// The watch outlives a short hold (the ISR shrinks only after
 	// replica.lag.time.max), up to laggingWithin after the cut.
-	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.stopWatch = cancel
-	go r.watch(kctx)
+	r.watcher = startBackground(ctx, r.watch)
 	return r.heal, nil
 }
 
 // laggingRun is one kill-lagging-leader in force.
 type laggingRun struct {
-	f         *laggingLeader
-	topic     string
-	parts     int32
-	p         int32 // the partition cut
-	nodes     []Target
-	cut       time.Time
-	stopWatch context.CancelFunc
-	done      chan struct{}
+	f       *laggingLeader
+	topic   string
+	parts   int32
+	p       int32 // the partition cut
+	nodes   []Target
+	cut     time.Time
+	watcher *background
 
 	mu       sync.Mutex
 	leader   int    // the partition's leader, followed while the cut holds
@@ -141,7 +138,6 @@ type laggingRun struct {
 // leader from the others too, so the broker killed is the partition's
 // leader when its followers lag.
 func (r *laggingRun) watch(ctx context.Context) {
-	defer close(r.done)
 	k := string(KillLaggingLeader)
 	// lastISR is the ISR last read, for the outcome of a watch that gives
 	// up.
@@ -204,7 +200,7 @@ func (r *laggingRun) kill(ctx context.Context) {
 // heal waits for the watch, keeps a killed leader down past the failover,
 // then restores the links and starts it again.
 func (r *laggingRun) heal(ctx context.Context) error {
-	joinWatch(ctx, r.done, r.stopWatch)
+	r.watcher.join(ctx)
 	r.mu.Lock()
 	killed, ke, victim, releases := r.killedAt, r.kerr, r.lt, r.releases
 	r.mu.Unlock()

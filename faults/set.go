@@ -338,13 +338,30 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	return ctxsleep.For(ctx, time.Until(t))
 }
 
-// joinWatch lets a fault's watch goroutine finish on its own, or stops it
-// when ctx ends, and returns once it has returned.
-func joinWatch(ctx context.Context, done <-chan struct{}, stop context.CancelFunc) {
+// background is a fault's goroutine that outlives the step's hold: it
+// runs detached from the step's context, and the fault's heal joins it.
+type background struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func startBackground(ctx context.Context, run func(context.Context)) *background {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	b := &background{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		run(bctx)
+	}()
+	return b
+}
+
+// join lets the goroutine finish on its own, or stops it when ctx ends,
+// and returns once it has returned.
+func (b *background) join(ctx context.Context) {
 	select {
-	case <-done:
+	case <-b.done:
 	case <-ctx.Done():
 	}
-	stop()
-	<-done
+	b.stop()
+	<-b.done
 }

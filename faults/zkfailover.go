@@ -161,9 +161,7 @@ func (f *zkFailover) inject(ctx context.Context, pick int) (heal Heal, err error
 	// The window plays out in the background and may outlive the step's
 	// hold (the successor's election waits for the controller's session
 	// to expire, the shrink for replica.lag.time.max); heal waits for it.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.stopWindow, r.windowDone = cancel, make(chan struct{})
-	go r.window(wctx)
+	r.windowRun = startBackground(ctx, r.window)
 	return r.heal, nil
 }
 
@@ -177,9 +175,8 @@ type zkfRun struct {
 	fid      string // its fault_start's id
 	targets  []string
 	// since: when the controller was cut from ZooKeeper.
-	since      time.Time
-	stopWindow context.CancelFunc
-	windowDone chan struct{}
+	since     time.Time
+	windowRun *background
 
 	mu sync.Mutex
 	// armed holds "id name" of every failpoint armed and not disarmed yet.
@@ -285,7 +282,6 @@ func (r *zkfRun) disarmAll(ctx context.Context) error {
 // read /brokers/ids by the time the controller's new session registers
 // again.
 func (r *zkfRun) window(ctx context.Context) {
-	defer close(r.windowDone)
 	if !waitReached(ctx, r.f.fps, r.sid, fpAfterElected, r.since, reachWithin(r.f.session)) {
 		return
 	}
@@ -398,7 +394,7 @@ func (r *zkfRun) releaseSuccessor(ctx context.Context, shrunk string, stale bool
 // heal waits for the window to play out, heals what it left and records
 // the fault's end with what it came to.
 func (r *zkfRun) heal(ctx context.Context) error {
-	joinWatch(ctx, r.windowDone, r.stopWindow)
+	r.windowRun.join(ctx)
 	r.mu.Lock()
 	out, healed, we := r.outcome, r.netHealed, r.werr
 	r.mu.Unlock()

@@ -178,18 +178,14 @@ func (g *groups) PartitionExists(topic string, p int32) bool {
 // not ok, as the LEADER_NOT_AVAILABLE of a topic just created does; so does
 // a partition without a live leader.
 func (g *groups) OffsetsLeader(ctx context.Context, p int32) (group.Node, bool) {
-	leader, ok, err := internalTopicLeader(ctx, g.n, g.sess.Load(), dataplane.GroupMetadataTopic, p, g.n.cfg.OffsetsTopicPartitions, g.n.cfg.OffsetsTopicReplicationFactor)
-	if err != nil {
-		g.n.log.Printf("group coordinator: %v", err)
-	}
-	return leader, ok
+	return internalTopicLeader(ctx, g.n, g.sess.Load(), "group coordinator", dataplane.GroupMetadataTopic, p, g.n.cfg.OffsetsTopicPartitions, g.n.cfg.OffsetsTopicReplicationFactor)
 }
 
 // internalTopicLeader is the leader look-up of partition p of an internal
 // topic, which both coordinators make: a topic not in the metadata cache
-// is created (createInternalTopic, whose error it returns) and answers not
-// ok, as does a partition without a live leader.
-func internalTopicLeader(ctx context.Context, n *Node, sess *zkutil.Session, topic string, p, partitions int32, rf int) (group.Node, bool, error) {
+// is created (createInternalTopic, whose error is logged as who's) and
+// answers not ok, as does a partition without a live leader.
+func internalTopicLeader(ctx context.Context, n *Node, sess *zkutil.Session, who, topic string, p, partitions int32, rf int) (group.Node, bool) {
 	brokers, parts := n.broker.Metadata.Snapshot()
 	exists := false
 	for tp := range parts {
@@ -199,17 +195,20 @@ func internalTopicLeader(ctx context.Context, n *Node, sess *zkutil.Session, top
 		}
 	}
 	if !exists {
-		return group.Node{}, false, createInternalTopic(ctx, n, sess, topic, partitions, rf, len(brokers))
+		if err := createInternalTopic(ctx, n, sess, topic, partitions, rf, len(brokers)); err != nil {
+			n.log.Printf("%s: %v", who, err)
+		}
+		return group.Node{}, false
 	}
 	ps, ok := parts[history.TP(topic, p)]
 	if !ok || ps.Leader < 0 {
-		return group.Node{}, false, nil
+		return group.Node{}, false
 	}
 	b, live := brokers[ps.Leader]
 	if !live {
-		return group.Node{}, false, nil
+		return group.Node{}, false
 	}
-	return group.Node{ID: b.ID, Host: b.Host, Port: b.Port}, true, nil
+	return group.Node{ID: b.ID, Host: b.Host, Port: b.Port}, true
 }
 
 // createInternalTopic is KafkaApis.createInternalTopic: refused while

@@ -67,6 +67,19 @@ func (t *txns) close() {
 	t.mu.Unlock()
 }
 
+// client is the connection cached under key, opened to addr on first use
+// and named for its purpose and this broker; close ends them all.
+func (t *txns) client(key, addr, purpose string) *wire.Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cl := t.clients[key]
+	if cl == nil {
+		cl = wire.NewClient(addr, fmt.Sprintf("%s-%d", purpose, t.n.cfg.BrokerID))
+		t.clients[key] = cl
+	}
+	return cl
+}
+
 // routes registers the transaction APIs, InitProducerId (the data plane's
 // for producers without a transactional id), WriteTxnMarkers, and
 // FindCoordinator, whose transaction keys it answers and whose group keys
@@ -129,11 +142,7 @@ func (t *txns) findCoordinator(ctx context.Context, r *kmsg.FindCoordinatorReque
 }
 
 func (t *txns) internalLeader(ctx context.Context, p int32) (group.Node, bool) {
-	leader, ok, err := internalTopicLeader(ctx, t.n, t.sess.Load(), dataplane.TransactionStateTopic, p, t.n.cfg.TransactionTopicPartitions, t.n.cfg.TransactionTopicReplicationFactor)
-	if err != nil {
-		t.n.log.Printf("transaction coordinator: %v", err)
-	}
-	return leader, ok
+	return internalTopicLeader(ctx, t.n, t.sess.Load(), "transaction coordinator", dataplane.TransactionStateTopic, p, t.n.cfg.TransactionTopicPartitions, t.n.cfg.TransactionTopicReplicationFactor)
 }
 
 // PartitionExists implements txn.Cluster.
@@ -189,13 +198,7 @@ func (t *txns) Send(ctx context.Context, broker int32, m txn.Marker) (map[txn.To
 			return nil, fmt.Errorf("broker %d is not live", broker)
 		}
 		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		t.mu.Lock()
-		cl := t.clients[addr]
-		if cl == nil {
-			cl = wire.NewClient(addr, fmt.Sprintf("txn-markers-%d", t.n.cfg.BrokerID))
-			t.clients[addr] = cl
-		}
-		t.mu.Unlock()
+		cl := t.client(addr, addr, "txn-markers")
 		r, err := cl.Request(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("WriteTxnMarkers to broker %d at %s: %w", broker, addr, err)

@@ -61,6 +61,47 @@ func (s *syncBuffer) events(t *testing.T) []history.Event {
 	return evs
 }
 
+// readCommitted reads partitions of t from their start with a
+// read_committed consumer until done holds for the values seen, failing
+// the test if ctx ends first.
+func readCommitted(t *testing.T, ctx context.Context, addr string, partitions []int32, done func(seen map[string]bool) bool) map[string]bool {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range partitions {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": offsets}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	for !done(seen) {
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed consumer saw %v", seen)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := cons.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	return seen
+}
+
+// clientTxnNode is txnNode for the tests that run franz-go's clients
+// against it, with a minute for them; -short leaves those tests out.
+func clientTxnNode(t *testing.T) (ctx context.Context, addr string, events *syncBuffer) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real clients for a few seconds")
+	}
+	_, addr, events = txnNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx, addr, events
+}
+
 // txnNode is broker 1 alone, serving the Kafka protocol on a loopback
 // port with data plane, group and transaction coordinators, and leading
 // t-0, t-1, in-0, __consumer_offsets-0 and __transaction_state-0 (leader epoch
@@ -150,12 +191,7 @@ func txnNode(t *testing.T) (n *Node, addr string, events *syncBuffer) {
 // with the same transactional id fences the first. The node logs each
 // transaction request with its epochs and each marker it appended.
 func TestKgoTransactions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real clients for a few seconds")
-	}
-	_, addr, events := txnNode(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	ctx, addr, events := clientTxnNode(t)
 	newProducer := func() *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.TransactionalID("tx-1"),
 			kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second))
@@ -197,22 +233,9 @@ func TestKgoTransactions(t *testing.T) {
 		t.Fatal("the fenced producer committed a transaction")
 	}
 
-	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	seen := map[string]bool{}
-	for !(seen["c1"] && seen["c2"] && seen["c3"] && seen["c4"] && seen["c5"]) {
-		if ctx.Err() != nil {
-			t.Fatalf("read_committed consumer saw %v", seen)
-		}
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		fs := cons.PollFetches(pctx)
-		pcancel()
-		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
-	}
+	seen := readCommitted(t, ctx, addr, []int32{0, 1}, func(seen map[string]bool) bool {
+		return seen["c1"] && seen["c2"] && seen["c3"] && seen["c4"] && seen["c5"]
+	})
 	for _, v := range []string{"x1", "x2", "zombie"} {
 		if seen[v] {
 			t.Errorf("read_committed consumer saw %q of an aborted or fenced transaction", v)
@@ -298,12 +321,7 @@ func TestWriteTxnMarkersOverTheWire(t *testing.T) {
 // read_committed consumer sees and the group's committed offset where it
 // was.
 func TestKgoGroupTransactSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real clients for a few seconds")
-	}
-	_, addr, events := txnNode(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
+	ctx, addr, events := clientTxnNode(t)
 	plain, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.DefaultProduceTopic("in"),
 		kgo.DisableIdempotentWrite()) // no ZooKeeper here for producer id blocks
 	if err != nil {
@@ -439,22 +457,7 @@ func TestKgoGroupTransactSession(t *testing.T) {
 		t.Fatalf("after the aborted TxnOffsetCommit of offset 99 the group's offset is %d, want it still at 4", got)
 	}
 
-	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_6_0()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	seen := map[string]bool{}
-	for len(seen) < 4 {
-		if ctx.Err() != nil {
-			t.Fatalf("read_committed consumer saw %v", seen)
-		}
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		fs := cons.PollFetches(pctx)
-		pcancel()
-		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
-	}
+	seen := readCommitted(t, ctx, addr, []int32{0}, func(seen map[string]bool) bool { return len(seen) >= 4 })
 	for v := range seen {
 		if !strings.HasPrefix(v, "out-a") {
 			t.Errorf("read_committed consumer saw %q", v)

@@ -12,7 +12,6 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/dataplane"
 	"github.com/zkchaos/zkchaos/node/txn"
-	"github.com/zkchaos/zkchaos/node/wire"
 )
 
 // verifyTimeout bounds one verification round trip (the
@@ -69,14 +68,7 @@ func (t *txns) verifyRemote(ctx context.Context, addr, id string, pid int64, epo
 	tt.Topic, tt.Partitions = tp.Topic, []int32{tp.Partition}
 	tx.Topics = append(tx.Topics, tt)
 	req.Transactions = append(req.Transactions, tx)
-	key := "verify " + addr
-	t.mu.Lock()
-	cl := t.clients[key]
-	if cl == nil {
-		cl = wire.NewClient(addr, fmt.Sprintf("txn-verify-%d", t.n.cfg.BrokerID))
-		t.clients[key] = cl
-	}
-	t.mu.Unlock()
+	cl := t.client("verify "+addr, addr, "txn-verify")
 	r, err := cl.Request(ctx, req)
 	if err != nil {
 		return 0, err

@@ -38,12 +38,8 @@ func Summarize(e *history.Event) string {
 		if len(e.Process.Bugs) > 0 {
 			s += " bugs " + strings.Join(e.Process.Bugs, ",")
 		}
-		if e.Process.Policy != "" {
-			s += " policy " + e.Process.Policy
-		}
-		if e.Process.Reason != "" {
-			s += " (" + e.Process.Reason + ")"
-		}
+		s += optional(" policy ", e.Process.Policy, "")
+		s += optional(" (", e.Process.Reason, ")")
 		return s
 	case e.Registration != nil:
 		return fmt.Sprintf("broker %d registered, broker epoch (czxid) %d", e.Registration.BrokerID, e.Registration.BrokerEpoch)
@@ -53,9 +49,7 @@ func Summarize(e *history.Event) string {
 		if c.Zxid != 0 {
 			s += fmt.Sprintf(" zxid %d", c.Zxid)
 		}
-		if c.Reason != "" {
-			s += ": " + c.Reason
-		}
+		s += optional(": ", c.Reason, "")
 		return s
 	case e.ZKWrite != nil:
 		w := e.ZKWrite
@@ -71,9 +65,7 @@ func Summarize(e *history.Event) string {
 		if w.State != nil {
 			s += "; " + stateString(w.State)
 		}
-		if w.Error != "" {
-			s += "; error: " + w.Error
-		}
+		s += optional("; error: ", w.Error, "")
 		return s
 	case e.Control != nil:
 		return summarizeControl(e.Kind, e.Control)
@@ -103,9 +95,7 @@ func Summarize(e *history.Event) string {
 	case e.ISR != nil:
 		c := e.ISR
 		s := fmt.Sprintf("%s: ISR %s %v → %v at leader epoch %d", c.TP(), c.Action, c.Old, c.New, c.LeaderEpoch)
-		if c.Outcome != "" {
-			s += " → " + c.Outcome
-		}
+		s += optional(" → ", c.Outcome, "")
 		return s
 	case e.Checkpoint != nil:
 		var parts []string
@@ -127,9 +117,7 @@ func Summarize(e *history.Event) string {
 	case e.Truncation != nil:
 		t := e.Truncation
 		s := fmt.Sprintf("%s: truncated %d → %d", t.TP(), t.From, t.To)
-		if t.Reason != "" {
-			s += " (" + t.Reason + ")"
-		}
+		s += optional(" (", t.Reason, ")")
 		return s
 	case e.Watch != nil:
 		return summarizeWatch(e.Watch)
@@ -141,26 +129,18 @@ func Summarize(e *history.Event) string {
 		} else {
 			s += fmt.Sprintf("; controller epoch %d", d.ControllerEpoch)
 		}
-		if d.Reason != "" {
-			s += ": " + d.Reason
-		}
+		s += optional(": ", d.Reason, "")
 		return s
 	case e.Fault != nil:
 		f := e.Fault
 		s := f.Name
-		if f.Failpoint != "" {
-			s += " " + f.Failpoint
-		}
+		s += optional(" ", f.Failpoint, "")
 		if len(f.Targets) > 0 {
 			s += " on " + strings.Join(f.Targets, ",")
 		}
 		s += " [" + f.ID + "]"
-		if f.Detail != "" {
-			s += ": " + f.Detail
-		}
-		if f.Error != "" {
-			s += "; error: " + f.Error
-		}
+		s += optional(": ", f.Detail, "")
+		s += optional("; error: ", f.Error, "")
 		return s
 	case e.Phase != nil:
 		return fmt.Sprintf("phase %s %s", e.Phase.Name, e.Phase.Mark)
@@ -293,4 +273,13 @@ func listOf(vs []string) string {
 		return fmt.Sprintf("%q … %d more", vs[:maxListed], len(vs)-maxListed)
 	}
 	return fmt.Sprintf("%q", vs)
+}
+
+// optional is prefix, v and suffix, or nothing when v is empty: a summary
+// names an optional field only where the event carries it.
+func optional(prefix, v, suffix string) string {
+	if v == "" {
+		return ""
+	}
+	return prefix + v + suffix
 }

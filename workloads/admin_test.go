@@ -143,14 +143,14 @@ func TestAdminOpsCompleteOnRealCluster(t *testing.T) {
 	}
 	conn := clustertest.Connect(t, c.ZKConnect(), 10*time.Second, nil)
 	clustertest.WaitConnected(t, conn, 30*time.Second)
-	waitZK(t, 30*time.Second, "three registered brokers", func() bool {
+	clustertest.WaitFor(t, 30*time.Second, "three registered brokers", func() bool {
 		kids, _, err := conn.Children(zklayout.BrokerIDsPath)
 		return err == nil && len(kids) == 3
 	})
 	if err := zkio.CreateTopic(conn, topic, zklayout.Assignment{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}); err != nil {
 		t.Fatal(err)
 	}
-	waitZK(t, 60*time.Second, "partition leaders", func() bool {
+	clustertest.WaitFor(t, 60*time.Second, "partition leaders", func() bool {
 		for p := 0; p < parts; p++ {
 			s, _, err := zkio.ReadPartitionState(conn, topic, int32(p))
 			if err != nil || s.Leader < 0 {
@@ -220,17 +220,6 @@ func TestAdminOpsCompleteOnRealCluster(t *testing.T) {
 		if okBy[f] == 0 {
 			t.Errorf("no %s completed (ok counts %v)", f, okBy)
 		}
-	}
-}
-
-func waitZK(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", within, what)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

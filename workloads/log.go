@@ -14,6 +14,7 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,18 +114,12 @@ func NewLog(cfg LogConfig, open func(name string) (*history.Writer, error)) (*Lo
 	if cfg.Producers+cfg.Readers == 0 {
 		return nil, errors.New("log workload: no processes")
 	}
-	if cfg.OpTimeout == 0 {
-		cfg.OpTimeout = 5 * time.Second
-	}
+	cfg.OpTimeout = cmp.Or(cfg.OpTimeout, 5*time.Second)
 	if cfg.Acks == 0 && cfg.Producers > 0 {
 		cfg.Acks = history.AcksAll
 	}
-	if cfg.ProduceEvery == 0 {
-		cfg.ProduceEvery = DefaultProduceEvery
-	}
-	if cfg.ReadEvery == 0 {
-		cfg.ReadEvery = DefaultReadEvery
-	}
+	cfg.ProduceEvery = cmp.Or(cfg.ProduceEvery, DefaultProduceEvery)
+	cfg.ReadEvery = cmp.Or(cfg.ReadEvery, DefaultReadEvery)
 	return &Log{cfg: cfg, open: open}, nil
 }
 
@@ -470,16 +465,49 @@ func (f fetched) note(op *history.ClientOp) {
 // returned (0: no limit).
 func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int64, maxBytes int32, maxRecords int) (fetched, error) {
 	res := fetched{broker: -1, epoch: -1, hw: -1}
+	pf, err := fetchPartition(ctx, kc, topic, p, from, maxBytes, kgo.ReadUncommitted(), false)
+	res.broker, res.epoch = pf.leader, pf.epoch
+	if err != nil {
+		return res, err
+	}
+	res.hw = pf.hw
+	for _, r := range pf.records {
+		if r.Offset >= from {
+			res.records = append(res.records, history.Record{Offset: r.Offset, Value: string(r.Value)})
+			if maxRecords > 0 && len(res.records) == maxRecords {
+				break
+			}
+		}
+	}
+	return res, nil
+}
+
+// partitionFetch is one Fetch of one partition from its leader, decoded.
+type partitionFetch struct {
+	leader  int32 // -1 when the leader was not found
+	epoch   int32 // the leader epoch sent as CurrentLeaderEpoch; -1 likewise
+	hw      int64
+	records []*kgo.Record // may start below the offset asked for (a batch's first records)
+}
+
+// fetchPartition is the one Fetch both the log workload's reads and the
+// queue drain send: to the leader the metadata names, as a consumer
+// (ReplicaID -1), with that metadata's leader epoch as CurrentLeaderEpoch.
+func fetchPartition(ctx context.Context, kc *kgo.Client, topic string, p int32, from int64, maxBytes int32, iso kgo.IsolationLevel, keepControl bool) (partitionFetch, error) {
+	res := partitionFetch{leader: -1, epoch: -1, hw: -1}
 	leader, epoch, err := leaderOf(ctx, kc, topic, p)
 	if err != nil {
 		return res, err
 	}
-	res.broker, res.epoch = leader, epoch
+	res.leader, res.epoch = leader, epoch
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0
 	req.MinBytes = 1
 	req.MaxBytes = maxBytes
+	if iso == kgo.ReadCommitted() {
+		req.IsolationLevel = 1
+	}
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
@@ -500,25 +528,19 @@ func fetch(ctx context.Context, kc *kgo.Client, topic string, p int32, from int6
 	for i := range fr.Topics {
 		for j := range fr.Topics[i].Partitions {
 			part := &fr.Topics[i].Partitions[j]
-			if part.Partition != p {
+			if fr.Topics[i].Topic != topic || part.Partition != p {
 				continue
 			}
 			if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
 				return res, err
 			}
-			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: topic, Partition: p, KeepControlRecords: false, Offset: from}, part, kgo.DefaultDecompressor(), nil)
+			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: topic, Partition: p,
+				KeepControlRecords: keepControl, Offset: from, IsolationLevel: iso}, part, kgo.DefaultDecompressor(), nil)
 			if fp.Err != nil {
 				return res, fmt.Errorf("decode fetch %s-%d: %w", topic, p, fp.Err)
 			}
 			res.hw = part.HighWatermark
-			for _, r := range fp.Records {
-				if r.Offset >= from {
-					res.records = append(res.records, history.Record{Offset: r.Offset, Value: string(r.Value)})
-					if maxRecords > 0 && len(res.records) == maxRecords {
-						break
-					}
-				}
-			}
+			res.records = fp.Records
 			return res, nil
 		}
 	}

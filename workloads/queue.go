@@ -9,6 +9,7 @@ package workloads
 // are history.QueueOp events; the queue checkers judge them.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,21 +89,11 @@ func NewQueue(cfg QueueConfig, open func(name string) (*history.Writer, error)) 
 	if cfg.Producers < 0 || cfg.Consumers < 0 || cfg.Producers+cfg.Consumers == 0 {
 		return nil, errors.New("queue workload: no processes")
 	}
-	if cfg.Group == "" {
-		cfg.Group = DefaultQueueGroup
-	}
-	if cfg.OpTimeout == 0 {
-		cfg.OpTimeout = 5 * time.Second
-	}
-	if cfg.SendEvery == 0 {
-		cfg.SendEvery = DefaultSendEvery
-	}
-	if cfg.PollEvery == 0 {
-		cfg.PollEvery = DefaultPollEvery
-	}
-	if cfg.Churn == 0 {
-		cfg.Churn = DefaultChurn
-	}
+	cfg.Group = cmp.Or(cfg.Group, DefaultQueueGroup)
+	cfg.OpTimeout = cmp.Or(cfg.OpTimeout, 5*time.Second)
+	cfg.SendEvery = cmp.Or(cfg.SendEvery, DefaultSendEvery)
+	cfg.PollEvery = cmp.Or(cfg.PollEvery, DefaultPollEvery)
+	cfg.Churn = cmp.Or(cfg.Churn, DefaultChurn)
 	return &Queue{cfg: cfg, open: open}, nil
 }
 

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -128,57 +126,19 @@ type queueFetched struct {
 // transaction markers so that the next offset passes them.
 func fetchQueue(ctx context.Context, kc *kgo.Client, cfg QueueConfig, p int32, from int64) (queueFetched, error) {
 	res := queueFetched{next: from}
-	leader, epoch, err := leaderOf(ctx, kc, cfg.Topic, p)
+	pf, err := fetchPartition(ctx, kc, cfg.Topic, p, from, finalMaxBytes, cfg.isolationLevel(), true)
 	if err != nil {
 		return res, err
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MinBytes = 1
-	req.MaxBytes = finalMaxBytes
-	if cfg.Transactional {
-		req.IsolationLevel = 1
-	}
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = cfg.Topic
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, from, finalMaxBytes, epoch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := kc.Broker(int(leader)).Request(ctx, req)
-	if err != nil {
-		return res, fmt.Errorf("fetch %s-%d@%d from broker %d: %w", cfg.Topic, p, from, leader, err)
-	}
-	fr := resp.(*kmsg.FetchResponse)
-	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
-		return res, err
-	}
-	for i := range fr.Topics {
-		for j := range fr.Topics[i].Partitions {
-			part := &fr.Topics[i].Partitions[j]
-			if fr.Topics[i].Topic != cfg.Topic || part.Partition != p {
-				continue
-			}
-			if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
-				return res, err
-			}
-			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: cfg.Topic, Partition: p,
-				KeepControlRecords: true, Offset: from, IsolationLevel: cfg.isolationLevel()}, part, kgo.DefaultDecompressor(), nil)
-			if fp.Err != nil {
-				return res, fmt.Errorf("decode fetch %s-%d: %w", cfg.Topic, p, fp.Err)
-			}
-			res.end = part.HighWatermark
-			for _, r := range fp.Records {
-				if r.Offset < from {
-					continue
-				}
-				res.next = max(res.next, r.Offset+1)
-				if !r.Attrs.IsControl() {
-					res.records = append(res.records, history.QueueRecord{Offset: r.Offset, Value: parseValue(r.Value)})
-				}
-			}
-			return res, nil
+	res.end = pf.hw
+	for _, r := range pf.records {
+		if r.Offset < from {
+			continue
+		}
+		res.next = max(res.next, r.Offset+1)
+		if !r.Attrs.IsControl() {
+			res.records = append(res.records, history.QueueRecord{Offset: r.Offset, Value: parseValue(r.Value)})
 		}
 	}
-	return res, fmt.Errorf("fetch %s-%d: partition missing from response", cfg.Topic, p)
+	return res, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/historytest"
+	"github.com/zkchaos/zkchaos/internal/wanttext"
 	"github.com/zkchaos/zkchaos/rundir"
 	"github.com/zkchaos/zkchaos/rundir/rundirtest"
 )
@@ -173,11 +174,7 @@ func TestCheckStoredKafka532Run(t *testing.T) {
 	if exitCode(err) != exitInvalid {
 		t.Fatalf("exit %d: %v\n%s", exitCode(err), err, out.String())
 	}
-	for _, want := range []string{"controller-fencing  invalid", "leader-uniqueness   invalid", "durability          invalid", "linearizable        invalid"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, out.String())
-		}
-	}
+	wanttext.Contains(t, "summary", out.String(), "controller-fencing  invalid", "leader-uniqueness   invalid", "durability          invalid", "linearizable        invalid")
 }
 
 // Each class of bad input the history reader rejects makes check exit 2

@@ -108,3 +108,16 @@ func sanitize(s string) string {
 	}
 	return strings.Trim(out, "-")
 }
+
+// WaitFor polls cond until it holds, failing the test after within: the
+// way a test waits for a cluster to reach a state it cannot be told of.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

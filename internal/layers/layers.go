@@ -23,7 +23,7 @@ const Module = "github.com/zkchaos/zkchaos"
 // Stack is the harness side, lowest layer first. Paths are relative to
 // Module; "x/..." means x and everything under it.
 var Stack = [][]string{
-	{"internal/ctxsleep", "internal/hugepage", "internal/sizes", "internal/wanterr", "internal/worknames", "internal/zkcall", "mutants", "schedule", "zklayout", "nodecover"},
+	{"internal/ctxsleep", "internal/hugepage", "internal/sizes", "internal/wanterr", "internal/wanttext", "internal/worknames", "internal/zkcall", "mutants", "schedule", "zklayout", "nodecover"},
 	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers", "zklayout/zkio"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis", "cmd/reaper"},
 	{"checkers", "shrink", "faults", "history/historytest/gen1m"},

@@ -182,22 +182,24 @@ func TestLeaderAndIsrWithAnUnavailableLeader(t *testing.T) {
 	}
 }
 
+// stopAndDelete is a StopReplica v3 of t-0 with delete. With delete a
+// stopped replica leaves the partition map, so whether the request was
+// applied shows (a leader stopped without delete keeps leading, as Kafka
+// 2.6.3's does).
+func stopAndDelete(ctrlEpoch int32, brokerEpoch int64, leaderEpoch int32) *kmsg.StopReplicaRequest {
+	r := kmsg.NewPtrStopReplicaRequest()
+	r.SetVersion(3)
+	r.ControllerEpoch, r.BrokerEpoch = ctrlEpoch, brokerEpoch
+	tp := kmsg.NewStopReplicaRequestTopic()
+	tp.Topic = "t"
+	ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+	ps.LeaderEpoch, ps.Delete = leaderEpoch, true
+	tp.PartitionStates = append(tp.PartitionStates, ps)
+	r.Topics = append(r.Topics, tp)
+	return r
+}
+
 func TestStopReplicaLeaderEpochFencing(t *testing.T) {
-	stop := func(ctrlEpoch int32, brokerEpoch int64, leaderEpoch int32) *kmsg.StopReplicaRequest {
-		r := kmsg.NewPtrStopReplicaRequest()
-		r.SetVersion(3)
-		r.ControllerEpoch, r.BrokerEpoch = ctrlEpoch, brokerEpoch
-		tp := kmsg.NewStopReplicaRequestTopic()
-		tp.Topic = "t"
-		ps := kmsg.NewStopReplicaRequestTopicPartitionState()
-		// With delete: a stopped replica leaves the partition map, so
-		// whether the request was applied shows (a leader stopped without
-		// delete keeps leading, as Kafka 2.6.3's does).
-		ps.LeaderEpoch, ps.Delete = leaderEpoch, true
-		tp.PartitionStates = append(tp.PartitionStates, ps)
-		r.Topics = append(r.Topics, tp)
-		return r
-	}
 	tests := []struct {
 		name                 string
 		bugs                 string
@@ -219,7 +221,7 @@ func TestStopReplicaLeaderEpochFencing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := primed(t, tt.bugs)
-			r := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, stop(tt.ctrl, tt.brokerEpoch, tt.leaderEpoch))
+			r := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, stopAndDelete(tt.ctrl, tt.brokerEpoch, tt.leaderEpoch))
 			if r.ErrorCode != tt.wantTop || r.Partitions[0].ErrorCode != tt.wantPartErr {
 				t.Fatalf("errors %d/%d, want %d/%d", r.ErrorCode, r.Partitions[0].ErrorCode, tt.wantTop, tt.wantPartErr)
 			}
@@ -317,16 +319,7 @@ func TestStopReplicaDeleteIsLoggedAndMetadataDropsDeletedPartitions(t *testing.T
 		t.Fatalf("t-0 still in the metadata cache after an UpdateMetadata with leader -2: %+v", ps)
 	}
 
-	r := kmsg.NewPtrStopReplicaRequest()
-	r.SetVersion(3)
-	r.ControllerEpoch, r.BrokerEpoch = 5, 100
-	st := kmsg.NewStopReplicaRequestTopic()
-	st.Topic = "t"
-	ps := kmsg.NewStopReplicaRequestTopicPartitionState()
-	ps.LeaderEpoch, ps.Delete = EpochDuringDelete, true
-	st.PartitionStates = append(st.PartitionStates, ps)
-	r.Topics = append(r.Topics, st)
-	if resp := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, r); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+	if resp := b.HandleStopReplica(wire.RequestHeader{APIVersion: 3}, stopAndDelete(5, 100, EpochDuringDelete)); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
 		t.Fatalf("StopReplica answered %+v", resp)
 	}
 	evs, _, err := history.Decode(&logged, "n1.jsonl")

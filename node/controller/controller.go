@@ -860,19 +860,15 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 			if ctx.Err() != nil {
 				return done, ctx.Err()
 			}
-			fresh, err := c.readState(ctx, tp)
-			if errors.Is(err, zk.ErrSessionExpired) {
-				// An expired session abandons the whole event, as
-				// ZooKeeperClientExpiredException does in Kafka.
+			// doElectLeaderForPartitions: a failed read fails the
+			// partition's election without a retry.
+			read, err := c.refreshState(ctx, tp, ps, "read state of %s: %v")
+			if err != nil {
 				return done, err
 			}
-			if err != nil {
-				// doElectLeaderForPartitions: a failed read fails the
-				// partition's election without a retry.
-				c.log.Printf("read state of %s: %v", tp, err)
+			if !read {
 				break
 			}
-			*ps = *fresh
 			if ps.st.ControllerEpoch > c.epoch {
 				// The path was already written by a newer controller;
 				// this one is a zombie for that partition.
@@ -884,17 +880,14 @@ func (c *Controller) updateStates(ctx context.Context, tps []history.TopicPartit
 				break
 			}
 			next.ControllerEpoch = c.epoch
-			ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
-			if err == nil {
-				ps.st, ps.ver = next, ver
-				done = append(done, tp)
-				break
-			}
-			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+			written, badVersion, err := c.tryWriteState(ctx, tp, ps, next, attempt)
+			if err != nil {
 				return done, err
 			}
-			if !errors.Is(err, zk.ErrBadVersion) {
-				c.log.Printf("write state %s: %v", tp, err)
+			if written {
+				done = append(done, tp)
+			}
+			if !badVersion {
 				break
 			}
 		}
@@ -924,17 +917,14 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 		}
 		next.ControllerEpoch = c.epoch
 		for attempt := 1; ; attempt++ {
-			ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
-			if err == nil {
-				ps.st, ps.ver = next, ver
-				done = append(done, tp)
-				break
-			}
-			if errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired) {
+			written, badVersion, err := c.tryWriteState(ctx, tp, ps, next, attempt)
+			if err != nil {
 				return done, err
 			}
-			if !errors.Is(err, zk.ErrBadVersion) {
-				c.log.Printf("write state %s: %v", tp, err)
+			if written {
+				done = append(done, tp)
+			}
+			if !badVersion {
 				break
 			}
 			if c.cfg.Bugs.On(config.BugKafka16667) {
@@ -948,15 +938,13 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 				}
 				continue
 			}
-			fresh, rerr := c.readState(ctx, tp)
-			if errors.Is(rerr, zk.ErrSessionExpired) {
+			read, rerr := c.refreshState(ctx, tp, ps, "re-read %s after BADVERSION: %v")
+			if rerr != nil {
 				return done, rerr
 			}
-			if rerr != nil {
-				c.log.Printf("re-read %s after BADVERSION: %v", tp, rerr)
+			if !read {
 				break
 			}
-			*ps = *fresh
 			if stateEqual(ps.st, next) {
 				// A write re-issued after a lost connection whose first
 				// attempt landed: ZooKeeper holds our decision.
@@ -973,6 +961,44 @@ func (c *Controller) updateCachedStates(ctx context.Context, tps []history.Topic
 		}
 	}
 	return done, nil
+}
+
+// refreshState reads tp's state into ps for the state-change loops. An
+// expired session is returned: it abandons the whole event, as
+// ZooKeeperClientExpiredException does in Kafka. Any other failure is
+// logged with logFormat (the partition and the error) and gives the
+// partition up: read is false.
+func (c *Controller) refreshState(ctx context.Context, tp history.TopicPartition, ps *partState, logFormat string) (read bool, err error) {
+	fresh, err := c.readState(ctx, tp)
+	if errors.Is(err, zk.ErrSessionExpired) {
+		return false, err
+	}
+	if err != nil {
+		c.log.Printf(logFormat, tp, err)
+		return false, nil
+	}
+	*ps = *fresh
+	return true, nil
+}
+
+// tryWriteState is one attempt of the state-change loops' write of next
+// over ps: written (ps takes it), BADVERSION (the loop decides what to
+// retry), an error that abandons the whole event (the controller moved,
+// the session expired), or any other failure, which gives the partition
+// up, logged.
+func (c *Controller) tryWriteState(ctx context.Context, tp history.TopicPartition, ps *partState, next zkdata.PartitionState, attempt int) (written, badVersion bool, err error) {
+	ver, err := c.writeState(ctx, tp, next, ps.ver, attempt)
+	switch {
+	case err == nil:
+		ps.st, ps.ver = next, ver
+		return true, false, nil
+	case errors.Is(err, errControllerMoved) || errors.Is(err, zk.ErrSessionExpired):
+		return false, false, err
+	case !errors.Is(err, zk.ErrBadVersion):
+		c.log.Printf("write state %s: %v", tp, err)
+		return false, false, nil
+	}
+	return false, true, nil
 }
 
 func stateEqual(a, b zkdata.PartitionState) bool {

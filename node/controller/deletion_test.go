@@ -122,9 +122,7 @@ func TestTopicDeletionWaitsForEveryReplica(t *testing.T) {
 // leader epoch 0 with IsNew LeaderAndIsr, whatever epoch the deleted
 // incarnation had reached.
 func TestRecreatedTopicStartsAtLeaderEpochZero(t *testing.T) {
-	tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 7, 1, 2)})
-	tc.elect()
-	tc.drainAll()
+	tc := electedPair(t, 7)
 	tc.requestDeletion("t")
 	tc.answer(1, 0)
 	tc.answer(2, 0)
@@ -193,9 +191,7 @@ func TestTopicDeletionIneligibleWhileABrokerIsDown(t *testing.T) {
 // waits; no StopReplica is sent again until a broker hosting it starts
 // (resumeDeletionForTopics), here broker 2 bouncing.
 func TestTopicDeletionErrorWaitsForABrokerStartup(t *testing.T) {
-	tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
-	tc.elect()
-	tc.drainAll()
+	tc := electedPair(t, 0)
 	tc.requestDeletion("t")
 	tc.answer(1, 0)
 	tc.answer(2, kerr.KafkaStorageError.Code)
@@ -244,9 +240,7 @@ func TestTopicDeletionResumedAtFailover(t *testing.T) {
 // returns when the controller is not active, and a request to delete a
 // topic that does not exist is removed (processTopicDeletion).
 func TestTopicDeletionIgnoresStaleAnswersAndUnknownTopics(t *testing.T) {
-	tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, 0, 1, 2)})
-	tc.elect()
-	tc.drainAll()
+	tc := electedPair(t, 0)
 	tc.requestDeletion("nope")
 	if tc.exists(zkdata.DeleteTopicPath("nope")) {
 		t.Fatal("request to delete a topic that does not exist kept")
@@ -257,4 +251,15 @@ func TestTopicDeletionIgnoresStaleAnswersAndUnknownTopics(t *testing.T) {
 	if tc.c.ctx.del.replicas[replicaKey{history.TP("t", 0), 1}] != delStarted {
 		t.Fatal("an answer from an earlier term moved the replica's deletion on")
 	}
+}
+
+// electedPair is the deletion tests' usual start: topic t's one partition
+// on brokers 1 and 2, led by broker 1 at leaderEpoch, with the controller
+// elected and its start-up requests answered.
+func electedPair(t *testing.T, leaderEpoch int32) *testCluster {
+	t.Helper()
+	tc := newTestCluster(t, "", []int32{1, 2}, map[int32][]int32{0: {1, 2}}, map[int32]*zkdata.PartitionState{0: ps(1, leaderEpoch, 1, 2)})
+	tc.elect()
+	tc.drainAll()
+	return tc
 }

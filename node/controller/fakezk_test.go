@@ -112,26 +112,26 @@ func (f *fakeZK) Get(p string) ([]byte, *zk.Stat, error) {
 }
 
 func (f *fakeZK) Exists(p string) (bool, *zk.Stat, error) {
-	if err := f.enter("exists", p); err != nil {
-		return false, nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n, ok := f.nodes[p]
-	if !ok {
-		return false, nil, nil
-	}
-	st := n.stat
-	return true, &st, nil
+	ok, st, _, err := f.exists("exists", p, false)
+	return ok, st, err
 }
 
 func (f *fakeZK) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	if err := f.enter("existsw", p); err != nil {
+	return f.exists("existsw", p, true)
+}
+
+// exists serves both Exists and ExistsW; unlike getChildren, exists sets
+// its watch on a missing node too, to hear of its creation.
+func (f *fakeZK) exists(op, p string, watch bool) (bool, *zk.Stat, <-chan zk.Event, error) {
+	if err := f.enter(op, p); err != nil {
 		return false, nil, nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ch := f.watch("d:" + p)
+	var ch <-chan zk.Event
+	if watch {
+		ch = f.watch("d:" + p)
+	}
 	n, ok := f.nodes[p]
 	if !ok {
 		return false, nil, ch, nil
@@ -141,7 +141,18 @@ func (f *fakeZK) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 }
 
 func (f *fakeZK) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	if err := f.enter("childrenw", p); err != nil {
+	return f.children("childrenw", p, true)
+}
+
+func (f *fakeZK) Children(p string) ([]string, *zk.Stat, error) {
+	kids, st, _, err := f.children("children", p, false)
+	return kids, st, err
+}
+
+// children serves both Children and ChildrenW; a watch is set only on a
+// node that exists, as ZooKeeper sets none when getChildren fails.
+func (f *fakeZK) children(op, p string, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if err := f.enter(op, p); err != nil {
 		return nil, nil, nil, err
 	}
 	f.mu.Lock()
@@ -158,28 +169,11 @@ func (f *fakeZK) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error
 	}
 	slices.Sort(kids)
 	st := n.stat
-	return kids, &st, f.watch("c:" + p), nil
-}
-
-func (f *fakeZK) Children(p string) ([]string, *zk.Stat, error) {
-	if err := f.enter("children", p); err != nil {
-		return nil, nil, err
+	var ch <-chan zk.Event
+	if watch {
+		ch = f.watch("c:" + p)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n, ok := f.nodes[p]
-	if !ok {
-		return nil, nil, zk.ErrNoNode
-	}
-	var kids []string
-	for q := range f.nodes {
-		if q != "/" && path.Dir(q) == p {
-			kids = append(kids, path.Base(q))
-		}
-	}
-	slices.Sort(kids)
-	st := n.stat
-	return kids, &st, nil
+	return kids, &st, ch, nil
 }
 
 func (f *fakeZK) Sync(p string) (string, error) {

@@ -145,16 +145,24 @@ func TestLSOAdvancesAtCommitAndAbort(t *testing.T) {
 	}
 }
 
+// openTxn is a leader of t-0 on which producer 7, at producerEpoch, has
+// a transaction open: value "a" at offset 0, no marker yet.
+func openTxn(t *testing.T, producerEpoch int16) *Manager {
+	t.Helper()
+	m := newManager(t, t.TempDir(), nil, 1)
+	lead(t, m, 0, 1)
+	if r := produce(m, 0, -1, time.Second, txnBatch(t, 7, producerEpoch, 0, "a")); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	return m
+}
+
 // A marker whose coordinator epoch is older than the one of the last
 // marker written for that producer is refused with
 // TRANSACTION_COORDINATOR_FENCED, and one of an older producer epoch with
 // INVALID_PRODUCER_EPOCH; equal and newer coordinator epochs are written.
 func TestMarkerFencing(t *testing.T) {
-	m := newManager(t, t.TempDir(), nil, 1)
-	lead(t, m, 0, 1)
-	if r := produce(m, 0, -1, time.Second, txnBatch(t, 7, 2, 0, "a")); r.ErrorCode != 0 {
-		t.Fatal(r.ErrorCode)
-	}
+	m := openTxn(t, 2)
 	if _, err := marker(m, 7, 2, 4, true); err != nil {
 		t.Fatalf("first marker, coordinator epoch 4: %v", err)
 	}
@@ -184,11 +192,7 @@ func TestMarkerFencing(t *testing.T) {
 // A producer with an open transaction may not write outside it
 // (INVALID_TXN_STATE); once its marker is written it may.
 func TestNonTransactionalWriteDuringTransaction(t *testing.T) {
-	m := newManager(t, t.TempDir(), nil, 1)
-	lead(t, m, 0, 1)
-	if r := produce(m, 0, -1, time.Second, txnBatch(t, 7, 0, 0, "a")); r.ErrorCode != 0 {
-		t.Fatal(r.ErrorCode)
-	}
+	m := openTxn(t, 0)
 	if r := produce(m, 0, -1, time.Second, idemBatch(7, 0, 1, "b")); r.ErrorCode != kerr.InvalidTxnState.Code {
 		t.Fatalf("idempotent batch inside the transaction: %d, want INVALID_TXN_STATE", r.ErrorCode)
 	}

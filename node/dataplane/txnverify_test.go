@@ -37,6 +37,22 @@ func (c *fakeCoordinator) set(in bool) {
 	c.in = map[history.TopicPartition]bool{history.TP("t", 0): in}
 }
 
+// verifyingLeader is a manager leading t-0 with ISR [1] that asks coord
+// before a batch that starts a transaction, with KAFKA-12671's switch as
+// bug says.
+func verifyingLeader(t *testing.T, bug bool) (*Manager, *fakeCoordinator) {
+	t.Helper()
+	bugs := config.Bugs{}
+	if bug {
+		bugs[config.BugKafka12671] = true
+	}
+	m := newManager(t, t.TempDir(), bugs, 1)
+	lead(t, m, 0, 1)
+	coord := &fakeCoordinator{}
+	m.SetTxnVerifier(coord.verify)
+	return m, coord
+}
+
 // txnProduce sends records as transactional id "tx" to t-0 with acks=1.
 func txnProduce(ctx context.Context, m *Manager, records []byte) int16 {
 	req := kmsg.NewPtrProduceRequest()
@@ -68,14 +84,7 @@ func lsoOf(m *Manager) (lso, hw int64) {
 // once, for the batch that starts it.
 func TestLateTxnProduceAfterAbort(t *testing.T) {
 	for _, bug := range []bool{true, false} {
-		bugs := config.Bugs{}
-		if bug {
-			bugs[config.BugKafka12671] = true
-		}
-		m := newManager(t, t.TempDir(), bugs, 1)
-		lead(t, m, 0, 1)
-		coord := &fakeCoordinator{}
-		m.SetTxnVerifier(coord.verify)
+		m, coord := verifyingLeader(t, bug)
 		ctx := context.Background()
 
 		coord.set(true)
@@ -113,15 +122,8 @@ func TestLateTxnProduceAfterAbort(t *testing.T) {
 // appended after the marker.
 func TestVerifiedProduceHeldPastAbortMarker(t *testing.T) {
 	for _, bug := range []bool{true, false} {
-		bugs := config.Bugs{}
-		if bug {
-			bugs[config.BugKafka12671] = true
-		}
-		m := newManager(t, t.TempDir(), bugs, 1)
-		lead(t, m, 0, 1)
-		coord := &fakeCoordinator{}
+		m, coord := verifyingLeader(t, bug)
 		coord.set(true)
-		m.SetTxnVerifier(coord.verify)
 		fp := failpoint.New()
 		held := make(chan struct{}, 1)
 		fp.OnHit = func(h failpoint.Hit) {

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -1048,17 +1050,11 @@ func (c *Coordinator) metadataFits(s string) bool {
 	return len(s) <= c.cfg.MaxMetadataSize || len(utf16.Encode([]rune(s))) <= c.cfg.MaxMetadataSize
 }
 
+// sortedTPs lists the map's partitions in Compare order; an empty map
+// gives an empty slice, not nil, as every caller has always been given.
 func sortedTPs[V any](m map[TopicPartition]V) []TopicPartition {
-	out := make([]TopicPartition, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	out := slices.AppendSeq(make([]TopicPartition, 0, len(m)), maps.Keys(m))
+	slices.SortFunc(out, TopicPartition.Compare)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,6 +22,11 @@ const (
 type TopicPartition struct {
 	Topic     string
 	Partition int32
+}
+
+// Compare orders partitions by topic, then partition number.
+func (tp TopicPartition) Compare(o TopicPartition) int {
+	return cmp.Or(cmp.Compare(tp.Topic, o.Topic), cmp.Compare(tp.Partition, o.Partition))
 }
 
 // OffsetAndMetadata is one committed offset, Kafka's OffsetAndMetadata.

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/clustertest"
 	"github.com/zkchaos/zkchaos/internal/dockertest"
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
@@ -59,7 +60,7 @@ func TestTopicDeletedAndRecreatedWhileABrokerIsPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
-	waitFor(t, 60*time.Second, "d deleted", func() bool {
+	clustertest.WaitFor(t, 60*time.Second, "d deleted", func() bool {
 		_, _, err := e.get(zkdata.TopicPath("d"))
 		return err == zk.ErrNoNode
 	})
@@ -75,7 +76,7 @@ func TestTopicDeletedAndRecreatedWhileABrokerIsPaused(t *testing.T) {
 	e.createTopic("d", 3)
 	for _, topic := range []string{"t", "d"} {
 		for p := int32(0); p < 3; p++ {
-			waitFor(t, 60*time.Second, "a leader of "+topic, func() bool {
+			clustertest.WaitFor(t, 60*time.Second, "a leader of "+topic, func() bool {
 				d, _, err := e.get(zkdata.PartitionStatePath(topic, p))
 				if err != nil {
 					return false
@@ -91,16 +92,5 @@ func TestTopicDeletedAndRecreatedWhileABrokerIsPaused(t *testing.T) {
 		if r.Verdict != checkers.Valid || (c.Name() == "topic-deletion" && !strings.HasPrefix(r.Explanation, "1 topic deletions")) {
 			t.Errorf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)
 		}
-	}
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", within, what)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -199,6 +199,13 @@ func (c *Coordinator) AddPartitions(ctx context.Context, api string, version int
 		c.appendLocked(m, coordEpoch, tr, nil, answer)
 	}
 	c.mu.Unlock()
+	return awaitCode(ctx, ch)
+}
+
+// awaitCode is a client's wait for its answer: a client that stops waiting
+// is told the coordinator is not available, and the answer, when it comes,
+// goes to ch's buffer unread.
+func awaitCode(ctx context.Context, ch <-chan int16) int16 {
 	select {
 	case code := <-ch:
 		return code
@@ -222,12 +229,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, version int16, id string, pid 
 	c.mu.Lock()
 	c.endLocked(id, pid, epoch, commit, true, version, func(code int16) { ch <- code })
 	c.mu.Unlock()
-	select {
-	case code := <-ch:
-		return code
-	case <-ctx.Done():
-		return errCoordinatorNotAvailable
-	}
+	return awaitCode(ctx, ch)
 }
 
 // endLocked is TransactionCoordinator.endTransaction: write PrepareCommit

@@ -1,9 +1,11 @@
 package txn
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // State is TransactionState, with its byte in the log.
@@ -61,6 +63,11 @@ type TopicPartition struct {
 	Partition int32
 }
 
+// Compare orders partitions by topic, then partition number.
+func (tp TopicPartition) Compare(o TopicPartition) int {
+	return cmp.Or(cmp.Compare(tp.Topic, o.Topic), cmp.Compare(tp.Partition, o.Partition))
+}
+
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 // noEpoch is RecordBatch.NO_PRODUCER_EPOCH; noProducerID NO_PRODUCER_ID.
@@ -98,17 +105,11 @@ type transit struct {
 	startMs, updateMs          int64
 }
 
+// sortedTPs lists the map's partitions in Compare order; an empty map
+// gives an empty slice, not nil, as every caller has always been given.
 func sortedTPs(set map[TopicPartition]bool) []TopicPartition {
-	out := make([]TopicPartition, 0, len(set))
-	for tp := range set {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	out := slices.AppendSeq(make([]TopicPartition, 0, len(set)), maps.Keys(set))
+	slices.SortFunc(out, TopicPartition.Compare)
 	return out
 }
 
