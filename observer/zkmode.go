@@ -43,9 +43,9 @@ func pollMode(ctx context.Context, s ZKServer, period time.Duration, w *history.
 	defer t.Stop()
 	for {
 		mode := ""
-		// The answer's own timeout stays below the period so that a
-		// paused server costs one period, not a pile of waiting asks.
-		if st, err := fourletter.Srvr(ctx, s.Addr, period); err == nil {
+		// A loaded machine can take most of a short period to answer;
+		// a second tells a server that does not answer from a slow one.
+		if st, err := fourletter.Srvr(ctx, s.Addr, max(period, time.Second)); err == nil {
 			mode = st.Mode
 		}
 		if ctx.Err() != nil {
