@@ -976,6 +976,33 @@ func TestHealInfo(t *testing.T) {
 			s := b.Fault(false, "f9", "kill")
 			return s, s, -1
 		}, healInfo{healed: true, faults: 1}},
+		// A node reports leaving every failpoint: a hold it never left,
+		// in a process that ran on to the end, outlasted the heal (the
+		// nemesis had not known it was armed).
+		{"a node's failpoint hold outlasting the heal", func(b *hb.Builder) (int, int, int) {
+			o := fpHold(b, 3, "fp-n3-1")
+			healEnd(b)
+			b.Start(1)
+			return 0, -1, o
+		}, healInfo{faults: 1}},
+		{"a node's failpoint hold it left after the heal", func(b *hb.Builder) (int, int, int) {
+			fpHold(b, 3, "fp-n3-1")
+			healEnd(b)
+			s := b.Add(history.Event{Kind: history.KindFaultStop, Node: 3, Fault: &history.Fault{ID: "fp-n3-1", Name: "failpoint", Failpoint: "controller-before-broker-change"}})
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
+		{"a node's failpoint hold whose process restarted after the heal", func(b *hb.Builder) (int, int, int) {
+			fpHold(b, 3, "fp-n3-1")
+			e := healEnd(b)
+			b.Start(3)
+			return e, -1, -1
+		}, healInfo{healed: true, faults: 1}},
+		{"a nemesis fault the heal ended", func(b *hb.Builder) (int, int, int) {
+			b.Add(history.Event{Kind: history.KindFaultStart, Fault: &history.Fault{ID: "f1", Name: "failpoint", Failpoint: "controller-before-broker-change", Targets: []string{"n3"}}})
+			e := healEnd(b)
+			b.Start(1)
+			return e, -1, -1
+		}, healInfo{healed: true, faults: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -989,6 +1016,17 @@ func TestHealInfo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fpHold appends node's report that it holds in a failpoint.
+func fpHold(b *hb.Builder, node int32, id string) int {
+	return b.Add(history.Event{Kind: history.KindFaultStart, Node: node, Fault: &history.Fault{ID: id, Name: "failpoint", Failpoint: "controller-before-broker-change",
+		Targets: []string{"n" + strconv.Itoa(int(node))}, Detail: "controller-before-broker-change 1*pause holding until released over HTTP or disarmed"}})
+}
+
+// healEnd appends the end of the harness's heal phase.
+func healEnd(b *hb.Builder) int {
+	return b.Add(history.Event{Kind: history.KindPhase, Phase: &history.Phase{Name: history.PhaseHeal, Mark: history.PhaseEnd}})
 }
 
 // Partitions are reported in partition order: t-2 before t-10 (ordering by

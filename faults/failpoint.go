@@ -138,6 +138,14 @@ func (r *fpRun) begin(ctx context.Context, target, other Target, note string) er
 		return err
 	}
 	if err := r.arm(ctx, target, id); err != nil {
+		if r.plan.Provoke != ProvokeRestart {
+			// The node may have armed it and its answer come too late
+			// (stopped by another fault right after): a failpoint left
+			// armed holds later with nobody to end the hold. The node
+			// itself refuses an arm it reads only after the harness gave
+			// up (history.FailpointArmBeforeHeader).
+			r.f.fps.DisarmFailpoint(context.WithoutCancel(ctx), id, r.name)
+		}
 		return fail(err)
 	}
 	r.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +86,30 @@ func (l *Live) ReleaseFailpoint(ctx context.Context, id int, name string) error 
 	return l.admin(ctx, id, http.MethodPost, "/failpoints/"+name+"/release", "")
 }
 
+// armAnswerMargin is how long before the harness stops waiting an arm
+// request must be read: the node's answer needs the rest to come back.
+const armAnswerMargin = time.Second
+
+// adminRequest builds a request to the admin port at addr. An arm (PUT or
+// POST /failpoints/{name}) names when this side stops waiting, less
+// armAnswerMargin (history.FailpointArmBeforeHeader): a node stopped by
+// another fault reads the request only once it resumes, and without the
+// deadline it armed then a failpoint the fault had recorded as never armed,
+// whose hold nobody ended (a controller held in its broker change from
+// +1m11s to the end of a run).
+func adminRequest(ctx context.Context, addr, method, path, body string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	arm := (method == http.MethodPut || method == http.MethodPost) &&
+		strings.HasPrefix(path, "/failpoints/") && !strings.HasSuffix(path, "/release")
+	if d, ok := ctx.Deadline(); ok && arm {
+		req.Header.Set(history.FailpointArmBeforeHeader, strconv.FormatInt(d.Add(-armAnswerMargin).UnixNano(), 10))
+	}
+	return req, nil
+}
+
 func (l *Live) admin(ctx context.Context, id int, method, path, body string) error {
 	n := l.Cluster.Node(id)
 	if n == nil {
@@ -92,7 +117,7 @@ func (l *Live) admin(ctx context.Context, id int, method, path, body string) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+n.AdminAddr()+path, strings.NewReader(body))
+	req, err := adminRequest(ctx, n.AdminAddr(), method, path, body)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,15 @@ package history
 // the two halves (a saved schedule names them), so they live here, the one
 // package both import; node/failpoint implements them and the nemesis
 // plans over them. New windows are appended to FailpointNames.
+// FailpointArmBeforeHeader is the header of an arm request over a node's
+// admin port that names, in Unix nanoseconds, the instant the harness stops
+// waiting for the answer. A node reads a request only when it runs: one
+// stopped by another fault (SIGSTOP) reads the request after it resumes,
+// when the harness has long recorded the arming as failed, and a failpoint
+// armed then holds with nobody to end its hold. The node refuses an arm it
+// reads after that instant.
+const FailpointArmBeforeHeader = "Zkchaos-Arm-Before"
+
 const (
 	// FailpointControllerAfterZKWrite: the controller wrote a leader decision to
 	// ZooKeeper and has not yet queued the LeaderAndIsr requests (KAFKA-532).

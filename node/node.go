@@ -22,7 +22,8 @@
 //   - Admin HTTP (--admin-listen): GET /debug/pprof/...; GET /state (broker epoch, known
 //     controller epoch, partition map, controller status with live brokers
 //     and bounces detected, armed failpoints); GET /failpoints;
-//     PUT|POST /failpoints/{name} with an action as body; DELETE
+//     PUT|POST /failpoints/{name} with an action as body (refused when read
+//     after its Zkchaos-Arm-Before deadline); DELETE
 //     /failpoints/{name}; POST /failpoints/{name}/release.
 //   - Event log (--event-log): history JSONL, source "n<id>": node_start,
 //     node_stop, broker_registered, controller_elected, controller_resigned,
@@ -464,6 +465,19 @@ func (n *Node) adminMux() *http.ServeMux {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		late, err := armTooLate(r.Header.Get(history.FailpointArmBeforeHeader), time.Now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if late {
+			// Read after the harness stopped waiting (this process was
+			// stopped meanwhile): armed now, the failpoint would hold
+			// with nobody to end the hold.
+			n.log.Printf("failpoint %s: arm request read after its deadline, refused", r.PathValue("name"))
+			http.Error(w, "arm request read after its deadline", http.StatusRequestTimeout)
+			return
+		}
 		a, err := failpoint.ParseAction(string(body))
 		if err == nil {
 			err = n.fp.Arm(r.PathValue("name"), a)
@@ -492,4 +506,17 @@ func (n *Node) adminMux() *http.ServeMux {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
+}
+
+// armTooLate says whether an arm request whose FailpointArmBeforeHeader is
+// before (Unix nanoseconds; empty: no deadline) was read after it, at now.
+func armTooLate(before string, now time.Time) (bool, error) {
+	if before == "" {
+		return false, nil
+	}
+	ns, err := strconv.ParseInt(before, 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: %w", history.FailpointArmBeforeHeader, before, err)
+	}
+	return now.UnixNano() > ns, nil
 }

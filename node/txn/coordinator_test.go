@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -277,4 +278,80 @@ func TestRecords(t *testing.T) {
 	if _, err := decodeValue("tx-1", encodeValue(tr)[:10]); err == nil {
 		t.Fatal("short value decoded")
 	}
+}
+
+// splitMarkers leads tpA on broker 1, which does not answer until
+// released, and every other partition on broker 2, which writes at once.
+type splitMarkers struct {
+	release chan struct{}
+	mu      sync.Mutex
+	written []TopicPartition
+}
+
+func (f *splitMarkers) Leader(tp TopicPartition) (int32, bool) {
+	if tp == tpA {
+		return 1, true
+	}
+	return 2, true
+}
+
+func (f *splitMarkers) Send(ctx context.Context, broker int32, m Marker) (map[TopicPartition]int16, error) {
+	if broker == 1 {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[TopicPartition]int16{}
+	for _, tp := range m.Partitions {
+		out[tp] = 0
+		f.written = append(f.written, tp)
+	}
+	return out, nil
+}
+
+func (f *splitMarkers) has(tp TopicPartition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.written, tp)
+}
+
+// A leader that does not answer holds back only its own partitions'
+// markers: Kafka's TransactionMarkerChannelManager sends each broker's
+// WriteTxnMarkers from its own queue in the same poll. In a queue run
+// (seed 7) broker 2, the coordinator of a loaded PrepareCommit over chaos-0
+// and chaos-2, waited on chaos-0's leader (broker 1, cut off) and never
+// wrote chaos-2's marker, which it led itself, before it was killed 3s
+// later.
+func TestMarkersToOneLeaderDoNotWaitForAnother(t *testing.T) {
+	ctx := context.Background()
+	mk := &splitMarkers{release: make(chan struct{})}
+	log := &memLog{}
+	c := New(Options{Config: Config{NumPartitions: parts, RetryBackoff: 5 * time.Millisecond, AbortInterval: time.Hour},
+		Log: log, PIDs: &counter{}, Markers: mk, Now: time.Now})
+	t.Cleanup(c.Close)
+	c.BeginLoad(0, 3)
+	if err := c.FinishLoad(0, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := c.InitProducerID(ctx, "tx", 60000, nil)
+	if code := c.AddPartitions(ctx, "AddPartitionsToTxn", 1, "tx", res.ProducerID, res.ProducerEpoch, []TopicPartition{tpA, tpB}, ""); code != 0 {
+		t.Fatal(code)
+	}
+	if code := c.EndTxn(ctx, 1, "tx", res.ProducerID, res.ProducerEpoch, true); code != 0 {
+		t.Fatal(code)
+	}
+	eventually(t, "t-1's marker written while broker 1 does not answer", func() bool { return mk.has(tpB) })
+	if mk.has(tpA) {
+		t.Fatal("t-0's marker written before broker 1 answered")
+	}
+	close(mk.release)
+	eventually(t, "the transaction completes once broker 1 answers", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.txns["tx"].state == CompleteCommit
+	})
 }

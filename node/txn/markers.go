@@ -3,6 +3,7 @@ package txn
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,13 +67,29 @@ func (c *Coordinator) sendMarkers(m *meta, coordEpoch int32, commit bool, pid in
 			brokers = append(brokers, b)
 		}
 		sort.Slice(brokers, func(i, j int) bool { return brokers[i] < brokers[j] })
-		for _, b := range brokers {
+		// Each broker's request goes out at once, as Kafka's
+		// TransactionMarkerChannelManager queues markers per broker
+		// (markersQueuePerBroker) and its InterBrokerSendThread sends every
+		// broker's WriteTxnMarkers in the same poll: a leader that does not
+		// answer holds back only its own partitions' markers.
+		type outcome struct{ again, stop bool }
+		outcomes := make([]outcome, len(brokers))
+		var wg sync.WaitGroup
+		for i, b := range brokers {
 			mk := Marker{ProducerID: pid, ProducerEpoch: epoch, Commit: commit, CoordinatorEpoch: coordEpoch, Partitions: byBroker[b]}
-			again, stop := c.markerRound(m, b, mk)
-			if stop {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				again, stop := c.markerRound(m, b, mk)
+				outcomes[i] = outcome{again, stop}
+			}()
+		}
+		wg.Wait()
+		for _, o := range outcomes {
+			if o.stop {
 				return
 			}
-			retry = retry || again
+			retry = retry || o.again
 		}
 		if retry {
 			select {
