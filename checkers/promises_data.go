@@ -173,9 +173,9 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				// caches held: the follower's committed records were on no
 				// replica the controller could elect.
 				who, evs := describeQuorumLoss(in, t0)
-				r.knownAnomaly(KnownLostUnflushedQuorum, append([]int{m.idx, e.Index}, evs...),
-					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s), below its high watermark %d (%s), after a quorum of its replicas lost their unflushed suffix at once: %s.",
-					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), had, m.why, who)
+				r.knownAnomaly(in.name(), append([]int{m.idx, e.Index}, evs...),
+					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s), after %s: %s.",
+					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, in.how(), who)
 				continue
 			}
 			r.violate([]int{m.idx, e.Index}, "%s, following broker %d at leader epoch %d (elected from the ISR), truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s): every offset below that high watermark was committed and the new leader, an ISR member, holds it, so the follower threw away %d committed records (Kafka's ReplicaFetcherThread truncates to the leader's epoch end offset, never below the high watermark under a clean leader).",

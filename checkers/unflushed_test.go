@@ -36,6 +36,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 		build   func(b *hb.Builder)
 		want    Verdict
 		known   bool
+		isr     bool // the known anomaly is lost-unflushed-isr
 		explain []string
 	}{
 		{name: "the whole ISR, two replicas, crashes at once: known anomaly", want: Valid, known: true,
@@ -145,13 +146,43 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				restart(b, "f2", "n2")
 				finalRead(b)
 			}},
-		{name: "one replica crashed: violation", want: Invalid, explain: []string{"was lost"},
+		{name: "one replica crashed, elected from an ISR of itself alone: known anomaly", want: Valid, known: true, isr: true,
+			explain: []string{"broker 1 crashed at", "never taken back into an ISR", "broker 1 led at leader epoch 2 elected with ISR [1]", "Every member of the ISR"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				crashUnflushed(b, "f1", "n1")
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 2, 1, 11, 1) // the ISR had shrunk to the crashed broker
+				finalRead(b)
+			}},
+		{name: "one replica crashed, elected while another ISR member kept the record: violation", want: Invalid, explain: []string{"was lost"},
 			build: func(b *hb.Builder) {
 				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
 				produceOK(b, 1, "a", 0)
 				crashUnflushed(b, "f1", "n1")
 				restart(b, "f1", "n1")
-				b.State(tp0, 1, 2, 1, 11, 1) // elected again before fetching: one replica, still a violation
+				b.State(tp0, 1, 2, 1, 11, 1, 2) // broker 2 never crashed
+				finalRead(b)
+			}},
+		{name: "one replica crashed, elected alone, but the record came after its crash: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				crashUnflushed(b, "f1", "n1")
+				produceOK(b, 1, "a", 0)
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 2, 1, 11, 1)
+				finalRead(b)
+			}},
+		{name: "one replica crashed, elected alone after it was taken back into an ISR: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 2, 1, 1, 10, 2, 1)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				restart(b, "f1", "n1")
+				takeIn(b, 2, 1) // fetched back up to the high watermark
+				b.State(tp0, 1, 2, 1, 11, 1)
 				finalRead(b)
 			}},
 		{name: "the crashes came before the record was written: violation", want: Invalid, explain: []string{"was lost"},
@@ -172,7 +203,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				crashUnflushed(b, "f3", "n3")
 				restart(b, "f1", "n1")
 				restart(b, "f3", "n3")
-				b.State(tp0, 1, 2, 1, 11, 1)
+				b.State(tp0, 1, 2, 1, 11, 1, 2)
 				finalRead(b)
 			}},
 		{name: "two replicas crash at once, nothing lost: clean", want: Valid,
@@ -197,15 +228,19 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 			}
 			text := r.Explanation
 			if c.known {
-				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {
-					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				name := KnownLostUnflushedQuorum
+				if c.isr {
+					name = KnownLostUnflushedISR
+				}
+				if len(r.Known) != 1 || r.Known[0].Name != name {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, name)
 				}
 				text = r.Known[0].Example
 				if r.Known[0].Count != 2 {
-					t.Errorf("%s counted %d times, want 2 (both records)", KnownLostUnflushedQuorum, r.Known[0].Count)
+					t.Errorf("%s counted %d times, want 2 (both records)", name, r.Known[0].Count)
 				}
-				if !strings.Contains(r.Explanation, KnownLostUnflushedQuorum) {
-					t.Errorf("explanation %q does not name %s", r.Explanation, KnownLostUnflushedQuorum)
+				if !strings.Contains(r.Explanation, name) {
+					t.Errorf("explanation %q does not name %s", r.Explanation, name)
 				}
 			} else if len(r.Known) != 0 {
 				t.Errorf("known anomalies %+v, want none", r.Known)
@@ -224,7 +259,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 // violation when only that leader crashed; the nemesis's own record of a
 // cut is never judged as a follower's.
 func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
-	base := func(b *hb.Builder, crashed ...string) {
+	base := func(b *hb.Builder, isr []int32, crashed ...string) {
 		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
 		hwEv(b, 3, 0, 188, 0, 200)
 		hwEv(b, 2, 0, 188, 0, 200)
@@ -233,18 +268,23 @@ func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
 		}
 		truncEv(b, 2, 200, 0, 0, history.TruncationUnflushedLoss)
 		b.Start(2)
-		b.State(tp0, 2, 1, 1, 11, 2, 3)
+		b.State(tp0, 2, 1, 1, 11, isr...)
 	}
 	runCases(t, FollowerTruncation{}, []tcase{
 		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
-			base(b, "n1", "n2")
+			base(b, []int32{2, 3}, "n1", "n2")
 			truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
 			return nil
 		}},
-		{name: "only the new leader crashed", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
-			base(b, "n2")
+		{name: "only the new leader crashed, another ISR member kept the records", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
+			base(b, []int32{2, 3}, "n2")
 			tr := truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
 			return []int{tr}
+		}},
+		{name: "only the new leader crashed, elected from an ISR of itself alone", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			base(b, []int32{2}, "n2")
+			truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+			return nil
 		}},
 	})
 }
@@ -267,8 +307,13 @@ func TestISRDivergentUnflushedQuorum(t *testing.T) {
 			story(b, "n2", "n3")
 			return nil
 		}},
-		{name: "only the new leader crashed", want: Invalid, explain: "took broker 1 into its ISR", build: func(b *hb.Builder) []int {
-			return []int{story(b, "n2")}
+		{name: "only the new leader crashed, elected from an ISR of itself alone", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			story(b, "n2")
+			return nil
+		}},
+		{name: "the new leader crashed only after its election", want: Invalid, explain: "took broker 1 into its ISR", build: func(b *hb.Builder) []int {
+			_, _, join := divergenceCut(b, func(b *hb.Builder) { b.Start(2) }, func(b *hb.Builder) { crashUnflushed(b, "f0", "n2") })
+			return []int{join}
 		}},
 	})
 }
