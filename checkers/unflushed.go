@@ -513,3 +513,25 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	}
 	return nil
 }
+
+// ledBetween returns a loss of tp whose exposed leader was elected after
+// since and no later than at, at a leader epoch below epoch, or nil: a
+// replica that followed no leader since then still holds the log from
+// before it, and every leader after that election descends from the
+// exposed one, so what it cuts from that log was lost there.
+func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64) *unflushedLoss {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	for _, l := range p.leaders {
+		if l.epoch >= epoch || l.time <= since || l.time > at {
+			continue
+		}
+		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at {
+			return loss
+		}
+	}
+	return nil
+}

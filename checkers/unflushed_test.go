@@ -359,3 +359,46 @@ func TestHWWithinISRUnflushedLoss(t *testing.T) {
 		}},
 	})
 }
+
+// A follower that followed no leader since a broker that lost its
+// unflushed suffix was elected with an ISR of itself alone, and that
+// truncates below its high watermark under a later leader descended from
+// that one, lost its records to that election (lost-unflushed-isr); one
+// that followed a leader since then, or whose role is unknown, is judged.
+func TestFollowerTruncationInheritedUnflushedLoss(t *testing.T) {
+	story := func(b *hb.Builder, between func(b *hb.Builder)) int {
+		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
+		if between != nil {
+			roleEv(b, 3, history.RoleFollower, 1, 0, 1, 2, 3)
+		}
+		hwEv(b, 3, 0, 188, 0, 200)
+		hwEv(b, 2, 0, 188, 0, 200)
+		b.State(tp0, 1, 0, 1, 11, 1) // brokers 2 and 3 fell out of the ISR
+		crashUnflushed(b, "f1", "n1")
+		truncEv(b, 1, 200, 0, 0, history.TruncationUnflushedLoss)
+		b.Start(1)
+		b.State(tp0, 1, 1, 1, 12, 1) // the ISR's one member, back empty
+		roleEv(b, 2, history.RoleFollower, 1, 1, 1)
+		truncEv(b, 2, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0, ours 200)")
+		b.State(tp0, 1, 1, 1, 13, 1, 2)
+		if between != nil {
+			between(b)
+		}
+		b.State(tp0, 2, 2, 1, 14, 2)
+		return truncEv(b, 3, 200, 0, 2, "leader-epoch (leader's end offset 0 for epoch 0, ours 200)")
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the follower kept its log from before the election", want: Valid, explain: KnownLostUnflushedISR + " ×2", build: func(b *hb.Builder) []int {
+			story(b, func(*hb.Builder) {})
+			return nil
+		}},
+		{name: "the follower followed the exposed leader since", want: Invalid, explain: "truncated t-0 from 200 to 0 (event", build: func(b *hb.Builder) []int {
+			tr := story(b, func(b *hb.Builder) { roleEv(b, 3, history.RoleFollower, 1, 1, 1, 2, 3) })
+			return []int{tr}
+		}},
+		{name: "the follower's roles are unknown", want: Invalid, explain: "truncated t-0 from 200 to 0 (event", build: func(b *hb.Builder) []int {
+			tr := story(b, nil)
+			return []int{tr}
+		}},
+	})
+}
