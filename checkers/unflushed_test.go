@@ -402,3 +402,62 @@ func TestFollowerTruncationInheritedUnflushedLoss(t *testing.T) {
 		}},
 	})
 }
+
+// The queue checkers name what a loss of q-0 to crash-lose-unflushed
+// explains (lost-unflushed-isr: broker 1 crashed and was elected with an
+// ISR of itself alone) and keep it a violation when broker 1 was elected
+// with broker 2, which never crashed, in its ISR.
+func TestQueueUnflushedLoss(t *testing.T) {
+	qtp := history.TP("q", 0)
+	// before: the old log holds value 10 at offset 0 and value 11 at offset
+	// 2 (offset 1 a transaction's marker), which a poll read; then broker 1
+	// crashes and comes back as leader with isr.
+	story := func(b *hb.Builder, isr []int32) {
+		b.State(qtp, 1, 0, 1, 10, 1, 2, 3)
+		qsent(b, 0, 10, 0)
+		qsent(b, 0, 11, 2)
+		qassign(b, "client-1", 1, false, 0, 0)
+		qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 2, 11))
+		b.State(qtp, 1, 0, 1, 11, 1)
+		crashUnflushed(b, "f1", "n1")
+		b.Start(1)
+		b.State(qtp, 1, 1, 1, 12, isr...)
+		qsent(b, 0, 20, 0) // the new leader's log
+		qsent(b, 0, 21, 1)
+	}
+	drain := func(b *hb.Builder) { qdrain(b, ru, 2, recs(0, 0, 20, 1, 21)) }
+	for _, c := range []struct {
+		name    string
+		checker Checker
+		isr     []int32
+		want    Verdict
+		explain string
+	}{
+		{"queue-log: an offset with two values", QueueLog{}, []int32{1}, Valid, "offset 0 of q-0 held value 10"},
+		{"queue-log: an offset with two values, a member kept it", QueueLog{}, []int32{1, 2}, Invalid, "inconsistent offsets: offset 0 of q-0"},
+		{"queue-lost-write: polled values missing from the drain", QueueLostWrite{}, []int32{1}, Valid, "value 10 at offset 0 of q-0, polled"},
+		{"queue-lost-write: polled values missing from the drain, a member kept them", QueueLostWrite{}, []int32{1, 2}, Invalid, "lost write: value 10 at offset 0 of q-0"},
+		{"queue-poll: the old log's poll skipped an offset the new log fills", QueuePoll{}, []int32{1}, Valid, "skipping offset 1 (value 21)"},
+		{"queue-poll: the old log's poll skipped an offset the new log fills, a member kept it", QueuePoll{}, []int32{1, 2}, Invalid, "poll skip: process 1 (client-1) polled offset 0 of q-0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			story(b, c.isr)
+			drain(b)
+			r := c.checker.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+				}
+				text = r.Known[0].Example
+			}
+			if !strings.Contains(text, c.explain) {
+				t.Errorf("%q does not say %q", text, c.explain)
+			}
+		})
+	}
+}
