@@ -25,7 +25,9 @@ import (
 // value is one whose send committed, or that a read_committed poll
 // returned, or that a poll returned from a non-transactional send that
 // did not fail: aborted records and transaction markers fill offsets no
-// consumer reads.
+// consumer reads. A poll and a value on either side of a loss that
+// crash-lose-unflushed explains (unflushed.go) read two logs: its known
+// anomaly.
 type QueuePoll struct{}
 
 // Name implements Checker.

@@ -16,7 +16,9 @@ import (
 // at one offset (no duplicate), and an offset holds one value (no
 // inconsistent offsets), as every send's acknowledgement and every poll
 // showed them. Kafka's idempotent producer writes each value once, and a
-// committed offset never changes.
+// committed offset never changes, except when crash-lose-unflushed took it
+// from every replica the controller could elect before a new leader wrote
+// there (the known anomalies of unflushed.go).
 type QueueLog struct{}
 
 // Name implements Checker.
@@ -73,7 +75,8 @@ func (c QueueLog) Check(h *history.History) Result {
 // committed send (or a value a consumer that may only see committed
 // records polled) that no poll returned although polls, or the drain, read
 // past its offset; and a value polled during the run that the drain, which
-// read its partition in full, did not return.
+// read its partition in full, did not return. A loss that
+// crash-lose-unflushed explains (unflushed.go) is its known anomaly.
 type QueueLostWrite struct{}
 
 // Name implements Checker.
