@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
 
@@ -361,8 +362,8 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 	}
 	if n := len(unflushed.lost) + unflushed.divergent; n > 0 && excused == 0 && excusedDivergent == 0 {
 		r.knownSaid = true
-		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d lost, and no offset was read with two values but %d reused, after crash-lose-unflushed hit a quorum of their partition's replicas at once (known anomaly %s).",
-			d.nAcked, len(unflushed.lost), unflushed.divergent, KnownLostUnflushedQuorum))
+		return r.result(fmt.Sprintf("all %d acknowledged acks=all records are in the final reads at their offsets but %d lost, and no offset was read with two values but %d reused, after crash-lose-unflushed took them from every replica their partition's controller could elect (known anomaly %s).",
+			d.nAcked, len(unflushed.lost), unflushed.divergent, strings.Join(unflushed.names, ", ")))
 	}
 	if excused > 0 {
 		twice := "no offset was read with two values"

@@ -325,8 +325,8 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 		// held, and the member that kept it could not tell (KIP-101's
 		// epochs match nothing the leader still has).
 		who, cevs := describeQuorumLoss(in, w.t0)
-		w.r.knownAnomaly(KnownLostUnflushedQuorum, append(evs, cevs...), "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s) while broker %d's log differed from its own at offset %d (%s, leader epoch %d; its own from leader epoch %d), after a quorum of its replicas lost their unflushed suffix at once: %s.",
-			e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o, theirs2, theirs.epoch, mine.epoch, who)
+		w.r.knownAnomaly(in.name(), append(evs, cevs...), "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s) while broker %d's log differed from its own at offset %d (%s, leader epoch %d; its own from leader epoch %d), after %s: %s.",
+			e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o, theirs2, theirs.epoch, mine.epoch, in.how(), who)
 		return
 	}
 	w.r.violate(evs, "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s), although broker %d's log differed from its own at offset %d, below that high watermark: broker %d held offset %d from leader epoch %d (%s) and had not truncated to %d or below since, while broker %d held it from leader epoch %d (%s).",

@@ -96,9 +96,9 @@ func (c Linearizable) Check(h *history.History) Result {
 				// Records read from the lost suffix and then replaced by
 				// the new leader's: no single log can fit.
 				who, evs := describeQuorumLoss(in, t0)
-				text := fmt.Sprintf("partition %s is not linearizable after crash-lose-unflushed hit a quorum of its replicas at once (%s)", p.Partition, who)
-				r.knownAnomaly(KnownLostUnflushedQuorum, evs, "%s.", text)
-				unclean = append(unclean, text+" (known anomaly "+KnownLostUnflushedQuorum+")")
+				text := fmt.Sprintf("partition %s is not linearizable after crash-lose-unflushed: %s (%s)", p.Partition, in.how(), who)
+				r.knownAnomaly(in.name(), evs, "%s.", text)
+				unclean = append(unclean, text+" (known anomaly "+in.name()+")")
 				continue
 			}
 			if c, ok := costly[p.Partition]; ok {

@@ -94,7 +94,10 @@ func cleanLeader(vs zkStates, epoch int32, t int64) (leader int32, clean, known 
 // crash-lose-unflushed cutting a down broker's log caps its high watermark
 // as recovery does; a truncation below the high watermark after that fault
 // hit every replica the controller could elect is the known anomaly
-// lost-unflushed-quorum.
+// lost-unflushed-quorum (two or more crashed at once) or lost-unflushed-isr
+// (the exposed leader's ISR held only crashed brokers): under that leader,
+// and under a later one for a follower that followed no leader since that
+// election, its log being older than it.
 type FollowerTruncation struct{}
 
 // Name implements Checker.
@@ -109,8 +112,14 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 	hw := map[nodeTP]offsetMark{}   // the high watermark each replica has now, when known
 	ckpt := map[nodeTP]offsetMark{} // each broker's latest checkpoint entries
 	judged, unjudged := 0, 0
-	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindHWCheckpoint, history.KindControlRequest, history.KindTruncation) {
+	roles := map[nodeTP][]roleMark{} // each replica's role changes so far
+	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindHWCheckpoint, history.KindControlRequest, history.KindTruncation, history.KindRoleChange) {
 		switch e.Kind {
+		case history.KindRoleChange:
+			if e.Role != nil {
+				k := nodeTP{e.Role.TP(), e.Node}
+				roles[k] = append(roles[k], roleMark{epoch: e.Role.LeaderEpoch, time: e.Time})
+			}
 		case history.KindNodeStart:
 			// The new process restores its high watermarks from the
 			// checkpoint file, which holds the last write logged.
@@ -173,10 +182,22 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				// caches held: the follower's committed records were on no
 				// replica the controller could elect.
 				who, evs := describeQuorumLoss(in, t0)
-				r.knownAnomaly(KnownLostUnflushedQuorum, append([]int{m.idx, e.Index}, evs...),
-					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s), below its high watermark %d (%s), after a quorum of its replicas lost their unflushed suffix at once: %s.",
-					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), had, m.why, who)
+				r.knownAnomaly(in.name(), append([]int{m.idx, e.Index}, evs...),
+					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s), after %s: %s.",
+					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, in.how(), who)
 				continue
+			}
+			if since, ok := lastRoleBelow(roles[k], t.LeaderEpoch); ok {
+				if in := quorum.ledBetween(t.TP(), t.LeaderEpoch, since.time, e.Time); in != nil {
+					// The follower's log is from before that election
+					// (it followed no leader since), and the leader it
+					// follows now descends from the exposed one.
+					who, evs := describeQuorumLoss(in, t0)
+					r.knownAnomaly(in.name(), append([]int{m.idx, e.Index}, evs...),
+						"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s); it had followed no leader since leader epoch %d (+%s), and the leader it follows descends from broker %d's leadership at leader epoch %d, after %s: %s.",
+						nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, since.epoch, rel(since.time, t0), in.elected.node, in.elected.epoch, in.how(), who)
+					continue
+				}
 			}
 			r.violate([]int{m.idx, e.Index}, "%s, following broker %d at leader epoch %d (elected from the ISR), truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s): every offset below that high watermark was committed and the new leader, an ISR member, holds it, so the follower threw away %d committed records (Kafka's ReplicaFetcherThread truncates to the leader's epoch end offset, never below the high watermark under a clean leader).",
 				nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, had-t.To)
@@ -185,6 +206,23 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 	r.detail("truncations_judged", judged)
 	r.detail("truncations_not_judged", unjudged)
 	return r.result(fmt.Sprintf("no follower truncated below its high watermark under a leader elected from the ISR (%d truncations judged, %d without a known high watermark or clean leader).", judged, unjudged))
+}
+
+// roleMark is one role change of a replica: its leader epoch and time.
+type roleMark struct {
+	epoch int32
+	time  int64
+}
+
+// lastRoleBelow returns the latest of a replica's role changes at a leader
+// epoch below epoch.
+func lastRoleBelow(ms []roleMark, epoch int32) (roleMark, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].epoch < epoch {
+			return ms[i], true
+		}
+	}
+	return roleMark{}, false
 }
 
 // ---- log durability across restarts ------------------------------------------

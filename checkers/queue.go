@@ -218,6 +218,60 @@ func joinInts(vs []int64) string {
 	return strings.Join(parts, " and ")
 }
 
+// lostBetween reports whether crash-lose-unflushed explains what was is:
+// a loss of partition key whose crashes all came after event first (the
+// value was in the log by then) and whose exposed leader was elected
+// before event second. If so it names the known anomaly.
+func (m *queueModel) lostBetween(r *report, quorum *quorumLosses, key int32, first, second *history.Event, was string) bool {
+	if first == nil || second == nil {
+		return false
+	}
+	if first.Time > second.Time {
+		first, second = second, first
+	}
+	loss := quorum.between(m.tp(key), first.Time, second.Time)
+	if loss == nil {
+		return false
+	}
+	who, evs := describeQuorumLoss(loss, m.t0)
+	r.knownAnomaly(loss.name(), append([]int{first.Index, second.Index}, evs...), "%s, after crash-lose-unflushed: %s (%s).", was, loss.how(), who)
+	return true
+}
+
+// writtenAfterLoss reports whether crash-lose-unflushed explains a poll
+// skip that was describes: between poll e and the first sighting of every
+// readable value at the skipped offsets lies a loss of partition key (its
+// crashes after the earlier, its exposed leader elected before the later),
+// so the poll and the value are of two logs: a poll before the loss read
+// the old log, where those offsets held nothing readable (a transaction's
+// marker, an aborted value), and the value came with the new leader's; a
+// poll after it read the new log, which lost the old value. If so it names
+// the known anomaly.
+func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32, e *history.Event, skipped []int64, was string) bool {
+	var loss *unflushedLoss
+	evs := []int{e.Index}
+	for _, o := range skipped {
+		for v, pe := range m.at[key][o] {
+			if !m.values[v].readable() {
+				continue // an aborted value does not make its offset one to read
+			}
+			l := quorum.between(m.tp(key), min(e.Time, pe.Time), max(e.Time, pe.Time))
+			if l == nil {
+				return false
+			}
+			loss = l
+			evs = append(evs, pe.Index)
+		}
+	}
+	if loss == nil {
+		return false
+	}
+	slices.Sort(evs)
+	who, levs := describeQuorumLoss(loss, m.t0)
+	r.knownAnomaly(loss.name(), append(evs, levs...), "%s, after crash-lose-unflushed: %s (%s); the skipped values were first seen after that election.", was, loss.how(), who)
+	return true
+}
+
 // tp names partition key of the queue topic.
 func (m *queueModel) tp(key int32) history.TopicPartition { return history.TP(m.topic, key) }
 

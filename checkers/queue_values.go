@@ -16,7 +16,9 @@ import (
 // at one offset (no duplicate), and an offset holds one value (no
 // inconsistent offsets), as every send's acknowledgement and every poll
 // showed them. Kafka's idempotent producer writes each value once, and a
-// committed offset never changes.
+// committed offset never changes, except when crash-lose-unflushed took it
+// from every replica the controller could elect before a new leader wrote
+// there (the known anomalies of unflushed.go).
 type QueueLog struct{}
 
 // Name implements Checker.
@@ -29,6 +31,7 @@ func (c QueueLog) Check(h *history.History) Result {
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}
+	quorum := newQuorumLosses(h)
 	for _, v := range slices.Sorted(maps.Keys(m.values)) {
 		qv := m.values[v]
 		offs := map[int64]*history.Event{}
@@ -56,6 +59,10 @@ func (c QueueLog) Check(h *history.History) Result {
 			}
 			list := slices.Sorted(maps.Keys(vals))
 			a, b := vals[list[0]], vals[list[1]]
+			if m.lostBetween(r, quorum, key, a, b, fmt.Sprintf("offset %d of %s held value %d (%s, event %d, %s) and value %d (%s, event %d, %s)",
+				o, m.tp(key), list[0], who(a), a.Index, m.when(a), list[1], who(b), b.Index, m.when(b))) {
+				continue
+			}
 			r.violate([]int{a.Index, b.Index}, "inconsistent offsets: offset %d of %s holds value %d (%s, event %d, %s) and value %d (%s, event %d, %s); a committed offset holds one value for the life of the partition.",
 				o, m.tp(key), list[0], who(a), a.Index, m.when(a), list[1], who(b), b.Index, m.when(b))
 		}
@@ -68,7 +75,8 @@ func (c QueueLog) Check(h *history.History) Result {
 // committed send (or a value a consumer that may only see committed
 // records polled) that no poll returned although polls, or the drain, read
 // past its offset; and a value polled during the run that the drain, which
-// read its partition in full, did not return.
+// read its partition in full, did not return. A loss that
+// crash-lose-unflushed explains (unflushed.go) is its known anomaly.
 type QueueLostWrite struct{}
 
 // Name implements Checker.
@@ -83,6 +91,7 @@ func (c QueueLostWrite) Check(h *history.History) Result {
 	}
 	unverified := map[int32]int{}
 	judged := 0
+	quorum := newQuorumLosses(h)
 	for _, v := range slices.Sorted(maps.Keys(m.values)) {
 		qv := m.values[v]
 		if !qv.readable() {
@@ -93,16 +102,25 @@ func (c QueueLostWrite) Check(h *history.History) Result {
 		end, drained := m.drained[qv.key]
 		tp := m.tp(qv.key)
 		switch {
+		case len(qv.seen) == 0 && drained && m.lostBetween(r, quorum, qv.key, qv.send.Complete, m.drain,
+			fmt.Sprintf("value %d, acknowledged at offset %d of %s (event %d, %s), was never polled, though the drain read %s to its end offset %d (event %d, %s)",
+				v, off, tp, qv.send.Complete.Index, m.when(qv.send.Complete), tp, end, m.drain.Index, m.when(m.drain))):
 		case len(qv.seen) == 0 && drained:
 			s := qv.send.Complete
 			r.violate([]int{qv.send.Invoke.Index, s.Index, m.drain.Index}, "lost write: value %d, sent to %s by %s and acknowledged at offset %d (event %d, %s), was never polled, though the drain read %s from offset 0 to its end offset %d (event %d, %s).",
 				v, tp, who(s), off, s.Index, m.when(s), tp, end, m.drain.Index, m.when(m.drain))
+		case len(qv.seen) == 0 && m.topOffset[qv.key] > off && m.lostBetween(r, quorum, qv.key, qv.send.Complete, m.top[qv.key],
+			fmt.Sprintf("value %d, acknowledged at offset %d of %s (event %d, %s), was never polled, though a poll read %s past it (event %d, %s)",
+				v, off, tp, qv.send.Complete.Index, m.when(qv.send.Complete), tp, m.top[qv.key].Index, m.when(m.top[qv.key]))):
 		case len(qv.seen) == 0 && m.topOffset[qv.key] > off:
 			s, t := qv.send.Complete, m.top[qv.key]
 			r.violate([]int{qv.send.Invoke.Index, s.Index, t.Index}, "lost write: value %d, sent to %s by %s and acknowledged at offset %d (event %d, %s), was never polled, though %s polled offset %d of %s (event %d, %s).",
 				v, tp, who(s), off, s.Index, m.when(s), who(t), m.topOffset[qv.key], tp, t.Index, m.when(t))
 		case len(qv.seen) == 0:
 			unverified[qv.key]++
+		case drained && !qv.finalSeen && m.lostBetween(r, quorum, qv.key, firstSeen(qv), m.drain,
+			fmt.Sprintf("value %d at offset %d of %s, polled (event %d, %s), is missing from the drain (event %d, %s)",
+				v, off, tp, firstSeen(qv).Index, m.when(firstSeen(qv)), m.drain.Index, m.when(m.drain))):
 		case drained && !qv.finalSeen:
 			p := firstSeen(qv)
 			r.violate([]int{p.Index, m.drain.Index}, "lost write: value %d at offset %d of %s, polled by %s (event %d, %s), is missing from the drain, which read %s from offset 0 to its end offset %d (event %d, %s).",

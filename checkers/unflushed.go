@@ -19,6 +19,22 @@ import (
 // violation: replication must repair it.
 const KnownLostUnflushedQuorum = "lost-unflushed-quorum"
 
+// KnownLostUnflushedISR: acknowledged records lost after crash-lose-unflushed
+// hit one broker that a controller then elected from an ISR made only of
+// brokers that had lost them (the ISR had shrunk to the crashed broker, or
+// its other members were down and left it at the election). A broker that
+// crashes and restarts stays in the ISR until a controller handles the end
+// of its ZooKeeper session (KafkaController.onBrokerFailure, whose
+// OfflineReplica step removes it) or its leader shrinks the ISR after
+// replica.lag.time.max.ms; a controller that never ran that step (paused,
+// killed, or taking over after the broker had registered again) leaves it
+// there, and offlinePartitionLeaderElection takes any live ISR member. The
+// new leader's epoch cache starts after the lost records, so
+// LeaderEpochFileCache.endOffsetFor answers its first epoch's start offset
+// for every older epoch and followers truncate to it: the records are on no
+// replica Kafka could elect, the documented cost of not fsyncing.
+const KnownLostUnflushedISR = "lost-unflushed-isr"
+
 // crashLoseUnflushed is the fault's name in the nemesis's events
 // (schedule.CrashLoseUnflushed; checkers links no fault planning).
 const crashLoseUnflushed = "crash-lose-unflushed"
@@ -101,6 +117,7 @@ type unflushedLeader struct {
 	node, epoch int32
 	time        int64
 	idx         int
+	isr         []int32 // the ISR it was elected with
 }
 
 // unflushedExposures lists, per partition, the crashes of brokers that
@@ -129,7 +146,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 	leaders := map[history.TopicPartition][]unflushedLeader{}
 	for e := range eventsOf(h, history.KindRoleChange) {
 		if r := e.Role; r != nil && r.Role == history.RoleLeader {
-			leaders[r.TP()] = append(leaders[r.TP()], unflushedLeader{e.Node, r.LeaderEpoch, e.Time, e.Index})
+			leaders[r.TP()] = append(leaders[r.TP()], unflushedLeader{e.Node, r.LeaderEpoch, e.Time, e.Index, r.ISR})
 		}
 	}
 	all := partitionStates(h)
@@ -147,7 +164,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 		ls := leaders[tp]
 		for _, s := range states {
 			if s.Leader >= 0 {
-				ls = append(ls, unflushedLeader{s.Leader, s.LeaderEpoch, s.time, s.idx})
+				ls = append(ls, unflushedLeader{s.Leader, s.LeaderEpoch, s.time, s.idx, s.ISR})
 			}
 		}
 		slices.SortStableFunc(ls, func(a, b unflushedLeader) int { return cmp.Compare(a.time, b.time) })
@@ -177,10 +194,73 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 }
 
 // unflushedLoss is a quorum loss: the exposures in force at its instant
-// and the state that named one of them leader while it was exposed.
+// and the state that named one of them leader while it was exposed. isr
+// marks a loss with fewer than two brokers exposed at once, where every
+// member of the ISR the leader was elected with was exposed.
 type unflushedLoss struct {
 	in      []unflushedExposure
 	elected unflushedLeader
+	isr     bool
+}
+
+// name is the known anomaly the loss is.
+func (l *unflushedLoss) name() string {
+	if l.isr {
+		return KnownLostUnflushedISR
+	}
+	return KnownLostUnflushedQuorum
+}
+
+// lostIt says, as a sentence about one record, how the replicas that held
+// it lost it; when says when ("" or " in between").
+func (l *unflushedLoss) lostIt(when string) string {
+	if l.isr {
+		return "Every member of the ISR its new leader was elected with had lost it with its unflushed suffix" + when
+	}
+	return "The replicas that held it lost their unflushed suffix at once" + when
+}
+
+// how says what hit the partition's replicas.
+func (l *unflushedLoss) how() string {
+	if l.isr {
+		return "every member of the ISR its new leader was elected with had lost its unflushed suffix"
+	}
+	return "a quorum of its replicas lost their unflushed suffix at once"
+}
+
+// exposedAt lists the exposures in force at t, one per broker.
+func (p *unflushedPartition) exposedAt(t int64) []unflushedExposure {
+	var in []unflushedExposure
+	brokers := map[int32]bool{}
+	for _, x := range p.exposures {
+		// A broker crashed before t lacks what it lost while it has not
+		// been taken back into an ISR.
+		if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
+			in = append(in, x)
+			brokers[x.crash.node] = true
+		}
+	}
+	return in
+}
+
+// isrLoss returns the loss of leadership l when every member of the ISR it
+// was elected with was exposed at its election, by a crash after after:
+// none of them held what they lost, so the controller could elect no
+// replica that kept it. It returns nil otherwise.
+func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedLoss {
+	if len(l.isr) == 0 || !slices.Contains(l.isr, l.node) {
+		return nil
+	}
+	exposed := p.exposedAt(l.time)
+	var in []unflushedExposure
+	for _, m := range l.isr {
+		i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == m && x.crash.start.Time > after })
+		if i < 0 {
+			return nil
+		}
+		in = append(in, exposed[i])
+	}
+	return &unflushedLoss{in: in, elected: l, isr: true}
 }
 
 // quorumLoss looks for what loses records written after invoked (when the
@@ -190,36 +270,38 @@ type unflushedLoss struct {
 // of them leading while exposed.
 // The elected broker came back without the lost suffix, and every other
 // replica follows it: KIP-101's epochs cut the suffix from them too, or
-// find nothing to compare. With at most one broker exposed at a time, or
-// none of them elected (the controller chose a replica that kept the
-// records), a loss stays a violation. It returns the first such loss, or
-// nil.
+// find nothing to compare.
+// With one broker exposed, the loss is Kafka's too (lost-unflushed-isr)
+// when that broker led elected with an ISR of exposed brokers only, each
+// crashed after invoked. With none of them elected (the controller chose
+// a replica that kept the records), a loss stays a violation. It returns
+// the first such loss, or nil.
 func (p *unflushedPartition) quorumLoss(invoked int64) *unflushedLoss {
-	for _, at := range p.exposures {
-		t := at.crash.start.Time
-		if t <= invoked {
-			continue
-		}
-		var in []unflushedExposure
-		brokers := map[int32]bool{}
-		for _, x := range p.exposures {
-			// A broker crashed before the record was written lacks it
-			// too while it has not been taken back into an ISR.
-			if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
-				in = append(in, x)
-				brokers[x.crash.node] = true
-			}
-		}
-		if len(in) < 2 {
-			continue
-		}
-		for _, l := range p.leaders {
-			if l.time < t {
+	// A quorum's loss first: it holds whatever ISR the leader got.
+	for _, quorum := range []bool{true, false} {
+		for _, at := range p.exposures {
+			t := at.crash.start.Time
+			if t <= invoked {
 				continue
 			}
-			for _, x := range in {
-				if l.node == x.crash.node && l.time < x.until {
-					return &unflushedLoss{in: in, elected: l}
+			in := p.exposedAt(t)
+			if quorum != (len(in) >= 2) {
+				continue
+			}
+			for _, l := range p.leaders {
+				if l.time < t {
+					continue
+				}
+				for _, x := range in {
+					if l.node != x.crash.node || l.time >= x.until {
+						continue
+					}
+					if quorum {
+						return &unflushedLoss{in: in, elected: l}
+					}
+					if loss := p.isrLoss(l, invoked); loss != nil {
+						return loss
+					}
 				}
 			}
 		}
@@ -243,8 +325,12 @@ func describeQuorumLoss(l *unflushedLoss, t0 int64) (string, []int) {
 		evs = append(evs, x.crash.start.Index)
 	}
 	evs = append(evs, l.elected.idx)
-	return fmt.Sprintf("%s; broker %d led at leader epoch %d (event %d, +%s) before it had fetched back what it lost",
-		strings.Join(parts, "; "), l.elected.node, l.elected.epoch, l.elected.idx, rel(l.elected.time, t0)), evs
+	isr := ""
+	if l.isr {
+		isr = fmt.Sprintf(" elected with ISR %v", l.elected.isr)
+	}
+	return fmt.Sprintf("%s; broker %d led at leader epoch %d%s (event %d, +%s) before it had fetched back what it lost",
+		strings.Join(parts, "; "), l.elected.node, l.elected.epoch, isr, l.elected.idx, rel(l.elected.time, t0)), evs
 }
 
 // unflushedJudge excuses the durability checker's losses that a quorum's
@@ -254,7 +340,15 @@ type unflushedJudge struct {
 	t0        int64
 	exposures map[history.TopicPartition]*unflushedPartition
 	lost      []UnflushedLoss
-	divergent int // offsets read with two values that a quorum loss explains
+	divergent int      // offsets read with two values that a quorum loss explains
+	names     []string // the known anomalies named, in first-named order
+}
+
+// named notes that the judge named known anomaly name.
+func (u *unflushedJudge) named(name string) {
+	if !slices.Contains(u.names, name) {
+		u.names = append(u.names, name)
+	}
 }
 
 // UnflushedLoss is an acknowledged record lost to a quorum's
@@ -274,7 +368,7 @@ func (d *durabilityJudge) unflushedQuorum(h *history.History) *unflushedJudge {
 		return u
 	}
 	crashes := unflushedCrashes(h)
-	if len(crashes) < 2 {
+	if len(crashes) == 0 {
 		return u
 	}
 	u.t0 = h.Events[0].Time
@@ -302,8 +396,8 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 		brokers = append(brokers, x.crash.node)
 	}
 	u.lost = append(u.lost, UnflushedLoss{Partition: lr.Partition, Offset: lr.Offset, Brokers: brokers, Crashes: evs})
-	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(lr.Events), evs...),
-		"%s The replicas that held it lost their unflushed suffix at once: %s.", l.text, who)
+	u.named(loss.name())
+	r.knownAnomaly(loss.name(), append(slices.Clone(lr.Events), evs...), "%s %s: %s.", l.text, loss.lostIt(""), who)
 	return true
 }
 
@@ -324,8 +418,8 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 	}
 	who, evs := describeQuorumLoss(loss, u.t0)
 	u.divergent++
-	r.knownAnomaly(KnownLostUnflushedQuorum, append(slices.Clone(dv.Events), evs...),
-		"%s The replicas that held it lost their unflushed suffix at once in between: %s.", text, who)
+	u.named(loss.name())
+	r.knownAnomaly(loss.name(), append(slices.Clone(dv.Events), evs...), "%s %s: %s.", text, loss.lostIt(" in between"), who)
 	return true
 }
 
@@ -349,7 +443,7 @@ func (q *quorumLosses) load() {
 	q.asked = true
 	if len(q.h.Events) > 0 {
 		q.t0 = q.h.Events[0].Time
-		if crashes := unflushedCrashes(q.h); len(crashes) >= 2 {
+		if crashes := unflushedCrashes(q.h); len(crashes) > 0 {
 			q.parts = unflushedExposures(q.h, crashes)
 		}
 	}
@@ -395,27 +489,48 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	if p == nil {
 		return nil
 	}
-	for _, at := range p.exposures {
-		t := at.crash.start.Time
-		var in []unflushedExposure
-		var led *unflushedExposure
-		brokers := map[int32]bool{}
-		for _, x := range p.exposures {
-			if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
-				in = append(in, x)
-				brokers[x.crash.node] = true
-				if x.crash.node == node {
-					led = &in[len(in)-1]
+	// A quorum's loss first: it holds whatever ISR the leader got.
+	for _, quorum := range []bool{true, false} {
+		for _, at := range p.exposures {
+			t := at.crash.start.Time
+			in := p.exposedAt(t)
+			i := slices.IndexFunc(in, func(x unflushedExposure) bool { return x.crash.node == node })
+			if i < 0 || quorum != (len(in) >= 2) {
+				continue
+			}
+			for _, l := range p.leaders {
+				if l.time < t || l.node != node || l.epoch != epoch || l.time >= in[i].until {
+					continue
+				}
+				if quorum {
+					return &unflushedLoss{in: in, elected: l}
+				}
+				if loss := p.isrLoss(l, math.MinInt64); loss != nil {
+					return loss
 				}
 			}
 		}
-		if len(in) < 2 || led == nil {
+	}
+	return nil
+}
+
+// ledBetween returns a loss of tp whose exposed leader was elected after
+// since and no later than at, at a leader epoch below epoch, or nil: a
+// replica that followed no leader since then still holds the log from
+// before it, and every leader after that election descends from the
+// exposed one, so what it cuts from that log was lost there.
+func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64) *unflushedLoss {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	for _, l := range p.leaders {
+		if l.epoch >= epoch || l.time <= since || l.time > at {
 			continue
 		}
-		for _, l := range p.leaders {
-			if l.time >= t && l.node == node && l.epoch == epoch && l.time < led.until {
-				return &unflushedLoss{in: in, elected: l}
-			}
+		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at {
+			return loss
 		}
 	}
 	return nil

@@ -36,6 +36,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 		build   func(b *hb.Builder)
 		want    Verdict
 		known   bool
+		isr     bool // the known anomaly is lost-unflushed-isr
 		explain []string
 	}{
 		{name: "the whole ISR, two replicas, crashes at once: known anomaly", want: Valid, known: true,
@@ -145,13 +146,43 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				restart(b, "f2", "n2")
 				finalRead(b)
 			}},
-		{name: "one replica crashed: violation", want: Invalid, explain: []string{"was lost"},
+		{name: "one replica crashed, elected from an ISR of itself alone: known anomaly", want: Valid, known: true, isr: true,
+			explain: []string{"broker 1 crashed at", "never taken back into an ISR", "broker 1 led at leader epoch 2 elected with ISR [1]", "Every member of the ISR"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				crashUnflushed(b, "f1", "n1")
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 2, 1, 11, 1) // the ISR had shrunk to the crashed broker
+				finalRead(b)
+			}},
+		{name: "one replica crashed, elected while another ISR member kept the record: violation", want: Invalid, explain: []string{"was lost"},
 			build: func(b *hb.Builder) {
 				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
 				produceOK(b, 1, "a", 0)
 				crashUnflushed(b, "f1", "n1")
 				restart(b, "f1", "n1")
-				b.State(tp0, 1, 2, 1, 11, 1) // elected again before fetching: one replica, still a violation
+				b.State(tp0, 1, 2, 1, 11, 1, 2) // broker 2 never crashed
+				finalRead(b)
+			}},
+		{name: "one replica crashed, elected alone, but the record came after its crash: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				crashUnflushed(b, "f1", "n1")
+				produceOK(b, 1, "a", 0)
+				restart(b, "f1", "n1")
+				b.State(tp0, 1, 2, 1, 11, 1)
+				finalRead(b)
+			}},
+		{name: "one replica crashed, elected alone after it was taken back into an ISR: violation", want: Invalid, explain: []string{"was lost"},
+			build: func(b *hb.Builder) {
+				b.State(tp0, 2, 1, 1, 10, 2, 1)
+				produceOK(b, 1, "a", 0)
+				crashUnflushed(b, "f1", "n1")
+				restart(b, "f1", "n1")
+				takeIn(b, 2, 1) // fetched back up to the high watermark
+				b.State(tp0, 1, 2, 1, 11, 1)
 				finalRead(b)
 			}},
 		{name: "the crashes came before the record was written: violation", want: Invalid, explain: []string{"was lost"},
@@ -172,7 +203,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 				crashUnflushed(b, "f3", "n3")
 				restart(b, "f1", "n1")
 				restart(b, "f3", "n3")
-				b.State(tp0, 1, 2, 1, 11, 1)
+				b.State(tp0, 1, 2, 1, 11, 1, 2)
 				finalRead(b)
 			}},
 		{name: "two replicas crash at once, nothing lost: clean", want: Valid,
@@ -192,15 +223,19 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 			r := verdictOf(t, Durability{}, c.build, c.want)
 			text := r.Explanation
 			if c.known {
-				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {
-					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				name := KnownLostUnflushedQuorum
+				if c.isr {
+					name = KnownLostUnflushedISR
+				}
+				if len(r.Known) != 1 || r.Known[0].Name != name {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, name)
 				}
 				text = r.Known[0].Example
 				if r.Known[0].Count != 2 {
-					t.Errorf("%s counted %d times, want 2 (both records)", KnownLostUnflushedQuorum, r.Known[0].Count)
+					t.Errorf("%s counted %d times, want 2 (both records)", name, r.Known[0].Count)
 				}
-				if !strings.Contains(r.Explanation, KnownLostUnflushedQuorum) {
-					t.Errorf("explanation %q does not name %s", r.Explanation, KnownLostUnflushedQuorum)
+				if !strings.Contains(r.Explanation, name) {
+					t.Errorf("explanation %q does not name %s", r.Explanation, name)
 				}
 			} else if len(r.Known) != 0 {
 				t.Errorf("known anomalies %+v, want none", r.Known)
@@ -219,7 +254,7 @@ func TestDurabilityUnflushedQuorum(t *testing.T) {
 // violation when only that leader crashed; the nemesis's own record of a
 // cut is never judged as a follower's.
 func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
-	base := func(b *hb.Builder, crashed ...string) {
+	base := func(b *hb.Builder, isr []int32, crashed ...string) {
 		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
 		hwEv(b, 3, 0, 188, 0, 200)
 		hwEv(b, 2, 0, 188, 0, 200)
@@ -228,18 +263,23 @@ func TestFollowerTruncationUnflushedQuorum(t *testing.T) {
 		}
 		truncEv(b, 2, 200, 0, 0, history.TruncationUnflushedLoss)
 		b.Start(2)
-		b.State(tp0, 2, 1, 1, 11, 2, 3)
+		b.State(tp0, 2, 1, 1, 11, isr...)
 	}
 	runCases(t, FollowerTruncation{}, []tcase{
 		{name: "a quorum crashed and an exposed replica leads", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
-			base(b, "n1", "n2")
+			base(b, []int32{2, 3}, "n1", "n2")
 			truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
 			return nil
 		}},
-		{name: "only the new leader crashed", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
-			base(b, "n2")
+		{name: "only the new leader crashed, another ISR member kept the records", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
+			base(b, []int32{2, 3}, "n2")
 			tr := truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
 			return []int{tr}
+		}},
+		{name: "only the new leader crashed, elected from an ISR of itself alone", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			base(b, []int32{2}, "n2")
+			truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+			return nil
 		}},
 	})
 }
@@ -262,8 +302,13 @@ func TestISRDivergentUnflushedQuorum(t *testing.T) {
 			story(b, "n2", "n3")
 			return nil
 		}},
-		{name: "only the new leader crashed", want: Invalid, explain: "took broker 1 into its ISR", build: func(b *hb.Builder) []int {
-			return []int{story(b, "n2")}
+		{name: "only the new leader crashed, elected from an ISR of itself alone", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			story(b, "n2")
+			return nil
+		}},
+		{name: "the new leader crashed only after its election", want: Invalid, explain: "took broker 1 into its ISR", build: func(b *hb.Builder) []int {
+			_, _, join := divergenceCut(b, func(b *hb.Builder) { b.Start(2) }, func(b *hb.Builder) { crashUnflushed(b, "f0", "n2") })
+			return []int{join}
 		}},
 	})
 }
@@ -308,4 +353,106 @@ func TestHWWithinISRUnflushedLoss(t *testing.T) {
 			return []int{adv, obs}
 		}},
 	})
+}
+
+// A follower that followed no leader since a broker that lost its
+// unflushed suffix was elected with an ISR of itself alone, and that
+// truncates below its high watermark under a later leader descended from
+// that one, lost its records to that election (lost-unflushed-isr); one
+// that followed a leader since then, or whose role is unknown, is judged.
+func TestFollowerTruncationInheritedUnflushedLoss(t *testing.T) {
+	story := func(b *hb.Builder, between func(b *hb.Builder)) int {
+		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
+		if between != nil {
+			roleEv(b, 3, history.RoleFollower, 1, 0, 1, 2, 3)
+		}
+		hwEv(b, 3, 0, 188, 0, 200)
+		hwEv(b, 2, 0, 188, 0, 200)
+		b.State(tp0, 1, 0, 1, 11, 1) // brokers 2 and 3 fell out of the ISR
+		crashUnflushed(b, "f1", "n1")
+		truncEv(b, 1, 200, 0, 0, history.TruncationUnflushedLoss)
+		b.Start(1)
+		b.State(tp0, 1, 1, 1, 12, 1) // the ISR's one member, back empty
+		roleEv(b, 2, history.RoleFollower, 1, 1, 1)
+		truncEv(b, 2, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0, ours 200)")
+		b.State(tp0, 1, 1, 1, 13, 1, 2)
+		if between != nil {
+			between(b)
+		}
+		b.State(tp0, 2, 2, 1, 14, 2)
+		return truncEv(b, 3, 200, 0, 2, "leader-epoch (leader's end offset 0 for epoch 0, ours 200)")
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the follower kept its log from before the election", want: Valid, explain: KnownLostUnflushedISR + " ×2", build: func(b *hb.Builder) []int {
+			story(b, func(*hb.Builder) {})
+			return nil
+		}},
+		{name: "the follower followed the exposed leader since", want: Invalid, explain: "truncated t-0 from 200 to 0 (event", build: func(b *hb.Builder) []int {
+			tr := story(b, func(b *hb.Builder) { roleEv(b, 3, history.RoleFollower, 1, 1, 1, 2, 3) })
+			return []int{tr}
+		}},
+		{name: "the follower's roles are unknown", want: Invalid, explain: "truncated t-0 from 200 to 0 (event", build: func(b *hb.Builder) []int {
+			tr := story(b, nil)
+			return []int{tr}
+		}},
+	})
+}
+
+// The queue checkers name what a loss of q-0 to crash-lose-unflushed
+// explains (lost-unflushed-isr: broker 1 crashed and was elected with an
+// ISR of itself alone) and keep it a violation when broker 1 was elected
+// with broker 2, which never crashed, in its ISR.
+func TestQueueUnflushedLoss(t *testing.T) {
+	qtp := history.TP("q", 0)
+	// before: the old log holds value 10 at offset 0 and value 11 at offset
+	// 2 (offset 1 a transaction's marker), which a poll read; then broker 1
+	// crashes and comes back as leader with isr.
+	story := func(b *hb.Builder, isr []int32) {
+		b.State(qtp, 1, 0, 1, 10, 1, 2, 3)
+		qsent(b, 0, 10, 0)
+		qsent(b, 0, 11, 2)
+		qassign(b, "client-1", 1, false, 0, 0)
+		qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 2, 11))
+		b.State(qtp, 1, 0, 1, 11, 1)
+		crashUnflushed(b, "f1", "n1")
+		b.Start(1)
+		b.State(qtp, 1, 1, 1, 12, isr...)
+		qsent(b, 0, 20, 0) // the new leader's log
+		qsent(b, 0, 21, 1)
+	}
+	drain := func(b *hb.Builder) { qdrain(b, ru, 2, recs(0, 0, 20, 1, 21)) }
+	for _, c := range []struct {
+		name    string
+		checker Checker
+		isr     []int32
+		want    Verdict
+		explain string
+	}{
+		{"queue-log: an offset with two values", QueueLog{}, []int32{1}, Valid, "offset 0 of q-0 held value 10"},
+		{"queue-log: an offset with two values, a member kept it", QueueLog{}, []int32{1, 2}, Invalid, "inconsistent offsets: offset 0 of q-0"},
+		{"queue-lost-write: polled values missing from the drain", QueueLostWrite{}, []int32{1}, Valid, "value 10 at offset 0 of q-0, polled"},
+		{"queue-lost-write: polled values missing from the drain, a member kept them", QueueLostWrite{}, []int32{1, 2}, Invalid, "lost write: value 10 at offset 0 of q-0"},
+		{"queue-poll: the old log's poll skipped an offset the new log fills", QueuePoll{}, []int32{1}, Valid, "skipping offset 1 (value 21)"},
+		{"queue-poll: the old log's poll skipped an offset the new log fills, a member kept it", QueuePoll{}, []int32{1, 2}, Invalid, "poll skip: process 1 (client-1) polled offset 0 of q-0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			story(b, c.isr)
+			drain(b)
+			r := c.checker.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+				}
+				text = r.Known[0].Example
+			}
+			if !strings.Contains(text, c.explain) {
+				t.Errorf("%q does not say %q", text, c.explain)
+			}
+		})
+	}
 }
