@@ -59,10 +59,12 @@ import (
 //
 // (c) markers never finished: an EndTxn (or the coordinator's own abort of
 // a timed-out or fenced transaction) wrote PrepareCommit or PrepareAbort
-// and no TxnComplete of that transactional id, producer id and epoch
-// followed within Grace after every fault healed (after the prepare, if it
-// came later). A history that ends before that grace ran out is unknown
-// for that transaction; one whose faults never healed is unknown too.
+// and nothing showed it completed within Grace after every fault healed
+// (after the prepare, if it came later): neither a TxnComplete of that
+// transactional id, producer id and epoch nor a later coordinator that
+// loaded the id and took its requests (see unfinished). A history that
+// ends before that grace ran out is unknown for that transaction; one
+// whose faults never healed is unknown too.
 type TxnFencing struct {
 	Grace time.Duration
 }
@@ -264,6 +266,29 @@ type txnKey struct {
 }
 
 // unfinished is finding (c); it returns how many prepares it read.
+//
+// A prepare is completed by:
+//   - a TxnComplete of its transactional id, producer id, epoch and
+//     decision at its coordinator epoch or a later one. It is matched to
+//     the latest open prepare before it: one coordinator has one
+//     transaction of an id in flight, so an older prepare still open is
+//     one whose own completion went unreported. A completion at a later
+//     coordinator epoch with no open prepare before it is matched to a
+//     prepare of an older coordinator epoch answered after it: the deposed
+//     coordinator appended the prepare, the new one loaded and finished
+//     it, and the deposed one's append was acknowledged only then.
+//   - a load of its __transaction_state partition at its coordinator
+//     epoch or a later one, after it, that holds its transactional id,
+//     followed by a request of that id the loaded coordinator took at that
+//     epoch. The coordinator that wrote the completion can die or be cut
+//     off after the record reached the followers and before its append
+//     was acknowledged, so no TxnComplete is reported; the next load reads
+//     the completion from the log, and a coordinator takes no
+//     AddPartitionsToTxn, AddOffsetsToTxn, EndTxn or InitProducerId while
+//     the id is in PrepareCommit or PrepareAbort
+//     (TransactionCoordinator answers CONCURRENT_TRANSACTIONS until the
+//     loaded transaction's markers are written and its completion with
+//     them).
 func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 	type prepare struct {
 		e    *history.Event
@@ -271,9 +296,19 @@ func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 	}
 	open := map[txnKey][]*prepare{}
 	var all []*prepare
+	var late []*history.Event // completions at a newer coordinator epoch with no open prepare before them
+	var loads []*history.Event
+	taken := map[string][]*history.Event{}
 	for e := range eventsOf(h, history.KindTxnRequest) {
 		t := e.Txn
-		if t.ErrorCode != 0 || t.TransactionalID == "" {
+		if t.ErrorCode != 0 {
+			continue
+		}
+		if t.API == history.TxnLoadPartition {
+			loads = append(loads, e)
+			continue
+		}
+		if t.TransactionalID == "" {
 			continue
 		}
 		k := txnKey{t.TransactionalID, t.ProducerID, t.ProducerEpoch}
@@ -283,14 +318,40 @@ func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 			p := &prepare{e: e}
 			open[k] = append(open[k], p)
 			all = append(all, p)
+			taken[t.TransactionalID] = append(taken[t.TransactionalID], e)
 		case t.API == history.TxnAPIComplete:
-			for i, p := range open[k] {
-				if p.e.Txn.Commit == t.Commit {
+			matched := false
+			for i := len(open[k]) - 1; i >= 0; i-- {
+				p := open[k][i]
+				if p.e.Txn.Commit == t.Commit && p.e.Txn.CoordinatorEpoch <= t.CoordinatorEpoch {
 					p.done = e
 					open[k] = slices.Delete(open[k], i, i+1)
+					matched = true
 					break
 				}
 			}
+			if !matched {
+				late = append(late, e)
+			}
+		case t.API == history.TxnAPIAddPartitions || t.API == history.TxnAPIAddOffsets ||
+			t.API == history.TxnAPIEndTxn || t.API == history.TxnAPIInitProducerID:
+			taken[t.TransactionalID] = append(taken[t.TransactionalID], e)
+		}
+	}
+	for _, p := range all {
+		if p.done != nil {
+			continue
+		}
+		t := p.e.Txn
+		for i, d := range late {
+			if d != nil && d.Index < p.e.Index && d.Txn.TransactionalID == t.TransactionalID && d.Txn.ProducerID == t.ProducerID &&
+				d.Txn.ProducerEpoch == t.ProducerEpoch && d.Txn.Commit == t.Commit && d.Txn.CoordinatorEpoch > t.CoordinatorEpoch {
+				p.done, late[i] = d, nil
+				break
+			}
+		}
+		if p.done == nil {
+			p.done = loadedPast(p.e, loads, taken[t.TransactionalID])
 		}
 	}
 	hi := heal(h)
@@ -309,9 +370,9 @@ func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 			r.cannotDecide("fault event %d was never stopped, so whether the %s of transactional id %q (producer id %d, epoch %d, event %d) was completed after healing cannot be judged.",
 				hi.openIdx, written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, p.e.Index)
 		case p.done != nil:
-			r.violateAt(deadline, []int{p.e.Index, p.done.Index}, "%s wrote %s for transactional id %q, producer id %d, epoch %d, at coordinator epoch %d (%s, event %d, +%s), and its markers finished only at +%s (TxnComplete by %s at coordinator epoch %d, event %d), more than %s after every fault healed (+%s) and after the prepare: the coordinator keeps sending a decided transaction's markers to the partitions' leaders until each is written (TransactionMarkerChannelManager).",
+			r.violateAt(deadline, []int{p.e.Index, p.done.Index}, "%s wrote %s for transactional id %q, producer id %d, epoch %d, at coordinator epoch %d (%s, event %d, +%s), and its markers finished only at +%s (%s by %s at coordinator epoch %d, event %d), more than %s after every fault healed (+%s) and after the prepare: the coordinator keeps sending a decided transaction's markers to the partitions' leaders until each is written (TransactionMarkerChannelManager).",
 				nodeName(p.e.Node), written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.CoordinatorEpoch, t.API, p.e.Index, rel(p.e.Time, w.t0),
-				rel(p.done.Time, w.t0), nodeName(p.done.Node), p.done.Txn.CoordinatorEpoch, p.done.Index, c.Grace, rel(hi.at, w.t0))
+				rel(p.done.Time, w.t0), p.done.Txn.API, nodeName(p.done.Node), p.done.Txn.CoordinatorEpoch, p.done.Index, c.Grace, rel(hi.at, w.t0))
 		case hi.end < deadline:
 			r.cannotDecide("%s wrote %s for transactional id %q (producer id %d, epoch %d, event %d) and no TxnComplete followed, but the history ends before the %s grace after healing ran out.",
 				nodeName(p.e.Node), written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, p.e.Index, c.Grace)
@@ -322,4 +383,28 @@ func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 		}
 	}
 	return len(all)
+}
+
+// loadedPast is the first request of prepare p's transactional id (among
+// taken, in history order) that a coordinator took at the coordinator
+// epoch of a load of p's partition holding the id, the load after p and at
+// p's coordinator epoch or a later one; nil if there is none.
+func loadedPast(p *history.Event, loads, taken []*history.Event) *history.Event {
+	var first *history.Event
+	for _, l := range loads {
+		lt := l.Txn
+		if l.Index < p.Index || lt.Partition != p.Txn.Partition || lt.CoordinatorEpoch < p.Txn.CoordinatorEpoch ||
+			!slices.Contains(lt.TransactionalIDs, p.Txn.TransactionalID) {
+			continue
+		}
+		for _, e := range taken {
+			if e.Index > l.Index && e.Node == l.Node && e.Txn.CoordinatorEpoch == lt.CoordinatorEpoch {
+				if first == nil || e.Index < first.Index {
+					first = e
+				}
+				break
+			}
+		}
+	}
+	return first
 }

@@ -23,6 +23,13 @@ func txnReqAt(b *hb.Builder, node int32, api, tid string, pid int64, epoch int16
 		Partitions: []history.TopicPartition{history.TP("t", 0)}}})
 }
 
+// txnLoadAt is broker node's load of __transaction_state-0 at coordinator
+// epoch ce, holding ids.
+func txnLoadAt(b *hb.Builder, node int32, ce int32, ids ...string) {
+	b.Add(history.Event{Kind: history.KindTxnRequest, Node: node, Txn: &history.TxnRequest{API: history.TxnLoadPartition,
+		ProducerID: -1, ProducerEpoch: -1, CoordinatorEpoch: ce, TransactionalIDs: ids}})
+}
+
 // markerAt is leader node's marker of pid on t-0: appended at offset (-1
 // refused) and committed unless code is set.
 func markerAt(b *hb.Builder, node int32, pid int64, pe int16, ce int32, commit bool, offset int64, code int16) {
@@ -157,6 +164,53 @@ func TestTxnFencing(t *testing.T) {
 			txnInitAt(b, 1, "tx-1", 100, 0, 5)
 			txnReqAt(b, 1, history.TxnAPIEndTxn, "tx-1", 100, 0, 5, history.TxnStatePrepareCommit, true, 0)
 			b.At(500).Phase()
+		}},
+		{name: "a coordinator killed between writing its completion and its answer: its next load finds the transaction complete", want: Valid, build: func(b *hb.Builder) {
+			b.Fault(true, "f1", "bounce", "n1")
+			txnInitAt(b, 1, "tx-1", 100, 0, 4)
+			// CompleteAbort reached the followers; broker 1 died before
+			// its answer, so no TxnComplete.
+			txnReqAt(b, 1, history.TxnAPIEndTxn, "tx-1", 100, 0, 4, history.TxnStatePrepareAbort, false, 0)
+			markerAt(b, 2, 100, 0, 4, false, 3, 0)
+			b.Fault(false, "f1", "bounce", "n1")
+			txnLoadAt(b, 1, 4, "tx-1")
+			txnReqAt(b, 1, history.TxnAPIAddPartitions, "tx-1", 100, 0, 4, "Ongoing", false, 0)
+			// A later abort of the same producer epoch, completed.
+			txnReqAt(b, 1, history.TxnAPIEndTxn, "tx-1", 100, 0, 4, history.TxnStatePrepareAbort, false, 0)
+			markerAt(b, 2, 100, 0, 4, false, 6, 0)
+			txnReqAt(b, 1, history.TxnAPIComplete, "tx-1", 100, 0, 4, "", false, 0)
+			b.At(20000).Phase()
+		}},
+		{name: "a prepare never completed is the one named, not a later one of the same producer epoch that was", want: Invalid,
+			explain: `broker 3 wrote PrepareAbort for transactional id "tx-1", producer id 100, epoch 0, at coordinator epoch 4 (EndTxn, event 1`,
+			build: func(b *hb.Builder) {
+				txnInitAt(b, 3, "tx-1", 100, 0, 4)
+				txnReqAt(b, 3, history.TxnAPIEndTxn, "tx-1", 100, 0, 4, history.TxnStatePrepareAbort, false, 0)
+				txnReqAt(b, 1, history.TxnAPIEndTxn, "tx-1", 100, 0, 5, history.TxnStatePrepareAbort, false, 0)
+				txnReqAt(b, 1, history.TxnAPIComplete, "tx-1", 100, 0, 5, "", false, 0)
+				b.At(20000).Phase()
+			}},
+		{name: "a coordinator's own requests without a reload do not complete its prepare", want: Invalid,
+			explain: `broker 1 wrote PrepareCommit for transactional id "tx-1", producer id 100, epoch 0, at coordinator epoch 4 (EndTxn, event 1`,
+			build: func(b *hb.Builder) {
+				txnInitAt(b, 1, "tx-1", 100, 0, 4)
+				txnReqAt(b, 1, history.TxnAPIEndTxn, "tx-1", 100, 0, 4, history.TxnStatePrepareCommit, true, 0)
+				txnLoadAt(b, 1, 3, "tx-1")
+				txnReqAt(b, 1, history.TxnAPIAddPartitions, "tx-1", 100, 0, 4, "Ongoing", false, 0)
+				b.At(20000).Phase()
+			}},
+		{name: "a deposed coordinator's prepare answered after the new coordinator completed it", want: Valid, build: func(b *hb.Builder) {
+			b.Fault(true, "f1", "pause", "n2")
+			txnInitAt(b, 2, "tx-1", 100, 1, 8)
+			// Broker 2 appended PrepareAbort at coordinator epoch 8 and
+			// was paused; broker 1, leader at epoch 13, loaded it and
+			// finished it before broker 2's append was acknowledged.
+			txnLoadAt(b, 1, 13, "tx-1")
+			markerAt(b, 1, 100, 1, 13, false, 5, 0)
+			txnReqAt(b, 1, history.TxnAPIComplete, "tx-1", 100, 1, 13, "", false, 0)
+			b.Fault(false, "f1", "pause", "n2")
+			txnReqAt(b, 2, history.TxnAPITimeout, "tx-1", 100, 1, 8, history.TxnStatePrepareAbort, false, 0)
+			b.At(20000).Phase()
 		}},
 		{name: "a retried EndTxn answered from a completed transaction wrote nothing", want: Valid, build: func(b *hb.Builder) {
 			txnInitAt(b, 1, "tx-1", 100, 0, 5)
