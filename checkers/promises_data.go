@@ -94,8 +94,9 @@ func cleanLeader(vs zkStates, epoch int32, t int64) (leader int32, clean, known 
 // crash-lose-unflushed cutting a down broker's log caps its high watermark
 // as recovery does; a truncation below the high watermark after that fault
 // hit every replica the controller could elect is the known anomaly
-// lost-unflushed-quorum (two or more crashed at once) or lost-unflushed-isr
-// (the exposed leader's ISR held only crashed brokers): under that leader,
+// lost-unflushed-quorum (two or more crashed at once), lost-unflushed-isr
+// (the exposed leader's ISR held only crashed brokers) or
+// lost-unflushed-leader (the cut leader led again at its epoch): under that leader,
 // and under a later one for a follower that followed no leader since that
 // election, its log being older than it.
 type FollowerTruncation struct{}

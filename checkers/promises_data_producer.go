@@ -47,7 +47,11 @@ const (
 // previous produce to that partition was acknowledged. (2) and (3) are not
 // judged while a broker whose latest role was leader at an epoch older
 // than the acknowledged append's still led in its own view: that deposed
-// leader may lack the batch and refuse its successor legitimately.
+// leader may lack the batch and refuse its successor legitimately. (2) is
+// a known anomaly (lost-unflushed-quorum, lost-unflushed-isr,
+// lost-unflushed-leader) when the broker that appended under the new id
+// led while crash-lose-unflushed had cut its log below the acknowledged
+// batch, after that batch: its producer state went with the cut.
 type ProducerContinuity struct{}
 
 // Name implements Checker.
@@ -64,6 +68,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 		apps:    map[producerValue][]*history.Event{},
 		roles:   map[history.TopicPartition][]*history.Event{},
 		starts:  map[int32][]int64{},
+		quorum:  newQuorumLosses(h),
 	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindRoleChange, history.KindHWAdvance, history.KindTruncation, history.KindControlRequest, history.KindProduceAppend) {
 		switch e.Kind {
@@ -137,6 +142,9 @@ type producerWalk struct {
 	apps   map[producerValue][]*history.Event // each value's appends, in history order
 	roles  map[history.TopicPartition][]*history.Event
 	starts map[int32][]int64
+	// quorum names a reset forced by a leader that crash-lose-unflushed
+	// cut below the acknowledged batch (its producer state went with it).
+	quorum *quorumLosses
 
 	dups, appends, resets, refusals, unjudged int
 }
@@ -292,8 +300,19 @@ func (w *producerWalk) judgeProcess(proc int, ops []history.Operation) {
 			w.unjudged++
 			continue
 		}
-		w.resets++
 		pp := predApp.Append.Producer
+		if loss := w.quorum.ledBy(tp, ca.Node, ca.Append.LeaderEpoch); loss != nil && loss.elected.time <= ca.Time {
+			if x := loss.cutBelow(tp, ca.Node, predApp.Time, predApp.Append.BaseOffset); x != nil {
+				who, evs := describeQuorumLoss(loss, w.t0)
+				cut := x.crash.cuts[tp]
+				w.r.knownAnomaly(loss.name(), append([]int{predApp.Index, pred.Complete.Index, ca.Index}, evs...), "process %d's produce of %q to %s was appended under a new producer id %d (epoch %d) by %s at leader epoch %d (event %d, +%s) after its previous produce %q (producer id %d, epoch %d, sequence %d, offset %d, event %d) was acknowledged (event %d, +%s): crash-lose-unflushed cut %s's log of %s from %d to %d, below that batch, so the producer state it rebuilt from its log ended at an earlier sequence and refused the next one, and the client took a new producer epoch; %s (%s).",
+					proc, cur.Op().Value, tp, ca.Append.Producer.ID, ca.Append.Producer.Epoch, nodeName(ca.Node), ca.Append.LeaderEpoch, ca.Index, rel(ca.Time, w.t0),
+					pred.Op().Value, pp.ID, pp.Epoch, pp.LastSeq, predApp.Append.BaseOffset, predApp.Index, pred.Complete.Index, rel(pred.Complete.Time, w.t0),
+					nodeName(ca.Node), tp, cut.From, cut.To, loss.how(), who)
+				continue
+			}
+		}
+		w.resets++
 		w.r.violate([]int{predApp.Index, pred.Complete.Index, ca.Index}, "process %d's produce of %q to %s was appended under a new producer id %d (epoch %d) by %s at leader epoch %d (event %d, +%s), although the process had no unknown outcome and its previous produce to %s, %q, had been appended under producer id %d (epoch %d, sequence %d) at offset %d by %s at leader epoch %d (event %d) and acknowledged (event %d, +%s): franz-go takes a new producer id only after a leader refused its next sequence, which a leader holding the committed batch accepts (ProducerStateManager, rebuilt from the log by Log.loadProducerState and kept by follower appends).",
 			proc, cur.Op().Value, tp, ca.Append.Producer.ID, ca.Append.Producer.Epoch, nodeName(ca.Node), ca.Append.LeaderEpoch, ca.Index, rel(ca.Time, w.t0),
 			tp, pred.Op().Value, pp.ID, pp.Epoch, pp.LastSeq, predApp.Append.BaseOffset, nodeName(predApp.Node), predApp.Append.LeaderEpoch, predApp.Index, pred.Complete.Index, rel(pred.Complete.Time, w.t0))

@@ -47,6 +47,9 @@ type unflushedCrash struct {
 	node    int32
 	start   *history.Event
 	restart int64
+	// cuts is what the fault cut from each partition's log: the
+	// nemesis's truncation records (reason crash-lose-unflushed).
+	cuts map[history.TopicPartition]*history.Truncation
 }
 
 // unflushedCrashes lists the history's crash-lose-unflushed faults in
@@ -54,7 +57,22 @@ type unflushedCrash struct {
 func unflushedCrashes(h *history.History) []unflushedCrash {
 	var out []unflushedCrash
 	open := map[string]int{} // source/id → index in out
-	for e := range eventsOf(h, history.KindFaultStart, history.KindFaultStop, history.KindNodeStart) {
+	for e := range eventsOf(h, history.KindFaultStart, history.KindFaultStop, history.KindNodeStart, history.KindTruncation) {
+		if e.Kind == history.KindTruncation {
+			if !isUnflushedLoss(e.Truncation) {
+				continue
+			}
+			for i := len(out) - 1; i >= 0; i-- {
+				if c := &out[i]; c.node == e.Node && e.Time >= c.start.Time && e.Time < c.restart {
+					if c.cuts == nil {
+						c.cuts = map[history.TopicPartition]*history.Truncation{}
+					}
+					c.cuts[e.Truncation.TP()] = e.Truncation
+					break
+				}
+			}
+			continue
+		}
 		if e.Kind == history.KindNodeStart {
 			for i := range out {
 				if c := &out[i]; c.node == e.Node && e.Time >= c.start.Time && e.Time < c.restart {
@@ -104,9 +122,14 @@ type unflushedExposure struct {
 // exposures of the brokers that held it, its states in log order and its
 // leaderships in log order.
 type unflushedPartition struct {
+	tp        history.TopicPartition
 	exposures []unflushedExposure
 	states    []zkState
 	leaders   []unflushedLeader
+	// appends is each broker process's first append at each leader epoch,
+	// in log order: a leader acts on LeaderAndIsr before it logs the
+	// request, and clients may write to it in between.
+	appends []unflushedLeader
 }
 
 // unflushedLeader is evidence that node led the partition at epoch from
@@ -149,6 +172,26 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 			leaders[r.TP()] = append(leaders[r.TP()], unflushedLeader{e.Node, r.LeaderEpoch, e.Time, e.Index, r.ISR})
 		}
 	}
+	appends := map[history.TopicPartition][]unflushedLeader{}
+	type firstAppend struct {
+		tp          history.TopicPartition
+		node, epoch int32
+		process     int64
+	}
+	seen := map[firstAppend]bool{}
+	started := map[int32]int64{}
+	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAppend) {
+		if e.Kind == history.KindNodeStart {
+			started[e.Node] = e.Time
+			continue
+		}
+		a := e.Append
+		k := firstAppend{a.TP(), e.Node, a.LeaderEpoch, started[e.Node]}
+		if !seen[k] {
+			seen[k] = true
+			appends[a.TP()] = append(appends[a.TP()], unflushedLeader{e.Node, a.LeaderEpoch, e.Time, e.Index, nil})
+		}
+	}
 	all := partitionStates(h)
 	tps := map[history.TopicPartition]bool{}
 	for tp := range all {
@@ -168,7 +211,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 			}
 		}
 		slices.SortStableFunc(ls, func(a, b unflushedLeader) int { return cmp.Compare(a.time, b.time) })
-		p := &unflushedPartition{states: states, leaders: ls}
+		p := &unflushedPartition{tp: tp, states: states, leaders: ls, appends: appends[tp]}
 		for _, c := range crashes {
 			held := true
 			for _, s := range states {
@@ -201,10 +244,19 @@ type unflushedLoss struct {
 	in      []unflushedExposure
 	elected unflushedLeader
 	isr     bool
+	// leader marks a leader's loss: in is its one crash, prior its
+	// leadership before it, elected the first sign of it leading at the
+	// same epoch after its restart, cut what the crash cut.
+	leader bool
+	prior  unflushedLeader
+	cut    *history.Truncation
 }
 
 // name is the known anomaly the loss is.
 func (l *unflushedLoss) name() string {
+	if l.leader {
+		return KnownLostUnflushedLeader
+	}
 	if l.isr {
 		return KnownLostUnflushedISR
 	}
@@ -214,6 +266,9 @@ func (l *unflushedLoss) name() string {
 // lostIt says, as a sentence about one record, how the replicas that held
 // it lost it; when says when ("" or " in between").
 func (l *unflushedLoss) lostIt(when string) string {
+	if l.leader {
+		return "Its leader lost its unflushed suffix and led again at the same leader epoch after its restart, and its followers truncated to its log end, keeping their own records below it (AbstractFetcherThread.fetchOffsetAndTruncate compares no epochs there)" + when
+	}
 	if l.isr {
 		return "Every member of the ISR its new leader was elected with had lost it with its unflushed suffix" + when
 	}
@@ -222,6 +277,9 @@ func (l *unflushedLoss) lostIt(when string) string {
 
 // how says what hit the partition's replicas.
 func (l *unflushedLoss) how() string {
+	if l.leader {
+		return "its leader lost its unflushed suffix and led again at the same leader epoch after its restart"
+	}
 	if l.isr {
 		return "every member of the ISR its new leader was elected with had lost its unflushed suffix"
 	}
@@ -276,7 +334,12 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 // crashed after invoked. With none of them elected (the controller chose
 // a replica that kept the records), a loss stays a violation. It returns
 // the first such loss, or nil.
-func (p *unflushedPartition) quorumLoss(invoked int64) *unflushedLoss {
+//
+// Failing both, the loss is Kafka's too (lost-unflushed-leader) when a
+// crash after invoked cut the log of the partition's leader below offset
+// (the record's offset, -1 if unknown) and the restarted broker led again
+// at the same leader epoch with no election between (leaderLoss).
+func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
 	// A quorum's loss first: it holds whatever ISR the leader got.
 	for _, quorum := range []bool{true, false} {
 		for _, at := range p.exposures {
@@ -306,6 +369,14 @@ func (p *unflushedPartition) quorumLoss(invoked int64) *unflushedLoss {
 			}
 		}
 	}
+	for _, x := range p.exposures {
+		if x.crash.start.Time <= invoked {
+			continue
+		}
+		if loss := p.leaderLoss(x, offset); loss != nil {
+			return loss
+		}
+	}
 	return nil
 }
 
@@ -313,6 +384,9 @@ func (p *unflushedPartition) quorumLoss(invoked int64) *unflushedLoss {
 // of their crashes and of their return to an ISR, and the election of one
 // of them while it was exposed.
 func describeQuorumLoss(l *unflushedLoss, t0 int64) (string, []int) {
+	if l.leader {
+		return describeLeaderLoss(l, t0)
+	}
 	var parts []string
 	var evs []int
 	for _, x := range l.in {
@@ -386,7 +460,7 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 	if p == nil {
 		return false
 	}
-	loss := p.quorumLoss(u.h.Events[l.invoke].Time)
+	loss := p.quorumLoss(u.h.Events[l.invoke].Time, lr.Offset)
 	if loss == nil {
 		return false
 	}
@@ -412,7 +486,7 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 		return false
 	}
 	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
-	loss := p.quorumLoss(first.Time)
+	loss := p.quorumLoss(first.Time, dv.Offset)
 	if loss == nil || loss.elected.time >= second.Time {
 		return false
 	}
@@ -457,7 +531,7 @@ func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) *
 	if p == nil {
 		return nil
 	}
-	l := p.quorumLoss(after)
+	l := p.quorumLoss(after, -1)
 	if l == nil || l.elected.time >= before {
 		return nil
 	}
@@ -509,6 +583,14 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 					return loss
 				}
 			}
+		}
+	}
+	for _, x := range p.exposures {
+		if x.crash.node != node {
+			continue
+		}
+		if loss := p.leaderLoss(x, -1); loss != nil && loss.elected.epoch == epoch {
+			return loss
 		}
 	}
 	return nil

@@ -456,3 +456,185 @@ func TestQueueUnflushedLoss(t *testing.T) {
 		})
 	}
 }
+
+// cutLog records the nemesis's cut of node's t-0 log by crash-lose-unflushed.
+func cutLog(b *hb.Builder, node int32, from, to int64) int {
+	return b.Add(history.Event{Kind: history.KindTruncation, Source: "nemesis", Node: node, Truncation: &history.Truncation{
+		Topic: "t", Partition: 0, From: from, To: to, Reason: history.TruncationUnflushedLoss}})
+}
+
+// leaderCrashed is broker 1 leading t-0 at leader epoch 1 (ISR [1 2 3]),
+// acknowledging "a" at 0 and "b" at 1, then crash-lose-unflushed of
+// broker 1 cutting its log from 2 to cutTo (no cut logged when cutTo < 0)
+// and its restart.
+func leaderCrashed(b *hb.Builder, cutTo int64) {
+	b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+	produceOK(b, 1, "a", 0)
+	produceOK(b, 2, "b", 1)
+	crashUnflushed(b, "f1", "n1")
+	if cutTo >= 0 {
+		cutLog(b, 1, 2, cutTo)
+	}
+	b.Start(1)
+	restart(b, "f1", "n1")
+}
+
+// The durability checker names a loss to a leader that crash-lose-unflushed
+// cut and that led again at the same leader epoch after its restart (a
+// controller that never handled its crash gave the epoch back), and keeps
+// the loss a violation when there was no such crash, the cut did not
+// reach the records, or a controller elected another leader in between.
+func TestDurabilityUnflushedLeader(t *testing.T) {
+	cases := []struct {
+		name    string
+		build   func(b *hb.Builder)
+		want    Verdict
+		explain []string
+	}{
+		{name: "the restarted leader leads at its epoch again: known anomaly", want: Valid,
+			explain: []string{"broker 1 led t-0 at leader epoch 1", "its log cut from offset 2 to 0", "it led at the same leader epoch 1", "followers truncated"},
+			build: func(b *hb.Builder) {
+				leaderCrashed(b, 0)
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+				finalRead(b)
+			}},
+		{name: "the restarted leader appends at its epoch before it logs the request: known anomaly, and the offset reused", want: Valid,
+			explain: []string{"it led at the same leader epoch 1"},
+			build: func(b *hb.Builder) {
+				leaderCrashed(b, 0)
+				pAppend(b, 1, 0, 0, 1, pbatch(9, 0), "c")
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+				finalRead(b, hb.Rec(0, "c"))
+			}},
+		{name: "leadership at the same epoch without a crash: violation", want: Invalid,
+			build: func(b *hb.Builder) {
+				b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				b.Start(1)
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+				finalRead(b)
+			}},
+		{name: "a crash with no cut logged: violation", want: Invalid,
+			build: func(b *hb.Builder) {
+				leaderCrashed(b, -1)
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+				finalRead(b)
+			}},
+		{name: "the cut did not reach the records: violation", want: Invalid,
+			build: func(b *hb.Builder) {
+				leaderCrashed(b, 2)
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+				finalRead(b)
+			}},
+		{name: "a new election from an ISR that held the records: violation", want: Invalid,
+			build: func(b *hb.Builder) {
+				leaderCrashed(b, 0)
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+				roleEv(b, 2, history.RoleLeader, 2, 2, 2, 3)
+				finalRead(b)
+			}},
+		{name: "the crashed broker was a follower: violation", want: Invalid,
+			build: func(b *hb.Builder) {
+				b.State(tp0, 2, 1, 1, 10, 2, 1, 3)
+				produceOK(b, 1, "a", 0)
+				produceOK(b, 2, "b", 1)
+				crashUnflushed(b, "f1", "n1")
+				cutLog(b, 1, 2, 0)
+				b.Start(1)
+				restart(b, "f1", "n1")
+				roleEv(b, 1, history.RoleFollower, 2, 1, 2, 1, 3)
+				finalRead(b)
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := verdictOf(t, Durability{}, c.build, c.want)
+			if c.want == Invalid {
+				if len(r.Known) != 0 {
+					t.Errorf("known anomalies %+v, want none", r.Known)
+				}
+				return
+			}
+			if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedLeader {
+				t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedLeader)
+			}
+			for _, want := range c.explain {
+				if !strings.Contains(r.Known[0].Example, want) {
+					t.Errorf("%q does not say %q", r.Known[0].Example, want)
+				}
+			}
+		})
+	}
+}
+
+// The producer-state checker names a client's new producer epoch forced by
+// a leader whose producer state went with the log crash-lose-unflushed cut
+// below the acknowledged batch, and keeps it a violation when the cut did
+// not reach that batch.
+func TestProducerContinuityUnflushedLeader(t *testing.T) {
+	// Broker 1 leads t-0 at epoch 1 and commits p0-1 at offset 4, is cut
+	// to cutTo, restarts and leads at epoch 1 again, where process 0's
+	// next produce lands under producer epoch 1.
+	build := func(cutTo int64) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			idemInvoke(b, 0, "p0-1")
+			app := pAppend(b, 1, 4, 4, 1, pbatch(7, 0), "p0-1")
+			pAck(b, 1, 4, 4, 1)
+			ok := idemDone(b, 0, "p0-1", history.OpOK, 4, 0)
+			idemInvoke(b, 0, "p0-2")
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 8, cutTo)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			pb := pbatch(7, 0)
+			pb.Epoch = 1
+			again := pAppend(b, 1, cutTo, cutTo, 1, pb, "p0-2")
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			idemDone(b, 0, "p0-2", history.OpOK, cutTo, 0)
+			return []int{app, ok, again}
+		}
+	}
+	runCases(t, ProducerContinuity{}, []tcase{
+		{name: "the restarted leader lost the committed batch", want: Valid, explain: KnownLostUnflushedLeader, build: func(b *hb.Builder) []int {
+			build(2)(b)
+			return nil
+		}},
+		{name: "the cut left the committed batch", want: Invalid, explain: "appended under a new producer id 7 (epoch 1)", build: build(5)},
+	})
+}
+
+// The truncation checker names a follower's cut to the log end of a leader
+// that crash-lose-unflushed cut and that led again at the same leader
+// epoch (the follower, already at that epoch, fetched past its end and
+// truncated to it), and keeps the cut a violation without that crash.
+func TestFollowerTruncationUnflushedLeader(t *testing.T) {
+	build := func(crash bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2, 3)
+			hw := hwEv(b, 2, 0, 188, 1, 200)
+			if crash {
+				crashUnflushed(b, "f1", "n1")
+				cutLog(b, 1, 200, 0)
+			}
+			b.Start(1)
+			if crash {
+				restart(b, "f1", "n1")
+			}
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			tr := truncEv(b, 2, 200, 0, 1, "offset-out-of-range (leader's log end offset 0)")
+			return []int{hw, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the restarted leader was cut and leads at its epoch again", want: Valid, explain: KnownLostUnflushedLeader, build: func(b *hb.Builder) []int {
+			build(true)(b)
+			return nil
+		}},
+		{name: "the leader restarted without losing its log", want: Invalid, explain: "truncated t-0 from 200 to 0", build: build(false)},
+	})
+}

@@ -1,0 +1,99 @@
+package checkers
+
+import (
+	"fmt"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// KnownLostUnflushedLeader: acknowledged records lost after
+// crash-lose-unflushed cut the log of a partition's leader below them, and
+// the restarted broker led the partition again at the same leader epoch,
+// with no election between: no controller handled the end of its
+// ZooKeeper session (the crashed broker was the controller, or the
+// controller was held), and a controller that took over after the broker
+// had registered again sent it, like every online replica, the leader and
+// epoch ZooKeeper held (KafkaController.onControllerFailover →
+// ReplicaStateMachine.startup → addLeaderAndIsrRequestForBrokers). The new
+// process's Partition starts at leader epoch -1, so ReplicaManager
+// accepts the epoch it led before (requestLeaderEpoch > currentLeaderEpoch)
+// and makeLeader leads with the cut log. Its followers, already at that
+// epoch, ignore the request, fetch past its log end, get
+// OFFSET_OUT_OF_RANGE and truncate to it
+// (AbstractFetcherThread.fetchOffsetAndTruncate): the records are gone
+// from every replica, and the offsets are written again. KIP-380's broker
+// epochs let a controller see a bounce only across the broker's own
+// registrations it watched.
+const KnownLostUnflushedLeader = "lost-unflushed-leader"
+
+// leaderLoss returns the loss of crash x when it hit the partition's
+// leader: the latest leadership before the crash is x's broker at epoch
+// E, the crash cut that broker's log (below offset, when offset is known,
+// and not below its cut's end), and the first sign after its restart of
+// anyone leading is that broker at E again (a state, its role change, its
+// own append), before it was taken back into an ISR. Any other leader or
+// epoch in between is an election, which the other rules judge. It
+// returns nil otherwise.
+func (p *unflushedPartition) leaderLoss(x unflushedExposure, offset int64) *unflushedLoss {
+	c := x.crash
+	cut := c.cuts[p.tp]
+	if cut == nil || cut.To >= cut.From || (offset >= 0 && (offset < cut.To || offset >= cut.From)) {
+		return nil
+	}
+	var prior *unflushedLeader
+	for i := range p.leaders {
+		if p.leaders[i].time < c.start.Time {
+			prior = &p.leaders[i]
+		}
+	}
+	if prior == nil || prior.node != c.node {
+		return nil
+	}
+	var again *unflushedLeader
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for i := range ls {
+			l := &ls[i]
+			if l.time >= c.restart && l.time < x.until && (again == nil || l.time < again.time) {
+				again = l
+				break
+			}
+		}
+	}
+	if again == nil || again.node != c.node || again.epoch != prior.epoch {
+		return nil
+	}
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for _, l := range ls {
+			if l.time >= c.start.Time && l.time <= again.time && (l.node != c.node || l.epoch != prior.epoch) {
+				return nil // an election since the crash
+			}
+		}
+	}
+	return &unflushedLoss{in: []unflushedExposure{x}, elected: *again, leader: true, prior: *prior, cut: cut}
+}
+
+// describeLeaderLoss names the leader of a leader's loss, its epoch, its
+// crash with what it cut, and its leadership at that epoch after its
+// restart.
+func describeLeaderLoss(l *unflushedLoss, t0 int64) (string, []int) {
+	x := l.in[0]
+	return fmt.Sprintf("broker %d led %s at leader epoch %d (event %d, +%s) when it crashed at +%s (event %d: %s), its log cut from offset %d to %d; started again at +%s, it led at the same leader epoch %d (event %d, +%s) with no election between, and its followers truncated to its log",
+		x.crash.node, l.cut.TP(), l.prior.epoch, l.prior.idx, rel(l.prior.time, t0), rel(x.crash.start.Time, t0), x.crash.start.Index, x.crash.start.Fault.Detail,
+		l.cut.From, l.cut.To, rel(x.crash.restart, t0), l.elected.epoch, l.elected.idx, rel(l.elected.time, t0)), []int{x.crash.start.Index, l.prior.idx, l.elected.idx}
+}
+
+// cutBelow reports whether loss l's crash of node, after time after, cut
+// node's log of tp at or below offset (and not above the log's end then):
+// the broker lost the record there, and the producer state that record
+// had made (Log.loadProducerState rebuilds it from what is left).
+func (l *unflushedLoss) cutBelow(tp history.TopicPartition, node int32, after, offset int64) *unflushedExposure {
+	for i, x := range l.in {
+		if x.crash.node != node || x.crash.start.Time <= after {
+			continue
+		}
+		if cut := x.crash.cuts[tp]; cut != nil && cut.To <= offset && offset < cut.From {
+			return &l.in[i]
+		}
+	}
+	return nil
+}
