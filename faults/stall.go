@@ -155,10 +155,15 @@ func (f *zkStall) inject(ctx context.Context, pick int) (Heal, error) {
 // it made; the caller continues z at the end, whatever state ctx found.
 func (f *zkStall) stutter(ctx context.Context, z Target) (int, error) {
 	for n := 0; ; n++ {
-		if err := f.ops.sigstop(ctx, z); err != nil {
-			if ctx.Err() != nil {
-				return n, nil
-			}
+		if ctx.Err() != nil {
+			return n, nil
+		}
+		// The stop is sent uncancelled: the engine delivers a kill
+		// request whose client gave up on it, possibly after the heal's
+		// SIGCONT, which would leave the server stopped for the rest of
+		// the run. A step started after its own heal time is healed at
+		// once, in the middle of this first stop.
+		if err := f.ops.sigstop(context.WithoutCancel(ctx), z); err != nil {
 			return n, fmt.Errorf("stop %s: %w", z.Name, err)
 		}
 		stalled := ctxsleep.For(ctx, f.stall)

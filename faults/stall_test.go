@@ -150,3 +150,63 @@ func TestStallTiming(t *testing.T) {
 		}
 	}
 }
+
+// lateStopWorld is a stallWorld whose engine acts on a SIGSTOP request even
+// when its client gave up on it: a stop whose context ends before the
+// engine answers still takes effect when the engine gets to it (proceed).
+type lateStopWorld struct {
+	*stallWorld
+	inflight chan struct{}
+	proceed  chan struct{}
+	once     sync.Once
+}
+
+func (w *lateStopWorld) sigstop(ctx context.Context, t Target) error {
+	w.once.Do(func() { close(w.inflight) })
+	select {
+	case <-w.proceed:
+		return w.stallWorld.sigstop(ctx, t)
+	case <-ctx.Done():
+		go func() {
+			<-w.proceed
+			w.stallWorld.sigstop(ctx, t)
+		}()
+		return ctx.Err()
+	}
+}
+
+// A step healed while its first SIGSTOP is on its way (a step started
+// after its own heal time, healed at once) leaves the server running: the
+// heal's SIGCONT follows the stop instead of racing it.
+func TestStallHealDuringFirstStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &lateStopWorld{stallWorld: &stallWorld{served: map[string]string{"n1": "zk3"}, claimed: map[string]bool{}},
+			inflight: make(chan struct{}), proceed: make(chan struct{})}
+		var buf bytes.Buffer
+		stall, open := stallTiming(3 * time.Second)
+		f := &zkStall{world: w, parts: w, ops: w, rec: nemesis.NewRecorder(history.NewWriter(&buf, "nemesis", 0)), stall: stall, open: open}
+		heal, err := f.inject(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-w.inflight
+		healed := make(chan error, 1)
+		go func() { healed <- heal(t.Context()) }()
+		// The engine answers the stop 100 ms later, or once the heal
+		// returned without waiting for it.
+		select {
+		case err = <-healed:
+			close(w.proceed)
+		case <-time.After(100 * time.Millisecond):
+			close(w.proceed)
+			err = <-healed
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := len(w.ops); n == 0 || w.ops[n-1] != "cont zk3" {
+			t.Fatalf("ops %s: zk3 left stopped after the heal", strings.Join(w.ops, ", "))
+		}
+	})
+}
