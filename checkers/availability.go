@@ -278,7 +278,7 @@ func (c Availability) Check(h *history.History) Result {
 						tp, offendIdx, why, time.Duration(delFrom-max(open.Start, hi.at)).Round(time.Millisecond), c.Grace)
 				}
 			case !hi.healed:
-				r.cannotDecide("partition %s has no acting leader since event %d (%s), but fault event %d was never stopped, so it is unclear whether it would recover.", tp, offendIdx, why, hi.openIdx)
+				r.cannotDecide("partition %s has no acting leader since event %d (%s), but %s, so it is unclear whether it would recover.", tp, offendIdx, why, hi.inForce)
 			case hi.end-since > int64(c.Grace):
 				evs := []int{offendIdx}
 				healed := "there were no faults"

@@ -1003,6 +1003,37 @@ func TestHealInfo(t *testing.T) {
 			b.Start(1)
 			return e, -1, -1
 		}, healInfo{healed: true, faults: 1}},
+		// Two ZooKeeper servers left stopped by a heal that raced its
+		// stall: the ensemble serves no session from before the heal's
+		// end to the end of the history, a fault in force.
+		{"ZooKeeper without a session from before the heal's end", func(b *hb.Builder) (int, int, int) {
+			zkSession(b, "StateHasSession")
+			b.Fault(true, "f1", "stall-zk-session-server", "zk3", "n1")
+			s := b.Fault(false, "f1", "stall-zk-session-server")
+			o := zkSession(b, "StateDisconnected")
+			zkSession(b, "StateConnecting")
+			zkSession(b, "StateConnected")
+			healEnd(b)
+			b.Start(1)
+			return s, s, o
+		}, healInfo{faults: 1}},
+		{"ZooKeeper serving a session again before the end", func(b *hb.Builder) (int, int, int) {
+			zkSession(b, "StateHasSession")
+			b.Fault(true, "f1", "isolate-zk-leader", "zk2")
+			s := b.Fault(false, "f1", "isolate-zk-leader")
+			zkSession(b, "StateDisconnected")
+			healEnd(b)
+			zkSession(b, "StateHasSession")
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
+		{"the watcher's session lost only after the heal's end", func(b *hb.Builder) (int, int, int) {
+			zkSession(b, "StateHasSession")
+			b.Fault(true, "f1", "kill", "n1")
+			s := b.Fault(false, "f1", "kill")
+			healEnd(b)
+			zkSession(b, "StateDisconnected")
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1011,7 +1042,12 @@ func TestHealInfo(t *testing.T) {
 			h := b.History()
 			want := tt.want
 			want.at, want.end, want.lastStop, want.openIdx = h.Events[at].Time, h.Events[len(h.Events)-1].Time, lastStop, openIdx
-			if got := heal(h); got != want {
+			got := heal(h)
+			if (got.inForce != "") != !got.healed {
+				t.Errorf("healed %v, in force %q", got.healed, got.inForce)
+			}
+			got.inForce = ""
+			if got != want {
 				t.Fatalf("got %+v, want %+v", got, want)
 			}
 		})
@@ -1022,6 +1058,11 @@ func TestHealInfo(t *testing.T) {
 func fpHold(b *hb.Builder, node int32, id string) int {
 	return b.Add(history.Event{Kind: history.KindFaultStart, Node: node, Fault: &history.Fault{ID: id, Name: "failpoint", Failpoint: "controller-before-broker-change",
 		Targets: []string{"n" + strconv.Itoa(int(node))}, Detail: "controller-before-broker-change 1*pause holding until released over HTTP or disarmed"}})
+}
+
+// zkSession appends a session state the harness's ZooKeeper watcher saw.
+func zkSession(b *hb.Builder, state string) int {
+	return b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/", Type: "state", SessionState: state}})
 }
 
 // healEnd appends the end of the harness's heal phase.

@@ -122,7 +122,7 @@ func (c Liveness) Check(h *history.History) Result {
 	c.resignedWhileNamed(h, r)
 	hi := heal(h)
 	if !hi.healed {
-		r.cannotDecide("fault event %d was never stopped, so liveness after healing cannot be judged.", hi.openIdx)
+		r.cannotDecide("%s, so liveness after healing cannot be judged.", hi.inForce)
 		return r.result("")
 	}
 	deadline := hi.at + int64(c.Grace)

@@ -157,7 +157,7 @@ func (c LSO) Check(h *history.History) Result {
 		}
 		switch {
 		case !hi.healed:
-			r.cannotDecide("%s; fault event %d was never stopped, so it cannot be judged.", story, hi.openIdx)
+			r.cannotDecide("%s; %s, so it cannot be judged.", story, hi.inForce)
 		case hi.end-since > int64(c.Grace):
 			r.violateAt(since+int64(c.Grace), evs, "%s; still so when the history ended (+%s), %s after every fault healed (+%s), the append and the coordinator's answer (grace %s).",
 				story, rel(hi.end, t0), time.Duration(hi.end-since).Round(10*time.Millisecond), rel(hi.at, t0), c.Grace)

@@ -223,7 +223,7 @@ func (c Recovery) Check(h *history.History) Result {
 		from := max(since, hi.at)
 		switch {
 		case !hi.healed:
-			r.cannotDecide("%s, but fault event %d was never stopped, so recovery cannot be judged.", what, hi.openIdx)
+			r.cannotDecide("%s, but %s, so recovery cannot be judged.", what, hi.inForce)
 		case hi.end-from > int64(c.Grace):
 			r.violateAt(from+int64(c.Grace), evs, "%s, still so when the history ended (+%s), %s after every fault healed (+%s) and after it began (grace %s): the cluster did not recover.",
 				what, rel(hi.end, t0), time.Duration(hi.end-from).Round(10*time.Millisecond), rel(hi.at, t0), c.Grace)

@@ -367,8 +367,8 @@ func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 		}
 		switch {
 		case !hi.healed:
-			r.cannotDecide("fault event %d was never stopped, so whether the %s of transactional id %q (producer id %d, epoch %d, event %d) was completed after healing cannot be judged.",
-				hi.openIdx, written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, p.e.Index)
+			r.cannotDecide("%s, so whether the %s of transactional id %q (producer id %d, epoch %d, event %d) was completed after healing cannot be judged.",
+				hi.inForce, written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, p.e.Index)
 		case p.done != nil:
 			r.violateAt(deadline, []int{p.e.Index, p.done.Index}, "%s wrote %s for transactional id %q, producer id %d, epoch %d, at coordinator epoch %d (%s, event %d, +%s), and its markers finished only at +%s (%s by %s at coordinator epoch %d, event %d), more than %s after every fault healed (+%s) and after the prepare: the coordinator keeps sending a decided transaction's markers to the partitions' leaders until each is written (TransactionMarkerChannelManager).",
 				nodeName(p.e.Node), written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.CoordinatorEpoch, t.API, p.e.Index, rel(p.e.Time, w.t0),
