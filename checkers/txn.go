@@ -36,6 +36,10 @@ import (
 // producer id carrying a higher coordinator epoch. Committed markers are
 // in every later leader's log, so the leader that appended the second had
 // the first and had to refuse it with TRANSACTION_COORDINATOR_FENCED.
+// Except when the newer marker was appended later, at a lower offset,
+// after crash-lose-unflushed took the older one from every replica the
+// controller could elect (the known anomalies of unflushed.go): no leader
+// held both.
 // Markers appended but never committed are not judged: a deposed leader's
 // divergent log may never have held the newer one.
 //
@@ -52,7 +56,9 @@ import (
 // at an older producer epoch than a committed marker below it, the batch
 // committed too (its leader's produce_ack): both are in the one committed
 // log, the marker first, so the leader had the newer epoch and had to
-// refuse the batch (INVALID_PRODUCER_EPOCH). A batch never committed is
+// refuse the batch (INVALID_PRODUCER_EPOCH); except after
+// crash-lose-unflushed took the batch from the log before the marker was
+// appended below it, as in (a). A batch never committed is
 // not judged (a deposed leader's divergent log may lack the marker), nor is
 // a fenced producer's first write to a partition the new epoch never
 // reached, which Kafka 2.6.3 accepts (KIP-890 closes that in 3.6).
@@ -64,7 +70,10 @@ import (
 // transactional id, producer id and epoch nor a later coordinator that
 // loaded the id and took its requests (see unfinished). A history that
 // ends before that grace ran out is unknown for that transaction; one
-// whose faults never healed is unknown too.
+// whose faults never healed is unknown too. A prepare that
+// crash-lose-unflushed took from every replica of its __transaction_state
+// partition the controller could elect (the known anomalies of
+// unflushed.go) is that anomaly: no later coordinator can load it.
 type TxnFencing struct {
 	Grace time.Duration
 }
@@ -92,12 +101,15 @@ type txnWalk struct {
 	ids map[int64]string
 	// committed are the committed markers, by partition and producer id.
 	committed map[history.TopicPartition]map[int64][]*history.Event
+	// quorum names a marker lost to crash-lose-unflushed (unflushed.go)
+	// before a newer coordinator's marker took a lower offset.
+	quorum *quorumLosses
 }
 
 // Check implements Checker.
 func (c TxnFencing) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
-	w := &txnWalk{t0: firstTime(h), ids: map[int64]string{}, committed: map[history.TopicPartition]map[int64][]*history.Event{}}
+	w := &txnWalk{t0: firstTime(h), ids: map[int64]string{}, committed: map[history.TopicPartition]map[int64][]*history.Event{}, quorum: newQuorumLosses(h)}
 	for e := range eventsOf(h, history.KindTxnRequest, history.KindTxnMarker) {
 		switch {
 		case e.Kind == history.KindTxnRequest && e.Txn.API == history.TxnAPIInitProducerID && e.Txn.ErrorCode == 0 &&
@@ -154,6 +166,16 @@ func (w *txnWalk) staleCoordinatorMarkers(r *report) int {
 				m := e.TxnMarker
 				if top != nil && m.CoordinatorEpoch < top.TxnMarker.CoordinatorEpoch && m.Offset > top.TxnMarker.Offset {
 					t := top.TxnMarker
+					if loss := w.quorum.between(tp, e.Time, top.Time); top.Time > e.Time && loss != nil {
+						// The newer marker was appended after this one, at a
+						// lower offset: the log lost this one in between, so
+						// its leader never held the newer marker.
+						who, evs := describeQuorumLoss(loss, w.t0)
+						r.knownAnomaly(loss.name(), append([]int{e.Index, top.Index}, evs...), "%s appended the %s marker of %s (producer epoch %d) to %s at offset %d carrying coordinator epoch %d, committed (event %d, +%s), before %s appended the %s marker at offset %d carrying coordinator epoch %d, committed (event %d, +%s), below it: crash-lose-unflushed took the first from the log in between, so no leader held both; %s (%s).",
+							nodeName(e.Node), decision(m.Commit), w.tidOf(pid), m.ProducerEpoch, tp, m.Offset, m.CoordinatorEpoch, e.Index, rel(e.Time, w.t0),
+							nodeName(top.Node), decision(t.Commit), t.Offset, t.CoordinatorEpoch, top.Index, rel(top.Time, w.t0), loss.how(), who)
+						continue
+					}
 					r.violate([]int{top.Index, e.Index}, "%s appended the %s marker of %s (producer epoch %d) to %s at offset %d carrying coordinator epoch %d, committed (event %d, +%s), above the %s marker %s had appended at offset %d carrying coordinator epoch %d, committed (event %d, +%s): the leader held that marker and had to refuse the older coordinator's with TRANSACTION_COORDINATOR_FENCED (ProducerAppendInfo.appendEndTxnMarker), so a deposed transaction coordinator decided a transaction the newer one already had.",
 						nodeName(e.Node), decision(m.Commit), w.tidOf(pid), m.ProducerEpoch, tp, m.Offset, m.CoordinatorEpoch, e.Index, rel(e.Time, w.t0),
 						decision(t.Commit), nodeName(top.Node), t.Offset, t.CoordinatorEpoch, top.Index, rel(top.Time, w.t0))
@@ -246,6 +268,16 @@ func (w *txnWalk) fencedBatches(h *history.History, r *report) int {
 			m := me.TxnMarker
 			if m.ProducerEpoch <= a.Producer.Epoch || m.Offset >= a.BaseOffset {
 				continue
+			}
+			if loss := w.quorum.between(a.TP(), e.Time, me.Time); me.Time > e.Time && loss != nil {
+				// The marker was appended after the batch, at a lower
+				// offset: the log lost the batch in between, so its
+				// leader never held the marker.
+				who, evs := describeQuorumLoss(loss, w.t0)
+				r.knownAnomaly(loss.name(), append([]int{e.Index, ack.Index, me.Index}, evs...), "%s appended a batch of %s at producer epoch %d to %s at offsets %d..%d, leader epoch %d (event %d, +%s; committed, event %d), before %s appended the %s marker of producer epoch %d at offset %d (coordinator epoch %d, event %d, +%s), below it: crash-lose-unflushed took the batch from the log in between, so no leader held both; %s (%s).",
+					nodeName(e.Node), w.tidOf(a.Producer.ID), a.Producer.Epoch, a.TP(), a.BaseOffset, a.LastOffset, a.LeaderEpoch, e.Index, rel(e.Time, w.t0), ack.Index,
+					nodeName(me.Node), decision(m.Commit), m.ProducerEpoch, m.Offset, m.CoordinatorEpoch, me.Index, rel(me.Time, w.t0), loss.how(), who)
+				break
 			}
 			r.violate([]int{me.Index, e.Index, ack.Index}, "%s appended a batch of %s at producer epoch %d to %s at offsets %d..%d, leader epoch %d (event %d, +%s; committed, event %d), above the %s marker of producer epoch %d committed at offset %d (%s, coordinator epoch %d, event %d, +%s): the log carried the newer epoch, so the leader had to refuse the fenced producer's batch with INVALID_PRODUCER_EPOCH (ProducerAppendInfo.checkProducerEpoch).",
 				nodeName(e.Node), w.tidOf(a.Producer.ID), a.Producer.Epoch, a.TP(), a.BaseOffset, a.LastOffset, a.LeaderEpoch, e.Index, rel(e.Time, w.t0), ack.Index,
@@ -376,6 +408,15 @@ func (c TxnFencing) unfinished(h *history.History, w *txnWalk, r *report) int {
 		case hi.end < deadline:
 			r.cannotDecide("%s wrote %s for transactional id %q (producer id %d, epoch %d, event %d) and no TxnComplete followed, but the history ends before the %s grace after healing ran out.",
 				nodeName(p.e.Node), written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, p.e.Index, c.Grace)
+		case w.quorum.between(history.TP("__transaction_state", t.Partition), p.e.Time, deadline) != nil:
+			// The coordinator's log lost the prepare: a coordinator that
+			// loads the partition afterwards does not know the
+			// transaction, so no one sends its markers.
+			loss := w.quorum.between(history.TP("__transaction_state", t.Partition), p.e.Time, deadline)
+			who, evs := describeQuorumLoss(loss, w.t0)
+			r.knownAnomaly(loss.name(), append([]int{p.e.Index}, evs...), "%s wrote %s for transactional id %q, producer id %d, epoch %d, at coordinator epoch %d (%s, event %d, +%s), over partitions %v, to __transaction_state-%d, and no coordinator wrote its completion: crash-lose-unflushed took the prepare from that log, so no coordinator loaded the transaction; %s (%s).",
+				nodeName(p.e.Node), written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.CoordinatorEpoch, t.API, p.e.Index, rel(p.e.Time, w.t0),
+				t.Partitions, t.Partition, loss.how(), who)
 		default:
 			r.violateAt(deadline, []int{p.e.Index}, "%s wrote %s for transactional id %q, producer id %d, epoch %d, at coordinator epoch %d (%s, event %d, +%s), over partitions %v, and no coordinator wrote its completion within %s after every fault healed (+%s): the transaction's markers never finished, so its partitions' last stable offset stays below it and read_committed consumers stop there.",
 				nodeName(p.e.Node), written, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.CoordinatorEpoch, t.API, p.e.Index, rel(p.e.Time, w.t0),

@@ -250,12 +250,20 @@ type unflushedLoss struct {
 	leader bool
 	prior  unflushedLeader
 	cut    *history.Truncation
+	// ahead marks an exposed broker elected ahead of ISR members that kept
+	// the records (kept), by the partition's assignment (replicas).
+	ahead    bool
+	kept     []int32
+	replicas []int32
 }
 
 // name is the known anomaly the loss is.
 func (l *unflushedLoss) name() string {
 	if l.leader {
 		return KnownLostUnflushedLeader
+	}
+	if l.ahead {
+		return KnownLostUnflushedElected
 	}
 	if l.isr {
 		return KnownLostUnflushedISR
@@ -269,6 +277,9 @@ func (l *unflushedLoss) lostIt(when string) string {
 	if l.leader {
 		return "Its leader lost its unflushed suffix and led again at the same leader epoch after its restart, and its followers truncated to its log end, keeping their own records below it (AbstractFetcherThread.fetchOffsetAndTruncate compares no epochs there)" + when
 	}
+	if l.ahead {
+		return "Its new leader, elected from an ISR that still listed it after its crash, had lost it with its unflushed suffix, and the members that kept it followed and truncated to its log" + when
+	}
 	if l.isr {
 		return "Every member of the ISR its new leader was elected with had lost it with its unflushed suffix" + when
 	}
@@ -279,6 +290,9 @@ func (l *unflushedLoss) lostIt(when string) string {
 func (l *unflushedLoss) how() string {
 	if l.leader {
 		return "its leader lost its unflushed suffix and led again at the same leader epoch after its restart"
+	}
+	if l.ahead {
+		return "its new leader, elected from an ISR that still listed it after its crash, had lost its unflushed suffix"
 	}
 	if l.isr {
 		return "every member of the ISR its new leader was elected with had lost its unflushed suffix"
@@ -338,7 +352,9 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 // Failing both, the loss is Kafka's too (lost-unflushed-leader) when a
 // crash after invoked cut the log of the partition's leader below offset
 // (the record's offset, -1 if unknown) and the restarted broker led again
-// at the same leader epoch with no election between (leaderLoss).
+// at the same leader epoch with no election between (leaderLoss); and
+// failing that too, lost-unflushed-elected when such a crash's broker was
+// elected ahead of the ISR members that kept the records (electedLoss).
 func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
 	// A quorum's loss first: it holds whatever ISR the leader got.
 	for _, quorum := range []bool{true, false} {
@@ -377,6 +393,19 @@ func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
 			return loss
 		}
 	}
+	for _, x := range p.exposures {
+		if x.crash.start.Time <= invoked {
+			continue
+		}
+		for _, l := range p.leaders {
+			if l.node != x.crash.node || l.time < x.crash.start.Time || l.time >= x.until {
+				continue
+			}
+			if loss := p.electedLoss(l, invoked, offset); loss != nil {
+				return loss
+			}
+		}
+	}
 	return nil
 }
 
@@ -402,6 +431,9 @@ func describeQuorumLoss(l *unflushedLoss, t0 int64) (string, []int) {
 	isr := ""
 	if l.isr {
 		isr = fmt.Sprintf(" elected with ISR %v", l.elected.isr)
+	}
+	if l.ahead {
+		isr = fmt.Sprintf(" elected with ISR %v, ahead of %v that kept it by the assignment %v", l.elected.isr, l.kept, l.replicas)
 	}
 	return fmt.Sprintf("%s; broker %d led at leader epoch %d%s (event %d, +%s) before it had fetched back what it lost",
 		strings.Join(parts, "; "), l.elected.node, l.elected.epoch, isr, l.elected.idx, rel(l.elected.time, t0)), evs
@@ -590,6 +622,14 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 			continue
 		}
 		if loss := p.leaderLoss(x, -1); loss != nil && loss.elected.epoch == epoch {
+			return loss
+		}
+	}
+	for _, l := range p.leaders {
+		if l.node != node || l.epoch != epoch {
+			continue
+		}
+		if loss := p.electedLoss(l, math.MinInt64, -1); loss != nil {
 			return loss
 		}
 	}
