@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zkchaos/zkchaos/checkers"
 	"github.com/zkchaos/zkchaos/history"
@@ -33,10 +35,19 @@ txn-fencing; and the fences
 count: the stale inputs each fence saw and refused), writes
 RUN_DIR/results.json and prints a summary.
 
+A run judged before (its results.json names the checker settings of that
+verdict, as ` + "`chaos run`" + ` and ` + "`chaos power`" + ` write it) is judged again with those
+settings, so a re-check compares like with like (chaos power's rows judge
+with 10 s graces, the KAFKA-3861 row strictly); a flag given here overrides
+its setting, and the summary names the settings taken from the file.
+
 Exit status: 0 valid, 1 invalid, 2 bad input (unreadable history: the error
 names file and line), 3 unknown (a checker could not decide).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if taken := recordedKnobs(cmd.Flags(), args[0]); len(taken) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "settings of the previous verdict (results.json): %s\n", strings.Join(taken, " "))
+			}
 			if err := checkKnobs(cfg); err != nil {
 				return withCode(exitBad, err)
 			}
@@ -51,6 +62,42 @@ names file and line), 3 unknown (a checker could not decide).`,
 	cfg.RegisterFlags(f)
 	f.BoolVar(&visualize, "visualize", true, "write porcupine's visualization of the most interesting partition to RUN_DIR/linearizability.html")
 	return cmd
+}
+
+// recordedKnobs sets, in fs, every checker knob the run's results.json
+// recorded with a value other than the flag's default, unless the flag was
+// given, and returns them as "name=value". A run without results.json, or
+// with one this build cannot read, keeps the defaults: it is about to be
+// written again. Knobs this build no longer has are passed over.
+func recordedKnobs(fs *pflag.FlagSet, runDir string) (taken []string) {
+	res, err := rundir.ReadResults(runDir)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(res.Config))
+	for name := range res.Config {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v := res.Config[name]
+		f := fs.Lookup(name)
+		if f == nil || f.Changed || v == f.DefValue || !knobFlag(name) {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			continue
+		}
+		taken = append(taken, name+"="+v)
+	}
+	return taken
+}
+
+// knobFlag says whether name is a checker knob (results.json records only
+// those, but an older file could name another flag).
+func knobFlag(name string) bool {
+	_, ok := checkers.DefaultConfig().Knobs()[name]
+	return ok
 }
 
 // gcHeadroom is how many times a history's size in bytes the heap may grow

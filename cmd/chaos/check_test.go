@@ -288,7 +288,11 @@ func TestVerdictLine(t *testing.T) {
 // A stale empty read answered by a new leader is the known anomaly
 // KAFKA-2334: valid by default and named on the verdict line; invalid with
 // --strict-reads, still by name.
-func TestCheckStrictReads(t *testing.T) {
+// staleReadRun writes a run whose only finding is a stale empty read from
+// a lagging new leader (known anomaly KAFKA-2334; invalid with
+// --strict-reads).
+func staleReadRun(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	at := func(ms int64) int64 { return historytest.T0 + ms*historytest.Ms }
 	lead := func(node int32, epoch int32, ms int64) history.Event {
@@ -315,6 +319,11 @@ func TestCheckStrictReads(t *testing.T) {
 	for _, f := range files {
 		historytest.WriteSource(t, dir, f.name, f.node, f.evs...)
 	}
+	return dir
+}
+
+func TestCheckStrictReads(t *testing.T) {
+	dir := staleReadRun(t)
 	for _, tc := range []struct {
 		strict bool
 		want   int
@@ -330,6 +339,47 @@ func TestCheckStrictReads(t *testing.T) {
 		if got := exitCode(err); got != tc.want || !strings.Contains(out.String(), tc.line) {
 			t.Errorf("strict %v: exit %d (want %d), output:\n%s\nwant a line containing %q", tc.strict, got, tc.want, out.String(), tc.line)
 		}
+	}
+}
+
+// A re-check takes the settings its run's previous verdict was reached
+// with (results.json), unless a flag says otherwise.
+func TestCheckTakesTheRecordedSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recorded rundir.CheckConfig // nil: no results.json
+		args     []string
+		want     int
+		says     string
+	}{
+		{name: "no earlier verdict: the defaults", want: exitValid},
+		{name: "recorded strict reads", recorded: rundir.CheckConfig{"strict-reads": "true", "offline-grace": "30s"}, want: exitInvalid,
+			says: "settings of the previous verdict (results.json): strict-reads=true\n"},
+		{name: "a flag overrides the record", recorded: rundir.CheckConfig{"strict-reads": "true"}, args: []string{"--strict-reads=false"}, want: exitValid},
+		{name: "a knob this build lacks is passed over", recorded: rundir.CheckConfig{"no-such-knob": "1"}, want: exitValid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := staleReadRun(t)
+			if tc.recorded != nil {
+				if err := rundir.WriteResults(dir, &rundir.Results{Schema: rundir.ResultsSchema, Config: tc.recorded}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := newCheckCmd()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetArgs(append(append([]string{}, tc.args...), "--visualize=false", dir))
+			err := cmd.Execute()
+			if got := exitCode(err); got != tc.want {
+				t.Fatalf("exit %d, want %d; output:\n%s", got, tc.want, out.String())
+			}
+			if tc.says != "" && !strings.Contains(out.String(), tc.says) {
+				t.Errorf("output lacks %q:\n%s", tc.says, out.String())
+			}
+			if tc.says == "" && strings.Contains(out.String(), "settings of the previous verdict") {
+				t.Errorf("took settings it should not have:\n%s", out.String())
+			}
+		})
 	}
 }
 
