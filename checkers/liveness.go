@@ -249,7 +249,7 @@ func (c Liveness) Check(h *history.History) Result {
 				k.node, k.path, st.since, st.last, c.Grace)
 		}
 	}
-	c.adminOps(h, r, hi.at, deadline)
+	c.adminOps(h, r, hi.at, deadline, dw)
 	return r.result(fmt.Sprintf("within %s of every fault healing, every partition with a live ISR member had a leader, no controller was stuck retrying a write, no admin operation was left pending, and no controller resigned while /controller kept naming it.", c.Grace))
 }
 
@@ -466,7 +466,20 @@ func namingEnd(x *history.Event, t0 int64) string {
 // or the end of the history, still not done after deadline. One that timed
 // out before deadline proves nothing: the controller may have finished it
 // afterwards unseen.
-func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64) {
+//
+// A reassignment or preferred leader election invoked while its topic was
+// queued for deletion is owed nothing: Kafka 2.6.3's controller skips it
+// (KafkaController.maybeTriggerPartitionReassignment: "Skipping
+// reassignment of ... since the topic is currently being deleted", then
+// maybeRemoveFromZkReassignment drops the partition from
+// /admin/reassign_partitions; processReplicaLeaderElection answers
+// partitions of topics being deleted "The topic is being deleted" without
+// electing). The client, which sees the znode
+// go while the replicas stay, cannot tell that refusal from a slow
+// controller and ends its operation info after its timeout; the next
+// incarnation of the topic, created at the old assignment, never had the
+// reassignment asked of it.
+func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64, dw deletionWindows) {
 	if len(h.Events) == 0 {
 		return
 	}
@@ -478,6 +491,9 @@ func (c Liveness) adminOps(h *history.History, r *report, healed, deadline int64
 			continue
 		}
 		if out := o.Outcome(); out == history.OpOK || out == history.OpFail {
+			continue
+		}
+		if (op.F == history.FReassign || op.F == history.FPreferredElection) && dw.during(op.Topic, o.Invoke.Time) {
 			continue
 		}
 		still, last := end, -1
