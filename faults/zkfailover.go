@@ -187,6 +187,9 @@ type zkfRun struct {
 	outcome   string
 	netHealed bool
 	werr      error
+	// deferred: the successor did not answer the disarm that releases
+	// it (another fault had killed or paused it), so the heal disarms it.
+	deferred bool
 }
 
 // start records the fault's start with its plan p.
@@ -227,7 +230,8 @@ func (r *zkfRun) setUp(ctx context.Context) error {
 		err = r.f.ops.partition(ctx, "partition", []Target{r.p.ctl}, r.f.world.ZKServers())
 	}
 	if err != nil {
-		err = errors.Join(err, r.f.ops.healNet(context.WithoutCancel(ctx)), r.disarmAll(context.WithoutCancel(ctx)))
+		_, derr := r.disarmAll(context.WithoutCancel(ctx))
+		err = errors.Join(err, r.f.ops.healNet(context.WithoutCancel(ctx)), derr)
 		r.stop("not started", err)
 		return err
 	}
@@ -257,8 +261,10 @@ func (r *zkfRun) disarmed(id int, name string) {
 // disarmAll disarms every failpoint still armed. A failpoint left armed
 // would hold its node later with nobody to release it; disarming is
 // retried past a pause another fault holds (a paused node keeps its
-// failpoint armed), and a node killed meanwhile took it with its process.
-func (r *zkfRun) disarmAll(ctx context.Context) error {
+// failpoint armed), and a node killed meanwhile took it with its process
+// (a process armed from the admin port starts again with nothing armed):
+// gone lists those ("id name").
+func (r *zkfRun) disarmAll(ctx context.Context) (gone []string, err error) {
 	r.mu.Lock()
 	keys := slices.Sorted(maps.Keys(r.armed))
 	r.mu.Unlock()
@@ -266,12 +272,16 @@ func (r *zkfRun) disarmAll(ctx context.Context) error {
 	for _, key := range keys {
 		idS, name, _ := strings.Cut(key, " ")
 		id, _ := strconv.Atoi(idS)
-		if err := disarmSoon(ctx, r.f.fps, id, name, 15*time.Second); err != nil && !targetGone(ctx, r.f.world.Nodes(), id) {
-			errs = append(errs, err)
+		if err := disarmSoon(ctx, r.f.fps, id, name, 15*time.Second); err != nil {
+			if t, terr := byName(r.f.world.Nodes(), "n"+idS); terr == nil && r.f.ops.down(ctx, t) {
+				gone = append(gone, key)
+			} else {
+				errs = append(errs, err)
+			}
 		}
 		r.disarmed(id, name)
 	}
-	return errors.Join(errs...)
+	return gone, errors.Join(errs...)
 }
 
 // window plays the window out once the successor holds after its
@@ -378,7 +388,18 @@ func (r *zkfRun) releaseSuccessor(ctx context.Context, shrunk string, stale bool
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.netHealed = herr == nil
-	r.werr = errors.Join(rerr, herr)
+	r.werr = herr
+	defer func() {
+		// A successor another fault killed or paused does not answer
+		// its admin port: it is not held by the failpoint while it is
+		// down or stopped, and the heal disarms the failpoint (still in
+		// armed) once it answers, so the run goes on and the record says
+		// so.
+		if rerr != nil {
+			r.deferred = true
+			r.outcome += fmt.Sprintf("; %s did not answer the disarm of %s (%v), left to the heal", p.succ.Name, fpAfterElected, rerr)
+		}
+	}()
 	switch {
 	case stale:
 		r.outcome = fmt.Sprintf("window reached: %s released after %s", p.succ.Name, shrunk)
@@ -396,13 +417,21 @@ func (r *zkfRun) releaseSuccessor(ctx context.Context, shrunk string, stale bool
 func (r *zkfRun) heal(ctx context.Context) error {
 	r.windowRun.join(ctx)
 	r.mu.Lock()
-	out, healed, we := r.outcome, r.netHealed, r.werr
+	out, healed, we, deferred := r.outcome, r.netHealed, r.werr, r.deferred
 	r.mu.Unlock()
 	errs := []error{we}
 	if !healed {
 		errs = append(errs, r.f.ops.healNet(ctx))
 	}
-	errs = append(errs, r.disarmAll(ctx))
+	gone, derr := r.disarmAll(ctx)
+	errs = append(errs, derr)
+	if deferred {
+		if slices.Contains(gone, fmt.Sprintf("%d %s", r.sid, fpAfterElected)) {
+			out += fmt.Sprintf("; %s down at the heal, its process gone with the failpoint", r.p.succ.Name)
+		} else if derr == nil {
+			out += fmt.Sprintf("; %s disarmed at the heal", fpAfterElected)
+		}
+	}
 	err := errors.Join(errs...)
 	r.stop(out, err)
 	r.f.done()

@@ -47,6 +47,26 @@ type zkfWorld struct {
 	// downPolls: n3 has no session yet (restarting, say after a
 	// controlled shutdown) for the first downPolls plans.
 	downPolls int
+	// refuse: how many disarms the successor n2's admin port refuses (-1:
+	// every one), as a process another fault killed or paused refuses
+	// them; succDown: n2 is down through the heal.
+	refuse   int
+	succDown bool
+}
+
+// DisarmFailpoint refuses n2's disarms while refuse says so.
+func (w *zkfWorld) DisarmFailpoint(ctx context.Context, node int, name string) error {
+	w.mu.Lock()
+	refused := node == 2 && w.refuse != 0
+	if refused && w.refuse > 0 {
+		w.refuse--
+	}
+	w.mu.Unlock()
+	if refused {
+		w.log("disarm n%d %s refused", node, name)
+		return fmt.Errorf("node %d admin DELETE /failpoints/%s: context deadline exceeded", node, name)
+	}
+	return w.callLog.DisarmFailpoint(ctx, node, name)
 }
 
 const shrinkZxid = 0x100
@@ -105,9 +125,13 @@ func (f zkfFake) start(_ context.Context, t Target) error  { f.w.log("start %s",
 func (f zkfFake) terminate(context.Context, Target) error  { return nil }
 func (f zkfFake) waitExited(context.Context, Target) error { return nil }
 func (f zkfFake) pause(_ context.Context, t Target) error  { f.w.log("sigstop %s", t.Name); return nil }
-func (f zkfFake) down(context.Context, Target) bool        { return false }
-func (f zkfFake) held(Target) bool                         { return false }
-func (f zkfFake) claim(Target) func()                      { return func() {} }
+func (f zkfFake) down(_ context.Context, t Target) bool {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	return t.Name == "n2" && f.w.succDown
+}
+func (f zkfFake) held(Target) bool    { return false }
+func (f zkfFake) claim(Target) func() { return func() {} }
 func (f zkfFake) resume(_ context.Context, t Target) error {
 	f.w.log("sigcont %s", t.Name)
 	return nil
@@ -625,4 +649,64 @@ func injectAndHeal(t *testing.T, w *zkfWorld, ops zkfOps) ([]string, *history.Fa
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.calls), stop
+}
+
+// The successor killed by another fault while it is held (a random run:
+// kill-lagging-leader killed n1 at +17.9s, held down until +31.2s) does not
+// answer the disarm that releases it. The release is left to the heal,
+// which disarms the failpoint once the node answers, or finds the node
+// down with its process gone; the record says so and the run goes on. A
+// node that is up and never answers still fails the heal.
+func TestFailoverOnLaggingZKSuccessorNotAnsweringTheRelease(t *testing.T) {
+	pinned := map[string]string{"n1": "zk1", "n2": "zk2", "n3": "zk3"}
+	upTo := []string{"arm n3 controller-before-elect=1*pause", "arm n2 controller-after-elected=1*pause", "partition n1 | zk1 zk2 zk3",
+		"slow zk3->zk2 4kbit", "disarm n3 controller-before-elect", "partition n1 | n3", "disarm n2 controller-after-elected refused", "heal-net"}
+	for _, tt := range []struct {
+		name     string
+		refuse   int
+		succDown bool
+		wantErr  string
+		last     string   // the last call
+		wantStop []string // in the fault_stop's detail
+	}{
+		{"back by the heal: disarmed then", 1, false, "", "disarm n2 controller-after-elected",
+			[]string{"window reached: n2 released", "; n2 did not answer the disarm of controller-after-elected (", "), left to the heal; controller-after-elected disarmed at the heal"}},
+		{"down through the heal: its process took the failpoint", -1, true, "", "disarm n2 controller-after-elected refused",
+			[]string{"left to the heal; n2 down at the heal, its process gone with the failpoint"}},
+		{"up and never answering: the heal fails", -1, false, "context deadline exceeded", "disarm n2 controller-after-elected refused",
+			[]string{"left to the heal"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &zkfWorld{served: pinned, reach: true, shrink: true, armed: map[string]bool{}, applied: 0x42,
+					refuse: tt.refuse, succDown: tt.succDown}
+				dir := t.TempDir()
+				rec := nemesis.NewFileRecorder(filepath.Join(dir, "nemesis.jsonl"))
+				heal, err := zkfOn(w, rec, zkfFake{w}).inject(t.Context(), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = heal(t.Context())
+				rec.Close()
+				if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+					t.Fatalf("heal: %v, want %q", err, tt.wantErr)
+				}
+				w.mu.Lock()
+				calls := slices.Clone(w.calls)
+				w.mu.Unlock()
+				if len(calls) <= len(upTo) || !slices.Equal(calls[:len(upTo)], upTo) || calls[len(calls)-1] != tt.last {
+					t.Fatalf("calls\n %q\nwant\n %q then ... %q", calls, upTo, tt.last)
+				}
+				_, stop := lastFaultEvents(t, filepath.Join(dir, "nemesis.jsonl"))
+				if stop == nil {
+					t.Fatal("no fault_stop")
+				}
+				for _, want := range tt.wantStop {
+					if !strings.Contains(stop.Detail, want) {
+						t.Errorf("fault_stop detail %q, want %q in it", stop.Detail, want)
+					}
+				}
+			})
+		})
+	}
 }

@@ -216,16 +216,6 @@ func (f *zkFailover) moveSession(ctx context.Context, t, leader Target, within t
 	return errors.Join(err, f.ops.healNet(context.WithoutCancel(ctx)))
 }
 
-// targetGone reports whether broker id's container is down.
-func targetGone(ctx context.Context, nodes []Target, id int) bool {
-	t, err := byName(nodes, fmt.Sprintf("n%d", id))
-	if err != nil || t.Container == nil {
-		return false
-	}
-	st, serr := t.Container.State(ctx)
-	return serr == nil && (!st.Running || st.Pid == 0)
-}
-
 // waitStaleShrink polls the watched partitions through the ZooKeeper
 // leader until one's leader has shrunk the cut-off controller out of its
 // ISR, or within has passed. It says which, and whether the lagging server

@@ -250,17 +250,29 @@ func (n *Net) HealAll(ctx context.Context) error {
 	defer n.mu.Unlock()
 	var errs []error
 	for c := range n.touched {
-		st, err := c.State(ctx)
+		st, err := containerState(ctx, c)
 		if err != nil || !st.Running {
 			continue // a stopped container's namespace is gone, and its rules with it
 		}
+		exited := false
 		for _, ch := range []string{chainIn, chainOut, chainOut + "-LOSS"} {
+			err := n.iptables(ctx, c, "-F", ch)
+			if errors.Is(err, errNotRunning) {
+				// Killed by another fault while this heal ran: its
+				// namespace went with its process, and a later start
+				// gets a fresh one without our rules.
+				exited = true
+				break
+			}
 			// A chain that does not exist is in a namespace created since
 			// (the container restarted while another fault held it, in a
 			// dense schedule): nothing of ours is left there to remove.
-			if err := n.iptables(ctx, c, "-F", ch); err != nil && !strings.Contains(err.Error(), "No chain/target/match") && !gone(ctx, c) {
+			if err != nil && !strings.Contains(err.Error(), "No chain/target/match") && !gone(ctx, c) {
 				errs = append(errs, err)
 			}
+		}
+		if exited {
+			continue
 		}
 		n.unshape(ctx, c)
 		n.tc(ctx, c, "qdisc", "del", "dev", "eth0", "root")
@@ -312,7 +324,7 @@ func (n *Net) reapplyOnce(ctx context.Context, c *docker.Container) error {
 // rules included, with it): a fault held together with another one can see
 // its target killed between looking at it and acting on it.
 func gone(ctx context.Context, c *docker.Container) bool {
-	st, err := c.State(ctx)
+	st, err := containerState(ctx, c)
 	return err == nil && (!st.Running || st.Pid == 0)
 }
 
@@ -376,7 +388,8 @@ func (n *Net) setup(ctx context.Context, c *docker.Container) error {
 }
 
 // nsexec runs a host binary inside c's network namespace. It works while c is
-// SIGSTOPped, because it needs only c's pid, not c's cooperation.
+// SIGSTOPped, because it needs only c's pid, not c's cooperation. When c's
+// process has exited it fails with errNotRunning.
 func nsexec(ctx context.Context, c *docker.Container, argv ...string) error {
 	var err error
 	// A process that exits between reading its pid and entering its
@@ -390,31 +403,74 @@ func nsexec(ctx context.Context, c *docker.Container, argv ...string) error {
 			return err
 		}
 		var out []byte
-		if out, err = nsenter(ctx, pid, argv); err == nil {
+		if out, err = runInNetns(ctx, pid, argv); err == nil {
 			return nil
 		}
 		err = fmt.Errorf("in netns of %s: %s: %w: %s", c.Name, strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
 		if !strings.Contains(string(out), "cannot open /proc/") {
 			return err
 		}
-		if now, perr := nsPid(ctx, c); perr != nil || now == pid {
-			return err
+		// The pid has no namespace left: its process has exited. The
+		// engine reports the exit only once the runtime has reaped it
+		// (seed 10 of a random run: a heal's flush found a SIGKILLed
+		// broker's namespace gone while the engine still named its pid
+		// as running), so the engine is asked again until it says the
+		// container stopped or runs a new process.
+		now, perr := settledPid(ctx, c, pid)
+		if perr != nil {
+			return perr
+		}
+		if now == pid {
+			return err // the engine never let go of a pid without a namespace
 		}
 	}
 	return err
 }
 
+// errNotRunning says a container has no process, and so no network
+// namespace: rules that were there went with it.
+var errNotRunning = errors.New("not running; its network namespace is gone")
+
+// exitSettle bounds how long nsexec waits for the engine to report the exit
+// of a process whose namespace is gone. A SIGKILLed broker's kill waited
+// over half a second for it in seed 10 of a random run.
+const exitSettle = 5 * time.Second
+
+// settledPid asks the engine for c's pid until it is no longer pid, for at
+// most exitSettle; it returns pid when the engine still names it then.
+func settledPid(ctx context.Context, c *docker.Container, pid int) (int, error) {
+	deadline := time.Now().Add(exitSettle)
+	for {
+		now, err := nsPid(ctx, c)
+		if err != nil || now != pid || !time.Now().Before(deadline) {
+			return now, err
+		}
+		select {
+		case <-ctx.Done():
+			return pid, nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // nsPid returns the pid of c's process, whose network namespace is c's.
 func nsPid(ctx context.Context, c *docker.Container) (int, error) {
-	st, err := c.State(ctx)
+	st, err := containerState(ctx, c)
 	if err != nil {
 		return 0, err
 	}
 	if !st.Running || st.Pid == 0 {
-		return 0, fmt.Errorf("%s is not running; its network namespace is gone", c.Name)
+		return 0, fmt.Errorf("%s is %w", c.Name, errNotRunning)
 	}
 	return st.Pid, nil
 }
+
+// containerState and runInNetns are the engine's inspect and nsenter; the
+// package's tests replace them to play a process that exits under a heal.
+var (
+	containerState = func(ctx context.Context, c *docker.Container) (docker.State, error) { return c.State(ctx) }
+	runInNetns     = nsenter
+)
 
 func nsenter(ctx context.Context, pid int, argv []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
