@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -74,15 +75,13 @@ func recordedKnobs(fs *pflag.FlagSet, runDir string) (taken []string) {
 	if err != nil {
 		return nil
 	}
-	names := make([]string, 0, len(res.Config))
-	for name := range res.Config {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	// results.json records only the knobs, but an older file could name
+	// another flag (--visualize is one this command has).
+	knobs := checkers.DefaultConfig().Knobs()
+	for _, name := range slices.Sorted(maps.Keys(res.Config)) {
 		v := res.Config[name]
 		f := fs.Lookup(name)
-		if f == nil || f.Changed || v == f.DefValue || !knobFlag(name) {
+		if _, knob := knobs[name]; f == nil || !knob || f.Changed || v == f.DefValue {
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
@@ -91,13 +90,6 @@ func recordedKnobs(fs *pflag.FlagSet, runDir string) (taken []string) {
 		taken = append(taken, name+"="+v)
 	}
 	return taken
-}
-
-// knobFlag says whether name is a checker knob (results.json records only
-// those, but an older file could name another flag).
-func knobFlag(name string) bool {
-	_, ok := checkers.DefaultConfig().Knobs()[name]
-	return ok
 }
 
 // gcHeadroom is how many times a history's size in bytes the heap may grow
