@@ -256,11 +256,9 @@ func (c FollowerHW) Check(h *history.History) Result {
 		case history.KindNodeStart:
 			forgetProcess(cur, e.Node)
 			forgetProcess(follows, e.Node)
-			for k := range leaderMax {
-				if k.leader == e.Node {
-					delete(leaderMax, k)
-				}
-			}
+			// leaderMax outlives the leader's process: a follower paused
+			// with its answer in the socket reads it after the leader
+			// restarted, and takes the high watermark the old process sent.
 		case history.KindRoleChange:
 			k := nodeTP{e.Role.TP(), e.Node}
 			delete(follows, k)

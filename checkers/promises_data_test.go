@@ -268,6 +268,19 @@ func TestFollowerHW(t *testing.T) {
 			hwEv(b, 1, 9, 10, 2, 10)
 			return nil
 		}},
+		// Broker 2 was paused with a fetch response of broker 1's first
+		// process in its socket; broker 1 then crashed, lost its log and
+		// led again from 0; broker 2 resumes and takes the old answer's 5.
+		{name: "a response of the leader's previous process, read after its restart", want: Valid, build: func(b *hb.Builder) []int {
+			followedAt5(b)
+			hwEv(b, 1, 5, 8, 1, 8)
+			b.Add(history.Event{Kind: history.KindNodeStart, Node: 1})
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1)
+			hwEv(b, 1, 0, 3, 2, 3)
+			hwEv(b, 2, 0, 5, 1, 8)
+			hwEv(b, 1, 3, 4, 2, 4)
+			return nil
+		}},
 		{name: "leader's later moves missing (trimmed history): not judged", want: Valid, build: func(b *hb.Builder) []int {
 			followedAt5(b)
 			hwEv(b, 2, 0, 7, 1, 8)
