@@ -14,65 +14,63 @@ import (
 // An instrumented node process that runs for a moment leaves counters in
 // its node directory although it never reaches ZooKeeper, and Merge turns
 // them into coverage.json: some blocks reached (flag parsing, start-up),
-// most not. Without the instrumentation nothing is left to merge.
+// most not.
 func TestMergeWhatANodeProcessReached(t *testing.T) {
-	for _, instrumented := range []bool{true, false} {
-		var flags []string
-		name := "kafkanode-plain-test"
-		if instrumented {
-			flags, name = BuildFlags(), "kafkanode-cover-test"
+	bin, err := docker.BuildGoBinary(t.Context(), "./cmd/kafkanode", "kafkanode-cover-test", BuildFlags()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := t.TempDir()
+	node := filepath.Join(run, "nodes", "n1")
+	if err := Prepare(node); err != nil {
+		t.Fatal(err)
+	}
+	// A short connect timeout: the process only has to start and
+	// give up (its exit writes the counters), and each run's wait
+	// is time every `go test -short` pays.
+	cmd := exec.CommandContext(t.Context(), bin, "--id=1", "--zk=127.0.0.1:1", "--zk-connect-timeout=300ms",
+		"--listen=127.0.0.1:0", "--advertised=127.0.0.1:9092", "--admin-listen=off",
+		"--data-dir="+filepath.Join(node, "data"), "--event-log=")
+	cmd.Env = os.Environ()
+	for k, v := range Env(node) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("the node started without ZooKeeper:\n%s", out)
+	}
+	s, err := Merge(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Blocks == 0 || s.Covered == 0 || s.Covered >= s.Blocks || len(s.Reached) != s.Covered {
+		t.Fatalf("coverage %d of %d blocks, %d named", s.Covered, s.Blocks, len(s.Reached))
+	}
+	var config bool
+	for _, p := range s.Packages {
+		if strings.HasSuffix(p.Path, "node/config") && p.Covered > 0 {
+			config = true
 		}
-		bin, err := docker.BuildGoBinary(t.Context(), "./cmd/kafkanode", name, flags...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := t.TempDir()
-		node := filepath.Join(run, "nodes", "n1")
-		if err := Prepare(node); err != nil {
-			t.Fatal(err)
-		}
-		// A short connect timeout: the process only has to start and
-		// give up (its exit writes the counters), and each run's wait
-		// is time every `go test -short` pays.
-		cmd := exec.CommandContext(t.Context(), bin, "--id=1", "--zk=127.0.0.1:1", "--zk-connect-timeout=300ms",
-			"--listen=127.0.0.1:0", "--advertised=127.0.0.1:9092", "--admin-listen=off",
-			"--data-dir="+filepath.Join(node, "data"), "--event-log=")
-		cmd.Env = os.Environ()
-		for k, v := range Env(node) {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		if out, err := cmd.CombinedOutput(); err == nil {
-			t.Fatalf("the node started without ZooKeeper:\n%s", out)
-		}
-		s, err := Merge(t.Context(), run)
-		if !instrumented {
-			if !errors.Is(err, ErrNoCoverage) {
-				t.Fatalf("uninstrumented build: %v, want ErrNoCoverage", err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Blocks == 0 || s.Covered == 0 || s.Covered >= s.Blocks || len(s.Reached) != s.Covered {
-			t.Fatalf("coverage %d of %d blocks, %d named", s.Covered, s.Blocks, len(s.Reached))
-		}
-		var config bool
-		for _, p := range s.Packages {
-			if strings.HasSuffix(p.Path, "node/config") && p.Covered > 0 {
-				config = true
-			}
-		}
-		if !config {
-			t.Errorf("flag parsing (node/config) not reached: %+v", s.Packages)
-		}
-		back, err := Read(run)
-		if err != nil || back.Covered != s.Covered || back.Blocks != s.Blocks {
-			t.Fatalf("read back %d of %d (%v), merged %d of %d", back.Covered, back.Blocks, err, s.Covered, s.Blocks)
-		}
+	}
+	if !config {
+		t.Errorf("flag parsing (node/config) not reached: %+v", s.Packages)
+	}
+	back, err := Read(run)
+	if err != nil || back.Covered != s.Covered || back.Blocks != s.Blocks {
+		t.Fatalf("read back %d of %d (%v), merged %d of %d", back.Covered, back.Blocks, err, s.Covered, s.Blocks)
 	}
 }
 
+// A run whose nodes left no counters (a plain build, or no process ran)
+// has nothing to merge, and Merge says so by ErrNoCoverage.
+func TestMergeWithoutCounters(t *testing.T) {
+	run := t.TempDir()
+	if err := Prepare(filepath.Join(run, "nodes", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(t.Context(), run); !errors.Is(err, ErrNoCoverage) {
+		t.Fatalf("Merge of a run without counters: %v, want ErrNoCoverage", err)
+	}
+}
 func TestParseTextFmt(t *testing.T) {
 	tests := []struct {
 		name, profile   string

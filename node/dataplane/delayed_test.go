@@ -39,8 +39,9 @@ func TestAcksAllAfterLeadershipLoss(t *testing.T) {
 			m.cfg.Proposals = tt.proposals
 			lead(t, m, 0, 1, 2) // follower 2 never fetches: the produce waits
 			done := make(chan *kmsg.ProduceResponseTopicPartition)
-			// A produce still waiting is judged at 1 s and then times out
-			// on its own at 3 s; the others are answered at once.
+			// A produce still waiting is judged at 1 s, then answered by
+			// leadership going; the others are answered at once, never by
+			// their 3 s timeout.
 			go func() { done <- produce(m, 0, -1, 3*time.Second, batch("v")) }()
 			p := m.get(history.TP("t", 0))
 			eventually(t, "appended", func() bool { return p.log.LogEndOffset() == 1 })
@@ -69,7 +70,13 @@ func TestAcksAllAfterLeadershipLoss(t *testing.T) {
 				if role != history.RoleLeader {
 					t.Fatalf("role %s after a StopReplica without delete, want leader", role)
 				}
-				<-done
+				// Leadership going now answers it, as it would have at once.
+				if err := m.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ISR: []int32{2}, Replicas: []int32{1, 2, 3}}); err != nil {
+					t.Fatal(err)
+				}
+				if r := <-done; r.ErrorCode != kerr.NotLeaderForPartition.Code {
+					t.Fatalf("error %d after leadership went, want %d", r.ErrorCode, kerr.NotLeaderForPartition.Code)
+				}
 			}
 		})
 	}
