@@ -97,7 +97,8 @@ func TestWatch(t *testing.T) {
 	tests := []struct {
 		name string
 		// owner does what the owner does; the watch then runs for
-		// 4 graces (plus the first contact) before reaped is checked.
+		// 4 graces (plus the first contact) from its start before reaped
+		// is checked.
 		owner  func(t *testing.T, sock string)
 		reaped bool
 	}{
@@ -127,21 +128,33 @@ func TestWatch(t *testing.T) {
 			b.Close()
 		}, true},
 	}
-	for _, tt := range tests {
+	// Every case watches its own socket at once, and all share one wait:
+	// subtests marked parallel would run two at a time on a 2-core machine
+	// (-parallel is GOMAXPROCS), and the wait is most of each case.
+	type started struct {
+		rc   *reapCounter
+		wait func() error
+		end  time.Time
+	}
+	runs := make([]started, len(tests))
+	for i, tt := range tests {
+		rc := newReapCounter()
+		sock, wait := watching(t, context.Background(), rc.reap)
+		runs[i] = started{rc, wait, time.Now().Add(firstContact + 4*grace)}
+		tt.owner(t, sock)
+	}
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // each its own socket; mostly waiting out graces
-			rc := newReapCounter()
-			sock, wait := watching(t, context.Background(), rc.reap)
-			tt.owner(t, sock)
+			r := runs[i]
 			select {
-			case <-rc.first:
-			case <-time.After(firstContact + 4*grace):
+			case <-r.rc.first:
+			case <-time.After(time.Until(r.end)):
 			}
-			if got := rc.calls() > 0; got != tt.reaped {
+			if got := r.rc.calls() > 0; got != tt.reaped {
 				t.Fatalf("reaped = %v, want %v", got, tt.reaped)
 			}
 			if tt.reaped {
-				if err := wait(); err != nil {
+				if err := r.wait(); err != nil {
 					t.Fatalf("Watch: %v", err)
 				}
 			}
