@@ -142,9 +142,9 @@ func (m *Manager) Produce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Re
 				op.ErrorCode = kerr.InvalidTopicException.Code
 				continue
 			}
-			p := m.get(history.TP(rt.Topic, rp.Partition))
+			p, code := m.hosted(history.TP(rt.Topic, rp.Partition))
 			if p == nil {
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				op.ErrorCode = code
 				continue
 			}
 			if h, ok := storage.PeekHeader(rp.Records); ok && h.IsControl() {
@@ -370,13 +370,13 @@ func (m *Manager) Fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respon
 			out := &resp.Topics[ti].Partitions[pi]
 			*out = kmsg.NewFetchResponseTopicPartition()
 			out.Partition, out.HighWatermark, out.LastStableOffset, out.LogStartOffset = in.Partition, -1, -1, -1
-			p := m.get(history.TP(rt.Topic, in.Partition))
+			p, code := m.hosted(history.TP(rt.Topic, in.Partition))
 			if p == nil {
-				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				out.ErrorCode = code
 				continue
 			}
 			p.mu.Lock()
-			code := p.leaderCheckLocked(in.CurrentLeaderEpoch)
+			code = p.leaderCheckLocked(in.CurrentLeaderEpoch)
 			if replica && in.CurrentLeaderEpoch >= 0 && in.CurrentLeaderEpoch != p.leaderEpoch {
 				// The KIP-320 check had something to judge: the harness
 				// counts these as the fetch-leader-epoch fence's inputs.
@@ -544,13 +544,18 @@ func waitAny(ctx context.Context, chans []chan struct{}, deadline time.Time) boo
 }
 
 // answerLocked is the part of a one-partition answer ListOffsets and
-// OffsetForLeaderEpoch share: UnknownTopicOrPartition for a partition this
-// broker does not have, else answer's error code, answer run under the
-// partition's lock.
-func (m *Manager) answerLocked(tp history.TopicPartition, answer func(p *partition) int16) int16 {
-	p := m.get(tp)
+// OffsetForLeaderEpoch share: hosted's error for a partition this process
+// does not host, else answer's error code, answer run under the
+// partition's lock. anyLog serves a log loaded at start-up that no
+// LeaderAndIsr has put in memory yet: the debugging replica id's
+// ListOffsets, which only the node's query-leo election (not Kafka's) asks.
+func (m *Manager) answerLocked(tp history.TopicPartition, anyLog bool, answer func(p *partition) int16) int16 {
+	p, code := m.hosted(tp)
+	if p == nil && anyLog {
+		p = m.get(tp)
+	}
 	if p == nil {
-		return kerr.UnknownTopicOrPartition.Code
+		return code
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -573,7 +578,7 @@ func (m *Manager) ListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewListOffsetsResponseTopicPartition()
 			op.Partition, op.Timestamp, op.Offset, op.LeaderEpoch = rp.Partition, -1, -1, -1
-			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), func(p *partition) int16 {
+			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), req.ReplicaID == debuggingReplicaID, func(p *partition) int16 {
 				consumer := req.ReplicaID == -1
 				op.ErrorCode = p.localLogCheckLocked(rp.CurrentLeaderEpoch, req.ReplicaID != debuggingReplicaID)
 				if op.ErrorCode == 0 {
@@ -631,7 +636,7 @@ func (m *Manager) OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) km
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition, op.LeaderEpoch, op.EndOffset = rp.Partition, -1, -1
-			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), func(p *partition) int16 {
+			op.ErrorCode = m.answerLocked(history.TP(rt.Topic, rp.Partition), false, func(p *partition) int16 {
 				op.ErrorCode = p.leaderCheckLocked(rp.CurrentLeaderEpoch)
 				if op.ErrorCode == 0 {
 					op.LeaderEpoch, op.EndOffset = p.log.EndOffsetFor(rp.LeaderEpoch)

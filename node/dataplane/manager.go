@@ -54,6 +54,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"os"
 	"slices"
 	"sort"
@@ -249,6 +250,31 @@ func (m *Manager) get(tp history.TopicPartition) *partition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.parts[tp]
+}
+
+// hosted is ReplicaManager.getPartitionOrError with expectLeader, as a
+// client's or follower's Produce, Fetch, ListOffsets and
+// OffsetForLeaderEpoch find their partition: only one a LeaderAndIsr of
+// this process put in memory is hosted (Kafka's allPartitions; a log its
+// LogManager loaded at start-up is not, until then). Otherwise the answer
+// is NOT_LEADER_FOR_PARTITION when the metadata cache knows the partition,
+// which sends the client to refresh its metadata and find the leader, and
+// UNKNOWN_TOPIC_OR_PARTITION when it does not.
+func (m *Manager) hosted(tp history.TopicPartition) (*partition, int16) {
+	if p := m.get(tp); p != nil {
+		p.mu.Lock()
+		in := p.inMemory
+		p.mu.Unlock()
+		if in {
+			return p, 0
+		}
+	}
+	if m.meta != nil {
+		if _, ok := m.meta.Partition(tp); ok {
+			return nil, kerr.NotLeaderForPartition.Code
+		}
+	}
+	return nil, kerr.UnknownTopicOrPartition.Code
 }
 
 func (m *Manager) getOrCreate(tp history.TopicPartition) (*partition, error) {
