@@ -95,3 +95,76 @@ func TestISRWriteCheckReadWaitsForTheConnection(t *testing.T) {
 		})
 	}
 }
+
+// movedStore keeps one partition state znode that the controller has
+// rewritten since the leader's last LeaderAndIsr: its version is ahead of
+// the leader's cached zkVersion.
+type movedStore struct {
+	mu   sync.Mutex
+	data []byte
+	ver  int32
+	sets int
+}
+
+func (s *movedStore) set(_ context.Context, _ string, data []byte, ver int32) (*zk.Stat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sets++
+	if ver != s.ver {
+		return nil, zk.ErrBadVersion
+	}
+	s.data, s.ver = data, s.ver+1
+	return &zk.Stat{Version: s.ver}, nil
+}
+
+func (s *movedStore) get(context.Context, string) ([]byte, *zk.Stat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.data), &zk.Stat{Version: s.ver}, nil
+}
+
+func (s *movedStore) createSequential(_ context.Context, path string, _ []byte) (string, error) {
+	return path + "0000000000", nil
+}
+
+func (s *movedStore) sessionID() int64                  { return 1 }
+func (s *movedStore) waitSession(context.Context) error { return nil }
+func (s *movedStore) requestTimeout() time.Duration     { return 20 * time.Millisecond }
+
+// A leader's ISR write that meets BADVERSION and finds another state in
+// ZooKeeper leaves that state alone: ReplicationUtils.updateLeaderAndIsr
+// fails, Partition keeps its ISR and zkVersion ("cached zkVersion not equal
+// to that in zookeeper, skip updating ISR") and waits for the controller's
+// LeaderAndIsr. The znode holds a newer leader decision (a higher leader
+// epoch); writing again at the version read would put the leader's older
+// epoch back over it.
+func TestISRWriteMeetingTheControllersStateKeepsIt(t *testing.T) {
+	tests := []struct {
+		name       string
+		controller zkdata.PartitionState
+	}{
+		{"controller elected another leader", zkdata.PartitionState{Leader: 2, LeaderEpoch: 4, ControllerEpoch: 1, ISR: []int32{2}}},
+		{"controller removed the same follower", zkdata.PartitionState{Leader: 1, LeaderEpoch: 4, ControllerEpoch: 1, ISR: []int32{1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, t.TempDir(), nil, 1)
+			want := zkdata.EncodePartitionState(tt.controller)
+			store := &movedStore{data: slices.Clone(want), ver: 1} // the leader caches zkVersion 0
+			m.testISRStore = store
+			lead(t, m, 0, 1, 2)
+			produce(m, 0, 1, time.Second, batch("a")) // follower 2 is behind
+			p := m.get(history.TP("t", 0))
+			p.maybeShrinkISR(time.Now().Add(2 * m.cfg.LagTime))
+			if store.sets != 1 || !slices.Equal(store.data, want) {
+				t.Fatalf("after %d writes ZooKeeper holds %s, want the controller's %s untouched", store.sets, store.data, want)
+			}
+			p.mu.Lock()
+			isr, ver := slices.Clone(p.isr), p.zkVersion
+			p.mu.Unlock()
+			if !slices.Equal(isr, []int32{1, 2}) || ver != 0 {
+				t.Fatalf("leader's ISR %v at zkVersion %d, want [1 2] at 0 until the controller's LeaderAndIsr", isr, ver)
+			}
+		})
+	}
+}
