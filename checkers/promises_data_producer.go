@@ -37,7 +37,12 @@ const (
 // leaders' role changes | three findings: (1) a leader appends a batch of a
 // producer id and epoch with the same sequences again, at another offset,
 // although its own log held the first copy (its own append, or records of
-// that leader epoch it replicated and did not cut since); (2) a client
+// that leader epoch it replicated and did not cut since; a leader that
+// crash-lose-unflushed cut below its own appends and that refills the same
+// epoch from there writes another lineage, whose records at those offsets
+// are not the first copy, and Kafka, whose producer state went with the
+// cut, accepts the resend of an unknown producer at any sequence:
+// ProducerAppendInfo.checkSequence); (2) a client
 // process whose produce was appended under a new producer id although it
 // had no unknown outcome, after its previous produce to that partition was
 // acknowledged (franz-go takes a new producer id only after a leader
@@ -62,9 +67,11 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
 	w := &producerWalk{
 		r: r, t0: firstTime(h),
-		reached: map[nodeTP]map[int32]offsetMark{},
+		reached: map[nodeTP]map[lineage]offsetMark{},
 		tail:    map[nodeTP]int32{},
-		seen:    map[producerSeqKey]*history.Event{},
+		ends:    map[epochOf]int64{},
+		refills: map[epochOf][]int64{},
+		seen:    map[producerSeqKey]seenBatch{},
 		apps:    map[producerValue][]*history.Event{},
 		roles:   map[history.TopicPartition][]*history.Event{},
 		starts:  map[int32][]int64{},
@@ -98,6 +105,7 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 		case history.KindProduceAppend:
 			a := e.Append
 			k := nodeTP{a.TP(), e.Node}
+			w.refilled(a)
 			if ep, ok := w.tail[k]; ok && ep != a.LeaderEpoch {
 				w.reach(k, ep, a.BaseOffset, e) // the log end the lineage reached
 			}
@@ -120,6 +128,8 @@ func (c ProducerContinuity) Check(h *history.History) Result {
 	r.detail("producer_resets_judged", w.resets)
 	r.detail("refusals_judged", w.refusals)
 	r.detail("not_judged_deposed_leader", w.unjudged)
+	r.detail("refilled_leader_epochs", w.refillCount)
+	r.detail("resends_of_refilled_batches", w.refilledDups)
 	return r.result(fmt.Sprintf("no leader appended again an idempotent batch its own log held (%d idempotent appends), and no client's producer sequence was refused after its previous produce to the partition was acknowledged (%d not judged: a deposed leader still led in its own view).", w.appends, w.unjudged))
 }
 
@@ -135,10 +145,20 @@ type producerWalk struct {
 	// truncation (KIP-101), and keeps it when it leads a later epoch until
 	// its first append there: tail[replica] is the lineage its log end
 	// holds, and every showing of its log end counts for that lineage.
-	reached map[nodeTP]map[int32]offsetMark
+	reached map[nodeTP]map[lineage]offsetMark
 	tail    map[nodeTP]int32
+	// A leader epoch names one lineage only while its leader's log is
+	// not cut below what it appended: crash-lose-unflushed can empty the
+	// leader's log, and a controller that fails over with that broker
+	// alive keeps its epoch (PartitionStateMachine.initializePartitionState
+	// puts it Online, no election), so the leader appends other batches at
+	// the same offsets of the same epoch. ends[tp, epoch] is the end of
+	// the leader's appends in the epoch's current lineage; refills[tp,
+	// epoch] the offset each refill began at, one more lineage each.
+	ends    map[epochOf]int64
+	refills map[epochOf][]int64
 
-	seen   map[producerSeqKey]*history.Event
+	seen   map[producerSeqKey]seenBatch
 	apps   map[producerValue][]*history.Event // each value's appends, in history order
 	roles  map[history.TopicPartition][]*history.Event
 	starts map[int32][]int64
@@ -147,6 +167,63 @@ type producerWalk struct {
 	quorum *quorumLosses
 
 	dups, appends, resets, refusals, unjudged int
+	refillCount, refilledDups                 int
+}
+
+// epochOf is a partition's leader epoch.
+type epochOf struct {
+	tp    history.TopicPartition
+	epoch int32
+}
+
+// lineage is a leader epoch's records as one run of its leader's appends
+// wrote them: gen counts the refills before it.
+type lineage struct {
+	epoch int32
+	gen   int
+}
+
+// seenBatch is an idempotent batch's latest append and its lineage.
+type seenBatch struct {
+	e   *history.Event
+	gen int
+}
+
+// gen is the current lineage of tp's leader epoch.
+func (w *producerWalk) gen(tp history.TopicPartition, epoch int32) int {
+	return len(w.refills[epochOf{tp, epoch}])
+}
+
+// refilled notes a leader append a, starting a new lineage of its epoch
+// when it lands below the end of the epoch's earlier appends.
+func (w *producerWalk) refilled(a *history.Append) {
+	k := epochOf{a.TP(), a.LeaderEpoch}
+	if end, ok := w.ends[k]; ok && a.BaseOffset < end {
+		w.refills[k] = append(w.refills[k], a.BaseOffset)
+		w.refillCount++
+		w.ends[k] = a.LastOffset + 1
+		return
+	}
+	w.ends[k] = max(w.ends[k], a.LastOffset+1)
+}
+
+// heldFrom is how far replica k's log held the records of epoch's
+// lineage gen at offset off: that lineage's own mark, or a later
+// lineage's when every refill since began above off (the records below a
+// refill are the same in both).
+func (w *producerWalk) heldFrom(k nodeTP, epoch int32, gen int, off int64) (offsetMark, bool) {
+	refills := w.refills[epochOf{k.tp, epoch}]
+	var best offsetMark
+	found := false
+	for g := gen; g <= len(refills); g++ {
+		if g > gen && refills[g-1] <= off {
+			break
+		}
+		if m, ok := w.reached[k][lineage{epoch, g}]; ok && (!found || m.off > best.off) {
+			best, found = m, true
+		}
+	}
+	return best, found
 }
 
 // producerSeqKey is one idempotent batch: partition, producer and sequences.
@@ -167,11 +244,12 @@ type producerValue struct {
 func (w *producerWalk) reach(k nodeTP, epoch int32, leo int64, e *history.Event) {
 	m := w.reached[k]
 	if m == nil {
-		m = map[int32]offsetMark{}
+		m = map[lineage]offsetMark{}
 		w.reached[k] = m
 	}
-	if cur, ok := m[epoch]; !ok || leo > cur.off {
-		m[epoch] = offsetMark{off: leo, idx: e.Index, time: e.Time}
+	l := lineage{epoch, w.gen(k.tp, epoch)}
+	if cur, ok := m[l]; !ok || leo > cur.off {
+		m[l] = offsetMark{off: leo, idx: e.Index, time: e.Time}
 	}
 }
 
@@ -189,15 +267,20 @@ func (w *producerWalk) checkDup(e *history.Event) {
 	}
 	w.appends++
 	k := producerSeqKey{a.TP(), a.Producer.ID, a.Producer.Epoch, a.Producer.FirstSeq, a.Producer.LastSeq}
-	prev, ok := w.seen[k]
-	w.seen[k] = e // later copies are judged against the latest
+	s, ok := w.seen[k]
+	prev := s.e
+	// later copies are judged against the latest
+	w.seen[k] = seenBatch{e, w.gen(a.TP(), a.LeaderEpoch)}
 	if !ok || prev.Append.BaseOffset == a.BaseOffset {
 		return
 	}
 	// The appending leader's own log held the first copy: its
-	// own append, or replicated while it followed that epoch.
-	held, ok := w.reached[nodeTP{a.TP(), e.Node}][prev.Append.LeaderEpoch]
+	// own append, or replicated while it followed that epoch's lineage.
+	held, ok := w.heldFrom(nodeTP{a.TP(), e.Node}, prev.Append.LeaderEpoch, s.gen, prev.Append.LastOffset)
 	if !ok || held.off <= prev.Append.LastOffset {
+		if w.gen(prev.Append.TP(), prev.Append.LeaderEpoch) > s.gen {
+			w.refilledDups++ // the first copy's lineage was refilled
+		}
 		return // the first copy may be gone from this leader's log
 	}
 	w.dups++

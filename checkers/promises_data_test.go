@@ -316,6 +316,54 @@ func TestProducerContinuity(t *testing.T) {
 			pAppend(b, 2, 5, 5, 2, pbatch(7, 3))
 			return nil
 		}},
+		// refilled: broker 1's log of t-0 is cut by crash-lose-unflushed
+		// from 6 to cut and, leading leader epoch 1 again (a controller
+		// failover keeps the epoch of a leader that is alive), it appends
+		// producer 8's sequences at offsets cut..8 of the same epoch.
+		{name: "the leader's crash-cut log refilled at the same leader epoch", want: Valid, build: func(b *hb.Builder) []int {
+			appendedOn1(b)
+			truncEv(b, 1, 6, 0, 1, "crash-lose-unflushed")
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			for off := int64(0); off <= 8; off++ {
+				pAppend(b, 1, off, off, 1, pbatch(8, int32(off)))
+			}
+			pAppend(b, 1, 9, 9, 1, pbatch(7, 3))
+			return nil
+		}},
+		{name: "a crash cut above the batch leaves it in the refilled log", want: Invalid,
+			explain: "appended producer 7 (epoch 0) sequences 3..3 to t-0 at offset 9", build: func(b *hb.Builder) []int {
+				first := appendedOn1(b)
+				truncEv(b, 1, 7, 6, 1, "crash-lose-unflushed")
+				roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+				var held int
+				for off := int64(6); off <= 8; off++ {
+					held = pAppend(b, 1, off, off, 1, pbatch(8, int32(off)))
+				}
+				again := pAppend(b, 1, 9, 9, 1, pbatch(7, 3))
+				return []int{first, held, again}
+			}},
+		{name: "a follower replicated the epoch's records before its leader refilled them", want: Invalid,
+			explain: "appended producer 7 (epoch 0) sequences 3..3 to t-0 at offset 9", build: func(b *hb.Builder) []int {
+				first := appendedOn1(b)
+				held := hwEv(b, 2, 5, 6, 1, 9)
+				truncEv(b, 1, 9, 0, 1, "crash-lose-unflushed")
+				pAppend(b, 1, 0, 0, 1, pbatch(8, 0))
+				roleEv(b, 2, history.RoleLeader, 2, 2, 2)
+				again := pAppend(b, 2, 9, 9, 2, pbatch(7, 3))
+				return []int{first, held, again}
+			}},
+		{name: "a follower replicated only the refilled records of the epoch", want: Valid, build: func(b *hb.Builder) []int {
+			appendedOn1(b)
+			hwEv(b, 2, 2, 3, 1, 3)
+			truncEv(b, 1, 6, 0, 1, "crash-lose-unflushed")
+			for off := int64(0); off <= 8; off++ {
+				pAppend(b, 1, off, off, 1, pbatch(8, int32(off)))
+			}
+			hwEv(b, 2, 3, 9, 1, 9)
+			roleEv(b, 2, history.RoleLeader, 2, 2, 2)
+			pAppend(b, 2, 9, 9, 2, pbatch(7, 3))
+			return nil
+		}},
 		{name: "a group coordinator's TxnOffsetCommit batches repeat sequence 0", want: Valid, build: func(b *hb.Builder) []int {
 			for _, base := range []int64{3, 4} {
 				b.Add(history.Event{Kind: history.KindProduceAppend, Node: 1, Append: &history.Append{Topic: history.GroupMetadataTopic,
