@@ -12,11 +12,15 @@ import (
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
 
-// lostAnswerStore keeps one partition state znode. The first write lands
-// but its answer is lost with the connection; the first getLosses reads
-// lose their connection too. The session stays the same throughout.
-type lostAnswerStore struct {
-	getLosses int
+// oneZnodeStore keeps one partition state znode for a leader's ISR writes.
+// With loseFirstSet the first write lands but its answer is lost with the
+// connection; the first getLosses reads lose their connection too. The
+// session stays the same throughout. Set ver ahead of the leader's cached
+// zkVersion for a znode the controller has rewritten since the leader's
+// last LeaderAndIsr.
+type oneZnodeStore struct {
+	loseFirstSet bool
+	getLosses    int
 
 	mu   sync.Mutex
 	data []byte
@@ -25,7 +29,7 @@ type lostAnswerStore struct {
 	gets int
 }
 
-func (s *lostAnswerStore) set(_ context.Context, _ string, data []byte, ver int32) (*zk.Stat, error) {
+func (s *oneZnodeStore) set(_ context.Context, _ string, data []byte, ver int32) (*zk.Stat, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sets++
@@ -33,13 +37,13 @@ func (s *lostAnswerStore) set(_ context.Context, _ string, data []byte, ver int3
 		return nil, zk.ErrBadVersion
 	}
 	s.data, s.ver = data, s.ver+1
-	if s.sets == 1 {
+	if s.loseFirstSet && s.sets == 1 {
 		return nil, zk.ErrConnectionClosed
 	}
 	return &zk.Stat{Version: s.ver}, nil
 }
 
-func (s *lostAnswerStore) get(context.Context, string) ([]byte, *zk.Stat, error) {
+func (s *oneZnodeStore) get(context.Context, string) ([]byte, *zk.Stat, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets++
@@ -49,13 +53,13 @@ func (s *lostAnswerStore) get(context.Context, string) ([]byte, *zk.Stat, error)
 	return slices.Clone(s.data), &zk.Stat{Version: s.ver}, nil
 }
 
-func (s *lostAnswerStore) createSequential(_ context.Context, path string, _ []byte) (string, error) {
+func (s *oneZnodeStore) createSequential(_ context.Context, path string, _ []byte) (string, error) {
 	return path + "0000000000", nil
 }
 
-func (s *lostAnswerStore) sessionID() int64                  { return 1 }
-func (s *lostAnswerStore) waitSession(context.Context) error { return nil }
-func (s *lostAnswerStore) requestTimeout() time.Duration     { return 20 * time.Millisecond }
+func (s *oneZnodeStore) sessionID() int64                  { return 1 }
+func (s *oneZnodeStore) waitSession(context.Context) error { return nil }
+func (s *oneZnodeStore) requestTimeout() time.Duration     { return 20 * time.Millisecond }
 
 // A leader's ISR write that landed but whose answer was lost is resent by
 // retryRequestsUntilConnected and meets BADVERSION; Kafka 2.6.3's
@@ -76,7 +80,7 @@ func TestISRWriteCheckReadWaitsForTheConnection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newManager(t, t.TempDir(), nil, 1)
-			store := &lostAnswerStore{getLosses: tt.getLosses}
+			store := &oneZnodeStore{loseFirstSet: true, getLosses: tt.getLosses}
 			m.testISRStore = store
 			lead(t, m, 0, 1, 2)
 			produce(m, 0, 1, time.Second, batch("a")) // follower 2 is behind
@@ -95,41 +99,6 @@ func TestISRWriteCheckReadWaitsForTheConnection(t *testing.T) {
 		})
 	}
 }
-
-// movedStore keeps one partition state znode that the controller has
-// rewritten since the leader's last LeaderAndIsr: its version is ahead of
-// the leader's cached zkVersion.
-type movedStore struct {
-	mu   sync.Mutex
-	data []byte
-	ver  int32
-	sets int
-}
-
-func (s *movedStore) set(_ context.Context, _ string, data []byte, ver int32) (*zk.Stat, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sets++
-	if ver != s.ver {
-		return nil, zk.ErrBadVersion
-	}
-	s.data, s.ver = data, s.ver+1
-	return &zk.Stat{Version: s.ver}, nil
-}
-
-func (s *movedStore) get(context.Context, string) ([]byte, *zk.Stat, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.data), &zk.Stat{Version: s.ver}, nil
-}
-
-func (s *movedStore) createSequential(_ context.Context, path string, _ []byte) (string, error) {
-	return path + "0000000000", nil
-}
-
-func (s *movedStore) sessionID() int64                  { return 1 }
-func (s *movedStore) waitSession(context.Context) error { return nil }
-func (s *movedStore) requestTimeout() time.Duration     { return 20 * time.Millisecond }
 
 // A leader's ISR write that meets BADVERSION and finds another state in
 // ZooKeeper leaves that state alone: ReplicationUtils.updateLeaderAndIsr
@@ -150,7 +119,7 @@ func TestISRWriteMeetingTheControllersStateKeepsIt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newManager(t, t.TempDir(), nil, 1)
 			want := zkdata.EncodePartitionState(tt.controller)
-			store := &movedStore{data: slices.Clone(want), ver: 1} // the leader caches zkVersion 0
+			store := &oneZnodeStore{data: slices.Clone(want), ver: 1} // the leader caches zkVersion 0
 			m.testISRStore = store
 			lead(t, m, 0, 1, 2)
 			produce(m, 0, 1, time.Second, batch("a")) // follower 2 is behind
