@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/zkdial"
 	"github.com/zkchaos/zkchaos/zklayout"
 )
 
@@ -41,8 +42,8 @@ type Watcher struct {
 func WatchZK(ctx context.Context, servers []string, sessionTimeout time.Duration, w *history.Writer) (*Watcher, error) {
 	wt := &Watcher{ctx: ctx, w: w, watched: map[string]bool{}}
 	// As ZooKeeper's Java client bounds a connection attempt.
-	handshake := sessionTimeout / time.Duration(max(len(servers), 1))
-	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(boundedHandshake(handshake)), zk.WithEventCallback(func(e zk.Event) {
+	handshake := zkdial.Handshake(sessionTimeout, len(servers))
+	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(zkdial.BoundedHandshake(handshake)), zk.WithEventCallback(func(e zk.Event) {
 		if e.Type == zk.EventSession {
 			w.Write(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: "/", Type: history.WatchState, SessionState: e.State.String()}})
 		}

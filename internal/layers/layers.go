@@ -23,7 +23,7 @@ const Module = "github.com/zkchaos/zkchaos"
 // Stack is the harness side, lowest layer first. Paths are relative to
 // Module; "x/..." means x and everything under it.
 var Stack = [][]string{
-	{"internal/ctxsleep", "internal/hugepage", "internal/sizes", "internal/wanterr", "internal/wanttext", "internal/worknames", "internal/zkcall", "mutants", "schedule", "zklayout", "nodecover"},
+	{"internal/ctxsleep", "internal/hugepage", "internal/sizes", "internal/wanterr", "internal/wanttext", "internal/worknames", "internal/zkcall", "internal/zkdial", "mutants", "schedule", "zklayout", "nodecover"},
 	{"history", "docker", "reaper", "fourletter", "internal/dockertest", "internal/layers", "zklayout/zkio"},
 	{"history/historytest", "linearize", "observer", "workloads", "nemesis", "cmd/reaper"},
 	{"checkers", "shrink", "faults", "history/historytest/gen1m"},
@@ -38,8 +38,9 @@ var Stack = [][]string{
 // NodeWorld is the system under test: it may import itself and Shared only.
 var NodeWorld = []string{"node/...", "cmd/kafkanode"}
 
-// Shared is what both sides may import: the event schema.
-var Shared = []string{"history"}
+// Shared is what both sides may import: the event schema, and the
+// ZooKeeper handshake bound both sides' clients take from the Java client.
+var Shared = []string{"history", "internal/zkdial"}
 
 // Forbidden are imports the rules single out, checked over every
 // dependency (not only direct ones) by the test: pkg → what it must never

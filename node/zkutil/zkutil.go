@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/zkdial"
 )
 
 // ErrTimeout means a call did not return within the request timeout: its
@@ -47,7 +48,12 @@ func Connect(servers []string, sessionTimeout, requestTimeout time.Duration) (*S
 	conn, _, err := zk.Connect(servers, sessionTimeout,
 		zk.WithLogger(quietLogger{}),
 		zk.WithEventCallback(s.dispatch),
-		zk.WithHostProvider(newStartProvider(firstRoundPause)))
+		zk.WithHostProvider(newStartProvider(firstRoundPause)),
+		// A Kafka broker's Java client gives a server session timeout /
+		// servers to answer the handshake, then tries the next; without
+		// the bound a broker that reached a stopped server waited 20 s
+		// (go-zookeeper's ten read timeouts at a 3 s session).
+		zk.WithDialer(zkdial.BoundedHandshake(zkdial.Handshake(sessionTimeout, len(servers)))))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper connect %v: %w", servers, err)
 	}

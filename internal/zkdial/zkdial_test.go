@@ -1,4 +1,4 @@
-package observer
+package zkdial
 
 import (
 	"net"
@@ -11,7 +11,7 @@ import (
 )
 
 // A server that takes the connection and never answers the handshake (a
-// ZooKeeper server stopped by a fault) holds the watcher's session attempt
+// ZooKeeper server stopped by a fault) holds a client's session attempt
 // for the bound, not for go-zookeeper's ten read timeouts (66 s here).
 func TestBoundedHandshakeLeavesASilentServer(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
@@ -45,7 +45,7 @@ func TestBoundedHandshakeLeavesASilentServer(t *testing.T) {
 			(<-held).Close()
 		}
 	})
-	conn, _, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(quiet{}), zk.WithDialer(boundedHandshake(300*time.Millisecond)))
+	conn, _, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(quiet{}), zk.WithDialer(BoundedHandshake(300*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +55,12 @@ func TestBoundedHandshakeLeavesASilentServer(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for accepts.Load() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the watcher's client is still waiting on the silent server after 10 s (%d connection attempts)", accepts.Load())
+			t.Fatalf("the client is still waiting on the silent server after 10 s (%d connection attempts)", accepts.Load())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}

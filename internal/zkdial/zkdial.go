@@ -1,4 +1,8 @@
-package observer
+// Package zkdial bounds a go-zookeeper session handshake as ZooKeeper's
+// Java client does. Both sides use it: the node program's brokers (whose
+// Kafka counterparts run the Java client) and the harness's watcher. It
+// owns the dialer and nothing else; it imports no project package.
+package zkdial
 
 import (
 	"net"
@@ -8,14 +12,16 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// boundedHandshake is a go-zookeeper dialer whose connections give the
+// BoundedHandshake is a go-zookeeper dialer whose connections give the
 // session handshake at most limit. go-zookeeper waits for a server's
-// answer to its connect request for ten read timeouts (66 s at the
-// watcher's 10 s session timeout): a server that took the connection and
-// never answered (stopped or stalled by a fault) once kept the watcher
-// blind for 67 s, while ZooKeeper's Java client gives up after the session
-// timeout divided by the number of servers and tries the next.
-func boundedHandshake(limit time.Duration) zk.Dialer {
+// answer to its connect request for ten read timeouts (20 s at a 3 s
+// session, 66 s at 10 s): a server that took the connection and never
+// answered (stopped or stalled by a fault) once kept the harness's watcher
+// blind for 67 s, and kept a broker from its session long after Kafka's
+// would have moved on, while ZooKeeper's Java client gives up after the
+// session timeout divided by the number of servers (ClientCnxn's
+// connectTimeout) and tries the next. Handshake gives that limit.
+func BoundedHandshake(limit time.Duration) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := net.DialTimeout(network, address, timeout)
 		if err != nil {
@@ -62,4 +68,10 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Handshake is the Java client's connect timeout for a session of
+// sessionTimeout over servers servers: sessionTimeout / servers.
+func Handshake(sessionTimeout time.Duration, servers int) time.Duration {
+	return sessionTimeout / time.Duration(max(servers, 1))
 }
