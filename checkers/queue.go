@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -79,6 +80,16 @@ type queueModel struct {
 	// readable, per partition, the offsets holding a readable value,
 	// sorted.
 	readable map[int32][]int64
+	// appended is the first produce_append of each value at its offset:
+	// when a leader put it in its log, which can be long before its send's
+	// completion (a transaction whose end waits for a coordinator).
+	appended map[queuePlace]*history.Event
+}
+
+// queuePlace is a value at an offset of partition key.
+type queuePlace struct {
+	key       int32
+	offset, v int64
 }
 
 // queueModels holds, for each history Run is checking, the builder of its
@@ -100,7 +111,7 @@ func queueModelOf(h *history.History) *queueModel {
 func newQueueModel(h *history.History) *queueModel {
 	m := &queueModel{t0: firstTime(h), ops: history.QueueOperations(h), values: map[int64]*queueValue{},
 		at: map[int32]map[int64]map[int64]*history.Event{}, top: map[int32]*history.Event{},
-		topOffset: map[int32]int64{}, drained: map[int32]int64{}, readable: map[int32][]int64{}}
+		topOffset: map[int32]int64{}, drained: map[int32]int64{}, readable: map[int32][]int64{}, appended: map[queuePlace]*history.Event{}}
 	value := func(v int64, key int32) *queueValue {
 		qv := m.values[v]
 		if qv == nil {
@@ -156,6 +167,7 @@ func newQueueModel(h *history.History) *queueModel {
 			}
 		}
 	}
+	m.appends(h)
 	for key, offs := range m.at {
 		for o, vals := range offs {
 			for v := range vals {
@@ -168,6 +180,37 @@ func newQueueModel(h *history.History) *queueModel {
 		slices.Sort(m.readable[key])
 	}
 	return m
+}
+
+// appends indexes the leaders' appends of the queue topic's values, one
+// value per offset of the batch.
+func (m *queueModel) appends(h *history.History) {
+	for e := range eventsOf(h, history.KindProduceAppend) {
+		a := e.Append
+		if a == nil || a.Topic != m.topic || int64(len(a.Values)) != a.LastOffset-a.BaseOffset+1 {
+			continue
+		}
+		for i, s := range a.Values {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				continue
+			}
+			at := queuePlace{a.Partition, a.BaseOffset + int64(i), v}
+			if m.appended[at] == nil {
+				m.appended[at] = e
+			}
+		}
+	}
+}
+
+// inLog returns the earliest event that shows value v at offset o of
+// partition key in a log: its leader's append when logged before e, else
+// e (an event that showed it there).
+func (m *queueModel) inLog(key int32, o, v int64, e *history.Event) *history.Event {
+	if a := m.appended[queuePlace{key, o, v}]; a != nil && (e == nil || a.Time < e.Time) {
+		return a
+	}
+	return e
 }
 
 // place notes that event e shows value v at offset o of partition key.
