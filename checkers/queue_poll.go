@@ -7,6 +7,7 @@ package checkers
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 
@@ -42,6 +43,16 @@ type pollStream struct {
 	assigned            *history.Event  // the assign's completion
 	last                map[int32]*history.Event
 	lastOffset          map[int32]int64
+	// read is the process's last poll of each partition across its
+	// assignments, where an assigning consumer's next start offset
+	// comes from.
+	read map[int32]polledAt
+}
+
+// polledAt is a poll that returned offset of a partition.
+type polledAt struct {
+	offset int64
+	e      *history.Event
 }
 
 // queueCommit is a commit that may have taken effect.
@@ -62,6 +73,7 @@ func (c QueuePoll) Check(h *history.History) Result {
 	resets := outOfRangeOf(h)
 	quorum := newQuorumLosses(h)
 	streams := map[[2]any]*pollStream{}
+	reads := map[[2]any]map[int32]polledAt{}
 	polls := 0
 	for i := range m.ops {
 		op := &m.ops[i]
@@ -98,6 +110,10 @@ func (c QueuePoll) Check(h *history.History) Result {
 		if st.last == nil {
 			st.last, st.lastOffset = map[int32]*history.Event{}, map[int32]int64{}
 		}
+		if reads[k] == nil {
+			reads[k] = map[int32]polledAt{}
+		}
+		st.read = reads[k]
 		for _, mop := range q.Mops {
 			for _, p := range mop.Polled {
 				polls++
@@ -117,13 +133,15 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 	where := st.describe()
 	prev, seen := st.last[key]
 	last := st.lastOffset[key]
+	before, wasRead := st.read[key]
 	st.last[key], st.lastOffset[key] = e, rec.Offset
+	st.read[key] = polledAt{rec.Offset, e}
 	if seen {
 		switch {
 		case rec.Offset <= last:
 			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s) after offset %d (event %d, %s), %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), last, prev.Index, m.when(prev), where)
-			backwards(r, m, resets, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time)
+			backwards(r, m, resets, quorum, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time, prev.Time)
 		case rec.Offset > last+1:
 			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, skipped,
 				fmt.Sprintf("%s polled offset %d of %s (event %d, %s) and next offset %d (event %d, %s), skipping %s", who(e), last, tp, prev.Index, m.when(prev), rec.Offset, e.Index, m.when(e), m.valuesAt(key, skipped))) {
@@ -152,7 +170,11 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 				listedBack(r, m, b, events, msg, start)
 				return
 			}
-			backwards(r, m, resets, events, msg, tp, start, st.assigned.Time, e.Time)
+			readAt := int64(math.MinInt64)
+			if wasRead && before.offset == start-1 {
+				readAt = before.e.Time
+			}
+			backwards(r, m, resets, quorum, events, msg, tp, start, st.assigned.Time, e.Time, readAt)
 			return
 		}
 	case st.mode == history.QueueSubscribed:
@@ -280,18 +302,60 @@ func (c QueueGroup) Check(h *history.History) Result {
 // answer for the offset the consumer stood at, between from and to, sent it
 // back (the known anomaly KnownDeposedLeaderOutOfRange). An answer from the
 // partition's current leader stays a violation, named in it: that leader's
-// log lost offsets a consumer had been able to read.
-func backwards(r *report, m *queueModel, resets *outOfRange, events []int, msg string, tp history.TopicPartition, at, from, to int64) {
+// log lost offsets a consumer had been able to read; unless crash-lose-
+// unflushed took the offset below the one the consumer stood at (the one it
+// had read, at readAt when known, MinInt64 if not) as a loss of
+// unflushed.go (lostByAnswerer): then Kafka lost it, and the loss names the
+// known anomaly.
+func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, at, from, to, readAt int64) {
 	b, ok := resets.find(tp, at, from, to)
 	switch {
 	case ok && b.successor != nil:
 		r.knownAnomaly(KnownDeposedLeaderOutOfRange, append(events, b.answer.Index, b.successor.Index),
 			"%s: %s, so the consumer reset its position by its reset policy (the log start): the deposed leader, not yet told of its successor, answered by its own shorter log (Kafka's Fetch fences only a consumer that names a newer leader epoch, KIP-320).", msg, b.why(m))
+	case ok && lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m), tp, b.answer, b.answer.ReplicaFetch.LeaderEpoch, at-1, readAt):
 	case ok:
 		r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader's log had lost offsets a consumer had been able to read.", msg, b.why(m))
 	default:
 		r.violate(events, "nonmonotonic poll: %s.", msg)
 	}
+}
+
+// lostByAnswerer reports whether crash-lose-unflushed explains why the
+// broker that gave answer, leading tp at leader epoch epoch, answered a
+// consumer by a log without offset lost (msg says how), which the consumer
+// had read (at readAt; MinInt64 when not known). Either that broker, exposed,
+// led at that epoch as a loss of unflushed.go whose crash of it cut its log
+// of tp at or below lost; or a loss whose crashes all came after the read,
+// one of them cutting lost, elected its exposed leader before the answer,
+// and every later leader descends from that one. If so it names the known
+// anomaly.
+func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, answer *history.Event, epoch int32, lost, readAt int64) bool {
+	if lost < 0 {
+		return false
+	}
+	var x *unflushedExposure
+	loss := quorum.ledBy(tp, answer.Node, epoch)
+	if loss != nil {
+		x = loss.cutBelow(tp, answer.Node, math.MinInt64, lost)
+	}
+	if x == nil && readAt > math.MinInt64 {
+		if loss = quorum.between(tp, readAt, answer.Time); loss != nil {
+			for _, in := range loss.in {
+				if x = loss.cutBelow(tp, in.crash.node, readAt, lost); x != nil {
+					break
+				}
+			}
+		}
+	}
+	if x == nil {
+		return false
+	}
+	cut := x.crash.cuts[tp]
+	who, evs := describeQuorumLoss(loss, m.t0)
+	r.knownAnomaly(loss.name(), append(events, evs...), "%s: broker %d's crash at %s (event %d) had cut its log of %s from offset %d to %d, and after crash-lose-unflushed %s (%s).",
+		msg, x.crash.node, "+"+rel(x.crash.start.Time, m.t0).String(), x.crash.start.Index, tp, cut.From, cut.To, loss.how(), who)
+	return true
 }
 
 // listedBack judges an assignment's first poll below its start offset that a

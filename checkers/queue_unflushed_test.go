@@ -72,3 +72,93 @@ func TestQueueLogUnflushedAppendBeforeAnswer(t *testing.T) {
 		})
 	}
 }
+
+// qcut records the nemesis's cut of node's q-0 log by crash-lose-unflushed.
+func qcut(b *hb.Builder, node int32, from, to int64) int {
+	return b.Add(history.Event{Kind: history.KindTruncation, Source: "nemesis", Node: node, Truncation: &history.Truncation{
+		Topic: "q", Partition: 0, From: from, To: to, Reason: history.TruncationUnflushedLoss}})
+}
+
+// A consumer that read q-0 up to offset 2 and is assigned from 3 reads from
+// the log start after the partition's newest leader answered its fetch
+// OFFSET_OUT_OF_RANGE: crash-lose-unflushed explains it when the answering
+// leader, alone in its ISR, had lost offset 2 in its crash, or when such a
+// loss came after the consumer's read and before the answer of a leader
+// descending from it. A crash that did not cut offset 2, a read after the
+// loss, or an ISR member that kept the offset leave it a violation.
+func TestQueuePollUnflushedOutOfRange(t *testing.T) {
+	qtp := history.TP("q", 0)
+	outOfRange := func(b *hb.Builder, node, epoch int32, offset, leo int64) {
+		b.Add(history.Event{Kind: history.KindReplicaFetch, Node: node, ReplicaFetch: &history.ReplicaFetch{Topic: "q", Partition: 0,
+			Replica: -1, CurrentLeaderEpoch: epoch, LeaderEpoch: epoch, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: offset, LogEndOffset: leo}})
+	}
+	for _, c := range []struct {
+		name      string
+		cutFrom   int64   // the crash's cut of broker 1's log, from cutFrom to 0 (none when 0)
+		isr       []int32 // broker 1's ISR when elected after its restart
+		readAfter bool    // the consumer read offset 2 of the new log after the election
+		answerBy  int32   // broker answering: 1 at leader epoch 1, 2 at leader epoch 2
+		want      Verdict
+		known     string
+		explain   string
+	}{
+		{name: "the exposed leader's answer", cutFrom: 3, isr: []int32{1}, answerBy: 1, want: Valid, known: KnownLostUnflushedISR,
+			explain: "broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0, and after crash-lose-unflushed every member of the ISR its new leader was elected with had lost its unflushed suffix"},
+		{name: "a later leader's answer, the loss after the read", cutFrom: 3, isr: []int32{1}, answerBy: 2, want: Valid, known: KnownLostUnflushedISR,
+			explain: "broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0"},
+		{name: "the crash cut nothing", isr: []int32{1}, answerBy: 1, want: Invalid,
+			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
+		{name: "the crash cut above the offset read", cutFrom: 2, isr: []int32{1}, answerBy: 1, want: Invalid,
+			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
+		{name: "an ISR member kept the offset", cutFrom: 3, isr: []int32{1, 2}, answerBy: 1, want: Invalid,
+			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
+		{name: "a later leader's answer, the read after the loss", cutFrom: 3, isr: []int32{1}, readAfter: true, answerBy: 2, want: Invalid,
+			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 1, 0, 1, 10, 1, 2)
+			qsent(b, 0, 10, 0)
+			qsent(b, 0, 11, 1)
+			qsent(b, 0, 12, 2)
+			qassign(b, "client-1", 1, false, 0, 0)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11, 2, 12))
+			crashUnflushed(b, "f1", "n1")
+			if c.cutFrom > 0 {
+				qcut(b, 1, c.cutFrom, 0)
+			}
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(qtp, 1, 1, 1, 12, c.isr...)
+			qsent(b, 0, 20, 0)
+			qsent(b, 0, 21, 1)
+			qsent(b, 0, 22, 2)
+			epoch := 2
+			if c.readAfter {
+				qassign(b, "client-1", 1, false, 0, 0)
+				qpoll(b, "client-1", 1, ru, assigned(epoch, 0), false, recs(0, 0, 20, 1, 21, 2, 22))
+				epoch++
+			}
+			if c.answerBy == 2 {
+				b.State(qtp, 2, 2, 1, 13, 2, 1)
+			}
+			qassign(b, "client-1", 1, false, 0, 3)
+			outOfRange(b, c.answerBy, c.answerBy, 3, 1)
+			qpoll(b, "client-1", 1, ru, assigned(epoch, 0), false, recs(0, 0, 20))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.known != "" {
+				if len(r.Known) != 1 || r.Known[0].Name != c.known {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, c.known)
+				}
+				text = r.Known[0].Example
+			}
+			if !strings.Contains(text, c.explain) {
+				t.Errorf("%q does not say %q", text, c.explain)
+			}
+		})
+	}
+}
