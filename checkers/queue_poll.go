@@ -5,6 +5,7 @@ package checkers
 // a partition in one generation (queue-group).
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -247,7 +248,9 @@ func committedBefore(cs []queueCommit, t int64) *queueCommit {
 // partition in the same generation, as each member reported its
 // partitions and generation when it polled: the group leader's
 // assignment gives each partition to one member per generation, and a
-// coordinator that hands out a generation number twice breaks that.
+// coordinator that hands out a generation number twice breaks that, except
+// when crash-lose-unflushed took the group's records from its
+// __consumer_offsets partition in between (a known anomaly of unflushed.go).
 type QueueGroup struct{}
 
 // Name implements Checker.
@@ -284,17 +287,63 @@ func (c QueueGroup) Check(h *history.History) Result {
 			}
 		}
 	}
+	var quorum *quorumLosses
+	var parts map[string]int32
 	for _, cl := range order {
 		if len(owners[cl]) < 2 {
 			continue
 		}
 		members := slices.Sorted(maps.Keys(owners[cl]))
 		a, b := owners[cl][members[0]], owners[cl][members[1]]
+		if quorum == nil {
+			quorum, parts = newQuorumLosses(h), groupPartitions(h)
+		}
+		if groupClaimsLost(r, m, quorum, parts, cl.group, owners[cl], fmt.Sprintf("members %q (%s, event %d, %s) and %q (%s, event %d, %s) of group %q both held %s in generation %d",
+			members[0], who(a), a.Index, m.when(a), members[1], who(b), b.Index, m.when(b), cl.group, m.tp(cl.key), cl.gen)) {
+			continue
+		}
 		r.violate([]int{a.Index, b.Index}, "two owners: members %q (%s, event %d, %s) and %q (%s, event %d, %s) of group %q both held %s in generation %d; the group's assignment gives a partition to one member per generation.",
 			members[0], who(a), a.Index, m.when(a), members[1], who(b), b.Index, m.when(b), cl.group, m.tp(cl.key), cl.gen)
 	}
 	r.detail("claims", len(order))
 	return r.result(fmt.Sprintf("no two members of a group held one partition in one generation (%d partition-generation claims).", len(order)))
+}
+
+// groupPartitions maps each group to its __consumer_offsets partition, as
+// its coordinators' answers name it.
+func groupPartitions(h *history.History) map[string]int32 {
+	out := map[string]int32{}
+	for e := range eventsOf(h, history.KindGroupRequest) {
+		if e.Group != nil && e.Group.Group != "" {
+			out[e.Group.Group] = e.Group.Partition
+		}
+	}
+	return out
+}
+
+// groupClaimsLost reports whether crash-lose-unflushed explains members
+// claiming one partition in one generation of group (firsts: each member's
+// first claim, as was says): a loss of the group's __consumer_offsets
+// partition after the first member's first claim whose exposed leader was
+// elected before every other member's first claim. The coordinator
+// loaded the group from that log without the generations it had written
+// (GroupMetadataManager.loadGroupsForPartition) and handed their numbers
+// out again. If so it names the known anomaly.
+func groupClaimsLost(r *report, m *queueModel, quorum *quorumLosses, parts map[string]int32, group string, firsts map[string]*history.Event, was string) bool {
+	p, ok := parts[group]
+	if !ok {
+		return false
+	}
+	claims := slices.SortedFunc(maps.Values(firsts), func(a, b *history.Event) int { return cmp.Compare(a.Time, b.Time) })
+	tp := history.TP(history.GroupMetadataTopic, p)
+	loss := quorum.between(tp, claims[0].Time, claims[1].Time)
+	if loss == nil {
+		return false
+	}
+	who, evs := describeQuorumLoss(loss, m.t0)
+	r.knownAnomaly(loss.name(), append([]int{claims[0].Index, claims[1].Index}, evs...), "%s: crash-lose-unflushed took the group's records from %s between the first member's claim and the other's, so the coordinator loaded the group without the generations it had handed out (GroupMetadataManager.loadGroupsForPartition) and handed their numbers out again; %s (%s).",
+		was, tp, loss.how(), who)
+	return true
 }
 
 // backwards judges a poll that went below where its consumer stood (msg

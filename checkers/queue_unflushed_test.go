@@ -162,3 +162,73 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// A group's coordinator hands out generation 1 again after
+// crash-lose-unflushed took the group's records from every replica of its
+// __consumer_offsets partition the controller could elect (broker 1, alone
+// in the ISR): group-generation and queue-group name it. An ISR member that
+// kept the records, or a crash before the newer generation was handed
+// out, leave it a violation.
+func TestGroupUnflushedLoss(t *testing.T) {
+	co := history.TP(history.GroupMetadataTopic, 0)
+	sync, join := history.GroupAPISync, history.GroupAPIJoin
+	for _, c := range []struct {
+		name       string
+		checker    Checker
+		isr        []int32 // broker 1's ISR when elected after its restart
+		crashFirst bool    // the crash comes before generation 3 is handed out
+		want       Verdict
+		explain    string
+	}{
+		{"group-generation: the records lost", GroupGenerations{}, []int32{1}, false, Valid,
+			`broker 1 answered SyncGroup of group "g" from member "m2" carrying generation 1 without an error (event 11, +10ms), after broker 1 had answered the group at generation 3 (event 2, +0s): crash-lose-unflushed took the group's records from __consumer_offsets-0 in between`},
+		{"group-generation: an ISR member kept them", GroupGenerations{}, []int32{1, 2}, false, Invalid,
+			`broker 1 answered SyncGroup of group "g" from member "m2" carrying generation 1 without an error`},
+		{"group-generation: the crash before the newer generation", GroupGenerations{}, []int32{1}, true, Invalid,
+			`broker 1 answered SyncGroup of group "g" from member "m2" carrying generation 1 without an error`},
+		{"queue-group: the records lost", QueueGroup{}, []int32{1}, false, Valid,
+			`members "m1" (process 1 (client-1), event 5, +10ms) and "m2" (process 2 (client-2), event 13, +10ms) of group "g" both held q-0 in generation 1: crash-lose-unflushed took the group's records from __consumer_offsets-0 between the first member's claim and the other's`},
+		{"queue-group: an ISR member kept them", QueueGroup{}, []int32{1, 2}, false, Invalid,
+			`two owners: members "m1" (process 1 (client-1), event 5) and "m2" (process 2 (client-2), event 13) of group "g" both held q-0 in generation 1`},
+		{"queue-group: the crash before the first claim", QueueGroup{}, []int32{1}, true, Invalid,
+			`two owners: members "m1" (process 1 (client-1)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(co, 1, 0, 1, 10, 1, 2)
+			crash := func() {
+				crashUnflushed(b, "f1", "n1")
+				b.Start(1)
+				restart(b, "f1", "n1")
+				b.State(co, 1, 1, 1, 12, c.isr...)
+			}
+			if c.crashFirst {
+				crash()
+			}
+			groupReq(b, 1, join, "", -1, 1, 0)
+			groupReq(b, 1, join, "m1", -1, 3, 0)
+			groupReq(b, 1, sync, "m1", 3, 3, 0)
+			qpoll(b, "client-1", 1, ru, member("m1", 1, 0), false)
+			if !c.crashFirst {
+				crash()
+			}
+			groupReq(b, 1, join, "m2", -1, 1, 0)
+			groupReq(b, 1, sync, "m2", 1, 1, 0)
+			qpoll(b, "client-2", 2, ru, member("m2", 1, 0), false)
+			r := c.checker.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+				}
+				text = r.Known[0].Example
+			}
+			if !strings.Contains(eventTimes.ReplaceAllString(text, ""), eventTimes.ReplaceAllString(c.explain, "")) {
+				t.Errorf("%q does not say %q", text, c.explain)
+			}
+		})
+	}
+}
