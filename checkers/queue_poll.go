@@ -167,13 +167,13 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 		if rec.Offset < start {
 			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s), below offset %d %s, %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), start, from, where)
-			if b, ok := resets.findListed(tp, start, rec.Offset, st.assigned.Time, e.Time); ok {
-				listedBack(r, m, b, events, msg, start)
-				return
-			}
 			readAt := int64(math.MinInt64)
 			if wasRead && before.offset == start-1 {
 				readAt = before.e.Time
+			}
+			if b, ok := resets.findListed(tp, start, rec.Offset, st.assigned.Time, e.Time); ok {
+				listedBack(r, m, quorum, b, events, msg, start, readAt)
+				return
 			}
 			backwards(r, m, resets, quorum, events, msg, tp, start, st.assigned.Time, e.Time, readAt)
 			return
@@ -411,11 +411,16 @@ func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int
 // ListOffsets answer below it explains: the known anomaly
 // KnownDeposedLeaderListOffsets when the answering broker had been deposed,
 // else a violation naming the answer (the partition's newest leader listed
-// a latest offset below one a consumer had been able to read up to).
-func listedBack(r *report, m *queueModel, b listedBy, events []int, msg string, start int64) {
+// a latest offset below one a consumer had been able to read up to), unless
+// crash-lose-unflushed took offset start-1, which the consumer had read (at
+// readAt when known), as lostByAnswerer says.
+func listedBack(r *report, m *queueModel, quorum *quorumLosses, b listedBy, events []int, msg string, start, readAt int64) {
 	if b.successor != nil {
 		r.knownAnomaly(KnownDeposedLeaderListOffsets, append(events, b.answer.Index, b.successor.Index),
 			"%s: %s: the deposed leader, not yet told of its successor, answered by its own high watermark (ListOffsets fences only a client that names another leader epoch, KIP-320).", msg, b.why(m, start))
+		return
+	}
+	if lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m, start), b.answer.Listed.TP(), b.answer, b.answer.Listed.LeaderEpoch, start-1, readAt) {
 		return
 	}
 	r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader listed a latest offset below one the consumer had been assigned from.", msg, b.why(m, start))

@@ -92,8 +92,13 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 		b.Add(history.Event{Kind: history.KindReplicaFetch, Node: node, ReplicaFetch: &history.ReplicaFetch{Topic: "q", Partition: 0,
 			Replica: -1, CurrentLeaderEpoch: epoch, LeaderEpoch: epoch, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: offset, LogEndOffset: leo}})
 	}
+	listed := func(b *hb.Builder, node, epoch int32, offset int64) {
+		b.Add(history.Event{Kind: history.KindListOffsets, Node: node, Listed: &history.ListOffsets{Topic: "q", Partition: 0,
+			Timestamp: -1, CurrentLeaderEpoch: epoch, LeaderEpoch: epoch, Offset: offset, HighWatermark: offset, LogEndOffset: offset}})
+	}
 	for _, c := range []struct {
 		name      string
+		byList    bool    // the answer is a ListOffsets answer listing the log start
 		cutFrom   int64   // the crash's cut of broker 1's log, from cutFrom to 0 (none when 0)
 		isr       []int32 // broker 1's ISR when elected after its restart
 		readAfter bool    // the consumer read offset 2 of the new log after the election
@@ -106,6 +111,10 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			explain: "broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0, and after crash-lose-unflushed every member of the ISR its new leader was elected with had lost its unflushed suffix"},
 		{name: "a later leader's answer, the loss after the read", cutFrom: 3, isr: []int32{1}, answerBy: 2, want: Valid, known: KnownLostUnflushedISR,
 			explain: "broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0"},
+		{name: "the exposed leader's ListOffsets answer", byList: true, cutFrom: 3, isr: []int32{1}, answerBy: 1, want: Valid, known: KnownLostUnflushedISR,
+			explain: "broker 1 answered the consumer's ListOffsets of q-0 for the latest offset with 0 (event 24, +20ms), its high watermark at leader epoch 1 (the request carried current leader epoch 1), its log ending at 0, and the client moved its start offset 3 down to that listed end: broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0"},
+		{name: "a later leader's ListOffsets answer, the read after the loss", byList: true, cutFrom: 3, isr: []int32{1}, readAfter: true, answerBy: 2, want: Invalid,
+			explain: "the partition's newest leadership, so that leader listed a latest offset below one the consumer had been assigned from"},
 		{name: "the crash cut nothing", isr: []int32{1}, answerBy: 1, want: Invalid,
 			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
 		{name: "the crash cut above the offset read", cutFrom: 2, isr: []int32{1}, answerBy: 1, want: Invalid,
@@ -143,7 +152,11 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 				b.State(qtp, 2, 2, 1, 13, 2, 1)
 			}
 			qassign(b, "client-1", 1, false, 0, 3)
-			outOfRange(b, c.answerBy, c.answerBy, 3, 1)
+			if c.byList {
+				listed(b, c.answerBy, c.answerBy, 0)
+			} else {
+				outOfRange(b, c.answerBy, c.answerBy, 3, 1)
+			}
 			qpoll(b, "client-1", 1, ru, assigned(epoch, 0), false, recs(0, 0, 20))
 			r := QueuePoll{}.Check(b.History())
 			if r.Verdict != c.want {
