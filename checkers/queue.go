@@ -238,6 +238,22 @@ func (m *queueModel) readableIn(key int32, from, to int64) []int64 {
 	return offs[i:j]
 }
 
+// readableBefore reports whether an offset of partition key in [from, to)
+// held a readable value by time t: its leader's append, or a send's answer
+// or a poll that showed it there, came before t. An offset holds other
+// values in other logs after crash-lose-unflushed; only one already there
+// could have been returned by then.
+func (m *queueModel) readableBefore(key int32, from, to, t int64) bool {
+	for _, o := range m.readableIn(key, from, to) {
+		for v, e := range m.at[key][o] {
+			if m.values[v].readable() && m.inLog(key, o, v, e).Time < t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // valuesAt describes the offsets offs of partition key with their values,
 // "offset 4 (value 17), offset 5 (value 23)", at most five.
 func (m *queueModel) valuesAt(key int32, offs []int64) string {

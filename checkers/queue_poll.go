@@ -357,7 +357,7 @@ func groupClaimsLost(r *report, m *queueModel, quorum *quorumLosses, parts map[s
 // unflushed.go (lostByAnswerer): then Kafka lost it, and the loss names the
 // known anomaly.
 func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, at, from, to, readAt int64) {
-	b, ok := resets.find(tp, at, from, to)
+	b, ok := resets.find(tp, at, from, to, func(f, t int64) bool { return !m.readableBefore(tp.Partition, at, f, t) })
 	switch {
 	case ok && b.successor != nil:
 		r.knownAnomaly(KnownDeposedLeaderOutOfRange, append(events, b.answer.Index, b.successor.Index),

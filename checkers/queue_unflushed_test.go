@@ -103,6 +103,8 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 		isr       []int32 // broker 1's ISR when elected after its restart
 		readAfter bool    // the consumer read offset 2 of the new log after the election
 		answerBy  int32   // broker answering: 1 at leader epoch 1, 2 at leader epoch 2
+		fetchAt   int64   // the fetch offset answered (3 when 0)
+		value3    string  // offset 3 holds a readable value: "old" (before the crash), "new" (after the answer)
 		want      Verdict
 		known     string
 		explain   string
@@ -115,6 +117,12 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			explain: "broker 1 answered the consumer's ListOffsets of q-0 for the latest offset with 0 (event 24, +20ms), its high watermark at leader epoch 1 (the request carried current leader epoch 1), its log ending at 0, and the client moved its start offset 3 down to that listed end: broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0"},
 		{name: "a later leader's ListOffsets answer, the read after the loss", byList: true, cutFrom: 3, isr: []int32{1}, readAfter: true, answerBy: 2, want: Invalid,
 			explain: "the partition's newest leadership, so that leader listed a latest offset below one the consumer had been assigned from"},
+		{name: "the answer past offsets of markers", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, want: Valid, known: KnownLostUnflushedISR,
+			explain: "broker 1 answered a consumer fetch of q-0 at offset 5 with OFFSET_OUT_OF_RANGE"},
+		{name: "the answer past offsets of markers, a value there only in the new log", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, value3: "new", want: Valid, known: KnownLostUnflushedISR,
+			explain: "broker 1 answered a consumer fetch of q-0 at offset 5 with OFFSET_OUT_OF_RANGE"},
+		{name: "the answer past a readable value", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, value3: "old", want: Invalid,
+			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 20, event 28, +30ms), below offset 3 it was assigned from (event 25, +30ms), in its assignment 2."},
 		{name: "the crash cut nothing", isr: []int32{1}, answerBy: 1, want: Invalid,
 			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
 		{name: "the crash cut above the offset read", cutFrom: 2, isr: []int32{1}, answerBy: 1, want: Invalid,
@@ -132,6 +140,9 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			qsent(b, 0, 12, 2)
 			qassign(b, "client-1", 1, false, 0, 0)
 			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11, 2, 12))
+			if c.value3 == "old" {
+				qsent(b, 0, 13, 3)
+			}
 			crashUnflushed(b, "f1", "n1")
 			if c.cutFrom > 0 {
 				qcut(b, 1, c.cutFrom, 0)
@@ -155,9 +166,12 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			if c.byList {
 				listed(b, c.answerBy, c.answerBy, 0)
 			} else {
-				outOfRange(b, c.answerBy, c.answerBy, 3, 1)
+				outOfRange(b, c.answerBy, c.answerBy, max(c.fetchAt, 3), 1)
 			}
 			qpoll(b, "client-1", 1, ru, assigned(epoch, 0), false, recs(0, 0, 20))
+			if c.value3 == "new" {
+				qsent(b, 0, 23, 3)
+			}
 			r := QueuePoll{}.Check(b.History())
 			if r.Verdict != c.want {
 				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
