@@ -259,3 +259,56 @@ func TestGroupUnflushedLoss(t *testing.T) {
 		})
 	}
 }
+
+// An offset of q-0 holds two values on either side of a quorum's
+// crash-lose-unflushed (brokers 2 and 1, with broker 3 not yet back) that
+// elected broker 1 between them; an earlier crash (broker 2's, with broker 3)
+// whose exposed broker was elected only after the second value must not hide
+// it. With no election of an exposed broker before the second value the
+// two values stay a violation.
+func TestQueueLogUnflushedEarlierElection(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name     string
+		electOne bool // broker 1, exposed, is elected before the second value
+		want     Verdict
+		explain  string
+	}{
+		{"the loss elected broker 1 before the second value", true, Valid, "offset 0 of q-0 held value 10"},
+		{"no exposed broker elected before the second value", false, Invalid, "inconsistent offsets: offset 0 of q-0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 1, 1, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f1", "n3")
+			b.Start(3)
+			restart(b, "f1", "n3")
+			qsent(b, 0, 10, 0)
+			crashUnflushed(b, "f2", "n2")
+			crashUnflushed(b, "f3", "n1")
+			b.Start(1)
+			restart(b, "f3", "n1")
+			if c.electOne {
+				b.State(qtp, 1, 2, 1, 11, 1)
+			}
+			qsent(b, 0, 20, 0)
+			b.Start(2)
+			restart(b, "f2", "n2")
+			b.State(qtp, 2, 3, 1, 12, 2)
+			r := QueueLog{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			text := r.Explanation
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				}
+				text = r.Known[0].Example
+			}
+			if !strings.Contains(text, c.explain) {
+				t.Errorf("%q does not say %q", text, c.explain)
+			}
+		})
+	}
+}
