@@ -304,9 +304,24 @@ func (m *queueModel) lostBetween(r *report, quorum *quorumLosses, key int32, fir
 // so the poll and the value are of two logs: a poll before the loss read
 // the old log, where those offsets held nothing readable (a transaction's
 // marker, an aborted value), and the value came with the new leader's; a
-// poll after it read the new log, which lost the old value. If so it names
-// the known anomaly.
-func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32, e *history.Event, skipped []int64, was string) bool {
+// poll after it read the new log, which lost the old value. A client hands
+// out records it fetched long before (they wait in its buffer), so the
+// poll's record rec counts for the poll when its leader's append is known:
+// from that append on, the old log held it, and a loss that cut its offset
+// took that log. If so it names the known anomaly.
+func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32, e *history.Event, rec history.QueueRecord, skipped []int64, was string) bool {
+	if m.writtenAfter(r, quorum, key, e, -1, skipped, was) {
+		return true
+	}
+	if a := m.inLog(key, rec.Offset, rec.Value, nil); a != nil && a.Time < e.Time {
+		return m.writtenAfter(r, quorum, key, a, rec.Offset, skipped, was)
+	}
+	return false
+}
+
+// writtenAfter is writtenAfterLoss with the poll's read at event e; a loss
+// must cut offset cut of the log (-1: any loss).
+func (m *queueModel) writtenAfter(r *report, quorum *quorumLosses, key int32, e *history.Event, cut int64, skipped []int64, was string) bool {
 	var loss *unflushedLoss
 	evs := []int{e.Index}
 	for _, o := range skipped {
@@ -314,8 +329,9 @@ func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32
 			if !m.values[v].readable() {
 				continue // an aborted value does not make its offset one to read
 			}
+			pe = m.inLog(key, o, v, pe)
 			l := quorum.between(m.tp(key), min(e.Time, pe.Time), max(e.Time, pe.Time))
-			if l == nil {
+			if l == nil || (cut >= 0 && !l.cuts(m.tp(key), min(e.Time, pe.Time), cut)) {
 				return false
 			}
 			loss = l

@@ -144,7 +144,7 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), last, prev.Index, m.when(prev), where)
 			backwards(r, m, resets, quorum, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time, prev.Time)
 		case rec.Offset > last+1:
-			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, skipped,
+			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, rec, skipped,
 				fmt.Sprintf("%s polled offset %d of %s (event %d, %s) and next offset %d (event %d, %s), skipping %s", who(e), last, tp, prev.Index, m.when(prev), rec.Offset, e.Index, m.when(e), m.valuesAt(key, skipped))) {
 				r.violate([]int{prev.Index, e.Index}, "poll skip: %s polled offset %d of %s (event %d, %s) and next offset %d (value %d, event %d, %s), %s, skipping %s.",
 					who(e), last, tp, prev.Index, m.when(prev), rec.Offset, rec.Value, e.Index, m.when(e), where, m.valuesAt(key, skipped))
@@ -189,7 +189,7 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 		return
 	}
 	if rec.Offset > start {
-		if skipped := m.readableIn(key, start, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, skipped,
+		if skipped := m.readableIn(key, start, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, rec, skipped,
 			fmt.Sprintf("%s began reading %s at offset %d (event %d, %s), above offset %d, skipping %s", who(e), tp, rec.Offset, e.Index, m.when(e), start, m.valuesAt(key, skipped))) {
 			r.violate(events, "poll skip: %s began reading %s at offset %d (value %d, event %d, %s), above offset %d, %s, %s, skipping %s.",
 				who(e), tp, rec.Offset, rec.Value, e.Index, m.when(e), start, from, where, m.valuesAt(key, skipped))

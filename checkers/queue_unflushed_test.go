@@ -312,3 +312,56 @@ func TestQueueLogUnflushedEarlierElection(t *testing.T) {
 		})
 	}
 }
+
+// A poll completes after crash-lose-unflushed with records its client had
+// fetched from the old log before it (offset 2, appended before the crash),
+// skipping offset 1, which held a transaction's marker there and a
+// readable value only in the new leader's log: the two logs explain the
+// skip when the crash cut the polled record's offset. A cut that left that
+// offset, or no append of the polled record, leave it a poll skip.
+func TestQueuePollUnflushedBufferedRecords(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name     string
+		cutFrom  int64 // broker 1's cut, from cutFrom to 0
+		appended bool  // the polled records' appends are logged
+		want     Verdict
+	}{
+		{"the crash cut the polled record", 3, true, Valid},
+		{"the crash cut below the polled record only", 2, true, Invalid},
+		{"no append of the polled records", 3, false, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 1, 0, 1, 10, 1, 2)
+			if c.appended {
+				qappend(b, 1, 0, 0, "10")
+				qappend(b, 1, 0, 2, "12")
+			}
+			qsent(b, 0, 10, 0)
+			qsent(b, 0, 12, 2)
+			qassign(b, "client-1", 1, false, 0, 0)
+			crashUnflushed(b, "f1", "n1")
+			qcut(b, 1, c.cutFrom, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(qtp, 1, 1, 1, 12, 1)
+			qappend(b, 1, 1, 0, "20")
+			qappend(b, 1, 1, 1, "21")
+			qsent(b, 0, 20, 0)
+			qsent(b, 0, 21, 1)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 2, 12))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR || !strings.Contains(r.Known[0].Example, "skipping offset 1 (value 21)") {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+				}
+			} else if !strings.Contains(r.Explanation, "poll skip: process 1 (client-1) polled offset 0 of q-0") {
+				t.Errorf("explanation %q", r.Explanation)
+			}
+		})
+	}
+}

@@ -97,3 +97,14 @@ func (l *unflushedLoss) cutBelow(tp history.TopicPartition, node int32, after, o
 	}
 	return nil
 }
+
+// cuts reports whether a crash of loss l after time after cut tp's log at
+// offset: the log that held it is gone from that broker.
+func (l *unflushedLoss) cuts(tp history.TopicPartition, after, offset int64) bool {
+	for _, x := range l.in {
+		if l.cutBelow(tp, x.crash.node, after, offset) != nil {
+			return true
+		}
+	}
+	return false
+}
