@@ -402,6 +402,9 @@ func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosse
 	case ok:
 		r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader's log had lost offsets a consumer had been able to read.", msg, b.why(m))
 	default:
+		if s, ok := resets.findShort(tp, at, from, to); ok && lostByAnswerer(r, m, quorum, append(events, s.answer.Index), msg+": "+s.why(m), tp, s.answer, s.answer.ReplicaFetch.LeaderEpoch, at-1, readAt) {
+			return
+		}
 		r.violate(events, "nonmonotonic poll: %s.", msg)
 	}
 }
@@ -409,9 +412,9 @@ func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosse
 // lostByAnswerer reports whether crash-lose-unflushed explains why the
 // broker that gave answer, leading tp at leader epoch epoch, answered a
 // consumer by a log without offset lost (msg says how), which the consumer
-// had read (at readAt; MinInt64 when not known). Either that broker, exposed,
-// led at that epoch as a loss of unflushed.go whose crash of it cut its log
-// of tp at or below lost; or a loss whose crashes all came after the read,
+// had read (at readAt; MinInt64 when not known). Either a crash of that
+// broker cut its log of tp at lost and it led at that epoch after, exposed,
+// as a loss of unflushed.go (ledAfterCut); or a loss whose crashes all came after the read,
 // one of them cutting lost, elected its exposed leader before the answer,
 // and every later leader descends from that one. If so it names the known
 // anomaly.
@@ -419,11 +422,7 @@ func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int
 	if lost < 0 {
 		return false
 	}
-	var x *unflushedExposure
-	loss := quorum.ledBy(tp, answer.Node, epoch)
-	if loss != nil {
-		x = loss.cutBelow(tp, answer.Node, math.MinInt64, lost)
-	}
+	loss, x := quorum.ledAfterCut(tp, answer.Node, epoch, lost)
 	if x == nil && readAt > math.MinInt64 {
 		if loss = quorum.between(tp, readAt, answer.Time); loss != nil {
 			for _, in := range loss.in {

@@ -107,6 +107,23 @@ func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64, pas
 	return found, true
 }
 
+// findShort returns the last answer for tp between times from and to at an
+// offset above offset from a leader whose log ended below offset: that
+// leader then answered any fetch at offset so too. The answer names no
+// consumer, and the consumer's own may be missing (a broker logs an answer
+// after sending it, and a crash can cut that short), so it stands for the
+// consumer's only where its leader is known to have lost the offset.
+func (o *outOfRange) findShort(tp history.TopicPartition, offset, from, to int64) (resetBy, bool) {
+	var found resetBy
+	ok := false
+	for _, a := range o.answers[tp] {
+		if f := a.ReplicaFetch; a.Time >= from && a.Time <= to && f.FetchOffset > offset && f.LogEndOffset < offset {
+			found, ok = resetBy{answeredBy{answer: a}}, true
+		}
+	}
+	return found, ok
+}
+
 // successor is the first leadership of tp another broker than answer's took
 // before it at a leader epoch above epoch, the one answer's broker held; nil
 // when there was none.

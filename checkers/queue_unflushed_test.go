@@ -104,6 +104,7 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 		readAfter bool    // the consumer read offset 2 of the new log after the election
 		answerBy  int32   // broker answering: 1 at leader epoch 1, 2 at leader epoch 2
 		fetchAt   int64   // the fetch offset answered (3 when 0)
+		leo       int64   // the answering leader's log end (1 when 0)
 		value3    string  // offset 3 holds a readable value: "old" (before the crash), "new" (after the answer)
 		want      Verdict
 		known     string
@@ -121,8 +122,10 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			explain: "broker 1 answered a consumer fetch of q-0 at offset 5 with OFFSET_OUT_OF_RANGE"},
 		{name: "the answer past offsets of markers, a value there only in the new log", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, value3: "new", want: Valid, known: KnownLostUnflushedISR,
 			explain: "broker 1 answered a consumer fetch of q-0 at offset 5 with OFFSET_OUT_OF_RANGE"},
-		{name: "the answer past a readable value", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, value3: "old", want: Invalid,
+		{name: "the answer past a readable value", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, leo: 4, value3: "old", want: Invalid,
 			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 20, event 28, +30ms), below offset 3 it was assigned from (event 25, +30ms), in its assignment 2."},
+		{name: "another consumer's answer past a readable value, the leader's log ending below the offset", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, value3: "old", want: Valid, known: KnownLostUnflushedISR,
+			explain: "broker 1 answered a consumer fetch of q-0 at offset 5 with OFFSET_OUT_OF_RANGE"},
 		{name: "the crash cut nothing", isr: []int32{1}, answerBy: 1, want: Invalid,
 			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
 		{name: "the crash cut above the offset read", cutFrom: 2, isr: []int32{1}, answerBy: 1, want: Invalid,
@@ -166,7 +169,7 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			if c.byList {
 				listed(b, c.answerBy, c.answerBy, 0)
 			} else {
-				outOfRange(b, c.answerBy, c.answerBy, max(c.fetchAt, 3), 1)
+				outOfRange(b, c.answerBy, c.answerBy, max(c.fetchAt, 3), max(c.leo, 1))
 			}
 			qpoll(b, "client-1", 1, ru, assigned(epoch, 0), false, recs(0, 0, 20))
 			if c.value3 == "new" {
@@ -361,6 +364,60 @@ func TestQueuePollUnflushedBufferedRecords(t *testing.T) {
 				}
 			} else if !strings.Contains(r.Explanation, "poll skip: process 1 (client-1) polled offset 0 of q-0") {
 				t.Errorf("explanation %q", r.Explanation)
+			}
+		})
+	}
+}
+
+// The answering leader crashed twice: the first crash (cutting only offset
+// 0) left it exposed for good (a leader is never taken back into an ISR),
+// the second cut the offset the consumer had read, and after it the broker
+// led again at the same leader epoch, answering the consumer before it
+// logged that. Its later crash, not the loss of the earlier one, took the
+// offset: lost-unflushed-leader. With the second
+// crash cutting nothing the poll stays a violation.
+func TestQueuePollUnflushedLaterCrashOfLeader(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name    string
+		cutFrom int64 // the second crash's cut, from cutFrom to 0 (none when 0)
+		want    Verdict
+	}{
+		{"the second crash cut the offset read", 4, Valid},
+		{"the second crash cut nothing", 0, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 1, 0, 1, 10, 1)
+			crashUnflushed(b, "f1", "n1")
+			qcut(b, 1, 1, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(qtp, 1, 1, 1, 11, 1)
+			for v := int64(0); v < 4; v++ {
+				qsent(b, 0, 10+v, v)
+			}
+			qassign(b, "client-1", 1, false, 0, 0)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11, 2, 12, 3, 13))
+			crashUnflushed(b, "f2", "n1")
+			if c.cutFrom > 0 {
+				qcut(b, 1, c.cutFrom, 0)
+			}
+			b.Start(1)
+			restart(b, "f2", "n1")
+			// The broker answers at the epoch before it logs its role
+			// change for it.
+			b.Add(history.Event{Kind: history.KindReplicaFetch, Node: 1, ReplicaFetch: &history.ReplicaFetch{Topic: "q", Partition: 0,
+				Replica: -1, CurrentLeaderEpoch: 1, LeaderEpoch: 1, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: 4, LogEndOffset: 0}})
+			b.Add(history.Event{Kind: history.KindRoleChange, Node: 1, Role: &history.Role{Topic: "q", Partition: 0, Role: history.RoleLeader, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}}})
+			qsent(b, 0, 20, 0)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 20))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			if c.want == Valid && (len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedLeader) {
+				t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedLeader)
 			}
 		})
 	}

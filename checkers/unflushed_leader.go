@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -107,4 +108,40 @@ func (l *unflushedLoss) cuts(tp history.TopicPartition, after, offset int64) boo
 		}
 	}
 	return false
+}
+
+// ledAfterCut returns a loss in which broker node led tp at leader epoch
+// epoch after a crash of it that cut its log at offset (and that crash's
+// exposure), or nils: the crash took the offset from node's log, and node
+// led at epoch before it had fetched back what it lost, as its leader's
+// loss (leaderLoss), or with a quorum of the replicas exposed at once, or
+// elected from an ISR of exposed brokers only (isrLoss).
+func (q *quorumLosses) ledAfterCut(tp history.TopicPartition, node, epoch int32, offset int64) (*unflushedLoss, *unflushedExposure) {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil, nil
+	}
+	for i := range p.exposures {
+		x := &p.exposures[i]
+		cut := x.crash.cuts[tp]
+		if x.crash.node != node || cut == nil || offset < cut.To || offset >= cut.From {
+			continue
+		}
+		if loss := p.leaderLoss(*x, offset); loss != nil && loss.elected.epoch == epoch {
+			return loss, x
+		}
+		for _, l := range p.leaders {
+			if l.node != node || l.epoch != epoch || l.time < x.crash.start.Time || l.time >= x.until {
+				continue
+			}
+			if in := p.exposedAt(l.time); len(in) >= 2 {
+				return &unflushedLoss{in: in, elected: l}, x
+			}
+			if loss := p.isrLoss(l, math.MinInt64); loss != nil {
+				return loss, x
+			}
+		}
+	}
+	return nil, nil
 }
