@@ -331,7 +331,7 @@ func (m *queueModel) writtenAfter(r *report, quorum *quorumLosses, key int32, e 
 			}
 			pe = m.inLog(key, o, v, pe)
 			l := quorum.between(m.tp(key), min(e.Time, pe.Time), max(e.Time, pe.Time))
-			if l == nil || (cut >= 0 && !l.cuts(m.tp(key), min(e.Time, pe.Time), cut)) {
+			if l == nil || (cut >= 0 && quorum.cutBy(l, m.tp(key), min(e.Time, pe.Time), cut) == nil) {
 				return false
 			}
 			loss = l

@@ -425,11 +425,7 @@ func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int
 	loss, x := quorum.ledAfterCut(tp, answer.Node, epoch, lost)
 	if x == nil && readAt > math.MinInt64 {
 		if loss = quorum.between(tp, readAt, answer.Time); loss != nil {
-			for _, in := range loss.in {
-				if x = loss.cutBelow(tp, in.crash.node, readAt, lost); x != nil {
-					break
-				}
-			}
+			x = quorum.cutBy(loss, tp, readAt, lost)
 		}
 	}
 	if x == nil {

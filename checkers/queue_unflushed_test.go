@@ -422,3 +422,56 @@ func TestQueuePollUnflushedLaterCrashOfLeader(t *testing.T) {
 		})
 	}
 }
+
+// A quorum loss lists broker 1 by an old crash it never fetched back from
+// (it stayed in the ISR), while its later crash, after the consumer's read,
+// cut the offset read; broker 3 then leads a log descending from broker 1's
+// and answers the consumer OFFSET_OUT_OF_RANGE. The later crash is the
+// loss's too: known anomaly. With that crash cutting nothing it stays a
+// violation.
+func TestQueuePollUnflushedLaterCrashInLoss(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name    string
+		cutFrom int64 // broker 1's later cut, from cutFrom to 0 (none when 0)
+		want    Verdict
+	}{
+		{"the later crash cut the offset read", 4, Valid},
+		{"the later crash cut nothing", 0, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 2, 1, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f1", "n1")
+			qcut(b, 1, 1, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			for v := int64(0); v < 4; v++ {
+				qsent(b, 0, 10+v, v)
+			}
+			qassign(b, "client-1", 1, false, 0, 0)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11, 2, 12, 3, 13))
+			crashUnflushed(b, "f2", "n2")
+			crashUnflushed(b, "f3", "n1")
+			if c.cutFrom > 0 {
+				qcut(b, 1, c.cutFrom, 0)
+			}
+			b.Start(1)
+			restart(b, "f3", "n1")
+			b.State(qtp, 1, 2, 1, 12, 1)
+			b.State(qtp, 3, 3, 1, 13, 3, 1)
+			qsent(b, 0, 20, 0)
+			qassign(b, "client-1", 1, false, 0, 4)
+			b.Add(history.Event{Kind: history.KindReplicaFetch, Node: 3, ReplicaFetch: &history.ReplicaFetch{Topic: "q", Partition: 0,
+				Replica: -1, CurrentLeaderEpoch: 3, LeaderEpoch: 3, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: 4, LogEndOffset: 1}})
+			qpoll(b, "client-1", 1, ru, assigned(2, 0), false, recs(0, 0, 20))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			if c.want == Valid && (len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum || !strings.Contains(r.Known[0].Example, "had cut its log of q-0 from offset 4 to 0")) {
+				t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -99,15 +100,27 @@ func (l *unflushedLoss) cutBelow(tp history.TopicPartition, node int32, after, o
 	return nil
 }
 
-// cuts reports whether a crash of loss l after time after cut tp's log at
-// offset: the log that held it is gone from that broker.
-func (l *unflushedLoss) cuts(tp history.TopicPartition, after, offset int64) bool {
-	for _, x := range l.in {
-		if l.cutBelow(tp, x.crash.node, after, offset) != nil {
-			return true
+// cutBy returns a crash of one of loss l's brokers after time after and
+// no later than l's election that cut tp's log at offset, or nil: the log
+// that held it is gone from that broker. It looks past the exposure l
+// lists for a broker (the oldest one in force, which a leader, never taken
+// back into an ISR, keeps) to every crash of it.
+func (q *quorumLosses) cutBy(l *unflushedLoss, tp history.TopicPartition, after, offset int64) *unflushedExposure {
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	for i := range p.exposures {
+		x := &p.exposures[i]
+		t := x.crash.start.Time
+		if t <= after || t > l.elected.time || !slices.ContainsFunc(l.in, func(y unflushedExposure) bool { return y.crash.node == x.crash.node }) {
+			continue
+		}
+		if cut := x.crash.cuts[tp]; cut != nil && cut.To <= offset && offset < cut.From {
+			return x
 		}
 	}
-	return false
+	return nil
 }
 
 // ledAfterCut returns a loss in which broker node led tp at leader epoch
