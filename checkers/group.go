@@ -28,7 +28,9 @@ import (
 // generation above g: a deposed coordinator that still took the old
 // generation's commits; when that coordinator had been deposed (another
 // broker led the partition at a newer leader epoch) and never stored the
-// generation, it is the known anomaly KnownDeposedCoordinatorGeneration. A request that carried no generation (-1: an
+// generation, it is the known anomaly KnownDeposedCoordinatorGeneration; when
+// crash-lose-unflushed took the group's records from its __consumer_offsets
+// partition in between, a known anomaly of unflushed.go. A request that carried no generation (-1: an
 // OffsetCommit of a consumer outside any group, as Kafka allows for an
 // empty group, and a TxnOffsetCommit before v3) is not judged.
 type GroupGenerations struct{}
@@ -69,6 +71,7 @@ func (c GroupGenerations) Check(h *history.History) Result {
 	newest := map[string]newestGen{} // group → the highest generation a coordinator answered it at
 	roles := newCoordinatorRoles()
 	stored := map[nodeGroup]int32{} // the highest generation a SyncGroup succeeded at on a broker
+	quorum := newQuorumLosses(h)
 	judged := 0
 	for e := range eventsOf(h, history.KindGroupRequest, history.KindRoleChange, history.KindNodeStart) {
 		if e.Kind != history.KindGroupRequest {
@@ -94,6 +97,8 @@ func (c GroupGenerations) Check(h *history.History) Result {
 					nodeName(e.Node), g.API, g.Group, g.Member, g.Generation, e.Index, rel(e.Time, t0), n.gen, nodeName(n.ev.Node), n.ev.Group.API, n.ev.Index, rel(n.ev.Time, t0),
 					nodeName(n.ev.Node), n.own.Role.TP(), n.own.Role.LeaderEpoch, n.own.Index, rel(n.own.Time, t0),
 					nodeName(n.succ.Node), n.succ.Role.LeaderEpoch, rel(n.succ.Time, t0), n.succ.Index, n.gen, nodeName(n.ev.Node))
+			case ok && n.gen > g.Generation && groupLost(r, quorum, t0, n.ev, e, fmt.Sprintf("%s answered %s of group %q from member %q carrying generation %d without an error (event %d, +%s), after %s had answered the group at generation %d (event %d, +%s)",
+				nodeName(e.Node), g.API, g.Group, g.Member, g.Generation, e.Index, rel(e.Time, t0), nodeName(n.ev.Node), n.gen, n.ev.Index, rel(n.ev.Time, t0))):
 			case ok && n.gen > g.Generation:
 				r.violate([]int{n.ev.Index, e.Index}, "%s answered %s of group %q from member %q carrying generation %d without an error (event %d, +%s), after %s had answered the group at generation %d (event %d, +%s): a coordinator that lost the group's __consumer_offsets partition no longer takes the old generation's requests, and the new coordinator loads the newer generation from the log (GroupMetadataManager.loadGroupsForPartition).",
 					nodeName(e.Node), g.API, g.Group, g.Member, g.Generation, e.Index, rel(e.Time, t0), nodeName(n.ev.Node), n.gen, n.ev.Index, rel(n.ev.Time, t0))
@@ -106,6 +111,27 @@ func (c GroupGenerations) Check(h *history.History) Result {
 	}
 	r.detail("group_requests_judged", judged)
 	return r.result(fmt.Sprintf("every SyncGroup, Heartbeat, OffsetCommit and TxnOffsetCommit a coordinator accepted (%d) carried the group's generation there, and none an older generation than a coordinator had already answered the group at.", judged))
+}
+
+// groupLost reports whether crash-lose-unflushed explains a group seen at
+// an older generation (event later) after a newer one (event earlier), as
+// was says: a loss of the group's __consumer_offsets partition (later's)
+// whose crashes all came after earlier and whose exposed leader was
+// elected before later. The coordinator loads a group from that log
+// (GroupMetadataManager.loadGroupsForPartition); the records of the newer
+// generation were gone from every replica it could be elected from, so it
+// loaded an older one, or none, and handed the numbers out again. If so
+// it names the known anomaly.
+func groupLost(r *report, quorum *quorumLosses, t0 int64, earlier, later *history.Event, was string) bool {
+	tp := history.TP(history.GroupMetadataTopic, later.Group.Partition)
+	loss := quorum.between(tp, earlier.Time, later.Time)
+	if loss == nil {
+		return false
+	}
+	who, evs := describeQuorumLoss(loss, t0)
+	r.knownAnomaly(loss.name(), append([]int{earlier.Index, later.Index}, evs...), "%s: crash-lose-unflushed took the group's records from %s in between, so its coordinator loaded an older generation, or none, from the log (GroupMetadataManager.loadGroupsForPartition) and handed the numbers out again; %s (%s).",
+		was, tp, loss.how(), who)
+	return true
 }
 
 type nodeGroup struct {

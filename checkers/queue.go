@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -79,6 +80,16 @@ type queueModel struct {
 	// readable, per partition, the offsets holding a readable value,
 	// sorted.
 	readable map[int32][]int64
+	// appended is the first produce_append of each value at its offset:
+	// when a leader put it in its log, which can be long before its send's
+	// completion (a transaction whose end waits for a coordinator).
+	appended map[queuePlace]*history.Event
+}
+
+// queuePlace is a value at an offset of partition key.
+type queuePlace struct {
+	key       int32
+	offset, v int64
 }
 
 // queueModels holds, for each history Run is checking, the builder of its
@@ -100,7 +111,7 @@ func queueModelOf(h *history.History) *queueModel {
 func newQueueModel(h *history.History) *queueModel {
 	m := &queueModel{t0: firstTime(h), ops: history.QueueOperations(h), values: map[int64]*queueValue{},
 		at: map[int32]map[int64]map[int64]*history.Event{}, top: map[int32]*history.Event{},
-		topOffset: map[int32]int64{}, drained: map[int32]int64{}, readable: map[int32][]int64{}}
+		topOffset: map[int32]int64{}, drained: map[int32]int64{}, readable: map[int32][]int64{}, appended: map[queuePlace]*history.Event{}}
 	value := func(v int64, key int32) *queueValue {
 		qv := m.values[v]
 		if qv == nil {
@@ -156,6 +167,7 @@ func newQueueModel(h *history.History) *queueModel {
 			}
 		}
 	}
+	m.appends(h)
 	for key, offs := range m.at {
 		for o, vals := range offs {
 			for v := range vals {
@@ -168,6 +180,37 @@ func newQueueModel(h *history.History) *queueModel {
 		slices.Sort(m.readable[key])
 	}
 	return m
+}
+
+// appends indexes the leaders' appends of the queue topic's values, one
+// value per offset of the batch.
+func (m *queueModel) appends(h *history.History) {
+	for e := range eventsOf(h, history.KindProduceAppend) {
+		a := e.Append
+		if a == nil || a.Topic != m.topic || int64(len(a.Values)) != a.LastOffset-a.BaseOffset+1 {
+			continue
+		}
+		for i, s := range a.Values {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				continue
+			}
+			at := queuePlace{a.Partition, a.BaseOffset + int64(i), v}
+			if m.appended[at] == nil {
+				m.appended[at] = e
+			}
+		}
+	}
+}
+
+// inLog returns the earliest event that shows value v at offset o of
+// partition key in a log: its leader's append when logged before e, else
+// e (an event that showed it there).
+func (m *queueModel) inLog(key int32, o, v int64, e *history.Event) *history.Event {
+	if a := m.appended[queuePlace{key, o, v}]; a != nil && (e == nil || a.Time < e.Time) {
+		return a
+	}
+	return e
 }
 
 // place notes that event e shows value v at offset o of partition key.
@@ -193,6 +236,22 @@ func (m *queueModel) readableIn(key int32, from, to int64) []int64 {
 	i := sort.Search(len(offs), func(i int) bool { return offs[i] >= from })
 	j := sort.Search(len(offs), func(i int) bool { return offs[i] >= to })
 	return offs[i:j]
+}
+
+// readableBefore reports whether an offset of partition key in [from, to)
+// held a readable value by time t: its leader's append, or a send's answer
+// or a poll that showed it there, came before t. An offset holds other
+// values in other logs after crash-lose-unflushed; only one already there
+// could have been returned by then.
+func (m *queueModel) readableBefore(key int32, from, to, t int64) bool {
+	for _, o := range m.readableIn(key, from, to) {
+		for v, e := range m.at[key][o] {
+			if m.values[v].readable() && m.inLog(key, o, v, e).Time < t {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // valuesAt describes the offsets offs of partition key with their values,
@@ -245,9 +304,24 @@ func (m *queueModel) lostBetween(r *report, quorum *quorumLosses, key int32, fir
 // so the poll and the value are of two logs: a poll before the loss read
 // the old log, where those offsets held nothing readable (a transaction's
 // marker, an aborted value), and the value came with the new leader's; a
-// poll after it read the new log, which lost the old value. If so it names
-// the known anomaly.
-func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32, e *history.Event, skipped []int64, was string) bool {
+// poll after it read the new log, which lost the old value. A client hands
+// out records it fetched long before (they wait in its buffer), so the
+// poll's record rec counts for the poll when its leader's append is known:
+// from that append on, the old log held it, and a loss that cut its offset
+// took that log. If so it names the known anomaly.
+func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32, e *history.Event, rec history.QueueRecord, skipped []int64, was string) bool {
+	if m.writtenAfter(r, quorum, key, e, -1, skipped, was) {
+		return true
+	}
+	if a := m.inLog(key, rec.Offset, rec.Value, nil); a != nil && a.Time < e.Time {
+		return m.writtenAfter(r, quorum, key, a, rec.Offset, skipped, was)
+	}
+	return false
+}
+
+// writtenAfter is writtenAfterLoss with the poll's read at event e; a loss
+// must cut offset cut of the log (-1: any loss).
+func (m *queueModel) writtenAfter(r *report, quorum *quorumLosses, key int32, e *history.Event, cut int64, skipped []int64, was string) bool {
 	var loss *unflushedLoss
 	evs := []int{e.Index}
 	for _, o := range skipped {
@@ -255,8 +329,9 @@ func (m *queueModel) writtenAfterLoss(r *report, quorum *quorumLosses, key int32
 			if !m.values[v].readable() {
 				continue // an aborted value does not make its offset one to read
 			}
+			pe = m.inLog(key, o, v, pe)
 			l := quorum.between(m.tp(key), min(e.Time, pe.Time), max(e.Time, pe.Time))
-			if l == nil {
+			if l == nil || (cut >= 0 && quorum.cutBy(l, m.tp(key), min(e.Time, pe.Time), cut) == nil) {
 				return false
 			}
 			loss = l

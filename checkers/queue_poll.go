@@ -5,8 +5,10 @@ package checkers
 // a partition in one generation (queue-group).
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 
@@ -42,6 +44,16 @@ type pollStream struct {
 	assigned            *history.Event  // the assign's completion
 	last                map[int32]*history.Event
 	lastOffset          map[int32]int64
+	// read is the process's last poll of each partition across its
+	// assignments, where an assigning consumer's next start offset
+	// comes from.
+	read map[int32]polledAt
+}
+
+// polledAt is a poll that returned offset of a partition.
+type polledAt struct {
+	offset int64
+	e      *history.Event
 }
 
 // queueCommit is a commit that may have taken effect.
@@ -58,10 +70,11 @@ func (c QueuePoll) Check(h *history.History) Result {
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}
-	commits := queueCommits(m)
+	commits := queueCommits(m, fetchedOffsets(h, m.topic))
 	resets := outOfRangeOf(h)
 	quorum := newQuorumLosses(h)
 	streams := map[[2]any]*pollStream{}
+	reads := map[[2]any]map[int32]polledAt{}
 	polls := 0
 	for i := range m.ops {
 		op := &m.ops[i]
@@ -98,6 +111,10 @@ func (c QueuePoll) Check(h *history.History) Result {
 		if st.last == nil {
 			st.last, st.lastOffset = map[int32]*history.Event{}, map[int32]int64{}
 		}
+		if reads[k] == nil {
+			reads[k] = map[int32]polledAt{}
+		}
+		st.read = reads[k]
 		for _, mop := range q.Mops {
 			for _, p := range mop.Polled {
 				polls++
@@ -117,15 +134,17 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 	where := st.describe()
 	prev, seen := st.last[key]
 	last := st.lastOffset[key]
+	before, wasRead := st.read[key]
 	st.last[key], st.lastOffset[key] = e, rec.Offset
+	st.read[key] = polledAt{rec.Offset, e}
 	if seen {
 		switch {
 		case rec.Offset <= last:
 			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s) after offset %d (event %d, %s), %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), last, prev.Index, m.when(prev), where)
-			backwards(r, m, resets, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time)
+			backwards(r, m, resets, quorum, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time, prev.Time)
 		case rec.Offset > last+1:
-			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, skipped,
+			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, rec, skipped,
 				fmt.Sprintf("%s polled offset %d of %s (event %d, %s) and next offset %d (event %d, %s), skipping %s", who(e), last, tp, prev.Index, m.when(prev), rec.Offset, e.Index, m.when(e), m.valuesAt(key, skipped))) {
 				r.violate([]int{prev.Index, e.Index}, "poll skip: %s polled offset %d of %s (event %d, %s) and next offset %d (value %d, event %d, %s), %s, skipping %s.",
 					who(e), last, tp, prev.Index, m.when(prev), rec.Offset, rec.Value, e.Index, m.when(e), where, m.valuesAt(key, skipped))
@@ -148,11 +167,15 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 		if rec.Offset < start {
 			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s), below offset %d %s, %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), start, from, where)
+			readAt := int64(math.MinInt64)
+			if wasRead && before.offset == start-1 {
+				readAt = before.e.Time
+			}
 			if b, ok := resets.findListed(tp, start, rec.Offset, st.assigned.Time, e.Time); ok {
-				listedBack(r, m, b, events, msg, start)
+				listedBack(r, m, quorum, b, events, msg, start, readAt)
 				return
 			}
-			backwards(r, m, resets, events, msg, tp, start, st.assigned.Time, e.Time)
+			backwards(r, m, resets, quorum, events, msg, tp, start, st.assigned.Time, e.Time, readAt)
 			return
 		}
 	case st.mode == history.QueueSubscribed:
@@ -166,7 +189,7 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 		return
 	}
 	if rec.Offset > start {
-		if skipped := m.readableIn(key, start, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, skipped,
+		if skipped := m.readableIn(key, start, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, rec, skipped,
 			fmt.Sprintf("%s began reading %s at offset %d (event %d, %s), above offset %d, skipping %s", who(e), tp, rec.Offset, e.Index, m.when(e), start, m.valuesAt(key, skipped))) {
 			r.violate(events, "poll skip: %s began reading %s at offset %d (value %d, event %d, %s), above offset %d, %s, %s, skipping %s.",
 				who(e), tp, rec.Offset, rec.Value, e.Index, m.when(e), start, from, where, m.valuesAt(key, skipped))
@@ -183,13 +206,17 @@ func (st *pollStream) describe() string {
 }
 
 // queueCommits lists, per group and partition, the commits that may have
-// taken effect (ok, and info), in invoke order.
-func queueCommits(m *queueModel) map[string]map[int32][]queueCommit {
+// taken effect (ok, and info), in invoke order. A failed commit counts too
+// for each partition whose offset a coordinator's OffsetFetch answer later
+// returned (fetched): the client retries a commit whose connection broke
+// (franz-go, as Kafka's consumer), so the error it reports may answer a
+// retry after an earlier attempt was appended to __consumer_offsets.
+func queueCommits(m *queueModel, fetched map[groupOffset]int64) map[string]map[int32][]queueCommit {
 	out := map[string]map[int32][]queueCommit{}
 	for i := range m.ops {
 		op := &m.ops[i]
 		q := op.Op()
-		if q.F != history.QueueCommit || op.Outcome() == history.OpFail || q.Assignment == nil {
+		if q.F != history.QueueCommit || q.Assignment == nil {
 			continue
 		}
 		e := op.Complete
@@ -202,7 +229,39 @@ func queueCommits(m *queueModel) map[string]map[int32][]queueCommit {
 			out[q.Assignment.Group] = g
 		}
 		for _, o := range q.Offsets {
+			if op.Outcome() == history.OpFail {
+				if t, ok := fetched[groupOffset{q.Assignment.Group, o.Key, o.Offset}]; !ok || t < op.Invoke.Time {
+					continue
+				}
+			}
 			g[o.Key] = append(g[o.Key], queueCommit{at: op.Invoke.Time, offset: o.Offset, e: e})
+		}
+	}
+	return out
+}
+
+// groupOffset is an offset of partition key of the queue topic committed
+// for group.
+type groupOffset struct {
+	group  string
+	key    int32
+	offset int64
+}
+
+// fetchedOffsets returns each offset of topic that a coordinator's
+// OffsetFetch answer returned for a group, with the last such answer's
+// time.
+func fetchedOffsets(h *history.History, topic string) map[groupOffset]int64 {
+	out := map[groupOffset]int64{}
+	for e := range eventsOf(h, history.KindGroupRequest) {
+		g := e.Group
+		if g == nil || g.API != history.GroupAPIOffsetFetch || g.Group == "" {
+			continue
+		}
+		for _, o := range g.Offsets {
+			if o.Topic == topic && o.ErrorCode == 0 && o.Offset >= 0 {
+				out[groupOffset{g.Group, o.Partition, o.Offset}] = e.Time
+			}
 		}
 	}
 	return out
@@ -225,7 +284,9 @@ func committedBefore(cs []queueCommit, t int64) *queueCommit {
 // partition in the same generation, as each member reported its
 // partitions and generation when it polled: the group leader's
 // assignment gives each partition to one member per generation, and a
-// coordinator that hands out a generation number twice breaks that.
+// coordinator that hands out a generation number twice breaks that, except
+// when crash-lose-unflushed took the group's records from its
+// __consumer_offsets partition in between (a known anomaly of unflushed.go).
 type QueueGroup struct{}
 
 // Name implements Checker.
@@ -262,12 +323,21 @@ func (c QueueGroup) Check(h *history.History) Result {
 			}
 		}
 	}
+	var quorum *quorumLosses
+	var parts map[string]int32
 	for _, cl := range order {
 		if len(owners[cl]) < 2 {
 			continue
 		}
 		members := slices.Sorted(maps.Keys(owners[cl]))
 		a, b := owners[cl][members[0]], owners[cl][members[1]]
+		if quorum == nil {
+			quorum, parts = newQuorumLosses(h), groupPartitions(h)
+		}
+		if groupClaimsLost(r, m, quorum, parts, cl.group, owners[cl], fmt.Sprintf("members %q (%s, event %d, %s) and %q (%s, event %d, %s) of group %q both held %s in generation %d",
+			members[0], who(a), a.Index, m.when(a), members[1], who(b), b.Index, m.when(b), cl.group, m.tp(cl.key), cl.gen)) {
+			continue
+		}
 		r.violate([]int{a.Index, b.Index}, "two owners: members %q (%s, event %d, %s) and %q (%s, event %d, %s) of group %q both held %s in generation %d; the group's assignment gives a partition to one member per generation.",
 			members[0], who(a), a.Index, m.when(a), members[1], who(b), b.Index, m.when(b), cl.group, m.tp(cl.key), cl.gen)
 	}
@@ -275,34 +345,113 @@ func (c QueueGroup) Check(h *history.History) Result {
 	return r.result(fmt.Sprintf("no two members of a group held one partition in one generation (%d partition-generation claims).", len(order)))
 }
 
+// groupPartitions maps each group to its __consumer_offsets partition, as
+// its coordinators' answers name it.
+func groupPartitions(h *history.History) map[string]int32 {
+	out := map[string]int32{}
+	for e := range eventsOf(h, history.KindGroupRequest) {
+		if e.Group != nil && e.Group.Group != "" {
+			out[e.Group.Group] = e.Group.Partition
+		}
+	}
+	return out
+}
+
+// groupClaimsLost reports whether crash-lose-unflushed explains members
+// claiming one partition in one generation of group (firsts: each member's
+// first claim, as was says): a loss of the group's __consumer_offsets
+// partition after the first member's first claim whose exposed leader was
+// elected before every other member's first claim. The coordinator
+// loaded the group from that log without the generations it had written
+// (GroupMetadataManager.loadGroupsForPartition) and handed their numbers
+// out again. If so it names the known anomaly.
+func groupClaimsLost(r *report, m *queueModel, quorum *quorumLosses, parts map[string]int32, group string, firsts map[string]*history.Event, was string) bool {
+	p, ok := parts[group]
+	if !ok {
+		return false
+	}
+	claims := slices.SortedFunc(maps.Values(firsts), func(a, b *history.Event) int { return cmp.Compare(a.Time, b.Time) })
+	tp := history.TP(history.GroupMetadataTopic, p)
+	loss := quorum.between(tp, claims[0].Time, claims[1].Time)
+	if loss == nil {
+		return false
+	}
+	who, evs := describeQuorumLoss(loss, m.t0)
+	r.knownAnomaly(loss.name(), append([]int{claims[0].Index, claims[1].Index}, evs...), "%s: crash-lose-unflushed took the group's records from %s between the first member's claim and the other's, so the coordinator loaded the group without the generations it had handed out (GroupMetadataManager.loadGroupsForPartition) and handed their numbers out again; %s (%s).",
+		was, tp, loss.how(), who)
+	return true
+}
+
 // backwards judges a poll that went below where its consumer stood (msg
 // says where): a violation, unless a deposed leader's OFFSET_OUT_OF_RANGE
 // answer for the offset the consumer stood at, between from and to, sent it
 // back (the known anomaly KnownDeposedLeaderOutOfRange). An answer from the
 // partition's current leader stays a violation, named in it: that leader's
-// log lost offsets a consumer had been able to read.
-func backwards(r *report, m *queueModel, resets *outOfRange, events []int, msg string, tp history.TopicPartition, at, from, to int64) {
-	b, ok := resets.find(tp, at, from, to)
+// log lost offsets a consumer had been able to read; unless crash-lose-
+// unflushed took the offset below the one the consumer stood at (the one it
+// had read, at readAt when known, MinInt64 if not) as a loss of
+// unflushed.go (lostByAnswerer): then Kafka lost it, and the loss names the
+// known anomaly.
+func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, at, from, to, readAt int64) {
+	b, ok := resets.find(tp, at, from, to, func(f, t int64) bool { return !m.readableBefore(tp.Partition, at, f, t) })
 	switch {
 	case ok && b.successor != nil:
 		r.knownAnomaly(KnownDeposedLeaderOutOfRange, append(events, b.answer.Index, b.successor.Index),
 			"%s: %s, so the consumer reset its position by its reset policy (the log start): the deposed leader, not yet told of its successor, answered by its own shorter log (Kafka's Fetch fences only a consumer that names a newer leader epoch, KIP-320).", msg, b.why(m))
+	case ok && lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m), tp, b.answer, b.answer.ReplicaFetch.LeaderEpoch, at-1, readAt):
 	case ok:
 		r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader's log had lost offsets a consumer had been able to read.", msg, b.why(m))
 	default:
+		if s, ok := resets.findShort(tp, at, from, to); ok && lostByAnswerer(r, m, quorum, append(events, s.answer.Index), msg+": "+s.why(m), tp, s.answer, s.answer.ReplicaFetch.LeaderEpoch, at-1, readAt) {
+			return
+		}
 		r.violate(events, "nonmonotonic poll: %s.", msg)
 	}
+}
+
+// lostByAnswerer reports whether crash-lose-unflushed explains why the
+// broker that gave answer, leading tp at leader epoch epoch, answered a
+// consumer by a log without offset lost (msg says how), which the consumer
+// had read (at readAt; MinInt64 when not known). Either a crash of that
+// broker cut its log of tp at lost and it led at that epoch after, exposed,
+// as a loss of unflushed.go (ledAfterCut); or a loss whose crashes all came after the read,
+// one of them cutting lost, elected its exposed leader before the answer,
+// and every later leader descends from that one. If so it names the known
+// anomaly.
+func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, answer *history.Event, epoch int32, lost, readAt int64) bool {
+	if lost < 0 {
+		return false
+	}
+	loss, x := quorum.ledAfterCut(tp, answer.Node, epoch, lost)
+	if x == nil && readAt > math.MinInt64 {
+		if loss = quorum.between(tp, readAt, answer.Time); loss != nil {
+			x = quorum.cutBy(loss, tp, readAt, lost)
+		}
+	}
+	if x == nil {
+		return false
+	}
+	cut := x.crash.cuts[tp]
+	who, evs := describeQuorumLoss(loss, m.t0)
+	r.knownAnomaly(loss.name(), append(events, evs...), "%s: broker %d's crash at %s (event %d) had cut its log of %s from offset %d to %d, and after crash-lose-unflushed %s (%s).",
+		msg, x.crash.node, "+"+rel(x.crash.start.Time, m.t0).String(), x.crash.start.Index, tp, cut.From, cut.To, loss.how(), who)
+	return true
 }
 
 // listedBack judges an assignment's first poll below its start offset that a
 // ListOffsets answer below it explains: the known anomaly
 // KnownDeposedLeaderListOffsets when the answering broker had been deposed,
 // else a violation naming the answer (the partition's newest leader listed
-// a latest offset below one a consumer had been able to read up to).
-func listedBack(r *report, m *queueModel, b listedBy, events []int, msg string, start int64) {
+// a latest offset below one a consumer had been able to read up to), unless
+// crash-lose-unflushed took offset start-1, which the consumer had read (at
+// readAt when known), as lostByAnswerer says.
+func listedBack(r *report, m *queueModel, quorum *quorumLosses, b listedBy, events []int, msg string, start, readAt int64) {
 	if b.successor != nil {
 		r.knownAnomaly(KnownDeposedLeaderListOffsets, append(events, b.answer.Index, b.successor.Index),
 			"%s: %s: the deposed leader, not yet told of its successor, answered by its own high watermark (ListOffsets fences only a client that names another leader epoch, KIP-320).", msg, b.why(m, start))
+		return
+	}
+	if lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m, start), b.answer.Listed.TP(), b.answer, b.answer.Listed.LeaderEpoch, start-1, readAt) {
 		return
 	}
 	r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader listed a latest offset below one the consumer had been assigned from.", msg, b.why(m, start))

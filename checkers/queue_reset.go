@@ -86,12 +86,17 @@ func (b answeredBy) deposed(tp history.TopicPartition) string {
 }
 
 // find returns the answer for tp at offset given between times from and
-// to, the last one when there are several.
-func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64) (resetBy, bool) {
+// to, the last one when there are several. An answer at a higher offset
+// counts when passed says the consumer could have moved there from offset
+// by the answer without returning a record: a fetch returns no aborted
+// record to a read_committed consumer and no transaction marker to any,
+// yet moves its position past them.
+func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64, passed func(to, at int64) bool) (resetBy, bool) {
 	var found resetBy
 	ok := false
 	for _, a := range o.answers[tp] {
-		if a.Time >= from && a.Time <= to && a.ReplicaFetch.FetchOffset == offset {
+		f := a.ReplicaFetch.FetchOffset
+		if a.Time >= from && a.Time <= to && (f == offset || (f > offset && passed(f, a.Time))) {
 			found, ok = resetBy{answeredBy{answer: a}}, true
 		}
 	}
@@ -100,6 +105,23 @@ func (o *outOfRange) find(tp history.TopicPartition, offset, from, to int64) (re
 	}
 	found.successor = o.successor(tp, found.answer, found.answer.ReplicaFetch.LeaderEpoch)
 	return found, true
+}
+
+// findShort returns the last answer for tp between times from and to at an
+// offset above offset from a leader whose log ended below offset: that
+// leader then answered any fetch at offset so too. The answer names no
+// consumer, and the consumer's own may be missing (a broker logs an answer
+// after sending it, and a crash can cut that short), so it stands for the
+// consumer's only where its leader is known to have lost the offset.
+func (o *outOfRange) findShort(tp history.TopicPartition, offset, from, to int64) (resetBy, bool) {
+	var found resetBy
+	ok := false
+	for _, a := range o.answers[tp] {
+		if f := a.ReplicaFetch; a.Time >= from && a.Time <= to && f.FetchOffset > offset && f.LogEndOffset < offset {
+			found, ok = resetBy{answeredBy{answer: a}}, true
+		}
+	}
+	return found, ok
 }
 
 // successor is the first leadership of tp another broker than answer's took

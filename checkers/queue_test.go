@@ -452,3 +452,49 @@ func (tc backwardsCase) run(t *testing.T, anomaly string, polled history.QueuePo
 		t.Fatalf("explanation %q does not contain %q", text, tc.explain)
 	}
 }
+
+// A commit the client reports failed can still have taken effect: the
+// client retries a commit whose connection broke, and the error answers the
+// retry. When a coordinator's OffsetFetch later returned its offset, a
+// member that begins there skipped nothing; without that answer, or with
+// one from before the commit, the commit counts for nothing.
+func TestQueuePollFailedCommitFetched(t *testing.T) {
+	fetch := func(b *hb.Builder, offset int64) {
+		b.Add(history.Event{Kind: history.KindGroupRequest, Node: 1, Group: &history.GroupRequest{API: history.GroupAPIOffsetFetch, Group: "g",
+			Generation: -1, GroupGeneration: 2, Offsets: []history.GroupOffset{{Topic: "q", Partition: 0, Offset: offset}}}})
+	}
+	for _, c := range []struct {
+		name    string
+		fetched string // "after" the failed commit, "before" it, or ""
+		want    Verdict
+	}{
+		{"the offset fetched after the commit", "after", Valid},
+		{"no offset fetched", "", Invalid},
+		{"the offset fetched before the commit", "before", Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			for v := int64(0); v < 6; v++ {
+				qsent(b, 0, 10+v, v)
+			}
+			if c.fetched == "before" {
+				fetch(b, 5)
+			}
+			qpoll(b, "client-1", 1, ru, member("m1", 1, 0), false, recs(0, 0, 10, 1, 11, 2, 12))
+			qcommit(b, "client-1", 1, member("m1", 1, 0), history.OpOK, 0, 3)
+			qpoll(b, "client-1", 1, ru, member("m1", 1, 0), false, recs(0, 3, 13, 4, 14))
+			qcommit(b, "client-1", 1, member("m1", 1, 0), history.OpFail, 0, 5)
+			if c.fetched == "after" {
+				fetch(b, 5)
+			}
+			qpoll(b, "client-2", 2, ru, member("m2", 2, 0), false, recs(0, 5, 15))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			if c.want == Invalid && !strings.Contains(r.Explanation, "poll skip: process 2 (client-2) began reading q-0 at offset 5") {
+				t.Errorf("explanation %q", r.Explanation)
+			}
+		})
+	}
+}

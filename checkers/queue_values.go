@@ -59,7 +59,7 @@ func (c QueueLog) Check(h *history.History) Result {
 			}
 			list := slices.Sorted(maps.Keys(vals))
 			a, b := vals[list[0]], vals[list[1]]
-			if m.lostBetween(r, quorum, key, a, b, fmt.Sprintf("offset %d of %s held value %d (%s, event %d, %s) and value %d (%s, event %d, %s)",
+			if m.lostBetween(r, quorum, key, m.inLog(key, o, list[0], a), m.inLog(key, o, list[1], b), fmt.Sprintf("offset %d of %s held value %d (%s, event %d, %s) and value %d (%s, event %d, %s)",
 				o, m.tp(key), list[0], who(a), a.Index, m.when(a), list[1], who(b), b.Index, m.when(b))) {
 				continue
 			}
@@ -102,14 +102,14 @@ func (c QueueLostWrite) Check(h *history.History) Result {
 		end, drained := m.drained[qv.key]
 		tp := m.tp(qv.key)
 		switch {
-		case len(qv.seen) == 0 && drained && m.lostBetween(r, quorum, qv.key, qv.send.Complete, m.drain,
+		case len(qv.seen) == 0 && drained && m.lostBetween(r, quorum, qv.key, m.inLog(qv.key, off, v, qv.send.Complete), m.drain,
 			fmt.Sprintf("value %d, acknowledged at offset %d of %s (event %d, %s), was never polled, though the drain read %s to its end offset %d (event %d, %s)",
 				v, off, tp, qv.send.Complete.Index, m.when(qv.send.Complete), tp, end, m.drain.Index, m.when(m.drain))):
 		case len(qv.seen) == 0 && drained:
 			s := qv.send.Complete
 			r.violate([]int{qv.send.Invoke.Index, s.Index, m.drain.Index}, "lost write: value %d, sent to %s by %s and acknowledged at offset %d (event %d, %s), was never polled, though the drain read %s from offset 0 to its end offset %d (event %d, %s).",
 				v, tp, who(s), off, s.Index, m.when(s), tp, end, m.drain.Index, m.when(m.drain))
-		case len(qv.seen) == 0 && m.topOffset[qv.key] > off && m.lostBetween(r, quorum, qv.key, qv.send.Complete, m.top[qv.key],
+		case len(qv.seen) == 0 && m.topOffset[qv.key] > off && m.lostBetween(r, quorum, qv.key, m.inLog(qv.key, off, v, qv.send.Complete), m.top[qv.key],
 			fmt.Sprintf("value %d, acknowledged at offset %d of %s (event %d, %s), was never polled, though a poll read %s past it (event %d, %s)",
 				v, off, tp, qv.send.Complete.Index, m.when(qv.send.Complete), tp, m.top[qv.key].Index, m.when(m.top[qv.key]))):
 		case len(qv.seen) == 0 && m.topOffset[qv.key] > off:
@@ -118,7 +118,7 @@ func (c QueueLostWrite) Check(h *history.History) Result {
 				v, tp, who(s), off, s.Index, m.when(s), who(t), m.topOffset[qv.key], tp, t.Index, m.when(t))
 		case len(qv.seen) == 0:
 			unverified[qv.key]++
-		case drained && !qv.finalSeen && m.lostBetween(r, quorum, qv.key, firstSeen(qv), m.drain,
+		case drained && !qv.finalSeen && m.lostBetween(r, quorum, qv.key, m.inLog(qv.key, off, v, firstSeen(qv)), m.drain,
 			fmt.Sprintf("value %d at offset %d of %s, polled (event %d, %s), is missing from the drain (event %d, %s)",
 				v, off, tp, firstSeen(qv).Index, m.when(firstSeen(qv)), m.drain.Index, m.when(m.drain))):
 		case drained && !qv.finalSeen:

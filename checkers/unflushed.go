@@ -355,7 +355,10 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 // at the same leader epoch with no election between (leaderLoss); and
 // failing that too, lost-unflushed-elected when such a crash's broker was
 // elected ahead of the ISR members that kept the records (electedLoss).
-func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
+//
+// Only elections before before count: a later loss of the same crashes
+// does not hide an earlier one that explains what was seen before it.
+func (p *unflushedPartition) quorumLoss(invoked, offset, before int64) *unflushedLoss {
 	// A quorum's loss first: it holds whatever ISR the leader got.
 	for _, quorum := range []bool{true, false} {
 		for _, at := range p.exposures {
@@ -368,7 +371,7 @@ func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
 				continue
 			}
 			for _, l := range p.leaders {
-				if l.time < t {
+				if l.time < t || l.time >= before {
 					continue
 				}
 				for _, x := range in {
@@ -389,7 +392,7 @@ func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
 		if x.crash.start.Time <= invoked {
 			continue
 		}
-		if loss := p.leaderLoss(x, offset); loss != nil {
+		if loss := p.leaderLoss(x, offset); loss != nil && loss.elected.time < before {
 			return loss
 		}
 	}
@@ -398,7 +401,7 @@ func (p *unflushedPartition) quorumLoss(invoked, offset int64) *unflushedLoss {
 			continue
 		}
 		for _, l := range p.leaders {
-			if l.node != x.crash.node || l.time < x.crash.start.Time || l.time >= x.until {
+			if l.node != x.crash.node || l.time < x.crash.start.Time || l.time >= x.until || l.time >= before {
 				continue
 			}
 			if loss := p.electedLoss(l, invoked, offset); loss != nil {
@@ -492,7 +495,7 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 	if p == nil {
 		return false
 	}
-	loss := p.quorumLoss(u.h.Events[l.invoke].Time, lr.Offset)
+	loss := p.quorumLoss(u.h.Events[l.invoke].Time, lr.Offset, math.MaxInt64)
 	if loss == nil {
 		return false
 	}
@@ -518,8 +521,8 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 		return false
 	}
 	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
-	loss := p.quorumLoss(first.Time, dv.Offset)
-	if loss == nil || loss.elected.time >= second.Time {
+	loss := p.quorumLoss(first.Time, dv.Offset, second.Time)
+	if loss == nil {
 		return false
 	}
 	who, evs := describeQuorumLoss(loss, u.t0)
@@ -563,11 +566,7 @@ func (q *quorumLosses) between(tp history.TopicPartition, after, before int64) *
 	if p == nil {
 		return nil
 	}
-	l := p.quorumLoss(after, -1)
-	if l == nil || l.elected.time >= before {
-		return nil
-	}
-	return l
+	return p.quorumLoss(after, -1, before)
 }
 
 // isUnflushedLoss reports whether t is the nemesis's record of

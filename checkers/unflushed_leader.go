@@ -2,6 +2,8 @@ package checkers
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -96,4 +98,63 @@ func (l *unflushedLoss) cutBelow(tp history.TopicPartition, node int32, after, o
 		}
 	}
 	return nil
+}
+
+// cutBy returns a crash of one of loss l's brokers after time after and
+// no later than l's election that cut tp's log at offset, or nil: the log
+// that held it is gone from that broker. It looks past the exposure l
+// lists for a broker (the oldest one in force, which a leader, never taken
+// back into an ISR, keeps) to every crash of it.
+func (q *quorumLosses) cutBy(l *unflushedLoss, tp history.TopicPartition, after, offset int64) *unflushedExposure {
+	p := q.parts[tp]
+	if p == nil {
+		return nil
+	}
+	for i := range p.exposures {
+		x := &p.exposures[i]
+		t := x.crash.start.Time
+		if t <= after || t > l.elected.time || !slices.ContainsFunc(l.in, func(y unflushedExposure) bool { return y.crash.node == x.crash.node }) {
+			continue
+		}
+		if cut := x.crash.cuts[tp]; cut != nil && cut.To <= offset && offset < cut.From {
+			return x
+		}
+	}
+	return nil
+}
+
+// ledAfterCut returns a loss in which broker node led tp at leader epoch
+// epoch after a crash of it that cut its log at offset (and that crash's
+// exposure), or nils: the crash took the offset from node's log, and node
+// led at epoch before it had fetched back what it lost, as its leader's
+// loss (leaderLoss), or with a quorum of the replicas exposed at once, or
+// elected from an ISR of exposed brokers only (isrLoss).
+func (q *quorumLosses) ledAfterCut(tp history.TopicPartition, node, epoch int32, offset int64) (*unflushedLoss, *unflushedExposure) {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil, nil
+	}
+	for i := range p.exposures {
+		x := &p.exposures[i]
+		cut := x.crash.cuts[tp]
+		if x.crash.node != node || cut == nil || offset < cut.To || offset >= cut.From {
+			continue
+		}
+		if loss := p.leaderLoss(*x, offset); loss != nil && loss.elected.epoch == epoch {
+			return loss, x
+		}
+		for _, l := range p.leaders {
+			if l.node != node || l.epoch != epoch || l.time < x.crash.start.Time || l.time >= x.until {
+				continue
+			}
+			if in := p.exposedAt(l.time); len(in) >= 2 {
+				return &unflushedLoss{in: in, elected: l}, x
+			}
+			if loss := p.isrLoss(l, math.MinInt64); loss != nil {
+				return loss, x
+			}
+		}
+	}
+	return nil, nil
 }
