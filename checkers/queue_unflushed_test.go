@@ -56,19 +56,7 @@ func TestQueueLogUnflushedAppendBeforeAnswer(t *testing.T) {
 			qop(b, "client-0", done)
 			qsent(b, 0, 20, 0)
 			r := QueueLog{}.Check(b.History())
-			if r.Verdict != c.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
-			}
-			text := r.Explanation
-			if c.want == Valid {
-				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
-					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
-				}
-				text = r.Known[0].Example
-			}
-			if !strings.Contains(text, c.explain) {
-				t.Errorf("%q does not say %q", text, c.explain)
-			}
+			wantFinding(t, r, c.want, KnownLostUnflushedISR, c.explain)
 		})
 	}
 }
@@ -176,19 +164,7 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 				qsent(b, 0, 23, 3)
 			}
 			r := QueuePoll{}.Check(b.History())
-			if r.Verdict != c.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
-			}
-			text := r.Explanation
-			if c.known != "" {
-				if len(r.Known) != 1 || r.Known[0].Name != c.known {
-					t.Fatalf("known anomalies %+v, want %s", r.Known, c.known)
-				}
-				text = r.Known[0].Example
-			}
-			if !strings.Contains(text, c.explain) {
-				t.Errorf("%q does not say %q", text, c.explain)
-			}
+			wantFinding(t, r, c.want, c.known, c.explain)
 		})
 	}
 }
@@ -246,19 +222,7 @@ func TestGroupUnflushedLoss(t *testing.T) {
 			groupReq(b, 1, sync, "m2", 1, 1, 0)
 			qpoll(b, "client-2", 2, ru, member("m2", 1, 0), false)
 			r := c.checker.Check(b.History())
-			if r.Verdict != c.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
-			}
-			text := r.Explanation
-			if c.want == Valid {
-				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
-					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
-				}
-				text = r.Known[0].Example
-			}
-			if !strings.Contains(eventTimes.ReplaceAllString(text, ""), eventTimes.ReplaceAllString(c.explain, "")) {
-				t.Errorf("%q does not say %q", text, c.explain)
-			}
+			wantFinding(t, r, c.want, KnownLostUnflushedISR, c.explain)
 		})
 	}
 }
@@ -299,19 +263,7 @@ func TestQueueLogUnflushedEarlierElection(t *testing.T) {
 			restart(b, "f2", "n2")
 			b.State(qtp, 2, 3, 1, 12, 2)
 			r := QueueLog{}.Check(b.History())
-			if r.Verdict != c.want {
-				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
-			}
-			text := r.Explanation
-			if c.want == Valid {
-				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum {
-					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
-				}
-				text = r.Known[0].Example
-			}
-			if !strings.Contains(text, c.explain) {
-				t.Errorf("%q does not say %q", text, c.explain)
-			}
+			wantFinding(t, r, c.want, KnownLostUnflushedQuorum, c.explain)
 		})
 	}
 }
