@@ -142,7 +142,7 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 		case rec.Offset <= last:
 			msg := fmt.Sprintf("%s polled offset %d of %s (value %d, event %d, %s) after offset %d (event %d, %s), %s",
 				who(e), rec.Offset, tp, rec.Value, e.Index, m.when(e), last, prev.Index, m.when(prev), where)
-			backwards(r, m, resets, quorum, []int{prev.Index, e.Index}, msg, tp, last+1, prev.Time, e.Time, prev.Time)
+			backwards(r, m, resets, quorum, []int{prev.Index, e.Index}, msg, e.Queue.Process, tp, last+1, prev.Time, e.Time, prev.Time)
 		case rec.Offset > last+1:
 			if skipped := m.readableIn(key, last+1, rec.Offset); len(skipped) > 0 && !m.writtenAfterLoss(r, quorum, key, e, rec, skipped,
 				fmt.Sprintf("%s polled offset %d of %s (event %d, %s) and next offset %d (event %d, %s), skipping %s", who(e), last, tp, prev.Index, m.when(prev), rec.Offset, e.Index, m.when(e), m.valuesAt(key, skipped))) {
@@ -175,7 +175,7 @@ func (QueuePoll) judge(r *report, m *queueModel, resets *outOfRange, quorum *quo
 				listedBack(r, m, quorum, b, events, msg, start, readAt)
 				return
 			}
-			backwards(r, m, resets, quorum, events, msg, tp, start, st.assigned.Time, e.Time, readAt)
+			backwards(r, m, resets, quorum, events, msg, e.Queue.Process, tp, start, st.assigned.Time, e.Time, readAt)
 			return
 		}
 	case st.mode == history.QueueSubscribed:
@@ -392,7 +392,7 @@ func groupClaimsLost(r *report, m *queueModel, quorum *quorumLosses, parts map[s
 // had read, at readAt when known, MinInt64 if not) as a loss of
 // unflushed.go (lostByAnswerer): then Kafka lost it, and the loss names the
 // known anomaly.
-func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, at, from, to, readAt int64) {
+func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosses, events []int, msg string, proc int, tp history.TopicPartition, at, from, to, readAt int64) {
 	b, ok := resets.find(tp, at, from, to, func(f, t int64) bool { return !m.readableBefore(tp.Partition, at, f, t) })
 	switch {
 	case ok && b.successor != nil:
@@ -405,8 +405,32 @@ func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosse
 		if s, ok := resets.findShort(tp, at, from, to); ok && lostByAnswerer(r, m, quorum, append(events, s.answer.Index), msg+": "+s.why(m), tp, s.answer, s.answer.ReplicaFetch.LeaderEpoch, at-1, readAt) {
 			return
 		}
+		if reportedLoss(r, m, resets, quorum, events, msg, proc, tp, at, from, to, readAt) {
+			return
+		}
 		r.violate(events, "nonmonotonic poll: %s.", msg)
 	}
+}
+
+// reportedLoss judges a move back that the consumer itself reported as
+// records lost (KIP-320: its OffsetForLeaderEpoch to the partition's leader
+// was answered an end offset below its position, an answer no broker
+// event records): the partition's newest leader when the report came is
+// taken as the answering broker, and crash-lose-unflushed explains it as
+// lostByAnswerer says, or nothing does.
+func reportedLoss(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosses, events []int, msg string, proc int, tp history.TopicPartition, at, from, to, readAt int64) bool {
+	l, ok := resets.findDataLoss(proc, tp.Partition, at, from, to)
+	if !ok {
+		return false
+	}
+	lead, ok := quorum.leaderAt(tp, l.e.Time)
+	if !ok {
+		return false
+	}
+	answer := history.Event{Node: lead.node, Time: l.e.Time, Index: l.e.Index}
+	why := fmt.Sprintf("the client reported records lost (event %d, %s): consumed to offset %d at leader epoch %d, moved to offset %d; broker %d led %s at leader epoch %d then (event %d)",
+		l.e.Index, m.when(l.e), l.d.ConsumedTo, l.d.ConsumedToEpoch, l.d.ResetTo, lead.node, tp, lead.epoch, lead.idx)
+	return lostByAnswerer(r, m, quorum, append(events, l.e.Index, lead.idx), msg+": "+why, tp, &answer, lead.epoch, at-1, readAt)
 }
 
 // lostByAnswerer reports whether crash-lose-unflushed explains why the

@@ -42,12 +42,27 @@ type outOfRange struct {
 	answers map[history.TopicPartition][]*history.Event
 	listed  map[history.TopicPartition][]*history.Event
 	leaders map[history.TopicPartition][]*history.Event
+	// losses are the consumers' own reports of records lost (a poll's
+	// QueueDataLoss), in history order.
+	losses []dataLoss
+}
+
+// dataLoss is one partition of a consumer's report of records lost, on
+// the completion of its poll: no broker event records the
+// OffsetForLeaderEpoch answer behind it.
+type dataLoss struct {
+	e *history.Event
+	d history.QueueDataLoss
 }
 
 func outOfRangeOf(h *history.History) *outOfRange {
 	o := &outOfRange{answers: map[history.TopicPartition][]*history.Event{}, listed: map[history.TopicPartition][]*history.Event{}, leaders: map[history.TopicPartition][]*history.Event{}}
-	for e := range eventsOf(h, history.KindReplicaFetch, history.KindListOffsets, history.KindRoleChange) {
+	for e := range eventsOf(h, history.KindReplicaFetch, history.KindListOffsets, history.KindRoleChange, history.KindQueueOp) {
 		switch {
+		case e.Queue != nil:
+			for _, d := range e.Queue.DataLoss {
+				o.losses = append(o.losses, dataLoss{e: e, d: d})
+			}
 		case e.ReplicaFetch != nil && e.ReplicaFetch.Replica < 0 && e.ReplicaFetch.ErrorCode == history.ErrOffsetOutOfRange:
 			tp := e.ReplicaFetch.TP()
 			o.answers[tp] = append(o.answers[tp], e)
@@ -165,4 +180,18 @@ func (b resetBy) why(m *queueModel) string {
 	a, f := b.answer, b.answer.ReplicaFetch
 	return fmt.Sprintf("broker %d answered a consumer fetch of %s at offset %d with OFFSET_OUT_OF_RANGE (event %d, %s), its log ending at %d at leader epoch %d%s",
 		a.Node, f.TP(), f.FetchOffset, a.Index, m.when(a), f.LogEndOffset, f.LeaderEpoch, b.deposed(f.TP()))
+}
+
+// findDataLoss returns process proc's last report, between times from and
+// to, that it lost records of partition key at offset at: it had consumed
+// to at or past it and moved below it.
+func (o *outOfRange) findDataLoss(proc int, key int32, at, from, to int64) (dataLoss, bool) {
+	var found dataLoss
+	ok := false
+	for _, l := range o.losses {
+		if l.e.Queue.Process == proc && l.d.Key == key && l.e.Time >= from && l.e.Time <= to && l.d.ResetTo < at && l.d.ConsumedTo >= at {
+			found, ok = l, true
+		}
+	}
+	return found, ok
 }

@@ -87,6 +87,7 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		byList    bool    // the answer is a ListOffsets answer listing the log start
+		byReport  bool    // no broker answer: the client reports records lost (KIP-320) and moves to 0
 		cutFrom   int64   // the crash's cut of broker 1's log, from cutFrom to 0 (none when 0)
 		isr       []int32 // broker 1's ISR when elected after its restart
 		readAfter bool    // the consumer read offset 2 of the new log after the election
@@ -114,6 +115,10 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 20, event 28, +30ms), below offset 3 it was assigned from (event 25, +30ms), in its assignment 2."},
 		{name: "another consumer's answer past a readable value, the leader's log ending below the offset", cutFrom: 5, isr: []int32{1}, answerBy: 1, fetchAt: 5, value3: "old", want: Valid, known: KnownLostUnflushedISR,
 			explain: "broker 1 answered a consumer fetch of q-0 at offset 5 with OFFSET_OUT_OF_RANGE"},
+		{name: "the client's own report of records lost, its leader exposed", byReport: true, cutFrom: 3, isr: []int32{1}, answerBy: 1, want: Valid, known: KnownLostUnflushedISR,
+			explain: "the client reported records lost"},
+		{name: "the client's own report of records lost, an ISR member kept the offset", byReport: true, cutFrom: 3, isr: []int32{1, 2}, answerBy: 1, want: Invalid,
+			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0"},
 		{name: "the crash cut nothing", isr: []int32{1}, answerBy: 1, want: Invalid,
 			explain: "the partition's newest leadership, so that leader's log had lost offsets"},
 		{name: "the crash cut above the offset read", cutFrom: 2, isr: []int32{1}, answerBy: 1, want: Invalid,
@@ -154,9 +159,17 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 				b.State(qtp, 2, 2, 1, 13, 2, 1)
 			}
 			qassign(b, "client-1", 1, false, 0, 3)
-			if c.byList {
+			switch {
+			case c.byList:
 				listed(b, c.answerBy, c.answerBy, 0)
-			} else {
+			case c.byReport:
+				inv := history.QueueOp{Type: history.OpInvoke, Process: 1, F: history.QueueTxn, Isolation: ru, Mops: []history.QueueMop{{F: history.MopPoll}}}
+				qop(b, "client-1", inv)
+				done := inv
+				done.Type, done.Assignment, done.Error = history.OpOK, assigned(epoch, 0), "lost records"
+				done.DataLoss = []history.QueueDataLoss{{Key: 0, ConsumedTo: 3, ConsumedToEpoch: 1, ResetTo: 0, ResetToEpoch: 1}}
+				qop(b, "client-1", done)
+			default:
 				outOfRange(b, c.answerBy, c.answerBy, max(c.fetchAt, 3), max(c.leo, 1))
 			}
 			qpoll(b, "client-1", 1, ru, assigned(epoch, 0), false, recs(0, 0, 20))

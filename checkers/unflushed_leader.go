@@ -158,3 +158,21 @@ func (q *quorumLosses) ledAfterCut(tp history.TopicPartition, node, epoch int32,
 	}
 	return nil, nil
 }
+
+// leaderAt is the leadership of tp with the highest leader epoch among
+// those that began at or before t.
+func (q *quorumLosses) leaderAt(tp history.TopicPartition, t int64) (unflushedLeader, bool) {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return unflushedLeader{}, false
+	}
+	var best unflushedLeader
+	ok := false
+	for _, l := range p.leaders {
+		if l.time <= t && (!ok || l.epoch > best.epoch) {
+			best, ok = l, true
+		}
+	}
+	return best, ok
+}

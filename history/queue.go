@@ -82,6 +82,24 @@ type QueueOp struct {
 	Final     bool   `json:"final,omitempty"`
 	Error     string `json:"error,omitempty"`
 	ErrorCode int16  `json:"error_code,omitempty"`
+	// DataLoss, on a poll's completion, is what the client reported it
+	// found lost and where it moved its position for it.
+	DataLoss []QueueDataLoss `json:"data_loss,omitempty"`
+}
+
+// QueueDataLoss is a consumer's own report that records of partition Key
+// were lost: validating its position after a leader change (KIP-320,
+// OffsetForLeaderEpoch to the partition's leader), it was answered an end
+// offset below where it had consumed to, and it moved from ConsumedTo to
+// ResetTo (franz-go's ErrDataLoss). No broker event records that answer.
+type QueueDataLoss struct {
+	_ struct{}
+
+	Key             int32 `json:"key"`
+	ConsumedTo      int64 `json:"consumed_to"`
+	ConsumedToEpoch int32 `json:"consumed_to_epoch"`
+	ResetTo         int64 `json:"reset_to"`
+	ResetToEpoch    int32 `json:"reset_to_epoch"`
 }
 
 // QueueMop is one micro-op: a send of Value to partition Key (Offset set on

@@ -226,10 +226,17 @@ func (c *queueConsumer) poll(ctx context.Context) *history.QueueAssignment {
 	done.Type = history.OpOK
 	done.Mops = []history.QueueMop{{F: history.MopPoll, Polled: polledOf(fs, c.cfg.Topic)}}
 	for _, fe := range fs.Errors() {
-		if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+		if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+			continue
+		}
+		if done.Error == "" {
 			done.Error = fe.Err.Error()
 			noteCode(&done, fe.Err)
-			break
+		}
+		var dl *kgo.ErrDataLoss
+		if errors.As(fe.Err, &dl) && dl.Topic == c.cfg.Topic {
+			done.DataLoss = append(done.DataLoss, history.QueueDataLoss{Key: dl.Partition,
+				ConsumedTo: dl.ConsumedTo, ConsumedToEpoch: dl.ConsumedToEpoch, ResetTo: dl.ResetTo, ResetToEpoch: dl.ResetToEpoch})
 		}
 	}
 	done.Assignment = c.assignment()
