@@ -398,11 +398,11 @@ func backwards(r *report, m *queueModel, resets *outOfRange, quorum *quorumLosse
 	case ok && b.successor != nil:
 		r.knownAnomaly(KnownDeposedLeaderOutOfRange, append(events, b.answer.Index, b.successor.Index),
 			"%s: %s, so the consumer reset its position by its reset policy (the log start): the deposed leader, not yet told of its successor, answered by its own shorter log (Kafka's Fetch fences only a consumer that names a newer leader epoch, KIP-320).", msg, b.why(m))
-	case ok && lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m), tp, b.answer, b.answer.ReplicaFetch.LeaderEpoch, at-1, readAt):
+	case ok && lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m), tp, b.answer.Node, b.answer.Time, b.answer.ReplicaFetch.LeaderEpoch, at-1, readAt):
 	case ok:
 		r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader's log had lost offsets a consumer had been able to read.", msg, b.why(m))
 	default:
-		if s, ok := resets.findShort(tp, at, from, to); ok && lostByAnswerer(r, m, quorum, append(events, s.answer.Index), msg+": "+s.why(m), tp, s.answer, s.answer.ReplicaFetch.LeaderEpoch, at-1, readAt) {
+		if s, ok := resets.findShort(tp, at, from, to); ok && lostByAnswerer(r, m, quorum, append(events, s.answer.Index), msg+": "+s.why(m), tp, s.answer.Node, s.answer.Time, s.answer.ReplicaFetch.LeaderEpoch, at-1, readAt) {
 			return
 		}
 		if reportedLoss(r, m, resets, quorum, events, msg, proc, tp, at, from, to, readAt) {
@@ -427,28 +427,27 @@ func reportedLoss(r *report, m *queueModel, resets *outOfRange, quorum *quorumLo
 	if !ok {
 		return false
 	}
-	answer := history.Event{Node: lead.node, Time: l.e.Time, Index: l.e.Index}
 	why := fmt.Sprintf("the client reported records lost (event %d, %s): consumed to offset %d at leader epoch %d, moved to offset %d; broker %d led %s at leader epoch %d then (event %d)",
 		l.e.Index, m.when(l.e), l.d.ConsumedTo, l.d.ConsumedToEpoch, l.d.ResetTo, lead.node, tp, lead.epoch, lead.idx)
-	return lostByAnswerer(r, m, quorum, append(events, l.e.Index, lead.idx), msg+": "+why, tp, &answer, lead.epoch, at-1, readAt)
+	return lostByAnswerer(r, m, quorum, append(events, l.e.Index, lead.idx), msg+": "+why, tp, lead.node, l.e.Time, lead.epoch, at-1, readAt)
 }
 
-// lostByAnswerer reports whether crash-lose-unflushed explains why the
-// broker that gave answer, leading tp at leader epoch epoch, answered a
-// consumer by a log without offset lost (msg says how), which the consumer
+// lostByAnswerer reports whether crash-lose-unflushed explains why broker
+// node, leading tp at leader epoch epoch, answered a consumer at
+// answeredAt by a log without offset lost (msg says how), which the consumer
 // had read (at readAt; MinInt64 when not known). Either a crash of that
 // broker cut its log of tp at lost and it led at that epoch after, exposed,
 // as a loss of unflushed.go (ledAfterCut); or a loss whose crashes all came after the read,
 // one of them cutting lost, elected its exposed leader before the answer,
 // and every later leader descends from that one. If so it names the known
 // anomaly.
-func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, answer *history.Event, epoch int32, lost, readAt int64) bool {
+func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int, msg string, tp history.TopicPartition, node int32, answeredAt int64, epoch int32, lost, readAt int64) bool {
 	if lost < 0 {
 		return false
 	}
-	loss, x := quorum.ledAfterCut(tp, answer.Node, epoch, lost)
+	loss, x := quorum.ledAfterCut(tp, node, epoch, lost)
 	if x == nil && readAt > math.MinInt64 {
-		if loss = quorum.between(tp, readAt, answer.Time); loss != nil {
+		if loss = quorum.between(tp, readAt, answeredAt); loss != nil {
 			x = quorum.cutBy(loss, tp, readAt, lost)
 		}
 	}
@@ -475,7 +474,7 @@ func listedBack(r *report, m *queueModel, quorum *quorumLosses, b listedBy, even
 			"%s: %s: the deposed leader, not yet told of its successor, answered by its own high watermark (ListOffsets fences only a client that names another leader epoch, KIP-320).", msg, b.why(m, start))
 		return
 	}
-	if lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m, start), b.answer.Listed.TP(), b.answer, b.answer.Listed.LeaderEpoch, start-1, readAt) {
+	if lostByAnswerer(r, m, quorum, append(events, b.answer.Index), msg+": "+b.why(m, start), b.answer.Listed.TP(), b.answer.Node, b.answer.Time, b.answer.Listed.LeaderEpoch, start-1, readAt) {
 		return
 	}
 	r.violate(append(events, b.answer.Index), "nonmonotonic poll: %s: %s, the partition's newest leadership, so that leader listed a latest offset below one the consumer had been assigned from.", msg, b.why(m, start))
