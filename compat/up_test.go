@@ -350,7 +350,15 @@ func TestUpClientsUnderFaults(t *testing.T) {
 	case errors.As(err, &exit) && exit.ExitCode() == 3:
 		t.Logf("chaos check: unknown (exit 3)")
 	default:
-		t.Errorf("chaos check %s: %v:\n%s", u.dir, err, tail(string(out), 4000))
+		// The checkers that found the run invalid first, whole: the tail
+		// alone can cut off the explanation a failure needs.
+		var invalid []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, " invalid ") {
+				invalid = append(invalid, l)
+			}
+		}
+		t.Errorf("chaos check %s: %v:\n%s\n...\n%s", u.dir, err, strings.Join(invalid, "\n"), tail(string(out), 4000))
 	}
 	t.Logf("chaos check: %s", lastLine(string(out)))
 	t.Logf("whole test %s", time.Since(start).Round(time.Millisecond))
