@@ -300,6 +300,12 @@ type Control struct {
 	// broker's receipt pairs with exactly one send.
 	MeantBrokerEpoch int64 `json:"meant_broker_epoch,omitempty"`
 	Attempt          int   `json:"attempt,omitempty"`
+	// Queued (control_sent) is when the controller queued the request, in
+	// Unix nanoseconds: its contents are what the controller knew then,
+	// while the send thread may hand it to the network much later (a
+	// broker that does not answer holds its queue). 0: not recorded
+	// (older histories).
+	Queued int64 `json:"queued,omitempty"`
 }
 
 // ControlPartition is one partition of a control request, with the broker's

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -31,6 +32,13 @@ func (c *Controller) onTopicChange(ctx context.Context) error {
 	return c.onNewPartitions(ctx, tps)
 }
 
+// onISRChange is KafkaController.processIsrChangeNotification: read the
+// notifications, refresh the cached states of the partitions they name from
+// ZooKeeper, tell every live broker, and only then delete exactly the
+// notifications it read (Kafka's finally block). A notification a leader
+// creates meanwhile stays, and the child watch this read set brings it to
+// the next event; deleting whatever is there at the end would drop it
+// unread, and the controller would keep serving the ISR it replaced.
 func (c *Controller) onISRChange(ctx context.Context) error {
 	if !c.active {
 		return nil
@@ -40,6 +48,7 @@ func (c *Controller) onISRChange(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	slices.Sort(kids)
 	var tps []history.TopicPartition
 	for _, k := range kids {
 		p := zkdata.ISRChangePath + "/" + k
@@ -51,19 +60,10 @@ func (c *Controller) onISRChange(ctx context.Context) error {
 				}
 			}
 		}
-		start := time.Now()
-		_, err = c.fenced(ctx, &zk.DeleteRequest{Path: p, Version: -1})
-		c.logWrite(start, p, "delete", !c.cfg.Bugs.On(config.BugKafka532), -1, "", nil, err, c.epoch, c.epochZkVersion)
-		if errors.Is(err, errControllerMoved) {
-			return err
-		}
-	}
-	if len(tps) == 0 {
-		return nil
 	}
 	var refreshed []history.TopicPartition
 	for _, tp := range tps {
-		if _, ok := c.ctx.assign[tp]; !ok {
+		if _, ok := c.ctx.assign[tp]; !ok || slices.Contains(refreshed, tp) {
 			continue
 		}
 		ps, err := c.readState(ctx, tp)
@@ -74,7 +74,37 @@ func (c *Controller) onISRChange(ctx context.Context) error {
 		c.ctx.state[tp] = ps
 		refreshed = append(refreshed, tp)
 	}
-	c.sendUpdateMetadata(brokerIDs(c.ctx.live), refreshed)
+	if len(refreshed) > 0 {
+		c.sendUpdateMetadata(brokerIDs(c.ctx.live), refreshed)
+	}
+	return c.deleteISRChangeNotifications(ctx, kids)
+}
+
+// deleteISRChangeNotifications is KafkaZkClient.deleteIsrChangeNotifications:
+// each named notification (nil: every one there now, as a new controller
+// clears them before it reads every partition's state) is deleted under
+// the epoch fence; one already gone is fine.
+func (c *Controller) deleteISRChangeNotifications(ctx context.Context, kids []string) error {
+	if kids == nil {
+		all, _, err := zkDo(ctx, c, func(conn zkConn) ([]string, error) {
+			all, _, err := conn.Children(zkdata.ISRChangePath)
+			return all, err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("children of %s: %w", zkdata.ISRChangePath, err)
+		}
+		kids = all
+		slices.Sort(kids)
+	}
+	for _, k := range kids {
+		p := zkdata.ISRChangePath + "/" + k
+		start := time.Now()
+		_, err := c.fenced(ctx, &zk.DeleteRequest{Path: p, Version: -1})
+		c.logWrite(start, p, "delete", !c.cfg.Bugs.On(config.BugKafka532), -1, "", nil, err, c.epoch, c.epochZkVersion)
+		if errors.Is(err, errControllerMoved) {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -56,6 +56,9 @@ type sendQueue struct {
 type queued struct {
 	req   kmsg.Request
 	meant int64
+	// at is when the controller queued it: what a request says is what
+	// the controller knew then, however long the send thread holds it.
+	at time.Time
 }
 
 // requester is the connection a send thread uses: *wire.Client, or a fake in
@@ -179,7 +182,7 @@ func (m *channelManager) send(id int32, req kmsg.Request, meant int64) {
 		m.c.log.Printf("no send queue for broker %d: dropping %s", id, kmsg.NameForKey(req.Key()))
 		return
 	}
-	sq.q.push(queued{req: req, meant: meant})
+	sq.q.push(queued{req: req, meant: meant, at: time.Now()})
 }
 
 func (m *channelManager) sendThread(sq *sendQueue) {
@@ -202,7 +205,7 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 		}
 		resent := false
 		for attempt := 1; ; attempt++ {
-			if !m.logSent(sq, req, item.meant, attempt) {
+			if !m.logSent(sq, item, attempt) {
 				return
 			}
 			if sq.broker.ID != m.c.cfg.BrokerID {
@@ -247,15 +250,15 @@ func (m *channelManager) sendThread(sq *sendQueue) {
 // reports whether the attempt may go on. Every attempt is logged with its
 // own correlation id: a retry may reach a different process than the first
 // attempt would have, and the checker pairs receipts with sends by id.
-func (m *channelManager) logSent(sq *sendQueue, req kmsg.Request, meant int64, attempt int) bool {
+func (m *channelManager) logSent(sq *sendQueue, item queued, attempt int) bool {
 	sq.sending.Lock()
 	defer sq.sending.Unlock()
 	if sq.ctx.Err() != nil {
 		return false
 	}
-	ev := describeSent(req, sq.broker.ID)
+	ev := describeSent(item.req, sq.broker.ID)
 	ev.CorrelationID = sq.client.NextCorrelationID()
-	ev.MeantBrokerEpoch, ev.Attempt = meant, attempt
+	ev.MeantBrokerEpoch, ev.Attempt, ev.Queued = item.meant, attempt, item.at.UnixNano()
 	m.c.log.Emit(history.Event{Kind: history.KindControlSent, Control: &ev})
 	return true
 }
@@ -282,6 +285,12 @@ func describeSent(req kmsg.Request, target int32) history.Control {
 		}
 	case *kmsg.UpdateMetadataRequest:
 		c.API, c.ControllerID, c.ControllerEpoch, c.BrokerEpoch = history.APIUpdateMetadata, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch
+		for _, t := range r.TopicStates {
+			for _, p := range t.PartitionStates {
+				c.Partitions = append(c.Partitions, history.ControlPartition{Topic: t.Topic, Partition: p.Partition, Leader: p.Leader,
+					LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, Replicas: p.Replicas, ZkVersion: p.ZKVersion})
+			}
+		}
 	}
 	return c
 }

@@ -25,6 +25,12 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 			return err
 		}
 	}
+	// Notifications already there name changes that the partition states
+	// read below include, so a new controller deletes them unread, before
+	// it reads (onControllerFailover, then initializeControllerContext).
+	if err := c.deleteISRChangeNotifications(ctx, nil); err != nil {
+		return err
+	}
 	live, err := c.readBrokers(ctx)
 	if err != nil {
 		return err
