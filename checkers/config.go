@@ -140,6 +140,7 @@ func All(cfg Config) []Checker {
 		ControllerEpoch{},
 		ControllerTenure{},
 		ZKWrites{},
+		ISRPropagation{},
 		FollowerTruncation{},
 		LogRetention{},
 		ProducerContinuity{},

@@ -232,3 +232,26 @@ func EncodePreferredElection(topic string, partitions []int32) ([]byte, error) {
 	}
 	return json.Marshal(req)
 }
+
+// NotifiedPartition is one partition an ISR change notification names.
+type NotifiedPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// DecodeISRChangeNotification parses the data of the ISR change
+// notification at p (IsrChangeNotificationSequenceZNode, version 1): the
+// partitions whose ISR their leader changed since its previous one.
+func DecodeISRChangeNotification(p string, b []byte) ([]NotifiedPartition, error) {
+	var v struct {
+		Version    int                 `json:"version"`
+		Partitions []NotifiedPartition `json:"partitions"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: ISR change notification: %w", p, err)
+	}
+	if v.Version != 1 {
+		return nil, fmt.Errorf("%s: ISR change notification version %d, want 1", p, v.Version)
+	}
+	return v.Partitions, nil
+}

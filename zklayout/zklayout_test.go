@@ -184,3 +184,32 @@ func TestEncoders(t *testing.T) {
 		t.Errorf("assignment round trip: %v, %v", a, err)
 	}
 }
+
+func TestDecodeISRChangeNotification(t *testing.T) {
+	const p = "/isr_change_notification/isr_change_0000000007"
+	tests := []struct {
+		name    string
+		data    string
+		want    []NotifiedPartition
+		wantErr string // "" for success
+	}{
+		{"as a leader writes it", `{"version":1,"partitions":[{"topic":"chaos","partition":0},{"topic":"chaos-rf2","partition":2}]}`,
+			[]NotifiedPartition{{"chaos", 0}, {"chaos-rf2", 2}}, ""},
+		{"bad json", `{"version":1,"partitions":[`, nil, "unexpected end of JSON input"},
+		{"other version", `{"version":2,"partitions":[]}`, nil, "version 2, want 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeISRChangeNotification(p, []byte(tt.data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), p) {
+					t.Fatalf("err %v, want one naming %s and %q", err, p, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -30,7 +30,7 @@ func newCheckCmd() *cobra.Command {
 history, runs every checker (controller fencing, broker fencing, leader
 uniqueness, durability, HW checkpoint, ISR, availability, liveness,
 linearizability, idempotence, recovery; each layer's own promise:
-registration, controller-epoch, controller-tenure, zk-writes, truncation,
+registration, controller-epoch, controller-tenure, zk-writes, isr-propagation, truncation,
 log-retention, producer-state, hw-within-isr, follower-hw, group-generation,
 txn-fencing; and the fences
 count: the stale inputs each fence saw and refused), writes

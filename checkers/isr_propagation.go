@@ -1,0 +1,216 @@
+package checkers
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
+)
+
+// ISRPropagation checks the controller's half of ISR change propagation: a
+// notification a controller deleted was taken in. A leader that changes a
+// partition's ISR writes the new state itself and then, from its
+// propagation task, an /isr_change_notification child naming the
+// partition; the controller reads the notifications, reads the named
+// partitions' states into its cache, sends UpdateMetadata to every live
+// broker and deletes exactly the notifications it read. A controller that
+// deletes a notification it never read keeps the ISR the leader replaced,
+// and so does every broker's metadata cache (what clients are told) until
+// the partition changes again.
+//
+//	layer | promise | Kafka 2.6.3 code | event-log evidence | checker rule
+//	controller, ISR propagation | a deleted notification's partitions are in the controller's cache at least as new as their states when it was created | ReplicaManager.maybePropagateIsrChanges → KafkaZkClient.propagateIsrChanges; KafkaController.processIsrChangeNotification (getAllIsrChangeNotifications, getPartitionsFromIsrChangeNotifications, updateLeaderAndIsrCache, sendUpdateMetadataRequest, deleteIsrChangeNotifications(sequenceNumbers) in finally) | the leader's zk_write create of the notification (its path, Start, the partitions in Data); every state write's zk_write (new zkVersion, answered before that Start); the controller's zk_write delete of the notification; the same controller process's control_sent UpdateMetadata (Queued, each partition's zkVersion) | isr-propagation: an UpdateMetadata the deleting process queued after the delete carries a named partition at a zkVersion below the newest one written before the notification was created
+//
+// A state written before the notification was sent is in ZooKeeper before
+// it, so a controller that read the notification and then the state holds
+// that version or a newer one, and its cache never goes back; every later
+// UpdateMetadata carries it. The version comparison stops at a deletion of
+// the partition's topic (a re-created topic counts its versions from 0),
+// and a request queued after the delete is what the controller knew then,
+// however long its send thread held it.
+type ISRPropagation struct{}
+
+// Name implements Checker.
+func (ISRPropagation) Name() string { return "isr-propagation" }
+
+// isrNotification is one notification a leader created.
+type isrNotification struct {
+	ev    *history.Event // the leader's zk_write create
+	tps   []history.TopicPartition
+	least map[history.TopicPartition]writtenState // the newest state version written before ev's Start
+	del   *history.Event                        // a controller's successful delete
+	proc  int                                   // the deleting process's node_start, -1 if none
+}
+
+// writtenState is a successful write of a partition state.
+type writtenState struct {
+	ev      *history.Event
+	version int32
+}
+
+// Check implements Checker.
+func (c ISRPropagation) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	t0 := firstTime(h)
+	dw := findDeletionWindows(h)
+	writes := map[history.TopicPartition][]writtenState{} // in log order
+	var notes []*isrNotification
+	byPath := map[string]*isrNotification{}
+	started := map[int32]int{} // node → its latest node_start
+	procOf := func(node int32) int {
+		if i, ok := started[node]; ok {
+			return i
+		}
+		return -1
+	}
+	var malformed int
+	for e := range eventsOf(h, history.KindNodeStart, history.KindZKWrite) {
+		if e.Kind == history.KindNodeStart {
+			started[e.Node] = e.Index
+			continue
+		}
+		w := e.ZKWrite
+		if w == nil || w.Outcome != history.ZKOK {
+			continue
+		}
+		if topic, part, ok := zklayout.ParseStatePath(w.Path); ok && w.Op != "delete" {
+			tp := history.TP(topic, part)
+			writes[tp] = append(writes[tp], writtenState{ev: e, version: w.NewVersion})
+			continue
+		}
+		if !strings.HasPrefix(w.Path, zklayout.ISRChangeNotificationPath+"/") {
+			continue
+		}
+		switch w.Op {
+		case "create":
+			got, err := zklayout.DecodeISRChangeNotification(w.Path, []byte(w.Data))
+			if err != nil {
+				malformed++
+				continue
+			}
+			n := &isrNotification{ev: e, least: map[history.TopicPartition]writtenState{}, proc: -1}
+			for _, p := range got {
+				tp := history.TP(p.Topic, p.Partition)
+				n.tps = append(n.tps, tp)
+				if sw, ok := newestBefore(writes[tp], w.Start, dw, tp.Topic); ok {
+					n.least[tp] = sw
+				}
+			}
+			notes = append(notes, n)
+			byPath[w.Path] = n
+		case "delete":
+			if n := byPath[w.Path]; n != nil && n.del == nil {
+				n.del, n.proc = e, procOf(e.Node)
+			}
+		}
+	}
+	// The deleting process's UpdateMetadata requests, in log order.
+	type umSent struct {
+		ev   *history.Event
+		proc int
+	}
+	var ums []umSent
+	started = map[int32]int{}
+	for e := range eventsOf(h, history.KindNodeStart, history.KindControlSent) {
+		if e.Kind == history.KindNodeStart {
+			started[e.Node] = e.Index
+			continue
+		}
+		if e.Control != nil && e.Control.API == history.APIUpdateMetadata && e.Control.Queued != 0 && len(e.Control.Partitions) > 0 {
+			ums = append(ums, umSent{e, procOf(e.Node)})
+		}
+	}
+	deleted, checked := 0, 0
+	for _, n := range notes {
+		if n.del == nil {
+			continue
+		}
+		deleted++
+		reported := map[history.TopicPartition]bool{}
+		for _, um := range ums {
+			if um.ev.Node != n.del.Node || um.proc != n.proc || um.ev.Control.Queued <= n.del.Time {
+				continue
+			}
+			for i := range um.ev.Control.Partitions {
+				cp := &um.ev.Control.Partitions[i]
+				tp := cp.TP()
+				sw, ok := n.least[tp]
+				if !ok || reported[tp] || cp.Leader == leaderDuringDelete {
+					continue
+				}
+				checked++
+				if cp.ZkVersion >= sw.version || deletedBetween(dw, tp.Topic, n.ev.ZKWrite.Start, um.ev.Control.Queued) {
+					continue
+				}
+				reported[tp] = true
+				c.violation(r, h, n, sw, um.ev, cp, t0)
+			}
+		}
+	}
+	r.detail("notifications", len(notes))
+	r.detail("notifications_deleted", deleted)
+	r.detail("update_metadata_partitions_checked", checked)
+	if malformed > 0 {
+		r.detail("notifications_malformed", malformed)
+	}
+	return r.result(fmt.Sprintf("every one of the %d ISR change notifications a controller deleted had been taken in: each of the %d partition states the deleting controller's later UpdateMetadata requests carried for a notified partition was at least as new as the state written before the notification was created.",
+		deleted, checked))
+}
+
+// newestBefore returns the highest-version write of ws logged before t
+// (answered, so in ZooKeeper before anything sent at t), among those of the
+// topic's incarnation at t. Answers from different sessions may be logged
+// out of version order, hence the maximum rather than the last.
+func newestBefore(ws []writtenState, t int64, dw deletionWindows, topic string) (writtenState, bool) {
+	var best writtenState
+	found := false
+	for i := len(ws) - 1; i >= 0; i-- {
+		sw := ws[i]
+		if sw.ev.Time >= t {
+			continue
+		}
+		if found && deletedBetween(dw, topic, sw.ev.Time, best.ev.Time) {
+			break
+		}
+		if !found || sw.version > best.version {
+			best, found = sw, true
+		}
+	}
+	return best, found
+}
+
+// leaderDuringDelete is LeaderAndIsr.LeaderDuringDelete: an UpdateMetadata
+// partition with it tells the broker to drop a topic being deleted.
+const leaderDuringDelete = -2
+
+// deletedBetween says whether topic was being deleted, or absent, at some
+// time in [from, to]: its versions count again from 0 afterwards.
+func deletedBetween(dw deletionWindows, topic string, from, to int64) bool {
+	for _, w := range dw[topic] {
+		if w.from <= to && w.to > from {
+			return true
+		}
+	}
+	return false
+}
+
+func (ISRPropagation) violation(r *report, h *history.History, n *isrNotification, sw writtenState, um *history.Event, cp *history.ControlPartition, t0 int64) {
+	w, sent := n.ev.ZKWrite, um.Control
+	wrote := fmt.Sprintf("zkVersion %d", sw.version)
+	if st := sw.ev.ZKWrite.State; st != nil {
+		wrote = fmt.Sprintf("zkVersion %d (leader %d, leader epoch %d, ISR %v)", sw.version, st.Leader, st.LeaderEpoch, st.ISR)
+	}
+	proc := "a process whose start is not in the history"
+	if n.proc >= 0 {
+		proc = fmt.Sprintf("the process started at event %d (+%s)", n.proc, rel(h.Events[n.proc].Time, t0))
+	}
+	r.violateAt(sent.Queued, dedupe([]int{sw.ev.Index, n.ev.Index, n.del.Index, um.Index}),
+		"controller broker %d (%s, controller epoch %d) deleted ISR change notification %s at +%s (event %d), which broker %d had created at +%s (event %d) naming %s, "+
+			"and at +%s queued UpdateMetadata for broker %d carrying %s at zkVersion %d (leader %d, leader epoch %d, ISR %v, event %d), "+
+			"although broker %d had written %s at +%s (event %d), before the notification was created: the controller deleted the notification without taking in %s's ISR change, "+
+			"so its cache and the brokers' metadata keep the ISR that change replaced.",
+		n.del.Node, proc, sent.ControllerEpoch, w.Path, rel(n.del.Time, t0), n.del.Index, n.ev.Node, rel(w.Start, t0), n.ev.Index, cp.TP(),
+		rel(sent.Queued, t0), sent.TargetBroker, cp.TP(), cp.ZkVersion, cp.Leader, cp.LeaderEpoch, cp.ISR, um.Index,
+		sw.ev.Node, wrote, rel(sw.ev.Time, t0), sw.ev.Index, cp.TP())
+}
