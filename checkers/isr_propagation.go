@@ -39,8 +39,8 @@ type isrNotification struct {
 	ev    *history.Event // the leader's zk_write create
 	tps   []history.TopicPartition
 	least map[history.TopicPartition]writtenState // the newest state version written before ev's Start
-	del   *history.Event                        // a controller's successful delete
-	proc  int                                   // the deleting process's node_start, -1 if none
+	del   *history.Event                          // a controller's successful delete
+	proc  int                                     // the deleting process's node_start, -1 if none
 }
 
 // writtenState is a successful write of a partition state.
@@ -153,6 +153,9 @@ func (c ISRPropagation) Check(h *history.History) Result {
 	r.detail("update_metadata_partitions_checked", checked)
 	if malformed > 0 {
 		r.detail("notifications_malformed", malformed)
+	}
+	if deleted == 0 {
+		return r.result(fmt.Sprintf("no controller deleted any of the %d ISR change notifications leaders created, so none could have been dropped unread.", len(notes)))
 	}
 	return r.result(fmt.Sprintf("every one of the %d ISR change notifications a controller deleted had been taken in: each of the %d partition states the deleting controller's later UpdateMetadata requests carried for a notified partition was at least as new as the state written before the notification was created.",
 		deleted, checked))
