@@ -69,15 +69,7 @@ func TestDecodePartitionState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := DecodePartitionState(p, []byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), p) {
-					t.Fatalf("err %v, want one naming %s and %q", err, p, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
-			}
+			wantDecoded(t, p, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -201,15 +193,22 @@ func TestDecodeISRChangeNotification(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := DecodeISRChangeNotification(p, []byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), p) {
-					t.Fatalf("err %v, want one naming %s and %q", err, p, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
-			}
+			wantDecoded(t, p, got, err, tt.want, tt.wantErr)
 		})
+	}
+}
+
+// wantDecoded checks a decoder's answer: an error naming p and containing
+// wantErr when wantErr is set, else want.
+func wantDecoded(t *testing.T, p string, got any, err error, want any, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), p) {
+			t.Fatalf("err %v, want one naming %s and %q", err, p, wantErr)
+		}
+		return
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
 	}
 }
