@@ -363,7 +363,10 @@ const maxEffects = 4
 func consequences(h *history.History, e *history.Event) effect {
 	tps := map[history.TopicPartition]bool{}
 	for _, p := range e.Control.Partitions {
-		tps[p.TP()] = true
+		// UpdateMetadata's partitions change only the metadata cache.
+		if e.Control.API != history.APIUpdateMetadata {
+			tps[p.TP()] = true
+		}
 	}
 	var parts []string
 	var evs []int

@@ -397,7 +397,16 @@ func (b *Broker) HandleUpdateMetadata(hdr wire.RequestHeader, req *kmsg.UpdateMe
 	resp := kmsg.NewPtrUpdateMetadataResponse()
 	resp.SetVersion(req.Version)
 	b.control(hdr, history.APIUpdateMetadata, req.ControllerID, req.ControllerEpoch, carried(req.BrokerEpoch, req.Version, 5), &resp.ErrorCode,
-		func(code int16, _ *history.Control) []history.Role {
+		func(code int16, ev *history.Control) []history.Role {
+			// The partition states as received, as the controller logs
+			// them sent: the pair is matched by what it says, and the
+			// broker's metadata cache is what clients are told.
+			for _, t := range req.TopicStates {
+				for _, p := range t.PartitionStates {
+					ev.Partitions = append(ev.Partitions, history.ControlPartition{Topic: t.Topic, Partition: p.Partition, Leader: p.Leader,
+						LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, Replicas: p.Replicas, ZkVersion: p.ZKVersion})
+				}
+			}
 			if code == 0 {
 				b.Metadata.update(req)
 			}

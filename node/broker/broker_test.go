@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -339,5 +340,34 @@ func TestStopReplicaDeleteIsLoggedAndMetadataDropsDeletedPartitions(t *testing.T
 	}
 	if del.Topic != "t" || del.Step != history.PartitionDeleted || len(del.Partitions) != 1 || del.Partitions[0] != 0 || del.LeaderEpoch != 3 {
 		t.Fatalf("logged %+v, want t-0 deleted at leader epoch 3", del)
+	}
+}
+
+// The broker logs the partition states an UpdateMetadata carried, as the
+// controller logs them sent: broker-fencing pairs a receipt with its send
+// by what both say, and the states are what the metadata cache then holds.
+func TestUpdateMetadataIsLoggedWithItsPartitions(t *testing.T) {
+	b := primed(t, "")
+	var logged bytes.Buffer
+	b.Log = eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil)
+	um := updateMetadata(5, 100, 1, 2)
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "t"
+	p := kmsg.NewUpdateMetadataRequestTopicPartition()
+	p.Partition, p.Leader, p.LeaderEpoch, p.ISR, p.ZKVersion, p.Replicas = 1, 2, 7, []int32{2, 1}, 9, []int32{2, 1}
+	ts.PartitionStates = append(ts.PartitionStates, p)
+	um.TopicStates = append(um.TopicStates, ts)
+	b.HandleUpdateMetadata(wire.RequestHeader{}, um)
+	evs, _, err := history.Decode(&logged, "n1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != history.KindControlRequest || evs[0].Control.API != history.APIUpdateMetadata {
+		t.Fatalf("logged %+v, want one UpdateMetadata control_request", evs)
+	}
+	got := evs[0].Control.Partitions
+	want := history.ControlPartition{Topic: "t", Partition: 1, Leader: 2, LeaderEpoch: 7, ISR: []int32{2, 1}, Replicas: []int32{2, 1}, ZkVersion: 9}
+	if len(got) != 1 || got[0].TP() != want.TP() || got[0].Leader != 2 || got[0].LeaderEpoch != 7 || got[0].ZkVersion != 9 || !slices.Equal(got[0].ISR, want.ISR) {
+		t.Fatalf("logged partitions %+v, want [%+v]", got, want)
 	}
 }
