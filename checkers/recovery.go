@@ -24,6 +24,9 @@ import (
 //	replication | a restarted replica rejoins the ISR | KafkaController.onBrokerStartup → ReplicaStateMachine (OnlineReplica: LeaderAndIsr to the new replica); Partition.maybeExpandIsr once the follower caught up | the watcher's partition states (ISR, leader, leader epoch), the replica set of the latest LeaderAndIsr, role_change of each replica's current process | every partition has a leader and an ISR holding every replica whose broker runs; each such replica's current process took its role (leader, or follower of the leader) at the current leader epoch
 //	controller | a controller exists and acts | KafkaController.elect (ControllerChangeHandler, session re-election) | the watcher's /controller and /controller_epoch, controller_elected / controller_resigned of the named broker's current process | /controller names a running broker whose current process was elected at the newest controller epoch and has not resigned
 //
+// A fourth rule, that every running broker's metadata cache converged on
+// ZooKeeper's partition states, is in recovery_metadata.go.
+//
 // The brokers running at the end are those the harness listed at the end
 // of its heal phase; a history without that list (older runs) takes each
 // broker's latest process unless it logged node_stop or a kill or bounce
@@ -233,10 +236,11 @@ func (c Recovery) Check(h *history.History) Result {
 	}
 	c.registrations(h, ps, judge, t0)
 	c.partitions(h, ps, judge, t0)
+	c.metadata(h, ps, judge, t0)
 	c.controller(h, ps, judge, t0)
 	r.detail("running_brokers", ps.sortedRunning())
 	r.detail("running_listed_by_harness", ps.listed)
-	return r.result(fmt.Sprintf("at the end, %s after every fault healed, every running broker (%v) was registered under its own session, every partition's ISR held its running replicas with each following the leader at its epoch, and a controller was acting.",
+	return r.result(fmt.Sprintf("at the end, %s after every fault healed, every running broker (%v) was registered under its own session, every partition's ISR held its running replicas with each following the leader at its epoch, every running broker's metadata named each partition's leader, epoch and ISR as ZooKeeper did, and a controller was acting.",
 		time.Duration(hi.end-hi.at).Round(10*time.Millisecond), ps.sortedRunning()))
 }
 

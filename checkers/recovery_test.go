@@ -90,10 +90,60 @@ func healthyThenFault(b *hb.Builder, kind, target string) (healAt func(ms int64)
 	}
 }
 
+// metadataTo appends node's accepted UpdateMetadata from controller 1
+// carrying tp0 with leader, epoch and isr.
+func metadataTo(b *hb.Builder, node, leader, epoch int32, isr ...int32) int {
+	return b.Control(node, history.Control{API: history.APIUpdateMetadata, ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: int64(100 + node),
+		Verdict: history.VerdictAccepted, KnownControllerEpoch: 1, OwnBrokerEpoch: int64(100 + node),
+		Partitions: []history.ControlPartition{{Topic: tp0.Topic, Partition: tp0.Partition, Leader: leader, LeaderEpoch: epoch, ISR: isr, ZkVersion: 3}}})
+}
+
 // Every rule of the recovery checker, judged 15 s after the last fault
 // healed.
 func TestRecovery(t *testing.T) {
 	runCases(t, Recovery{Grace: 15 * time.Second}, []tcase{
+		{name: "every broker's metadata follows an ISR shrink and expand", want: Valid, build: func(b *hb.Builder) []int {
+			healAt := healthyThenFault(b, "pause-node", "n2")
+			b.State(tp0, 1, 1, 1, 20, 1, 3)
+			for id := int32(1); id <= 3; id++ {
+				metadataTo(b, id, 1, 1, 1, 3)
+			}
+			healAt(3000)
+			b.State(tp0, 1, 1, 1, 30, 1, 3, 2)
+			for id := int32(1); id <= 3; id++ {
+				metadataTo(b, id, 1, 1, 1, 3, 2)
+			}
+			collectAt30s(b)
+			return nil
+		}},
+		{name: "a broker's metadata keeps an ISR the leader replaced", want: Invalid,
+			explain: "broker 3's metadata names leader 1 at epoch 1 with ISR [1 3] for partition t-0 (UpdateMetadata from controller 1 at controller epoch 1, zkVersion 3, event 17, +1s), but its state names leader 1 at epoch 1 with ISR [1 3 2] (event 19, +3s) since event 19, +3s: clients asking it are told a stale ISR, still so",
+			build: func(b *hb.Builder) []int {
+				healAt := healthyThenFault(b, "pause-node", "n2")
+				b.State(tp0, 1, 1, 1, 20, 1, 3)
+				metadataTo(b, 1, 1, 1, 1, 3)
+				um := metadataTo(b, 3, 1, 1, 1, 3)
+				healAt(3000)
+				s := b.State(tp0, 1, 1, 1, 30, 1, 3, 2)
+				metadataTo(b, 1, 1, 1, 1, 3, 2)
+				metadataTo(b, 2, 1, 1, 1, 3, 2)
+				collectAt30s(b)
+				return []int{um, s}
+			}},
+		{name: "a restarted broker's process is told nothing of a partition", want: Invalid,
+			explain: "broker 2's current process (started at event 16, +1s, registered at event 17, +1s) has no metadata for partition t-0, whose state names leader 1 at epoch 1 with ISR [1 2 3] (event 10, +10ms): no UpdateMetadata it accepted carried the partition, still so",
+			build: func(b *hb.Builder) []int {
+				healAt := healthyThenFault(b, "bounce", "n2")
+				metadataTo(b, 1, 1, 1, 1, 2, 3)
+				st := b.Start(2)
+				b.Register(2, 150)
+				brokersListed(b, map[int32]int64{1: 101, 2: 150, 3: 103})
+				roleOf(b, 2, history.RoleFollower, 1, 1)
+				metadataTo(b, 3, 1, 1, 1, 2, 3)
+				healAt(1000)
+				collectAt30s(b)
+				return []int{st}
+			}},
 		{name: "healthy after a broker's isolation", want: Valid, build: func(b *hb.Builder) []int {
 			healAt := healthyThenFault(b, "isolate-node", "n2")
 			b.Brokers(1, 3)
