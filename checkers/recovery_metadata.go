@@ -3,6 +3,7 @@ package checkers
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -13,8 +14,18 @@ import (
 //	layer | promise | Kafka code | event-log evidence | checker rule
 //	metadata | every live broker's metadata cache converges on ZooKeeper's partition states | KafkaController.sendUpdateMetadataRequest after every decision, the ISR change notifications (processIsrChangeNotification) and a broker's registration (onBrokerStartup sends it every partition); MetadataCache.updateMetadata | accepted UpdateMetadata control_request of each running broker's current process, with the partition states it carried; the watcher's partition states | recovery: a running, registered broker's cache (its process's accepted UpdateMetadata, replayed) lacks a partition or names another leader, leader epoch or ISR than ZooKeeper's last state
 //
-// Histories whose brokers did not log UpdateMetadata's partitions (written
-// before they did) are not judged by it.
+// An ISR change reaches the metadata caches only through the leader's
+// propagation task (5 to 7.5 s after the write) and the controller's
+// notification handling, so a cache that differs from ZooKeeper in the ISR
+// alone, by a state less than isrPropagationBound old when the history
+// ends, is a change still on its way, not a finding. Histories whose
+// brokers did not log UpdateMetadata's partitions (written before they
+// did) are not judged by it.
+
+// isrPropagationBound is Kafka's ISR change propagation (a notification
+// once no change came for 5 s, checked every 2.5 s) with a margin for the
+// notification's write and the controller's handling.
+const isrPropagationBound = 10 * time.Second
 
 // metadataEntry is one partition in a broker process's metadata cache and
 // the UpdateMetadata that put it there.
@@ -64,6 +75,7 @@ func (Recovery) metadata(h *history.History, ps *nodeProcs, judge judgeFunc, t0 
 	}
 	tl := leaderTimelines(h)
 	dw := findDeletionWindows(h)
+	end := h.Events[len(h.Events)-1].Time
 	for _, tp := range sortedTPs(tl) {
 		obs := tl[tp]
 		if len(obs) == 0 {
@@ -95,6 +107,9 @@ func (Recovery) metadata(h *history.History, ps *nodeProcs, judge judgeFunc, t0 
 				if p.start != nil {
 					evs = append(evs, p.start.Index)
 				}
+			case got.cp.Leader == last.Leader && got.cp.LeaderEpoch == last.LeaderEpoch && !sameMembers(got.cp.ISR, last.ISR) &&
+				end-obs[k].at < int64(isrPropagationBound):
+				continue // on its way
 			case got.cp.Leader != last.Leader || got.cp.LeaderEpoch != last.LeaderEpoch || !sameMembers(got.cp.ISR, last.ISR):
 				what = fmt.Sprintf("broker %d's metadata names leader %d at epoch %d with ISR %v for partition %s (UpdateMetadata from controller %d at controller epoch %d, zkVersion %d, %s), but its state names leader %d at epoch %d with ISR %v (%s) since %s: clients asking it are told a stale ISR",
 					b, got.cp.Leader, got.cp.LeaderEpoch, got.cp.ISR, tp, got.ev.Control.ControllerID, got.ev.Control.ControllerEpoch, got.cp.ZkVersion, at(got.ev, t0),

@@ -130,6 +130,18 @@ func TestRecovery(t *testing.T) {
 				collectAt30s(b)
 				return []int{um, s}
 			}},
+		{name: "an ISR change still on its way to the metadata caches", want: Valid, build: func(b *hb.Builder) []int {
+			healAt := healthyThenFault(b, "pause-node", "n2")
+			b.State(tp0, 1, 1, 1, 20, 1, 3)
+			for id := int32(1); id <= 3; id++ {
+				metadataTo(b, id, 1, 1, 1, 3)
+			}
+			healAt(3000)
+			b.At(25000)
+			b.State(tp0, 1, 1, 1, 30, 1, 3, 2)
+			collectAt30s(b)
+			return nil
+		}},
 		{name: "a restarted broker's process is told nothing of a partition", want: Invalid,
 			explain: "broker 2's current process (started at event 16, +1s, registered at event 17, +1s) has no metadata for partition t-0, whose state names leader 1 at epoch 1 with ISR [1 2 3] (event 10, +10ms): no UpdateMetadata it accepted carried the partition, still so",
 			build: func(b *hb.Builder) []int {
