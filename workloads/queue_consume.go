@@ -280,10 +280,8 @@ func parseValue(b []byte) int64 {
 	return v
 }
 
-// commit commits the position after what a member polled: ok when the
-// coordinator accepted every partition, fail when it refused one (the
-// request was answered, so nothing else of it counts), info without an
-// answer.
+// commit commits the position after what a member polled, recorded as
+// commitOutcome judges the client's answer.
 func (c *queueConsumer) commit(ctx context.Context, polled []history.QueuePoll, asg *history.QueueAssignment) {
 	inv := history.QueueOp{Type: history.OpInvoke, Process: c.proc, F: history.QueueCommit, Topic: c.cfg.Topic, Assignment: asg}
 	offs := map[int32]kgo.EpochOffset{}
@@ -296,21 +294,27 @@ func (c *queueConsumer) commit(ctx context.Context, polled []history.QueuePoll, 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.OpTimeout)
 	defer cancel()
 	done := inv
-	done.Type = history.OpOK
 	c.kc.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: offs},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				done.Type, done.Error = history.OpInfo, err.Error()
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode != 0 && done.Type == history.OpOK {
-						done.Type, done.ErrorCode = history.OpFail, p.ErrorCode
-						done.Error = fmt.Sprintf("partition %d: error code %d", p.Partition, p.ErrorCode)
-					}
-				}
-			}
+			done.Type, done.ErrorCode, done.Error = commitOutcome(0, resp, err)
 		})
 	c.write(done)
+}
+
+// commitOutcome is a commit's Jepsen type from the client's answer: ok when
+// the coordinator accepted every partition, fail when it refused one (the
+// request was answered, so nothing else of it counts), info without an
+// answer; with the refusal's code and the error.
+func commitOutcome(delivered int, resp *kmsg.OffsetCommitResponse, err error) (history.OpType, int16, string) {
+	if err != nil {
+		return history.OpInfo, 0, err.Error()
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return history.OpFail, p.ErrorCode, fmt.Sprintf("partition %d: error code %d", p.Partition, p.ErrorCode)
+			}
+		}
+	}
+	return history.OpOK, 0, ""
 }
