@@ -24,7 +24,10 @@ const (
 	// partitions and the offset each is read from (Offsets).
 	QueueAssign = "assign"
 	// QueueCommit commits a subscribed consumer's positions (Offsets: the
-	// next offset to read of each partition) for its group.
+	// next offset to read of each partition) for its group: ok when the
+	// coordinator accepted every partition, fail only when no attempt of
+	// it can have been written to __consumer_offsets, info otherwise (the
+	// client retries, and answers only the last attempt).
 	QueueCommit = "commit"
 	// QueueDrained closes the final drain: its ok lists (Offsets) each
 	// partition the drain read from offset 0 up to the end offset it was
