@@ -91,10 +91,13 @@ type QueueOp struct {
 }
 
 // QueueDataLoss is a consumer's own report that records of partition Key
-// were lost: validating its position after a leader change (KIP-320,
+// were lost, moving it from ConsumedTo to ResetTo (franz-go's
+// ErrDataLoss): validating its position after a leader change (KIP-320,
 // OffsetForLeaderEpoch to the partition's leader), it was answered an end
-// offset below where it had consumed to, and it moved from ConsumedTo to
-// ResetTo (franz-go's ErrDataLoss). No broker event records that answer.
+// offset below where it had consumed to, an answer no broker event
+// records; or a leader answered its fetch OFFSET_OUT_OF_RANGE while it was
+// consuming and it moved to the log start it then listed (that answer is
+// the leader's replica_fetch event).
 type QueueDataLoss struct {
 	_ struct{}
 
