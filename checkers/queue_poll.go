@@ -70,7 +70,7 @@ func (c QueuePoll) Check(h *history.History) Result {
 	if len(m.ops) == 0 {
 		return noQueue(r)
 	}
-	commits := queueCommits(m, fetchedOffsets(h, m.topic))
+	commits := queueCommits(m)
 	resets := outOfRangeOf(h)
 	quorum := newQuorumLosses(h)
 	streams := map[[2]any]*pollStream{}
@@ -206,17 +206,16 @@ func (st *pollStream) describe() string {
 }
 
 // queueCommits lists, per group and partition, the commits that may have
-// taken effect (ok, and info), in invoke order. A failed commit counts too
-// for each partition whose offset a coordinator's OffsetFetch answer later
-// returned (fetched): the client retries a commit whose connection broke
-// (franz-go, as Kafka's consumer), so the error it reports may answer a
-// retry after an earlier attempt was appended to __consumer_offsets.
-func queueCommits(m *queueModel, fetched map[groupOffset]int64) map[string]map[int32][]queueCommit {
+// taken effect, in invoke order: ok, and info (an attempt reached a
+// coordinator and the client heard nothing definite of it, or the history
+// ended first). A failed commit wrote nothing: the workload records fail
+// only when no attempt of it can have been appended to __consumer_offsets.
+func queueCommits(m *queueModel) map[string]map[int32][]queueCommit {
 	out := map[string]map[int32][]queueCommit{}
 	for i := range m.ops {
 		op := &m.ops[i]
 		q := op.Op()
-		if q.F != history.QueueCommit || q.Assignment == nil {
+		if q.F != history.QueueCommit || q.Assignment == nil || op.Outcome() == history.OpFail {
 			continue
 		}
 		e := op.Complete
@@ -229,39 +228,7 @@ func queueCommits(m *queueModel, fetched map[groupOffset]int64) map[string]map[i
 			out[q.Assignment.Group] = g
 		}
 		for _, o := range q.Offsets {
-			if op.Outcome() == history.OpFail {
-				if t, ok := fetched[groupOffset{q.Assignment.Group, o.Key, o.Offset}]; !ok || t < op.Invoke.Time {
-					continue
-				}
-			}
 			g[o.Key] = append(g[o.Key], queueCommit{at: op.Invoke.Time, offset: o.Offset, e: e})
-		}
-	}
-	return out
-}
-
-// groupOffset is an offset of partition key of the queue topic committed
-// for group.
-type groupOffset struct {
-	group  string
-	key    int32
-	offset int64
-}
-
-// fetchedOffsets returns each offset of topic that a coordinator's
-// OffsetFetch answer returned for a group, with the last such answer's
-// time.
-func fetchedOffsets(h *history.History, topic string) map[groupOffset]int64 {
-	out := map[groupOffset]int64{}
-	for e := range eventsOf(h, history.KindGroupRequest) {
-		g := e.Group
-		if g == nil || g.API != history.GroupAPIOffsetFetch || g.Group == "" {
-			continue
-		}
-		for _, o := range g.Offsets {
-			if o.Topic == topic && o.ErrorCode == 0 && o.Offset >= 0 {
-				out[groupOffset{g.Group, o.Partition, o.Offset}] = e.Time
-			}
 		}
 	}
 	return out

@@ -453,38 +453,45 @@ func (tc backwardsCase) run(t *testing.T, anomaly string, polled history.QueuePo
 	}
 }
 
-// A commit the client reports failed can still have taken effect: the
-// client retries a commit whose connection broke, and the error answers the
-// retry. When a coordinator's OffsetFetch later returned its offset, a
-// member that begins there skipped nothing; without that answer, or with
-// one from before the commit, the commit counts for nothing.
-func TestQueuePollFailedCommitFetched(t *testing.T) {
+// A commit recorded as info may have been written (the client heard
+// nothing definite of an attempt that reached a coordinator), so a member
+// that begins at its offset skipped nothing. A failed commit wrote nothing
+// (the workload records fail only when no attempt can have been appended),
+// so it does not move the group even when a coordinator's OffsetFetch
+// later returned its offset: that offset came from another commit, which
+// counts on its own when it is in the history.
+func TestQueuePollCommitOutcome(t *testing.T) {
 	fetch := func(b *hb.Builder, offset int64) {
 		b.Add(history.Event{Kind: history.KindGroupRequest, Node: 1, Group: &history.GroupRequest{API: history.GroupAPIOffsetFetch, Group: "g",
 			Generation: -1, GroupGeneration: 2, Offsets: []history.GroupOffset{{Topic: "q", Partition: 0, Offset: offset}}}})
 	}
 	for _, c := range []struct {
 		name    string
-		fetched string // "after" the failed commit, "before" it, or ""
+		outcome history.OpType // the commit of offset 5; "" never completed
+		fetched bool           // a coordinator's OffsetFetch returned 5 after it
 		want    Verdict
 	}{
-		{"the offset fetched after the commit", "after", Valid},
-		{"no offset fetched", "", Invalid},
-		{"the offset fetched before the commit", "before", Invalid},
+		{"accepted", history.OpOK, false, Valid},
+		{"unknown", history.OpInfo, false, Valid},
+		{"never completed", "", false, Valid},
+		{"refused", history.OpFail, false, Invalid},
+		{"refused, its offset fetched after", history.OpFail, true, Invalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := hb.New()
 			for v := int64(0); v < 6; v++ {
 				qsent(b, 0, 10+v, v)
 			}
-			if c.fetched == "before" {
-				fetch(b, 5)
-			}
 			qpoll(b, "client-1", 1, ru, member("m1", 1, 0), false, recs(0, 0, 10, 1, 11, 2, 12))
 			qcommit(b, "client-1", 1, member("m1", 1, 0), history.OpOK, 0, 3)
 			qpoll(b, "client-1", 1, ru, member("m1", 1, 0), false, recs(0, 3, 13, 4, 14))
-			qcommit(b, "client-1", 1, member("m1", 1, 0), history.OpFail, 0, 5)
-			if c.fetched == "after" {
+			if c.outcome == "" {
+				qop(b, "client-1", history.QueueOp{Type: history.OpInvoke, Process: 1, F: history.QueueCommit, Assignment: member("m1", 1, 0),
+					Offsets: []history.QueueOffset{{Key: 0, Offset: 5}}})
+			} else {
+				qcommit(b, "client-1", 1, member("m1", 1, 0), c.outcome, 0, 5)
+			}
+			if c.fetched {
 				fetch(b, 5)
 			}
 			qpoll(b, "client-2", 2, ru, member("m2", 2, 0), false, recs(0, 5, 15))
@@ -492,8 +499,11 @@ func TestQueuePollFailedCommitFetched(t *testing.T) {
 			if r.Verdict != c.want {
 				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
 			}
-			if c.want == Invalid && !strings.Contains(r.Explanation, "poll skip: process 2 (client-2) began reading q-0 at offset 5") {
-				t.Errorf("explanation %q", r.Explanation)
+			for _, part := range []string{"poll skip: process 2 (client-2) began reading q-0 at offset 5 (value 15,",
+				"above offset 3, the group's committed offset (commit by process 1 (client-1), event 15,", "skipping offset 3 (value 13), offset 4 (value 14)."} {
+				if c.want == Invalid && !strings.Contains(r.Explanation, part) {
+					t.Errorf("explanation %q does not contain %q", r.Explanation, part)
+				}
 			}
 		})
 	}

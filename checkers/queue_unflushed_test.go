@@ -440,3 +440,78 @@ func TestQueuePollUnflushedLaterCrashInLoss(t *testing.T) {
 		})
 	}
 }
+
+// A consumer's own report of records lost (franz-go's ErrDataLoss) stands
+// only for the assignment it came in: after crash-lose-unflushed cut
+// broker 1's q-0 from 3 to 0 and broker 1 was elected alone, a consumer
+// that had read 0-2 reports the loss on a poll that returns nothing, and
+// polls nothing more in that assignment, so no poll of it goes back. The
+// process's next assignment starts at its own next offset, 3, and only a
+// broker's answer can send its new client lower: the exposed leader's
+// OFFSET_OUT_OF_RANGE is the known anomaly; without it the move is a
+// violation, the earlier report notwithstanding. A group member that reports the loss and leaves is
+// followed by a member that begins below the group's committed offset: a
+// re-read, which skips nothing.
+func TestQueuePollReportedLossThenNewAssignment(t *testing.T) {
+	qtp := history.TP("q", 0)
+	report := func(b *hb.Builder, a *history.QueueAssignment) {
+		inv := history.QueueOp{Type: history.OpInvoke, Process: 1, F: history.QueueTxn, Isolation: ru, Mops: []history.QueueMop{{F: history.MopPoll}}}
+		qop(b, "client-1", inv)
+		done := inv
+		done.Type, done.Assignment, done.Error = history.OpOK, a, "lost records"
+		done.DataLoss = []history.QueueDataLoss{{Key: 0, ConsumedTo: 3, ConsumedToEpoch: 0, ResetTo: 0, ResetToEpoch: 0}}
+		qop(b, "client-1", done)
+	}
+	for _, c := range []struct {
+		name       string
+		member     bool // a group member instead of an assigning consumer
+		outOfRange bool // broker 1 answers the new client's fetch at 3 OFFSET_OUT_OF_RANGE
+		want       Verdict
+		known      string
+		explain    string
+	}{
+		{name: "the new assignment sent back by the exposed leader", outOfRange: true, want: Valid, known: KnownLostUnflushedISR,
+			explain: "below offset 3 it was assigned from (event 21, +20ms), in its assignment 2: broker 1 answered a consumer fetch of q-0 at offset 3 with OFFSET_OUT_OF_RANGE (event 22, +20ms), its log ending at 1 at leader epoch 1: broker 1's crash at +10ms (event 11) had cut its log of q-0 from offset 3 to 0"},
+		{name: "the new assignment back with no answer", want: Invalid,
+			explain: "nonmonotonic poll: process 1 (client-1) polled offset 0 of q-0 (value 20, event 23, +20ms), below offset 3 it was assigned from (event 21, +20ms), in its assignment 2."},
+		{name: "a new member below the committed offset", member: true, want: Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 1, 0, 1, 10, 1, 2)
+			qsent(b, 0, 10, 0)
+			qsent(b, 0, 11, 1)
+			qsent(b, 0, 12, 2)
+			first := assigned(1, 0)
+			if c.member {
+				first = member("m1", 1, 0)
+			} else {
+				qassign(b, "client-1", 1, false, 0, 0)
+			}
+			qpoll(b, "client-1", 1, ru, first, false, recs(0, 0, 10, 1, 11, 2, 12))
+			if c.member {
+				qcommit(b, "client-1", 1, first, history.OpOK, 0, 3)
+			}
+			crashUnflushed(b, "f1", "n1")
+			qcut(b, 1, 3, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(qtp, 1, 1, 1, 12, 1)
+			report(b, first)
+			qsent(b, 0, 20, 0)
+			next := assigned(2, 0)
+			if c.member {
+				next = member("m2", 2, 0)
+			} else {
+				qassign(b, "client-1", 1, false, 0, 3)
+			}
+			if c.outOfRange {
+				b.Add(history.Event{Kind: history.KindReplicaFetch, Node: 1, ReplicaFetch: &history.ReplicaFetch{Topic: "q", Partition: 0,
+					Replica: -1, CurrentLeaderEpoch: 1, LeaderEpoch: 1, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: 3, LogEndOffset: 1}})
+			}
+			qpoll(b, "client-1", 1, ru, next, false, recs(0, 0, 20))
+			r := QueuePoll{}.Check(b.History())
+			wantFinding(t, r, c.want, c.known, c.explain)
+		})
+	}
+}

@@ -24,7 +24,10 @@ const (
 	// partitions and the offset each is read from (Offsets).
 	QueueAssign = "assign"
 	// QueueCommit commits a subscribed consumer's positions (Offsets: the
-	// next offset to read of each partition) for its group.
+	// next offset to read of each partition) for its group: ok when the
+	// coordinator accepted every partition, fail only when no attempt of
+	// it can have been written to __consumer_offsets, info otherwise (the
+	// client retries, and answers only the last attempt).
 	QueueCommit = "commit"
 	// QueueDrained closes the final drain: its ok lists (Offsets) each
 	// partition the drain read from offset 0 up to the end offset it was
@@ -88,10 +91,13 @@ type QueueOp struct {
 }
 
 // QueueDataLoss is a consumer's own report that records of partition Key
-// were lost: validating its position after a leader change (KIP-320,
+// were lost, moving it from ConsumedTo to ResetTo (franz-go's
+// ErrDataLoss): validating its position after a leader change (KIP-320,
 // OffsetForLeaderEpoch to the partition's leader), it was answered an end
-// offset below where it had consumed to, and it moved from ConsumedTo to
-// ResetTo (franz-go's ErrDataLoss). No broker event records that answer.
+// offset below where it had consumed to, an answer no broker event
+// records; or a leader answered its fetch OFFSET_OUT_OF_RANGE while it was
+// consuming and it moved to the log start it then listed (that answer is
+// the leader's replica_fetch event).
 type QueueDataLoss struct {
 	_ struct{}
 

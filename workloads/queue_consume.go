@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/zkchaos/zkchaos/history"
@@ -37,7 +39,8 @@ type queueConsumer struct {
 	rng       *rand.Rand
 	subscribe bool
 	kc        *kgo.Client
-	until     time.Time // when the consumer next leaves or reassigns (zero: a member not yet given partitions)
+	writes    commitWrites // a member's OffsetCommit requests written to a broker
+	until     time.Time    // when the consumer next leaves or reassigns (zero: a member not yet given partitions)
 
 	mu   sync.Mutex
 	held map[int32]bool // a member's partitions, kept by kgo's callbacks
@@ -146,6 +149,7 @@ func (c *queueConsumer) join() error {
 		kgo.SessionTimeout(6*time.Second),
 		kgo.HeartbeatInterval(time.Second),
 		kgo.RebalanceTimeout(10*time.Second),
+		kgo.WithHooks(&c.writes),
 	)
 	kc, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -280,10 +284,11 @@ func parseValue(b []byte) int64 {
 	return v
 }
 
-// commit commits the position after what a member polled: ok when the
-// coordinator accepted every partition, fail when it refused one (the
-// request was answered, so nothing else of it counts), info without an
-// answer.
+// commit commits the position after what a member polled, recorded as
+// commitOutcome judges the client's answer and the number of OffsetCommit
+// requests the client wrote for it (c.writes, counted by a hook on the
+// member's client; only this commit writes OffsetCommit there meanwhile:
+// autocommit is off and the process commits synchronously).
 func (c *queueConsumer) commit(ctx context.Context, polled []history.QueuePoll, asg *history.QueueAssignment) {
 	inv := history.QueueOp{Type: history.OpInvoke, Process: c.proc, F: history.QueueCommit, Topic: c.cfg.Topic, Assignment: asg}
 	offs := map[int32]kgo.EpochOffset{}
@@ -296,21 +301,96 @@ func (c *queueConsumer) commit(ctx context.Context, polled []history.QueuePoll, 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.OpTimeout)
 	defer cancel()
 	done := inv
-	done.Type = history.OpOK
+	before := c.writes.n.Load()
 	c.kc.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: offs},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				done.Type, done.Error = history.OpInfo, err.Error()
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode != 0 && done.Type == history.OpOK {
-						done.Type, done.ErrorCode = history.OpFail, p.ErrorCode
-						done.Error = fmt.Sprintf("partition %d: error code %d", p.Partition, p.ErrorCode)
-					}
-				}
-			}
+			done.Type, done.ErrorCode, done.Error = commitOutcome(int(c.writes.n.Load()-before), resp, err)
 		})
 	c.write(done)
+}
+
+// commitWrites counts the OffsetCommit requests a client wrote to a broker,
+// whole or in part (kgo.HookBrokerWrite; the hook runs before the
+// request's response can be read, so before the commit's answer).
+type commitWrites struct{ n atomic.Int64 }
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (w *commitWrites) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, bytesWritten int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.OffsetCommit) && bytesWritten > 0 {
+		w.n.Add(1)
+	}
+}
+
+// definiteCommitRefusals are the OffsetCommit partition codes a group
+// coordinator answers only before it appends anything to
+// __consumer_offsets (Kafka 2.6.3; the node's group.Coordinator does the
+// same): KafkaApis.handleOffsetCommitRequest's authorization and unknown
+// topic answers; GroupCoordinator.validateGroupStatus's
+// COORDINATOR_LOAD_IN_PROGRESS and INVALID_GROUP_ID; handleCommitOffsets'
+// generation, member and rebalance checks; storeOffsets' metadata limit;
+// and INVALID_COMMIT_OFFSET_SIZE, the append's own size validation
+// refusing the batch. NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+// REQUEST_TIMED_OUT and UNKNOWN_SERVER_ERROR are not here: storeOffsets
+// also answers them after the leader appended the commit and the wait for
+// its followers (acks=-1) failed (NOT_LEADER_OR_FOLLOWER and
+// KAFKA_STORAGE_ERROR become NOT_COORDINATOR,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND becomes COORDINATOR_NOT_AVAILABLE, the
+// wait's timeout is REQUEST_TIMED_OUT), and the appended record can still
+// be replicated and read back.
+var definiteCommitRefusals = map[int16]bool{
+	kerr.TopicAuthorizationFailed.Code:  true,
+	kerr.GroupAuthorizationFailed.Code:  true,
+	kerr.UnknownTopicOrPartition.Code:   true,
+	kerr.CoordinatorLoadInProgress.Code: true,
+	kerr.InvalidGroupID.Code:            true,
+	kerr.IllegalGeneration.Code:         true,
+	kerr.UnknownMemberID.Code:           true,
+	kerr.RebalanceInProgress.Code:       true,
+	kerr.FencedInstanceID.Code:          true,
+	kerr.OffsetMetadataTooLarge.Code:    true,
+	kerr.InvalidCommitOffsetSize.Code:   true,
+}
+
+// commitOutcome is a commit's Jepsen type, the code that refused it and
+// the error, from the client's answer (resp or err) and the number of its
+// OffsetCommit requests the client wrote to a broker (delivered). kgo
+// answers only the last attempt: it retries a request whose connection
+// broke, and one whose first partition was answered NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS
+// (handleReqWithCoordinator), and an earlier attempt may have been
+// appended. So a commit is ok when every partition was accepted; fail only
+// when nothing of it can have been written: no request reached a broker
+// (the client's own refusals, a coordinator it could not reach), or the
+// only one that did was refused with a definite refusal on every
+// partition; info otherwise. A context error is info whatever was
+// counted: it can end the wait while a write is under way.
+func commitOutcome(delivered int, resp *kmsg.OffsetCommitResponse, err error) (history.OpType, int16, string) {
+	if err != nil {
+		if delivered == 0 && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return history.OpFail, 0, err.Error()
+		}
+		return history.OpInfo, 0, err.Error()
+	}
+	var code int16
+	var msg string
+	accepted, definite := false, true
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 {
+				accepted = true
+				continue
+			}
+			if code == 0 {
+				code, msg = p.ErrorCode, fmt.Sprintf("partition %d: error code %d", p.Partition, p.ErrorCode)
+			}
+			definite = definite && definiteCommitRefusals[p.ErrorCode]
+		}
+	}
+	switch {
+	case code == 0:
+		return history.OpOK, 0, ""
+	case delivered == 0 || (delivered == 1 && definite && !accepted):
+		return history.OpFail, code, msg
+	}
+	return history.OpInfo, code, msg
 }
