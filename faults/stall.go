@@ -11,7 +11,7 @@ import (
 )
 
 // StallZKSessionServerDoc is stall-zk-session-server's catalogue line.
-const StallZKSessionServerDoc = "SIGSTOP the ZooKeeper server that holds the controller's session (odd picks: a partition leader's) in stalls shorter than the client's read timeout, for the hold: the session stays on it and its requests wait"
+const StallZKSessionServerDoc = "SIGSTOP the ZooKeeper server that holds the controller's session (odd picks: a partition leader's) in stalls shorter than the client's read timeout, for the hold: the session stays on it and its requests wait (1 s stops with 200 ms gaps, or quick 250 ms stops with 50 ms gaps that hold every round trip)"
 
 // stallOps is what stall-zk-session-server does to a ZooKeeper server and
 // how it learns which server serves a broker: the Nemesis, or a fake.
@@ -51,7 +51,12 @@ func (o stallNemesis) sessions(ctx context.Context, nodes, zks []Target) map[str
 // leaderIsrUpdateLock) waits the same way. Stopping the server for the
 // whole hold would instead move the session to another server after the
 // read timeout, which is a different fault; so the server is stopped in
-// stalls of stall, with open between them, until the step heals.
+// stalls of stall, with open between them, until the step heals. Every
+// other pair of steps stutters quickly instead (a quarter of both): a long
+// stop lets what queued through in one burst in the next gap, so an event
+// that takes several round trips (the controller reading a notification,
+// then the partition states it names) mostly fits in one gap, while quick
+// stutters hold each of its round trips and stretch it over its stops.
 type zkStall struct {
 	world nemesis.World
 	parts Partitions // nil: only the controller's server is stalled
@@ -70,6 +75,16 @@ type zkStall struct {
 func stallTiming(session time.Duration) (stall, open time.Duration) {
 	stall = min(session/3, time.Second)
 	return max(stall, 50*time.Millisecond), 200 * time.Millisecond
+}
+
+// shape is a step's stall and gap: the long ones, or a quarter of each
+// when pick/4 is odd (picks 4-7, 12-15, ...), so steps of either parity
+// (controller or leader) get both.
+func (f *zkStall) shape(pick int) (stall, open time.Duration) {
+	if (pick/4)%2 == 1 {
+		return f.stall / 4, f.open / 4
+	}
+	return f.stall, f.open
 }
 
 func newZKStall(n *nemesis.Nemesis, env Env) *zkStall {
@@ -126,8 +141,9 @@ func (f *zkStall) inject(ctx context.Context, pick int) (Heal, error) {
 		what = "the ZooKeeper leader"
 	}
 	targets := []string{z.Name, b.Name}
+	stall, open := f.shape(pick)
 	detail := fmt.Sprintf("%s (%s) holds the session of %s, %s: SIGSTOP for %s, SIGCONT for %s, repeated until the heal",
-		z.Name, what, b.Name, role, f.stall, f.open)
+		z.Name, what, b.Name, role, stall, open)
 	id := f.rec.StartFault(history.Fault{Name: string(k), Targets: targets, Detail: detail})
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -135,7 +151,7 @@ func (f *zkStall) inject(ctx context.Context, pick int) (Heal, error) {
 	var loopErr error
 	go func() {
 		defer close(done)
-		stalls, loopErr = f.stutter(lctx, z)
+		stalls, loopErr = f.stutter(lctx, z, stall, open)
 	}()
 	return func(ctx context.Context) error {
 		stop()
@@ -146,14 +162,14 @@ func (f *zkStall) inject(ctx context.Context, pick int) (Heal, error) {
 		}
 		release()
 		f.rec.StopFault(history.Fault{ID: id, Name: string(k), Targets: targets,
-			Detail: fmt.Sprintf("%d stalls of %s on %s ended", stalls, f.stall, z.Name)}, err)
+			Detail: fmt.Sprintf("%d stalls of %s on %s ended", stalls, stall, z.Name)}, err)
 		return err
 	}, nil
 }
 
 // stutter stops and continues z until ctx ends, and returns how many stalls
 // it made; the caller continues z at the end, whatever state ctx found.
-func (f *zkStall) stutter(ctx context.Context, z Target) (int, error) {
+func (f *zkStall) stutter(ctx context.Context, z Target, stall, open time.Duration) (int, error) {
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
 			return n, nil
@@ -166,11 +182,11 @@ func (f *zkStall) stutter(ctx context.Context, z Target) (int, error) {
 		if err := f.ops.sigstop(context.WithoutCancel(ctx), z); err != nil {
 			return n, fmt.Errorf("stop %s: %w", z.Name, err)
 		}
-		stalled := ctxsleep.For(ctx, f.stall)
+		stalled := ctxsleep.For(ctx, stall)
 		if err := f.ops.sigcont(context.WithoutCancel(ctx), z); err != nil {
 			return n + 1, fmt.Errorf("continue %s: %w", z.Name, err)
 		}
-		if !stalled || !ctxsleep.For(ctx, f.open) {
+		if !stalled || !ctxsleep.For(ctx, open) {
 			return n + 1, nil
 		}
 	}

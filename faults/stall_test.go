@@ -72,8 +72,8 @@ func (w *stallWorld) sessions(context.Context, []Target, []Target) map[string]st
 
 // The controller's server (even picks) and a partition leader's (odd
 // picks) are stopped in stalls of a third of the session timeout, 200 ms
-// apart, never one longer than the client's read timeout, for as long as
-// the step holds; the heal leaves the server running and the history has
+// apart (picks 4-7, 12-15, ...: a quarter of both), never one longer than
+// the client's read timeout, for as long as the step holds; the heal leaves the server running and the history has
 // one window naming the server, the broker and its role.
 func TestStallZKSessionServer(t *testing.T) {
 	for _, tt := range []struct {
@@ -83,15 +83,20 @@ func TestStallZKSessionServer(t *testing.T) {
 		zk     string
 		detail string
 		err    string
+		stops  int           // in a 5 s hold
+		stall  time.Duration // each stop
 	}{
 		{"controller's server", 0, map[string]string{"n1": "zk3", "n2": "zk2"}, "zk3",
-			"zk3 (a follower) holds the session of n1, the controller: SIGSTOP for 1s, SIGCONT for 200ms", ""},
+			"zk3 (a follower) holds the session of n1, the controller: SIGSTOP for 1s, SIGCONT for 200ms", "", 5, time.Second},
 		{"a leader's server", 3, map[string]string{"n1": "zk3", "n2": "zk2"}, "zk2",
-			"zk2 (the ZooKeeper leader) holds the session of n2, the leader of chaos-1", ""},
+			"zk2 (the ZooKeeper leader) holds the session of n2, the leader of chaos-1", "", 5, time.Second},
+		// Stops at 0, 0.3, ..., 4.8 s.
+		{"controller's server, quick stutter", 4, map[string]string{"n1": "zk3", "n2": "zk2"}, "zk3",
+			"zk3 (a follower) holds the session of n1, the controller: SIGSTOP for 250ms, SIGCONT for 50ms", "", 17, 250 * time.Millisecond},
 		{"no connection listed", 0, map[string]string{"n2": "zk2"}, "", "",
-			"stall-zk-session-server: no ZooKeeper server lists n1's connection"},
+			"stall-zk-session-server: no ZooKeeper server lists n1's connection", 0, 0},
 		{"server held", 0, map[string]string{"n1": "zk1"}, "", "",
-			"stall-zk-session-server: zk1, the server of n1, is held by another fault"},
+			"stall-zk-session-server: zk1, the server of n1, is held by another fault", 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -116,23 +121,23 @@ func TestStallZKSessionServer(t *testing.T) {
 				if err := heal(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				// Stops at 0, 1.2, 2.4, 3.6 and 4.8 s.
+				// Long stops at 0, 1.2, 2.4, 3.6 and 4.8 s.
 				var want []string
-				for range 5 {
+				for range tt.stops {
 					want = append(want, "stop "+tt.zk, "cont "+tt.zk)
 				}
 				want = append(want, "cont "+tt.zk)
 				if got := strings.Join(w.ops, ", "); got != strings.Join(want, ", ") {
 					t.Fatalf("ops %s\nwant %s", got, strings.Join(want, ", "))
 				}
-				if w.stopped != time.Second {
-					t.Errorf("longest stall %s, want 1s (below the read timeout of 2s)", w.stopped)
+				if w.stopped != tt.stall {
+					t.Errorf("longest stall %s, want %s (below the read timeout of 2s)", w.stopped, tt.stall)
 				}
 				if w.claimed[tt.zk] {
 					t.Errorf("%s still claimed after the heal", tt.zk)
 				}
 				out := buf.String()
-				if !strings.Contains(out, tt.detail) || !strings.Contains(out, fmt.Sprintf("5 stalls of 1s on %s ended", tt.zk)) {
+				if !strings.Contains(out, tt.detail) || !strings.Contains(out, fmt.Sprintf("%d stalls of %s on %s ended", tt.stops, tt.stall, tt.zk)) {
 					t.Fatalf("recorded %s", out)
 				}
 			})
