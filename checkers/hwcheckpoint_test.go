@@ -22,8 +22,9 @@ func told(b *hb.Builder, node int32, ps ...int32) int {
 // partitions in the process's in-memory map: a restarted process's write may
 // leave out a partition no accepted LeaderAndIsr has told it about yet, as
 // long as one does before the process ends, and the partition comes back
-// with the high watermark the broker last wrote. Each case has its harm and
-// its clean twin.
+// with the high watermark the broker last wrote. A process is owed that
+// LeaderAndIsr once a controller acted in its reach for the grace after it
+// registered. Each case has its harm and its clean twin.
 func TestHWCheckpointJudgesTheInMemoryMap(t *testing.T) {
 	runCases(t, HWCheckpoint{}, []tcase{
 		{name: "left out until its process is told, then back at its high watermark", want: Valid, build: func(b *hb.Builder) []int {
@@ -45,12 +46,33 @@ func TestHWCheckpointJudgesTheInMemoryMap(t *testing.T) {
 			return []int{a, s, c}
 		}},
 		{name: "left out and never told before the next restart", want: Invalid, explain: "before the next one started at event", build: func(b *hb.Builder) []int {
+			ctl := elected(b, 1, 1, 10)
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			s1 := b.Start(2)
+			r := b.Register(2, 200)
 			told(b, 2, 0)
 			c := checkpoint(b, 2, nil, cpe(0, 5))
-			s2 := b.Start(2)
-			return []int{a, s1, c, s2}
+			s2 := b.At(2000).Start(2)
+			return []int{ctl, a, s1, r, c, s2}
+		}},
+		{name: "left out, and the process crashed before a controller had the grace to tell it", want: Valid, explain: KnownCheckpointUntold, build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Start(2)
+			b.Register(2, 200)
+			told(b, 2, 0)
+			checkpoint(b, 2, nil, cpe(0, 5))
+			b.At(500).Start(2)
+			return nil
+		}},
+		{name: "left out by a process that never registered", want: Valid, explain: KnownCheckpointUntold, build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Start(2)
+			told(b, 2, 0)
+			checkpoint(b, 2, nil, cpe(0, 5))
+			b.At(20000).Start(2)
+			return nil
 		}},
 		{name: "left out, then stopped: nothing to keep", want: Valid, build: func(b *hb.Builder) []int {
 			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
@@ -75,21 +97,27 @@ func TestHWCheckpointJudgesTheInMemoryMap(t *testing.T) {
 			return nil
 		}},
 		{name: "a LeaderAndIsr of the previous process does not tell the new one", want: Invalid, explain: "left out t-1", build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
 			told(b, 2, 0, 1)
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			s := b.Start(2)
+			b.Register(2, 200)
 			told(b, 2, 0)
 			c := checkpoint(b, 2, nil, cpe(0, 5))
+			b.At(2000).Phase()
 			return []int{a, s, c}
 		}},
 		{name: "a partition refused in the LeaderAndIsr is not told", want: Invalid, explain: "left out t-1", build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			s := b.Start(2)
+			b.Register(2, 200)
 			c := lai(1, 50, history.VerdictAccepted, 0)
 			c.Partitions = []history.ControlPartition{{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 1},
 				{Topic: "t", Partition: 1, Leader: 2, LeaderEpoch: 1, ErrorCode: history.ErrStaleControllerEpoch}}
 			b.Control(2, c)
 			w := checkpoint(b, 2, nil, cpe(0, 5))
+			b.At(2000).Phase()
 			return []int{a, s, w}
 		}},
 	})
