@@ -107,6 +107,9 @@ type hwcpState struct {
 	registered map[int32]int
 	// stopped[node]: when the current process logged node_stop.
 	stopped map[int32]int64
+	// refused[node][tp]: the first LeaderAndIsr naming tp that the
+	// current process refused, whole or for tp alone.
+	refused map[int32]map[history.TopicPartition]int
 	grace   time.Duration
 	// world and points: the controller terms, fault windows and times
 	// they change at, built when an omission is first judged.
@@ -130,6 +133,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		assigned:   map[history.TopicPartition][]int32{},
 		registered: map[int32]int{},
 		stopped:    map[int32]int64{},
+		refused:    map[int32]map[history.TopicPartition]int{},
 		grace:      c.TellGrace,
 	}
 	if s.grace <= 0 {
@@ -153,6 +157,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 			delete(s.known, e.Node)
 			delete(s.registered, e.Node)
 			delete(s.stopped, e.Node)
+			delete(s.refused, e.Node)
 			s.started[e.Node] = e.Index
 			// The new process starts from the checkpoint file, not from
 			// anything the old one reported.
@@ -170,11 +175,16 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 				reportHW(s.reported, e)
 			}
 		case history.KindControlRequest:
+			if e.Control == nil {
+				continue
+			}
 			if !acceptedControl(e) {
+				s.refuse(e, -1)
 				continue
 			}
 			for _, p := range e.Control.Partitions {
 				if p.ErrorCode != history.ErrNone {
+					s.refuse(e, p.ErrorCode)
 					continue
 				}
 				switch e.Control.API {
@@ -287,7 +297,15 @@ func (s *hwcpState) lost(node int32, end int) {
 			// Reported once: the next process starts it afresh.
 			delete(s.last[node], tp)
 		}
-		text := s.untoldOmission(&s.h.Events[idx], o, names, end, c)
+		var refusals []int
+		for _, tp := range tps {
+			if i, ok := s.refused[node][tp]; ok {
+				refusals = append(refusals, i)
+				events = append(events, i)
+			}
+		}
+		slices.Sort(refusals)
+		text := s.untoldOmission(&s.h.Events[idx], o, tps, names, end, c, slices.Compact(refusals))
 		if c.over != 0 {
 			s.r.violateAt(c.over, uniqueInts(events), "%s", text)
 		} else {
@@ -295,6 +313,28 @@ func (s *hwcpState) lost(node int32, end int) {
 		}
 	}
 	delete(s.pending, node)
+}
+
+// refuse records LeaderAndIsr e, which its process refused (code -1) or
+// refused for a partition (code, that partition's error): the first such
+// request for each partition it names, or only the one refused.
+func (s *hwcpState) refuse(e *history.Event, code int16) {
+	if e.Control.API != history.APILeaderAndIsr {
+		return
+	}
+	m := s.refused[e.Node]
+	if m == nil {
+		m = map[history.TopicPartition]int{}
+		s.refused[e.Node] = m
+	}
+	for _, p := range e.Control.Partitions {
+		if code >= 0 && p.ErrorCode != code {
+			continue
+		}
+		if _, ok := m[p.TP()]; !ok {
+			m[p.TP()] = e.Index
+		}
+	}
 }
 
 // regOf returns node's current process's first broker_registered (-1:

@@ -127,8 +127,9 @@ func controllersActed(h *history.History, by []ctlShare, t0 int64) string {
 // about, when that process ended (at event end; -1: the history's end)
 // without being told of them, with the chance the controllers had to tell
 // it: a violation when they acted in its reach for longer than the grace,
-// Kafka's behaviour otherwise.
-func (s *hwcpState) untoldOmission(e *history.Event, o omission, names []string, end int, c toldChance) string {
+// Kafka's behaviour otherwise. refusals are the LeaderAndIsr requests
+// naming them that the process refused.
+func (s *hwcpState) untoldOmission(e *history.Event, o omission, tps []history.TopicPartition, names []string, end int, c toldChance, refusals []int) string {
 	t0 := s.t0
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s's checkpoint write (%s)", nodeName(e.Node), at(e, t0))
@@ -145,9 +146,21 @@ func (s *hwcpState) untoldOmission(e *history.Event, o omission, names []string,
 	} else {
 		fmt.Fprintf(&b, "before the history ended (+%s)", rel(c.to, t0))
 	}
+	refused := ""
+	if len(refusals) > 0 {
+		set := map[history.TopicPartition]bool{}
+		for _, tp := range tps {
+			set[tp] = true
+		}
+		var rs []string
+		for _, i := range refusals {
+			rs = append(rs, refusalOf(&s.h.Events[i], set, t0))
+		}
+		refused = ", and the process refused " + andList(rs)
+	}
 	if c.over != 0 {
-		fmt.Fprintf(&b, ", although it registered at %s and from then %s (no fault on either of them or on ZooKeeper, no write of the controller's waiting for ZooKeeper's answer, the broker registered), longer than the %s grace (over at +%s): Kafka's controller sends a registered broker a LeaderAndIsr for every replica it hosts (KafkaController.onBrokerStartup), so %s lost (a process starting from the file starts %s at its log start).",
-			atParen(&s.h.Events[c.reg], t0), controllersActed(s.h, c.by, t0), s.grace, rel(c.over, t0), its, each)
+		fmt.Fprintf(&b, ", although it registered at %s and from then %s (no fault on either of them or on ZooKeeper, no write of the controller's waiting for ZooKeeper's answer, the broker registered), longer than the %s grace (over at +%s)%s: Kafka's controller sends a registered broker a LeaderAndIsr for every replica it hosts (KafkaController.onBrokerStartup), so %s lost (a process starting from the file starts %s at its log start).",
+			atParen(&s.h.Events[c.reg], t0), controllersActed(s.h, c.by, t0), s.grace, rel(c.over, t0), refused, its, each)
 		return b.String()
 	}
 	switch {
@@ -158,6 +171,7 @@ func (s *hwcpState) untoldOmission(e *history.Event, o omission, names []string,
 	default:
 		fmt.Fprintf(&b, ", and from its registration at %s until it ended (+%s) %s, %s in all, within the %s grace", atParen(&s.h.Events[c.reg], t0), rel(c.to, t0), controllersActed(s.h, c.by, t0), c.acting.Round(time.Millisecond), s.grace)
 	}
+	b.WriteString(refused)
 	fmt.Fprintf(&b, ": Kafka 2.6.3's ReplicaManager.checkpointHighWatermarks writes only the partitions in allPartitions, which only a LeaderAndIsr fills, so a process the controller had no time to reach writes a file without %s, and the next process starts %s at its log start.", it, each)
 	return b.String()
 }
@@ -165,4 +179,21 @@ func (s *hwcpState) untoldOmission(e *history.Event, o omission, names []string,
 // atParen names event e with its time in parentheses: "event 7 (+2.1s)".
 func atParen(e *history.Event, t0 int64) string {
 	return fmt.Sprintf("event %d (+%s)", e.Index, rel(e.Time, t0))
+}
+
+// refusalOf describes LeaderAndIsr e a process refused, whole or for one of
+// tps: "the LeaderAndIsr of controller 1 (epoch 2) at event 9 (+1s) with
+// error 77".
+func refusalOf(e *history.Event, tps map[history.TopicPartition]bool, t0 int64) string {
+	c := e.Control
+	code := c.ErrorCode
+	if c.Verdict == history.VerdictAccepted {
+		for _, p := range c.Partitions {
+			if tps[p.TP()] && p.ErrorCode != history.ErrNone {
+				code = p.ErrorCode
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("the LeaderAndIsr of controller %d (epoch %d) at %s with error %d", c.ControllerID, c.ControllerEpoch, atParen(e, t0), code)
 }

@@ -107,7 +107,7 @@ func TestHWCheckpointJudgesTheInMemoryMap(t *testing.T) {
 			b.At(2000).Phase()
 			return []int{a, s, c}
 		}},
-		{name: "a partition refused in the LeaderAndIsr is not told", want: Invalid, explain: "left out t-1", build: func(b *hb.Builder) []int {
+		{name: "a partition refused in the LeaderAndIsr is not told", want: Invalid, explain: "(over at +1s), and the process refused the LeaderAndIsr of controller 1 (epoch 1) at event 4 (+0s) with error 11: ", build: func(b *hb.Builder) []int {
 			elected(b, 1, 1, 10)
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			s := b.Start(2)
@@ -115,10 +115,10 @@ func TestHWCheckpointJudgesTheInMemoryMap(t *testing.T) {
 			c := lai(1, 50, history.VerdictAccepted, 0)
 			c.Partitions = []history.ControlPartition{{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 1},
 				{Topic: "t", Partition: 1, Leader: 2, LeaderEpoch: 1, ErrorCode: history.ErrStaleControllerEpoch}}
-			b.Control(2, c)
+			r := b.Control(2, c)
 			w := checkpoint(b, 2, nil, cpe(0, 5))
 			b.At(2000).Phase()
-			return []int{a, s, w}
+			return []int{a, s, r, w}
 		}},
 	})
 }
