@@ -700,7 +700,7 @@ func TestHWCheckpointExplainsEachWrite(t *testing.T) {
 			b.At(1600).Fault(true, "f1", "crash-lose-unflushed", "n3")
 			b.At(2100).Start(3)
 		}, nil, []string{
-			"broker 3's checkpoint write (event 5, +1.4s) by the process started at event 2 (+1s) left out t-0 (HW 0, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the next one started at event 7 (+2.1s), and from its registration at event 3 (+1.4s) until it ended (+2.1s) controller 1 (epoch 1, elected at event 0, +0s) acted in its reach for 200ms, 200ms in all, within the 1s grace: Kafka 2.6.3's ReplicaManager.checkpointHighWatermarks writes only the partitions in allPartitions, which only a LeaderAndIsr fills, so a process the controller had no time to reach writes a file without it, and the next process starts the partition at its log start.",
+			"broker 3's checkpoint write (event 5, +1.4s) by the process started at event 2 (+1s) left out t-0 (HW 0, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the next one started at event 7 (+2.1s), and from its registration at event 3 (+1.4s) until it ended (+1.6s) controller 1 (epoch 1, elected at event 0, +0s) acted in its reach for 200ms, 200ms in all, within the 1s grace: Kafka 2.6.3's ReplicaManager.checkpointHighWatermarks writes only the partitions in allPartitions, which only a LeaderAndIsr fills, so a process the controller had no time to reach writes a file without it, and the next process starts the partition at its log start.",
 		}},
 		{"a restarted process untold for 13 s while its controller was cut off", func(b *hb.Builder) {
 			elected(b, 1, 1, 10)

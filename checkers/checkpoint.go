@@ -103,10 +103,15 @@ type hwcpState struct {
 	// assigned[tp]: tp's replica set as the controller's latest
 	// LeaderAndIsr carrying one said.
 	assigned map[history.TopicPartition][]int32
+	// asg[tp]: every replica set the controller's LeaderAndIsr requests
+	// carried for tp, in time order: a process is owed a LeaderAndIsr for
+	// tp only while tp is assigned to its broker.
+	asg map[history.TopicPartition][]asgMark
 	// registered[node]: the current process's first broker_registered.
 	registered map[int32]int
-	// stopped[node]: when the current process logged node_stop.
-	stopped map[int32]int64
+	// ended[node]: when the current process ended before the next one
+	// started: its node_stop, or a fault that killed it.
+	ended map[int32]int64
 	// refused[node][tp]: the first LeaderAndIsr naming tp that the
 	// current process refused, whole or for tp alone.
 	refused map[int32]map[history.TopicPartition]int
@@ -131,8 +136,9 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 		reported:   map[int32]map[history.TopicPartition]hwMark{},
 		excused:    map[int32]map[history.TopicPartition]int64{},
 		assigned:   map[history.TopicPartition][]int32{},
+		asg:        map[history.TopicPartition][]asgMark{},
 		registered: map[int32]int{},
-		stopped:    map[int32]int64{},
+		ended:      map[int32]int64{},
 		refused:    map[int32]map[history.TopicPartition]int{},
 		grace:      c.TellGrace,
 	}
@@ -142,13 +148,14 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 	if len(h.Events) > 0 {
 		s.t0 = h.Events[0].Time
 	}
-	for e := range eventsOf(h, history.KindNodeStart, history.KindNodeStop, history.KindBrokerRegistered, history.KindHWAdvance, history.KindControlSent, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
+	for e := range eventsOf(h, history.KindNodeStart, history.KindNodeStop, history.KindFaultStart, history.KindBrokerRegistered, history.KindHWAdvance, history.KindControlSent, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
 		switch e.Kind {
 		case history.KindControlSent:
 			if e.Control != nil && e.Control.API == history.APILeaderAndIsr {
 				for _, p := range e.Control.Partitions {
 					if len(p.Replicas) > 0 {
 						s.assigned[p.TP()] = p.Replicas
+						s.asg[p.TP()] = append(s.asg[p.TP()], asgMark{t: e.Time, replicas: p.Replicas})
 					}
 				}
 			}
@@ -156,7 +163,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 			s.lost(e.Node, e.Index)
 			delete(s.known, e.Node)
 			delete(s.registered, e.Node)
-			delete(s.stopped, e.Node)
+			delete(s.ended, e.Node)
 			delete(s.refused, e.Node)
 			s.started[e.Node] = e.Index
 			// The new process starts from the checkpoint file, not from
@@ -167,8 +174,19 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 				s.registered[e.Node] = e.Index
 			}
 		case history.KindNodeStop:
-			if _, ok := s.stopped[e.Node]; !ok {
-				s.stopped[e.Node] = e.Time
+			if _, ok := s.ended[e.Node]; !ok {
+				s.ended[e.Node] = e.Time
+			}
+		case history.KindFaultStart:
+			if e.Fault == nil || !(killsProcess(e.Fault.Name) || e.Fault.Name == crashLoseUnflushed) {
+				continue
+			}
+			for _, t := range e.Fault.Targets {
+				if id, ok := brokerTarget(t); ok {
+					if _, ended := s.ended[id]; !ended {
+						s.ended[id] = e.Time
+					}
+				}
 			}
 		case history.KindHWAdvance:
 			if e.HW != nil {
@@ -254,9 +272,16 @@ func (s *hwcpState) lost(node int32, end int) {
 	if len(ps) == 0 {
 		return
 	}
-	var c toldChance
-	measured := false
-	byWrite := map[int][]history.TopicPartition{}
+	reg, to := s.regOf(node), s.endOf(node, end)
+	// One report per write and chance: partitions assigned to the broker
+	// over different times had different chances.
+	type group struct {
+		idx int
+		c   toldChance
+		tps []history.TopicPartition
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for _, tp := range sortedTPs(ps) {
 		// A replica the controller has moved off this broker is not owed
 		// a LeaderAndIsr: Kafka 2.6.3 leaves a reassigned-away replica's
@@ -269,14 +294,27 @@ func (s *hwcpState) lost(node int32, end int) {
 			delete(s.last[node], tp)
 			continue
 		}
-		byWrite[ps[tp].idx] = append(byWrite[ps[tp].idx], tp)
-	}
-	for _, idx := range slices.Sorted(maps.Keys(byWrite)) {
-		tps := byWrite[idx]
-		o := ps[tps[0]]
-		if !measured {
-			c, measured = s.chance(node, s.regOf(node), s.endOf(node, end)), true
+		c := s.chance(node, tp, reg, to)
+		// Nor is a process owed one for a partition assigned elsewhere
+		// for as long as its broker was up and registered (reassigned
+		// away while it was down, and back only after it died again).
+		if reg >= 0 && !c.owed {
+			delete(s.last[node], tp)
+			continue
 		}
+		key := fmt.Sprint(ps[tp].idx, c.over, c.acting, c.by)
+		g := byKey[key]
+		if g == nil {
+			g = &group{idx: ps[tp].idx, c: c}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.tps = append(g.tps, tp)
+	}
+	slices.SortStableFunc(groups, func(a, b *group) int { return a.idx - b.idx })
+	for _, g := range groups {
+		idx, tps, c := g.idx, g.tps, g.c
+		o := ps[tps[0]]
 		events := []int{idx}
 		if o.restart >= 0 {
 			events = append(events, o.restart)
@@ -346,10 +384,11 @@ func (s *hwcpState) regOf(node int32) int {
 	return -1
 }
 
-// endOf returns when node's current process ended: its node_stop, else
-// the next process's node_start (event end), else the history's end.
+// endOf returns when node's current process ended: its node_stop or the
+// fault that killed it, else the next process's node_start (event end),
+// else the history's end.
 func (s *hwcpState) endOf(node int32, end int) int64 {
-	if t, ok := s.stopped[node]; ok {
+	if t, ok := s.ended[node]; ok {
 		return t
 	}
 	if end >= 0 {

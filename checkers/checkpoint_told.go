@@ -33,21 +33,33 @@ type ctlShare struct {
 	d    time.Duration
 }
 
-// toldChance is the time a controller had to tell a process about its
-// partitions: from its registration until it ended, the time a controller
-// acted with no fault on it, on the broker or on ZooKeeper, no write of its
-// own waiting for ZooKeeper's answer, and the broker registered.
+// asgMark is a replica set a controller's LeaderAndIsr carried for a
+// partition, and when it was sent.
+type asgMark struct {
+	t        int64
+	replicas []int32
+}
+
+// toldChance is the time a controller had to tell a process about one of
+// its partitions: from its registration until it ended, the time a
+// controller acted with no fault on it, on the broker or on ZooKeeper, no
+// write of its own waiting for ZooKeeper's answer, the broker registered
+// and the partition assigned to it.
 type toldChance struct {
 	reg    int   // the process's first broker_registered; -1: none
 	to     int64 // when the process ended (or the history did)
 	acting time.Duration
 	over   int64      // when acting passed the grace; 0: it never did
 	by     []ctlShare // the controller terms that acted, in time order, until over
+	// owed: the partition was assigned to the broker at some time of the
+	// process's life after it registered (the controller's latest
+	// LeaderAndIsr naming replicas said so, or none had named any).
+	owed bool
 }
 
 // chance measures the time controllers had to tell node's process, which
-// registered at event reg (-1: never) and ended at time to.
-func (s *hwcpState) chance(node int32, reg int, to int64) toldChance {
+// registered at event reg (-1: never) and ended at time to, about tp.
+func (s *hwcpState) chance(node int32, tp history.TopicPartition, reg int, to int64) toldChance {
 	c := toldChance{reg: reg, to: to}
 	if reg < 0 || len(s.h.Events) == 0 {
 		return c
@@ -67,11 +79,24 @@ func (s *hwcpState) chance(node int32, reg int, to int64) toldChance {
 	for i := sort.Search(len(s.points), func(i int) bool { return s.points[i] > from }); i < len(s.points) && s.points[i] < to; i++ {
 		bounds = append(bounds, s.points[i])
 	}
-	bounds = append(bounds, to)
+	for _, m := range s.asg[tp] {
+		if from < m.t && m.t < to {
+			bounds = append(bounds, m.t)
+		}
+	}
+	slices.Sort(bounds)
+	bounds = append(slices.Compact(bounds), to)
 	for i := 0; i+1 < len(bounds); i++ {
 		a, b := bounds[i], bounds[i+1]
+		if !s.assignedTo(tp, node, a) {
+			continue
+		}
+		c.owed = true
+		if !w.al.alive(node, a) || w.brokerCut(node, a) {
+			continue
+		}
 		ctl, ok, cut := w.actingAt(a)
-		if !ok || cut || !w.al.alive(node, a) || w.brokerCut(node, a) {
+		if !ok || cut {
 			continue
 		}
 		d := time.Duration(b - a)
@@ -89,6 +114,14 @@ func (s *hwcpState) chance(node int32, reg int, to int64) toldChance {
 		}
 	}
 	return c
+}
+
+// assignedTo says whether tp was assigned to node at t as the controller's
+// latest LeaderAndIsr naming replicas before t said; with none, it was.
+func (s *hwcpState) assignedTo(tp history.TopicPartition, node int32, t int64) bool {
+	ms := s.asg[tp]
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].t > t }) - 1
+	return i < 0 || slices.Contains(ms[i].replicas, node)
 }
 
 // brokerCut says whether a fault window in force at t keeps broker node

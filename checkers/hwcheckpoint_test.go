@@ -18,6 +18,13 @@ func told(b *hb.Builder, node int32, ps ...int32) int {
 	return b.Control(node, c)
 }
 
+// sentReplicas appends controller ctl's LeaderAndIsr to target for t-p
+// naming replicas.
+func sentReplicas(b *hb.Builder, ctl, target, p int32, replicas ...int32) int {
+	return b.Add(history.Event{Kind: history.KindControlSent, Node: ctl, Control: &history.Control{API: history.APILeaderAndIsr,
+		ControllerID: ctl, ControllerEpoch: 1, TargetBroker: target, Partitions: []history.ControlPartition{{Topic: "t", Partition: p, Leader: replicas[0], Replicas: replicas}}}})
+}
+
 // Kafka 2.6.3's ReplicaManager.checkpointHighWatermarks writes only the
 // partitions in the process's in-memory map: a restarted process's write may
 // leave out a partition no accepted LeaderAndIsr has told it about yet, as
@@ -95,6 +102,39 @@ func TestHWCheckpointJudgesTheInMemoryMap(t *testing.T) {
 			told(b, 2, 0, 1)
 			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			return nil
+		}},
+		// Seen in a random crash-lose-unflushed run with the admin
+		// workload: t-1 moved to brokers 1 and 3 while broker 2 was down,
+		// and back to broker 2 only after its next process had died.
+		{name: "reassigned away for the whole life of the process that left it out", want: Valid, build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
+			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Fault(true, "f1", "crash-lose-unflushed", "n2")
+			sentReplicas(b, 1, 3, 1, 1, 3)
+			b.At(1000).Start(2)
+			b.Fault(false, "f1", "crash-lose-unflushed", "n2")
+			b.Register(2, 200)
+			told(b, 2, 0)
+			checkpoint(b, 2, nil, cpe(0, 5))
+			b.At(9000).Fault(true, "f2", "kill", "n2")
+			sentReplicas(b, 1, 1, 1, 2, 3, 1)
+			b.At(12000).Start(2)
+			return nil
+		}},
+		{name: "reassigned back to the broker while its process lived, and never told", want: Invalid, explain: "acted in its reach for", build: func(b *hb.Builder) []int {
+			elected(b, 1, 1, 10)
+			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
+			b.Fault(true, "f1", "crash-lose-unflushed", "n2")
+			sentReplicas(b, 1, 3, 1, 1, 3)
+			b.At(1000).Start(2)
+			b.Fault(false, "f1", "crash-lose-unflushed", "n2")
+			r := b.Register(2, 200)
+			told(b, 2, 0)
+			c := checkpoint(b, 2, nil, cpe(0, 5))
+			b.At(5000)
+			sentReplicas(b, 1, 1, 1, 2, 3, 1)
+			s := b.At(12000).Start(2)
+			return []int{a, r, c, s}
 		}},
 		{name: "a LeaderAndIsr of the previous process does not tell the new one", want: Invalid, explain: "left out t-1", build: func(b *hb.Builder) []int {
 			elected(b, 1, 1, 10)
