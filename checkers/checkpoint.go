@@ -25,8 +25,9 @@ import (
 //     or the end of the history) if a controller had the time to tell it:
 //     one acted in its reach (no fault on the controller, the broker or
 //     ZooKeeper, no write of the controller's waiting for ZooKeeper, the
-//     broker registered) for longer than TellGrace after the process
-//     registered. Otherwise the file has lost that high watermark, and the
+//     broker registered, the partition assigned to it) for longer than
+//     TellGrace after the process registered and before it ended (a
+//     node_stop, or a fault that killed it). Otherwise the file has lost that high watermark, and the
 //     next process starts the partition from its log start offset. A
 //     process that ended before a controller had that time is Kafka's
 //     behaviour (checkpointHighWatermarks writes allPartitions only), the
