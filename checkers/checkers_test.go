@@ -595,11 +595,14 @@ func TestHWCheckpoint(t *testing.T) {
 			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 4))
 			return nil
 		}},
-		{name: "partition left out across restart and never told", want: Invalid, explain: "left out t-1 (HW 3, written by event 0), which the broker hosted", build: func(b *hb.Builder) []int {
+		{name: "partition left out across restart and never told", want: Invalid, explain: "left out t-1 (HW 3, written by event 1), which the broker hosted", build: func(b *hb.Builder) []int {
+			ctl := elected(b, 1, 1, 10)
 			a := checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
 			s := b.Start(2)
+			r := b.Register(2, 200)
 			c := checkpoint(b, 2, nil, cpe(0, 5))
-			return []int{a, s, c}
+			b.At(2000).Phase()
+			return []int{ctl, a, s, r, c}
 		}},
 		{name: "a replica reassigned away while its broker was down is not owed a LeaderAndIsr", want: Valid, build: func(b *hb.Builder) []int {
 			checkpoint(b, 2, nil, cpe(0, 5), cpe(1, 3))
@@ -644,16 +647,20 @@ func TestHWCheckpointExplainsEachWrite(t *testing.T) {
 		name  string
 		build func(b *hb.Builder)
 		want  []string // one explanation per violation
+		known []string // the example of each known anomaly
 	}{
 		{"KAFKA-7235: the restarted broker's write leaves out two partitions, and its process is told of only one", func(b *hb.Builder) {
+			elected(b, 1, 1, 10)
 			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 0), cpe(3, 0))
 			b.Start(2)
+			b.Register(2, 200)
 			checkpoint(b, 2, nil, cpe(1, 0))
 			checkpoint(b, 2, nil, cpe(1, 0), cpe(3, 0))
+			b.At(3000).Phase()
 		}, []string{
 			// t-3 is back at the same high watermark: nothing lost.
-			"broker 2's checkpoint write (event 2) by the process started at event 1 left out t-0 (HW 0, written by event 0), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the history ended: that high watermark is lost (a process starting from the file starts the partition at its log start).",
-		}},
+			"broker 2's checkpoint write (event 4, +0s) by the process started at event 2 (+0s) left out t-0 (HW 0, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the history ended (+3s), although it registered at event 3 (+0s) and from then controller 1 (epoch 1, elected at event 0, +0s) acted in its reach for 2.997s (no fault on either of them or on ZooKeeper, no write of the controller's waiting for ZooKeeper's answer, the broker registered), longer than the 1s grace (over at +1s): Kafka's controller sends a registered broker a LeaderAndIsr for every replica it hosts (KafkaController.onBrokerStartup), so that high watermark is lost (a process starting from the file starts the partition at its log start).",
+		}, nil},
 		{"a drop without a restart, then a write moving a high watermark back", func(b *hb.Builder) {
 			checkpoint(b, 1, nil, cpe(0, 7), cpe(1, 4))
 			checkpoint(b, 1, nil, cpe(0, 7))
@@ -661,21 +668,62 @@ func TestHWCheckpointExplainsEachWrite(t *testing.T) {
 		}, []string{
 			"broker 1's checkpoint write (event 1) dropped t-1 (HW 4, written by event 0), which that process held in memory: that high watermark is lost.",
 			"broker 1's checkpoint write (event 2) moved t-0's high watermark back from 7 (event 1) to 6: a restart from it starts below the high watermark the broker had written.",
-		}},
+		}, nil},
 		{"one write leaves out one partition and moves another back", func(b *hb.Builder) {
+			elected(b, 1, 1, 10)
 			checkpoint(b, 3, nil, cpe(0, 9), cpe(1, 4))
 			b.Start(3)
 			b.Start(3)
+			b.Register(3, 300)
 			checkpoint(b, 3, nil, cpe(1, 2))
+			b.At(1500).Phase()
 		}, []string{
-			"broker 3's checkpoint write (event 3) by the process started at event 2 moved t-1's high watermark back from 4 (event 0) to 2: a restart from it starts below the high watermark the broker had written.",
-			"broker 3's checkpoint write (event 3) by the process started at event 2 left out t-0 (HW 9, written by event 0), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the history ended: that high watermark is lost (a process starting from the file starts the partition at its log start).",
-		}},
+			"broker 3's checkpoint write (event 5) by the process started at event 3 moved t-1's high watermark back from 4 (event 1) to 2: a restart from it starts below the high watermark the broker had written.",
+			"broker 3's checkpoint write (event 5, +10ms) by the process started at event 3 (+0s) left out t-0 (HW 9, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the history ended (+1.5s), although it registered at event 4 (+0s) and from then controller 1 (epoch 1, elected at event 0, +0s) acted in its reach for 1.496s (no fault on either of them or on ZooKeeper, no write of the controller's waiting for ZooKeeper's answer, the broker registered), longer than the 1s grace (over at +1s): Kafka's controller sends a registered broker a LeaderAndIsr for every replica it hosts (KafkaController.onBrokerStartup), so that high watermark is lost (a process starting from the file starts the partition at its log start).",
+		}, nil},
 		{"clean: every write keeps every hosted partition at or above its high watermark", func(b *hb.Builder) {
 			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 0))
 			b.Start(2)
 			checkpoint(b, 2, nil, cpe(0, 3), cpe(1, 0))
 			checkpoint(b, 2, []history.TopicPartition{tp0}, cpe(0, 3)) // t-1 no longer hosted
+		}, nil, nil},
+		// Seen in random crash-lose-unflushed runs: the controller's first
+		// LeaderAndIsr to the restarted broker had not come when the
+		// process, 1.1 s old, crashed again.
+		{"a restarted process that crashed before a controller had the time to tell it", func(b *hb.Builder) {
+			elected(b, 1, 1, 10)
+			checkpoint(b, 3, nil, cpe(0, 0), cpe(1, 5))
+			b.At(1000).Start(3)
+			b.At(1400).Register(3, 300)
+			told(b, 3, 1) // a leader election's LeaderAndIsr, before onBrokerStartup's
+			checkpoint(b, 3, nil, cpe(1, 5))
+			b.At(1600).Fault(true, "f1", "crash-lose-unflushed", "n3")
+			b.At(2100).Start(3)
+		}, nil, []string{
+			"broker 3's checkpoint write (event 5, +1.4s) by the process started at event 2 (+1s) left out t-0 (HW 0, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the next one started at event 7 (+2.1s), and from its registration at event 3 (+1.4s) until it ended (+1.6s) controller 1 (epoch 1, elected at event 0, +0s) acted in its reach for 200ms, 200ms in all, within the 1s grace: Kafka 2.6.3's ReplicaManager.checkpointHighWatermarks writes only the partitions in allPartitions, which only a LeaderAndIsr fills, so a process the controller had no time to reach writes a file without it, and the next process starts the partition at its log start.",
+		}},
+		{"a restarted process untold for 13 s while its controller was cut off", func(b *hb.Builder) {
+			elected(b, 1, 1, 10)
+			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 5))
+			b.At(1000).Start(2)
+			b.At(1200).Fault(true, "f1", "pause", "n1")
+			b.At(1300).Register(2, 200)
+			told(b, 2, 1)
+			checkpoint(b, 2, nil, cpe(1, 5))
+			b.At(14000).Start(2)
+		}, nil, []string{
+			"broker 2's checkpoint write (event 6, +1.3s) by the process started at event 2 (+1s) left out t-0 (HW 0, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the next one started at event 7 (+14s), and from its registration at event 4 (+1.3s) until it ended (+14s) no controller acted in its reach (each was cut off by a fault on it, on the broker or on ZooKeeper, waiting for ZooKeeper's answer, or none acted): Kafka 2.6.3's ReplicaManager.checkpointHighWatermarks writes only the partitions in allPartitions, which only a LeaderAndIsr fills, so a process the controller had no time to reach writes a file without it, and the next process starts the partition at its log start.",
+		}},
+		{"a restarted process untold for 13 s under an acting controller", func(b *hb.Builder) {
+			elected(b, 1, 1, 10)
+			checkpoint(b, 2, nil, cpe(0, 0), cpe(1, 5))
+			b.At(1000).Start(2)
+			b.At(1300).Register(2, 200)
+			told(b, 2, 1)
+			checkpoint(b, 2, nil, cpe(1, 5))
+			b.At(14000).Start(2)
+		}, []string{
+			"broker 2's checkpoint write (event 5, +1.3s) by the process started at event 2 (+1s) left out t-0 (HW 0, written by event 1), which the broker hosted, and that process was never told about it by a LeaderAndIsr before the next one started at event 6 (+14s), although it registered at event 3 (+1.3s) and from then controller 1 (epoch 1, elected at event 0, +0s) acted in its reach for 12.7s (no fault on either of them or on ZooKeeper, no write of the controller's waiting for ZooKeeper's answer, the broker registered), longer than the 1s grace (over at +2.3s): Kafka's controller sends a registered broker a LeaderAndIsr for every replica it hosts (KafkaController.onBrokerStartup), so that high watermark is lost (a process starting from the file starts the partition at its log start).",
 		}, nil},
 	}
 	for _, tt := range tests {
@@ -689,6 +737,13 @@ func TestHWCheckpointExplainsEachWrite(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			var known []string
+			for _, k := range r.Known {
+				known = append(known, k.Example)
+			}
+			if !slices.Equal(known, tt.known) {
+				t.Fatalf("known anomalies:\n%s\nwant:\n%s", strings.Join(known, "\n"), strings.Join(tt.known, "\n"))
 			}
 			if want := Valid; len(tt.want) > 0 {
 				if r.Verdict != Invalid {

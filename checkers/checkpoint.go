@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -21,9 +22,16 @@ import (
 //     process started);
 //   - a write may omit a partition its process has not yet been told about,
 //     but that process must then be told about it before it ends (a restart,
-//     or the end of the history): otherwise the file has lost that high
-//     watermark, and the next process starts the partition from its log
-//     start offset;
+//     or the end of the history) if a controller had the time to tell it:
+//     one acted in its reach (no fault on the controller, the broker or
+//     ZooKeeper, no write of the controller's waiting for ZooKeeper, the
+//     broker registered, the partition assigned to it) for longer than
+//     TellGrace after the process registered and before it ended (a
+//     node_stop, or a fault that killed it). Otherwise the file has lost that high watermark, and the
+//     next process starts the partition from its log start offset. A
+//     process that ended before a controller had that time is Kafka's
+//     behaviour (checkpointHighWatermarks writes allPartitions only), the
+//     known anomaly KnownCheckpointUntold (checkpoint_told.go);
 //   - no write moves a partition's high watermark below the last one the
 //     broker wrote for it, across restarts and across writes that omitted
 //     it (a partition re-entering memory after an omission takes the file's
@@ -44,7 +52,16 @@ import (
 // watermark a process restores at start is not logged, so a partition is
 // judged only once an hw_advance of that process shows its high watermark;
 // trimmed histories without hw_advance events are not judged at all.
-type HWCheckpoint struct{}
+type HWCheckpoint struct {
+	// TellGrace is how long a controller must have acted in a restarted
+	// process's reach, after the process registered, before its never
+	// being told of a partition its checkpoint left out is a violation;
+	// 0: DefaultConfig's RegisteredElectGrace. The controller's
+	// onBrokerStartup tells a registered broker of every replica it hosts
+	// as it elects offline partitions (the registered-elect rule of
+	// availability), so it gets the same grace.
+	TellGrace time.Duration
+}
 
 // Name implements Checker.
 func (HWCheckpoint) Name() string { return "hw-checkpoint" }
@@ -87,53 +104,106 @@ type hwcpState struct {
 	// assigned[tp]: tp's replica set as the controller's latest
 	// LeaderAndIsr carrying one said.
 	assigned map[history.TopicPartition][]int32
-	t0       int64
-	writes   int
-	judged   int
+	// asg[tp]: every replica set the controller's LeaderAndIsr requests
+	// carried for tp, in time order: a process is owed a LeaderAndIsr for
+	// tp only while tp is assigned to its broker.
+	asg map[history.TopicPartition][]asgMark
+	// registered[node]: the current process's first broker_registered.
+	registered map[int32]int
+	// ended[node]: when the current process ended before the next one
+	// started: its node_stop, or a fault that killed it.
+	ended map[int32]int64
+	// refused[node][tp]: the first LeaderAndIsr naming tp that the
+	// current process refused, whole or for tp alone.
+	refused map[int32]map[history.TopicPartition]int
+	grace   time.Duration
+	// world and points: the controller terms, fault windows and times
+	// they change at, built when an omission is first judged.
+	world  *electWorld
+	points []int64
+	t0     int64
+	writes int
+	judged int
 }
 
 // Check implements Checker.
 func (c HWCheckpoint) Check(h *history.History) Result {
 	s := &hwcpState{
 		h: h, r: &report{name: c.Name()},
-		last:     map[int32]map[history.TopicPartition]written{},
-		known:    map[int32]map[history.TopicPartition]bool{},
-		pending:  map[int32]map[history.TopicPartition]omission{},
-		started:  map[int32]int{},
-		reported: map[int32]map[history.TopicPartition]hwMark{},
-		excused:  map[int32]map[history.TopicPartition]int64{},
-		assigned: map[history.TopicPartition][]int32{},
+		last:       map[int32]map[history.TopicPartition]written{},
+		known:      map[int32]map[history.TopicPartition]bool{},
+		pending:    map[int32]map[history.TopicPartition]omission{},
+		started:    map[int32]int{},
+		reported:   map[int32]map[history.TopicPartition]hwMark{},
+		excused:    map[int32]map[history.TopicPartition]int64{},
+		assigned:   map[history.TopicPartition][]int32{},
+		asg:        map[history.TopicPartition][]asgMark{},
+		registered: map[int32]int{},
+		ended:      map[int32]int64{},
+		refused:    map[int32]map[history.TopicPartition]int{},
+		grace:      c.TellGrace,
+	}
+	if s.grace <= 0 {
+		s.grace = DefaultConfig().RegisteredElectGrace
 	}
 	if len(h.Events) > 0 {
 		s.t0 = h.Events[0].Time
 	}
-	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindControlSent, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
+	for e := range eventsOf(h, history.KindNodeStart, history.KindNodeStop, history.KindFaultStart, history.KindBrokerRegistered, history.KindHWAdvance, history.KindControlSent, history.KindControlRequest, history.KindRoleChange, history.KindTruncation, history.KindHWCheckpoint) {
 		switch e.Kind {
 		case history.KindControlSent:
 			if e.Control != nil && e.Control.API == history.APILeaderAndIsr {
 				for _, p := range e.Control.Partitions {
 					if len(p.Replicas) > 0 {
 						s.assigned[p.TP()] = p.Replicas
+						s.asg[p.TP()] = append(s.asg[p.TP()], asgMark{t: e.Time, replicas: p.Replicas})
 					}
 				}
 			}
 		case history.KindNodeStart:
 			s.lost(e.Node, e.Index)
 			delete(s.known, e.Node)
+			delete(s.registered, e.Node)
+			delete(s.ended, e.Node)
+			delete(s.refused, e.Node)
 			s.started[e.Node] = e.Index
 			// The new process starts from the checkpoint file, not from
 			// anything the old one reported.
 			delete(s.reported, e.Node)
+		case history.KindBrokerRegistered:
+			if _, ok := s.registered[e.Node]; !ok {
+				s.registered[e.Node] = e.Index
+			}
+		case history.KindNodeStop:
+			if _, ok := s.ended[e.Node]; !ok {
+				s.ended[e.Node] = e.Time
+			}
+		case history.KindFaultStart:
+			if e.Fault == nil || !(killsProcess(e.Fault.Name) || e.Fault.Name == crashLoseUnflushed) {
+				continue
+			}
+			for _, t := range e.Fault.Targets {
+				if id, ok := brokerTarget(t); ok {
+					if _, ended := s.ended[id]; !ended {
+						s.ended[id] = e.Time
+					}
+				}
+			}
 		case history.KindHWAdvance:
 			if e.HW != nil {
 				reportHW(s.reported, e)
 			}
 		case history.KindControlRequest:
+			if e.Control == nil {
+				continue
+			}
 			if !acceptedControl(e) {
+				s.refuse(e, -1)
 				continue
 			}
 			for _, p := range e.Control.Partitions {
 				if p.ErrorCode != history.ErrNone {
+					s.refuse(e, p.ErrorCode)
 					continue
 				}
 				switch e.Control.API {
@@ -162,7 +232,7 @@ func (c HWCheckpoint) Check(h *history.History) Result {
 	}
 	s.r.detail("checkpoint_writes", s.writes)
 	s.r.detail("entries_judged_against_hw", s.judged)
-	return s.r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a partition their process held, left none out that their process was never told about, never moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", s.writes, len(s.last), s.judged))
+	return s.r.result(fmt.Sprintf("%d checkpoint writes on %d brokers never dropped a partition their process held, left none out that their process was never told about although a controller acted in their reach for the %s grace, never moved a high watermark back, and none of the %d entries judged against its broker's reported high watermark was above it.", s.writes, len(s.last), s.grace, s.judged))
 }
 
 func (s *hwcpState) excuse(node int32, tp history.TopicPartition, to int64) {
@@ -195,13 +265,24 @@ func (s *hwcpState) procStart(node int32) int {
 }
 
 // lost reports node's omissions whose process ended (at event end, -1: the
-// history's end) without being told of the partition.
+// history's end) without being told of the partition: a violation when a
+// controller had the time to tell it, the known anomaly
+// KnownCheckpointUntold otherwise.
 func (s *hwcpState) lost(node int32, end int) {
 	ps := s.pending[node]
 	if len(ps) == 0 {
 		return
 	}
-	byWrite := map[int][]history.TopicPartition{}
+	reg, to := s.regOf(node), s.endOf(node, end)
+	// One report per write and chance: partitions assigned to the broker
+	// over different times had different chances.
+	type group struct {
+		idx int
+		c   toldChance
+		tps []history.TopicPartition
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for _, tp := range sortedTPs(ps) {
 		// A replica the controller has moved off this broker is not owed
 		// a LeaderAndIsr: Kafka 2.6.3 leaves a reassigned-away replica's
@@ -214,10 +295,26 @@ func (s *hwcpState) lost(node int32, end int) {
 			delete(s.last[node], tp)
 			continue
 		}
-		byWrite[ps[tp].idx] = append(byWrite[ps[tp].idx], tp)
+		c := s.chance(node, tp, reg, to)
+		// Nor is a process owed one for a partition assigned elsewhere
+		// for as long as its broker was up and registered (reassigned
+		// away while it was down, and back only after it died again).
+		if reg >= 0 && !c.owed {
+			delete(s.last[node], tp)
+			continue
+		}
+		key := fmt.Sprint(ps[tp].idx, c.over, c.acting, c.by)
+		g := byKey[key]
+		if g == nil {
+			g = &group{idx: ps[tp].idx, c: c}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.tps = append(g.tps, tp)
 	}
-	for _, idx := range slices.Sorted(maps.Keys(byWrite)) {
-		tps := byWrite[idx]
+	slices.SortStableFunc(groups, func(a, b *group) int { return a.idx - b.idx })
+	for _, g := range groups {
+		idx, tps, c := g.idx, g.tps, g.c
 		o := ps[tps[0]]
 		events := []int{idx}
 		if o.restart >= 0 {
@@ -226,6 +323,12 @@ func (s *hwcpState) lost(node int32, end int) {
 		if end >= 0 {
 			events = append(events, end)
 		}
+		if c.reg >= 0 {
+			events = append(events, c.reg)
+		}
+		for _, b := range c.by {
+			events = append(events, b.span.elected)
+		}
 		var names []string
 		for _, tp := range tps {
 			names = append(names, fmt.Sprintf("%s (HW %d, written by event %d)", tp, ps[tp].hw, ps[tp].prevIdx))
@@ -233,9 +336,66 @@ func (s *hwcpState) lost(node int32, end int) {
 			// Reported once: the next process starts it afresh.
 			delete(s.last[node], tp)
 		}
-		s.r.violate(uniqueInts(events), "%s", omissionHarm(&s.h.Events[idx], o, names, end))
+		var refusals []int
+		for _, tp := range tps {
+			if i, ok := s.refused[node][tp]; ok {
+				refusals = append(refusals, i)
+				events = append(events, i)
+			}
+		}
+		slices.Sort(refusals)
+		text := s.untoldOmission(&s.h.Events[idx], o, tps, names, end, c, slices.Compact(refusals))
+		if c.over != 0 {
+			s.r.violateAt(c.over, uniqueInts(events), "%s", text)
+		} else {
+			s.r.knownAnomaly(KnownCheckpointUntold, uniqueInts(events), "%s", text)
+		}
 	}
 	delete(s.pending, node)
+}
+
+// refuse records LeaderAndIsr e, which its process refused (code -1) or
+// refused for a partition (code, that partition's error): the first such
+// request for each partition it names, or only the one refused.
+func (s *hwcpState) refuse(e *history.Event, code int16) {
+	if e.Control.API != history.APILeaderAndIsr {
+		return
+	}
+	m := s.refused[e.Node]
+	if m == nil {
+		m = map[history.TopicPartition]int{}
+		s.refused[e.Node] = m
+	}
+	for _, p := range e.Control.Partitions {
+		if code >= 0 && p.ErrorCode != code {
+			continue
+		}
+		if _, ok := m[p.TP()]; !ok {
+			m[p.TP()] = e.Index
+		}
+	}
+}
+
+// regOf returns node's current process's first broker_registered (-1:
+// none yet).
+func (s *hwcpState) regOf(node int32) int {
+	if i, ok := s.registered[node]; ok {
+		return i
+	}
+	return -1
+}
+
+// endOf returns when node's current process ended: its node_stop or the
+// fault that killed it, else the next process's node_start (event end),
+// else the history's end.
+func (s *hwcpState) endOf(node int32, end int) int64 {
+	if t, ok := s.ended[node]; ok {
+		return t
+	}
+	if end >= 0 {
+		return s.h.Events[end].Time
+	}
+	return s.h.Events[len(s.h.Events)-1].Time
 }
 
 // write judges checkpoint write e against what its node last wrote: one
@@ -393,33 +553,6 @@ func checkpointHarm(e *history.Event, restart int, dropped, back []string) strin
 		b.WriteString(": those high watermarks are lost.")
 	default:
 		b.WriteString(": a restart from it starts below the high watermark the broker had written.")
-	}
-	return b.String()
-}
-
-// omissionHarm explains write e, which left out partitions (names: "chaos-2
-// (HW 0, written by event 115)") its process had not been told about, when that process ended (at
-// event end; -1: the history's end) without being told of them.
-func omissionHarm(e *history.Event, o omission, names []string, end int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s's checkpoint write (%s)", nodeName(e.Node), ev(e))
-	if o.restart >= 0 {
-		fmt.Fprintf(&b, " by the process started at event %d", o.restart)
-	}
-	it := "it"
-	if len(names) > 1 {
-		it = "them"
-	}
-	fmt.Fprintf(&b, " left out %s, which the broker hosted, and that process was never told about %s by a LeaderAndIsr ", andList(names), it)
-	if end >= 0 {
-		fmt.Fprintf(&b, "before the next one started at event %d", end)
-	} else {
-		b.WriteString("before the history ended")
-	}
-	if len(names) == 1 {
-		b.WriteString(": that high watermark is lost (a process starting from the file starts the partition at its log start).")
-	} else {
-		b.WriteString(": those high watermarks are lost (a process starting from the file starts each partition at its log start).")
 	}
 	return b.String()
 }

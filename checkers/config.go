@@ -51,7 +51,9 @@ type Config struct {
 	// partition within 120 ms of acting time every time (seed 3, 60 s:
 	// within 50 ms); 1 s is eight times that. With mutant 20 (the offline
 	// election skipped when a broker registers) the same partitions waited
-	// 1.76 to 3.57 s of acting time (seeds 1 to 3).
+	// 1.76 to 3.57 s of acting time (seeds 1 to 3). hw-checkpoint gives a
+	// restarted broker the same grace to be told of its partitions (the
+	// same onBrokerStartup sends the LeaderAndIsr); 0 there is the default.
 	RegisteredElectGrace time.Duration
 	// RecoveryGrace: this long after every fault healed, every running
 	// broker is registered under its own session, every ISR holds its
@@ -129,7 +131,7 @@ func All(cfg Config) []Checker {
 		BrokerFencing{},
 		LeaderUniqueness{},
 		Durability{},
-		HWCheckpoint{},
+		HWCheckpoint{TellGrace: cfg.RegisteredElectGrace},
 		ISR{StrictElections: cfg.StrictElections},
 		Availability{Grace: cfg.OfflineGrace, ElectGrace: cfg.ElectGrace, Strict: cfg.StrictAvailability, RegisteredElectGrace: cfg.RegisteredElectGrace},
 		Liveness{Grace: cfg.LivenessGrace, MaxBadVersionRetries: cfg.MaxBadVersionRetries},

@@ -34,6 +34,10 @@
 // out again by its successor), "duplicate-append" (a non-idempotent
 // producer's resend appended twice), "KAFKA-3861" (a partition left offline
 // although a registered broker held every acknowledged record),
+// "checkpoint-untold-partition" (a restarted process's checkpoint without a
+// partition no LeaderAndIsr had told it about, the process ending before a
+// controller acted in its reach for the grace: Kafka's
+// checkpointHighWatermarks writes allPartitions only),
 // "unclean-election" and "queued-controlled-shutdown" (see their
 // constants). Known anomalies are listed by name and count and leave the
 // verdict valid; strict modes report them as invalid, still by name:
@@ -72,7 +76,7 @@
 //	follower high watermark  | a follower's HW never passes its own log or its leader's HW      | ReplicaFetcherThread.processPartitionData                               | follower hw_advance (LEO), the leader's hw_advance      | follower-hw (promises_data_hw.go)
 //	producer state           | a new leader continues the producer state of the old one         | ProducerStateManager, Log.analyzeAndValidateProducerState               | produce_append (producer id, sequences), client errors  | producer-state (promises_data_producer.go)
 //	ISR membership           | no replica lacking acknowledged records joins the ISR            | Partition.maybeExpandIsr, PartitionStateMachine                         | isr_change (join), states, the logs' contents           | isr (isr.go)
-//	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr                 | hw-checkpoint (checkpoint.go)
+//	checkpoints              | a checkpoint keeps every partition in memory, loses no HW, never exceeds it | ReplicaManager.checkpointHighWatermarks                      | hw_checkpoint, hw_advance, LeaderAndIsr, registrations, controller tenure, faults | hw-checkpoint (checkpoint.go)
 //	recovery                 | once faults heal, every running broker registers, every ISR is full, a controller acts | onBrokerStartup, ReplicaStateMachine, elect              | the harness's running brokers, listings, states, roles  | recovery (recovery.go)
 //	topic deletion           | a deleted partition is gone: no broker acts on it after deleting it, and the topic goes only once every replica deleted its log | TopicDeletionManager.completeDeleteTopic, ReplicaManager.stopReplicas (deletePartition) | topic_deletion, produce_append, hw_advance, role_change | topic-deletion (deletion.go)
 //	consumer groups          | a member acts only in the group's current generation, a newer one is never undone | GroupCoordinator.handleSyncGroup/Heartbeat/CommitOffsets/TxnCommitOffsets | group_request (generation carried, the group's, answer) | group-generation (group.go)
