@@ -130,10 +130,7 @@ func TestQueuePollUnflushedOutOfRange(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := hb.New()
-			b.State(qtp, 1, 0, 1, 10, 1, 2)
-			qsent(b, 0, 10, 0)
-			qsent(b, 0, 11, 1)
-			qsent(b, 0, 12, 2)
+			ledBy1Sent3(b)
 			qassign(b, "client-1", 1, false, 0, 0)
 			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11, 2, 12))
 			if c.value3 == "old" {
@@ -478,10 +475,7 @@ func TestQueuePollReportedLossThenNewAssignment(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := hb.New()
-			b.State(qtp, 1, 0, 1, 10, 1, 2)
-			qsent(b, 0, 10, 0)
-			qsent(b, 0, 11, 1)
-			qsent(b, 0, 12, 2)
+			ledBy1Sent3(b)
 			first := assigned(1, 0)
 			if c.member {
 				first = member("m1", 1, 0)
@@ -514,4 +508,13 @@ func TestQueuePollReportedLossThenNewAssignment(t *testing.T) {
 			wantFinding(t, r, c.want, c.known, c.explain)
 		})
 	}
+}
+
+// ledBy1Sent3 appends q-0 led by broker 1 (ISR [1 2]) and the sends of
+// values 10, 11 and 12 at offsets 0-2.
+func ledBy1Sent3(b *hb.Builder) {
+	b.State(history.TP("q", 0), 1, 0, 1, 10, 1, 2)
+	qsent(b, 0, 10, 0)
+	qsent(b, 0, 11, 1)
+	qsent(b, 0, 12, 2)
 }

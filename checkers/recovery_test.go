@@ -98,17 +98,23 @@ func metadataTo(b *hb.Builder, node, leader, epoch int32, isr ...int32) int {
 		Partitions: []history.ControlPartition{{Topic: tp0.Topic, Partition: tp0.Partition, Leader: leader, LeaderEpoch: epoch, ISR: isr, ZkVersion: 3}}})
 }
 
+// shrunkWhilePaused appends healthyStart, broker 2 paused at +1 s and out
+// of t-0's ISR, every broker told so, and the heal at +3 s.
+func shrunkWhilePaused(b *hb.Builder) {
+	healAt := healthyThenFault(b, "pause-node", "n2")
+	b.State(tp0, 1, 1, 1, 20, 1, 3)
+	for id := int32(1); id <= 3; id++ {
+		metadataTo(b, id, 1, 1, 1, 3)
+	}
+	healAt(3000)
+}
+
 // Every rule of the recovery checker, judged 15 s after the last fault
 // healed.
 func TestRecovery(t *testing.T) {
 	runCases(t, Recovery{Grace: 15 * time.Second}, []tcase{
 		{name: "every broker's metadata follows an ISR shrink and expand", want: Valid, build: func(b *hb.Builder) []int {
-			healAt := healthyThenFault(b, "pause-node", "n2")
-			b.State(tp0, 1, 1, 1, 20, 1, 3)
-			for id := int32(1); id <= 3; id++ {
-				metadataTo(b, id, 1, 1, 1, 3)
-			}
-			healAt(3000)
+			shrunkWhilePaused(b)
 			b.State(tp0, 1, 1, 1, 30, 1, 3, 2)
 			for id := int32(1); id <= 3; id++ {
 				metadataTo(b, id, 1, 1, 1, 3, 2)
@@ -131,12 +137,7 @@ func TestRecovery(t *testing.T) {
 				return []int{um, s}
 			}},
 		{name: "an ISR change still on its way to the metadata caches", want: Valid, build: func(b *hb.Builder) []int {
-			healAt := healthyThenFault(b, "pause-node", "n2")
-			b.State(tp0, 1, 1, 1, 20, 1, 3)
-			for id := int32(1); id <= 3; id++ {
-				metadataTo(b, id, 1, 1, 1, 3)
-			}
-			healAt(3000)
+			shrunkWhilePaused(b)
 			b.At(25000)
 			b.State(tp0, 1, 1, 1, 30, 1, 3, 2)
 			collectAt30s(b)

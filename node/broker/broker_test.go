@@ -303,13 +303,7 @@ func TestStopReplicaDeleteIsLoggedAndMetadataDropsDeletedPartitions(t *testing.T
 	b := primed(t, "")
 	var logged bytes.Buffer
 	b.Log = eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil)
-	um := updateMetadata(5, 100, 1, 2)
-	ts := kmsg.NewUpdateMetadataRequestTopicState()
-	ts.Topic = "t"
-	p := kmsg.NewUpdateMetadataRequestTopicPartition()
-	p.Leader, p.LeaderEpoch = 1, 3
-	ts.PartitionStates = append(ts.PartitionStates, p)
-	um.TopicStates = append(um.TopicStates, ts)
+	um := updateMetadataOf(kmsg.UpdateMetadataRequestTopicPartition{Leader: 1, LeaderEpoch: 3})
 	b.HandleUpdateMetadata(wire.RequestHeader{}, um)
 	if _, ok := b.Metadata.Partition(history.TP("t", 0)); !ok {
 		t.Fatal("t-0 not in the metadata cache")
@@ -350,13 +344,7 @@ func TestUpdateMetadataIsLoggedWithItsPartitions(t *testing.T) {
 	b := primed(t, "")
 	var logged bytes.Buffer
 	b.Log = eventlog.New(history.NewWriter(&logged, "n1", 1), 1, nil)
-	um := updateMetadata(5, 100, 1, 2)
-	ts := kmsg.NewUpdateMetadataRequestTopicState()
-	ts.Topic = "t"
-	p := kmsg.NewUpdateMetadataRequestTopicPartition()
-	p.Partition, p.Leader, p.LeaderEpoch, p.ISR, p.ZKVersion, p.Replicas = 1, 2, 7, []int32{2, 1}, 9, []int32{2, 1}
-	ts.PartitionStates = append(ts.PartitionStates, p)
-	um.TopicStates = append(um.TopicStates, ts)
+	um := updateMetadataOf(kmsg.UpdateMetadataRequestTopicPartition{Partition: 1, Leader: 2, LeaderEpoch: 7, ISR: []int32{2, 1}, ZKVersion: 9, Replicas: []int32{2, 1}})
 	b.HandleUpdateMetadata(wire.RequestHeader{}, um)
 	evs, _, err := history.Decode(&logged, "n1.jsonl")
 	if err != nil {
@@ -370,4 +358,16 @@ func TestUpdateMetadataIsLoggedWithItsPartitions(t *testing.T) {
 	if len(got) != 1 || got[0].TP() != want.TP() || got[0].Leader != 2 || got[0].LeaderEpoch != 7 || got[0].ZkVersion != 9 || !slices.Equal(got[0].ISR, want.ISR) {
 		t.Fatalf("logged partitions %+v, want [%+v]", got, want)
 	}
+}
+
+// updateMetadataOf is controller 5's UpdateMetadata for broker epoch 100
+// (brokers 1 and 2 live) carrying partition state p of topic t.
+func updateMetadataOf(p kmsg.UpdateMetadataRequestTopicPartition) *kmsg.UpdateMetadataRequest {
+	um := updateMetadata(5, 100, 1, 2)
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "t"
+	p.Topic = "t"
+	ts.PartitionStates = append(ts.PartitionStates, p)
+	um.TopicStates = append(um.TopicStates, ts)
+	return um
 }
