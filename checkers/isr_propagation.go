@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -20,6 +21,7 @@ import (
 // the partition changes again.
 //
 //	layer | promise | Kafka 2.6.3 code | event-log evidence | checker rule
+//	leader, ISR propagation | every ISR change a leader wrote is named by a notification of its process | Partition.expandIsr/shrinkIsr → ZkPartitionStateStore.updateIsr → ReplicaManager.recordIsrChange; maybePropagateIsrChanges writes every recorded partition and clears the set under one lock | the leader's zk_write of the state, then its isr_change (the node records the change before logging it), and its notification creates (Start, the partitions in Data) | isr-propagation: a change no notification of the process started after the write's answer names, although one started after the change was logged
 //	controller, ISR propagation | a deleted notification's partitions are in the controller's cache at least as new as their states when it was created | ReplicaManager.maybePropagateIsrChanges → KafkaZkClient.propagateIsrChanges; KafkaController.processIsrChangeNotification (getAllIsrChangeNotifications, getPartitionsFromIsrChangeNotifications, updateLeaderAndIsrCache, sendUpdateMetadataRequest, deleteIsrChangeNotifications(sequenceNumbers) in finally) | the leader's zk_write create of the notification (its path, Start, the partitions in Data); every state write's zk_write (new zkVersion, answered before that Start); the controller's zk_write delete of the notification; the same controller process's control_sent UpdateMetadata (Queued, each partition's zkVersion) | isr-propagation: an UpdateMetadata the deleting process queued after the delete carries a named partition at a zkVersion below the newest one written before the notification was created
 //
 // A state written before the notification was sent is in ZooKeeper before
@@ -148,16 +150,20 @@ func (c ISRPropagation) Check(h *history.History) Result {
 			}
 		}
 	}
+	recorded, told := c.leaders(h, r, t0)
+	r.detail("isr_changes", recorded)
+	r.detail("isr_changes_followed_by_a_notification", told)
 	r.detail("notifications", len(notes))
 	r.detail("notifications_deleted", deleted)
 	r.detail("update_metadata_partitions_checked", checked)
 	if malformed > 0 {
 		r.detail("notifications_malformed", malformed)
 	}
+	leaderPart := fmt.Sprintf("each of the %d ISR changes leaders wrote that a later notification of their process could name (of %d) was named by one", told, recorded)
 	if deleted == 0 {
-		return r.result(fmt.Sprintf("no controller deleted any of the %d ISR change notifications leaders created, so none could have been dropped unread.", len(notes)))
+		return r.result(fmt.Sprintf("%s; no controller deleted any of the %d ISR change notifications leaders created, so none could have been dropped unread.", leaderPart, len(notes)))
 	}
-	return r.result(fmt.Sprintf("every one of the %d ISR change notifications a controller deleted had been taken in: each of the %d partition states the deleting controller's later UpdateMetadata requests carried for a notified partition was at least as new as the state written before the notification was created.",
+	return r.result(fmt.Sprintf(leaderPart+"; every one of the %d ISR change notifications a controller deleted had been taken in: each of the %d partition states the deleting controller's later UpdateMetadata requests carried for a notified partition was at least as new as the state written before the notification was created.",
 		deleted, checked))
 }
 
@@ -216,4 +222,118 @@ func (ISRPropagation) violation(r *report, h *history.History, n *isrNotificatio
 		n.del.Node, proc, sent.ControllerEpoch, w.Path, rel(n.del.Time, t0), n.del.Index, n.ev.Node, rel(w.Start, t0), n.ev.Index, cp.TP(),
 		rel(sent.Queued, t0), sent.TargetBroker, cp.TP(), cp.ZkVersion, cp.Leader, cp.LeaderEpoch, cp.ISR, um.Index,
 		sw.ev.Node, wrote, rel(sw.ev.Time, t0), sw.ev.Index, cp.TP())
+}
+
+// isrChangeSeen is one ISR change a leader process wrote: answered at
+// answered (its zk_write), recorded for the propagation task before logged
+// (its isr_change event).
+type isrChangeSeen struct {
+	ev       *history.Event
+	answered int64
+}
+
+// noteSeen is one notification create a leader process started.
+type noteSeen struct {
+	ev  *history.Event
+	tps []history.TopicPartition
+}
+
+// leaders checks the leader's half: a process's propagation task writes
+// every partition recorded since its last notification, holding the set's
+// lock from its read to its clear, so a notification started after an ISR
+// change was logged (recorded before) names that partition, or an earlier
+// notification started after the write's answer already did. A change no
+// such notification names, while one started after it was logged exists,
+// was dropped from the set: the controller never hears of it. It returns
+// the ISR changes written and how many were followed by a notification of
+// their process.
+func (ISRPropagation) leaders(h *history.History, r *report, t0 int64) (recorded, told int) {
+	type proc struct {
+		node  int32
+		start int
+	}
+	changes := map[proc][]isrChangeSeen{}
+	notes := map[proc][]noteSeen{}
+	var order []proc
+	started := map[int32]int{}
+	lastWrite := map[int32]map[history.TopicPartition]int64{} // node → partition → its latest state write's answer
+	for e := range eventsOf(h, history.KindNodeStart, history.KindZKWrite, history.KindISRChange) {
+		key := proc{e.Node, -1}
+		if i, ok := started[e.Node]; ok {
+			key.start = i
+		}
+		switch {
+		case e.Kind == history.KindNodeStart:
+			started[e.Node] = e.Index
+			lastWrite[e.Node] = nil
+		case e.Kind == history.KindZKWrite && e.ZKWrite != nil:
+			w := e.ZKWrite
+			if topic, part, ok := zklayout.ParseStatePath(w.Path); ok && w.Op == "set" {
+				if lastWrite[e.Node] == nil {
+					lastWrite[e.Node] = map[history.TopicPartition]int64{}
+				}
+				lastWrite[e.Node][history.TP(topic, part)] = e.Time
+				continue
+			}
+			if w.Op != "create" || !strings.HasPrefix(w.Path, zklayout.ISRChangeNotificationPath+"/") {
+				continue
+			}
+			got, err := zklayout.DecodeISRChangeNotification(w.Path, []byte(w.Data))
+			if err != nil {
+				continue
+			}
+			n := noteSeen{ev: e}
+			for _, p := range got {
+				n.tps = append(n.tps, history.TP(p.Topic, p.Partition))
+			}
+			notes[key] = append(notes[key], n)
+		case e.Kind == history.KindISRChange && e.ISR != nil && e.ISR.Outcome == history.ZKOK:
+			tp := history.TP(e.ISR.Topic, e.ISR.Partition)
+			answered, ok := lastWrite[e.Node][tp]
+			if !ok {
+				continue // its write is not in the history
+			}
+			if _, seen := changes[key]; !seen {
+				order = append(order, key)
+			}
+			changes[key] = append(changes[key], isrChangeSeen{ev: e, answered: answered})
+		}
+	}
+	for _, key := range order {
+		ns := notes[key]
+		for _, c := range changes[key] {
+			recorded++
+			var after *noteSeen // the first notification started after the change was logged
+			for i := range ns {
+				if ns[i].ev.ZKWrite.Start > c.ev.Time {
+					after = &ns[i]
+					break
+				}
+			}
+			if after == nil {
+				continue // the history ends, or the process did, before its next notification
+			}
+			told++
+			tp := history.TP(c.ev.ISR.Topic, c.ev.ISR.Partition)
+			named := false
+			for i := range ns {
+				if ns[i].ev.ZKWrite.Start > c.answered && slices.Contains(ns[i].tps, tp) {
+					named = true
+					break
+				}
+			}
+			if named {
+				continue
+			}
+			proc := "a process whose start is not in the history"
+			if key.start >= 0 {
+				proc = fmt.Sprintf("the process started at event %d (+%s)", key.start, rel(h.Events[key.start].Time, t0))
+			}
+			r.violateAt(after.ev.ZKWrite.Start, []int{c.ev.Index, after.ev.Index},
+				"broker %d (%s), leader of %s at leader epoch %d, changed its ISR %v → %v at zkVersion %d (%s at +%s, event %d), but its next ISR change notification, started at +%s (%s, event %d), named %v and no notification of that process named %s: the change was dropped from the propagation task's set, and the controller never read the new ISR.",
+				key.node, proc, tp, c.ev.ISR.LeaderEpoch, c.ev.ISR.Old, c.ev.ISR.New, c.ev.ISR.ZkVersion, c.ev.ISR.Action, rel(c.ev.Time, t0), c.ev.Index,
+				rel(after.ev.ZKWrite.Start, t0), after.ev.ZKWrite.Path, after.ev.Index, after.tps, tp)
+		}
+	}
+	return recorded, told
 }

@@ -1,6 +1,8 @@
 package checkers
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -82,6 +84,66 @@ func TestISRPropagation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wantFinding(t, ISRPropagation{}.Check(propagationRun(tt.after...)), tt.want, "", tt.explain)
+		})
+	}
+}
+
+// leaderRun builds leader 2's ISR changes and notifications: t-1's ISR
+// write answered at +149 ms and logged as an isr_change at +150 ms, then
+// each step of after.
+func leaderRun(after ...propagationStep) *history.History {
+	b := hb.New()
+	b.At(0).Start(2)
+	b.At(149).Add(history.Event{Kind: history.KindZKWrite, Node: 2, ZKWrite: &history.ZKWrite{Start: b.Now() - hb.Ms, Path: "/brokers/topics/t/partitions/1/state",
+		Op: "set", ExpectedVersion: 4, Outcome: history.ZKOK, NewVersion: 5,
+		State: &history.PartitionState{Topic: "t", Partition: 1, Leader: 2, LeaderEpoch: 3, ControllerEpoch: 1, ISR: []int32{2}}}})
+	b.At(150).Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 1, Action: "shrink",
+		Old: []int32{2, 3}, New: []int32{2}, LeaderEpoch: 3, ZkVersion: 5, Outcome: history.ZKOK}})
+	for _, f := range after {
+		f(b)
+	}
+	return b.History()
+}
+
+// notified appends leader 2's notification create started at startMs
+// (answered 1 ms later) naming partitions of t.
+func notified(startMs int64, seq int, parts ...int32) propagationStep {
+	return func(b *hb.Builder) {
+		var ps []string
+		for _, p := range parts {
+			ps = append(ps, fmt.Sprintf(`{"topic":"t","partition":%d}`, p))
+		}
+		b.At(startMs + 1).Add(history.Event{Kind: history.KindZKWrite, Node: 2, ZKWrite: &history.ZKWrite{Start: hb.T0 + startMs*hb.Ms,
+			Path: fmt.Sprintf("/isr_change_notification/isr_change_%010d", seq), Op: "create", ExpectedVersion: -1, Outcome: history.ZKOK,
+			Data: `{"version":1,"partitions":[` + strings.Join(ps, ",") + `]}`}})
+	}
+}
+
+func TestISRPropagationLeaders(t *testing.T) {
+	tests := []struct {
+		name    string
+		after   []propagationStep
+		want    Verdict
+		explain string
+	}{
+		{name: "the next notification names the change", after: []propagationStep{notified(5200, 1, 0, 1)}, want: Valid,
+			explain: "each of the 1 ISR changes leaders wrote that a later notification of their process could name (of 1) was named by one"},
+		{name: "a notification started between the write's answer and the log names it", after: []propagationStep{
+			func(b *hb.Builder) {
+				// Started at +149.5 ms, logged after the isr_change line.
+				b.At(151).Add(history.Event{Kind: history.KindZKWrite, Node: 2, ZKWrite: &history.ZKWrite{Start: hb.T0 + 149*hb.Ms + hb.Ms/2,
+					Path: "/isr_change_notification/isr_change_0000000001", Op: "create", ExpectedVersion: -1, Outcome: history.ZKOK,
+					Data: `{"version":1,"partitions":[{"topic":"t","partition":1}]}`}})
+			}, notified(5200, 2, 0)}, want: Valid},
+		{name: "the change dropped from the set", after: []propagationStep{notified(5200, 1, 0), notified(7700, 2, 2)}, want: Invalid,
+			explain: "broker 2 (the process started at event 0 (+0s)), leader of t-1 at leader epoch 3, changed its ISR [2 3] → [2] at zkVersion 5 (shrink at +150ms, event 2), but its next ISR change notification, started at +5.2s (/isr_change_notification/isr_change_0000000001, event 3), named [t-0] and no notification of that process named t-1"},
+		{name: "no notification after the change: not judged", want: Valid},
+		{name: "a later process's notification is not this one's", after: []propagationStep{
+			func(b *hb.Builder) { b.At(3000).Start(2) }, notified(5200, 1, 0)}, want: Valid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantFinding(t, ISRPropagation{}.Check(leaderRun(tt.after...)), tt.want, "", tt.explain)
 		})
 	}
 }

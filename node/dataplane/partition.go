@@ -392,6 +392,14 @@ func (p *partition) writeISRLocked(action string, newISR []int32, join *history.
 			p.m.log.Printf("%s: cached zkVersion %d not equal to that in zookeeper, skip updating ISR", p.tp, ver)
 		}
 	}
+	if err == nil {
+		// ZkPartitionStateStore.updateIsr → ReplicaManager.recordIsrChange,
+		// before the partition takes the new ISR: the controller hears of
+		// it from the propagation task (isrnotify.go). Recorded before the
+		// isr_change line, so any notification that task starts after that
+		// line (or an earlier one after the write's answer) names it.
+		p.m.recordISRChange(p.tp)
+	}
 	ic := history.ISRChange{Topic: p.tp.Topic, Partition: p.tp.Partition, Action: action, Old: old, New: newISR,
 		LeaderEpoch: epoch, ZkVersion: newVer, Outcome: zkutil.Outcome(err), Join: join}
 	p.m.log.Emit(history.Event{Kind: history.KindISRChange, ISR: &ic})
@@ -401,9 +409,6 @@ func (p *partition) writeISRLocked(action string, newISR []int32, join *history.
 	// Partition.maybeUpdateIsrAndVersion.
 	p.isr, p.zkVersion = slices.Clone(newISR), newVer
 	p.notifyLocked()
-	// ZkPartitionStateStore.updateIsr → ReplicaManager.recordIsrChange:
-	// the controller hears of it from the propagation task (isrnotify.go).
-	p.m.recordISRChange(p.tp)
 }
 
 func (p *partition) startFetcher(ctx context.Context) {
