@@ -26,6 +26,9 @@ type fakeISRStore struct {
 	writes  [][]int32 // the ISRs written, in order
 	notes   []string  // the ISR change notifications created, in order
 	noteErr error     // when set, creating a notification fails with it
+	// duringCreate, when set, runs inside each notification create, before
+	// its answer: what happens while ZooKeeper holds the request.
+	duringCreate func()
 }
 
 func newFakeISRStore(hold bool) *fakeISRStore {
@@ -64,6 +67,9 @@ func (s *fakeISRStore) get(context.Context, string) ([]byte, *zk.Stat, error) {
 }
 
 func (s *fakeISRStore) createSequential(_ context.Context, path string, data []byte) (string, error) {
+	if s.duringCreate != nil {
+		s.duringCreate()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.noteErr != nil {

@@ -120,3 +120,35 @@ func TestISRWriteLeavesTheNotificationToThePropagationTask(t *testing.T) {
 		t.Fatalf("notifications %q after the quiet period, want %q", n, note(0))
 	}
 }
+
+// maybePropagateIsrChanges holds isrChangeSet's lock from its read to its
+// clear, across the notification's write: a change a leader records while
+// ZooKeeper holds that write (a slow or stalled server) waits, and goes in
+// the next notification. Released around the write, the clear would drop
+// it, and the controller would never read that ISR.
+func TestISRChangeRecordedDuringANotificationWriteIsKept(t *testing.T) {
+	m := newManager(t, t.TempDir(), nil, 1)
+	store := newFakeISRStore(false)
+	m.testISRStore = store
+	t0 := time.Now().Add(time.Hour)
+	m.recordISRChangeAt(history.TP("t", 0), t0)
+	recorded := make(chan struct{})
+	store.duringCreate = func() {
+		store.duringCreate = nil
+		go func() {
+			m.recordISRChangeAt(history.TP("t", 1), t0.Add(5100*time.Millisecond))
+			close(recorded)
+		}()
+		// Give the change its chance to land while the write is held.
+		select {
+		case <-recorded:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	m.maybePropagateISRChanges(t0.Add(5100 * time.Millisecond))
+	<-recorded
+	m.maybePropagateISRChanges(t0.Add(10300 * time.Millisecond))
+	if got, want := store.notifications(), []string{note(0), note(1)}; !slices.Equal(got, want) {
+		t.Fatalf("notifications %q, want %q: the change recorded during the first write was dropped", got, want)
+	}
+}
