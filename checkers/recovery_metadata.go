@@ -3,9 +3,10 @@ package checkers
 import (
 	"fmt"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // The recovery rule for brokers' metadata caches, the cluster view clients
@@ -14,18 +15,46 @@ import (
 //	layer | promise | Kafka code | event-log evidence | checker rule
 //	metadata | every live broker's metadata cache converges on ZooKeeper's partition states | KafkaController.sendUpdateMetadataRequest after every decision, the ISR change notifications (processIsrChangeNotification) and a broker's registration (onBrokerStartup sends it every partition); MetadataCache.updateMetadata | accepted UpdateMetadata control_request of each running broker's current process, with the partition states it carried; the watcher's partition states | recovery: a running, registered broker's cache (its process's accepted UpdateMetadata, replayed) lacks a partition or names another leader, leader epoch or ISR than ZooKeeper's last state
 //
-// An ISR change reaches the metadata caches only through the leader's
-// propagation task (5 to 7.5 s after the write) and the controller's
-// notification handling, so a cache that differs from ZooKeeper in the ISR
-// alone, by a state less than isrPropagationBound old when the history
-// ends, is a change still on its way, not a finding. Histories whose
+// An ISR change a leader wrote reaches the metadata caches only through its
+// propagation task (a notification once the leader made no change for 5 s,
+// or 60 s after its previous one) and the controller's handling of that
+// notification, so a cache that differs from ZooKeeper in the ISR alone is
+// judged from the first notification naming the partition created after
+// the state took that ISR; before one exists the change is on its way (the
+// leader's notifying is isr-propagation's to judge). Histories whose
 // brokers did not log UpdateMetadata's partitions (written before they
 // did) are not judged by it.
 
-// isrPropagationBound is Kafka's ISR change propagation (a notification
-// once no change came for 5 s, checked every 2.5 s) with a margin for the
-// notification's write and the controller's handling.
-const isrPropagationBound = 10 * time.Second
+// notifiedAfter returns the first successful ISR change notification
+// naming tp logged after t.
+func notifiedAfter(notes []*history.Event, tp history.TopicPartition, t int64) (*history.Event, bool) {
+	for _, e := range notes {
+		if e.Time <= t {
+			continue
+		}
+		got, err := zklayout.DecodeISRChangeNotification(e.ZKWrite.Path, []byte(e.ZKWrite.Data))
+		if err != nil {
+			continue
+		}
+		for _, p := range got {
+			if p.Topic == tp.Topic && p.Partition == tp.Partition {
+				return e, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// isrNotifications lists the successful notification creates, in log order.
+func isrNotifications(h *history.History) []*history.Event {
+	var out []*history.Event
+	for e := range eventsOf(h, history.KindZKWrite) {
+		if w := e.ZKWrite; w != nil && w.Op == "create" && w.Outcome == history.ZKOK && strings.HasPrefix(w.Path, zklayout.ISRChangeNotificationPath+"/") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // metadataEntry is one partition in a broker process's metadata cache and
 // the UpdateMetadata that put it there.
@@ -75,7 +104,7 @@ func (Recovery) metadata(h *history.History, ps *nodeProcs, judge judgeFunc, t0 
 	}
 	tl := leaderTimelines(h)
 	dw := findDeletionWindows(h)
-	end := h.Events[len(h.Events)-1].Time
+	notes := isrNotifications(h)
 	for _, tp := range sortedTPs(tl) {
 		obs := tl[tp]
 		if len(obs) == 0 {
@@ -107,9 +136,16 @@ func (Recovery) metadata(h *history.History, ps *nodeProcs, judge judgeFunc, t0 
 				if p.start != nil {
 					evs = append(evs, p.start.Index)
 				}
-			case got.cp.Leader == last.Leader && got.cp.LeaderEpoch == last.LeaderEpoch && !sameMembers(got.cp.ISR, last.ISR) &&
-				end-obs[k].at < int64(isrPropagationBound):
-				continue // on its way
+			case got.cp.Leader == last.Leader && got.cp.LeaderEpoch == last.LeaderEpoch && !sameMembers(got.cp.ISR, last.ISR):
+				n, ok := notifiedAfter(notes, tp, obs[k].at)
+				if !ok {
+					continue // on its way: no notification named it yet
+				}
+				since = max(since, n.Time)
+				what = fmt.Sprintf("broker %d's metadata names ISR %v for partition %s (leader %d at epoch %d; UpdateMetadata from controller %d at controller epoch %d, zkVersion %d, %s), but its state has named ISR %v since %s (%s), and broker %d's notification %s naming it was created at %s: clients asking it are told a stale ISR",
+					b, got.cp.ISR, tp, last.Leader, last.LeaderEpoch, got.ev.Control.ControllerID, got.ev.Control.ControllerEpoch, got.cp.ZkVersion, at(got.ev, t0),
+					last.ISR, at(&h.Events[obs[k].idx], t0), at(lastEv, t0), n.Node, n.ZKWrite.Path, at(n, t0))
+				evs = append(evs, got.ev.Index, n.Index)
 			case got.cp.Leader != last.Leader || got.cp.LeaderEpoch != last.LeaderEpoch || !sameMembers(got.cp.ISR, last.ISR):
 				what = fmt.Sprintf("broker %d's metadata names leader %d at epoch %d with ISR %v for partition %s (UpdateMetadata from controller %d at controller epoch %d, zkVersion %d, %s), but its state names leader %d at epoch %d with ISR %v (%s) since %s: clients asking it are told a stale ISR",
 					b, got.cp.Leader, got.cp.LeaderEpoch, got.cp.ISR, tp, got.ev.Control.ControllerID, got.ev.Control.ControllerEpoch, got.cp.ZkVersion, at(got.ev, t0),

@@ -123,7 +123,7 @@ func TestRecovery(t *testing.T) {
 			return nil
 		}},
 		{name: "a broker's metadata keeps an ISR the leader replaced", want: Invalid,
-			explain: "broker 3's metadata names leader 1 at epoch 1 with ISR [1 3] for partition t-0 (UpdateMetadata from controller 1 at controller epoch 1, zkVersion 3, event 17, +1s), but its state names leader 1 at epoch 1 with ISR [1 3 2] (event 19, +3s) since event 19, +3s: clients asking it are told a stale ISR, still so",
+			explain: "broker 3's metadata names ISR [1 3] for partition t-0 (leader 1 at epoch 1; UpdateMetadata from controller 1 at controller epoch 1, zkVersion 3, event 17, +1s), but its state has named ISR [1 3 2] since event 19, +3s (event 19, +3s), and broker 1's notification /isr_change_notification/isr_change_0000000000 naming it was created at event 20, +8s: clients asking it are told a stale ISR, still so",
 			build: func(b *hb.Builder) []int {
 				healAt := healthyThenFault(b, "pause-node", "n2")
 				b.State(tp0, 1, 1, 1, 20, 1, 3)
@@ -131,10 +131,14 @@ func TestRecovery(t *testing.T) {
 				um := metadataTo(b, 3, 1, 1, 1, 3)
 				healAt(3000)
 				s := b.State(tp0, 1, 1, 1, 30, 1, 3, 2)
+				b.At(8000)
+				n := b.Add(history.Event{Kind: history.KindZKWrite, Node: 1, ZKWrite: &history.ZKWrite{Start: b.Now() - hb.Ms,
+					Path: "/isr_change_notification/isr_change_0000000000", Op: "create", ExpectedVersion: -1, Outcome: history.ZKOK,
+					Data: `{"version":1,"partitions":[{"topic":"t","partition":0}]}`}})
 				metadataTo(b, 1, 1, 1, 1, 3, 2)
 				metadataTo(b, 2, 1, 1, 1, 3, 2)
 				collectAt30s(b)
-				return []int{um, s}
+				return []int{um, s, n}
 			}},
 		{name: "an ISR change still on its way to the metadata caches", want: Valid, build: func(b *hb.Builder) []int {
 			shrunkWhilePaused(b)
