@@ -162,3 +162,31 @@ func (d *deletionEvents) history() *history.History {
 	}
 	return h
 }
+
+// The replicas a completed deletion owes are those of the LeaderAndIsr of
+// the highest leader epoch: a reassignment that removed broker 1 ends at
+// epoch 4 with replicas [3 2], and broker 1's receipt of the epoch 2
+// request ([3 2 1]) logged after it (delivered late) names a replica the
+// partition no longer had. Taking the last receipt logged owed broker 1 a
+// deletion.
+func TestTopicDeletionOwesTheNewestReplicaSet(t *testing.T) {
+	lai := func(node, epoch int32, replicas ...int32) history.Event {
+		return history.Event{Source: fmt.Sprintf("n%d", node), Node: node, Kind: history.KindControlRequest, Control: &history.Control{
+			API: history.APILeaderAndIsr, ControllerID: 3, ControllerEpoch: 1, Verdict: history.VerdictAccepted,
+			Partitions: []history.ControlPartition{{Topic: "d", Partition: 0, Leader: 3, LeaderEpoch: epoch, ISR: replicas, Replicas: replicas}}}}
+	}
+	step := func(node int32, s string) history.Event {
+		return history.Event{Source: fmt.Sprintf("n%d", node), Node: node, Kind: history.KindTopicDeletion,
+			Deletion: &history.TopicDeletion{Topic: "d", Step: s, Partitions: []int32{0}, ControllerEpoch: 1}}
+	}
+	evs := []history.Event{
+		lai(3, 4, 3, 2), lai(2, 4, 3, 2), lai(1, 2, 3, 2, 1),
+		step(3, history.DeletionStarted), step(2, history.PartitionDeleted), step(3, history.PartitionDeleted), step(3, history.DeletionCompleted),
+	}
+	for i := range evs {
+		evs[i].Index, evs[i].Time = i, historytest.T0+int64(i)*historytest.Ms
+	}
+	if r := (TopicDeletion{}).Check(history.New(evs)); r.Verdict != Valid {
+		t.Fatalf("%s: %s", r.Verdict, r.Explanation)
+	}
+}

@@ -305,8 +305,21 @@ func listedAs(l brokerListing, id int32) string {
 // carried them.
 func replicaSets(h *history.History) map[history.TopicPartition][]int32 {
 	out := map[history.TopicPartition][]int32{}
-	for e := range eventsOf(h, history.KindControlSent, history.KindControlRequest) {
-		if (e.Kind != history.KindControlSent && e.Kind != history.KindControlRequest) || e.Control == nil || e.Control.API != history.APILeaderAndIsr {
+	// The request of the highest leader epoch since the topic's last
+	// completed deletion: one logged later may be an older request sent
+	// again or delivered late.
+	epochs := map[history.TopicPartition]int32{}
+	for e := range eventsOf(h, history.KindControlSent, history.KindControlRequest, history.KindTopicDeletion) {
+		if e.Kind == history.KindTopicDeletion {
+			if e.Deletion != nil && e.Deletion.Step == history.DeletionCompleted {
+				for _, p := range e.Deletion.Partitions {
+					delete(out, history.TP(e.Deletion.Topic, p))
+					delete(epochs, history.TP(e.Deletion.Topic, p))
+				}
+			}
+			continue
+		}
+		if e.Control == nil || e.Control.API != history.APILeaderAndIsr {
 			continue
 		}
 		if e.Kind == history.KindControlRequest && e.Control.Verdict != history.VerdictAccepted {
@@ -314,8 +327,8 @@ func replicaSets(h *history.History) map[history.TopicPartition][]int32 {
 		}
 		for j := range e.Control.Partitions {
 			cp := &e.Control.Partitions[j]
-			if len(cp.Replicas) > 0 {
-				out[cp.TP()] = cp.Replicas
+			if ep, ok := epochs[cp.TP()]; len(cp.Replicas) > 0 && (!ok || cp.LeaderEpoch >= ep) {
+				out[cp.TP()], epochs[cp.TP()] = cp.Replicas, cp.LeaderEpoch
 			}
 		}
 	}
