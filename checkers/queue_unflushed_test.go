@@ -579,3 +579,63 @@ func TestQueuePollUnflushedOutOfRangeLaterLoss(t *testing.T) {
 		})
 	}
 }
+
+// A poll hands out offset 2, which broker 3 appended at leader epoch 0
+// after brokers 2 and 1 had crashed with their logs cut to 0, and skips
+// offset 1, a marker there and a readable value only in the log broker 2
+// led afterwards: broker 2 crashed again with nothing left to cut, then
+// broker 3 crashed and lost offset 2. The loss of broker 2's second crash
+// (brokers 2 and 1 exposed, broker 2 elected) cut nothing after the
+// append; broker 3's crash did, and explains the two logs. Without broker
+// 3's cut it stays a poll skip.
+func TestQueuePollUnflushedBufferedLaterLoss(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name string
+		cut3 bool
+		want Verdict
+	}{
+		{"the last holder's crash cut the polled record", true, Valid},
+		{"the last holder kept it", false, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 3, 0, 1, 10, 1, 2, 3)
+			qassign(b, "client-1", 1, false, 0, 0)
+			crashUnflushed(b, "f1", "n2")
+			qcut(b, 2, 1, 0)
+			crashUnflushed(b, "f2", "n1")
+			qcut(b, 1, 1, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+			qappend(b, 3, 0, 0, "10")
+			qappend(b, 3, 0, 2, "12")
+			qsent(b, 0, 10, 0)
+			qsent(b, 0, 12, 2)
+			crashUnflushed(b, "f3", "n2") // nothing unflushed to drop
+			crashUnflushed(b, "f4", "n3")
+			if c.cut3 {
+				qcut(b, 3, 3, 0)
+			}
+			b.Start(2)
+			restart(b, "f3", "n2")
+			b.State(qtp, 2, 1, 1, 12, 2)
+			qappend(b, 2, 1, 0, "20")
+			qappend(b, 2, 1, 1, "21")
+			qsent(b, 0, 20, 0)
+			qsent(b, 0, 21, 1)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 2, 12))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum || !strings.Contains(r.Known[0].Example, "skipping offset 1 (value 21)") {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				}
+			} else if !strings.Contains(r.Explanation, "poll skip: process 1 (client-1) polled offset 0 of q-0") {
+				t.Errorf("explanation %q", r.Explanation)
+			}
+		})
+	}
+}
