@@ -38,8 +38,13 @@ import (
 //     leader acknowledged o to an acks=all producer while the broker was in
 //     that leader's ISR (produce_ack: the high watermark had passed o, so
 //     every member held the leader's record); a truncation to o or below
-//     forgets it. Other replicated records are not in the history, and an
-//     offset the history does not show never counts as a difference.
+//     forgets it. A member whose log crash-lose-unflushed cut after the
+//     acknowledging leader began leading, and that no leader took back
+//     into an ISR since, is not credited: the leader counted its last
+//     fetch from before the crash (Partition.makeLeader keeps a follower's
+//     fetch state across the leader's own re-election). Other replicated
+//     records are not in the history, and an offset the history does not
+//     show never counts as a difference.
 //   - A leader whose successful ISR expand took in a follower whose fetch
 //     offset, which is its log end offset, was below the leader's high
 //     watermark when it decided (isr_change's join). Kafka's leader takes

@@ -125,11 +125,14 @@ func diverge(a, b heldLog) (int64, heldRun, heldRun, bool) {
 }
 
 // leading is a broker process's leadership of a partition as it logged it:
-// the leader epoch, its ISR, and when each member joined it.
+// the leader epoch, its ISR, when each member joined it, and when it
+// began: the first sign of this process leading, kept across its
+// re-elections at newer epochs.
 type leading struct {
 	epoch  int32
 	isr    []int32
 	joined map[int32]int // member → the event that put it in this leader's ISR
+	since  int
 }
 
 // What a leader did when check judged its ISR.
@@ -153,7 +156,8 @@ func checkDivergentISRMembers(h *history.History, r *report) (joins, advances in
 		quorum:   newQuorumLosses(h),
 		aheadHW:  map[nodeTP]aheadAdvance{},
 
-		aheadAcks: map[nodeTP][]*history.Event{},
+		aheadAcks:    map[nodeTP][]*history.Event{},
+		unflushedCut: map[nodeTP]int{},
 	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindProduceAppend, history.KindProduceAck, history.KindTruncation, history.KindControlRequest, history.KindRoleChange, history.KindISRChange, history.KindHWAdvance) {
 		switch e.Kind {
@@ -207,6 +211,15 @@ type divergenceWalk struct {
 	// would credit a member the LeaderAndIsr removed, for instance one
 	// that crashed and lost its log.
 	aheadAcks map[nodeTP][]*history.Event
+	// unflushedCut holds, per broker and partition, the crash-lose-
+	// unflushed cut of its log (the event) not yet followed by a leader
+	// taking it back into an ISR. A leader that led before the cut keeps
+	// the member's last fetch from before its crash
+	// (Partition.makeLeader resets followers' fetch state only for a new
+	// leader, so a re-election at a newer epoch keeps it) and moves its
+	// high watermark on it while the ISR lists the member: its
+	// acknowledgements then say nothing of what the cut log holds.
+	unflushedCut map[nodeTP]int
 
 	joins, advances int
 }
@@ -382,7 +395,11 @@ func (w *divergenceWalk) creditAck(e *history.Event, l *leading) {
 	w.buf = w.held[k].within(w.buf[:0], a.BaseOffset, a.LastOffset)
 	for _, x := range w.buf {
 		for _, m := range l.isr {
-			if mk := (nodeTP{k.tp, m}); m != e.Node {
+			mk := nodeTP{k.tp, m}
+			if cut, ok := w.unflushedCut[mk]; ok && cut > l.since {
+				continue // counted on a fetch from before its crash
+			}
+			if m != e.Node {
 				w.held[mk] = w.held[mk].overlay(x)
 				w.addSource(mk, heldSource{heldRun: x, idx: e.Index, leader: e.Node, kind: e.Kind})
 			}
@@ -392,6 +409,9 @@ func (w *divergenceWalk) creditAck(e *history.Event, l *leading) {
 
 func (w *divergenceWalk) truncation(e *history.Event) {
 	k := nodeTP{e.Truncation.TP(), e.Node}
+	if isUnflushedLoss(e.Truncation) {
+		w.unflushedCut[k] = e.Index
+	}
 	if t := e.Truncation; t.From < t.To {
 		w.held[k] = nil // the log restarted at To: nothing before it is left
 	} else {
@@ -424,9 +444,13 @@ func (w *divergenceWalk) roleChange(e *history.Event) {
 		delete(w.lead, k)
 		return
 	}
-	l := &leading{epoch: e.Role.LeaderEpoch, isr: e.Role.ISR, joined: map[int32]int{}}
+	l := &leading{epoch: e.Role.LeaderEpoch, isr: e.Role.ISR, joined: map[int32]int{}, since: e.Index}
+	if wasAhead {
+		// The advance logged before the role change was made under it.
+		l.since = min(l.since, ahead.idx)
+	}
 	if old := w.lead[k]; old != nil {
-		l.joined = old.joined
+		l.joined, l.since = old.joined, old.since
 	}
 	w.lead[k] = l
 	for _, m := range l.isr {
@@ -473,6 +497,9 @@ func (w *divergenceWalk) isrChange(e *history.Event) {
 		if !slices.Contains(l.isr, m) {
 			in = append(in, m)
 			l.joined[m] = e.Index
+			// It fetched up to this leader's high watermark after its
+			// restart: later acknowledgements count its fetches.
+			delete(w.unflushedCut, nodeTP{c.TP(), m})
 		}
 	}
 	for _, m := range l.isr {

@@ -330,8 +330,14 @@ func (m *queueModel) writtenAfter(r *report, quorum *quorumLosses, key int32, e 
 				continue // an aborted value does not make its offset one to read
 			}
 			pe = m.inLog(key, o, v, pe)
-			l := quorum.between(m.tp(key), min(e.Time, pe.Time), max(e.Time, pe.Time))
-			if l == nil || (cut >= 0 && quorum.cutBy(l, m.tp(key), min(e.Time, pe.Time), cut) == nil) {
+			from, to := min(e.Time, pe.Time), max(e.Time, pe.Time)
+			var l *unflushedLoss
+			if cut >= 0 {
+				l, _ = quorum.cutBetween(m.tp(key), from, to, cut)
+			} else {
+				l = quorum.between(m.tp(key), from, to)
+			}
+			if l == nil {
 				return false
 			}
 			loss = l

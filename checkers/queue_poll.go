@@ -414,9 +414,7 @@ func lostByAnswerer(r *report, m *queueModel, quorum *quorumLosses, events []int
 	}
 	loss, x := quorum.ledAfterCut(tp, node, epoch, lost)
 	if x == nil && readAt > math.MinInt64 {
-		if loss = quorum.between(tp, readAt, answeredAt); loss != nil {
-			x = quorum.cutBy(loss, tp, readAt, lost)
-		}
+		loss, x = quorum.cutBetween(tp, readAt, answeredAt, lost)
 	}
 	if x == nil {
 		return false

@@ -518,3 +518,124 @@ func ledBy1Sent3(b *hb.Builder) {
 	qsent(b, 0, 11, 1)
 	qsent(b, 0, 12, 2)
 }
+
+// A consumer read q-0 up to offset 2 from broker 3, the one replica that
+// still held it (brokers 2 and 1 had crashed with their logs cut to 0 and
+// not been taken back), and is assigned from 3; broker 2 crashed again with
+// nothing left to cut, then broker 3 crashed and lost its log too. Broker 2
+// was elected from an ISR of itself, took broker 1 back in, and broker 1,
+// elected next, answered the consumer's fetch at 3 OFFSET_OUT_OF_RANGE: a
+// quorum's loss after the read, by broker 3's crash. The first loss after
+// the read (broker 2's second crash, with brokers 2 and 1 exposed) cut
+// nothing there, and must not hide the one that did. Without broker 3's cut
+// nothing after the read took the offset, and it stays a violation.
+func TestQueuePollUnflushedOutOfRangeLaterLoss(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name    string
+		cut3    bool // broker 3's crash cut its log from 3 to 0
+		want    Verdict
+		explain string
+	}{
+		{"the last holder's crash cut the offset", true, Valid,
+			"broker 3's crash at +20ms (event 18) had cut its log of q-0 from offset 3 to 0, and after crash-lose-unflushed a quorum of its replicas lost their unflushed suffix at once"},
+		{"the last holder kept the offset", false, Invalid,
+			"the partition's newest leadership, so that leader's log had lost offsets a consumer had been able to read"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 3, 8, 1, 10, 1, 2, 3)
+			qsent(b, 0, 10, 0)
+			qsent(b, 0, 11, 1)
+			qsent(b, 0, 12, 2)
+			crashUnflushed(b, "f1", "n2")
+			qcut(b, 2, 3, 0)
+			crashUnflushed(b, "f2", "n1")
+			qcut(b, 1, 3, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+			qassign(b, "client-1", 1, false, 0, 0)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 1, 11, 2, 12))
+			crashUnflushed(b, "f3", "n2") // nothing unflushed to drop
+			crashUnflushed(b, "f4", "n3")
+			if c.cut3 {
+				qcut(b, 3, 3, 0)
+			}
+			b.Start(2)
+			restart(b, "f3", "n2")
+			b.Start(1)
+			restart(b, "f2", "n1")
+			b.State(qtp, 2, 9, 1, 11, 2)
+			b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "q", Partition: 0,
+				Action: history.ISRExpand, Old: []int32{2}, New: []int32{1, 2}, LeaderEpoch: 9, Outcome: history.ZKOK}})
+			b.State(qtp, 1, 10, 1, 12, 1)
+			qsent(b, 0, 20, 0)
+			qassign(b, "client-1", 1, false, 0, 3)
+			b.Add(history.Event{Kind: history.KindReplicaFetch, Node: 1, ReplicaFetch: &history.ReplicaFetch{Topic: "q", Partition: 0,
+				Replica: -1, CurrentLeaderEpoch: 10, LeaderEpoch: 10, ErrorCode: history.ErrOffsetOutOfRange, FetchOffset: 3, LogEndOffset: 1}})
+			qpoll(b, "client-1", 1, ru, assigned(2, 0), false, recs(0, 0, 20))
+			r := QueuePoll{}.Check(b.History())
+			wantFinding(t, r, c.want, KnownLostUnflushedQuorum, c.explain)
+		})
+	}
+}
+
+// A poll hands out offset 2, which broker 3 appended at leader epoch 0
+// after brokers 2 and 1 had crashed with their logs cut to 0, and skips
+// offset 1, a marker there and a readable value only in the log broker 2
+// led afterwards: broker 2 crashed again with nothing left to cut, then
+// broker 3 crashed and lost offset 2. The loss of broker 2's second crash
+// (brokers 2 and 1 exposed, broker 2 elected) cut nothing after the
+// append; broker 3's crash did, and explains the two logs. Without broker
+// 3's cut it stays a poll skip.
+func TestQueuePollUnflushedBufferedLaterLoss(t *testing.T) {
+	qtp := history.TP("q", 0)
+	for _, c := range []struct {
+		name string
+		cut3 bool
+		want Verdict
+	}{
+		{"the last holder's crash cut the polled record", true, Valid},
+		{"the last holder kept it", false, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := hb.New()
+			b.State(qtp, 3, 0, 1, 10, 1, 2, 3)
+			qassign(b, "client-1", 1, false, 0, 0)
+			crashUnflushed(b, "f1", "n2")
+			qcut(b, 2, 1, 0)
+			crashUnflushed(b, "f2", "n1")
+			qcut(b, 1, 1, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+			qappend(b, 3, 0, 0, "10")
+			qappend(b, 3, 0, 2, "12")
+			qsent(b, 0, 10, 0)
+			qsent(b, 0, 12, 2)
+			crashUnflushed(b, "f3", "n2") // nothing unflushed to drop
+			crashUnflushed(b, "f4", "n3")
+			if c.cut3 {
+				qcut(b, 3, 3, 0)
+			}
+			b.Start(2)
+			restart(b, "f3", "n2")
+			b.State(qtp, 2, 1, 1, 12, 2)
+			qappend(b, 2, 1, 0, "20")
+			qappend(b, 2, 1, 1, "21")
+			qsent(b, 0, 20, 0)
+			qsent(b, 0, 21, 1)
+			qpoll(b, "client-1", 1, ru, assigned(1, 0), false, recs(0, 0, 10, 2, 12))
+			r := QueuePoll{}.Check(b.History())
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s, want %s: %s", r.Verdict, c.want, r.Explanation)
+			}
+			if c.want == Valid {
+				if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedQuorum || !strings.Contains(r.Known[0].Example, "skipping offset 1 (value 21)") {
+					t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedQuorum)
+				}
+			} else if !strings.Contains(r.Explanation, "poll skip: process 1 (client-1) polled offset 0 of q-0") {
+				t.Errorf("explanation %q", r.Explanation)
+			}
+		})
+	}
+}

@@ -359,6 +359,14 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 // Only elections before before count: a later loss of the same crashes
 // does not hide an earlier one that explains what was seen before it.
 func (p *unflushedPartition) quorumLoss(invoked, offset, before int64) *unflushedLoss {
+	return p.quorumLossWhere(invoked, offset, before, nil)
+}
+
+// quorumLossWhere is quorumLoss returning the first loss that accept
+// takes (any loss when accept is nil): a later loss of other crashes may
+// be the one that explains what a checker saw when the first does not.
+func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, accept func(*unflushedLoss) bool) *unflushedLoss {
+	ok := func(l *unflushedLoss) bool { return l != nil && (accept == nil || accept(l)) }
 	// A quorum's loss first: it holds whatever ISR the leader got.
 	for _, quorum := range []bool{true, false} {
 		for _, at := range p.exposures {
@@ -378,10 +386,13 @@ func (p *unflushedPartition) quorumLoss(invoked, offset, before int64) *unflushe
 					if l.node != x.crash.node || l.time >= x.until {
 						continue
 					}
+					var loss *unflushedLoss
 					if quorum {
-						return &unflushedLoss{in: in, elected: l}
+						loss = &unflushedLoss{in: in, elected: l}
+					} else {
+						loss = p.isrLoss(l, invoked)
 					}
-					if loss := p.isrLoss(l, invoked); loss != nil {
+					if ok(loss) {
 						return loss
 					}
 				}
@@ -392,7 +403,7 @@ func (p *unflushedPartition) quorumLoss(invoked, offset, before int64) *unflushe
 		if x.crash.start.Time <= invoked {
 			continue
 		}
-		if loss := p.leaderLoss(x, offset); loss != nil && loss.elected.time < before {
+		if loss := p.leaderLoss(x, offset); ok(loss) && loss.elected.time < before {
 			return loss
 		}
 	}
@@ -404,7 +415,7 @@ func (p *unflushedPartition) quorumLoss(invoked, offset, before int64) *unflushe
 			if l.node != x.crash.node || l.time < x.crash.start.Time || l.time >= x.until || l.time >= before {
 				continue
 			}
-			if loss := p.electedLoss(l, invoked, offset); loss != nil {
+			if loss := p.electedLoss(l, invoked, offset); ok(loss) {
 				return loss
 			}
 		}

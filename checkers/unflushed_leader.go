@@ -123,6 +123,30 @@ func (q *quorumLosses) cutBy(l *unflushedLoss, tp history.TopicPartition, after,
 	return nil
 }
 
+// cutBetween returns a quorum loss of tp whose crashes came after after
+// and whose election came before before, with a crash of one of its
+// brokers that cut tp's log at offset (as cutBy), or nils. It looks past
+// the first loss in that span: a crash that holds no cut of offset (a
+// broker that had already lost it, crashed again) may make a loss of its
+// own before the crash of the broker that kept the offset makes the one
+// that took it.
+func (q *quorumLosses) cutBetween(tp history.TopicPartition, after, before, offset int64) (*unflushedLoss, *unflushedExposure) {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil, nil
+	}
+	var x *unflushedExposure
+	loss := p.quorumLossWhere(after, -1, before, func(l *unflushedLoss) bool {
+		x = q.cutBy(l, tp, after, offset)
+		return x != nil
+	})
+	if loss == nil {
+		return nil, nil
+	}
+	return loss, x
+}
+
 // ledAfterCut returns a loss in which broker node led tp at leader epoch
 // epoch after a crash of it that cut its log at offset (and that crash's
 // exposure), or nils: the crash took the offset from node's log, and node

@@ -646,3 +646,69 @@ func wantFinding(t *testing.T, r Result, want Verdict, known, explain string) {
 		t.Errorf("%q does not say %q", text, explain)
 	}
 }
+
+// tcut records the nemesis's cut of node's t-0 log by crash-lose-unflushed.
+func tcut(b *hb.Builder, node int32, from, to int64) int {
+	return b.Add(history.Event{Kind: history.KindTruncation, Source: "nemesis", Node: node, Truncation: &history.Truncation{
+		Topic: "t", Partition: 0, From: from, To: to, Reason: history.TruncationUnflushedLoss}})
+}
+
+// Broker 1 leads t-0 at leader epoch 2 and appends offsets 0-28; broker 2
+// fetches them, then crash-lose-unflushed cuts its log to 0. Broker 1,
+// re-elected at epoch 3 with ISR [1 2], moves its high watermark to 29 on
+// broker 2's fetch from before the crash (Partition.makeLeader keeps a
+// follower's fetch state unless the leader is new) and acknowledges offset
+// 28 only then. Broker 3 later leads at epoch 19 with a log of its own and
+// takes broker 2 in: that acknowledgement does not put offset 28 of epoch
+// 2 in broker 2's cut log. A cut before the leader's election, or a member
+// taken back into the ISR after the cut and before the acknowledgement,
+// leave the acknowledgement counting and the divergence a violation.
+func TestISRDivergentUnflushedStaleAck(t *testing.T) {
+	story := func(b *hb.Builder, cutFirst, rejoin bool) (ack, join int) {
+		started(b, 1, 2, 3)
+		if cutFirst {
+			crashUnflushed(b, "f1", "n2")
+			tcut(b, 2, 29, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+		}
+		roleISR(b, 1, history.RoleLeader, 1, 2, 1, 2, 3)
+		roleISR(b, 2, history.RoleFollower, 1, 2, 1, 2, 3)
+		appendEv(b, history.KindProduceAppend, 1, 2, 0, 28)
+		if !cutFirst {
+			crashUnflushed(b, "f1", "n2")
+			tcut(b, 2, 29, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+		}
+		if rejoin {
+			isrChange(b, 1, history.ISRShrink, 2, []int32{1, 2, 3}, []int32{1, 3})
+			isrChange(b, 1, history.ISRExpand, 2, []int32{1, 3}, []int32{1, 2, 3})
+		}
+		hwMove(b, 1, 0, 29, 3) // under the ISR of epoch 3, before its role change is logged
+		ack = appendEv(b, history.KindProduceAck, 1, 2, 0, 28)
+		roleISR(b, 1, history.RoleLeader, 1, 3, 1, 2)
+		roleISR(b, 3, history.RoleLeader, 3, 19, 3)
+		appendEv(b, history.KindProduceAppend, 3, 19, 0, 30)
+		hwMove(b, 3, 0, 31, 19)
+		roleISR(b, 2, history.RoleFollower, 3, 19, 3)
+		join = isrChange(b, 3, history.ISRExpand, 19, []int32{3}, []int32{2, 3})
+		return ack, join
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "acknowledged on a fetch from before the member's crash", want: Valid, build: func(b *hb.Builder) []int {
+			story(b, false, false)
+			return nil
+		}},
+		{name: "the member cut before the leader's election", want: Invalid,
+			explain: "broker 3, leader of t-0 at leader epoch 19, took broker 2 into its ISR with its high watermark at 31", build: func(b *hb.Builder) []int {
+				ack, join := story(b, true, false)
+				return []int{ack, join}
+			}},
+		{name: "the member taken back in after the cut", want: Invalid,
+			explain: "broker 2 held offset 0 from leader epoch 2 (broker 1 acknowledged it at event", build: func(b *hb.Builder) []int {
+				ack, join := story(b, false, true)
+				return []int{ack, join}
+			}},
+	})
+}
