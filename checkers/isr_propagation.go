@@ -9,7 +9,8 @@ import (
 	"github.com/zkchaos/zkchaos/zklayout"
 )
 
-// ISRPropagation checks the controller's half of ISR change propagation: a
+// ISRPropagation checks both halves of ISR change propagation: every ISR
+// change a leader wrote is named by a notification of its process, and a
 // notification a controller deleted was taken in. A leader that changes a
 // partition's ISR writes the new state itself and then, from its
 // propagation task, an /isr_change_notification child naming the
