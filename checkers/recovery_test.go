@@ -140,6 +140,23 @@ func TestRecovery(t *testing.T) {
 				collectAt30s(b)
 				return []int{um, s, n}
 			}},
+		// A reassignment removed broker 3 (its last LeaderAndIsr, epoch 3,
+		// names replicas [1 2]); broker 3's late receipt of the epoch 2
+		// request ([1 2 3]) is logged after it. Broker 3 runs, outside the
+		// partition: the ISR [1 2] holds every running replica.
+		{name: "the replica set is the newest leader epoch's, not the last logged", want: Valid, build: func(b *hb.Builder) []int {
+			healAt := healthyThenFault(b, "pause-node", "n3")
+			b.State(tp0, 1, 3, 1, 20, 1, 2)
+			b.Add(history.Event{Kind: history.KindControlSent, Node: 1, Control: &history.Control{API: history.APILeaderAndIsr, ControllerID: 1, ControllerEpoch: 1, TargetBroker: 2,
+				Partitions: []history.ControlPartition{{Topic: tp0.Topic, Partition: tp0.Partition, Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}}}})
+			b.Control(3, history.Control{API: history.APILeaderAndIsr, ControllerID: 1, ControllerEpoch: 1, Verdict: history.VerdictAccepted,
+				Partitions: []history.ControlPartition{{Topic: tp0.Topic, Partition: tp0.Partition, Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}}}})
+			roleOf(b, 1, history.RoleLeader, 1, 3)
+			roleOf(b, 2, history.RoleFollower, 1, 3)
+			healAt(3000)
+			collectAt30s(b)
+			return nil
+		}},
 		{name: "an ISR change still on its way to the metadata caches", want: Valid, build: func(b *hb.Builder) []int {
 			shrunkWhilePaused(b)
 			b.At(25000)
