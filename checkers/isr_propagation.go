@@ -87,15 +87,13 @@ func (c ISRPropagation) Check(h *history.History) Result {
 		}
 		switch w.Op {
 		case "create":
-			got, err := zklayout.DecodeISRChangeNotification(w.Path, []byte(w.Data))
-			if err != nil {
+			tps, ok := notificationOf(e)
+			if !ok {
 				malformed++
 				continue
 			}
-			n := &isrNotification{ev: e, least: map[history.TopicPartition]writtenState{}, proc: -1}
-			for _, p := range got {
-				tp := history.TP(p.Topic, p.Partition)
-				n.tps = append(n.tps, tp)
+			n := &isrNotification{ev: e, tps: tps, least: map[history.TopicPartition]writtenState{}, proc: -1}
+			for _, tp := range tps {
 				if sw, ok := newestBefore(writes[tp], w.Start, dw, tp.Topic); ok {
 					n.least[tp] = sw
 				}
@@ -233,6 +231,24 @@ type isrChangeSeen struct {
 	answered int64
 }
 
+// notificationOf returns the partitions e names when it is a leader's
+// create of an ISR change notification (any outcome) with readable data.
+func notificationOf(e *history.Event) ([]history.TopicPartition, bool) {
+	w := e.ZKWrite
+	if e.Kind != history.KindZKWrite || w == nil || w.Op != "create" || !strings.HasPrefix(w.Path, zklayout.ISRChangeNotificationPath+"/") {
+		return nil, false
+	}
+	got, err := zklayout.DecodeISRChangeNotification(w.Path, []byte(w.Data))
+	if err != nil {
+		return nil, false
+	}
+	tps := make([]history.TopicPartition, len(got))
+	for i, p := range got {
+		tps[i] = history.TP(p.Topic, p.Partition)
+	}
+	return tps, true
+}
+
 // noteSeen is one notification create a leader process started.
 type noteSeen struct {
 	ev  *history.Event
@@ -276,18 +292,9 @@ func (ISRPropagation) leaders(h *history.History, r *report, t0 int64) (recorded
 				lastWrite[e.Node][history.TP(topic, part)] = e.Time
 				continue
 			}
-			if w.Op != "create" || !strings.HasPrefix(w.Path, zklayout.ISRChangeNotificationPath+"/") {
-				continue
+			if tps, ok := notificationOf(e); ok {
+				notes[key] = append(notes[key], noteSeen{ev: e, tps: tps})
 			}
-			got, err := zklayout.DecodeISRChangeNotification(w.Path, []byte(w.Data))
-			if err != nil {
-				continue
-			}
-			n := noteSeen{ev: e}
-			for _, p := range got {
-				n.tps = append(n.tps, history.TP(p.Topic, p.Partition))
-			}
-			notes[key] = append(notes[key], n)
 		case e.Kind == history.KindISRChange && e.ISR != nil && e.ISR.Outcome == history.ZKOK:
 			tp := history.TP(e.ISR.Topic, e.ISR.Partition)
 			answered, ok := lastWrite[e.Node][tp]

@@ -3,10 +3,8 @@ package checkers
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/zklayout"
 )
 
 // The recovery rule for brokers' metadata caches, the cluster view clients
@@ -25,32 +23,23 @@ import (
 // brokers did not log UpdateMetadata's partitions (written before they
 // did) are not judged by it.
 
-// notifiedAfter returns the first successful ISR change notification
-// naming tp logged after t.
-func notifiedAfter(notes []*history.Event, tp history.TopicPartition, t int64) (*history.Event, bool) {
-	for _, e := range notes {
-		if e.Time <= t {
-			continue
-		}
-		got, err := zklayout.DecodeISRChangeNotification(e.ZKWrite.Path, []byte(e.ZKWrite.Data))
-		if err != nil {
-			continue
-		}
-		for _, p := range got {
-			if p.Topic == tp.Topic && p.Partition == tp.Partition {
-				return e, true
-			}
+// notifiedAfter returns the first of notes (successful notification
+// creates, in log order) naming tp logged after t.
+func notifiedAfter(notes []noteSeen, tp history.TopicPartition, t int64) (*history.Event, bool) {
+	for _, n := range notes {
+		if n.ev.Time > t && slices.Contains(n.tps, tp) {
+			return n.ev, true
 		}
 	}
 	return nil, false
 }
 
 // isrNotifications lists the successful notification creates, in log order.
-func isrNotifications(h *history.History) []*history.Event {
-	var out []*history.Event
+func isrNotifications(h *history.History) []noteSeen {
+	var out []noteSeen
 	for e := range eventsOf(h, history.KindZKWrite) {
-		if w := e.ZKWrite; w != nil && w.Op == "create" && w.Outcome == history.ZKOK && strings.HasPrefix(w.Path, zklayout.ISRChangeNotificationPath+"/") {
-			out = append(out, e)
+		if tps, ok := notificationOf(e); ok && e.ZKWrite.Outcome == history.ZKOK {
+			out = append(out, noteSeen{ev: e, tps: tps})
 		}
 	}
 	return out
