@@ -489,3 +489,55 @@ func TestControlledShutdownToAControllerNotActive(t *testing.T) {
 		})
 	}
 }
+
+// KafkaZkClient.updateLeaderAndIsr goes through ZooKeeperClient.handleRequests,
+// which waits for ZooKeeper's answer with no deadline of its own: a slow
+// answer is still the answer. A state write ZooKeeper holds (a stalled
+// server, a slow quorum) lands when it is answered, so a controller that gave
+// it up as failed after a deadline would leave ZooKeeper naming a leader that
+// nobody told, and its own cache a zkVersion behind.
+func TestSlowStateWriteIsWaitedFor(t *testing.T) {
+	tests := []struct {
+		name string
+		hold time.Duration
+	}{
+		{"answered at once", 0},
+		{"held a second, then answered", time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: {2, 3, 1}}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3, 1)})
+			tc.elect()
+			tc.drainAll()
+			statePath := zkdata.PartitionStatePath("t", 0)
+			tc.zk.hook = func(op, p string) error {
+				if op == "multi" && strings.Contains(p, statePath) {
+					time.Sleep(tt.hold)
+				}
+				return nil
+			}
+			tc.kill(2)
+			tc.zk.hook = nil
+			st, ver := tc.zk.state0(history.TP("t", 0))
+			if st.Leader != 3 {
+				t.Fatalf("state in ZooKeeper %+v, want leader 3", st)
+			}
+			if got := tc.c.ctx.state[history.TP("t", 0)]; got == nil || got.ver != ver || got.st.Leader != 3 {
+				t.Fatalf("controller's cached state %+v, want leader 3 at zkVersion %d (ZooKeeper's)", got, ver)
+			}
+			told := false
+			for _, r := range tc.drain(3) {
+				if l, ok := r.(*kmsg.LeaderAndISRRequest); ok {
+					for _, ts := range l.TopicStates {
+						for _, p := range ts.PartitionStates {
+							told = told || (p.Partition == 0 && p.Leader == 3 && p.LeaderEpoch == st.LeaderEpoch)
+						}
+					}
+				}
+			}
+			if !told {
+				t.Fatalf("no LeaderAndIsr told broker 3 it leads t-0 at leader epoch %d", st.LeaderEpoch)
+			}
+		})
+	}
+}
