@@ -143,6 +143,7 @@ func All(cfg Config) []Checker {
 		ControllerTenure{},
 		ZKWrites{},
 		ISRPropagation{},
+		DecisionDelivery{},
 		FollowerTruncation{},
 		LogRetention{},
 		ProducerContinuity{},

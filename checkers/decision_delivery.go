@@ -1,0 +1,204 @@
+package checkers
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// DecisionDelivery checks that a controller tells a partition's new leader
+// every state it wrote that ZooKeeper applied. A controller's state change
+// writes the partition's state znode and then, at the end of the state
+// machine's batch, sends the LeaderAndIsr carrying that state to the
+// partition's live replicas; each broker's requests go out in the order
+// they were queued. A state that landed in ZooKeeper but was never sent
+// names a leader that does not know it leads: clients are sent to the old
+// leader (or to none) while ZooKeeper, and every controller after a
+// failover, take the untold state as the partition's truth.
+//
+//	layer | promise | Kafka 2.6.3 code | event-log evidence | checker rule
+//	controller channel | every partition state a controller wrote and ZooKeeper applied reaches the leader it names in a LeaderAndIsr, before any later state of that partition from the same controller | PartitionStateMachine.doHandleStateChanges and ReplicaStateMachine (removeReplicasFromIsr, the reassignment's updateLeaderEpoch) → KafkaZkClient.updateLeaderAndIsr, whose ZooKeeperClient.handleRequests waits for ZooKeeper's answer; ControllerBrokerRequestBatch.addLeaderAndIsrRequestForBrokers for each written partition, sendRequestsToBrokers at the end of the batch; RequestSendThread sends a broker's queue in order | the controller's zk_write of the state (leader, leader epoch, attempt), the watcher's zk_watch and the nodes' writes of the state znode (what ZooKeeper applied), the same process's control_sent LeaderAndIsr (target broker, each partition's leader epoch, Queued), node_start and broker_registered of the leader | decision-delivery: a state version that ZooKeeper holds, written by a controller process that later sent its leader a LeaderAndIsr for the partition at a higher leader epoch, with no LeaderAndIsr at the state's own epoch to that broker in between
+//
+// Not owed: a state the controller's next write of the partition replaced
+// within the same decision (a write re-issued after a lost connection
+// whose first attempt had landed meets BADVERSION, and the retry decides
+// again one leader epoch up, as Kafka's electLeaderForPartitions loop
+// does: attempt 2 or more); a state whose later LeaderAndIsr was meant for
+// another registration of the leader than the one it held when the state
+// was written (the controller sends only to live brokers, and a broker's
+// queue goes with its registration: a leader whose session had expired
+// was never sent the state, and its next registration is sent the
+// newest); a state of
+// a topic being deleted (no LeaderAndIsr is sent for those); a state
+// naming no leader. A controller that resigned or stopped before sending
+// the later LeaderAndIsr owes nothing: the untold state is then its
+// successor's to carry.
+type DecisionDelivery struct{}
+
+// Name implements Checker.
+func (DecisionDelivery) Name() string { return "decision-delivery" }
+
+// ctlWrite is one controller state write of a partition.
+type ctlWrite struct {
+	ev   *history.Event
+	proc int // the writing process's node_start index, -1 if not in the history
+}
+
+// regAt is a broker registration: when its process logged it, and its
+// broker epoch (the znode's czxid).
+type regAt struct {
+	time  int64
+	epoch int64
+}
+
+// laiSend is a LeaderAndIsr a controller process sent one broker for one
+// partition.
+type laiSend struct {
+	ev          *history.Event
+	proc        int
+	target      int32
+	leaderEpoch int32
+}
+
+// Check implements Checker.
+func (c DecisionDelivery) Check(h *history.History) Result {
+	r := &report{name: c.Name()}
+	t0 := firstTime(h)
+	dw := findDeletionWindows(h)
+	started := map[int32]int{}  // node → its latest node_start
+	regs := map[int32][]regAt{} // node → its registrations in log order
+	writes := map[history.TopicPartition][]ctlWrite{}
+	sends := map[history.TopicPartition][]laiSend{}
+	procOf := func(n int32) int {
+		if i, ok := started[n]; ok {
+			return i
+		}
+		return -1
+	}
+	for e := range eventsOf(h, history.KindNodeStart, history.KindBrokerRegistered, history.KindZKWrite, history.KindControlSent) {
+		switch e.Kind {
+		case history.KindNodeStart:
+			started[e.Node] = e.Index
+		case history.KindBrokerRegistered:
+			if e.Registration != nil {
+				regs[e.Node] = append(regs[e.Node], regAt{time: e.Time, epoch: e.Registration.BrokerEpoch})
+			}
+		case history.KindZKWrite:
+			w := e.ZKWrite
+			if w == nil || w.State == nil || w.ControllerEpoch <= 0 {
+				continue // not a controller's state write
+			}
+			tp := w.State.TP()
+			writes[tp] = append(writes[tp], ctlWrite{ev: e, proc: procOf(e.Node)})
+		case history.KindControlSent:
+			ct := e.Control
+			if ct == nil || ct.API != history.APILeaderAndIsr {
+				continue
+			}
+			for _, p := range ct.Partitions {
+				sends[p.TP()] = append(sends[p.TP()], laiSend{ev: e, proc: procOf(e.Node), target: ct.TargetBroker, leaderEpoch: p.LeaderEpoch})
+			}
+		}
+	}
+	states := partitionStates(h)
+	landed := func(tp history.TopicPartition, s *history.PartitionState) (zkState, bool) {
+		for _, v := range states[tp].ordered {
+			if v.Leader == s.Leader && v.LeaderEpoch == s.LeaderEpoch && v.ControllerEpoch == s.ControllerEpoch && slices.Equal(v.ISR, s.ISR) {
+				return v, true
+			}
+		}
+		return zkState{}, false
+	}
+	// sameRegistration says whether the later request was meant for the
+	// registration the leader held when the state was written.
+	sameRegistration := func(node int32, at int64, meant int64) bool {
+		var cur int64
+		for _, g := range regs[node] {
+			if g.time > at {
+				break
+			}
+			cur = g.epoch
+		}
+		return cur != 0 && meant == cur
+	}
+	judged, told := 0, 0
+	for _, tp := range sortedTPs(writes) {
+		ws := writes[tp]
+		for i, w := range ws {
+			st := w.ev.ZKWrite.State
+			if st.Leader < 0 || dw.during(tp.Topic, w.ev.Time) {
+				continue
+			}
+			// The same process's next write of the partition, if it
+			// retried this decision, carries it instead.
+			if next, ok := nextWriteOf(ws[i+1:], w); ok && next.ev.ZKWrite.Attempt > 1 {
+				continue
+			}
+			v, ok := landed(tp, st)
+			if !ok {
+				continue
+			}
+			judged++
+			zw := w.ev.ZKWrite
+			var later *laiSend
+			sent := false
+			for j := range sends[tp] {
+				s := &sends[tp][j]
+				if s.proc != w.proc || s.ev.Node != w.ev.Node || s.target != st.Leader || s.ev.Index < w.ev.Index {
+					continue
+				}
+				if s.leaderEpoch == st.LeaderEpoch {
+					sent = true
+					break
+				}
+				if s.leaderEpoch > st.LeaderEpoch {
+					later = s
+					break
+				}
+			}
+			if sent {
+				told++
+				continue
+			}
+			if later == nil {
+				continue // the controller sent its leader nothing newer: nothing shows it went on
+			}
+			queued := later.ev.Time
+			if q := later.ev.Control.Queued; q > 0 {
+				queued = q
+			}
+			if !sameRegistration(st.Leader, zw.Start, later.ev.Control.MeantBrokerEpoch) || dw.during(tp.Topic, queued) {
+				continue
+			}
+			outcome := "answered " + zw.Outcome
+			if zw.Error != "" {
+				outcome += " (" + zw.Error + ")"
+			}
+			seen := fmt.Sprintf("ZooKeeper holds it (version %d", v.version)
+			if v.zxid > 0 {
+				seen += fmt.Sprintf(", zxid %d", v.zxid)
+			}
+			seen += fmt.Sprintf(", logged at +%s)", rel(v.time, t0))
+			r.violate([]int{w.ev.Index, v.idx, later.ev.Index},
+				"controller %d (epoch %d) wrote %s's state: leader %d, leader epoch %d, ISR %v (write started +%s, %s after %s); %s, but the controller never sent broker %d a LeaderAndIsr at leader epoch %d for %s: its next one to broker %d for %s, queued at +%s, carried leader epoch %d, so from the write until then ZooKeeper named broker %d leader at an epoch broker %d was never told",
+				w.ev.Node, zw.ControllerEpoch, tp, st.Leader, st.LeaderEpoch, st.ISR, rel(zw.Start, t0), outcome,
+				time.Duration(w.ev.Time-zw.Start).Round(time.Millisecond), seen, st.Leader, st.LeaderEpoch, tp,
+				st.Leader, tp, rel(queued, t0), later.leaderEpoch, st.Leader, st.Leader)
+		}
+	}
+	r.detail("states judged", judged)
+	r.detail("sent to their leader", told)
+	return r.result(fmt.Sprintf("%d controller state writes that ZooKeeper applied, %d sent to the leader they name", judged, told))
+}
+
+// nextWriteOf returns the first write in rest by w's process.
+func nextWriteOf(rest []ctlWrite, w ctlWrite) (ctlWrite, bool) {
+	for _, n := range rest {
+		if n.proc == w.proc && n.ev.Node == w.ev.Node {
+			return n, true
+		}
+	}
+	return ctlWrite{}, false
+}
