@@ -17,7 +17,7 @@ func deliveryRun(steps ...deliveryStep) *history.History {
 	b := hb.New()
 	for _, n := range []int32{1, 2, 3} {
 		b.At(int64(n)).Start(n)
-		b.At(int64(5 + n)).Register(n, int64(200+n))
+		b.At(int64(5+n)).Register(n, int64(200+n))
 	}
 	b.At(20).Add(history.Event{Kind: history.KindControllerElected, Node: 1, Controller: &history.ControllerRun{Epoch: 1, EpochZkVersion: 1}})
 	for _, f := range steps {
