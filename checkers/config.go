@@ -155,6 +155,7 @@ func All(cfg Config) []Checker {
 		QueuePoll{},
 		QueueIsolation{},
 		QueueGroup{},
+		QueueCommit{},
 		FenceCoverage{},
 		TopicDeletion{},
 		LSO{Grace: cfg.LSOGrace},
