@@ -37,7 +37,7 @@ import (
 // (member, generation, offset, acknowledgement) and the fetch
 // (coordinator, time, offset). It is a known anomaly when crash-lose-
 // unflushed took the commit from every replica its __consumer_offsets
-// partition could elect (unflushed.go) between the acknowledgement and
+// partition could elect (unflushed.go) between the commit's invoke and
 // the fetch, and KnownDeposedCoordinatorFetch when the answering
 // coordinator had been deposed and did not acknowledge the commit itself.
 type QueueCommit struct{}
@@ -232,7 +232,9 @@ func (QueueCommit) judge(r *report, m *queueModel, roles *coordinatorRoles, quor
 		nodeName(e.Node), g.Group, tp, returned, e.Index, m.when(e), a.offset, a.member, a.gen, who(a.op.Invoke), a.op.Invoke.Index, m.when(a.op.Invoke), ackedBy, ackEv.Index, m.when(ackEv))
 	events := []int{ackEv.Index, e.Index}
 	co := history.TP(history.GroupMetadataTopic, g.Partition)
-	if loss := quorum.between(co, ackEv.Time, e.Time); loss != nil {
+	// The commit was appended some time after it was invoked: a loss whose
+	// crashes all came after that may have cut it.
+	if loss := quorum.between(co, a.start, e.Time); loss != nil {
 		brokers, evs := describeQuorumLoss(loss, m.t0)
 		r.knownAnomaly(loss.name(), append(events, evs...), "%s: crash-lose-unflushed took the commit from %s in between, so the coordinator loaded the group's offsets without it (GroupMetadataManager.loadGroupsForPartition); %s (%s).",
 			was, co, loss.how(), brokers)

@@ -179,13 +179,16 @@ func TestQueueCommitUnflushedLoss(t *testing.T) {
 		name       string
 		isr        []int32
 		crashFirst bool
+		inFlight   bool // the crash comes while the commit waits for its answer
 		want       Verdict
 		explain    string
 	}{
-		{"the commit lost", []int32{1}, false, Valid,
+		{"the commit lost", []int32{1}, false, false, Valid,
 			`broker 1, coordinator of group "g", answered OffsetFetch of q-0 with offset 5 (event 9), below offset 10 that member "m1" committed in generation 1 (process 1 (client-1), invoked at event 3; acknowledged by the client's ok, event 4), and no commit that may have replaced it carried that offset: crash-lose-unflushed took the commit from __consumer_offsets-0 in between`},
-		{"an ISR member kept it", []int32{1, 2}, false, Invalid, `lost commit: broker 1, coordinator of group "g", answered OffsetFetch of q-0 with offset 5`},
-		{"the crash before the commit", []int32{1}, true, Invalid, `lost commit: broker 1, coordinator of group "g", answered OffsetFetch of q-0 with offset 5`},
+		{"the commit lost while its client waited", []int32{1}, false, true, Valid,
+			`answered OffsetFetch of q-0 with offset 5 (event 9), below offset 10 that member "m1" committed in generation 1 (process 1 (client-1), invoked at event 3; acknowledged by the client's ok, event 8), and no commit that may have replaced it carried that offset: crash-lose-unflushed took the commit from __consumer_offsets-0 in between`},
+		{"an ISR member kept it", []int32{1, 2}, false, false, Invalid, `lost commit: broker 1, coordinator of group "g", answered OffsetFetch of q-0 with offset 5`},
+		{"the crash before the commit", []int32{1}, true, false, Invalid, `lost commit: broker 1, coordinator of group "g", answered OffsetFetch of q-0 with offset 5`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := hb.New()
@@ -200,8 +203,12 @@ func TestQueueCommitUnflushedLoss(t *testing.T) {
 				crash()
 			}
 			qcommit(b, "client-1", 1, m1, history.OpOK, 0, 5)
-			qcommit(b, "client-1", 1, m1, history.OpOK, 0, 10)
-			if !c.crashFirst {
+			x := commitInvoke(b, 1, m1, 10)
+			if c.inFlight {
+				crash()
+			}
+			commitDone(b, x, history.OpOK)
+			if !c.crashFirst && !c.inFlight {
 				crash()
 			}
 			offsetFetch(b, 1, 5, 0)
