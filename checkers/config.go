@@ -156,6 +156,7 @@ func All(cfg Config) []Checker {
 		QueuePoll{},
 		QueueIsolation{},
 		QueueGroup{},
+		QueueCommit{},
 		FenceCoverage{},
 		TopicDeletion{},
 		LSO{Grace: cfg.LSOGrace},

@@ -165,16 +165,9 @@ func (c TopicDeletion) Check(h *history.History) Result {
 	// deleted[node,tp] is the partition_deleted event after which node has
 	// taken no new role for tp (-1: none pending).
 	deleted := map[nodeTP]int{}
-	// replicas: each partition's replica set as the LeaderAndIsr of the
-	// highest leader epoch this incarnation of its topic said. A receipt
-	// logged later can be an older request delivered late (a send thread
-	// retrying, a broker slow to answer); a reassignment's last request
-	// has the highest epoch.
-	type replicaSet struct {
-		epoch    int32
-		replicas []int32
-	}
-	replicas := map[history.TopicPartition]replicaSet{}
+	// replicas: each partition's replica set, from the LeaderAndIsr
+	// requests its brokers logged receiving.
+	replicas := newReplicaTracker()
 	// since[topic]: the deletions the brokers logged since the topic's
 	// deletion began.
 	since := map[string]map[nodeTP]bool{}
@@ -186,11 +179,7 @@ func (c TopicDeletion) Check(h *history.History) Result {
 			forgetProcess(deleted, e.Node)
 		case history.KindControlRequest:
 			if e.Control.API == history.APILeaderAndIsr {
-				for _, p := range e.Control.Partitions {
-					if cur, ok := replicas[p.TP()]; len(p.Replicas) > 0 && (!ok || p.LeaderEpoch >= cur.epoch) {
-						replicas[p.TP()] = replicaSet{p.LeaderEpoch, p.Replicas}
-					}
-				}
+				replicas.leaderAndIsr(e.Control)
 			}
 		case history.KindRoleChange:
 			if e.Role.Role != history.RoleStopped {
@@ -231,7 +220,7 @@ func (c TopicDeletion) Check(h *history.History) Result {
 				var missing []string
 				for _, p := range d.Partitions {
 					tp := history.TP(d.Topic, p)
-					for _, b := range replicas[tp].replicas {
+					for _, b := range replicas.of(tp) {
 						if !done[nodeTP{tp, b}] {
 							missing = append(missing, fmt.Sprintf("%s on broker %d", tp, b))
 						}
@@ -243,9 +232,7 @@ func (c TopicDeletion) Check(h *history.History) Result {
 						e.Node, d.Topic, d.ControllerEpoch, at(e, t0), missing)
 				}
 				delete(since, d.Topic)
-				for _, p := range d.Partitions {
-					delete(replicas, history.TP(d.Topic, p)) // the next incarnation counts epochs from 0
-				}
+				replicas.deleted(d)
 			}
 		}
 	}

@@ -31,7 +31,9 @@
 // assigned from an exact offset moved below it by such a leader's latest
 // offset, its own high watermark), "deposed-coordinator-generation" (a group
 // generation such a coordinator raised from memory and never stored, handed
-// out again by its successor), "duplicate-append" (a non-idempotent
+// out again by its successor), "deposed-coordinator-offset-fetch" (an
+// OffsetFetch such a coordinator answered from its cache, below a commit
+// its successor acknowledged), "duplicate-append" (a non-idempotent
 // producer's resend appended twice), "KAFKA-3861" (a partition left offline
 // although a registered broker held every acknowledged record),
 // "checkpoint-untold-partition" (a restarted process's checkpoint without a
@@ -87,7 +89,7 @@
 // # The queue workload's client promises
 //
 // A run of the queue workload (--workload queue; workloads/queue.go,
-// Jepsen's Kafka queue test) is judged on what its clients saw, by five
+// Jepsen's Kafka queue test) is judged on what its clients saw, by six
 // checkers that say valid without judging anything when the history has
 // no queue operation. One row per rule: the client promise, the Kafka
 // 2.6.3 code that keeps it, the evidence, the checker (file).
@@ -100,6 +102,7 @@
 //	a consumer skips no readable value, a member starts at the commit | GroupMetadataManager.storeOffsets / getOffsets            | polls, commits (ok and unknown), assignments       | queue-poll (queue_poll.go)
 //	read_committed shows no aborted and no uncommitted value         | Log.collectAbortedTransactions, the last stable offset     | transactional sends, their commit request, polls   | queue-isolation (queue_values.go)
 //	one member owns a partition in one generation                   | GroupCoordinator generations, the leader's assignment      | members' partitions and generation at each poll    | queue-group (queue_poll.go)
+//	an acknowledged commit is fetched until a later one replaces it  | GroupMetadataManager.storeOffsets (acks=-1), getOffsets    | commits, coordinators' OffsetCommit and OffsetFetch answers | queue-commit (queue_commit.go)
 //
 // Each fence's input is counted too (fences.go, and fences_txn.go for the
 // fences of groups and transactions: coordinator-generation, txn-producer-epoch,

@@ -299,40 +299,23 @@ func listedAs(l brokerListing, id int32) string {
 	return "does not list it"
 }
 
-// replicaSets returns each partition's replica set as the latest
-// LeaderAndIsr that carried one said (the controller's assignment), or, for
-// a partition without one, its state's replicas when ZooKeeper's state
-// carried them.
+// replicaSets returns each partition's replica set as the LeaderAndIsr
+// requests controllers logged sending, or brokers logged accepting, said
+// (replicaTracker), or, for a partition without one, its state's replicas
+// when ZooKeeper's state carried them.
 func replicaSets(h *history.History) map[history.TopicPartition][]int32 {
-	out := map[history.TopicPartition][]int32{}
-	// The request of the highest leader epoch since the topic's last
-	// completed deletion: one logged later may be an older request sent
-	// again or delivered late.
-	epochs := map[history.TopicPartition]int32{}
+	sets := newReplicaTracker()
 	for e := range eventsOf(h, history.KindControlSent, history.KindControlRequest, history.KindTopicDeletion) {
-		if e.Kind == history.KindTopicDeletion {
-			if e.Deletion != nil && e.Deletion.Step == history.DeletionCompleted {
-				for _, p := range e.Deletion.Partitions {
-					delete(out, history.TP(e.Deletion.Topic, p))
-					delete(epochs, history.TP(e.Deletion.Topic, p))
-				}
-			}
-			continue
-		}
-		if e.Control == nil || e.Control.API != history.APILeaderAndIsr {
-			continue
-		}
-		if e.Kind == history.KindControlRequest && e.Control.Verdict != history.VerdictAccepted {
-			continue
-		}
-		for j := range e.Control.Partitions {
-			cp := &e.Control.Partitions[j]
-			if ep, ok := epochs[cp.TP()]; len(cp.Replicas) > 0 && (!ok || cp.LeaderEpoch >= ep) {
-				out[cp.TP()], epochs[cp.TP()] = cp.Replicas, cp.LeaderEpoch
-			}
+		switch {
+		case e.Kind == history.KindTopicDeletion:
+			sets.deleted(e.Deletion)
+		case e.Control == nil || e.Control.API != history.APILeaderAndIsr:
+		case e.Kind == history.KindControlRequest && e.Control.Verdict != history.VerdictAccepted:
+		default:
+			sets.leaderAndIsr(e.Control)
 		}
 	}
-	return out
+	return sets.all()
 }
 
 // partitions: every partition has a leader, a full ISR of its running
