@@ -98,7 +98,7 @@ func TestQueueTxnRunWithPausedLeader(t *testing.T) {
 	// and not yet told of its successor, answered OFFSET_OUT_OF_RANGE
 	// resets to the log start, which the checker names as a known anomaly
 	// (deposed-leader-out-of-range) from the node's log of that answer.
-	queue := []checkers.Checker{checkers.QueueLog{}, checkers.QueueLostWrite{}, checkers.QueueIsolation{}, checkers.QueueGroup{}, checkers.QueuePoll{}}
+	queue := []checkers.Checker{checkers.QueueLog{}, checkers.QueueLostWrite{}, checkers.QueueIsolation{}, checkers.QueueGroup{}, checkers.QueuePoll{}, checkers.QueueCommit{}}
 	results, verdict := checkers.Run(h, queue)
 	for _, r := range results {
 		t.Logf("%s: %s: %s", r.Checker, r.Verdict, r.Explanation)

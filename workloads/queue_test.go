@@ -91,7 +91,7 @@ func TestQueueWorkloadRecordsCheckableHistory(t *testing.T) {
 		}
 		t.Logf("transactional %v: %d sends (%d acknowledged, %d aborted), %d polls with records (%d by members), %d commits, %d assigns, %d partitions drained",
 			txn, sends, acked, aborted, polls, members, commits, assigns, drained)
-		queueCheckers := []checkers.Checker{checkers.QueueLog{}, checkers.QueueLostWrite{}, checkers.QueuePoll{}, checkers.QueueIsolation{}, checkers.QueueGroup{}}
+		queueCheckers := []checkers.Checker{checkers.QueueLog{}, checkers.QueueLostWrite{}, checkers.QueuePoll{}, checkers.QueueIsolation{}, checkers.QueueGroup{}, checkers.QueueCommit{}}
 		results, verdict := checkers.Run(h, queueCheckers)
 		for _, r := range results {
 			if r.Verdict != checkers.Valid {
