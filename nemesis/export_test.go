@@ -19,3 +19,11 @@ func DropRules(ctx context.Context, c *docker.Container) (string, error) {
 		"sh", "-c", "iptables -w 5 -S "+chainIn+"; iptables -w 5 -S "+chainOut).CombinedOutput()
 	return string(out), err
 }
+
+// SetPauseSignal replaces PauseTarget's signal for a test and returns the
+// function that puts it back.
+func SetPauseSignal(f func(context.Context, *docker.Container) error) (restore func()) {
+	old := pauseSignal
+	pauseSignal = f
+	return func() { pauseSignal = old }
+}

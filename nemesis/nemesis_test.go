@@ -375,3 +375,29 @@ func TestCutTargetsHealsItsOwnLinksOnly(t *testing.T) {
 		t.Errorf("heal after HealNet: %v", err)
 	}
 }
+
+// A SIGSTOP whose call fails may have been delivered anyway (the engine
+// carried out a request whose client had given up: a run's ZooKeeper
+// server, or a broker, then stayed stopped to the end, and the checkers
+// read a cluster that never recovered). A failed pause must leave the
+// process running.
+func TestFailedPauseLeavesTheProcessRunning(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 1}})
+	ctx := t.Context()
+	n := nemesis.New(nil, nemesis.NewRecorder(nil))
+	t.Cleanup(func() { n.Heal(context.Background()) })
+	restore := nemesis.SetPauseSignal(func(ctx context.Context, ct *docker.Container) error {
+		if err := nemesis.Pause(ctx, ct); err != nil {
+			return err
+		}
+		return context.DeadlineExceeded // delivered, but the call reports a deadline
+	})
+	t.Cleanup(restore)
+	s := c.ZKServer(1)
+	if err := n.PauseTarget(ctx, nemesis.Target{Name: "zk1", Container: s.Container}); err == nil {
+		t.Fatal("PauseTarget reported no error for a failed signal call")
+	}
+	if _, err := fourletter.Srvr(ctx, s.ClientAddr(), 2*time.Second); err != nil {
+		t.Fatalf("zk1 after a failed pause does not answer srvr: %v (left stopped)", err)
+	}
+}

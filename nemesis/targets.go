@@ -148,10 +148,35 @@ func (n *Nemesis) HoldsPartition(topic string, p int32) bool {
 }
 
 // PauseTarget SIGSTOPs t until ResumeTarget or Heal.
+//
+// A SIGSTOP whose call failed may still have been delivered: the engine
+// carries out a request whose client stopped waiting (a deadline under
+// load, the schedule's end cancelling the step), and a process stopped
+// with no fault held stays stopped for the rest of the run, which the
+// checkers then read as the cluster failing to recover. So a failed pause
+// resumes t, on a context of its own, before it reports the failure.
 func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
-	f, err := n.record("pause", []string{t.Name}, "SIGSTOP", func() error { return Pause(ctx, t.Container) })
+	f, err := n.record("pause", []string{t.Name}, "SIGSTOP", func() error {
+		err := pauseSignal(ctx, t.Container)
+		if err == nil {
+			return nil
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		defer cancel()
+		if rerr := Resume(rctx, t.Container); rerr != nil {
+			return errors.Join(err, fmt.Errorf("resuming %s after the failed pause: %w", t.Name, rerr))
+		}
+		return err
+	})
 	return n.hold(n.paused, t.Container, f, err)
 }
+
+// pauseSignal is Pause; tests replace it with one whose signal lands but
+// whose call fails.
+var pauseSignal = Pause
+
+// undoTimeout bounds the undo of a fault whose injection failed.
+const undoTimeout = 10 * time.Second
 
 // record records the start of fault name on targets and does it; when that
 // fails, the stop is recorded at once with the error.
