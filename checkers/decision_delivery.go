@@ -19,18 +19,17 @@ import (
 // failover, take the untold state as the partition's truth.
 //
 //	layer | promise | Kafka 2.6.3 code | event-log evidence | checker rule
-//	controller channel | every partition state a controller wrote and ZooKeeper applied reaches the leader it names in a LeaderAndIsr, before any later state of that partition from the same controller | PartitionStateMachine.doHandleStateChanges and ReplicaStateMachine (removeReplicasFromIsr, the reassignment's updateLeaderEpoch) → KafkaZkClient.updateLeaderAndIsr, whose ZooKeeperClient.handleRequests waits for ZooKeeper's answer; ControllerBrokerRequestBatch.addLeaderAndIsrRequestForBrokers for each written partition, sendRequestsToBrokers at the end of the batch; RequestSendThread sends a broker's queue in order | the controller's zk_write of the state (leader, leader epoch, attempt), the watcher's zk_watch and the nodes' writes of the state znode (what ZooKeeper applied), the same process's control_sent LeaderAndIsr (target broker, each partition's leader epoch, Queued), node_start and broker_registered of the leader | decision-delivery: a state version that ZooKeeper holds, written by a controller process that later sent its leader a LeaderAndIsr for the partition at a higher leader epoch, with no LeaderAndIsr at the state's own epoch to that broker in between
+//	controller channel | every partition state a controller wrote and ZooKeeper applied reaches the leader it names in a LeaderAndIsr, before any later state of that partition from the same controller | PartitionStateMachine.doHandleStateChanges and ReplicaStateMachine (removeReplicasFromIsr, the reassignment's updateLeaderEpoch) → KafkaZkClient.updateLeaderAndIsr, whose ZooKeeperClient.handleRequests waits for ZooKeeper's answer; ControllerBrokerRequestBatch.addLeaderAndIsrRequestForBrokers for each written partition, sendRequestsToBrokers at the end of the batch; RequestSendThread sends a broker's queue in order | the controller's zk_write of the state (leader, leader epoch, attempt), the watcher's zk_watch and the nodes' writes of the state znode (what ZooKeeper applied), the same process's control_sent LeaderAndIsr (target broker, each partition's leader epoch, Queued), the same process's earlier requests to the leader (MeantBrokerEpoch) | decision-delivery: a state version that ZooKeeper holds, written by a controller process that later sent its leader a LeaderAndIsr for the partition at a higher leader epoch, with no LeaderAndIsr at the state's own epoch to that broker in between
 //
 // Not owed: a state the controller's next write of the partition replaced
 // within the same decision (a write re-issued after a lost connection
 // whose first attempt had landed meets BADVERSION, and the retry decides
 // again one leader epoch up, as Kafka's electLeaderForPartitions loop
-// does: attempt 2 or more); a state whose later LeaderAndIsr was meant for
-// another registration of the leader than the one it held when the state
-// was written (the controller sends only to live brokers, and a broker's
-// queue goes with its registration: a leader whose session had expired
-// was never sent the state, and its next registration is sent the
-// newest); a state of
+// does: attempt 2 or more); a state whose leader the controller did not hold
+// live, at the registration the later LeaderAndIsr was meant for, when it
+// wrote the state (it sends only to the brokers in its live set: a leader
+// whose registration it had not yet taken in, or whose session had
+// expired, is sent only the newest state once it is); a state of
 // a topic being deleted (no LeaderAndIsr is sent for those); a state
 // naming no leader. A controller that resigned or stopped before sending
 // the later LeaderAndIsr owes nothing: the untold state is then its
@@ -44,13 +43,6 @@ func (DecisionDelivery) Name() string { return "decision-delivery" }
 type ctlWrite struct {
 	ev   *history.Event
 	proc int // the writing process's node_start index, -1 if not in the history
-}
-
-// regAt is a broker registration: when its process logged it, and its
-// broker epoch (the znode's czxid).
-type regAt struct {
-	time  int64
-	epoch int64
 }
 
 // laiSend is a LeaderAndIsr a controller process sent one broker for one
@@ -67,24 +59,30 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 	r := &report{name: c.Name()}
 	t0 := firstTime(h)
 	dw := findDeletionWindows(h)
-	started := map[int32]int{}  // node → its latest node_start
-	regs := map[int32][]regAt{} // node → its registrations in log order
+	started := map[int32]int{} // node → its latest node_start
 	writes := map[history.TopicPartition][]ctlWrite{}
 	sends := map[history.TopicPartition][]laiSend{}
+	// toBroker holds every control request a controller process queued for
+	// a broker, any API: the brokers it held live and at which epoch.
+	type sentTo struct {
+		node   int32
+		proc   int
+		target int32
+	}
+	type queuedFor struct {
+		queued, meant int64
+	}
+	toBroker := map[sentTo][]queuedFor{}
 	procOf := func(n int32) int {
 		if i, ok := started[n]; ok {
 			return i
 		}
 		return -1
 	}
-	for e := range eventsOf(h, history.KindNodeStart, history.KindBrokerRegistered, history.KindZKWrite, history.KindControlSent) {
+	for e := range eventsOf(h, history.KindNodeStart, history.KindZKWrite, history.KindControlSent) {
 		switch e.Kind {
 		case history.KindNodeStart:
 			started[e.Node] = e.Index
-		case history.KindBrokerRegistered:
-			if e.Registration != nil {
-				regs[e.Node] = append(regs[e.Node], regAt{time: e.Time, epoch: e.Registration.BrokerEpoch})
-			}
 		case history.KindZKWrite:
 			w := e.ZKWrite
 			if w == nil || w.State == nil || w.ControllerEpoch <= 0 {
@@ -94,7 +92,16 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 			writes[tp] = append(writes[tp], ctlWrite{ev: e, proc: procOf(e.Node)})
 		case history.KindControlSent:
 			ct := e.Control
-			if ct == nil || ct.API != history.APILeaderAndIsr {
+			if ct == nil {
+				continue
+			}
+			q := ct.Queued
+			if q == 0 {
+				q = e.Time
+			}
+			k := sentTo{e.Node, procOf(e.Node), ct.TargetBroker}
+			toBroker[k] = append(toBroker[k], queuedFor{q, ct.MeantBrokerEpoch})
+			if ct.API != history.APILeaderAndIsr {
 				continue
 			}
 			for _, p := range ct.Partitions {
@@ -111,17 +118,19 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 		}
 		return zkState{}, false
 	}
-	// sameRegistration says whether the later request was meant for the
-	// registration the leader held when the state was written.
-	sameRegistration := func(node int32, at int64, meant int64) bool {
-		var cur int64
-		for _, g := range regs[node] {
-			if g.time > at {
-				break
+	// heldLive says whether the writing process had already queued a
+	// request for the leader's registration that the later request was
+	// meant for: the controller then held that broker live when it wrote
+	// (it sends only to the brokers in its live set, and a broker's
+	// registration enters it through a broker change it handles between
+	// events).
+	heldLive := func(w ctlWrite, leader int32, meant int64) bool {
+		for _, s := range toBroker[sentTo{w.ev.Node, w.proc, leader}] {
+			if s.queued <= w.ev.ZKWrite.Start && s.meant == meant && meant != 0 {
+				return true
 			}
-			cur = g.epoch
 		}
-		return cur != 0 && meant == cur
+		return false
 	}
 	judged, told := 0, 0
 	for _, tp := range sortedTPs(writes) {
@@ -169,7 +178,7 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 			if q := later.ev.Control.Queued; q > 0 {
 				queued = q
 			}
-			if !sameRegistration(st.Leader, zw.Start, later.ev.Control.MeantBrokerEpoch) || dw.during(tp.Topic, queued) {
+			if !heldLive(w, st.Leader, later.ev.Control.MeantBrokerEpoch) || dw.during(tp.Topic, queued) {
 				continue
 			}
 			outcome := "answered " + zw.Outcome

@@ -73,7 +73,7 @@ func TestDecisionDelivery(t *testing.T) {
 			steps: []deliveryStep{ctlStateWrite(100, 105, 1, history.ZKOK, 1), laiTo(110, 1, 202), ctlStateWrite(200, 205, 2, history.ZKOK, 1), laiTo(210, 2, 202)},
 			want:  Valid, explain: "2 controller state writes that ZooKeeper applied, 2 sent to the leader they name"},
 		{name: "a write given up after a deadline landed, and the next decision was sent instead",
-			steps: []deliveryStep{ctlStateWrite(100, 600, 1, history.ZKConnectionLoss, 1), watched(900, 1), ctlStateWrite(3000, 3005, 2, history.ZKOK, 1), laiTo(3010, 2, 202)},
+			steps: []deliveryStep{laiTo(50, 0, 202), ctlStateWrite(100, 600, 1, history.ZKConnectionLoss, 1), watched(900, 1), ctlStateWrite(3000, 3005, 2, history.ZKOK, 1), laiTo(3010, 2, 202)},
 			want:  Invalid,
 			explain: "controller 1 (epoch 1) wrote t-0's state: leader 2, leader epoch 1, ISR [2 3] (write started +100ms, answered connectionloss " +
 				"(zookeeper call timed out (outcome unknown): context deadline exceeded) after 500ms); ZooKeeper holds it (version 1, zxid 1001, logged at +900ms), " +
@@ -85,7 +85,10 @@ func TestDecisionDelivery(t *testing.T) {
 			steps: []deliveryStep{ctlStateWrite(100, 600, 1, history.ZKBadVersion, 1), watched(300, 1), ctlStateWrite(610, 615, 2, history.ZKOK, 2), laiTo(620, 2, 202)},
 			want:  Valid, explain: "1 controller state writes that ZooKeeper applied, 1 sent"},
 		{name: "a leader that registered again was sent only the newest state",
-			steps: []deliveryStep{ctlStateWrite(100, 105, 1, history.ZKOK, 1), func(b *hb.Builder) { b.At(2000).Register(2, 250) }, ctlStateWrite(3000, 3005, 2, history.ZKOK, 1), laiTo(3010, 2, 250)},
+			steps: []deliveryStep{laiTo(50, 0, 202), ctlStateWrite(100, 105, 1, history.ZKOK, 1), func(b *hb.Builder) { b.At(2000).Register(2, 250) }, ctlStateWrite(3000, 3005, 2, history.ZKOK, 1), laiTo(3010, 2, 250)},
+			want:  Valid, explain: "2 controller state writes that ZooKeeper applied, 1 sent"},
+		{name: "a leader the controller had not yet taken in as live was sent only the newest state",
+			steps: []deliveryStep{ctlStateWrite(100, 105, 1, history.ZKOK, 1), ctlStateWrite(3000, 3005, 2, history.ZKOK, 1), laiTo(3010, 2, 202)},
 			want:  Valid, explain: "2 controller state writes that ZooKeeper applied, 1 sent"},
 		{name: "a controller that sent its leader nothing later shows nothing",
 			steps: []deliveryStep{ctlStateWrite(100, 600, 1, history.ZKConnectionLoss, 1), watched(900, 1)},
