@@ -224,24 +224,29 @@ func (f *fetcher) truncationTarget(asked, leaderEpoch int32, leaderEnd int64) (t
 }
 
 // truncateLocked cuts the log, which ends at from, back to target for
-// reason: the producer states are rebuilt from what is left, the
-// truncation is recorded and the high watermark lowered to the new end.
-// p.mu is held.
+// reason: the truncation is recorded, the producer states are rebuilt
+// from what is left and the high watermark lowered to the new end. The
+// record is written before the log is cut, not after: a SIGKILL landing
+// while the cut is under way (TruncateTo fsyncs four files) would
+// otherwise leave a restarted broker with a shorter log than its history
+// shows and no truncation to say why, and the checkers would judge it by
+// records it no longer has. p.mu is held.
 func (f *fetcher) truncateLocked(from, target int64, reason string) error {
 	p := f.p
-	to, err := p.log.TruncateTo(target)
+	to, err := p.log.TruncateToRecording(target, func(to int64) {
+		f.logf("truncating log from %d to %d: %s", from, to, reason)
+		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
+			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
+	})
 	if err != nil {
 		return fmt.Errorf("truncate to %d: %w", target, err)
 	}
 	if to >= from {
 		return nil
 	}
-	f.logf("truncated log from %d to %d: %s", from, to, reason)
 	if err := p.rebuildProducersLocked(); err != nil {
 		return err
 	}
-	p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
-		Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: to, Reason: reason, LeaderEpoch: f.epoch}})
 	if p.hw > to {
 		p.setHWLocked(to)
 	}
@@ -291,14 +296,15 @@ func (f *fetcher) handleOutOfRange(ctx context.Context, cl *wire.Client) error {
 			return err
 		}
 	case from < leaderStart:
+		// Recorded before the log is emptied, as truncateLocked records.
+		reason := fmt.Sprintf("offset-out-of-range (behind the leader's log start %d)", leaderStart)
+		f.logf("restarting log at %d (was [.., %d)): %s", leaderStart, from, reason)
+		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
+			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: leaderStart, Reason: reason, LeaderEpoch: f.epoch}})
 		if err := p.log.TruncateFullyAndStartAt(leaderStart); err != nil {
 			return err
 		}
-		reason := fmt.Sprintf("offset-out-of-range (behind the leader's log start %d)", leaderStart)
-		f.logf("restarted log at %d (was [.., %d)): %s", leaderStart, from, reason)
 		p.producers, p.txns = producerStates{}, partitionTxns{}
-		p.m.log.Emit(history.Event{Kind: history.KindTruncation, Truncation: &history.Truncation{
-			Topic: p.tp.Topic, Partition: p.tp.Partition, From: from, To: leaderStart, Reason: reason, LeaderEpoch: f.epoch}})
 		if p.hw < leaderStart {
 			p.setHWLocked(leaderStart)
 		}

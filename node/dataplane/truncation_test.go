@@ -1,12 +1,19 @@
 package dataplane
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/node/broker"
+	"github.com/zkchaos/zkchaos/node/eventlog"
+	"github.com/zkchaos/zkchaos/node/storage"
 	"github.com/zkchaos/zkchaos/node/storage/checkpoint"
 )
 
@@ -84,4 +91,104 @@ func ints(ns []int32) []int {
 		out[i] = int(n)
 	}
 	return out
+}
+
+// sizeAtTruncation is a broker's event log that notes, as each truncation
+// event is written, how many bytes the partition's segment files hold on
+// disk: what a SIGKILL landing right after the write would leave.
+type sizeAtTruncation struct {
+	dir   string // the partition's log directory
+	buf   bytes.Buffer
+	sizes []int64
+}
+
+func (s *sizeAtTruncation) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"kind":"truncation"`)) {
+		s.sizes = append(s.sizes, segmentBytes(s.dir))
+	}
+	return s.buf.Write(b)
+}
+
+func segmentBytes(dir string) int64 {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	n := int64(0)
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// A follower's truncation is written to its history before its log is cut.
+// A bounce's SIGKILL once landed inside the cut (after the segment was
+// truncated, while the durable-lengths sidecar was being replaced): the
+// restarted broker's log ended at the leader's epoch end offset, its
+// history held the records above it and no truncation, and the isr checker
+// judged the leader for taking in a replica whose log still differed. Kafka
+// 2.6.3's Log.truncateTo likewise logs "Truncating to offset" before it
+// cuts (ReplicaFetcherThread.truncate → Partition.truncateTo).
+func TestTruncationRecordedBeforeTheCut(t *testing.T) {
+	tests := []struct {
+		name           string
+		leader, follow [2][]int32 // epochs, and one-record batches in each
+		wantFrom       int64
+		wantTo         int64
+	}{
+		{
+			// Asks about 2, the leader answers (0, 3): cut 7 → 3.
+			name:     "keeps the common prefix",
+			leader:   [2][]int32{{0, 3}, {3, 2}},
+			follow:   [2][]int32{{0, 2}, {3, 4}},
+			wantFrom: 7, wantTo: 3,
+		},
+		{
+			// Asks about 0, the leader answers (0, 0): cut 5 → 0.
+			name:     "cuts the whole log",
+			leader:   [2][]int32{{3}, {2}},
+			follow:   [2][]int32{{0}, {5}},
+			wantFrom: 5, wantTo: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m1 := newManagerID(t, 1, t.TempDir(), nil, 1)
+			dir2 := t.TempDir()
+			logged := &sizeAtTruncation{dir: storage.PartitionDir(dir2, "t", 0)}
+			m2, err := Open(Config{BrokerID: 2, DataDir: dir2, MinISR: 1, LagTime: time.Second,
+				CheckpointInterval: time.Hour, FetchMaxWait: 50 * time.Millisecond, MaxMessageBytes: 4096},
+				eventlog.New(history.NewWriter(logged, "n2", 2), 2, nil), broker.New(2, nil, nil).Metadata)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(m2.Close)
+			addr, _ := serve(t, m1)
+			leadEpochs(t, m1, 1, tt.leader[0], ints(tt.leader[1]))
+			leadEpochs(t, m2, 2, tt.follow[0], ints(tt.follow[1]))
+			full := segmentBytes(logged.dir)
+			last := tt.leader[0][len(tt.leader[0])-1]
+			if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: last, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: addr}); err != nil {
+				t.Fatal(err)
+			}
+			l1, l2 := m1.get(history.TP("t", 0)), m2.get(history.TP("t", 0))
+			eventually(t, "follower caught up", func() bool {
+				return l2.log.LogEndOffset() == l1.log.LogEndOffset() && l2.log.LatestEpoch() == last
+			})
+			m2.Close()
+			var got []history.Truncation
+			for _, line := range strings.Split(strings.TrimSpace(logged.buf.String()), "\n") {
+				var e history.Event
+				if json.Unmarshal([]byte(line), &e) == nil && e.Kind == history.KindTruncation {
+					got = append(got, *e.Truncation)
+				}
+			}
+			if len(got) != 1 || got[0].From != tt.wantFrom || got[0].To != tt.wantTo {
+				t.Fatalf("truncations logged %+v, want one from %d to %d", got, tt.wantFrom, tt.wantTo)
+			}
+			if len(logged.sizes) != 1 || logged.sizes[0] != full {
+				t.Fatalf("segment bytes on disk when the truncation was logged: %v, want %d (the log not yet cut): a kill right after the cut would leave a shorter log with no truncation in its history",
+					logged.sizes, full)
+			}
+		})
+	}
 }

@@ -585,6 +585,18 @@ func (l *Log) Read(from int64, maxBytes int, maxOffset int64) ([]byte, error) {
 // cuts no record but drops the epoch entries starting at the LEO; offset below the log start empties the log and restarts it
 // at offset (Kafka's truncateFullyAndStartAt).
 func (l *Log) TruncateTo(offset int64) (int64, error) {
+	return l.TruncateToRecording(offset, nil)
+}
+
+// TruncateToRecording is TruncateTo that, when it will cut records, first
+// calls record with the new LEO, before it changes anything on disk. A
+// process killed while the cut is under way (it fsyncs the segment, the
+// directory and two sidecar files) then has its record of the truncation
+// already written, as Kafka's Log.truncateTo logs "Truncating to offset"
+// before it cuts; recording afterwards would let such a kill leave a log
+// shorter than its history says, with no truncation to explain it. record
+// may be nil; it is called with l's lock held and must not use l.
+func (l *Log) TruncateToRecording(offset int64, record func(newEnd int64)) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
@@ -601,10 +613,20 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		return l.logEndOffset(), nil
 	}
 	if offset < l.segs[0].base {
+		if record != nil {
+			record(offset)
+		}
 		if err := l.truncateFullyLocked(offset); err != nil {
 			return 0, err
 		}
 		return offset, nil
+	}
+	if record != nil {
+		end, err := l.truncationEndLocked(offset)
+		if err != nil {
+			return 0, err
+		}
+		record(end)
 	}
 	// Delete whole segments from the newest down, so that a crash in the
 	// middle leaves a prefix of the log (Open's contiguity check holds).
@@ -654,6 +676,24 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		}
 	}
 	return newNext, nil
+}
+
+// truncationEndLocked returns the LEO that cutting the log at offset
+// (log start <= offset < LEO) leaves, without cutting: the base offset of
+// the batch holding offset, in the last segment starting at or below it.
+func (l *Log) truncationEndLocked(offset int64) (int64, error) {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	seg := l.segs[i]
+	var hbuf [headerPrefix]byte
+	pos, err := seg.findBatch(offset, hbuf[:])
+	if err != nil {
+		return 0, err
+	}
+	if pos == seg.size {
+		return seg.next, nil
+	}
+	base, _, _, err := seg.readPrefix(pos, hbuf[:])
+	return base, err
 }
 
 // TruncateFullyAndStartAt deletes every segment and the epoch cache's

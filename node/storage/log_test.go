@@ -262,9 +262,25 @@ func TestTruncateTo(t *testing.T) {
 			appendN(t, l, 5, 3, 2, 10) // [30,45)
 			appendN(t, l, 5, 3, 5, 20) // [45,60)
 			for _, s := range tc.steps {
-				got, err := l.TruncateTo(s.to)
+				// The new LEO is reported before anything on disk changes,
+				// and only when records are cut.
+				leoBefore, bytesBefore := l.LogEndOffset(), dirLogBytes(t, dir)
+				reported := []int64{}
+				got, err := l.TruncateToRecording(s.to, func(end int64) {
+					if b := dirLogBytes(t, dir); b != bytesBefore {
+						t.Errorf("TruncateToRecording(%d) reported with %d segment bytes on disk, want the uncut %d", s.to, b, bytesBefore)
+					}
+					reported = append(reported, end)
+				})
 				if err != nil || got != s.wantLEO || l.LogEndOffset() != s.wantLEO {
 					t.Fatalf("TruncateTo(%d) = %d, %v; LEO %d; want %d", s.to, got, err, l.LogEndOffset(), s.wantLEO)
+				}
+				if want := []int64{s.wantLEO}; s.wantLEO == leoBefore {
+					if len(reported) != 0 {
+						t.Fatalf("TruncateToRecording(%d) at the LEO reported %v, want nothing", s.to, reported)
+					}
+				} else if !reflect.DeepEqual(reported, want) {
+					t.Fatalf("TruncateToRecording(%d) reported %v, want %v", s.to, reported, want)
 				}
 			}
 			if !reflect.DeepEqual(l.Epochs(), tc.wantEpochs) {
@@ -288,6 +304,24 @@ func TestTruncateTo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dirLogBytes is the size of every segment file in dir.
+func dirLogBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*"+segmentSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(0)
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += st.Size()
+	}
+	return n
 }
 
 func TestTruncateFullyAndStartAt(t *testing.T) {
