@@ -1081,6 +1081,41 @@ func TestHealInfo(t *testing.T) {
 			zkSession(b, "StateHasSession")
 			return s, s, -1
 		}, healInfo{healed: true, faults: 1}},
+		// The engine may carry out a kill whose request failed (cut off by
+		// the end of the workload): a broker whose process, alive after
+		// the kill was sent, ended without a node_stop and was not
+		// running at the end was left down by a fault nothing healed.
+		{"a failed kill of a broker left down", func(b *hb.Builder) (int, int, int) {
+			b.Start(1)
+			k := b.Fault(true, "f1", "kill", "n1")
+			b.Start(1) // a racing heal's start
+			s := failedStop(b, "f1", "kill")
+			running(b, 2, 3)
+			return s, s, k
+		}, healInfo{faults: 1}},
+		{"a failed kill of a broker running at the end", func(b *hb.Builder) (int, int, int) {
+			b.Start(1)
+			b.Fault(true, "f1", "kill", "n1")
+			b.Start(1)
+			s := failedStop(b, "f1", "kill")
+			running(b, 1, 2, 3)
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
+		{"a failed kill of a broker whose process stopped cleanly", func(b *hb.Builder) (int, int, int) {
+			b.Fault(true, "f1", "kill", "n1")
+			b.Start(1)
+			b.Add(history.Event{Kind: history.KindNodeStop, Node: 1})
+			s := failedStop(b, "f1", "kill")
+			running(b, 2, 3)
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
+		{"a failed kill of a broker gone before it was sent", func(b *hb.Builder) (int, int, int) {
+			b.Start(1)
+			b.Fault(true, "f1", "kill", "n1")
+			s := failedStop(b, "f1", "kill")
+			running(b, 2, 3)
+			return s, s, -1
+		}, healInfo{healed: true, faults: 1}},
 		{"the watcher's session lost only after the heal's end", func(b *hb.Builder) (int, int, int) {
 			zkSession(b, "StateHasSession")
 			b.Fault(true, "f1", "kill", "n1")
@@ -1107,6 +1142,12 @@ func TestHealInfo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failedStop appends the fault_stop of a kill whose engine request failed.
+func failedStop(b *hb.Builder, id, name string) int {
+	return b.Add(history.Event{Kind: history.KindFaultStop, Fault: &history.Fault{ID: id, Name: name,
+		Error: `signal SIGKILL to zkchaos-n1: Post "http://%2Fvar%2Frun%2Fdocker.sock/v1.41/containers/6e2330c2/kill?signal=SIGKILL": context deadline exceeded`}})
 }
 
 // fpHold appends node's report that it holds in a failpoint.

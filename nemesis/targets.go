@@ -52,6 +52,42 @@ type Nemesis struct {
 	// heldParts counts, per partition ("topic-p"), the faults that hold
 	// it (kill-lagging-leader waits for its leader's ISR to shrink).
 	heldParts map[string]int
+	// busy counts, per container, the kills, starts, pauses and resumes
+	// in flight on it: under load an engine call takes seconds (a start
+	// 32s on a loaded machine), and a broker being restarted is no more
+	// free for another fault than one still down.
+	busy map[*docker.Container]int
+
+	ops procOps // the engine's calls; a fake in tests
+}
+
+// procOps are the engine calls that kill, start, pause and resume a
+// container, and re-apply its network faults after a start.
+type procOps interface {
+	kill(ctx context.Context, c *docker.Container) error
+	start(ctx context.Context, c *docker.Container) error
+	pause(ctx context.Context, c *docker.Container) error
+	resume(ctx context.Context, c *docker.Container) error
+	reapply(ctx context.Context, c *docker.Container) error
+}
+
+// engineOps are procOps on the docker engine.
+type engineOps struct{ net *Net }
+
+func (engineOps) kill(ctx context.Context, c *docker.Container) error   { return Kill(ctx, c) }
+func (engineOps) start(ctx context.Context, c *docker.Container) error  { return c.Start(ctx) }
+func (engineOps) pause(ctx context.Context, c *docker.Container) error  { return pauseSignal(ctx, c) }
+func (engineOps) resume(ctx context.Context, c *docker.Container) error { return Resume(ctx, c) }
+func (o engineOps) reapply(ctx context.Context, c *docker.Container) error {
+	return o.net.Reapply(ctx, c)
+}
+
+// engine returns the calls the Nemesis makes on containers.
+func (n *Nemesis) engine() procOps {
+	if n.ops != nil {
+		return n.ops
+	}
+	return engineOps{net: n.Net}
 }
 
 // openFault remembers a recorded fault for its stop event.
@@ -61,6 +97,9 @@ type openFault struct {
 	// outcome, set by the fault that made it (NetOutcome), is the stop
 	// event's detail: what the fault came to while it held.
 	outcome string
+	// stopped: the fault's stop is already recorded (its kill or pause
+	// failed), and undoing it records nothing more.
+	stopped bool
 }
 
 // NetOutcome sets the outcome the stop events of the network faults named
@@ -127,7 +166,24 @@ func (n *Nemesis) Holds(t Target) bool {
 	}
 	_, p := n.paused[t.Container]
 	_, k := n.killed[t.Container]
-	return p || k
+	return p || k || n.busy[t.Container] > 0
+}
+
+// working counts c busy until the returned done.
+func (n *Nemesis) working(c *docker.Container) (done func()) {
+	n.mu.Lock()
+	if n.busy == nil {
+		n.busy = map[*docker.Container]int{}
+	}
+	n.busy[c]++
+	n.mu.Unlock()
+	return func() {
+		n.mu.Lock()
+		if n.busy[c]--; n.busy[c] <= 0 {
+			delete(n.busy, c)
+		}
+		n.mu.Unlock()
+	}
 }
 
 // HoldPartition marks a partition held by a fault until release, so the
@@ -156,14 +212,15 @@ func (n *Nemesis) HoldsPartition(topic string, p int32) bool {
 // checkers then read as the cluster failing to recover. So a failed pause
 // resumes t, on a context of its own, before it reports the failure.
 func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
+	defer n.working(t.Container)()
 	f, err := n.record("pause", []string{t.Name}, "SIGSTOP", func() error {
-		err := pauseSignal(ctx, t.Container)
+		err := n.engine().pause(ctx, t.Container)
 		if err == nil {
 			return nil
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 		defer cancel()
-		if rerr := Resume(rctx, t.Container); rerr != nil {
+		if rerr := n.engine().resume(rctx, t.Container); rerr != nil {
 			return errors.Join(err, fmt.Errorf("resuming %s after the failed pause: %w", t.Name, rerr))
 		}
 		return err
@@ -171,8 +228,8 @@ func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 	return n.hold(n.paused, t.Container, f, err)
 }
 
-// pauseSignal is Pause; tests replace it with one whose signal lands but
-// whose call fails.
+// pauseSignal is the engine's pause, Pause; tests replace it with one
+// whose signal lands but whose call fails.
 var pauseSignal = Pause
 
 // undoTimeout bounds the undo of a fault whose injection failed.
@@ -184,7 +241,7 @@ func (n *Nemesis) record(name string, targets []string, detail string, do func()
 	id := n.Rec.Start(name, targets, detail)
 	if err := do(); err != nil {
 		n.Rec.Stop(id, name, targets, err)
-		return openFault{}, err
+		return openFault{id: id, name: name, targets: targets, stopped: true}, err
 	}
 	return openFault{id: id, name: name, targets: targets}, nil
 }
@@ -200,27 +257,36 @@ func (n *Nemesis) holdNet(f openFault, err error) error {
 	return nil
 }
 
-// hold keeps the fault f (unless err says it was not made) in force on c,
-// in held (paused or killed), until undo.
+// hold keeps the fault f in force on c, in held (paused or killed), until
+// undo or Heal. A fault whose signal failed (err, its stop already
+// recorded) is held too: the engine may have carried out a request whose
+// answer never came. A SIGKILL cut off by the end of the workload killed
+// n1 10s after it was sent, and with nothing held no heal started it
+// again; the broker stayed down through the heal phase. Its heal's start
+// or resume is harmless when the signal never landed.
 func (n *Nemesis) hold(held map[*docker.Container]openFault, c *docker.Container, f openFault, err error) error {
-	if err != nil {
-		return err
-	}
 	n.mu.Lock()
-	held[c] = f
+	if old, ok := held[c]; !ok || !f.stopped || old.stopped {
+		held[c] = f
+	}
 	n.mu.Unlock()
-	return nil
+	return err
 }
 
-// undo takes the fault held on c out of held, runs do and records the
-// fault's stop (if one was held) with do's error.
+// undo runs do and then takes the fault held on c out of held, recording
+// its stop (if one was held and not stopped already) with do's error. c
+// stays held while do runs: a broker being started is not free for
+// another fault, whose kill would race the start (n1 at +47s of a dense
+// crash-lose-unflushed run: picked again 2s after a heal began a start
+// that took 32s).
 func (n *Nemesis) undo(held map[*docker.Container]openFault, c *docker.Container, do func() error) error {
+	defer n.working(c)()
+	err := do()
 	n.mu.Lock()
 	f, ok := held[c]
 	delete(held, c)
 	n.mu.Unlock()
-	err := do()
-	if ok {
+	if ok && !f.stopped {
 		n.Rec.Stop(f.id, f.name, f.targets, err)
 	}
 	return err
@@ -228,12 +294,14 @@ func (n *Nemesis) undo(held map[*docker.Container]openFault, c *docker.Container
 
 // ResumeTarget SIGCONTs t.
 func (n *Nemesis) ResumeTarget(ctx context.Context, t Target) error {
-	return n.undo(n.paused, t.Container, func() error { return Resume(ctx, t.Container) })
+	return n.undo(n.paused, t.Container, func() error { return n.engine().resume(ctx, t.Container) })
 }
 
-// KillTarget SIGKILLs t; it stays down until StartTarget or Heal.
+// KillTarget SIGKILLs t; it stays down until StartTarget or Heal, and it is
+// held from the moment the kill is sent.
 func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
-	f, err := n.record("kill", []string{t.Name}, "SIGKILL", func() error { return Kill(ctx, t.Container) })
+	defer n.working(t.Container)()
+	f, err := n.record("kill", []string{t.Name}, "SIGKILL", func() error { return n.engine().kill(ctx, t.Container) })
 	return n.hold(n.killed, t.Container, f, err)
 }
 
@@ -241,10 +309,10 @@ func (n *Nemesis) KillTarget(ctx context.Context, t Target) error {
 // involve it (a restarted container has a fresh network namespace).
 func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
 	return n.undo(n.killed, t.Container, func() error {
-		if err := t.Container.Start(ctx); err != nil {
+		if err := n.engine().start(ctx, t.Container); err != nil {
 			return err
 		}
-		return n.Net.Reapply(ctx, t.Container)
+		return n.engine().reapply(ctx, t.Container)
 	})
 }
 
@@ -361,13 +429,17 @@ func (n *Nemesis) Heal(ctx context.Context) error {
 		n.Rec.StopDetail(f.id, f.name, f.targets, f.outcome, netErr)
 	}
 	for c, f := range paused {
-		err := Resume(ctx, c)
-		n.Rec.Stop(f.id, f.name, f.targets, err)
+		err := n.engine().resume(ctx, c)
+		if !f.stopped {
+			n.Rec.Stop(f.id, f.name, f.targets, err)
+		}
 		errs = append(errs, err)
 	}
 	for c, f := range killed {
-		err := c.Start(ctx)
-		n.Rec.Stop(f.id, f.name, f.targets, err)
+		err := n.engine().start(ctx, c)
+		if !f.stopped {
+			n.Rec.Stop(f.id, f.name, f.targets, err)
+		}
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
