@@ -1,7 +1,6 @@
 package checkers
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -96,13 +95,7 @@ func TestDecisionDelivery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := DecisionDelivery{}.Check(deliveryRun(tt.steps...))
-			if res.Verdict != tt.want {
-				t.Fatalf("verdict %s, want %s: %s", res.Verdict, tt.want, res.Explanation)
-			}
-			if !strings.Contains(res.Explanation, tt.explain) {
-				t.Fatalf("explanation %q\nwant it to contain %q", res.Explanation, tt.explain)
-			}
+			wantFinding(t, DecisionDelivery{}.Check(deliveryRun(tt.steps...)), tt.want, "", tt.explain)
 		})
 	}
 }

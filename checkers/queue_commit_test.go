@@ -193,12 +193,7 @@ func TestQueueCommitUnflushedLoss(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := hb.New()
 			b.State(co, 1, 0, 1, 10, 1, 2)
-			crash := func() {
-				crashUnflushed(b, "f1", "n1")
-				b.Start(1)
-				restart(b, "f1", "n1")
-				b.State(co, 1, 1, 1, 12, c.isr...)
-			}
+			crash := coordinatorCrash(b, co, c.isr)
 			if c.crashFirst {
 				crash()
 			}

@@ -212,12 +212,7 @@ func TestGroupUnflushedLoss(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := hb.New()
 			b.State(co, 1, 0, 1, 10, 1, 2)
-			crash := func() {
-				crashUnflushed(b, "f1", "n1")
-				b.Start(1)
-				restart(b, "f1", "n1")
-				b.State(co, 1, 1, 1, 12, c.isr...)
-			}
+			crash := coordinatorCrash(b, co, c.isr)
 			if c.crashFirst {
 				crash()
 			}
@@ -637,5 +632,17 @@ func TestQueuePollUnflushedBufferedLaterLoss(t *testing.T) {
 				t.Errorf("explanation %q", r.Explanation)
 			}
 		})
+	}
+}
+
+// coordinatorCrash returns the step that crashes broker 1, the group
+// coordinator, with crash-lose-unflushed, restarts it, and leaves co's
+// state at leader epoch 1 with ISR isr.
+func coordinatorCrash(b *hb.Builder, co history.TopicPartition, isr []int32) func() {
+	return func() {
+		crashUnflushed(b, "f1", "n1")
+		b.Start(1)
+		restart(b, "f1", "n1")
+		b.State(co, 1, 1, 1, 12, isr...)
 	}
 }

@@ -70,14 +70,7 @@ func TestFollowerTruncationRepeatsUntilEpochsAgree(t *testing.T) {
 			addr, _ := serve(t, m1)
 			leadEpochs(t, m1, 1, tt.leader[0], ints(tt.leader[1]))
 			leadEpochs(t, m2, 2, tt.follow[0], ints(tt.follow[1]))
-			last := tt.leader[0][len(tt.leader[0])-1]
-			if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: last, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: addr}); err != nil {
-				t.Fatal(err)
-			}
-			l1, l2 := m1.get(history.TP("t", 0)), m2.get(history.TP("t", 0))
-			eventually(t, "follower caught up", func() bool {
-				return l2.log.LogEndOffset() == l1.log.LogEndOffset() && l2.log.LatestEpoch() == last
-			})
+			l1, l2 := followAndCatchUp(t, m1, m2, addr, tt.leader[0])
 			if got := l2.log.Epochs(); !reflect.DeepEqual(got, tt.wantEpochs) {
 				t.Fatalf("follower's epochs %v, want the leader's %v (leader has %v)", got, tt.wantEpochs, l1.log.Epochs())
 			}
@@ -166,14 +159,7 @@ func TestTruncationRecordedBeforeTheCut(t *testing.T) {
 			leadEpochs(t, m1, 1, tt.leader[0], ints(tt.leader[1]))
 			leadEpochs(t, m2, 2, tt.follow[0], ints(tt.follow[1]))
 			full := segmentBytes(logged.dir)
-			last := tt.leader[0][len(tt.leader[0])-1]
-			if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: last, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: addr}); err != nil {
-				t.Fatal(err)
-			}
-			l1, l2 := m1.get(history.TP("t", 0)), m2.get(history.TP("t", 0))
-			eventually(t, "follower caught up", func() bool {
-				return l2.log.LogEndOffset() == l1.log.LogEndOffset() && l2.log.LatestEpoch() == last
-			})
+			followAndCatchUp(t, m1, m2, addr, tt.leader[0])
 			m2.Close()
 			var got []history.Truncation
 			for _, line := range strings.Split(strings.TrimSpace(logged.buf.String()), "\n") {
@@ -191,4 +177,20 @@ func TestTruncationRecordedBeforeTheCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// followAndCatchUp makes m2 follow m1 (at addr) for t-0 at the last of
+// m1's leader epochs and waits until m2's log ends where m1's does, in
+// that epoch.
+func followAndCatchUp(t *testing.T, m1, m2 *Manager, addr string, leaderEpochs []int32) (l1, l2 *partition) {
+	t.Helper()
+	last := leaderEpochs[len(leaderEpochs)-1]
+	if err := m2.BecomeFollower(broker.Partition{Topic: "t", Partition: 0, Leader: 1, LeaderEpoch: last, ISR: []int32{1}, Replicas: []int32{1, 2}, LeaderAddr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	l1, l2 = m1.get(history.TP("t", 0)), m2.get(history.TP("t", 0))
+	eventually(t, "follower caught up", func() bool {
+		return l2.log.LogEndOffset() == l1.log.LogEndOffset() && l2.log.LatestEpoch() == last
+	})
+	return l1, l2
 }
