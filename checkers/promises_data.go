@@ -98,7 +98,9 @@ func cleanLeader(vs zkStates, epoch int32, t int64) (leader int32, clean, known 
 // (the exposed leader's ISR held only crashed brokers) or
 // lost-unflushed-leader (the cut leader led again at its epoch): under that leader,
 // and under a later one for a follower that followed no leader since that
-// election, its log being older than it.
+// election, its log being older than it (a role it logged no high
+// watermark advance or truncation under is no following: its log did not
+// move).
 type FollowerTruncation struct{}
 
 // Name implements Checker.
@@ -114,6 +116,15 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 	ckpt := map[nodeTP]offsetMark{} // each broker's latest checkpoint entries
 	judged, unjudged := 0, 0
 	roles := map[nodeTP][]roleMark{} // each replica's role changes so far
+	// acted is, per replica, the leader epochs at which its log moved: it
+	// logged a high watermark advance or a truncation there.
+	acted := map[nodeTP]map[int32]bool{}
+	act := func(k nodeTP, epoch int32) {
+		if acted[k] == nil {
+			acted[k] = map[int32]bool{}
+		}
+		acted[k][epoch] = true
+	}
 	for e := range eventsOf(h, history.KindNodeStart, history.KindHWAdvance, history.KindHWCheckpoint, history.KindControlRequest, history.KindTruncation, history.KindRoleChange) {
 		switch e.Kind {
 		case history.KindRoleChange:
@@ -131,6 +142,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				}
 			}
 		case history.KindHWAdvance:
+			act(nodeTP{e.HW.TP(), e.Node}, e.HW.LeaderEpoch)
 			hw[nodeTP{e.HW.TP(), e.Node}] = offsetMark{off: e.HW.New, idx: e.Index, time: e.Time, why: fmt.Sprintf("set by hw_advance event %d at +%s", e.Index, rel(e.Time, t0))}
 		case history.KindHWCheckpoint:
 			if e.Checkpoint == nil {
@@ -163,6 +175,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				}
 				continue
 			}
+			act(k, t.LeaderEpoch)
 			if !ok {
 				unjudged++
 				continue
@@ -188,7 +201,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, in.how(), who)
 				continue
 			}
-			if since, ok := lastRoleBelow(roles[k], t.LeaderEpoch); ok {
+			if since, ok := lastActedBelow(roles[k], acted[k], t.LeaderEpoch); ok {
 				if in := quorum.ledBetween(t.TP(), t.LeaderEpoch, since.time, e.Time); in != nil {
 					// The follower's log is from before that election
 					// (it followed no leader since), and the leader it
@@ -215,9 +228,19 @@ type roleMark struct {
 	time  int64
 }
 
-// lastRoleBelow returns the latest of a replica's role changes at a leader
-// epoch below epoch.
-func lastRoleBelow(ms []roleMark, epoch int32) (roleMark, bool) {
+// lastActedBelow returns the latest of a replica's role changes at a
+// leader epoch below epoch at which its log moved (acted): a role it never
+// acted on left its log as it was, as when its leader was down the whole
+// time (seed 43 at fault density 3: broker 1 became broker 3's follower at
+// leader epoch 8, +71.75 s, after broker 3 had been killed at +70.68 s, and
+// fetched nothing before broker 2 led at epoch 9). Without such a role it
+// is the latest role change below epoch.
+func lastActedBelow(ms []roleMark, acted map[int32]bool, epoch int32) (roleMark, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].epoch < epoch && acted[ms[i].epoch] {
+			return ms[i], true
+		}
+	}
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].epoch < epoch {
 			return ms[i], true

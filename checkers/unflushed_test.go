@@ -358,8 +358,10 @@ func TestHWWithinISRUnflushedLoss(t *testing.T) {
 // A follower that followed no leader since a broker that lost its
 // unflushed suffix was elected with an ISR of itself alone, and that
 // truncates below its high watermark under a later leader descended from
-// that one, lost its records to that election (lost-unflushed-isr); one
-// that followed a leader since then, or whose role is unknown, is judged.
+// that one, lost its records to that election (lost-unflushed-isr), also
+// when it was told of a leader since but its log did not move under it;
+// one that followed a leader since then, or whose role is unknown, is
+// judged.
 func TestFollowerTruncationInheritedUnflushedLoss(t *testing.T) {
 	story := func(b *hb.Builder, between func(b *hb.Builder)) int {
 		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
@@ -388,8 +390,15 @@ func TestFollowerTruncationInheritedUnflushedLoss(t *testing.T) {
 			return nil
 		}},
 		{name: "the follower followed the exposed leader since", want: Invalid, explain: "truncated t-0 from 200 to 0 (event", build: func(b *hb.Builder) []int {
-			tr := story(b, func(b *hb.Builder) { roleEv(b, 3, history.RoleFollower, 1, 1, 1, 2, 3) })
+			tr := story(b, func(b *hb.Builder) {
+				roleEv(b, 3, history.RoleFollower, 1, 1, 1, 2, 3)
+				hwEv(b, 3, 188, 189, 1, 200)
+			})
 			return []int{tr}
+		}},
+		{name: "the follower was told of the exposed leader and never fetched from it", want: Valid, explain: KnownLostUnflushedISR + " ×2", build: func(b *hb.Builder) []int {
+			story(b, func(b *hb.Builder) { roleEv(b, 3, history.RoleFollower, 1, 1, 1, 2, 3) })
+			return nil
 		}},
 		{name: "the follower's roles are unknown", want: Invalid, explain: "truncated t-0 from 200 to 0 (event", build: func(b *hb.Builder) []int {
 			tr := story(b, nil)
