@@ -200,3 +200,43 @@ func (q *quorumLosses) leaderAt(tp history.TopicPartition, t int64) (unflushedLe
 	}
 	return best, ok
 }
+
+// ledSinceCut returns a loss in which broker node, after a crash of it
+// that cut its log of tp at offset, led tp at some leader epoch no later
+// than at, from which it led without a break up to leader epoch epoch
+// (no other broker led tp at an epoch in between), and that crash's
+// exposure; or nils. The loss is one ledBy finds for that leadership,
+// with a crash of node among its exposures that cut offset. The log node leads with at epoch is
+// then the cut one with what it appended since, whatever elections kept it
+// leader in between (an ISR change by the controller bumps the epoch too):
+// no replica it could have fetched the lost records back from led.
+func (q *quorumLosses) ledSinceCut(tp history.TopicPartition, node, epoch int32, offset, at int64) (*unflushedLoss, *unflushedExposure) {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil, nil
+	}
+	// The lowest epoch of node's unbroken run up to epoch: the highest epoch
+	// at most epoch that another broker led at, plus one.
+	from := int32(math.MinInt32)
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for _, l := range ls {
+			if l.node != node && l.epoch <= epoch && l.time <= at {
+				from = max(from, l.epoch+1)
+			}
+		}
+	}
+	tried := map[int32]bool{}
+	for _, l := range p.leaders {
+		if l.node != node || l.epoch < from || l.epoch > epoch || l.time > at || tried[l.epoch] {
+			continue
+		}
+		tried[l.epoch] = true
+		if loss := q.ledBy(tp, node, l.epoch); loss != nil && loss.elected.time <= at {
+			if x := loss.cutBelow(tp, node, math.MinInt64, offset); x != nil {
+				return loss, x
+			}
+		}
+	}
+	return nil, nil
+}

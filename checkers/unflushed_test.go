@@ -721,3 +721,86 @@ func TestISRDivergentUnflushedStaleAck(t *testing.T) {
 			}},
 	})
 }
+
+// Broker 3 leads t-0 at leader epoch 9 with ISR [1 2 3]; broker 1 has high
+// watermark 130 and checkpoints it. crash-lose-unflushed cuts broker 2's
+// log from 131 to 0 and, brokers 1 and 3 down, the controller elects
+// broker 2 at epoch 10 with ISR [2] (lost-unflushed-isr). Broker 1 comes
+// back and follows broker 2 at epoch 11, writes its restored high
+// watermark to its checkpoint again, but is killed before its fetcher
+// truncates; broker 3 truncates to broker 2's log and rejoins, and broker
+// 2, leading without a break, is at epoch 12 with ISR [2 3] when broker 1,
+// back again, truncates from 131 to 0: its log is still from before the
+// election, and broker 2's is the cut one. The same truncation is a
+// violation when no crash cut broker 2's log, when broker 1's high
+// watermark was set under broker 2's leadership after the election, or
+// when broker 3, which kept the records, led in between.
+func TestFollowerTruncationUnflushedLeaderSinceCut(t *testing.T) {
+	type variant struct{ crash, hwAfter, keeperBetween bool }
+	// story returns broker 1's checkpoint write that its last process
+	// restored and its last truncation.
+	story := func(b *hb.Builder, v variant) (ckpt, tr int) {
+		b.State(tp0, 3, 9, 1, 10, 1, 2, 3)
+		roleEv(b, 1, history.RoleFollower, 3, 9, 1, 2, 3)
+		hwEv(b, 1, 0, 130, 9, 131)
+		hwEv(b, 2, 0, 130, 9, 131)
+		checkpoint(b, 1, nil, cpe(0, 130))
+		if v.crash {
+			crashUnflushed(b, "f1", "n2")
+			cutLog(b, 2, 131, 0)
+		}
+		b.Start(2)
+		if v.crash {
+			restart(b, "f1", "n2")
+		}
+		b.State(tp0, 2, 10, 1, 11, 2)
+		roleEv(b, 2, history.RoleLeader, 2, 10, 2)
+		b.Start(1)
+		if v.hwAfter {
+			roleEv(b, 1, history.RoleFollower, 2, 10, 2)
+			truncEv(b, 1, 131, 0, 10, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+			hwEv(b, 1, 0, 130, 10, 131)
+		}
+		b.State(tp0, 2, 11, 1, 12, 2)
+		roleEv(b, 1, history.RoleFollower, 2, 11, 2)
+		ckpt = checkpoint(b, 1, nil, cpe(0, 130)) // the value it holds, written again
+		b.Start(3)
+		roleEv(b, 3, history.RoleFollower, 2, 11, 2)
+		if !v.keeperBetween {
+			truncEv(b, 3, 131, 0, 11, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+		}
+		b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+			Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, Outcome: history.ZKOK}})
+		if v.keeperBetween {
+			b.State(tp0, 3, 12, 1, 13, 3, 2)
+			b.State(tp0, 2, 13, 1, 14, 2, 3)
+		} else {
+			b.State(tp0, 2, 12, 1, 13, 2, 3)
+		}
+		b.Start(1)
+		epoch := int32(12)
+		if v.keeperBetween {
+			epoch = 13
+		}
+		roleEv(b, 1, history.RoleFollower, 2, epoch, 2, 3)
+		tr = truncEv(b, 1, 131, 0, epoch, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+		return ckpt, tr
+	}
+	build := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			ckpt, tr := story(b, v)
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the leader's own cut log, led without a break since its exposed election", want: Valid,
+			explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+				story(b, variant{crash: true})
+				return nil
+			}},
+		{name: "no crash cut the leader's log", want: Invalid, explain: "truncated t-0 from 131 to 0", build: build(variant{})},
+		{name: "the follower's high watermark was set under the exposed leader", want: Invalid,
+			explain: "truncated t-0 from 131 to 0", build: build(variant{crash: true, hwAfter: true})},
+		{name: "a replica that kept the records led in between", want: Invalid, explain: "truncated t-0 from 131 to 0", build: build(variant{crash: true, keeperBetween: true})},
+	})
+}
