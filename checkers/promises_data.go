@@ -202,7 +202,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				continue
 			}
 			judged++
-			if in := quorum.ledBy(t.TP(), leader, t.LeaderEpoch); in != nil && in.inForceAt(e.Time) {
+			if in := quorum.ledBy(t.TP(), leader, t.LeaderEpoch); in != nil && in.elected.time <= e.Time {
 				// The new leader came back without what the quorum's page
 				// caches held: the follower's committed records were on no
 				// replica the controller could elect.

@@ -31,12 +31,11 @@ const KnownLostUnflushedLeader = "lost-unflushed-leader"
 // leaderLoss returns the loss of crash x when it hit the partition's
 // leader: the latest leadership before the crash is x's broker at epoch
 // E, the crash cut that broker's log (below offset, when offset is known,
-// and not below its cut's end), and after its restart that broker led at E
-// again (a state, its role change, its own append), before it was taken
-// back into an ISR. Any other leader, or an older epoch, in between is an
-// election, which the other rules judge; a later epoch of the same broker
-// logged first is not (the process acted on E before it). It returns nil
-// otherwise.
+// and not below its cut's end), and the first sign after its restart of
+// anyone leading is that broker at E again (a state, its role change, its
+// own append), before it was taken back into an ISR. Any other leader or
+// epoch in between is an election, which the other rules judge. It
+// returns nil otherwise.
 func (p *unflushedPartition) leaderLoss(x unflushedExposure, offset int64) *unflushedLoss {
 	c := x.crash
 	cut := c.cuts[p.tp]
@@ -56,22 +55,18 @@ func (p *unflushedPartition) leaderLoss(x unflushedExposure, offset int64) *unfl
 	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
 		for i := range ls {
 			l := &ls[i]
-			if l.node == c.node && l.epoch == prior.epoch && l.time >= c.restart && l.time < x.until && (again == nil || l.time < again.time) {
+			if l.time >= c.restart && l.time < x.until && (again == nil || l.time < again.time) {
 				again = l
 				break
 			}
 		}
 	}
-	if again == nil {
+	if again == nil || again.node != c.node || again.epoch != prior.epoch {
 		return nil
 	}
 	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
 		for _, l := range ls {
-			// The broker's own later epoch may be logged first (a new
-			// controller's write of the next epoch before the broker
-			// logs the role change it had acted on: the process takes no
-			// older epoch after a newer one).
-			if l.time >= c.start.Time && l.time <= again.time && (l.node != c.node || l.epoch < prior.epoch) {
+			if l.time >= c.start.Time && l.time <= again.time && (l.node != c.node || l.epoch != prior.epoch) {
 				return nil // an election since the crash
 			}
 		}
@@ -244,23 +239,4 @@ func (q *quorumLosses) ledSinceCut(tp history.TopicPartition, node, epoch int32,
 		}
 	}
 	return nil, nil
-}
-
-// inForceAt reports whether loss l's leadership was in force at time at,
-// for what a follower of it saw then: its election is logged by then, or
-// the elected broker, one of the loss's crashed brokers, had been started
-// again by then. A leader acts on its LeaderAndIsr before it logs the role
-// change, so its follower, already at the epoch, may fetch from it and
-// truncate first: that truncation names the broker and the epoch, and
-// after the restart no process of that broker holds the lost records.
-func (l *unflushedLoss) inForceAt(at int64) bool {
-	if l.elected.time <= at {
-		return true
-	}
-	for _, x := range l.in {
-		if x.crash.node == l.elected.node && x.crash.restart <= at {
-			return true
-		}
-	}
-	return false
 }
