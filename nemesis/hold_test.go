@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
@@ -40,6 +41,9 @@ func (e *fakeEngine) start(_ context.Context, c *docker.Container) error  { retu
 func (e *fakeEngine) pause(_ context.Context, c *docker.Container) error  { return e.do("pause", c) }
 func (e *fakeEngine) resume(_ context.Context, c *docker.Container) error { return e.do("resume", c) }
 func (e *fakeEngine) reapply(context.Context, *docker.Container) error    { return nil }
+func (e *fakeEngine) bounce(_ context.Context, c *docker.Container) (time.Duration, error) {
+	return 0, e.do("bounce", c)
+}
 
 func (e *fakeEngine) log() []string {
 	e.mu.Lock()
@@ -135,6 +139,37 @@ func TestFailedKillStartedAtHeal(t *testing.T) {
 	}
 	if n.Holds(n1) {
 		t.Error("n1 still held after Heal")
+	}
+	rec.Close()
+	if stops := faultStops(t, path); len(stops) != 1 || stops["f1"] != 1 {
+		t.Errorf("stop events %v, want one for f1", stops)
+	}
+}
+
+// A bounce whose engine call failed may have killed the broker without
+// starting it (or kill it later, as a failed kill can): it is held like a
+// failed kill, and Heal starts it.
+func TestFailedBounceStartedAtHeal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
+	rec := NewFileRecorder(path)
+	e := &fakeEngine{fail: map[string]error{"bounce": context.DeadlineExceeded}}
+	n := New(nil, rec)
+	n.ops = e
+	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	if _, err := n.BounceTarget(t.Context(), n1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("bounce: %v, want its error", err)
+	}
+	if !n.Holds(n1) {
+		t.Error("n1 free after a bounce of unknown outcome: another fault may pick it")
+	}
+	e.mu.Lock()
+	e.fail = nil
+	e.mu.Unlock()
+	if err := n.Heal(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.log(), []string{"bounce n1", "start n1"}; !slices.Equal(got, want) {
+		t.Errorf("engine calls %q, want %q", got, want)
 	}
 	rec.Close()
 	if stops := faultStops(t, path); len(stops) != 1 || stops["f1"] != 1 {

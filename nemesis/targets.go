@@ -69,6 +69,7 @@ type procOps interface {
 	pause(ctx context.Context, c *docker.Container) error
 	resume(ctx context.Context, c *docker.Container) error
 	reapply(ctx context.Context, c *docker.Container) error
+	bounce(ctx context.Context, c *docker.Container) (time.Duration, error)
 }
 
 // engineOps are procOps on the docker engine.
@@ -78,6 +79,9 @@ func (engineOps) kill(ctx context.Context, c *docker.Container) error   { return
 func (engineOps) start(ctx context.Context, c *docker.Container) error  { return c.Start(ctx) }
 func (engineOps) pause(ctx context.Context, c *docker.Container) error  { return pauseSignal(ctx, c) }
 func (engineOps) resume(ctx context.Context, c *docker.Container) error { return Resume(ctx, c) }
+func (engineOps) bounce(ctx context.Context, c *docker.Container) (time.Duration, error) {
+	return Bounce(ctx, c)
+}
 func (o engineOps) reapply(ctx context.Context, c *docker.Container) error {
 	return o.net.Reapply(ctx, c)
 }
@@ -319,12 +323,20 @@ func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
 // BounceTarget kills and immediately restarts t, the fast restart that makes
 // a broker's re-registration look like nothing happened (KAFKA-7235).
 func (n *Nemesis) BounceTarget(ctx context.Context, t Target) (time.Duration, error) {
+	defer n.working(t.Container)()
 	id := n.Rec.Start("bounce", []string{t.Name}, "SIGKILL then start")
-	gap, err := Bounce(ctx, t.Container)
-	if err == nil {
-		err = n.Net.Reapply(ctx, t.Container)
+	gap, err := n.engine().bounce(ctx, t.Container)
+	bounced := err == nil
+	if bounced {
+		err = n.engine().reapply(ctx, t.Container)
 	}
 	n.Rec.Stop(id, "bounce", []string{t.Name}, err)
+	if !bounced {
+		// Its kill may have landed without the start that follows it (or
+		// land later, as a failed kill can): held like a failed kill, so
+		// Heal starts it.
+		return gap, n.hold(n.killed, t.Container, openFault{id: id, name: "bounce", targets: []string{t.Name}, stopped: true}, err)
+	}
 	return gap, err
 }
 
