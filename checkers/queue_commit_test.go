@@ -191,12 +191,7 @@ func TestQueueCommitUnflushedLoss(t *testing.T) {
 		{"the crash before the commit", []int32{1}, true, false, Invalid, `lost commit: broker 1, coordinator of group "g", answered OffsetFetch of q-0 with offset 5`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := hb.New()
-			b.State(co, 1, 0, 1, 10, 1, 2)
-			crash := coordinatorCrash(b, co, c.isr)
-			if c.crashFirst {
-				crash()
-			}
+			b, crash := crashableCoordinator(co, c.isr, c.crashFirst)
 			qcommit(b, "client-1", 1, m1, history.OpOK, 0, 5)
 			x := commitInvoke(b, 1, m1, 10)
 			if c.inFlight {

@@ -210,12 +210,7 @@ func TestGroupUnflushedLoss(t *testing.T) {
 			`two owners: members "m1" (process 1 (client-1)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := hb.New()
-			b.State(co, 1, 0, 1, 10, 1, 2)
-			crash := coordinatorCrash(b, co, c.isr)
-			if c.crashFirst {
-				crash()
-			}
+			b, crash := crashableCoordinator(co, c.isr, c.crashFirst)
 			groupReq(b, 1, join, "", -1, 1, 0)
 			groupReq(b, 1, join, "m1", -1, 3, 0)
 			groupReq(b, 1, sync, "m1", 3, 3, 0)
@@ -635,14 +630,22 @@ func TestQueuePollUnflushedBufferedLaterLoss(t *testing.T) {
 	}
 }
 
-// coordinatorCrash returns the step that crashes broker 1, the group
-// coordinator, with crash-lose-unflushed, restarts it, and leaves co's
-// state at leader epoch 1 with ISR isr.
-func coordinatorCrash(b *hb.Builder, co history.TopicPartition, isr []int32) func() {
-	return func() {
+// crashableCoordinator starts a history in which broker 1 leads co, the
+// group coordinator's partition, at leader epoch 0 with ISR [1 2], and
+// returns it with the step that crashes broker 1 with crash-lose-unflushed,
+// restarts it and leaves co at leader epoch 1 with ISR isr; crashFirst
+// takes that step at once.
+func crashableCoordinator(co history.TopicPartition, isr []int32, crashFirst bool) (*hb.Builder, func()) {
+	b := hb.New()
+	b.State(co, 1, 0, 1, 10, 1, 2)
+	crash := func() {
 		crashUnflushed(b, "f1", "n1")
 		b.Start(1)
 		restart(b, "f1", "n1")
 		b.State(co, 1, 1, 1, 12, isr...)
 	}
+	if crashFirst {
+		crash()
+	}
+	return b, crash
 }
