@@ -100,7 +100,11 @@ func cleanLeader(vs zkStates, epoch int32, t int64) (leader int32, clean, known 
 // and under a later one for a follower that followed no leader since that
 // election, its log being older than it (a role it logged no high
 // watermark advance or truncation under is no following: its log did not
-// move).
+// move); and under that same broker at a later epoch when it led without
+// a break since (no other broker led in between), a crash of it had cut
+// its log at the offset the follower truncated to, and the follower held
+// its high watermark from before that election (a checkpoint entry counts
+// from when the replica came to hold the value it copies).
 type FollowerTruncation struct{}
 
 // Name implements Checker.
@@ -150,7 +154,14 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 			}
 			forgetProcess(ckpt, e.Node)
 			for _, en := range e.Checkpoint.Entries {
-				ckpt[nodeTP{history.TP(en.Topic, en.Partition), e.Node}] = offsetMark{off: en.HW, idx: e.Index, time: e.Time}
+				k := nodeTP{history.TP(en.Topic, en.Partition), e.Node}
+				// The entry's time is when the replica came to hold
+				// that high watermark: the write only copies it.
+				at := e.Time
+				if m, ok := hw[k]; ok && m.off == en.HW {
+					at = min(at, m.time)
+				}
+				ckpt[k] = offsetMark{off: en.HW, idx: e.Index, time: at}
 			}
 		case history.KindControlRequest:
 			for _, tp := range deletedReplicas(e) {
@@ -191,7 +202,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				continue
 			}
 			judged++
-			if in := quorum.ledBy(t.TP(), leader, t.LeaderEpoch); in != nil && in.elected.time <= e.Time {
+			if in := quorum.ledBy(t.TP(), leader, t.LeaderEpoch); in != nil && in.inForceAt(e.Time) {
 				// The new leader came back without what the quorum's page
 				// caches held: the follower's committed records were on no
 				// replica the controller could elect.
@@ -202,7 +213,7 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				continue
 			}
 			if since, ok := lastActedBelow(roles[k], acted[k], t.LeaderEpoch); ok {
-				if in := quorum.ledBetween(t.TP(), t.LeaderEpoch, since.time, e.Time); in != nil {
+				if in := quorum.ledBetween(t.TP(), t.LeaderEpoch, since.time, e.Time); in != nil && m.time < quorum.firstExposed(t.TP(), in) {
 					// The follower's log is from before that election
 					// (it followed no leader since), and the leader it
 					// follows now descends from the exposed one.
@@ -212,6 +223,18 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 						nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, since.epoch, rel(since.time, t0), in.elected.node, in.elected.epoch, in.how(), who)
 					continue
 				}
+			}
+			if in, x := quorum.ledSinceCut(t.TP(), leader, t.LeaderEpoch, t.To, e.Time); in != nil && m.time < in.elected.time {
+				// The follower held its high watermark from before the
+				// exposed leader's election, and the leader it follows
+				// now is that broker, leading without a break since,
+				// with the log a crash cut at the offset it truncated to.
+				who, evs := describeQuorumLoss(in, t0)
+				r.knownAnomaly(in.name(), append([]int{m.idx, e.Index, x.crash.start.Index}, evs...),
+					"%s, following broker %d at leader epoch %d, truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s), which it held before broker %d's leadership at leader epoch %d; broker %d led without a break from then to leader epoch %d with the log its crash at +%s (event %d) had cut from %d to %d, after %s: %s.",
+					nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, in.elected.node, in.elected.epoch,
+					leader, t.LeaderEpoch, rel(x.crash.start.Time, t0), x.crash.start.Index, x.crash.cuts[t.TP()].From, x.crash.cuts[t.TP()].To, in.how(), who)
+				continue
 			}
 			r.violate([]int{m.idx, e.Index}, "%s, following broker %d at leader epoch %d (elected from the ISR), truncated %s from %d to %d (event %d, +%s, reason %q), below its high watermark %d (%s): every offset below that high watermark was committed and the new leader, an ISR member, holds it, so the follower threw away %d committed records (Kafka's ReplicaFetcherThread truncates to the leader's epoch end offset, never below the high watermark under a clean leader).",
 				nodeName(e.Node), leader, t.LeaderEpoch, t.TP(), t.From, t.To, e.Index, rel(e.Time, t0), t.Reason, had, m.why, had-t.To)

@@ -646,6 +646,36 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	return nil
 }
 
+// firstExposed returns when the earliest exposed election of loss's
+// crashes on tp took place: a broker elected again from an ISR of crashed
+// brokers (a controller's ISR change, one leader epoch up) is exposed for
+// the same records, and what a follower fetched between the two came
+// from the exposed leader, not from before the loss.
+func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLoss) int64 {
+	q.load()
+	first := loss.elected.time
+	p := q.parts[tp]
+	if p == nil {
+		return first
+	}
+	shares := func(l *unflushedLoss) bool {
+		for _, a := range l.in {
+			for _, b := range loss.in {
+				if a.crash.start == b.crash.start {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, l := range p.leaders {
+		if other := q.ledBy(tp, l.node, l.epoch); other != nil && other.elected.time < first && shares(other) {
+			first = other.elected.time
+		}
+	}
+	return first
+}
+
 // ledBetween returns a loss of tp whose exposed leader was elected after
 // since and no later than at, at a leader epoch below epoch, or nil: a
 // replica that followed no leader since then still holds the log from

@@ -31,11 +31,12 @@ const KnownLostUnflushedLeader = "lost-unflushed-leader"
 // leaderLoss returns the loss of crash x when it hit the partition's
 // leader: the latest leadership before the crash is x's broker at epoch
 // E, the crash cut that broker's log (below offset, when offset is known,
-// and not below its cut's end), and the first sign after its restart of
-// anyone leading is that broker at E again (a state, its role change, its
-// own append), before it was taken back into an ISR. Any other leader or
-// epoch in between is an election, which the other rules judge. It
-// returns nil otherwise.
+// and not below its cut's end), and after its restart that broker led at E
+// again (a state, its role change, its own append), before it was taken
+// back into an ISR. Any other leader, or an older epoch, in between is an
+// election, which the other rules judge; a later epoch of the same broker
+// logged first is not (the process acted on E before it). It returns nil
+// otherwise.
 func (p *unflushedPartition) leaderLoss(x unflushedExposure, offset int64) *unflushedLoss {
 	c := x.crash
 	cut := c.cuts[p.tp]
@@ -55,18 +56,22 @@ func (p *unflushedPartition) leaderLoss(x unflushedExposure, offset int64) *unfl
 	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
 		for i := range ls {
 			l := &ls[i]
-			if l.time >= c.restart && l.time < x.until && (again == nil || l.time < again.time) {
+			if l.node == c.node && l.epoch == prior.epoch && l.time >= c.restart && l.time < x.until && (again == nil || l.time < again.time) {
 				again = l
 				break
 			}
 		}
 	}
-	if again == nil || again.node != c.node || again.epoch != prior.epoch {
+	if again == nil {
 		return nil
 	}
 	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
 		for _, l := range ls {
-			if l.time >= c.start.Time && l.time <= again.time && (l.node != c.node || l.epoch != prior.epoch) {
+			// The broker's own later epoch may be logged first (a new
+			// controller's write of the next epoch before the broker
+			// logs the role change it had acted on: the process takes no
+			// older epoch after a newer one).
+			if l.time >= c.start.Time && l.time <= again.time && (l.node != c.node || l.epoch < prior.epoch) {
 				return nil // an election since the crash
 			}
 		}
@@ -199,4 +204,63 @@ func (q *quorumLosses) leaderAt(tp history.TopicPartition, t int64) (unflushedLe
 		}
 	}
 	return best, ok
+}
+
+// ledSinceCut returns a loss in which broker node, after a crash of it
+// that cut its log of tp at offset, led tp at some leader epoch no later
+// than at, from which it led without a break up to leader epoch epoch
+// (no other broker led tp at an epoch in between), and that crash's
+// exposure; or nils. The loss is one ledBy finds for that leadership,
+// with a crash of node among its exposures that cut offset. The log node leads with at epoch is
+// then the cut one with what it appended since, whatever elections kept it
+// leader in between (an ISR change by the controller bumps the epoch too):
+// no replica it could have fetched the lost records back from led.
+func (q *quorumLosses) ledSinceCut(tp history.TopicPartition, node, epoch int32, offset, at int64) (*unflushedLoss, *unflushedExposure) {
+	q.load()
+	p := q.parts[tp]
+	if p == nil {
+		return nil, nil
+	}
+	// The lowest epoch of node's unbroken run up to epoch: the highest epoch
+	// at most epoch that another broker led at, plus one.
+	from := int32(math.MinInt32)
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for _, l := range ls {
+			if l.node != node && l.epoch <= epoch && l.time <= at {
+				from = max(from, l.epoch+1)
+			}
+		}
+	}
+	tried := map[int32]bool{}
+	for _, l := range p.leaders {
+		if l.node != node || l.epoch < from || l.epoch > epoch || l.time > at || tried[l.epoch] {
+			continue
+		}
+		tried[l.epoch] = true
+		if loss := q.ledBy(tp, node, l.epoch); loss != nil && loss.elected.time <= at {
+			if x := loss.cutBelow(tp, node, math.MinInt64, offset); x != nil {
+				return loss, x
+			}
+		}
+	}
+	return nil, nil
+}
+
+// inForceAt reports whether loss l's leadership was in force at time at,
+// for what a follower of it saw then: its election is logged by then, or
+// the elected broker, one of the loss's crashed brokers, had been started
+// again by then. A leader acts on its LeaderAndIsr before it logs the role
+// change, so its follower, already at the epoch, may fetch from it and
+// truncate first: that truncation names the broker and the epoch, and
+// after the restart no process of that broker holds the lost records.
+func (l *unflushedLoss) inForceAt(at int64) bool {
+	if l.elected.time <= at {
+		return true
+	}
+	for _, x := range l.in {
+		if x.crash.node == l.elected.node && x.crash.restart <= at {
+			return true
+		}
+	}
+	return false
 }

@@ -608,31 +608,63 @@ func TestProducerContinuityUnflushedLeader(t *testing.T) {
 // epoch (the follower, already at that epoch, fetched past its end and
 // truncated to it), and keeps the cut a violation without that crash.
 func TestFollowerTruncationUnflushedLeader(t *testing.T) {
-	build := func(crash bool) func(b *hb.Builder) []int {
+	// truncFirst logs the follower's truncation before the restarted
+	// leader's role change: the leader acts on its LeaderAndIsr, and
+	// answers the follower, before it logs the change. early puts the
+	// truncation before the leader's restart. nextFirst has a new
+	// controller write the next epoch, leader still broker 1, before the
+	// restarted broker logs the role change at its old epoch that it acted
+	// on first.
+	type variant struct{ crash, truncFirst, early, nextFirst bool }
+	build := func(v variant) func(b *hb.Builder) []int {
 		return func(b *hb.Builder) []int {
 			b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
 			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
 			roleEv(b, 2, history.RoleFollower, 1, 1, 1, 2, 3)
 			hw := hwEv(b, 2, 0, 188, 1, 200)
-			if crash {
+			if v.crash {
 				crashUnflushed(b, "f1", "n1")
 				cutLog(b, 1, 200, 0)
 			}
+			var tr int
+			if v.early {
+				tr = truncEv(b, 2, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 1, ours 200)")
+			}
 			b.Start(1)
-			if crash {
+			if v.crash {
 				restart(b, "f1", "n1")
 			}
+			if v.truncFirst {
+				tr = truncEv(b, 2, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 1, ours 200)")
+			}
+			if v.nextFirst {
+				b.State(tp0, 1, 2, 2, 11, 1, 2, 3)
+			}
 			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
-			tr := truncEv(b, 2, 200, 0, 1, "offset-out-of-range (leader's log end offset 0)")
+			if v.nextFirst {
+				roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2, 3)
+			}
+			if !v.truncFirst && !v.early {
+				tr = truncEv(b, 2, 200, 0, 1, "offset-out-of-range (leader's log end offset 0)")
+			}
 			return []int{hw, tr}
 		}
 	}
-	runCases(t, FollowerTruncation{}, []tcase{
-		{name: "the restarted leader was cut and leads at its epoch again", want: Valid, explain: KnownLostUnflushedLeader, build: func(b *hb.Builder) []int {
-			build(true)(b)
+	known := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			build(v)(b)
 			return nil
-		}},
-		{name: "the leader restarted without losing its log", want: Invalid, explain: "truncated t-0 from 200 to 0", build: build(false)},
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the restarted leader was cut and leads at its epoch again", want: Valid, explain: KnownLostUnflushedLeader, build: known(variant{crash: true})},
+		{name: "the follower's truncation is logged before the restarted leader's role change", want: Valid, explain: KnownLostUnflushedLeader,
+			build: known(variant{crash: true, truncFirst: true})},
+		{name: "a new controller's write of the next epoch is logged before the role change at the old one", want: Valid, explain: KnownLostUnflushedLeader,
+			build: known(variant{crash: true, truncFirst: true, nextFirst: true})},
+		{name: "the next epoch logged first, without the crash", want: Invalid, explain: "truncated t-0 from 200 to 0", build: build(variant{truncFirst: true, nextFirst: true})},
+		{name: "the leader restarted without losing its log", want: Invalid, explain: "truncated t-0 from 200 to 0", build: build(variant{})},
+		{name: "the follower truncated before the cut leader's restart", want: Invalid, explain: "truncated t-0 from 200 to 0", build: build(variant{crash: true, early: true})},
 	})
 }
 
@@ -718,6 +750,97 @@ func TestISRDivergentUnflushedStaleAck(t *testing.T) {
 			explain: "broker 2 held offset 0 from leader epoch 2 (broker 1 acknowledged it at event", build: func(b *hb.Builder) []int {
 				ack, join := story(b, false, true)
 				return []int{ack, join}
+			}},
+	})
+}
+
+// Broker 3 leads t-0 at leader epoch 9 with ISR [1 2 3]; broker 1 has high
+// watermark 130 and checkpoints it. crash-lose-unflushed cuts broker 2's
+// log from 131 to 0 and, brokers 1 and 3 down, the controller elects
+// broker 2 at epoch 10 with ISR [2] (lost-unflushed-isr). Broker 1 comes
+// back and follows broker 2 at epoch 11, writes its restored high
+// watermark to its checkpoint again, but is killed before its fetcher
+// truncates; broker 3 truncates to broker 2's log and rejoins, and broker
+// 2, leading without a break, is at epoch 12 with ISR [2 3] when broker 1,
+// back again, truncates from 131 to 0: its log is still from before the
+// election, and broker 2's is the cut one. The same truncation is a
+// violation when no crash cut broker 2's log, when broker 1's high
+// watermark was set under broker 2's leadership after the election, or
+// when broker 3, which kept the records, led in between.
+func TestFollowerTruncationUnflushedLeaderSinceCut(t *testing.T) {
+	type variant struct{ crash, hwAfter, keeperBetween bool }
+	// story returns broker 1's checkpoint write that its last process
+	// restored and its last truncation.
+	story := func(b *hb.Builder, v variant) (ckpt, tr int) {
+		b.State(tp0, 3, 9, 1, 10, 1, 2, 3)
+		roleEv(b, 1, history.RoleFollower, 3, 9, 1, 2, 3)
+		hwEv(b, 1, 0, 130, 9, 131)
+		hwEv(b, 2, 0, 130, 9, 131)
+		checkpoint(b, 1, nil, cpe(0, 130))
+		if v.crash {
+			crashUnflushed(b, "f1", "n2")
+			cutLog(b, 2, 131, 0)
+		}
+		b.Start(2)
+		if v.crash {
+			restart(b, "f1", "n2")
+		}
+		b.State(tp0, 2, 10, 1, 11, 2)
+		roleEv(b, 2, history.RoleLeader, 2, 10, 2)
+		b.Start(1)
+		if v.hwAfter {
+			roleEv(b, 1, history.RoleFollower, 2, 10, 2)
+			truncEv(b, 1, 131, 0, 10, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+			hwEv(b, 1, 0, 130, 10, 131)
+		}
+		b.State(tp0, 2, 11, 1, 12, 2)
+		roleEv(b, 1, history.RoleFollower, 2, 11, 2)
+		ckpt = checkpoint(b, 1, nil, cpe(0, 130)) // the value it holds, written again
+		b.Start(3)
+		roleEv(b, 3, history.RoleFollower, 2, 11, 2)
+		if !v.keeperBetween {
+			truncEv(b, 3, 131, 0, 11, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+		}
+		b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+			Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, Outcome: history.ZKOK}})
+		if v.keeperBetween {
+			b.State(tp0, 3, 12, 1, 13, 3, 2)
+			b.State(tp0, 2, 13, 1, 14, 2, 3)
+		} else {
+			b.State(tp0, 2, 12, 1, 13, 2, 3)
+		}
+		b.Start(1)
+		epoch := int32(12)
+		if v.keeperBetween {
+			epoch = 13
+		}
+		roleEv(b, 1, history.RoleFollower, 2, epoch, 2, 3)
+		tr = truncEv(b, 1, 131, 0, epoch, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+		return ckpt, tr
+	}
+	build := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			ckpt, tr := story(b, v)
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the leader's own cut log, led without a break since its exposed election", want: Valid,
+			explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+				story(b, variant{crash: true})
+				return nil
+			}},
+		{name: "no crash cut the leader's log", want: Invalid, explain: "truncated t-0 from 131 to 0", build: build(variant{})},
+		{name: "the follower's high watermark was set under the exposed leader", want: Invalid,
+			explain: "truncated t-0 from 131 to 0", build: build(variant{crash: true, hwAfter: true})},
+		// Broker 3, which led at epoch 12 between the two leaderships of
+		// broker 2, had truncated to 0 under broker 2 at epoch 11: its
+		// leadership descends from the exposed election, so the follower's
+		// cut is that election's loss however many leaders came between.
+		{name: "a replica that had truncated under the exposed leader led in between", want: Valid, explain: KnownLostUnflushedISR,
+			build: func(b *hb.Builder) []int {
+				story(b, variant{crash: true, keeperBetween: true})
+				return nil
 			}},
 	})
 }
