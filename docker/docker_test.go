@@ -92,3 +92,39 @@ func TestFailedStartShowsLastLogLines(t *testing.T) {
 		t.Fatalf("error lacks the container's last log lines: %v", err)
 	}
 }
+
+// A run's network that a container outside the run's removal is still
+// attached to (here another run's; in a loaded engine, one whose endpoint
+// was not released yet) is removed all the same: its endpoints are
+// disconnected first. Before, the run's clean-up failed with "has active
+// endpoints" and left the network behind.
+func TestRemoveLabelledDisconnectsWhatIsStillAttached(t *testing.T) {
+	e := engine(t)
+	rep, err := e.EnsureImage(t.Context(), docker.DefaultBaseImage(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := "t-netrm-" + cluster.NewRunID()[16:]
+	other := runID + "-other"
+	t.Cleanup(func() {
+		e.RemoveLabelled(context.Background(), other)
+		e.RemoveLabelled(context.Background(), runID)
+	})
+	nw, err := e.CreateNetwork(t.Context(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.StartContainer(t.Context(), docker.ContainerSpec{
+		RunID: other, Role: "probe", Name: "zkchaos-" + other, Image: rep.Ref, Network: nw,
+		Cmd: []string{"sleep", "600"}, StartTimeout: 20 * time.Second,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.RemoveLabelled(t.Context(), runID)
+	if err != nil {
+		t.Fatalf("removing the run with another container on its network: %v", err)
+	}
+	if res.Networks != 1 {
+		t.Fatalf("removed %d networks, want the run's one", res.Networks)
+	}
+}

@@ -72,9 +72,29 @@ func (e *Engine) CreateNetwork(ctx context.Context, runID string) (*Network, err
 }
 
 // RemoveNetwork deletes a network; one that is already gone is not an error.
+// A network some container is still attached to (one the run's removal did
+// not list, or whose endpoint the engine had not released yet under load:
+// "has active endpoints") has those endpoints disconnected, forcibly, and
+// is removed again: the network is the run's, and leaving it would leak it.
 func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
-	if _, err := e.cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+	_, err := e.cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+	if err == nil || isNotFound(err) {
+		return nil
+	}
+	if !strings.Contains(err.Error(), "active endpoints") {
 		return fmt.Errorf("remove network %s: %w", id, err)
+	}
+	ins, ierr := e.cli.NetworkInspect(ctx, id, client.NetworkInspectOptions{})
+	if ierr != nil {
+		return fmt.Errorf("remove network %s: %w (and inspecting it: %w)", id, err, ierr)
+	}
+	for cid := range ins.Network.Containers {
+		if _, derr := e.cli.NetworkDisconnect(ctx, id, client.NetworkDisconnectOptions{Container: cid, Force: true}); derr != nil && !isNotFound(derr) {
+			return fmt.Errorf("remove network %s: %w (and disconnecting %s: %w)", id, err, cid, derr)
+		}
+	}
+	if _, err := e.cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove network %s after disconnecting its endpoints: %w", id, err)
 	}
 	return nil
 }
