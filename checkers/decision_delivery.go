@@ -52,6 +52,7 @@ type laiSend struct {
 	proc        int
 	target      int32
 	leaderEpoch int32
+	queued      int64 // when it was queued (its log time in older histories)
 }
 
 // Check implements Checker.
@@ -105,7 +106,7 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 				continue
 			}
 			for _, p := range ct.Partitions {
-				sends[p.TP()] = append(sends[p.TP()], laiSend{ev: e, proc: procOf(e.Node), target: ct.TargetBroker, leaderEpoch: p.LeaderEpoch})
+				sends[p.TP()] = append(sends[p.TP()], laiSend{ev: e, proc: procOf(e.Node), target: ct.TargetBroker, leaderEpoch: p.LeaderEpoch, queued: q})
 			}
 		}
 	}
@@ -174,10 +175,7 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 			if later == nil {
 				continue // the controller sent its leader nothing newer: nothing shows it went on
 			}
-			queued := later.ev.Time
-			if q := later.ev.Control.Queued; q > 0 {
-				queued = q
-			}
+			queued := later.queued
 			if !heldLive(w, st.Leader, later.ev.Control.MeantBrokerEpoch) || dw.during(tp.Topic, queued) {
 				continue
 			}
