@@ -20,10 +20,16 @@ func DropRules(ctx context.Context, c *docker.Container) (string, error) {
 	return string(out), err
 }
 
-// SetPauseSignal replaces PauseTarget's signal for a test and returns the
-// function that puts it back.
-func SetPauseSignal(f func(context.Context, *docker.Container) error) (restore func()) {
-	old := pauseSignal
-	pauseSignal = f
-	return func() { pauseSignal = old }
+// PausesLandButFail makes n's pauses deliver their SIGSTOP and then
+// report the call failed, as an engine does that carries out a request
+// whose caller gave up.
+func PausesLandButFail(n *Nemesis) { n.ops = landedPause{engineOps{net: n.Net}} }
+
+type landedPause struct{ engineOps }
+
+func (o landedPause) pause(ctx context.Context, c *docker.Container) error {
+	if err := o.engineOps.pause(ctx, c); err != nil {
+		return err
+	}
+	return context.DeadlineExceeded
 }

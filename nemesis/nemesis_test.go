@@ -386,13 +386,7 @@ func TestFailedPauseLeavesTheProcessRunning(t *testing.T) {
 	ctx := t.Context()
 	n := nemesis.New(nil, nemesis.NewRecorder(nil))
 	t.Cleanup(func() { n.Heal(context.Background()) })
-	restore := nemesis.SetPauseSignal(func(ctx context.Context, ct *docker.Container) error {
-		if err := nemesis.Pause(ctx, ct); err != nil {
-			return err
-		}
-		return context.DeadlineExceeded // delivered, but the call reports a deadline
-	})
-	t.Cleanup(restore)
+	nemesis.PausesLandButFail(n)
 	s := c.ZKServer(1)
 	if err := n.PauseTarget(ctx, nemesis.Target{Name: "zk1", Container: s.Container}); err == nil {
 		t.Fatal("PauseTarget reported no error for a failed signal call")

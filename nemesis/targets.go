@@ -77,7 +77,7 @@ type engineOps struct{ net *Net }
 
 func (engineOps) kill(ctx context.Context, c *docker.Container) error   { return Kill(ctx, c) }
 func (engineOps) start(ctx context.Context, c *docker.Container) error  { return c.Start(ctx) }
-func (engineOps) pause(ctx context.Context, c *docker.Container) error  { return pauseSignal(ctx, c) }
+func (engineOps) pause(ctx context.Context, c *docker.Container) error  { return Pause(ctx, c) }
 func (engineOps) resume(ctx context.Context, c *docker.Container) error { return Resume(ctx, c) }
 func (engineOps) bounce(ctx context.Context, c *docker.Container) (time.Duration, error) {
 	return Bounce(ctx, c)
@@ -231,10 +231,6 @@ func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 	})
 	return n.hold(n.paused, t.Container, f, err)
 }
-
-// pauseSignal is the engine's pause, Pause; tests replace it with one
-// whose signal lands but whose call fails.
-var pauseSignal = Pause
 
 // undoTimeout bounds the undo of a fault whose injection failed.
 const undoTimeout = 10 * time.Second
