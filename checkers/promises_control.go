@@ -537,7 +537,127 @@ func (c ZKWrites) Check(h *history.History) Result {
 			nodeName(e.Node), zw.Path, zw.Op, e.Index, rel(e.Time, t0), wrote, held, zw.Zxid, wi, rel(h.Events[wi].Time, t0))
 	}
 	r.detail("writes_compared", compared)
-	return r.result(fmt.Sprintf("%d ZooKeeper writes the watcher saw at their zxid held what their writers logged.", compared))
+	given, expired := givenUpISRWrites(h, r, t0)
+	r.detail("isr_writes_given_up_applied", given)
+	r.detail("isr_writes_given_up_session_expired", expired)
+	return r.result(fmt.Sprintf("%d ZooKeeper writes the watcher saw at their zxid held what their writers logged; %d leader ISR writes logged as not written were applied by ZooKeeper, none followed by a high watermark advance on the ISR they replaced (%d of them across an expired session).", compared, given, expired))
+}
+
+// givenUpISRWrites judges the converse for leaders' ISR writes: a write a
+// leader logged as not written (its outcome unknown: the client gave up or
+// lost the connection) that ZooKeeper applied all the same, after which
+// the leader advanced its high watermark while still counting the ISR its
+// write replaced. Kafka 2.6.3's Partition.shrinkIsr and expandIsr hold
+// leaderIsrUpdateLock for writing through the ZooKeeper write, which
+// ZooKeeperClient.handleRequests waits for without a deadline and
+// retryRequestsUntilConnected resends across a lost connection, so no high
+// watermark is computed between ZooKeeper taking the new ISR and the leader
+// taking it. The one way Kafka leaves the two apart is an answer lost to an
+// expired session (waitUntilConnected throws): a leader that registered
+// again between the write and the advance is not judged, only counted. It
+// returns how many given-up writes ZooKeeper applied, and how many of
+// those crossed a new registration.
+func givenUpISRWrites(h *history.History, r *report, t0 int64) (given, expired int) {
+	type key struct {
+		node int32
+		tp   history.TopicPartition
+	}
+	lastWrite := map[key]*history.Event{} // a leader's latest write of a partition's state
+	for i := range h.Events {
+		e := &h.Events[i]
+		switch {
+		case e.Kind == history.KindZKWrite && e.ZKWrite.State != nil && e.ZKWrite.State.Leader == e.Node && e.ZKWrite.Op == "set":
+			lastWrite[key{e.Node, e.ZKWrite.State.TP()}] = e
+		case e.Kind == history.KindISRChange && e.ISR != nil &&
+			(e.ISR.Outcome == history.ZKConnectionLoss || e.ISR.Outcome == history.ZKError):
+			tp := history.TP(e.ISR.Topic, e.ISR.Partition)
+			w := lastWrite[key{e.Node, tp}]
+			if w == nil || w.ZKWrite.State.LeaderEpoch != e.ISR.LeaderEpoch || !slices.Equal(w.ZKWrite.State.ISR, e.ISR.New) {
+				continue
+			}
+			applied := appliedAfter(h, w)
+			if applied == nil {
+				continue
+			}
+			given++
+			adv, reg := wentOnWithISR(h, w, e)
+			if reg != nil {
+				expired++
+				continue
+			}
+			if adv == nil {
+				continue
+			}
+			zw := w.ZKWrite
+			r.violate([]int{w.Index, e.Index, applied.Index, adv.Index},
+				"broker %d gave up its write of %s-%d's ISR %v -> %v (leader epoch %d, expected zkVersion %d, sent +%s, outcome %s at +%s, event %d), but ZooKeeper applied it (the watcher saw leader %d, leader epoch %d, ISR %v at zkVersion %d, +%s, event %d); the broker then advanced the partition's high watermark %d -> %d at +%s (event %d) still counting ISR %v, which ZooKeeper no longer held. Kafka holds the partition's leaderIsrUpdateLock until ZooKeeper answers the ISR write (Partition.shrinkIsr, expandIsr), so a leader never computes its high watermark from an ISR its own applied write replaced: the controller elects from ZooKeeper's ISR.",
+				e.Node, tp.Topic, tp.Partition, e.ISR.Old, e.ISR.New, zw.State.LeaderEpoch, zw.ExpectedVersion, rel(zw.Start, t0), e.ISR.Outcome, rel(e.Time, t0), e.Index,
+				applied.Watch.State.Leader, applied.Watch.State.LeaderEpoch, applied.Watch.State.ISR, applied.Watch.Version, rel(applied.Time, t0), applied.Index,
+				adv.HW.Old, adv.HW.New, rel(adv.Time, t0), adv.Index, e.ISR.Old)
+		}
+	}
+	return given, expired
+}
+
+// appliedAfter returns the watcher's first sight of leader write w's exact
+// state at the zkVersion w expected plus one, seen after w was sent and
+// before the topic was next deleted; nil if the watcher never saw it.
+func appliedAfter(h *history.History, w *history.Event) *history.Event {
+	zw := w.ZKWrite
+	if zw.ExpectedVersion < 0 {
+		return nil
+	}
+	start := zw.Start
+	if start == 0 {
+		start = w.Time
+	}
+	for i := w.Index + 1; i < len(h.Events); i++ {
+		e := &h.Events[i]
+		switch {
+		case e.Kind == history.KindTopicDeletion && e.Deletion != nil && e.Deletion.Topic == zw.State.Topic:
+			return nil
+		case e.Kind == history.KindZKWatch && e.Watch != nil && e.Watch.Path == zw.Path && e.Watch.State != nil && e.Time >= start:
+			st := e.Watch.State
+			if e.Watch.Version == zw.ExpectedVersion+1 && st.Leader == zw.State.Leader &&
+				st.LeaderEpoch == zw.State.LeaderEpoch && slices.Equal(st.ISR, zw.State.ISR) {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// wentOnWithISR returns the first high watermark advance the leader of
+// isr_change g made for g's partition at g's leader epoch after g, before
+// it took an ISR again (an ISR change it logged ok), a role change of the
+// partition or a restart; and the leader's new registration between its
+// write w and that advance, if any (its session expired).
+func wentOnWithISR(h *history.History, w, g *history.Event) (adv, reg *history.Event) {
+	tp := history.TP(g.ISR.Topic, g.ISR.Partition)
+	for i := w.Index + 1; i < len(h.Events); i++ {
+		e := &h.Events[i]
+		if e.Node != g.Node {
+			continue
+		}
+		if e.Kind == history.KindBrokerRegistered {
+			reg = e
+		}
+		if i <= g.Index {
+			continue
+		}
+		switch {
+		case e.Kind == history.KindNodeStart:
+			return nil, reg
+		case e.Kind == history.KindRoleChange && e.Role != nil && e.Role.TP() == tp:
+			return nil, reg
+		case e.Kind == history.KindISRChange && e.ISR != nil && history.TP(e.ISR.Topic, e.ISR.Partition) == tp && e.ISR.Outcome == history.ZKOK:
+			return nil, reg
+		case e.Kind == history.KindHWAdvance && e.HW != nil && history.TP(e.HW.Topic, e.HW.Partition) == tp &&
+			e.HW.LeaderEpoch == g.ISR.LeaderEpoch && e.HW.New > e.HW.Old:
+			return e, reg
+		}
+	}
+	return nil, reg
 }
 
 // stateText is a partition state's leader, epochs and ISR, as compared.

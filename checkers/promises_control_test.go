@@ -337,6 +337,69 @@ func TestZKWrites(t *testing.T) {
 	})
 }
 
+// A leader's ISR write it gave up, that ZooKeeper applied all the same:
+// judged by what the leader did next with the ISR the write replaced.
+func TestZKWritesGivenUpISRWrite(t *testing.T) {
+	const statePath = "/brokers/topics/t/partitions/0/state"
+	// givenUp logs broker 2's shrink of t-0 from [2 3] to [2] at leader
+	// epoch 4, zkVersion 7 expected, given up with outcome.
+	givenUp := func(b *hb.Builder, outcome string) {
+		b.Add(history.Event{Kind: history.KindZKWrite, Node: 2, ZKWrite: &history.ZKWrite{Start: b.Now(), Path: statePath, Op: "set",
+			ExpectedVersion: 7, Outcome: outcome, Error: "timed out",
+			State: &history.PartitionState{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ControllerEpoch: 1, ISR: []int32{2}}}})
+		b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0, Action: history.ISRShrink,
+			Old: []int32{2, 3}, New: []int32{2}, LeaderEpoch: 4, ZkVersion: -1, Outcome: outcome}})
+	}
+	held := func(b *hb.Builder, version int32, isr ...int32) {
+		b.Add(history.Event{Kind: history.KindZKWatch, Watch: &history.Watch{Path: statePath, Type: history.WatchChanged, Mzxid: 40, Version: version,
+			State: &history.PartitionState{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: 4, ControllerEpoch: 1, ISR: isr}}})
+	}
+	advance := func(b *hb.Builder) {
+		b.Add(history.Event{Kind: history.KindHWAdvance, Node: 2, HW: &history.HWAdvance{Topic: "t", Partition: 0, Old: 10, New: 12, LeaderEpoch: 4}})
+	}
+	took := func(b *hb.Builder) {
+		b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0, Action: history.ISRShrink,
+			Old: []int32{2, 3}, New: []int32{2}, LeaderEpoch: 4, ZkVersion: 8, Outcome: history.ZKOK}})
+	}
+	runPromiseCases(t, ZKWrites{}, []promiseCase{
+		{name: "applied, then the high watermark advanced on the old ISR", want: Invalid,
+			explain: "but ZooKeeper applied it (the watcher saw leader 2, leader epoch 4, ISR [2] at zkVersion 8",
+			build: func(b *hb.Builder) {
+				givenUp(b, history.ZKConnectionLoss)
+				held(b, 8, 2)
+				advance(b)
+			}},
+		{name: "applied, and taken in (the resend met BADVERSION and read it back) before any advance", want: Valid, build: func(b *hb.Builder) {
+			givenUp(b, history.ZKConnectionLoss)
+			held(b, 8, 2)
+			took(b)
+			advance(b)
+		}},
+		{name: "not applied: ZooKeeper kept the old ISR", want: Valid, build: func(b *hb.Builder) {
+			givenUp(b, history.ZKError)
+			held(b, 8, 2, 3)
+			advance(b)
+		}},
+		{name: "applied at another zkVersion than the write expected", want: Valid, build: func(b *hb.Builder) {
+			givenUp(b, history.ZKConnectionLoss)
+			held(b, 9, 2)
+			advance(b)
+		}},
+		{name: "applied across an expired session: the broker registered again (Kafka's own)", want: Valid, build: func(b *hb.Builder) {
+			givenUp(b, history.ZKConnectionLoss)
+			b.Register(2, 300)
+			held(b, 8, 2)
+			advance(b)
+		}},
+		{name: "applied, then the broker restarted before any advance", want: Valid, build: func(b *hb.Builder) {
+			givenUp(b, history.ZKConnectionLoss)
+			held(b, 8, 2)
+			b.Start(2)
+			advance(b)
+		}},
+	})
+}
+
 // The stored real runs break none of these promises: the KAFKA-532 runs'
 // harm is a zombie controller's epoch accepted and its writes landing,
 // which controller-fencing judges; the zombie sent and wrote before it

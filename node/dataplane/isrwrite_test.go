@@ -190,3 +190,71 @@ func TestSetUntilConnected(t *testing.T) {
 		})
 	}
 }
+
+// slowStore is a ZooKeeper whose server holds the leader's ISR write for
+// hold before it applies and answers it, as a stalled server does: the
+// request is applied when the server runs again, whether or not the
+// caller still waits (go-zookeeper has no way to take a sent request back).
+type slowStore struct {
+	*fakeISRStore
+	hold time.Duration
+}
+
+func (s *slowStore) set(ctx context.Context, path string, data []byte, ver int32) (*zk.Stat, error) {
+	type answer struct {
+		st  *zk.Stat
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		time.Sleep(s.hold)
+		st, err := s.fakeISRStore.set(context.WithoutCancel(ctx), path, data, ver)
+		ch <- answer{st, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.st, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A leader's ISR write that ZooKeeper answers late is waited for, however
+// late: Kafka 2.6.3's Partition.shrinkIsr holds leaderIsrUpdateLock through
+// ZkPartitionStateStore's write, whose ZooKeeperClient.handleRequests has
+// no deadline. A leader that gave the write up would go on computing its
+// high watermark from the ISR its own write replaced in ZooKeeper, the one
+// the controller elects from.
+func TestSlowISRWriteIsWaitedFor(t *testing.T) {
+	tests := []struct {
+		name string
+		hold time.Duration
+	}{
+		{"answered at once", 0},
+		{"held a second, then answered", time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, t.TempDir(), nil, 1)
+			store := &slowStore{fakeISRStore: newFakeISRStore(false), hold: tt.hold}
+			m.testISRStore = store
+			lead(t, m, 0, 1, 2)
+			produce(m, 0, 1, time.Second, batch("a")) // follower 2 is behind
+			p := m.get(history.TP("t", 0))
+			p.maybeShrinkISR(time.Now().Add(2 * m.cfg.LagTime))
+			time.Sleep(tt.hold + 100*time.Millisecond) // a given-up write still lands
+			store.mu.Lock()
+			written := slices.Clone(store.writes)
+			store.mu.Unlock()
+			p.mu.Lock()
+			isr := slices.Clone(p.isr)
+			p.mu.Unlock()
+			if len(written) != 1 || !slices.Equal(written[0], []int32{1}) {
+				t.Fatalf("ZooKeeper got the ISR writes %v, want [[1]]", written)
+			}
+			if !slices.Equal(isr, []int32{1}) {
+				t.Fatalf("ISR in memory %v while ZooKeeper holds [1]", isr)
+			}
+		})
+	}
+}
