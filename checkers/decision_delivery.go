@@ -63,6 +63,7 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 	started := map[int32]int{} // node → its latest node_start
 	writes := map[history.TopicPartition][]ctlWrite{}
 	sends := map[history.TopicPartition][]laiSend{}
+	metadata := map[history.TopicPartition][]laiSend{} // UpdateMetadata, one entry per partition and broker
 	// toBroker holds every control request a controller process queued for
 	// a broker, any API: the brokers it held live and at which epoch.
 	type sentTo struct {
@@ -102,11 +103,16 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 			}
 			k := sentTo{e.Node, procOf(e.Node), ct.TargetBroker}
 			toBroker[k] = append(toBroker[k], queuedFor{q, ct.MeantBrokerEpoch})
-			if ct.API != history.APILeaderAndIsr {
+			into := sends
+			switch ct.API {
+			case history.APILeaderAndIsr:
+			case history.APIUpdateMetadata:
+				into = metadata
+			default:
 				continue
 			}
 			for _, p := range ct.Partitions {
-				sends[p.TP()] = append(sends[p.TP()], laiSend{ev: e, proc: procOf(e.Node), target: ct.TargetBroker, leaderEpoch: p.LeaderEpoch, queued: q})
+				into[p.TP()] = append(into[p.TP()], laiSend{ev: e, proc: procOf(e.Node), target: ct.TargetBroker, leaderEpoch: p.LeaderEpoch, queued: q})
 			}
 		}
 	}
@@ -133,7 +139,7 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 		}
 		return false
 	}
-	judged, told := 0, 0
+	judged, told, metaTold := 0, 0, 0
 	for _, tp := range sortedTPs(writes) {
 		ws := writes[tp]
 		for i, w := range ws {
@@ -152,33 +158,6 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 			}
 			judged++
 			zw := w.ev.ZKWrite
-			var later *laiSend
-			sent := false
-			for j := range sends[tp] {
-				s := &sends[tp][j]
-				if s.proc != w.proc || s.ev.Node != w.ev.Node || s.target != st.Leader || s.ev.Index < w.ev.Index {
-					continue
-				}
-				if s.leaderEpoch == st.LeaderEpoch {
-					sent = true
-					break
-				}
-				if s.leaderEpoch > st.LeaderEpoch {
-					later = s
-					break
-				}
-			}
-			if sent {
-				told++
-				continue
-			}
-			if later == nil {
-				continue // the controller sent its leader nothing newer: nothing shows it went on
-			}
-			queued := later.queued
-			if !heldLive(w, st.Leader, later.ev.Control.MeantBrokerEpoch) || dw.during(tp.Topic, queued) {
-				continue
-			}
 			outcome := "answered " + zw.Outcome
 			if zw.Error != "" {
 				outcome += " (" + zw.Error + ")"
@@ -188,16 +167,74 @@ func (c DecisionDelivery) Check(h *history.History) Result {
 				seen += fmt.Sprintf(", zxid %d", v.zxid)
 			}
 			seen += fmt.Sprintf(", logged at +%s)", rel(v.time, t0))
-			r.violate([]int{w.ev.Index, v.idx, later.ev.Index},
-				"controller %d (epoch %d) wrote %s's state: leader %d, leader epoch %d, ISR %v (write started +%s, %s after %s); %s, but the controller never sent broker %d a LeaderAndIsr at leader epoch %d for %s: its next one to broker %d for %s, queued at +%s, carried leader epoch %d, so from the write until then ZooKeeper named broker %d leader at an epoch broker %d was never told",
+			wrote := fmt.Sprintf("controller %d (epoch %d) wrote %s's state: leader %d, leader epoch %d, ISR %v (write started +%s, %s after %s); %s",
 				w.ev.Node, zw.ControllerEpoch, tp, st.Leader, st.LeaderEpoch, st.ISR, rel(zw.Start, t0), outcome,
-				time.Duration(w.ev.Time-zw.Start).Round(time.Millisecond), seen, st.Leader, st.LeaderEpoch, tp,
-				st.Leader, tp, rel(queued, t0), later.leaderEpoch, st.Leader, st.Leader)
+				time.Duration(w.ev.Time-zw.Start).Round(time.Millisecond), seen)
+			sent, later := deliveredTo(sends[tp], w, st.Leader, st.LeaderEpoch)
+			if sent {
+				told++
+			}
+			if later != nil && heldLive(w, st.Leader, later.ev.Control.MeantBrokerEpoch) && !dw.during(tp.Topic, later.queued) {
+				r.violate([]int{w.ev.Index, v.idx, later.ev.Index},
+					"%s, but the controller never sent broker %d a LeaderAndIsr at leader epoch %d for %s: its next one to broker %d for %s, queued at +%s, carried leader epoch %d, so from the write until then ZooKeeper named broker %d leader at an epoch broker %d was never told",
+					wrote, st.Leader, st.LeaderEpoch, tp, st.Leader, tp, rel(later.queued, t0), later.leaderEpoch, st.Leader, st.Leader)
+			}
+			// KafkaController's batch adds an UpdateMetadata of every
+			// partition it gave a LeaderAndIsr for to every live or
+			// shutting-down broker (addLeaderAndIsrRequestForBrokers →
+			// addUpdateMetadataRequestForBrokers): a broker the
+			// controller held live when it wrote must see the state in
+			// its metadata before any newer one.
+			for _, b := range metadataTargets(metadata[tp], w) {
+				ok, later := deliveredTo(metadata[tp], w, b, st.LeaderEpoch)
+				if ok {
+					metaTold++
+				}
+				if later == nil || !heldLive(w, b, later.ev.Control.MeantBrokerEpoch) || dw.during(tp.Topic, later.queued) {
+					continue
+				}
+				r.violate([]int{w.ev.Index, v.idx, later.ev.Index},
+					"%s, but the controller never sent broker %d an UpdateMetadata with %s at leader epoch %d: its next one to broker %d naming %s, queued at +%s, carried leader epoch %d, so until then broker %d answered clients' metadata requests with the leader the write replaced",
+					wrote, b, tp, st.LeaderEpoch, b, tp, rel(later.queued, t0), later.leaderEpoch, b)
+			}
 		}
 	}
 	r.detail("states judged", judged)
 	r.detail("sent to their leader", told)
-	return r.result(fmt.Sprintf("%d controller state writes that ZooKeeper applied, %d sent to the leader they name", judged, told))
+	r.detail("sent in UpdateMetadata (state x broker)", metaTold)
+	return r.result(fmt.Sprintf("%d controller state writes that ZooKeeper applied, %d sent to the leader they name, %d (state x broker) in UpdateMetadata to the brokers the controller held live", judged, told, metaTold))
+}
+
+// deliveredTo reports whether the first send in ss by w's process to
+// broker target after w carries the partition at leaderEpoch, and else
+// returns that first send if it carries a newer leader epoch (the
+// controller went on without telling target the state w wrote).
+func deliveredTo(ss []laiSend, w ctlWrite, target, leaderEpoch int32) (bool, *laiSend) {
+	for j := range ss {
+		s := &ss[j]
+		if s.proc != w.proc || s.ev.Node != w.ev.Node || s.target != target || s.ev.Index < w.ev.Index {
+			continue
+		}
+		if s.leaderEpoch == leaderEpoch {
+			return true, nil
+		}
+		if s.leaderEpoch > leaderEpoch {
+			return false, s
+		}
+	}
+	return false, nil
+}
+
+// metadataTargets lists the brokers w's process sent an UpdateMetadata
+// naming w's partition after w, in the order first sent.
+func metadataTargets(ss []laiSend, w ctlWrite) []int32 {
+	var out []int32
+	for _, s := range ss {
+		if s.proc == w.proc && s.ev.Node == w.ev.Node && s.ev.Index > w.ev.Index && !slices.Contains(out, s.target) {
+			out = append(out, s.target)
+		}
+	}
+	return out
 }
 
 // nextWriteOf returns the first write in rest by w's process.

@@ -61,6 +61,16 @@ func laiTo(ms int64, leaderEpoch int32, meant int64) deliveryStep {
 	}
 }
 
+// umTo is controller 1's UpdateMetadata to broker target naming t-0 led by
+// broker 2 at leaderEpoch, meant for the registration with czxid meant.
+func umTo(ms int64, target int32, leaderEpoch int32, meant int64) deliveryStep {
+	return func(b *hb.Builder) {
+		b.At(ms).Add(history.Event{Kind: history.KindControlSent, Node: 1, Control: &history.Control{API: history.APIUpdateMetadata,
+			ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: meant, MeantBrokerEpoch: meant, TargetBroker: target, Attempt: 1, Queued: b.Now() - hb.Ms,
+			Partitions: []history.ControlPartition{{Topic: "t", Partition: 0, Leader: 2, LeaderEpoch: leaderEpoch, ISR: []int32{2, 3}}}}})
+	}
+}
+
 func TestDecisionDelivery(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -89,6 +99,20 @@ func TestDecisionDelivery(t *testing.T) {
 		{name: "a leader the controller had not yet taken in as live was sent only the newest state",
 			steps: []deliveryStep{ctlStateWrite(100, 105, 1, history.ZKOK, 1), ctlStateWrite(3000, 3005, 2, history.ZKOK, 1), laiTo(3010, 2, 202)},
 			want:  Valid, explain: "2 controller state writes that ZooKeeper applied, 1 sent"},
+		{name: "every state reaches every live broker's metadata",
+			steps: []deliveryStep{umTo(50, 3, 0, 203), ctlStateWrite(100, 105, 1, history.ZKOK, 1), laiTo(110, 1, 202), umTo(111, 3, 1, 203),
+				ctlStateWrite(200, 205, 2, history.ZKOK, 1), laiTo(210, 2, 202), umTo(211, 3, 2, 203)},
+			want: Valid, explain: "2 controller state writes that ZooKeeper applied, 2 sent to the leader they name, 2 (state x broker) in UpdateMetadata"},
+		{name: "a broker told only the later of two states in its metadata",
+			steps: []deliveryStep{umTo(50, 3, 0, 203), ctlStateWrite(100, 105, 1, history.ZKOK, 1), laiTo(110, 1, 202),
+				ctlStateWrite(200, 205, 2, history.ZKOK, 1), laiTo(210, 2, 202), umTo(211, 3, 2, 203)},
+			want: Invalid,
+			explain: "but the controller never sent broker 3 an UpdateMetadata with t-0 at leader epoch 1: its next one to broker 3 naming t-0, queued at +210ms, carried leader epoch 2, " +
+				"so until then broker 3 answered clients' metadata requests with the leader the write replaced"},
+		{name: "a broker the controller took in as live only after the write is told the newest state",
+			steps: []deliveryStep{ctlStateWrite(100, 105, 1, history.ZKOK, 1), laiTo(110, 1, 202),
+				ctlStateWrite(200, 205, 2, history.ZKOK, 1), laiTo(210, 2, 202), umTo(211, 3, 2, 203)},
+			want: Valid},
 		{name: "a controller that sent its leader nothing later shows nothing",
 			steps: []deliveryStep{ctlStateWrite(100, 600, 1, history.ZKConnectionLoss, 1), watched(900, 1)},
 			want:  Valid, explain: "1 controller state writes that ZooKeeper applied, 0 sent"},
