@@ -591,10 +591,10 @@ func givenUpISRWrites(h *history.History, r *report, t0 int64) (given, expired i
 			}
 			zw := w.ZKWrite
 			r.violate([]int{w.Index, e.Index, applied.Index, adv.Index},
-				"broker %d gave up its write of %s-%d's ISR %v -> %v (leader epoch %d, expected zkVersion %d, sent +%s, outcome %s at +%s, event %d), but ZooKeeper applied it (the watcher saw leader %d, leader epoch %d, ISR %v at zkVersion %d, +%s, event %d); the broker then advanced the partition's high watermark %d -> %d at +%s (event %d) still counting ISR %v, which ZooKeeper no longer held. Kafka holds the partition's leaderIsrUpdateLock until ZooKeeper answers the ISR write (Partition.shrinkIsr, expandIsr), so a leader never computes its high watermark from an ISR its own applied write replaced: the controller elects from ZooKeeper's ISR.",
+				"broker %d gave up its write of %s-%d's ISR %v -> %v (leader epoch %d, expected zkVersion %d, sent +%s, outcome %s at +%s, event %d), but ZooKeeper applied it (the watcher saw leader %d, leader epoch %d, ISR %v at zkVersion %d, +%s, event %d); the broker then advanced the partition's high watermark %d -> %d at +%s (event %d) still counting ISR %v, the write it gave up no longer holding the partition, while ZooKeeper held ISR %v from +%s at the latest. Kafka holds the partition's leaderIsrUpdateLock until ZooKeeper answers the ISR write (Partition.shrinkIsr, expandIsr), so a leader never computes its high watermark from an ISR its own applied write replaced: the controller elects from ZooKeeper's ISR.",
 				e.Node, tp.Topic, tp.Partition, e.ISR.Old, e.ISR.New, zw.State.LeaderEpoch, zw.ExpectedVersion, rel(zw.Start, t0), e.ISR.Outcome, rel(e.Time, t0), e.Index,
 				applied.Watch.State.Leader, applied.Watch.State.LeaderEpoch, applied.Watch.State.ISR, applied.Watch.Version, rel(applied.Time, t0), applied.Index,
-				adv.HW.Old, adv.HW.New, rel(adv.Time, t0), adv.Index, e.ISR.Old)
+				adv.HW.Old, adv.HW.New, rel(adv.Time, t0), adv.Index, e.ISR.Old, e.ISR.New, rel(applied.Time, t0))
 		}
 	}
 	return given, expired
