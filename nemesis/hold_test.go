@@ -60,6 +60,12 @@ func (e *fakeEngine) reapply(context.Context, *docker.Container) error    { retu
 func (e *fakeEngine) bounce(_ context.Context, c *docker.Container) (time.Duration, error) {
 	return 0, e.do("bounce", c)
 }
+func (e *fakeEngine) terminate(_ context.Context, c *docker.Container) error {
+	return e.do("terminate", c)
+}
+func (e *fakeEngine) waitExited(_ context.Context, c *docker.Container) error {
+	return e.do("wait", c)
+}
 func (e *fakeEngine) stopped(context.Context, *docker.Container) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

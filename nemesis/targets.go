@@ -61,9 +61,9 @@ type Nemesis struct {
 	ops procOps // the engine's calls; a fake in tests
 }
 
-// procOps are the engine calls that kill, start, pause and resume a
-// container, tell whether its process is stopped, and re-apply its network
-// faults after a start.
+// procOps are the engine calls that kill, start, pause, resume and
+// terminate a container, wait for it to exit, tell whether its process is
+// stopped, and re-apply its network faults after a start.
 type procOps interface {
 	kill(ctx context.Context, c *docker.Container) error
 	start(ctx context.Context, c *docker.Container) error
@@ -71,6 +71,8 @@ type procOps interface {
 	resume(ctx context.Context, c *docker.Container) error
 	reapply(ctx context.Context, c *docker.Container) error
 	bounce(ctx context.Context, c *docker.Container) (time.Duration, error)
+	terminate(ctx context.Context, c *docker.Container) error
+	waitExited(ctx context.Context, c *docker.Container) error
 	stopped(ctx context.Context, c *docker.Container) (bool, error)
 }
 
@@ -86,6 +88,12 @@ func (engineOps) bounce(ctx context.Context, c *docker.Container) (time.Duration
 }
 func (o engineOps) reapply(ctx context.Context, c *docker.Container) error {
 	return o.net.Reapply(ctx, c)
+}
+func (engineOps) terminate(ctx context.Context, c *docker.Container) error {
+	return c.Signal(ctx, "SIGTERM")
+}
+func (engineOps) waitExited(ctx context.Context, c *docker.Container) error {
+	return c.WaitExited(ctx)
 }
 func (engineOps) stopped(ctx context.Context, c *docker.Container) (bool, error) {
 	return ProcessStopped(ctx, c)
@@ -159,8 +167,9 @@ func (n *Nemesis) count(counts *map[string]int, key string) (release func()) {
 	}
 }
 
-// Holds reports whether a fault in force holds t: paused, killed, being
-// killed, started, paused or resumed, or claimed by a fault that needs it as it is
+// Holds reports whether a fault in force holds t: paused, killed (or
+// stopped by an operator, StopTarget, and not started yet), being killed,
+// started, paused or resumed, or claimed by a fault that needs it as it is
 // (a failpoint armed on it, a leader kept down). Others acting on the
 // cluster beside the nemesis (an operator's controlled shutdown in the
 // control-plane workload) leave such a broker alone, as an operator leaves
@@ -364,6 +373,68 @@ func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
 		}
 		return n.engine().reapply(ctx, t.Container)
 	})
+}
+
+// Stopped says how an operator's stop (StopTarget) went.
+type Stopped struct {
+	// SignalErr holds the SIGTERM calls that failed: the first, and the
+	// second when sending it again failed too.
+	SignalErr error
+	// Killed: the process had not exited within the wait and was killed.
+	Killed bool
+}
+
+// killTimeout bounds the kill that ends an operator's stop whose process
+// did not exit.
+const killTimeout = 30 * time.Second
+
+// StopTarget stops t the way an operator does beside the faults (the
+// control-plane workload's controlled shutdown): SIGTERM, which makes the
+// node run its controlled shutdown, then up to wait for the process to
+// exit, then SIGKILL through KillTarget (recorded as a kill), as
+// kafka-server-stop.sh followed by a kill -9 would. Nothing is recorded
+// for the SIGTERM: the operator's workload records its operation.
+//
+// t is held from the signal until StartTarget or Heal starts it again, as
+// a killed broker is: a fault that picked it meanwhile would race the
+// shutdown or the start. Once the signal is sent the stop runs to its
+// end whatever becomes of ctx, and a SIGTERM whose call failed is taken
+// as possibly landed, since the engine carries out a request whose caller
+// gave up (a broker stopped 0.1s after the end of a run's heal phase had
+// listed it running): it is sent again, and the wait and kill that follow
+// leave the process certainly down. With ctx done before anything was
+// sent, nothing is, and t is not held.
+func (n *Nemesis) StopTarget(ctx context.Context, t Target, wait time.Duration) (Stopped, error) {
+	var how Stopped
+	if err := ctx.Err(); err != nil {
+		return how, err
+	}
+	defer n.working(t.Container)()
+	bg := context.WithoutCancel(ctx)
+	term := func() error {
+		sctx, cancel := context.WithTimeout(bg, undoTimeout)
+		defer cancel()
+		return n.engine().terminate(sctx, t.Container)
+	}
+	if err := term(); err != nil {
+		how.SignalErr = err
+		if err := term(); err != nil {
+			how.SignalErr = errors.Join(how.SignalErr, fmt.Errorf("sending it again: %w", err))
+		}
+	}
+	wctx, cancel := context.WithTimeout(bg, wait)
+	werr := n.engine().waitExited(wctx, t.Container)
+	cancel()
+	if werr != nil {
+		how.Killed = true
+		kctx, cancel := context.WithTimeout(bg, killTimeout)
+		defer cancel()
+		if err := n.KillTarget(kctx, t); err != nil {
+			return how, fmt.Errorf("%s did not exit within %s of SIGTERM and could not be killed: %w", t.Name, wait, err)
+		}
+		return how, nil
+	}
+	return how, n.hold(n.killed, t.Container, openFault{name: "stop", targets: []string{t.Name}, stopped: true}, nil)
 }
 
 // BounceTarget kills and immediately restarts t, the fast restart that makes
