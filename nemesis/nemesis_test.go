@@ -417,3 +417,34 @@ func TestFailedPauseLeavesTheProcessRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An operator's stop on the engine: SIGTERM, the exit waited for, the
+// process held down until its start.
+func TestOperatorStopOnTheEngine(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 1}})
+	ctx := t.Context()
+	n := nemesis.New(nil, nemesis.NewRecorder(nil))
+	t.Cleanup(func() { n.Heal(context.Background()) })
+	s := c.ZKServer(1)
+	zk1 := nemesis.Target{Name: "zk1", Container: s.Container}
+	how, err := n.StopTarget(ctx, zk1, 20*time.Second)
+	if err != nil || how.SignalErr != nil || how.Killed {
+		t.Fatalf("stop: %+v, %v; want a SIGTERM and an exit", how, err)
+	}
+	if st, err := s.Container.State(ctx); err != nil || st.Running {
+		t.Fatalf("zk1 after its stop: running %v, %v", st.Running, err)
+	}
+	if !n.Holds(zk1) {
+		t.Error("zk1 free between its stop and its start")
+	}
+	if err := n.StartTarget(ctx, zk1); err != nil {
+		t.Fatal(err)
+	}
+	if n.Holds(zk1) {
+		t.Error("zk1 held after its start")
+	}
+	waitFor(t, 20*time.Second, "zk1 answers srvr after its start", func() error {
+		_, err := fourletter.Srvr(ctx, s.ClientAddr(), 2*time.Second)
+		return err
+	})
+}
