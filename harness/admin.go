@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -17,9 +18,11 @@ import (
 const controlledShutdownWait = 30 * time.Second
 
 // newAdminWorkload is the control-plane workload of a run of cfg. Its
-// broker stops and starts go through the run's nemesis: a start re-applies
-// the network faults in force to the new process, and a broker the nemesis
-// killed meanwhile is one the nemesis knows to start.
+// broker stops and starts go through the run's nemesis: faults leave the
+// broker alone from the stop until the start returns, a start re-applies
+// the network faults in force to the new process, a broker the nemesis
+// killed meanwhile is one the nemesis knows to start, and one the
+// workload leaves stopped the nemesis's Heal starts.
 func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(string) (*history.Writer, error)) (*workloads.Admin, error) {
 	var ids []int
 	for _, n := range c.Nodes() {
@@ -31,27 +34,15 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 		if err != nil {
 			return err
 		}
-		// An operator stops a broker that is up: one the nemesis just
-		// restarted may still show its previous process's registration
-		// (an ephemeral znode outlives its process by the session
-		// timeout), and a process stopped before it registered has no
-		// broker epoch to send with its ControlledShutdown.
-		if err := waitRegistered(ctx, reg, live.RunDir, id, 10*time.Second); err != nil {
-			return err
-		}
-		if err := t.Container.Signal(ctx, "SIGTERM"); err != nil {
-			return fmt.Errorf("SIGTERM n%d: %w", id, err)
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlledShutdownWait)
-		defer cancel()
-		if err := t.Container.WaitExited(wctx); err != nil {
-			// A shutdown held (by a fault, a failpoint) past the wait
-			// ends the operator's way.
-			if kerr := live.Nemesis.KillTarget(context.WithoutCancel(ctx), t); kerr != nil {
-				return fmt.Errorf("n%d did not exit within %s of SIGTERM and could not be killed: %w", id, controlledShutdownWait, kerr)
-			}
-		}
-		return nil
+		return operatorStop(ctx, live.Nemesis, t, func(ctx context.Context) error {
+			// An operator stops a broker that is up: one the nemesis
+			// just restarted may still show its previous process's
+			// registration (an ephemeral znode outlives its process by
+			// the session timeout), and a process stopped before it
+			// registered has no broker epoch to send with its
+			// ControlledShutdown.
+			return waitRegistered(ctx, reg, live.RunDir, id, 10*time.Second)
+		}, live.Note)
 	}
 	start := func(ctx context.Context, id int) error {
 		t, err := live.Node(id)
@@ -73,6 +64,34 @@ func newAdminWorkload(cfg RunConfig, c *cluster.Cluster, live *Live, open func(s
 		},
 		HeldPartition: func(p int32) bool { return live.Nemesis.HoldsPartition(cfg.Topic, p) },
 	}, open)
+}
+
+// operatorProcs are the nemesis's calls an operator's stop makes; a fake
+// in tests.
+type operatorProcs interface {
+	Claim(t nemesis.Target) (release func())
+	StopTarget(ctx context.Context, t nemesis.Target, wait time.Duration) (nemesis.Stopped, error)
+}
+
+// operatorStop stops t as an operator does, once ready says it is up. t
+// is claimed from the first moment, so a fault does not pick it while the
+// operator waits for it (the workload found it free just before), and
+// from its SIGTERM the nemesis holds it until it is started again
+// (StopTarget). note tells the person watching about a SIGTERM whose call
+// failed, or a process killed when it did not exit.
+func operatorStop(ctx context.Context, procs operatorProcs, t nemesis.Target, ready func(context.Context) error, note func(string, ...any)) error {
+	defer procs.Claim(t)()
+	if err := ready(ctx); err != nil {
+		return err
+	}
+	how, err := procs.StopTarget(ctx, t, controlledShutdownWait)
+	if how.SignalErr != nil {
+		note("controlled shutdown of %s: the SIGTERM call failed (%v); sent again, as it may have landed", t.Name, how.SignalErr)
+	}
+	if how.Killed {
+		note("controlled shutdown of %s: no exit within %s of SIGTERM; killed", t.Name, controlledShutdownWait)
+	}
+	return err
 }
 
 // registrationKinds: the node event kinds that say whether a node's latest

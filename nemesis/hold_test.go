@@ -23,12 +23,28 @@ type fakeEngine struct {
 	gate    map[string]chan struct{}
 	entered chan string
 	fail    map[string]error
+	// failFirst fails only the next call of an operation.
+	failFirst map[string]error
+	// The process as the kernel sees it: sigstopped by a pause that
+	// landed (landPause, even one whose call failed), running again after
+	// a resume unless resumeNoEffect.
+	landPause, resumeNoEffect, sigstopped bool
 }
 
 func (e *fakeEngine) do(op string, c *docker.Container) error {
 	e.mu.Lock()
 	e.calls = append(e.calls, op+" "+c.Name)
 	g, err := e.gate[op], e.fail[op]
+	if ferr, ok := e.failFirst[op]; ok {
+		err = ferr
+		delete(e.failFirst, op)
+	}
+	switch {
+	case op == "pause" && e.landPause:
+		e.sigstopped = true
+	case op == "resume" && !e.resumeNoEffect:
+		e.sigstopped = false
+	}
 	e.mu.Unlock()
 	if g != nil {
 		e.entered <- op
@@ -43,6 +59,17 @@ func (e *fakeEngine) resume(_ context.Context, c *docker.Container) error { retu
 func (e *fakeEngine) reapply(context.Context, *docker.Container) error    { return nil }
 func (e *fakeEngine) bounce(_ context.Context, c *docker.Container) (time.Duration, error) {
 	return 0, e.do("bounce", c)
+}
+func (e *fakeEngine) terminate(_ context.Context, c *docker.Container) error {
+	return e.do("terminate", c)
+}
+func (e *fakeEngine) waitExited(_ context.Context, c *docker.Container) error {
+	return e.do("wait", c)
+}
+func (e *fakeEngine) stopped(context.Context, *docker.Container) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sigstopped, nil
 }
 
 func (e *fakeEngine) log() []string {

@@ -21,8 +21,10 @@
 package nemesis
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/zkchaos/zkchaos/docker"
@@ -48,6 +50,41 @@ func Resume(ctx context.Context, c *docker.Container) error {
 		return nil
 	}
 	return err
+}
+
+// ProcessStopped reports whether c's process is stopped by a signal
+// (SIGSTOP) now, from the kernel's view of it (/proc/<pid>/stat): the
+// engine's own state cannot tell, as it reports a SIGSTOPped container
+// running and not paused (its Paused is the cgroup freezer's). A container
+// that is not running has no stopped process.
+func ProcessStopped(ctx context.Context, c *docker.Container) (bool, error) {
+	st, err := c.State(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !st.Running || st.Pid <= 0 {
+		return false, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.Pid))
+	if err != nil {
+		return false, fmt.Errorf("process state of %s: %w", c.Name, err)
+	}
+	return statStopped(b)
+}
+
+// statStopped reads the state field of a /proc/<pid>/stat line: "T" is a
+// process stopped by a signal. The field follows the command name, which
+// is in parentheses and may itself hold spaces and parentheses.
+func statStopped(stat []byte) (bool, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false, fmt.Errorf("unreadable process stat %q", stat)
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) == 0 {
+		return false, fmt.Errorf("unreadable process stat %q", stat)
+	}
+	return string(f[0]) == "T", nil
 }
 
 // Kill sends SIGKILL and waits until the engine reports the container down.

@@ -380,7 +380,9 @@ func TestCutTargetsHealsItsOwnLinksOnly(t *testing.T) {
 // carried out a request whose client had given up: a run's ZooKeeper
 // server, or a broker, then stayed stopped to the end, and the checkers
 // read a cluster that never recovered). A failed pause must leave the
-// process running.
+// process running; one seen landed and undone (the kernel's view of the
+// process: the engine reports a SIGSTOPped container running) leaves it
+// free for other faults.
 func TestFailedPauseLeavesTheProcessRunning(t *testing.T) {
 	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 1}})
 	ctx := t.Context()
@@ -388,10 +390,61 @@ func TestFailedPauseLeavesTheProcessRunning(t *testing.T) {
 	t.Cleanup(func() { n.Heal(context.Background()) })
 	nemesis.PausesLandButFail(n)
 	s := c.ZKServer(1)
-	if err := n.PauseTarget(ctx, nemesis.Target{Name: "zk1", Container: s.Container}); err == nil {
+	zk1 := nemesis.Target{Name: "zk1", Container: s.Container}
+	if err := n.PauseTarget(ctx, zk1); err == nil {
 		t.Fatal("PauseTarget reported no error for a failed signal call")
 	}
 	if _, err := fourletter.Srvr(ctx, s.ClientAddr(), 2*time.Second); err != nil {
 		t.Fatalf("zk1 after a failed pause does not answer srvr: %v (left stopped)", err)
 	}
+	if stopped, err := nemesis.ProcessStopped(ctx, s.Container); err != nil || stopped {
+		t.Errorf("zk1's process stopped after a failed pause: %v, %v", stopped, err)
+	}
+	if n.Holds(zk1) {
+		t.Error("zk1 held after its failed pause landed and was undone")
+	}
+	if err := nemesis.Pause(ctx, s.Container); err != nil {
+		t.Fatal(err)
+	}
+	// A JVM shows stopped once every thread has.
+	waitFor(t, 5*time.Second, "zk1's process seen stopped after a pause", func() error {
+		if stopped, err := nemesis.ProcessStopped(ctx, s.Container); err != nil || !stopped {
+			return fmt.Errorf("stopped %v, %v", stopped, err)
+		}
+		return nil
+	})
+	if err := nemesis.Resume(ctx, s.Container); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An operator's stop on the engine: SIGTERM, the exit waited for, the
+// process held down until its start.
+func TestOperatorStopOnTheEngine(t *testing.T) {
+	c, _ := clustertest.Start(t, cluster.Options{ZK: cluster.ZKOptions{Servers: 1}})
+	ctx := t.Context()
+	n := nemesis.New(nil, nemesis.NewRecorder(nil))
+	t.Cleanup(func() { n.Heal(context.Background()) })
+	s := c.ZKServer(1)
+	zk1 := nemesis.Target{Name: "zk1", Container: s.Container}
+	how, err := n.StopTarget(ctx, zk1, 20*time.Second)
+	if err != nil || how.SignalErr != nil || how.Killed {
+		t.Fatalf("stop: %+v, %v; want a SIGTERM and an exit", how, err)
+	}
+	if st, err := s.Container.State(ctx); err != nil || st.Running {
+		t.Fatalf("zk1 after its stop: running %v, %v", st.Running, err)
+	}
+	if !n.Holds(zk1) {
+		t.Error("zk1 free between its stop and its start")
+	}
+	if err := n.StartTarget(ctx, zk1); err != nil {
+		t.Fatal(err)
+	}
+	if n.Holds(zk1) {
+		t.Error("zk1 held after its start")
+	}
+	waitFor(t, 20*time.Second, "zk1 answers srvr after its start", func() error {
+		_, err := fourletter.Srvr(ctx, s.ClientAddr(), 2*time.Second)
+		return err
+	})
 }

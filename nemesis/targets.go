@@ -61,8 +61,9 @@ type Nemesis struct {
 	ops procOps // the engine's calls; a fake in tests
 }
 
-// procOps are the engine calls that kill, start, pause and resume a
-// container, and re-apply its network faults after a start.
+// procOps are the engine calls that kill, start, pause, resume and
+// terminate a container, wait for it to exit, tell whether its process is
+// stopped, and re-apply its network faults after a start.
 type procOps interface {
 	kill(ctx context.Context, c *docker.Container) error
 	start(ctx context.Context, c *docker.Container) error
@@ -70,6 +71,9 @@ type procOps interface {
 	resume(ctx context.Context, c *docker.Container) error
 	reapply(ctx context.Context, c *docker.Container) error
 	bounce(ctx context.Context, c *docker.Container) (time.Duration, error)
+	terminate(ctx context.Context, c *docker.Container) error
+	waitExited(ctx context.Context, c *docker.Container) error
+	stopped(ctx context.Context, c *docker.Container) (bool, error)
 }
 
 // engineOps are procOps on the docker engine.
@@ -84,6 +88,15 @@ func (engineOps) bounce(ctx context.Context, c *docker.Container) (time.Duration
 }
 func (o engineOps) reapply(ctx context.Context, c *docker.Container) error {
 	return o.net.Reapply(ctx, c)
+}
+func (engineOps) terminate(ctx context.Context, c *docker.Container) error {
+	return c.Signal(ctx, "SIGTERM")
+}
+func (engineOps) waitExited(ctx context.Context, c *docker.Container) error {
+	return c.WaitExited(ctx)
+}
+func (engineOps) stopped(ctx context.Context, c *docker.Container) (bool, error) {
+	return ProcessStopped(ctx, c)
 }
 
 // engine returns the calls the Nemesis makes on containers.
@@ -154,11 +167,13 @@ func (n *Nemesis) count(counts *map[string]int, key string) (release func()) {
 	}
 }
 
-// Holds reports whether a fault in force holds t: paused, killed, or
-// claimed by a fault that needs it as it is (a failpoint armed on it, a
-// leader kept down). Others acting on the cluster beside the nemesis (an
-// operator's controlled shutdown in the control-plane workload) leave such
-// a broker alone, as an operator leaves alone a machine in an incident.
+// Holds reports whether a fault in force holds t: paused, killed (or
+// stopped by an operator, StopTarget, and not started yet), being killed,
+// started, paused or resumed, or claimed by a fault that needs it as it is
+// (a failpoint armed on it, a leader kept down). Others acting on the
+// cluster beside the nemesis (an operator's controlled shutdown in the
+// control-plane workload) leave such a broker alone, as an operator leaves
+// alone a machine in an incident.
 func (n *Nemesis) Holds(t Target) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -214,9 +229,14 @@ func (n *Nemesis) HoldsPartition(topic string, p int32) bool {
 // load, the schedule's end cancelling the step), and a process stopped
 // with no fault held stays stopped for the rest of the run, which the
 // checkers then read as the cluster failing to recover. So a failed pause
-// resumes t, on a context of its own, before it reports the failure.
+// resumes t, on a context of its own, before it reports the failure, and
+// t stays held until Heal, whose resume catches a SIGSTOP that lands
+// later still. One case ends the hold at once: the process was seen
+// stopped before the resume (the signal landed, and a signal lands once)
+// and running after it.
 func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 	defer n.working(t.Container)()
+	undone := false
 	f, err := n.record("pause", []string{t.Name}, "SIGSTOP", func() error {
 		err := n.engine().pause(ctx, t.Container)
 		if err == nil {
@@ -224,12 +244,44 @@ func (n *Nemesis) PauseTarget(ctx context.Context, t Target) error {
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 		defer cancel()
+		landed := n.seenStopped(rctx, t.Container, true)
 		if rerr := n.engine().resume(rctx, t.Container); rerr != nil {
 			return errors.Join(err, fmt.Errorf("resuming %s after the failed pause: %w", t.Name, rerr))
 		}
-		return err
+		if !landed || !n.seenStopped(rctx, t.Container, false) {
+			return err
+		}
+		undone = true
+		return fmt.Errorf("%w (the SIGSTOP landed all the same; %s was resumed)", err, t.Name)
 	})
+	if undone {
+		return err
+	}
 	return n.hold(n.paused, t.Container, f, err)
+}
+
+// stopSettle bounds how long seenStopped watches a process: a signal's
+// call returns once the signal is sent, and a process of many threads
+// (a JVM) shows stopped or running again only once every thread has.
+var stopSettle = time.Second
+
+// seenStopped reports whether c's process is seen stopped by a signal
+// (want) or not stopped (!want) within stopSettle.
+func (n *Nemesis) seenStopped(ctx context.Context, c *docker.Container, want bool) bool {
+	deadline := time.Now().Add(stopSettle)
+	for {
+		if got, err := n.engine().stopped(ctx, c); err == nil && got == want {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // undoTimeout bounds the undo of a fault whose injection failed.
@@ -278,13 +330,20 @@ func (n *Nemesis) hold(held map[*docker.Container]openFault, c *docker.Container
 // stays held while do runs: a broker being started is not free for
 // another fault, whose kill would race the start (n1 at +47s of a dense
 // crash-lose-unflushed run: picked again 2s after a heal began a start
-// that took 32s).
+// that took 32s). When do fails, c stays held, its fault stopped, and Heal
+// tries again: the start or resume may not have happened, or may happen
+// later, and starting a running container or resuming a running process
+// is harmless.
 func (n *Nemesis) undo(held map[*docker.Container]openFault, c *docker.Container, do func() error) error {
 	defer n.working(c)()
 	err := do()
 	n.mu.Lock()
 	f, ok := held[c]
-	delete(held, c)
+	if err == nil {
+		delete(held, c)
+	} else {
+		held[c] = openFault{id: f.id, name: f.name, targets: f.targets, stopped: true}
+	}
 	n.mu.Unlock()
 	if ok && !f.stopped {
 		n.Rec.Stop(f.id, f.name, f.targets, err)
@@ -314,6 +373,68 @@ func (n *Nemesis) StartTarget(ctx context.Context, t Target) error {
 		}
 		return n.engine().reapply(ctx, t.Container)
 	})
+}
+
+// Stopped says how an operator's stop (StopTarget) went.
+type Stopped struct {
+	// SignalErr holds the SIGTERM calls that failed: the first, and the
+	// second when sending it again failed too.
+	SignalErr error
+	// Killed: the process had not exited within the wait and was killed.
+	Killed bool
+}
+
+// killTimeout bounds the kill that ends an operator's stop whose process
+// did not exit.
+const killTimeout = 30 * time.Second
+
+// StopTarget stops t the way an operator does beside the faults (the
+// control-plane workload's controlled shutdown): SIGTERM, which makes the
+// node run its controlled shutdown, then up to wait for the process to
+// exit, then SIGKILL through KillTarget (recorded as a kill), as
+// kafka-server-stop.sh followed by a kill -9 would. Nothing is recorded
+// for the SIGTERM: the operator's workload records its operation.
+//
+// t is held from the signal until StartTarget or Heal starts it again, as
+// a killed broker is: a fault that picked it meanwhile would race the
+// shutdown or the start. Once the signal is sent the stop runs to its
+// end whatever becomes of ctx, and a SIGTERM whose call failed is taken
+// as possibly landed, since the engine carries out a request whose caller
+// gave up (a broker stopped 0.1s after the end of a run's heal phase had
+// listed it running): it is sent again, and the wait and kill that follow
+// leave the process certainly down. With ctx done before anything was
+// sent, nothing is, and t is not held.
+func (n *Nemesis) StopTarget(ctx context.Context, t Target, wait time.Duration) (Stopped, error) {
+	var how Stopped
+	if err := ctx.Err(); err != nil {
+		return how, err
+	}
+	defer n.working(t.Container)()
+	bg := context.WithoutCancel(ctx)
+	term := func() error {
+		sctx, cancel := context.WithTimeout(bg, undoTimeout)
+		defer cancel()
+		return n.engine().terminate(sctx, t.Container)
+	}
+	if err := term(); err != nil {
+		how.SignalErr = err
+		if err := term(); err != nil {
+			how.SignalErr = errors.Join(how.SignalErr, fmt.Errorf("sending it again: %w", err))
+		}
+	}
+	wctx, cancel := context.WithTimeout(bg, wait)
+	werr := n.engine().waitExited(wctx, t.Container)
+	cancel()
+	if werr != nil {
+		how.Killed = true
+		kctx, cancel := context.WithTimeout(bg, killTimeout)
+		defer cancel()
+		if err := n.KillTarget(kctx, t); err != nil {
+			return how, fmt.Errorf("%s did not exit within %s of SIGTERM and could not be killed: %w", t.Name, wait, err)
+		}
+		return how, nil
+	}
+	return how, n.hold(n.killed, t.Container, openFault{name: "stop", targets: []string{t.Name}, stopped: true}, nil)
 }
 
 // BounceTarget kills and immediately restarts t, the fast restart that makes
