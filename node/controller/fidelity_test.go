@@ -542,25 +542,6 @@ func TestSlowStateWriteIsWaitedFor(t *testing.T) {
 	}
 }
 
-// umLeader returns the leader and leader epoch broker id's queued
-// UpdateMetadata requests last carried for t-p, and whether any did.
-func umLeader(reqs []kmsg.Request, p int32) (leader, epoch int32, found bool) {
-	for _, r := range reqs {
-		um, ok := r.(*kmsg.UpdateMetadataRequest)
-		if !ok {
-			continue
-		}
-		for _, ts := range um.TopicStates {
-			for _, st := range ts.PartitionStates {
-				if ts.Topic == "t" && st.Partition == p {
-					leader, epoch, found = st.Leader, st.LeaderEpoch, true
-				}
-			}
-		}
-	}
-	return leader, epoch, found
-}
-
 // An election's new state reaches every live broker's metadata, not only
 // the partition's replicas: Kafka 2.6.3's
 // ControllerBrokerRequestBatch.addLeaderAndIsrRequestForBrokers adds an
@@ -568,23 +549,7 @@ func umLeader(reqs []kmsg.Request, p int32) (leader, epoch int32, found bool) {
 // Broker 1 hosts no replica of t-0 and still answers clients' metadata
 // requests for it.
 func TestElectionUpdatesEveryLiveBrokersMetadata(t *testing.T) {
-	tests := []struct {
-		name   string
-		assign []int32
-		act    func(tc *testCluster)
-	}{
-		{"offline election", []int32{2, 3}, func(tc *testCluster) { tc.kill(2) }},
-		{"controlled shutdown", []int32{2, 3}, func(tc *testCluster) {
-			if code := tc.shutdown(2); code != 0 {
-				tc.t.Fatalf("controlled shutdown of 2: error %d", code)
-			}
-		}},
-		{"preferred election", []int32{3, 2}, func(tc *testCluster) {
-			tc.zk.put(zkdata.PreferredElectionPath, zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: "t", Partition: 0}}))
-			tc.process(evPreferred{gen: tc.c.gen})
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range electionsFrom2To3 {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: tt.assign}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
 			tc.elect()
@@ -594,9 +559,9 @@ func TestElectionUpdatesEveryLiveBrokersMetadata(t *testing.T) {
 			if st.Leader != 3 {
 				t.Fatalf("state in ZooKeeper %+v, want leader 3", st)
 			}
-			leader, epoch, ok := umLeader(tc.drain(1), 0)
-			if !ok || leader != 3 || epoch != st.LeaderEpoch {
-				t.Errorf("broker 1's UpdateMetadata for t-0: leader %d, leader epoch %d (sent: %v), want leader 3 at leader epoch %d", leader, epoch, ok, st.LeaderEpoch)
+			got := umState(tc.drain(1), 0)
+			if got == nil || got.Leader != 3 || got.LeaderEpoch != st.LeaderEpoch {
+				t.Errorf("broker 1's UpdateMetadata for t-0: %+v, want leader 3 at leader epoch %d", got, st.LeaderEpoch)
 			}
 		})
 	}

@@ -52,6 +52,26 @@ func TestDecisionsReadTheStateFresh(t *testing.T) {
 	}
 }
 
+// electionsFrom2To3 are the three ways a controller moves t-0's leadership
+// from broker 2 to broker 3 (ISR [2 3], each with the assignment its
+// election needs): a failure, a controlled shutdown, a preferred election.
+var electionsFrom2To3 = []struct {
+	name   string
+	assign []int32
+	act    func(tc *testCluster)
+}{
+	{"offline election", []int32{2, 3}, func(tc *testCluster) { tc.kill(2) }},
+	{"controlled shutdown", []int32{2, 3}, func(tc *testCluster) {
+		if code := tc.shutdown(2); code != 0 {
+			tc.t.Fatalf("controlled shutdown of 2: error %d", code)
+		}
+	}},
+	{"preferred election", []int32{3, 2}, func(tc *testCluster) {
+		tc.zk.put(zkdata.PreferredElectionPath, zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: "t", Partition: 0}}))
+		tc.process(evPreferred{gen: tc.c.gen})
+	}},
+}
+
 // A state write whose answer was lost with its connection is re-issued by
 // retryRequestsUntilConnected; when the first attempt had landed the resend
 // meets BADVERSION, and PartitionStateMachine.electLeaderForPartitions
@@ -59,23 +79,7 @@ func TestDecisionsReadTheStateFresh(t *testing.T) {
 // epoch + 1 once more) and the LeaderAndIsr for that one. Before, the node
 // took the re-read state as its own and sent the first epoch.
 func TestLandedStateWriteIsElectedAgain(t *testing.T) {
-	tests := []struct {
-		name   string
-		assign []int32
-		act    func(tc *testCluster)
-	}{
-		{"offline election", []int32{2, 3}, func(tc *testCluster) { tc.kill(2) }},
-		{"controlled shutdown", []int32{2, 3}, func(tc *testCluster) {
-			if code := tc.shutdown(2); code != 0 {
-				tc.t.Fatalf("controlled shutdown of 2: error %d", code)
-			}
-		}},
-		{"preferred election", []int32{3, 2}, func(tc *testCluster) {
-			tc.zk.put(zkdata.PreferredElectionPath, zkdata.EncodeTopicPartitions([]zkdata.TopicPartition{{Topic: "t", Partition: 0}}))
-			tc.process(evPreferred{gen: tc.c.gen})
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range electionsFrom2To3 {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := newTestCluster(t, "", []int32{1, 2, 3}, map[int32][]int32{0: tt.assign}, map[int32]*zkdata.PartitionState{0: ps(2, 0, 2, 3)})
 			tc.elect()

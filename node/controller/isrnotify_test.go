@@ -9,25 +9,33 @@ import (
 	"github.com/zkchaos/zkchaos/node/zkdata"
 )
 
-// umISR returns the ISR that broker id's queued UpdateMetadata requests
-// last carried for partition p of topic t, and whether any carried it.
-func umISR(reqs []kmsg.Request, p int32) ([]int32, bool) {
-	var isr []int32
-	found := false
+// umState returns the partition state broker id's queued UpdateMetadata
+// requests last carried for partition p of topic t (nil if none did).
+func umState(reqs []kmsg.Request, p int32) *kmsg.UpdateMetadataRequestTopicPartition {
+	var got *kmsg.UpdateMetadataRequestTopicPartition
 	for _, r := range reqs {
 		um, ok := r.(*kmsg.UpdateMetadataRequest)
 		if !ok {
 			continue
 		}
 		for _, ts := range um.TopicStates {
-			for _, st := range ts.PartitionStates {
+			for i, st := range ts.PartitionStates {
 				if ts.Topic == "t" && st.Partition == p {
-					isr, found = st.ISR, true
+					got = &ts.PartitionStates[i]
 				}
 			}
 		}
 	}
-	return isr, found
+	return got
+}
+
+// umISR returns the ISR that broker id's queued UpdateMetadata requests
+// last carried for partition p of topic t, and whether any carried it.
+func umISR(reqs []kmsg.Request, p int32) ([]int32, bool) {
+	if st := umState(reqs, p); st != nil {
+		return st.ISR, true
+	}
+	return nil, false
 }
 
 // KafkaController.processIsrChangeNotification deletes exactly the
