@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -657,20 +658,10 @@ func leadersAmong(ctx context.Context, parts Partitions, ts []Target) []Target {
 // waitReached polls until node reports reaching window name or within
 // passes.
 func waitReached(ctx context.Context, fps Failpoints, id int, name string, since time.Time, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if ok, _ := fps.FailpointReached(ctx, id, name, since); ok {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return ctxsleep.Until(ctx, within, 100*time.Millisecond, func() bool {
+		ok, _ := fps.FailpointReached(ctx, id, name, since)
+		return ok
+	})
 }
 
 func pickFP(ts []Target, pick int) (Target, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/docker"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // Target is one container a fault can hit, named as history names it
@@ -268,20 +269,10 @@ var stopSettle = time.Second
 // seenStopped reports whether c's process is seen stopped by a signal
 // (want) or not stopped (!want) within stopSettle.
 func (n *Nemesis) seenStopped(ctx context.Context, c *docker.Container, want bool) bool {
-	deadline := time.Now().Add(stopSettle)
-	for {
-		if got, err := n.engine().stopped(ctx, c); err == nil && got == want {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return ctxsleep.Until(ctx, stopSettle, 20*time.Millisecond, func() bool {
+		got, err := n.engine().stopped(ctx, c)
+		return err == nil && got == want
+	})
 }
 
 // undoTimeout bounds the undo of a fault whose injection failed.

@@ -24,3 +24,18 @@ func For(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// Until checks cond every interval until it holds, within has passed, or
+// ctx ends, and says whether cond held; cond is checked at least once, and
+// once more at the deadline.
+func Until(ctx context.Context, within, every time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) || !For(ctx, every) {
+			return false
+		}
+	}
+}
