@@ -323,6 +323,13 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 	if len(l.isr) == 0 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
+	// Only the first sign of the leadership carries the ISR it was
+	// elected with: a later state at the same leader epoch is the
+	// leader's own ISR change (a shrink to itself after its election
+	// from an ISR that kept the records elects nobody).
+	if i := slices.IndexFunc(p.leaders, func(o unflushedLeader) bool { return o.node == l.node && o.epoch == l.epoch }); i >= 0 && p.leaders[i].idx != l.idx {
+		return nil
+	}
 	exposed := p.exposedAt(l.time)
 	var in []unflushedExposure
 	for _, m := range l.isr {

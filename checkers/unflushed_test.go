@@ -844,3 +844,99 @@ func TestFollowerTruncationUnflushedLeaderSinceCut(t *testing.T) {
 			}},
 	})
 }
+
+// The producer-state checker counts a quorum loss's leadership from its
+// broker's restart: the restarted broker acts on its LeaderAndIsr, and
+// appends the client's next batch under its new producer epoch, before
+// its role change or the state is logged. Brokers 1 and 2 lead and follow
+// t-0 at leader epoch 1 and commit p0-1 at offset 4; crash-lose-unflushed
+// cuts both logs to 2; broker 2, started again, appends p0-2 at offset 2
+// under producer epoch 1 at leader epoch 2, then the state electing it and
+// its role change are logged. Without the crashes, or with broker 2 cut
+// above the batch, the new producer epoch is a violation.
+func TestProducerContinuityUnflushedQuorumAppendFirst(t *testing.T) {
+	type variant struct {
+		crash bool
+		cutTo int64
+	}
+	build := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 10, 1, 2)
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			idemInvoke(b, 0, "p0-1")
+			app := pAppend(b, 1, 4, 4, 1, pbatch(7, 0), "p0-1")
+			pAck(b, 1, 4, 4, 1)
+			ok := idemDone(b, 0, "p0-1", history.OpOK, 4, 0)
+			idemInvoke(b, 0, "p0-2")
+			if v.crash {
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				cutLog(b, 1, 8, 2)
+				cutLog(b, 2, 8, v.cutTo)
+			}
+			b.Start(2)
+			if v.crash {
+				restart(b, "f2", "n2")
+			}
+			pb := pbatch(7, 0)
+			pb.Epoch = 1
+			again := pAppend(b, 2, 2, 2, 2, pb, "p0-2")
+			b.State(tp0, 2, 2, 1, 11, 2)
+			roleEv(b, 2, history.RoleLeader, 2, 2, 2)
+			idemDone(b, 0, "p0-2", history.OpOK, 2, 0)
+			return []int{app, ok, again}
+		}
+	}
+	runCases(t, ProducerContinuity{}, []tcase{
+		{name: "a quorum lost the batch and the restarted broker appended before its election was logged", want: Valid,
+			explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+				build(variant{crash: true, cutTo: 2})(b)
+				return nil
+			}},
+		{name: "no crash", want: Invalid, explain: "appended under a new producer id 7 (epoch 1)", build: build(variant{})},
+		{name: "the new leader's cut left the batch", want: Invalid, explain: "appended under a new producer id 7 (epoch 1)", build: build(variant{crash: true, cutTo: 6})},
+	})
+}
+
+// A loss's leadership counts from its broker's restart only once the
+// loss's crashes have all happened: a crash after what a checker judges
+// explains nothing of it. Broker 2 leads t-0 at leader epoch 1 with ISR
+// [1 2 3]; crash-lose-unflushed cuts broker 1's log from 200 to 0; broker
+// 1, started again, is elected at epoch 2 with ISR [1 2 3], and broker 3,
+// whose high watermark was 188, truncates to 0 under it: brokers 2 and 3
+// kept the records, so that is a violation. Only afterwards does
+// crash-lose-unflushed hit broker 2 too, and broker 1, still leading at
+// epoch 2 (a quorum of exposed replicas, one leading), shrinks its ISR to
+// itself: that quorum loss came after the truncation.
+func TestFollowerTruncationUnflushedLaterCrash(t *testing.T) {
+	// story is broker 1's exposed election and broker 3's truncation under
+	// it; later runs after it.
+	story := func(later func(b *hb.Builder)) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 2, 1, 1, 10, 1, 2, 3)
+			hw := hwEv(b, 3, 0, 188, 1, 200)
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 200, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(tp0, 1, 2, 1, 11, 1, 2, 3)
+			tr := truncEv(b, 3, 200, 0, 2, "leader-epoch (leader's end offset 0 for epoch 1, ours 200)")
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2, 3)
+			later(b)
+			return []int{hw, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the second crash came after the truncation", want: Invalid, explain: "truncated t-0 from 200 to 0", build: story(func(b *hb.Builder) {
+			crashUnflushed(b, "f2", "n2")
+			cutLog(b, 2, 200, 0)
+			b.State(tp0, 1, 2, 1, 12, 1)
+		})},
+		// Broker 1's ISR shrink to itself at the same leader epoch is no
+		// election: the ISR it was elected with held brokers 2 and 3,
+		// which kept the records.
+		{name: "the exposed leader later shrank its ISR to itself", want: Invalid, explain: "truncated t-0 from 200 to 0", build: story(func(b *hb.Builder) {
+			b.State(tp0, 1, 2, 1, 12, 1)
+		})},
+	})
+}
