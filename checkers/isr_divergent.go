@@ -333,7 +333,9 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 	}
 	theirs2 := w.how(mk, o, theirs.epoch, e.Index, &evs)
 	mine2 := w.how(lk, o, mine.epoch, e.Index, &evs)
-	if in := w.quorum.ledBy(tp, e.Node, l.epoch); in != nil && in.elected.time <= e.Time {
+	// The leadership counts from its broker's restart, as truncation's and
+	// producer-state's do (unflushedLoss.inForceAt).
+	if in := w.quorum.ledBy(tp, e.Node, l.epoch); in != nil && in.inForceAt(e.Time) {
 		// The leader came back without the suffix a quorum's page caches
 		// held, and the member that kept it could not tell (KIP-101's
 		// epochs match nothing the leader still has).

@@ -315,6 +315,36 @@ func (p *unflushedPartition) exposedAt(t int64) []unflushedExposure {
 	return in
 }
 
+// ledSinceCrash reports whether leadership l's broker already led at l's
+// leader epoch after its crash x and before t, when a quorum of exposed
+// replicas formed: that leadership began with the broker alone exposed,
+// from whatever ISR it was elected with, so a later sign of it (a state
+// the leader writes when it changes its ISR, at the same epoch) is no
+// election by the quorum; the rules of one exposed broker judge it.
+func (p *unflushedPartition) ledSinceCrash(l unflushedLeader, x unflushedExposure, t int64) bool {
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for _, o := range ls {
+			if o.node == l.node && o.epoch == l.epoch && o.time >= x.crash.start.Time && o.time < t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstSign reports whether l is the first sign of its broker leading at
+// its leader epoch: only that one carries the ISR it was elected with. A
+// later state at the same leader epoch is the leader's own ISR change (a
+// shrink to itself, after its election from an ISR that kept the records,
+// elects nobody).
+// Signs before since (the broker's crash) are not looked at: a leadership
+// at the same epoch before it is another rule's (leaderLoss), or a topic
+// of the same name before it was deleted.
+func (p *unflushedPartition) firstSign(l unflushedLeader, since int64) bool {
+	i := slices.IndexFunc(p.leaders, func(o unflushedLeader) bool { return o.node == l.node && o.epoch == l.epoch && o.time >= since })
+	return i < 0 || p.leaders[i].idx == l.idx
+}
+
 // isrLoss returns the loss of leadership l when every member of the ISR it
 // was elected with was exposed at its election, by a crash after after:
 // none of them held what they lost, so the controller could elect no
@@ -323,18 +353,14 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 	if len(l.isr) == 0 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
-	// Only the first sign of the leadership carries the ISR it was
-	// elected with: a later state at the same leader epoch is the
-	// leader's own ISR change (a shrink to itself after its election
-	// from an ISR that kept the records elects nobody).
-	if i := slices.IndexFunc(p.leaders, func(o unflushedLeader) bool { return o.node == l.node && o.epoch == l.epoch }); i >= 0 && p.leaders[i].idx != l.idx {
-		return nil
-	}
 	exposed := p.exposedAt(l.time)
 	var in []unflushedExposure
 	for _, m := range l.isr {
 		i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == m && x.crash.start.Time > after })
 		if i < 0 {
+			return nil
+		}
+		if m == l.node && !p.firstSign(l, exposed[i].crash.start.Time) {
 			return nil
 		}
 		in = append(in, exposed[i])
@@ -391,6 +417,9 @@ func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, acce
 				}
 				for _, x := range in {
 					if l.node != x.crash.node || l.time >= x.until {
+						continue
+					}
+					if quorum && p.ledSinceCrash(l, x, t) {
 						continue
 					}
 					var loss *unflushedLoss
@@ -626,6 +655,9 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 					continue
 				}
 				if quorum {
+					if p.ledSinceCrash(l, in[i], t) {
+						break
+					}
 					return &unflushedLoss{in: in, elected: l}
 				}
 				if loss := p.isrLoss(l, math.MinInt64); loss != nil {

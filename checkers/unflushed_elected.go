@@ -38,6 +38,9 @@ func (p *unflushedPartition) electedLoss(l unflushedLeader, after, offset int64)
 		return nil
 	}
 	x := exposed[i]
+	if !p.firstSign(l, x.crash.start.Time) {
+		return nil
+	}
 	if cut := x.crash.cuts[p.tp]; offset >= 0 && (cut == nil || offset < cut.To || offset >= cut.From) {
 		return nil
 	}

@@ -940,3 +940,58 @@ func TestFollowerTruncationUnflushedLaterCrash(t *testing.T) {
 		})},
 	})
 }
+
+// A quorum loss needs a leadership that began while the quorum was
+// exposed: a broker elected after its own crash from an ISR that kept the
+// records is not excused when another member's crash later makes a quorum
+// of exposed replicas, whether the state at its epoch is logged before or
+// after what the ISR checker judges. Brokers 1-3 replicate t-0; broker 1
+// leads at epoch 1 and appends 5-7 uncommitted; crash-lose-unflushed hits
+// broker 2, which restarts and is elected at epoch 2 with ISR [2 3],
+// appends 5-9 and takes broker 1 in while broker 1 still holds its own
+// 5-7. With broker 3 crashed too before the election it is the quorum's
+// known anomaly; with broker 3 crashed only after the role change it is a
+// violation.
+func TestISRDivergentUnflushedQuorumAfterElection(t *testing.T) {
+	type variant struct{ thirdFirst, stateBeforeJoin bool }
+	story := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			started(b, 1, 2, 3)
+			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2, 3)
+			roleISR(b, 3, history.RoleFollower, 1, 1, 1, 2, 3)
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+			hwMove(b, 1, 0, 5, 1)
+			hwMove(b, 2, 0, 5, 1)
+			appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+			crashUnflushed(b, "f2", "n2")
+			if v.thirdFirst {
+				crashUnflushed(b, "f3", "n3")
+			}
+			b.Start(2)
+			roleISR(b, 2, history.RoleLeader, 2, 2, 2, 3)
+			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+			hwMove(b, 2, 5, 10, 2)
+			roleISR(b, 1, history.RoleFollower, 2, 2, 2, 3)
+			if !v.thirdFirst {
+				crashUnflushed(b, "f3", "n3")
+			}
+			if v.stateBeforeJoin {
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+			}
+			join := isrChange(b, 2, history.ISRExpand, 2, []int32{2, 3}, []int32{1, 2, 3})
+			if !v.stateBeforeJoin {
+				b.State(tp0, 2, 2, 1, 11, 1, 2, 3)
+			}
+			return []int{join}
+		}
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "both crashed before the election", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(variant{thirdFirst: true})(b)
+			return nil
+		}},
+		{name: "the third crashed after the election, the state logged after the join", want: Invalid, explain: "took broker 1 into its ISR", build: story(variant{})},
+		{name: "the third crashed after the election, the state logged before the join", want: Invalid, explain: "took broker 1 into its ISR", build: story(variant{stateBeforeJoin: true})},
+	})
+}
