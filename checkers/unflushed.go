@@ -130,6 +130,11 @@ type unflushedPartition struct {
 	// in log order: a leader acts on LeaderAndIsr before it logs the
 	// request, and clients may write to it in between.
 	appends []unflushedLeader
+	// followed is each sign of a broker following the leader of an epoch,
+	// in log order: its own truncation at that epoch (not a crash's cut
+	// or start-up recovery), or that leader taking it into its ISR. Its
+	// log then descends from that leader's.
+	followed []unflushedLeader
 }
 
 // unflushedLeader is evidence that node led the partition at epoch from
@@ -155,7 +160,14 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 		idx  int
 	}
 	joins := map[history.TopicPartition][]join{}
-	for e := range eventsOf(h, history.KindISRChange) {
+	followed := map[history.TopicPartition][]unflushedLeader{}
+	for e := range eventsOf(h, history.KindISRChange, history.KindTruncation) {
+		if t := e.Truncation; t != nil {
+			if !isUnflushedLoss(t) && !isRecovery(t) {
+				followed[t.TP()] = append(followed[t.TP()], unflushedLeader{e.Node, t.LeaderEpoch, e.Time, e.Index, nil})
+			}
+			continue
+		}
 		c := e.ISR
 		if c == nil || c.Action != history.ISRExpand || c.Outcome != history.ZKOK {
 			continue
@@ -163,6 +175,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 		for _, n := range c.New {
 			if !slices.Contains(c.Old, n) {
 				joins[c.TP()] = append(joins[c.TP()], join{n, e.Time, e.Index})
+				followed[c.TP()] = append(followed[c.TP()], unflushedLeader{n, c.LeaderEpoch, e.Time, e.Index, nil})
 			}
 		}
 	}
@@ -211,7 +224,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 			}
 		}
 		slices.SortStableFunc(ls, func(a, b unflushedLeader) int { return cmp.Compare(a.time, b.time) })
-		p := &unflushedPartition{tp: tp, states: states, leaders: ls, appends: appends[tp]}
+		p := &unflushedPartition{tp: tp, states: states, leaders: ls, appends: appends[tp], followed: followed[tp]}
 		for _, c := range crashes {
 			held := true
 			for _, s := range states {
@@ -718,8 +731,8 @@ func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLo
 // ledBetween returns a loss of tp whose exposed leader was elected after
 // since and no later than at, at a leader epoch below epoch, or nil: a
 // replica that followed no leader since then still holds the log from
-// before it, and every leader after that election descends from the
-// exposed one, so what it cuts from that log was lost there.
+// before it, and when every leader after that election descends from the
+// exposed one (descended), what it cuts from that log was lost there.
 func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64) *unflushedLoss {
 	q.load()
 	p := q.parts[tp]
@@ -730,9 +743,31 @@ func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since,
 		if l.epoch >= epoch || l.time <= since || l.time > at {
 			continue
 		}
-		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at {
+		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at && p.descended(loss.elected, epoch, at) {
 			return loss
 		}
 	}
 	return nil
+}
+
+// descended reports whether every broker other than exposed's that led
+// the partition after exposed's election, at an epoch above it and below
+// epoch (up to at), had followed a leader of an epoch from exposed's on
+// since that election (a truncation of its own at that epoch, or that
+// leader taking it into its ISR) before it led: it then led with a log
+// descended from the exposed one's. A broker that never followed since
+// kept the log from before, with the records the exposed leader lost, and
+// whoever followed it got them back.
+func (p *unflushedPartition) descended(exposed unflushedLeader, epoch int32, at int64) bool {
+	for _, o := range p.leaders {
+		if o.node == exposed.node || o.epoch <= exposed.epoch || o.epoch >= epoch || o.time > at {
+			continue
+		}
+		if !slices.ContainsFunc(p.followed, func(f unflushedLeader) bool {
+			return f.node == o.node && f.epoch >= exposed.epoch && f.epoch < o.epoch && f.time >= exposed.time && f.time <= o.time
+		}) {
+			return false
+		}
+	}
+	return true
 }

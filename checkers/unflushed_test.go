@@ -802,7 +802,7 @@ func TestFollowerTruncationUnflushedLeaderSinceCut(t *testing.T) {
 			truncEv(b, 3, 131, 0, 11, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
 		}
 		b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
-			Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, Outcome: history.ZKOK}})
+			Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, LeaderEpoch: 11, Outcome: history.ZKOK}})
 		if v.keeperBetween {
 			b.State(tp0, 3, 12, 1, 13, 3, 2)
 			b.State(tp0, 2, 13, 1, 14, 2, 3)
@@ -993,5 +993,59 @@ func TestISRDivergentUnflushedQuorumAfterElection(t *testing.T) {
 		}},
 		{name: "the third crashed after the election, the state logged after the join", want: Invalid, explain: "took broker 1 into its ISR", build: story(variant{})},
 		{name: "the third crashed after the election, the state logged before the join", want: Invalid, explain: "took broker 1 into its ISR", build: story(variant{stateBeforeJoin: true})},
+	})
+}
+
+// A follower's cut under a leader descended from an exposed election is
+// that election's loss only when every leader since descends from it: a
+// replica that kept the records (it never followed the exposed leader)
+// and led in between gave them back to whoever followed it. Broker 3
+// leads t-0 at leader epoch 9 and broker 1 holds high watermark 130;
+// crash-lose-unflushed cuts broker 2's log from 131 to 0 and the
+// controller elects it at epoch 10 with ISR [2] (lost-unflushed-isr).
+// Broker 3 then leads at epoch 11, and broker 2 follows it; broker 2 leads
+// again at epoch 12, and broker 1, down since epoch 9, truncates from 131
+// to 0 under it. When broker 3 had truncated under broker 2 at epoch 10
+// and been taken into its ISR, its leadership descends from the exposed
+// election and the cut is that known anomaly; when it never followed
+// broker 2, it held the records and the cut is a violation.
+func TestFollowerTruncationUnflushedKeeperLedBetween(t *testing.T) {
+	story := func(descends bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 9, 1, 10, 1, 2, 3)
+			roleEv(b, 1, history.RoleFollower, 3, 9, 1, 2, 3)
+			hwEv(b, 1, 0, 130, 9, 131)
+			ckpt := checkpoint(b, 1, nil, cpe(0, 130))
+			crashUnflushed(b, "f1", "n2")
+			cutLog(b, 2, 131, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+			b.State(tp0, 2, 10, 1, 11, 2)
+			roleEv(b, 2, history.RoleLeader, 2, 10, 2)
+			b.Start(3)
+			if descends {
+				roleEv(b, 3, history.RoleFollower, 2, 10, 2)
+				truncEv(b, 3, 131, 0, 10, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+				b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+					Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, LeaderEpoch: 10, Outcome: history.ZKOK}})
+				b.State(tp0, 2, 10, 1, 12, 2, 3)
+			}
+			b.State(tp0, 3, 11, 1, 13, 3, 2)
+			roleEv(b, 3, history.RoleLeader, 3, 11, 3, 2)
+			roleEv(b, 2, history.RoleFollower, 3, 11, 3, 2)
+			b.State(tp0, 2, 12, 1, 14, 2, 3)
+			roleEv(b, 2, history.RoleLeader, 2, 12, 2, 3)
+			b.Start(1)
+			roleEv(b, 1, history.RoleFollower, 2, 12, 2, 3)
+			tr := truncEv(b, 1, 131, 0, 12, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the leader in between had followed the exposed leader", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "the leader in between kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(false)},
 	})
 }
