@@ -312,7 +312,7 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 		}
 	}
 	excusedDivergent := 0
-	unflushed := d.unflushedQuorum(h)
+	unflushed := d.unflushedQuorum(h, ops)
 	for i, dv := range d.divergent {
 		if uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[0]}] || uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[1]}] {
 			// One of the values is a record an unclean election cost:

@@ -1049,3 +1049,89 @@ func TestFollowerTruncationUnflushedKeeperLedBetween(t *testing.T) {
 		{name: "the leader in between kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(false)},
 	})
 }
+
+// An offset read with two values across an exposed election is that
+// election's loss when the first value was written before the crash,
+// although it was read only after it (from a replica that kept it, before
+// the exposed broker led). The shape of an every-fix-on run of
+// crash-lose-unflushed, bounce-node and kill-node: broker 1 leads chaos-0
+// at leader epoch 2 with ISR [1 2 3] and holds "p2-246" at offset 0;
+// crash-lose-unflushed cuts broker 2's log from 3 to 0; a read from broker
+// 1 still sees "p2-246"; with brokers 1 and 3 down the controller elects
+// broker 2 at epoch 3 with ISR [2] (lost-unflushed-isr), which writes
+// "p19-491" at offset 0. The first value written after the crash, the
+// first read after the exposed election, or no crash, leave the two values
+// a violation.
+func TestDurabilityUnflushedReadAfterCrash(t *testing.T) {
+	type variant struct {
+		crash, acked, writtenAfter, readAfterElection bool
+	}
+	build := func(v variant) func(b *hb.Builder) {
+		return func(b *hb.Builder) {
+			b.State(tp0, 1, 2, 1, 10, 1, 2, 3)
+			write := func() {
+				if v.acked {
+					produceOK(b, 2, "p2-246", 0)
+					return
+				}
+				b.Produce(2, tp0, "p2-246")
+				b.Complete(2, history.OpInfo, tp0, history.FProduce, -1)
+			}
+			if !v.writtenAfter {
+				write()
+			}
+			if v.crash {
+				crashUnflushed(b, "f2", "n2")
+				cutLog(b, 2, 3, 0)
+			}
+			b.Start(2)
+			if v.crash {
+				restart(b, "f2", "n2")
+			}
+			if v.writtenAfter {
+				write()
+			}
+			read := func() { b.ReadBack(5, tp0, 0, false, hb.Rec(0, "p2-246")) }
+			if !v.readAfterElection {
+				read()
+			}
+			b.State(tp0, 2, 3, 1, 11, 2)
+			roleEv(b, 2, history.RoleLeader, 2, 3, 2)
+			if v.readAfterElection {
+				read()
+			}
+			produceOK(b, 19, "p19-491", 0)
+			finalRead(b, hb.Rec(0, "p19-491"))
+		}
+	}
+	cases := []struct {
+		name string
+		v    variant
+		want Verdict
+	}{
+		{"unacknowledged, read after the crash and before the exposed election: known anomaly", variant{crash: true}, Valid},
+		{"acknowledged, read after the crash and before the exposed election: known anomaly", variant{crash: true, acked: true}, Valid},
+		{"no crash: violation", variant{}, Invalid},
+		{"written after the crash: violation", variant{crash: true, writtenAfter: true}, Invalid},
+		{"read after the exposed election: violation", variant{crash: true, readAfterElection: true}, Invalid},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := verdictOf(t, Durability{}, build(c.v), c.want)
+			if c.want == Invalid {
+				if !strings.Contains(r.Explanation, `offset 0 of t-0 was read with two values: "p2-246"`) {
+					t.Errorf("explanation %q does not name the two values", r.Explanation)
+				}
+				return
+			}
+			if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+				t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+			}
+			for _, want := range []string{"broker 2 crashed at", "broker 2 led at leader epoch 3 elected with ISR [2]"} {
+				if !strings.Contains(r.Known[0].Example, want) {
+					t.Errorf("%q does not say %q", r.Known[0].Example, want)
+				}
+			}
+		})
+	}
+}
