@@ -329,15 +329,19 @@ func (p *unflushedPartition) exposedAt(t int64) []unflushedExposure {
 }
 
 // ledSinceCrash reports whether leadership l's broker already led at l's
-// leader epoch after its crash x and before t, when a quorum of exposed
-// replicas formed: that leadership began with the broker alone exposed,
-// from whatever ISR it was elected with, so a later sign of it (a state
-// the leader writes when it changes its ISR, at the same epoch) is no
-// election by the quorum; the rules of one exposed broker judge it.
+// leader epoch after its restart from crash x and before t, when a quorum
+// of exposed replicas formed: that leadership began with the broker alone
+// exposed, from whatever ISR it was elected with, so a later sign of it (a
+// state the leader writes when it changes its ISR, at the same epoch) is
+// no election by the quorum; the rules of one exposed broker judge it. A
+// state naming the broker while it was down is no leading: a controller
+// that has not yet seen its session end rewrites its leadership (removing
+// another offline replica from the ISR, a leader epoch up), and the
+// restarted process leads at that epoch only once it is told.
 func (p *unflushedPartition) ledSinceCrash(l unflushedLeader, x unflushedExposure, t int64) bool {
 	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
 		for _, o := range ls {
-			if o.node == l.node && o.epoch == l.epoch && o.time >= x.crash.start.Time && o.time < t {
+			if o.node == l.node && o.epoch == l.epoch && o.time >= x.crash.restart && o.time < t {
 				return true
 			}
 		}

@@ -1135,3 +1135,51 @@ func TestDurabilityUnflushedReadAfterCrash(t *testing.T) {
 		})
 	}
 }
+
+// A state naming a down broker leader is no leading: a quorum that forms
+// before the broker restarts and leads at that epoch is the loss. Broker 3
+// leads chaos-0 at leader epoch 7 with ISR [1 2 3] (broker 1's high
+// watermark 425); crash-lose-unflushed cuts broker 3's log from 429 to 0
+// while it is down; a controller that has not seen broker 3's session end
+// removes the killed broker 1 from the ISR (broker 3, epoch 8, ISR [2 3]);
+// crash-lose-unflushed then cuts broker 2's log; broker 3, started again,
+// leads at epoch 8 and broker 1 truncates from 429 to 0 under it
+// (lost-unflushed-quorum). With broker 3 started and leading at epoch 8
+// before broker 2's crash, it was elected with broker 2 keeping the
+// records: a violation.
+func TestFollowerTruncationUnflushedQuorumStateWhileDown(t *testing.T) {
+	story := func(ledFirst bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 7, 1, 10, 1, 2, 3)
+			hwEv(b, 1, 0, 425, 7, 429)
+			hw := checkpoint(b, 1, nil, cpe(0, 425))
+			crashUnflushed(b, "f3", "n3")
+			cutLog(b, 3, 429, 0)
+			b.Fault(true, "k1", "kill", "n1")
+			b.State(tp0, 3, 8, 1, 11, 2, 3)
+			if ledFirst {
+				b.Start(3)
+				roleEv(b, 3, history.RoleLeader, 3, 8, 2, 3)
+			}
+			crashUnflushed(b, "f2", "n2")
+			cutLog(b, 2, 425, 0)
+			if !ledFirst {
+				b.Start(3)
+			}
+			b.Start(1)
+			tr := truncEv(b, 1, 429, 0, 8, "leader-epoch (leader's end offset 0 for epoch 7, ours 429)")
+			roleEv(b, 1, history.RoleFollower, 3, 8, 2, 3)
+			if !ledFirst {
+				roleEv(b, 3, history.RoleLeader, 3, 8, 2, 3)
+			}
+			return []int{hw, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the state was written while the leader was down", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(false)(b)
+			return nil
+		}},
+		{name: "the restarted leader led before the second crash", want: Invalid, explain: "truncated t-0 from 429 to 0", build: story(true)},
+	})
+}
