@@ -740,11 +740,14 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	return nil
 }
 
-// firstExposed returns when the earliest exposed election of loss's
-// crashes on tp took place: a broker elected again from an ISR of crashed
-// brokers (a controller's ISR change, one leader epoch up) is exposed for
-// the same records, and what a follower fetched between the two came
-// from the exposed leader, not from before the loss.
+// firstExposed returns when the earliest exposed election of the crash
+// of loss's elected broker on tp took place: a broker elected again from
+// an ISR of crashed brokers (a controller's ISR change, one leader epoch
+// up) is exposed for the same records, and what a follower fetched
+// between the two came from the exposed leader, not from before the loss.
+// An earlier election of another broker whose crash the loss also lists
+// (a quorum's) is not that: the loss's elected broker lost, in its own
+// crash, what that other leadership had written since.
 func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLoss) int64 {
 	q.load()
 	first := loss.elected.time
@@ -752,15 +755,18 @@ func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLo
 	if p == nil {
 		return first
 	}
-	shares := func(l *unflushedLoss) bool {
-		for _, a := range l.in {
-			for _, b := range loss.in {
-				if a.crash.start == b.crash.start {
-					return true
-				}
+	electedCrash := func(l *unflushedLoss) *history.Event {
+		for _, x := range l.in {
+			if x.crash.node == l.elected.node {
+				return x.crash.start
 			}
 		}
-		return false
+		return nil
+	}
+	mine := electedCrash(loss)
+	shares := func(l *unflushedLoss) bool {
+		c := electedCrash(l)
+		return c != nil && c == mine
 	}
 	for _, l := range p.leaders {
 		if other := q.ledBy(tp, l.node, l.epoch); other != nil && other.elected.time < first && shares(other) {

@@ -1183,3 +1183,73 @@ func TestFollowerTruncationUnflushedQuorumStateWhileDown(t *testing.T) {
 		{name: "the restarted leader led before the second crash", want: Invalid, explain: "truncated t-0 from 429 to 0", build: story(true)},
 	})
 }
+
+// The follower's high watermark need predate only the exposed election of
+// the crash of the loss's own leader: a quorum loss that also lists an
+// older crash of another broker, which led since (an exposed election of
+// its own) and wrote the records the follower holds, does not date the
+// follower's records from that older election. The shape of an
+// every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 8, chaos-1): crash-lose-unflushed cuts broker 3's log, which is
+// elected at leader epoch 8 with ISR [3] and refills it; broker 1 follows
+// and reaches high watermark 300; broker 1 leads at epoch 10;
+// crash-lose-unflushed cuts broker 2's log from 368 to 0 and broker 2 is
+// elected at epoch 13 with ISR [2] (brokers 3, never taken back into an
+// ISR, and 2 exposed at once); broker 3 truncates under broker 2 and is
+// taken into its ISR, leads at epoch 14, and broker 1, down since epoch
+// 10, truncates from 368 to 0 under it. Without broker 2's crash the cut
+// is a violation.
+func TestFollowerTruncationUnflushedStaleQuorumExposure(t *testing.T) {
+	story := func(crash2 bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 7, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f3", "n3")
+			cutLog(b, 3, 453, 0)
+			b.Start(3)
+			restart(b, "f3", "n3")
+			b.State(tp0, 3, 8, 1, 11, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 8, 3)
+			roleEv(b, 1, history.RoleFollower, 3, 8, 3)
+			truncEv(b, 1, 453, 0, 8, "leader-epoch (leader's end offset 0 for epoch 7, ours 453)")
+			roleEv(b, 2, history.RoleFollower, 3, 8, 3)
+			truncEv(b, 2, 449, 0, 8, "leader-epoch (leader's end offset 0 for epoch 7, ours 449)")
+			b.Add(history.Event{Kind: history.KindISRChange, Node: 3, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+				Action: history.ISRExpand, Old: []int32{3}, New: []int32{1, 2, 3}, LeaderEpoch: 8, Outcome: history.ZKOK}})
+			b.State(tp0, 3, 8, 1, 12, 1, 2, 3)
+			hwEv(b, 1, 0, 300, 8, 368)
+			ckpt := checkpoint(b, 1, nil, cpe(0, 300))
+			b.State(tp0, 1, 10, 1, 13, 1, 2)
+			roleEv(b, 1, history.RoleLeader, 1, 10, 1, 2)
+			hwEv(b, 1, 300, 300, 10, 368)
+			if crash2 {
+				crashUnflushed(b, "f2", "n2")
+				cutLog(b, 2, 368, 0)
+			}
+			b.Start(2)
+			if crash2 {
+				restart(b, "f2", "n2")
+			}
+			b.State(tp0, 2, 13, 1, 14, 2)
+			roleEv(b, 2, history.RoleLeader, 2, 13, 2)
+			b.Start(3)
+			roleEv(b, 3, history.RoleFollower, 2, 13, 2)
+			truncEv(b, 3, 368, 0, 13, "leader-epoch (leader's end offset 0 for epoch 8, ours 368)")
+			b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+				Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, LeaderEpoch: 13, Outcome: history.ZKOK}})
+			b.State(tp0, 2, 13, 1, 15, 2, 3)
+			b.State(tp0, 3, 14, 1, 16, 2, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 14, 2, 3)
+			b.Start(1)
+			roleEv(b, 1, history.RoleFollower, 3, 14, 2, 3)
+			tr := truncEv(b, 1, 368, 0, 14, "leader-epoch (leader's end offset 0 for epoch 8, ours 368)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "broker 2's crash took the records broker 3 wrote after its own", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "no crash of broker 2", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(false)},
+	})
+}
