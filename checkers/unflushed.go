@@ -597,12 +597,14 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 	}
 	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
 	loss := p.quorumLoss(first.Time, dv.Offset, second.Time)
+	when := " in between"
 	if written, ok := u.written(tp, firstValue); loss == nil && ok && written < first.Time {
 		// The first value was written before it was first seen: a
 		// replica that kept it may have served it after the crash that
 		// cut it from the exposed broker, as long as that broker led only
 		// after the sighting.
 		loss = p.quorumLossWhere(written, dv.Offset, second.Time, func(l *unflushedLoss) bool { return l.elected.time > first.Time })
+		when = fmt.Sprintf(" after %q was written (its produce invoked at +%s), and the exposed broker led after the first read", firstValue, rel(written, u.t0))
 	}
 	if loss == nil {
 		return false
@@ -610,7 +612,7 @@ func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, 
 	who, evs := describeQuorumLoss(loss, u.t0)
 	u.divergent++
 	u.named(loss.name())
-	r.knownAnomaly(loss.name(), append(slices.Clone(dv.Events), evs...), "%s %s: %s.", text, loss.lostIt(" in between"), who)
+	r.knownAnomaly(loss.name(), append(slices.Clone(dv.Events), evs...), "%s %s: %s.", text, loss.lostIt(when), who)
 	return true
 }
 

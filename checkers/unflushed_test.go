@@ -1127,7 +1127,8 @@ func TestDurabilityUnflushedReadAfterCrash(t *testing.T) {
 			if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
 				t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
 			}
-			for _, want := range []string{"broker 2 crashed at", "broker 2 led at leader epoch 3 elected with ISR [2]"} {
+			for _, want := range []string{`had lost it with its unflushed suffix after "p2-246" was written (its produce invoked at +`, "and the exposed broker led after the first read",
+				"broker 2 crashed at", "broker 2 led at leader epoch 3 elected with ISR [2]"} {
 				if !strings.Contains(r.Known[0].Example, want) {
 					t.Errorf("%q does not say %q", r.Known[0].Example, want)
 				}
