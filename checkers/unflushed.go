@@ -313,19 +313,46 @@ func (l *unflushedLoss) how() string {
 	return "a quorum of its replicas lost their unflushed suffix at once"
 }
 
-// exposedAt lists the exposures in force at t, one per broker.
-func (p *unflushedPartition) exposedAt(t int64) []unflushedExposure {
+// exposedAt lists the exposures in force at t, one per broker, for
+// leadership l (nil at a crash's instant): its own broker stays exposed
+// across its re-elections, lacking what it lost.
+func (p *unflushedPartition) exposedAt(t int64, l *unflushedLeader) []unflushedExposure {
 	var in []unflushedExposure
 	brokers := map[int32]bool{}
+	epoch := int32(math.MaxInt32)
+	if l != nil {
+		epoch = l.epoch
+	}
 	for _, x := range p.exposures {
 		// A broker crashed before t lacks what it lost while it has not
 		// been taken back into an ISR.
-		if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
-			in = append(in, x)
-			brokers[x.crash.node] = true
+		if x.crash.start.Time > t || t >= x.until || brokers[x.crash.node] {
+			continue
 		}
+		if (l == nil || x.crash.node != l.node) && p.ledAfterRestart(x, epoch, t) {
+			continue
+		}
+		in = append(in, x)
+		brokers[x.crash.node] = true
 	}
 	return in
+}
+
+// ledAfterRestart reports whether x's broker led the partition after its
+// restart from x and before t, at an epoch below epoch: whatever that
+// leadership lost it lost then (the rules of its own election judge it),
+// and what it wrote as leader it holds, so a later crash of another
+// broker does not make a quorum of it, and it is no exposed member of a
+// later ISR. Not being taken back into an ISR says nothing of a leader.
+func (p *unflushedPartition) ledAfterRestart(x unflushedExposure, epoch int32, t int64) bool {
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for _, o := range ls {
+			if o.node == x.crash.node && o.epoch < epoch && o.time >= x.crash.restart && o.time < t {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ledSinceCrash reports whether leadership l's broker already led at l's
@@ -370,7 +397,7 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 	if len(l.isr) == 0 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
-	exposed := p.exposedAt(l.time)
+	exposed := p.exposedAt(l.time, &l)
 	var in []unflushedExposure
 	for _, m := range l.isr {
 		i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == m && x.crash.start.Time > after })
@@ -424,7 +451,7 @@ func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, acce
 			if t <= invoked {
 				continue
 			}
-			in := p.exposedAt(t)
+			in := p.exposedAt(t, nil)
 			if quorum != (len(in) >= 2) {
 				continue
 			}
@@ -702,7 +729,7 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	for _, quorum := range []bool{true, false} {
 		for _, at := range p.exposures {
 			t := at.crash.start.Time
-			in := p.exposedAt(t)
+			in := p.exposedAt(t, nil)
 			i := slices.IndexFunc(in, func(x unflushedExposure) bool { return x.crash.node == node })
 			if i < 0 || quorum != (len(in) >= 2) {
 				continue

@@ -32,7 +32,7 @@ func (p *unflushedPartition) electedLoss(l unflushedLeader, after, offset int64)
 	if len(l.isr) < 2 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
-	exposed := p.exposedAt(l.time)
+	exposed := p.exposedAt(l.time, &l)
 	i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == l.node && x.crash.start.Time > after })
 	if i < 0 {
 		return nil

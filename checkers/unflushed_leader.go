@@ -177,7 +177,7 @@ func (q *quorumLosses) ledAfterCut(tp history.TopicPartition, node, epoch int32,
 			if l.node != node || l.epoch != epoch || l.time < x.crash.start.Time || l.time >= x.until {
 				continue
 			}
-			if in := p.exposedAt(l.time); len(in) >= 2 {
+			if in := p.exposedAt(l.time, &l); len(in) >= 2 {
 				return &unflushedLoss{in: in, elected: l}, x
 			}
 			if loss := p.isrLoss(l, math.MinInt64); loss != nil {

@@ -1186,22 +1186,23 @@ func TestFollowerTruncationUnflushedQuorumStateWhileDown(t *testing.T) {
 }
 
 // The follower's high watermark need predate only the exposed election of
-// the crash of the loss's own leader: a quorum loss that also lists an
-// older crash of another broker, which led since (an exposed election of
-// its own) and wrote the records the follower holds, does not date the
-// follower's records from that older election. The shape of an
+// the crash of the loss's own leader, and a broker that led since its own
+// crash is exposed no more: it holds what it wrote. The shape of an
 // every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
 // (seed 8, chaos-1): crash-lose-unflushed cuts broker 3's log, which is
 // elected at leader epoch 8 with ISR [3] and refills it; broker 1 follows
 // and reaches high watermark 300; broker 1 leads at epoch 10;
 // crash-lose-unflushed cuts broker 2's log from 368 to 0 and broker 2 is
-// elected at epoch 13 with ISR [2] (brokers 3, never taken back into an
-// ISR, and 2 exposed at once); broker 3 truncates under broker 2 and is
-// taken into its ISR, leads at epoch 14, and broker 1, down since epoch
-// 10, truncates from 368 to 0 under it. Without broker 2's crash the cut
-// is a violation.
+// elected at epoch 13 with ISR [2] (lost-unflushed-isr: broker 3, never
+// taken back into an ISR but leading since its crash, is no exposed
+// replica of it); broker 3 truncates under broker 2 and is taken into its
+// ISR, leads at epoch 14, and broker 1, down since epoch 10, truncates
+// from 368 to 0 under it. Without broker 2's crash, or with broker 2
+// elected from ISR [2 3] (broker 3 kept what it wrote), the cut is a
+// violation.
 func TestFollowerTruncationUnflushedStaleQuorumExposure(t *testing.T) {
-	story := func(crash2 bool) func(b *hb.Builder) []int {
+	type variant struct{ crash2, keeperInISR bool }
+	story := func(v variant) func(b *hb.Builder) []int {
 		return func(b *hb.Builder) []int {
 			b.State(tp0, 3, 7, 1, 10, 1, 2, 3)
 			crashUnflushed(b, "f3", "n3")
@@ -1222,16 +1223,20 @@ func TestFollowerTruncationUnflushedStaleQuorumExposure(t *testing.T) {
 			b.State(tp0, 1, 10, 1, 13, 1, 2)
 			roleEv(b, 1, history.RoleLeader, 1, 10, 1, 2)
 			hwEv(b, 1, 300, 300, 10, 368)
-			if crash2 {
+			if v.crash2 {
 				crashUnflushed(b, "f2", "n2")
 				cutLog(b, 2, 368, 0)
 			}
 			b.Start(2)
-			if crash2 {
+			if v.crash2 {
 				restart(b, "f2", "n2")
 			}
-			b.State(tp0, 2, 13, 1, 14, 2)
-			roleEv(b, 2, history.RoleLeader, 2, 13, 2)
+			isr := []int32{2}
+			if v.keeperInISR {
+				isr = []int32{2, 3}
+			}
+			b.State(tp0, 2, 13, 1, 14, isr...)
+			roleEv(b, 2, history.RoleLeader, 2, 13, isr...)
 			b.Start(3)
 			roleEv(b, 3, history.RoleFollower, 2, 13, 2)
 			truncEv(b, 3, 368, 0, 13, "leader-epoch (leader's end offset 0 for epoch 8, ours 368)")
@@ -1247,10 +1252,11 @@ func TestFollowerTruncationUnflushedStaleQuorumExposure(t *testing.T) {
 		}
 	}
 	runCases(t, FollowerTruncation{}, []tcase{
-		{name: "broker 2's crash took the records broker 3 wrote after its own", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
-			story(true)(b)
+		{name: "broker 2's crash took the records broker 3 wrote after its own", want: Valid, explain: KnownLostUnflushedISR + " ×1", build: func(b *hb.Builder) []int {
+			story(variant{crash2: true})(b)
 			return nil
 		}},
-		{name: "no crash of broker 2", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(false)},
+		{name: "no crash of broker 2", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(variant{})},
+		{name: "broker 2 elected with broker 3, which kept what it wrote, in its ISR", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(variant{crash2: true, keeperInISR: true})},
 	})
 }
