@@ -340,35 +340,18 @@ func (p *unflushedPartition) exposedAt(t int64, l *unflushedLeader) []unflushedE
 
 // ledAfterRestart reports whether x's broker led the partition after its
 // restart from x and before t, at an epoch below epoch: whatever that
-// leadership lost it lost then (the rules of its own election judge it),
-// and what it wrote as leader it holds, so a later crash of another
-// broker does not make a quorum of it, and it is no exposed member of a
-// later ISR. Not being taken back into an ISR says nothing of a leader.
+// leadership lost it lost then, from whatever ISR it was elected with (the
+// rules of one exposed broker judge it), and what it wrote as leader it
+// holds, so a later crash of another broker does not make a quorum of it,
+// and it is no exposed member of a later ISR. Not being taken back into an
+// ISR says nothing of a leader. A state naming the broker while it was
+// down is no leading: a controller that has not yet seen its session end
+// rewrites its leadership (removing another offline replica from the ISR,
+// a leader epoch up), and the restarted process leads only once told.
 func (p *unflushedPartition) ledAfterRestart(x unflushedExposure, epoch int32, t int64) bool {
 	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
 		for _, o := range ls {
 			if o.node == x.crash.node && o.epoch < epoch && o.time >= x.crash.restart && o.time < t {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// ledSinceCrash reports whether leadership l's broker already led at l's
-// leader epoch after its restart from crash x and before t, when a quorum
-// of exposed replicas formed: that leadership began with the broker alone
-// exposed, from whatever ISR it was elected with, so a later sign of it (a
-// state the leader writes when it changes its ISR, at the same epoch) is
-// no election by the quorum; the rules of one exposed broker judge it. A
-// state naming the broker while it was down is no leading: a controller
-// that has not yet seen its session end rewrites its leadership (removing
-// another offline replica from the ISR, a leader epoch up), and the
-// restarted process leads at that epoch only once it is told.
-func (p *unflushedPartition) ledSinceCrash(l unflushedLeader, x unflushedExposure, t int64) bool {
-	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
-		for _, o := range ls {
-			if o.node == l.node && o.epoch == l.epoch && o.time >= x.crash.restart && o.time < t {
 				return true
 			}
 		}
@@ -461,9 +444,6 @@ func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, acce
 				}
 				for _, x := range in {
 					if l.node != x.crash.node || l.time >= x.until {
-						continue
-					}
-					if quorum && p.ledSinceCrash(l, x, t) {
 						continue
 					}
 					var loss *unflushedLoss
@@ -739,9 +719,6 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 					continue
 				}
 				if quorum {
-					if p.ledSinceCrash(l, in[i], t) {
-						break
-					}
 					return &unflushedLoss{in: in, elected: l}
 				}
 				if loss := p.isrLoss(l, math.MinInt64); loss != nil {
