@@ -805,16 +805,16 @@ func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since,
 }
 
 // descended reports whether every broker other than exposed's that led
-// the partition after exposed's election, at an epoch above it and below
-// epoch (up to at), had followed a leader of an epoch from exposed's on
-// since that election (a truncation of its own at that epoch, or that
-// leader taking it into its ISR) before it led: it then led with a log
-// descended from the exposed one's. A broker that never followed since
-// kept the log from before, with the records the exposed leader lost, and
-// whoever followed it got them back.
+// the partition after exposed's election, at an epoch above it up to
+// epoch (the follower's own leader's, up to at), had followed a leader of
+// an epoch from exposed's on since that election (a truncation of its own
+// at that epoch, or that leader taking it into its ISR) before it led: it
+// then led with a log descended from the exposed one's. A broker that
+// never followed since kept the log from before, with the records the
+// exposed leader lost, and whoever followed it got them back.
 func (p *unflushedPartition) descended(exposed unflushedLeader, epoch int32, at int64) bool {
 	for _, o := range p.leaders {
-		if o.node == exposed.node || o.epoch <= exposed.epoch || o.epoch >= epoch || o.time > at {
+		if o.node == exposed.node || o.epoch <= exposed.epoch || o.epoch > epoch || o.time > at {
 			continue
 		}
 		if !slices.ContainsFunc(p.followed, func(f unflushedLeader) bool {

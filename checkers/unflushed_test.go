@@ -1010,7 +1010,11 @@ func TestISRDivergentUnflushedQuorumAfterElection(t *testing.T) {
 // election and the cut is that known anomaly; when it never followed
 // broker 2, it held the records and the cut is a violation.
 func TestFollowerTruncationUnflushedKeeperLedBetween(t *testing.T) {
-	story := func(descends bool) func(b *hb.Builder) []int {
+	// underThird has broker 1 truncate under broker 3 at epoch 11, the
+	// broker that may have kept the records leading at the follower's
+	// own epoch, instead of under broker 2 at epoch 12.
+	type variant struct{ descends, underThird bool }
+	story := func(v variant) func(b *hb.Builder) []int {
 		return func(b *hb.Builder) []int {
 			b.State(tp0, 3, 9, 1, 10, 1, 2, 3)
 			roleEv(b, 1, history.RoleFollower, 3, 9, 1, 2, 3)
@@ -1020,10 +1024,19 @@ func TestFollowerTruncationUnflushedKeeperLedBetween(t *testing.T) {
 			cutLog(b, 2, 131, 0)
 			b.Start(2)
 			restart(b, "f1", "n2")
-			b.State(tp0, 2, 10, 1, 11, 2)
-			roleEv(b, 2, history.RoleLeader, 2, 10, 2)
+			if v.underThird && !v.descends {
+				// Elected ahead of broker 3, which the controller still
+				// listed in the ISR while it was down, so that broker 3
+				// is elected cleanly at epoch 11 without having followed.
+				stateAssigned(b, tp0, 2, 10, []int32{2, 3, 1}, 2, 3)
+				b.State(tp0, 2, 10, 1, 11, 2, 3)
+				roleEv(b, 2, history.RoleLeader, 2, 10, 2, 3)
+			} else {
+				b.State(tp0, 2, 10, 1, 11, 2)
+				roleEv(b, 2, history.RoleLeader, 2, 10, 2)
+			}
 			b.Start(3)
-			if descends {
+			if v.descends {
 				roleEv(b, 3, history.RoleFollower, 2, 10, 2)
 				truncEv(b, 3, 131, 0, 10, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
 				b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
@@ -1032,21 +1045,31 @@ func TestFollowerTruncationUnflushedKeeperLedBetween(t *testing.T) {
 			}
 			b.State(tp0, 3, 11, 1, 13, 3, 2)
 			roleEv(b, 3, history.RoleLeader, 3, 11, 3, 2)
-			roleEv(b, 2, history.RoleFollower, 3, 11, 3, 2)
-			b.State(tp0, 2, 12, 1, 14, 2, 3)
-			roleEv(b, 2, history.RoleLeader, 2, 12, 2, 3)
+			epoch, leader := int32(11), int32(3)
+			if !v.underThird {
+				roleEv(b, 2, history.RoleFollower, 3, 11, 3, 2)
+				b.State(tp0, 2, 12, 1, 14, 2, 3)
+				roleEv(b, 2, history.RoleLeader, 2, 12, 2, 3)
+				epoch, leader = 12, 2
+			}
 			b.Start(1)
-			roleEv(b, 1, history.RoleFollower, 2, 12, 2, 3)
-			tr := truncEv(b, 1, 131, 0, 12, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+			roleEv(b, 1, history.RoleFollower, leader, epoch, 2, 3)
+			tr := truncEv(b, 1, 131, 0, epoch, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
 			return []int{ckpt, tr}
 		}
 	}
-	runCases(t, FollowerTruncation{}, []tcase{
-		{name: "the leader in between had followed the exposed leader", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
-			story(true)(b)
+	known := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			story(v)(b)
 			return nil
-		}},
-		{name: "the leader in between kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(false)},
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the leader in between had followed the exposed leader", want: Valid, explain: KnownLostUnflushedISR, build: known(variant{descends: true})},
+		{name: "the leader in between kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(variant{})},
+		{name: "the follower's own leader had followed the exposed leader", want: Valid, explain: KnownLostUnflushedISR,
+			build: known(variant{descends: true, underThird: true})},
+		{name: "the follower's own leader kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(variant{underThird: true})},
 	})
 }
 
