@@ -338,6 +338,25 @@ func (p *unflushedPartition) exposedAt(t int64, l *unflushedLeader) []unflushedE
 	return in
 }
 
+// exposureAfter returns broker m's exposure in force at leadership l's
+// election by a crash after after, the earliest such, or nil. It looks past
+// an older exposure of m still in force (exposedAt lists that one): a
+// broker crashed again before it was taken back into an ISR lost, in the
+// later crash, what it had written since the first, as leader.
+func (p *unflushedPartition) exposureAfter(m int32, l unflushedLeader, after int64) *unflushedExposure {
+	for i := range p.exposures {
+		x := &p.exposures[i]
+		if x.crash.node != m || x.crash.start.Time <= after || x.crash.start.Time > l.time || l.time >= x.until {
+			continue
+		}
+		if m != l.node && p.ledAfterRestart(*x, l.epoch, l.time) {
+			continue
+		}
+		return x
+	}
+	return nil
+}
+
 // ledAfterRestart reports whether x's broker led the partition after its
 // restart from x and before t, at an epoch below epoch: whatever that
 // leadership lost it lost then, from whatever ISR it was elected with (the
@@ -380,17 +399,16 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 	if len(l.isr) == 0 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
-	exposed := p.exposedAt(l.time, &l)
 	var in []unflushedExposure
 	for _, m := range l.isr {
-		i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == m && x.crash.start.Time > after })
-		if i < 0 {
+		x := p.exposureAfter(m, l, after)
+		if x == nil {
 			return nil
 		}
-		if m == l.node && !p.firstSign(l, exposed[i].crash.start.Time) {
+		if m == l.node && !p.firstSign(l, x.crash.start.Time) {
 			return nil
 		}
-		in = append(in, exposed[i])
+		in = append(in, *x)
 	}
 	return &unflushedLoss{in: in, elected: l, isr: true}
 }

@@ -33,11 +33,11 @@ func (p *unflushedPartition) electedLoss(l unflushedLeader, after, offset int64)
 		return nil
 	}
 	exposed := p.exposedAt(l.time, &l)
-	i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == l.node && x.crash.start.Time > after })
-	if i < 0 {
+	xp := p.exposureAfter(l.node, l, after)
+	if xp == nil {
 		return nil
 	}
-	x := exposed[i]
+	x := *xp
 	if !p.firstSign(l, x.crash.start.Time) {
 		return nil
 	}

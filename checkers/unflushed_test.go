@@ -1283,3 +1283,52 @@ func TestFollowerTruncationUnflushedStaleQuorumExposure(t *testing.T) {
 		{name: "broker 2 elected with broker 3, which kept what it wrote, in its ISR", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(variant{crash2: true, keeperInISR: true})},
 	})
 }
+
+// A broker crashed twice before it was taken back into an ISR is exposed
+// by its second crash for what it wrote in between. The shape of an
+// every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 17, chaos-0): crash-lose-unflushed cuts broker 1's log; started
+// again, broker 1 leads at leader epoch 2 with ISR [1] and acknowledges
+// "p206-1918" at offset 3; crash-lose-unflushed cuts its log again, from 4
+// to 3, and the controller elects it at epoch 3 from ISR [1]
+// (lost-unflushed-isr); it writes "p15-1814" at offset 3. Without the
+// second crash the overwrite is a violation.
+func TestDurabilityUnflushedSecondCrash(t *testing.T) {
+	build := func(second bool) func(b *hb.Builder) {
+		return func(b *hb.Builder) {
+			b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 9, 3)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(tp0, 1, 2, 1, 11, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1)
+			produceOK(b, 206, "p206-1918", 3)
+			if second {
+				crashUnflushed(b, "f2", "n1")
+				cutLog(b, 1, 4, 3)
+				b.Start(1)
+				restart(b, "f2", "n1")
+			}
+			b.State(tp0, 1, 3, 1, 12, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 3, 1)
+			produceOK(b, 15, "p15-1814", 3)
+			finalRead(b, hb.Rec(3, "p15-1814"))
+		}
+	}
+	t.Run("the second crash cut it: known anomaly", func(t *testing.T) {
+		r := verdictOf(t, Durability{}, build(true), Valid)
+		if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+			t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+		}
+		if !strings.Contains(r.Known[0].Example, "broker 1 led at leader epoch 3 elected with ISR [1]") {
+			t.Errorf("%q does not name the election at epoch 3", r.Known[0].Example)
+		}
+	})
+	t.Run("no second crash: violation", func(t *testing.T) {
+		r := verdictOf(t, Durability{}, build(false), Invalid)
+		if !strings.Contains(r.Explanation, `"p206-1918"`) {
+			t.Errorf("explanation %q does not name the record", r.Explanation)
+		}
+	})
+}
