@@ -332,10 +332,28 @@ func (p *unflushedPartition) exposedAt(t int64, l *unflushedLeader) []unflushedE
 		if (l == nil || x.crash.node != l.node) && p.ledAfterRestart(x, epoch, t) {
 			continue
 		}
+		if p.superseded(x, t) {
+			continue
+		}
 		in = append(in, x)
 		brokers[x.crash.node] = true
 	}
 	return in
+}
+
+// superseded reports whether x's broker, having led since its restart from
+// x, crashed again by t: what it lacked from x it lacked at its own
+// election after x (which the rules of that election judge), and what it
+// wrote as leader since, the later crash took. The later crash is its
+// exposure then.
+func (p *unflushedPartition) superseded(x unflushedExposure, t int64) bool {
+	for _, y := range p.exposures {
+		if y.crash.node == x.crash.node && y.crash.start.Time > x.crash.start.Time && y.crash.start.Time <= t && t < y.until &&
+			p.ledAfterRestart(x, math.MaxInt32, y.crash.start.Time) {
+			return true
+		}
+	}
+	return false
 }
 
 // exposureAfter returns broker m's exposure in force at leadership l's
@@ -346,7 +364,7 @@ func (p *unflushedPartition) exposedAt(t int64, l *unflushedLeader) []unflushedE
 func (p *unflushedPartition) exposureAfter(m int32, l unflushedLeader, after int64) *unflushedExposure {
 	for i := range p.exposures {
 		x := &p.exposures[i]
-		if x.crash.node != m || x.crash.start.Time <= after || x.crash.start.Time > l.time || l.time >= x.until {
+		if x.crash.node != m || x.crash.start.Time <= after || x.crash.start.Time > l.time || l.time >= x.until || p.superseded(*x, l.time) {
 			continue
 		}
 		if m != l.node && p.ledAfterRestart(*x, l.epoch, l.time) {
@@ -461,7 +479,7 @@ func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, acce
 					continue
 				}
 				for _, x := range in {
-					if l.node != x.crash.node || l.time >= x.until {
+					if l.node != x.crash.node || l.time >= x.until || p.superseded(x, l.time) {
 						continue
 					}
 					var loss *unflushedLoss
@@ -733,7 +751,7 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 				continue
 			}
 			for _, l := range p.leaders {
-				if l.time < t || l.node != node || l.epoch != epoch || l.time >= in[i].until {
+				if l.time < t || l.node != node || l.epoch != epoch || l.time >= in[i].until || p.superseded(in[i], l.time) {
 					continue
 				}
 				if quorum {

@@ -1332,3 +1332,76 @@ func TestDurabilityUnflushedSecondCrash(t *testing.T) {
 		}
 	})
 }
+
+// A broker that led after its restart from one crash and crashed again is
+// exposed by the later crash: the loss of a leadership after it dates from
+// that crash, not from the broker's first exposed election. The shape of
+// an every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 21, chaos-0): crash-lose-unflushed hits brokers 2 and 3; broker 3,
+// started again, leads at leader epoch 6 and brokers 1 and 2 rejoin; at
+// epoch 7 broker 2 reaches high watermark 543; crash-lose-unflushed cuts
+// broker 3's log from 544 to 0, then broker 1's; broker 3, started again,
+// leads at epochs 8 and 9 (a quorum of exposed replicas); broker 1 follows
+// it and rejoins, then leads at epoch 11, and broker 2, down since epoch
+// 7, truncates from 544 to 0 under it. Without broker 3's second crash the
+// cut is a violation.
+func TestFollowerTruncationUnflushedCrashedAgain(t *testing.T) {
+	isrExpand := func(b *hb.Builder, leader, epoch int32, old, new []int32) {
+		b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+			Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
+	}
+	story := func(again bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 5, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f0", "n2")
+			cutLog(b, 2, 100, 0)
+			crashUnflushed(b, "f1", "n3")
+			cutLog(b, 3, 100, 0)
+			b.Start(3)
+			restart(b, "f1", "n3")
+			b.State(tp0, 3, 6, 1, 11, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 6, 3)
+			b.Start(2)
+			restart(b, "f0", "n2")
+			isrExpand(b, 3, 6, []int32{3}, []int32{1, 2, 3})
+			b.State(tp0, 3, 6, 1, 12, 1, 2, 3)
+			b.State(tp0, 3, 7, 1, 13, 1, 2, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 7, 1, 2, 3)
+			roleEv(b, 2, history.RoleFollower, 3, 7, 1, 2, 3)
+			hwEv(b, 2, 0, 543, 7, 544)
+			ckpt := checkpoint(b, 2, nil, cpe(0, 543))
+			if again {
+				crashUnflushed(b, "f3", "n3")
+				cutLog(b, 3, 544, 0)
+			}
+			crashUnflushed(b, "f4", "n1")
+			cutLog(b, 1, 544, 0)
+			b.Start(3)
+			if again {
+				restart(b, "f3", "n3")
+			}
+			b.State(tp0, 3, 8, 1, 14, 2, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 8, 2, 3)
+			b.State(tp0, 3, 9, 1, 15, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 9, 3)
+			b.Start(1)
+			restart(b, "f4", "n1")
+			roleEv(b, 1, history.RoleFollower, 3, 9, 3)
+			isrExpand(b, 3, 9, []int32{3}, []int32{1, 3})
+			b.State(tp0, 3, 9, 1, 16, 1, 3)
+			b.State(tp0, 1, 11, 1, 17, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 11, 1)
+			b.Start(2)
+			roleEv(b, 2, history.RoleFollower, 1, 11, 1)
+			tr := truncEv(b, 2, 544, 0, 11, "leader-epoch (leader's end offset 0 for epoch 7, ours 544)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "broker 3's second crash and broker 1's made the quorum", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "broker 3 kept its log the second time", want: Invalid, explain: "truncated t-0 from 544 to 0", build: story(false)},
+	})
+}
