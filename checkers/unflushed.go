@@ -823,7 +823,10 @@ func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLo
 // replica that followed no leader since then still holds the log from
 // before it, and when every leader after that election descends from the
 // exposed one (descended), what it cuts from that log was lost there.
-func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64) *unflushedLoss {
+// It returns the first such loss that accept takes (any, when accept is
+// nil): an earlier exposed election, of an older crash, may not be the one
+// that took what the follower held.
+func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64, accept func(*unflushedLoss) bool) *unflushedLoss {
 	q.load()
 	p := q.parts[tp]
 	if p == nil {
@@ -833,7 +836,8 @@ func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since,
 		if l.epoch >= epoch || l.time <= since || l.time > at {
 			continue
 		}
-		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at && p.descended(loss.elected, epoch, at) {
+		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at && p.descended(loss.elected, epoch, at) &&
+			(accept == nil || accept(loss)) {
 			return loss
 		}
 	}

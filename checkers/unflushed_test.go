@@ -1405,3 +1405,70 @@ func TestFollowerTruncationUnflushedCrashedAgain(t *testing.T) {
 		{name: "broker 3 kept its log the second time", want: Invalid, explain: "truncated t-0 from 544 to 0", build: story(false)},
 	})
 }
+
+// The follower's cut is the loss of the exposed election that took what
+// it held, not of the first exposed election found between: an earlier
+// re-election of the same broker from an older crash, after the follower
+// reached its high watermark under it, does not explain the cut, and the
+// later one does. The shape of an every-fix-on run of
+// crash-lose-unflushed, bounce-node and kill-node (seed 29, chaos-0):
+// broker 1, cut, is elected at leader epoch 6 with ISR [1]; broker 2
+// follows it and reaches high watermark 96; broker 1 is elected again at
+// epoch 7 with ISR [1]; crash-lose-unflushed cuts broker 1's log from 97
+// to 0, and it is elected at epoch 8 with ISR [1]; broker 3 follows it and
+// rejoins, then leads at epoch 9, and broker 2, down since epoch 7,
+// truncates from 97 to 0 under it. Without the second crash the cut is a
+// violation.
+func TestFollowerTruncationUnflushedLaterExposedElection(t *testing.T) {
+	isrExpand := func(b *hb.Builder, leader, epoch int32, old, new []int32) {
+		b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+			Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
+	}
+	story := func(again bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 1, 5, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 200, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(tp0, 1, 6, 1, 11, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 6, 1)
+			b.Start(2)
+			roleEv(b, 2, history.RoleFollower, 1, 6, 1)
+			truncEv(b, 2, 300, 0, 6, "leader-epoch (leader's end offset 0 for epoch 5, ours 300)")
+			isrExpand(b, 1, 6, []int32{1}, []int32{1, 2})
+			b.State(tp0, 1, 6, 1, 12, 1, 2)
+			hwEv(b, 2, 0, 96, 6, 97)
+			ckpt := checkpoint(b, 2, nil, cpe(0, 96))
+			b.State(tp0, 1, 7, 1, 13, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 7, 1)
+			if again {
+				crashUnflushed(b, "f2", "n1")
+				cutLog(b, 1, 97, 0)
+			}
+			b.Start(1)
+			if again {
+				restart(b, "f2", "n1")
+			}
+			b.State(tp0, 1, 8, 1, 14, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 8, 1)
+			b.Start(3)
+			roleEv(b, 3, history.RoleFollower, 1, 8, 1)
+			isrExpand(b, 1, 8, []int32{1}, []int32{1, 3})
+			b.State(tp0, 1, 8, 1, 15, 1, 3)
+			b.State(tp0, 3, 9, 1, 16, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 9, 3)
+			b.Start(2)
+			roleEv(b, 2, history.RoleFollower, 3, 9, 3)
+			tr := truncEv(b, 2, 97, 0, 9, "leader-epoch (leader's end offset 0 for epoch 6, ours 97)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the second crash took what the follower held", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "no second crash", want: Invalid, explain: "truncated t-0 from 97 to 0", build: story(false)},
+	})
+}
