@@ -28,7 +28,11 @@ import (
 // with two values, after crash-lose-unflushed hit two or more of the
 // partition's replicas at once and one of them led before it fetched back
 // what it lost, is the known anomaly lost-unflushed-quorum (unflushed.go):
-// Kafka does not fsync appends, and does not promise that case.
+// Kafka does not fsync appends, and does not promise that case. For an
+// offset read with two values the crash may also come before the first
+// value was read and after its produce was invoked, when the exposed
+// broker led only after that read: a replica that kept the record served
+// it until then.
 type Durability struct{}
 
 // Name implements Checker.
@@ -312,7 +316,7 @@ func (d *durabilityJudge) result(h *history.History, ops []history.Operation) Re
 		}
 	}
 	excusedDivergent := 0
-	unflushed := d.unflushedQuorum(h)
+	unflushed := d.unflushedQuorum(h, ops)
 	for i, dv := range d.divergent {
 		if uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[0]}] || uncleanRec[uncleanRecord{dv.Partition, dv.Offset, dv.Values[1]}] {
 			// One of the values is a record an unclean election cost:

@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -296,6 +297,18 @@ func (w *divergenceWalk) how(k nodeTP, o int64, epoch int32, before int, evs *[]
 	return "as the history shows"
 }
 
+// sourceLeader returns the leader that wrote broker k.node's record at
+// offset o at epoch, as the latest source before event before shows it.
+func (w *divergenceWalk) sourceLeader(k nodeTP, o int64, epoch int32, before int) (int32, bool) {
+	ss := w.sources[k]
+	for n := len(ss) - 1; n >= 0; n-- {
+		if s := ss[n]; s.idx < before && s.epoch == epoch && s.base <= o && o <= s.last {
+			return s.leader, true
+		}
+	}
+	return 0, false
+}
+
 // check judges member m of leader e.Node's ISR at the leader's current
 // high watermark, after the leader did what at event e.
 func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m int32, what int) {
@@ -333,7 +346,9 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 	}
 	theirs2 := w.how(mk, o, theirs.epoch, e.Index, &evs)
 	mine2 := w.how(lk, o, mine.epoch, e.Index, &evs)
-	if in := w.quorum.ledBy(tp, e.Node, l.epoch); in != nil && in.elected.time <= e.Time {
+	// The leadership counts from its broker's restart, as truncation's and
+	// producer-state's do (unflushedLoss.inForceAt).
+	if in := w.quorum.ledBy(tp, e.Node, l.epoch); in != nil && in.inForceAt(e.Time) {
 		// The leader came back without the suffix a quorum's page caches
 		// held, and the member that kept it could not tell (KIP-101's
 		// epochs match nothing the leader still has).
@@ -341,6 +356,23 @@ func (w *divergenceWalk) check(e *history.Event, tp history.TopicPartition, m in
 		w.r.knownAnomaly(in.name(), append(evs, cevs...), "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s) while broker %d's log differed from its own at offset %d (%s, leader epoch %d; its own from leader epoch %d), after %s: %s.",
 			e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o, theirs2, theirs.epoch, mine.epoch, in.how(), who)
 		return
+	}
+	// The member's records there may be a cut leader's: it led again at
+	// its old epoch after crash-lose-unflushed cut its log below o and
+	// wrote o anew, and the leader, which had kept the older record, took
+	// the rest of that epoch from it without truncating below its own end
+	// offset for the epoch. A leader's record of a newer epoch than the
+	// member's is no such thing: the member failed to truncate.
+	if src, ok := w.sourceLeader(mk, o, theirs.epoch, e.Index); ok && mine.epoch < theirs.epoch {
+		if in := w.quorum.ledBy(tp, src, theirs.epoch); in != nil && in.inForceAt(e.Time) {
+			if x := in.cutBelow(tp, src, math.MinInt64, o); x != nil {
+				who, cevs := describeQuorumLoss(in, w.t0)
+				cut := x.crash.cuts[tp]
+				w.r.knownAnomaly(in.name(), append(evs, cevs...), "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s) while broker %d's log differed from its own at offset %d (%s, leader epoch %d; its own from leader epoch %d): crash-lose-unflushed had cut broker %d's log of %s from %d to %d, and %s: %s.",
+					e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o, theirs2, theirs.epoch, mine.epoch, src, tp, cut.From, cut.To, in.how(), who)
+				return
+			}
+		}
 	}
 	w.r.violate(evs, "broker %d, leader of %s at leader epoch %d, %s (event %d, +%s), although broker %d's log differed from its own at offset %d, below that high watermark: broker %d held offset %d from leader epoch %d (%s) and had not truncated to %d or below since, while broker %d held it from leader epoch %d (%s).",
 		e.Node, tp, l.epoch, did, e.Index, rel(e.Time, w.t0), m, o,

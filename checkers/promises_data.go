@@ -213,7 +213,8 @@ func (c FollowerTruncation) Check(h *history.History) Result {
 				continue
 			}
 			if since, ok := lastActedBelow(roles[k], acted[k], t.LeaderEpoch); ok {
-				if in := quorum.ledBetween(t.TP(), t.LeaderEpoch, since.time, e.Time); in != nil && m.time < quorum.firstExposed(t.TP(), in) {
+				held := func(in *unflushedLoss) bool { return m.time < quorum.firstExposed(t.TP(), in) }
+				if in := quorum.ledBetween(t.TP(), t.LeaderEpoch, since.time, e.Time, held); in != nil {
 					// The follower's log is from before that election
 					// (it followed no leader since), and the leader it
 					// follows now descends from the exposed one.

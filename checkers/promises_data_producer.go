@@ -384,7 +384,10 @@ func (w *producerWalk) judgeProcess(proc int, ops []history.Operation) {
 			continue
 		}
 		pp := predApp.Append.Producer
-		if loss := w.quorum.ledBy(tp, ca.Node, ca.Append.LeaderEpoch); loss != nil && loss.elected.time <= ca.Time {
+		// The leadership counts from its broker's restart: the broker
+		// appends at its new epoch before it logs the role change, and
+		// before the watcher may see the state.
+		if loss := w.quorum.ledBy(tp, ca.Node, ca.Append.LeaderEpoch); loss != nil && loss.inForceAt(ca.Time) {
 			if x := loss.cutBelow(tp, ca.Node, predApp.Time, predApp.Append.BaseOffset); x != nil {
 				who, evs := describeQuorumLoss(loss, w.t0)
 				cut := x.crash.cuts[tp]

@@ -130,6 +130,11 @@ type unflushedPartition struct {
 	// in log order: a leader acts on LeaderAndIsr before it logs the
 	// request, and clients may write to it in between.
 	appends []unflushedLeader
+	// followed is each sign of a broker following the leader of an epoch,
+	// in log order: its own truncation at that epoch (not a crash's cut
+	// or start-up recovery), or that leader taking it into its ISR. Its
+	// log then descends from that leader's.
+	followed []unflushedLeader
 }
 
 // unflushedLeader is evidence that node led the partition at epoch from
@@ -155,7 +160,14 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 		idx  int
 	}
 	joins := map[history.TopicPartition][]join{}
-	for e := range eventsOf(h, history.KindISRChange) {
+	followed := map[history.TopicPartition][]unflushedLeader{}
+	for e := range eventsOf(h, history.KindISRChange, history.KindTruncation) {
+		if t := e.Truncation; t != nil {
+			if !isUnflushedLoss(t) && !isRecovery(t) {
+				followed[t.TP()] = append(followed[t.TP()], unflushedLeader{e.Node, t.LeaderEpoch, e.Time, e.Index, nil})
+			}
+			continue
+		}
 		c := e.ISR
 		if c == nil || c.Action != history.ISRExpand || c.Outcome != history.ZKOK {
 			continue
@@ -163,6 +175,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 		for _, n := range c.New {
 			if !slices.Contains(c.Old, n) {
 				joins[c.TP()] = append(joins[c.TP()], join{n, e.Time, e.Index})
+				followed[c.TP()] = append(followed[c.TP()], unflushedLeader{n, c.LeaderEpoch, e.Time, e.Index, nil})
 			}
 		}
 	}
@@ -211,7 +224,7 @@ func unflushedExposures(h *history.History, crashes []unflushedCrash) map[histor
 			}
 		}
 		slices.SortStableFunc(ls, func(a, b unflushedLeader) int { return cmp.Compare(a.time, b.time) })
-		p := &unflushedPartition{tp: tp, states: states, leaders: ls, appends: appends[tp]}
+		p := &unflushedPartition{tp: tp, states: states, leaders: ls, appends: appends[tp], followed: followed[tp]}
 		for _, c := range crashes {
 			held := true
 			for _, s := range states {
@@ -300,19 +313,100 @@ func (l *unflushedLoss) how() string {
 	return "a quorum of its replicas lost their unflushed suffix at once"
 }
 
-// exposedAt lists the exposures in force at t, one per broker.
-func (p *unflushedPartition) exposedAt(t int64) []unflushedExposure {
+// exposedAt lists the exposures in force at t, one per broker, for
+// leadership l (nil at a crash's instant): its own broker stays exposed
+// across its re-elections, lacking what it lost.
+func (p *unflushedPartition) exposedAt(t int64, l *unflushedLeader) []unflushedExposure {
 	var in []unflushedExposure
 	brokers := map[int32]bool{}
+	epoch := int32(math.MaxInt32)
+	if l != nil {
+		epoch = l.epoch
+	}
 	for _, x := range p.exposures {
 		// A broker crashed before t lacks what it lost while it has not
 		// been taken back into an ISR.
-		if x.crash.start.Time <= t && t < x.until && !brokers[x.crash.node] {
-			in = append(in, x)
-			brokers[x.crash.node] = true
+		if x.crash.start.Time > t || t >= x.until || brokers[x.crash.node] {
+			continue
 		}
+		if (l == nil || x.crash.node != l.node) && p.ledAfterRestart(x, epoch, t) {
+			continue
+		}
+		if p.superseded(x, t) {
+			continue
+		}
+		in = append(in, x)
+		brokers[x.crash.node] = true
 	}
 	return in
+}
+
+// superseded reports whether x's broker, having led since its restart from
+// x, crashed again by t: what it lacked from x it lacked at its own
+// election after x (which the rules of that election judge), and what it
+// wrote as leader since, the later crash took. The later crash is its
+// exposure then.
+func (p *unflushedPartition) superseded(x unflushedExposure, t int64) bool {
+	for _, y := range p.exposures {
+		if y.crash.node == x.crash.node && y.crash.start.Time > x.crash.start.Time && y.crash.start.Time <= t && t < y.until &&
+			p.ledAfterRestart(x, math.MaxInt32, y.crash.start.Time) {
+			return true
+		}
+	}
+	return false
+}
+
+// exposureAfter returns broker m's exposure in force at leadership l's
+// election by a crash after after, the earliest such, or nil. It looks past
+// an older exposure of m still in force (exposedAt lists that one): a
+// broker crashed again before it was taken back into an ISR lost, in the
+// later crash, what it had written since the first, as leader.
+func (p *unflushedPartition) exposureAfter(m int32, l unflushedLeader, after int64) *unflushedExposure {
+	for i := range p.exposures {
+		x := &p.exposures[i]
+		if x.crash.node != m || x.crash.start.Time <= after || x.crash.start.Time > l.time || l.time >= x.until || p.superseded(*x, l.time) {
+			continue
+		}
+		if m != l.node && p.ledAfterRestart(*x, l.epoch, l.time) {
+			continue
+		}
+		return x
+	}
+	return nil
+}
+
+// ledAfterRestart reports whether x's broker led the partition after its
+// restart from x and before t, at an epoch below epoch: whatever that
+// leadership lost it lost then, from whatever ISR it was elected with (the
+// rules of one exposed broker judge it), and what it wrote as leader it
+// holds, so a later crash of another broker does not make a quorum of it,
+// and it is no exposed member of a later ISR. Not being taken back into an
+// ISR says nothing of a leader. A state naming the broker while it was
+// down is no leading: a controller that has not yet seen its session end
+// rewrites its leadership (removing another offline replica from the ISR,
+// a leader epoch up), and the restarted process leads only once told.
+func (p *unflushedPartition) ledAfterRestart(x unflushedExposure, epoch int32, t int64) bool {
+	for _, ls := range [][]unflushedLeader{p.leaders, p.appends} {
+		for _, o := range ls {
+			if o.node == x.crash.node && o.epoch < epoch && o.time >= x.crash.restart && o.time < t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstSign reports whether l is the first sign of its broker leading at
+// its leader epoch: only that one carries the ISR it was elected with. A
+// later state at the same leader epoch is the leader's own ISR change (a
+// shrink to itself, after its election from an ISR that kept the records,
+// elects nobody).
+// Signs before since (the broker's crash) are not looked at: a leadership
+// at the same epoch before it is another rule's (leaderLoss), or a topic
+// of the same name before it was deleted.
+func (p *unflushedPartition) firstSign(l unflushedLeader, since int64) bool {
+	i := slices.IndexFunc(p.leaders, func(o unflushedLeader) bool { return o.node == l.node && o.epoch == l.epoch && o.time >= since })
+	return i < 0 || p.leaders[i].idx == l.idx
 }
 
 // isrLoss returns the loss of leadership l when every member of the ISR it
@@ -323,14 +417,16 @@ func (p *unflushedPartition) isrLoss(l unflushedLeader, after int64) *unflushedL
 	if len(l.isr) == 0 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
-	exposed := p.exposedAt(l.time)
 	var in []unflushedExposure
 	for _, m := range l.isr {
-		i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == m && x.crash.start.Time > after })
-		if i < 0 {
+		x := p.exposureAfter(m, l, after)
+		if x == nil {
 			return nil
 		}
-		in = append(in, exposed[i])
+		if m == l.node && !p.firstSign(l, x.crash.start.Time) {
+			return nil
+		}
+		in = append(in, *x)
 	}
 	return &unflushedLoss{in: in, elected: l, isr: true}
 }
@@ -374,7 +470,7 @@ func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, acce
 			if t <= invoked {
 				continue
 			}
-			in := p.exposedAt(t)
+			in := p.exposedAt(t, nil)
 			if quorum != (len(in) >= 2) {
 				continue
 			}
@@ -383,7 +479,7 @@ func (p *unflushedPartition) quorumLossWhere(invoked, offset, before int64, acce
 					continue
 				}
 				for _, x := range in {
-					if l.node != x.crash.node || l.time >= x.until {
+					if l.node != x.crash.node || l.time >= x.until || p.superseded(x, l.time) {
 						continue
 					}
 					var loss *unflushedLoss
@@ -462,6 +558,10 @@ type unflushedJudge struct {
 	lost      []UnflushedLoss
 	divergent int      // offsets read with two values that a quorum loss explains
 	names     []string // the known anomalies named, in first-named order
+	// ops are the history's operations; invoked, filled on first use, is
+	// when each value's first produce to its partition was invoked.
+	ops     []history.Operation
+	invoked map[producerValue]int64
 }
 
 // named notes that the judge named known anomaly name.
@@ -482,8 +582,8 @@ type UnflushedLoss struct {
 
 // unflushedQuorum prepares the judge; with no crash-lose-unflushed in the
 // history (or no loss) it excuses nothing and costs nothing.
-func (d *durabilityJudge) unflushedQuorum(h *history.History) *unflushedJudge {
-	u := &unflushedJudge{h: h}
+func (d *durabilityJudge) unflushedQuorum(h *history.History, ops []history.Operation) *unflushedJudge {
+	u := &unflushedJudge{h: h, ops: ops}
 	if len(d.losses)+len(d.divergent) == 0 || len(h.Events) == 0 {
 		return u
 	}
@@ -525,22 +625,58 @@ func (u *unflushedJudge) excuses(r *report, l durabilityLoss, lr LostRecord) boo
 // (text says how) follows a quorum's crash-lose-unflushed between the two
 // sightings: the record first seen was lost with the unflushed suffixes,
 // and the leader elected afterwards wrote another at its offset. It is the
-// same known anomaly.
+// same known anomaly. The crash may also come before the first sighting
+// and after the first value's produce was invoked, when the exposed broker
+// led only after that sighting: a replica that kept the record served it
+// in between.
 func (u *unflushedJudge) excusesDivergent(r *report, tp history.TopicPartition, dv DivergentOffset, text string) bool {
 	p := u.exposures[tp]
 	if p == nil || len(dv.Events) != 2 {
 		return false
 	}
+	firstValue := dv.Values[0]
+	if dv.Events[1] < dv.Events[0] {
+		firstValue = dv.Values[1]
+	}
 	first, second := &u.h.Events[min(dv.Events[0], dv.Events[1])], &u.h.Events[max(dv.Events[0], dv.Events[1])]
 	loss := p.quorumLoss(first.Time, dv.Offset, second.Time)
+	when := " in between"
+	if written, ok := u.written(tp, firstValue); loss == nil && ok && written < first.Time {
+		// The first value was written before it was first seen: a
+		// replica that kept it may have served it after the crash that
+		// cut it from the exposed broker, as long as that broker led only
+		// after the sighting.
+		loss = p.quorumLossWhere(written, dv.Offset, second.Time, func(l *unflushedLoss) bool { return l.elected.time > first.Time })
+		when = fmt.Sprintf(" after %q was written (its produce invoked at +%s), and the exposed broker led after the first read", firstValue, rel(written, u.t0))
+	}
 	if loss == nil {
 		return false
 	}
 	who, evs := describeQuorumLoss(loss, u.t0)
 	u.divergent++
 	u.named(loss.name())
-	r.knownAnomaly(loss.name(), append(slices.Clone(dv.Events), evs...), "%s %s: %s.", text, loss.lostIt(" in between"), who)
+	r.knownAnomaly(loss.name(), append(slices.Clone(dv.Events), evs...), "%s %s: %s.", text, loss.lostIt(when), who)
 	return true
+}
+
+// written returns when the first produce of value to tp was invoked, if
+// the history has one: no crash before it cut the record.
+func (u *unflushedJudge) written(tp history.TopicPartition, value string) (int64, bool) {
+	if u.invoked == nil {
+		u.invoked = map[producerValue]int64{}
+		for _, op := range u.ops {
+			o := op.Op()
+			if o.F != history.FProduce {
+				continue
+			}
+			k := producerValue{o.TP(), o.Value}
+			if t, ok := u.invoked[k]; !ok || op.Invoke.Time < t {
+				u.invoked[k] = op.Invoke.Time
+			}
+		}
+	}
+	t, ok := u.invoked[producerValue{tp, value}]
+	return t, ok
 }
 
 // quorumLosses answers, for checkers other than durability, whether a
@@ -609,13 +745,13 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	for _, quorum := range []bool{true, false} {
 		for _, at := range p.exposures {
 			t := at.crash.start.Time
-			in := p.exposedAt(t)
+			in := p.exposedAt(t, nil)
 			i := slices.IndexFunc(in, func(x unflushedExposure) bool { return x.crash.node == node })
 			if i < 0 || quorum != (len(in) >= 2) {
 				continue
 			}
 			for _, l := range p.leaders {
-				if l.time < t || l.node != node || l.epoch != epoch || l.time >= in[i].until {
+				if l.time < t || l.node != node || l.epoch != epoch || l.time >= in[i].until || p.superseded(in[i], l.time) {
 					continue
 				}
 				if quorum {
@@ -646,11 +782,14 @@ func (q *quorumLosses) ledBy(tp history.TopicPartition, node, epoch int32) *unfl
 	return nil
 }
 
-// firstExposed returns when the earliest exposed election of loss's
-// crashes on tp took place: a broker elected again from an ISR of crashed
-// brokers (a controller's ISR change, one leader epoch up) is exposed for
-// the same records, and what a follower fetched between the two came
-// from the exposed leader, not from before the loss.
+// firstExposed returns when the earliest exposed election of the crash
+// of loss's elected broker on tp took place: a broker elected again from
+// an ISR of crashed brokers (a controller's ISR change, one leader epoch
+// up) is exposed for the same records, and what a follower fetched
+// between the two came from the exposed leader, not from before the loss.
+// An earlier election of another broker whose crash the loss also lists
+// (a quorum's) is not that: the loss's elected broker lost, in its own
+// crash, what that other leadership had written since.
 func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLoss) int64 {
 	q.load()
 	first := loss.elected.time
@@ -658,15 +797,18 @@ func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLo
 	if p == nil {
 		return first
 	}
-	shares := func(l *unflushedLoss) bool {
-		for _, a := range l.in {
-			for _, b := range loss.in {
-				if a.crash.start == b.crash.start {
-					return true
-				}
+	electedCrash := func(l *unflushedLoss) *history.Event {
+		for _, x := range l.in {
+			if x.crash.node == l.elected.node {
+				return x.crash.start
 			}
 		}
-		return false
+		return nil
+	}
+	mine := electedCrash(loss)
+	shares := func(l *unflushedLoss) bool {
+		c := electedCrash(l)
+		return c != nil && c == mine
 	}
 	for _, l := range p.leaders {
 		if other := q.ledBy(tp, l.node, l.epoch); other != nil && other.elected.time < first && shares(other) {
@@ -679,9 +821,12 @@ func (q *quorumLosses) firstExposed(tp history.TopicPartition, loss *unflushedLo
 // ledBetween returns a loss of tp whose exposed leader was elected after
 // since and no later than at, at a leader epoch below epoch, or nil: a
 // replica that followed no leader since then still holds the log from
-// before it, and every leader after that election descends from the
-// exposed one, so what it cuts from that log was lost there.
-func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64) *unflushedLoss {
+// before it, and when every leader after that election descends from the
+// exposed one (descended), what it cuts from that log was lost there.
+// It returns the first such loss that accept takes (any, when accept is
+// nil): an earlier exposed election, of an older crash, may not be the one
+// that took what the follower held.
+func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since, at int64, accept func(*unflushedLoss) bool) *unflushedLoss {
 	q.load()
 	p := q.parts[tp]
 	if p == nil {
@@ -691,9 +836,32 @@ func (q *quorumLosses) ledBetween(tp history.TopicPartition, epoch int32, since,
 		if l.epoch >= epoch || l.time <= since || l.time > at {
 			continue
 		}
-		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at {
+		if loss := q.ledBy(tp, l.node, l.epoch); loss != nil && loss.elected.time > since && loss.elected.time <= at && p.descended(loss.elected, epoch, at) &&
+			(accept == nil || accept(loss)) {
 			return loss
 		}
 	}
 	return nil
+}
+
+// descended reports whether every broker other than exposed's that led
+// the partition after exposed's election, at an epoch above it up to
+// epoch (the follower's own leader's, up to at), had followed a leader of
+// an epoch from exposed's on since that election (a truncation of its own
+// at that epoch, or that leader taking it into its ISR) before it led: it
+// then led with a log descended from the exposed one's. A broker that
+// never followed since kept the log from before, with the records the
+// exposed leader lost, and whoever followed it got them back.
+func (p *unflushedPartition) descended(exposed unflushedLeader, epoch int32, at int64) bool {
+	for _, o := range p.leaders {
+		if o.node == exposed.node || o.epoch <= exposed.epoch || o.epoch > epoch || o.time > at {
+			continue
+		}
+		if !slices.ContainsFunc(p.followed, func(f unflushedLeader) bool {
+			return f.node == o.node && f.epoch >= exposed.epoch && f.epoch < o.epoch && f.time >= exposed.time && f.time <= o.time
+		}) {
+			return false
+		}
+	}
+	return true
 }

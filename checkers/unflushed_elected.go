@@ -32,12 +32,15 @@ func (p *unflushedPartition) electedLoss(l unflushedLeader, after, offset int64)
 	if len(l.isr) < 2 || !slices.Contains(l.isr, l.node) {
 		return nil
 	}
-	exposed := p.exposedAt(l.time)
-	i := slices.IndexFunc(exposed, func(x unflushedExposure) bool { return x.crash.node == l.node && x.crash.start.Time > after })
-	if i < 0 {
+	exposed := p.exposedAt(l.time, &l)
+	xp := p.exposureAfter(l.node, l, after)
+	if xp == nil {
 		return nil
 	}
-	x := exposed[i]
+	x := *xp
+	if !p.firstSign(l, x.crash.start.Time) {
+		return nil
+	}
 	if cut := x.crash.cuts[p.tp]; offset >= 0 && (cut == nil || offset < cut.To || offset >= cut.From) {
 		return nil
 	}

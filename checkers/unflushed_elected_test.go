@@ -34,6 +34,22 @@ func TestFollowerTruncationUnflushedElected(t *testing.T) {
 		b.State(tp0, 2, 1, 1, 11, 2, 3)
 		return truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
 	}
+	// shrunk: elected with ISR [2 3 1], broker 3 first in the assignment,
+	// and the leader later drops broker 3 from its ISR at the same epoch:
+	// the ISR it was elected with is the one that counts.
+	shrunk := func(b *hb.Builder) []int {
+		b.State(tp0, 1, 0, 1, 10, 1, 2, 3)
+		hw := hwEv(b, 3, 0, 188, 0, 200)
+		crashUnflushed(b, "f0", "n2")
+		truncEv(b, 2, 200, 0, 0, history.TruncationUnflushedLoss)
+		b.Start(2)
+		stateAssigned(b, tp0, 2, 1, []int32{3, 2, 1}, 2, 3, 1)
+		b.State(tp0, 2, 1, 1, 11, 2, 3, 1)
+		tr := truncEv(b, 3, 200, 0, 1, "leader-epoch (leader's end offset 0 for epoch 0)")
+		stateAssigned(b, tp0, 2, 1, []int32{3, 2, 1}, 2, 1)
+		b.State(tp0, 2, 1, 1, 12, 2, 1)
+		return []int{hw, tr}
+	}
 	runCases(t, FollowerTruncation{}, []tcase{
 		{name: "the crashed broker came first in the assignment", want: Valid, explain: KnownLostUnflushedElected, build: func(b *hb.Builder) []int {
 			story(b, []int32{2, 3, 1})
@@ -42,6 +58,7 @@ func TestFollowerTruncationUnflushedElected(t *testing.T) {
 		{name: "the member that kept the records came first in the assignment", want: Invalid, explain: "truncated t-0 from 200 to 0", build: func(b *hb.Builder) []int {
 			return []int{story(b, []int32{3, 2, 1})}
 		}},
+		{name: "the keeper came first and the leader later dropped it from its ISR", want: Invalid, explain: "truncated t-0 from 200 to 0", build: shrunk},
 	})
 }
 

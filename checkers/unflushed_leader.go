@@ -177,7 +177,7 @@ func (q *quorumLosses) ledAfterCut(tp history.TopicPartition, node, epoch int32,
 			if l.node != node || l.epoch != epoch || l.time < x.crash.start.Time || l.time >= x.until {
 				continue
 			}
-			if in := p.exposedAt(l.time); len(in) >= 2 {
+			if in := p.exposedAt(l.time, &l); len(in) >= 2 {
 				return &unflushedLoss{in: in, elected: l}, x
 			}
 			if loss := p.isrLoss(l, math.MinInt64); loss != nil {
@@ -253,14 +253,21 @@ func (q *quorumLosses) ledSinceCut(tp history.TopicPartition, node, epoch int32,
 // change, so its follower, already at the epoch, may fetch from it and
 // truncate first: that truncation names the broker and the epoch, and
 // after the restart no process of that broker holds the lost records.
+// The loss's crashes must all have happened by then: a crash after at
+// (another broker's, making a quorum of a leadership that began before
+// it) took nothing that was seen at at.
 func (l *unflushedLoss) inForceAt(at int64) bool {
 	if l.elected.time <= at {
 		return true
 	}
+	restarted := false
 	for _, x := range l.in {
+		if x.crash.start.Time > at {
+			return false
+		}
 		if x.crash.node == l.elected.node && x.crash.restart <= at {
-			return true
+			restarted = true
 		}
 	}
-	return false
+	return restarted
 }

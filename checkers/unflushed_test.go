@@ -802,7 +802,7 @@ func TestFollowerTruncationUnflushedLeaderSinceCut(t *testing.T) {
 			truncEv(b, 3, 131, 0, 11, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
 		}
 		b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
-			Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, Outcome: history.ZKOK}})
+			Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, LeaderEpoch: 11, Outcome: history.ZKOK}})
 		if v.keeperBetween {
 			b.State(tp0, 3, 12, 1, 13, 3, 2)
 			b.State(tp0, 2, 13, 1, 14, 2, 3)
@@ -842,5 +842,681 @@ func TestFollowerTruncationUnflushedLeaderSinceCut(t *testing.T) {
 				story(b, variant{crash: true, keeperBetween: true})
 				return nil
 			}},
+	})
+}
+
+// The producer-state checker counts a quorum loss's leadership from its
+// broker's restart: the restarted broker acts on its LeaderAndIsr, and
+// appends the client's next batch under its new producer epoch, before
+// its role change or the state is logged. Brokers 1 and 2 lead and follow
+// t-0 at leader epoch 1 and commit p0-1 at offset 4; crash-lose-unflushed
+// cuts both logs to 2; broker 2, started again, appends p0-2 at offset 2
+// under producer epoch 1 at leader epoch 2, then the state electing it and
+// its role change are logged. Without the crashes, or with broker 2 cut
+// above the batch, the new producer epoch is a violation.
+func TestProducerContinuityUnflushedQuorumAppendFirst(t *testing.T) {
+	type variant struct {
+		crash bool
+		cutTo int64
+	}
+	build := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 1, 1, 1, 10, 1, 2)
+			roleEv(b, 1, history.RoleLeader, 1, 1, 1, 2)
+			idemInvoke(b, 0, "p0-1")
+			app := pAppend(b, 1, 4, 4, 1, pbatch(7, 0), "p0-1")
+			pAck(b, 1, 4, 4, 1)
+			ok := idemDone(b, 0, "p0-1", history.OpOK, 4, 0)
+			idemInvoke(b, 0, "p0-2")
+			if v.crash {
+				crashUnflushed(b, "f1", "n1")
+				crashUnflushed(b, "f2", "n2")
+				cutLog(b, 1, 8, 2)
+				cutLog(b, 2, 8, v.cutTo)
+			}
+			b.Start(2)
+			if v.crash {
+				restart(b, "f2", "n2")
+			}
+			pb := pbatch(7, 0)
+			pb.Epoch = 1
+			again := pAppend(b, 2, 2, 2, 2, pb, "p0-2")
+			b.State(tp0, 2, 2, 1, 11, 2)
+			roleEv(b, 2, history.RoleLeader, 2, 2, 2)
+			idemDone(b, 0, "p0-2", history.OpOK, 2, 0)
+			return []int{app, ok, again}
+		}
+	}
+	runCases(t, ProducerContinuity{}, []tcase{
+		{name: "a quorum lost the batch and the restarted broker appended before its election was logged", want: Valid,
+			explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+				build(variant{crash: true, cutTo: 2})(b)
+				return nil
+			}},
+		{name: "no crash", want: Invalid, explain: "appended under a new producer id 7 (epoch 1)", build: build(variant{})},
+		{name: "the new leader's cut left the batch", want: Invalid, explain: "appended under a new producer id 7 (epoch 1)", build: build(variant{crash: true, cutTo: 6})},
+	})
+}
+
+// A loss's leadership counts from its broker's restart only once the
+// loss's crashes have all happened: a crash after what a checker judges
+// explains nothing of it. Broker 2 leads t-0 at leader epoch 1 with ISR
+// [1 2 3]; crash-lose-unflushed cuts broker 1's log from 200 to 0; broker
+// 1, started again, is elected at epoch 2 with ISR [1 2 3], and broker 3,
+// whose high watermark was 188, truncates to 0 under it: brokers 2 and 3
+// kept the records, so that is a violation. Only afterwards does
+// crash-lose-unflushed hit broker 2 too, and broker 1, still leading at
+// epoch 2 (a quorum of exposed replicas, one leading), shrinks its ISR to
+// itself: that quorum loss came after the truncation.
+func TestFollowerTruncationUnflushedLaterCrash(t *testing.T) {
+	// story is broker 1's exposed election and broker 3's truncation under
+	// it; later runs after it.
+	story := func(later func(b *hb.Builder)) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 2, 1, 1, 10, 1, 2, 3)
+			hw := hwEv(b, 3, 0, 188, 1, 200)
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 200, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(tp0, 1, 2, 1, 11, 1, 2, 3)
+			tr := truncEv(b, 3, 200, 0, 2, "leader-epoch (leader's end offset 0 for epoch 1, ours 200)")
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1, 2, 3)
+			later(b)
+			return []int{hw, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the second crash came after the truncation", want: Invalid, explain: "truncated t-0 from 200 to 0", build: story(func(b *hb.Builder) {
+			crashUnflushed(b, "f2", "n2")
+			cutLog(b, 2, 200, 0)
+			b.State(tp0, 1, 2, 1, 12, 1)
+		})},
+		// Broker 1's ISR shrink to itself at the same leader epoch is no
+		// election: the ISR it was elected with held brokers 2 and 3,
+		// which kept the records.
+		{name: "the exposed leader later shrank its ISR to itself", want: Invalid, explain: "truncated t-0 from 200 to 0", build: story(func(b *hb.Builder) {
+			b.State(tp0, 1, 2, 1, 12, 1)
+		})},
+	})
+}
+
+// A quorum loss needs a leadership that began while the quorum was
+// exposed: a broker elected after its own crash from an ISR that kept the
+// records is not excused when another member's crash later makes a quorum
+// of exposed replicas, whether the state at its epoch is logged before or
+// after what the ISR checker judges. Brokers 1-3 replicate t-0; broker 1
+// leads at epoch 1 and appends 5-7 uncommitted; crash-lose-unflushed hits
+// broker 2, which restarts and is elected at epoch 2 with ISR [2 3],
+// appends 5-9 and takes broker 1 in while broker 1 still holds its own
+// 5-7. With broker 3 crashed too before the election it is the quorum's
+// known anomaly; with broker 3 crashed only after the role change it is a
+// violation.
+func TestISRDivergentUnflushedQuorumAfterElection(t *testing.T) {
+	type variant struct{ thirdFirst, stateBeforeJoin bool }
+	story := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			started(b, 1, 2, 3)
+			roleISR(b, 1, history.RoleLeader, 1, 1, 1, 2, 3)
+			roleISR(b, 2, history.RoleFollower, 1, 1, 1, 2, 3)
+			roleISR(b, 3, history.RoleFollower, 1, 1, 1, 2, 3)
+			appendEv(b, history.KindProduceAppend, 1, 1, 0, 4)
+			hwMove(b, 1, 0, 5, 1)
+			hwMove(b, 2, 0, 5, 1)
+			appendEv(b, history.KindProduceAppend, 1, 1, 5, 7)
+			crashUnflushed(b, "f2", "n2")
+			if v.thirdFirst {
+				crashUnflushed(b, "f3", "n3")
+			}
+			b.Start(2)
+			roleISR(b, 2, history.RoleLeader, 2, 2, 2, 3)
+			appendEv(b, history.KindProduceAppend, 2, 2, 5, 9)
+			hwMove(b, 2, 5, 10, 2)
+			roleISR(b, 1, history.RoleFollower, 2, 2, 2, 3)
+			if !v.thirdFirst {
+				crashUnflushed(b, "f3", "n3")
+			}
+			if v.stateBeforeJoin {
+				b.State(tp0, 2, 2, 1, 11, 2, 3)
+			}
+			join := isrChange(b, 2, history.ISRExpand, 2, []int32{2, 3}, []int32{1, 2, 3})
+			if !v.stateBeforeJoin {
+				b.State(tp0, 2, 2, 1, 11, 1, 2, 3)
+			}
+			return []int{join}
+		}
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "both crashed before the election", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(variant{thirdFirst: true})(b)
+			return nil
+		}},
+		{name: "the third crashed after the election, the state logged after the join", want: Invalid, explain: "took broker 1 into its ISR", build: story(variant{})},
+		{name: "the third crashed after the election, the state logged before the join", want: Invalid, explain: "took broker 1 into its ISR", build: story(variant{stateBeforeJoin: true})},
+	})
+}
+
+// A follower's cut under a leader descended from an exposed election is
+// that election's loss only when every leader since descends from it: a
+// replica that kept the records (it never followed the exposed leader)
+// and led in between gave them back to whoever followed it. Broker 3
+// leads t-0 at leader epoch 9 and broker 1 holds high watermark 130;
+// crash-lose-unflushed cuts broker 2's log from 131 to 0 and the
+// controller elects it at epoch 10 with ISR [2] (lost-unflushed-isr).
+// Broker 3 then leads at epoch 11, and broker 2 follows it; broker 2 leads
+// again at epoch 12, and broker 1, down since epoch 9, truncates from 131
+// to 0 under it. When broker 3 had truncated under broker 2 at epoch 10
+// and been taken into its ISR, its leadership descends from the exposed
+// election and the cut is that known anomaly; when it never followed
+// broker 2, it held the records and the cut is a violation.
+func TestFollowerTruncationUnflushedKeeperLedBetween(t *testing.T) {
+	// underThird has broker 1 truncate under broker 3 at epoch 11, the
+	// broker that may have kept the records leading at the follower's
+	// own epoch, instead of under broker 2 at epoch 12.
+	type variant struct{ descends, underThird bool }
+	story := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 9, 1, 10, 1, 2, 3)
+			roleEv(b, 1, history.RoleFollower, 3, 9, 1, 2, 3)
+			hwEv(b, 1, 0, 130, 9, 131)
+			ckpt := checkpoint(b, 1, nil, cpe(0, 130))
+			crashUnflushed(b, "f1", "n2")
+			cutLog(b, 2, 131, 0)
+			b.Start(2)
+			restart(b, "f1", "n2")
+			if v.underThird && !v.descends {
+				// Elected ahead of broker 3, which the controller still
+				// listed in the ISR while it was down, so that broker 3
+				// is elected cleanly at epoch 11 without having followed.
+				stateAssigned(b, tp0, 2, 10, []int32{2, 3, 1}, 2, 3)
+				b.State(tp0, 2, 10, 1, 11, 2, 3)
+				roleEv(b, 2, history.RoleLeader, 2, 10, 2, 3)
+			} else {
+				b.State(tp0, 2, 10, 1, 11, 2)
+				roleEv(b, 2, history.RoleLeader, 2, 10, 2)
+			}
+			b.Start(3)
+			if v.descends {
+				roleEv(b, 3, history.RoleFollower, 2, 10, 2)
+				truncEv(b, 3, 131, 0, 10, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+				b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+					Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, LeaderEpoch: 10, Outcome: history.ZKOK}})
+				b.State(tp0, 2, 10, 1, 12, 2, 3)
+			}
+			b.State(tp0, 3, 11, 1, 13, 3, 2)
+			roleEv(b, 3, history.RoleLeader, 3, 11, 3, 2)
+			epoch, leader := int32(11), int32(3)
+			if !v.underThird {
+				roleEv(b, 2, history.RoleFollower, 3, 11, 3, 2)
+				b.State(tp0, 2, 12, 1, 14, 2, 3)
+				roleEv(b, 2, history.RoleLeader, 2, 12, 2, 3)
+				epoch, leader = 12, 2
+			}
+			b.Start(1)
+			roleEv(b, 1, history.RoleFollower, leader, epoch, 2, 3)
+			tr := truncEv(b, 1, 131, 0, epoch, "leader-epoch (leader's end offset 0 for epoch 9, ours 131)")
+			return []int{ckpt, tr}
+		}
+	}
+	known := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			story(v)(b)
+			return nil
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the leader in between had followed the exposed leader", want: Valid, explain: KnownLostUnflushedISR, build: known(variant{descends: true})},
+		{name: "the leader in between kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(variant{})},
+		{name: "the follower's own leader had followed the exposed leader", want: Valid, explain: KnownLostUnflushedISR,
+			build: known(variant{descends: true, underThird: true})},
+		{name: "the follower's own leader kept the records", want: Invalid, explain: "truncated t-0 from 131 to 0", build: story(variant{underThird: true})},
+	})
+}
+
+// An offset read with two values across an exposed election is that
+// election's loss when the first value was written before the crash,
+// although it was read only after it (from a replica that kept it, before
+// the exposed broker led). The shape of an every-fix-on run of
+// crash-lose-unflushed, bounce-node and kill-node: broker 1 leads chaos-0
+// at leader epoch 2 with ISR [1 2 3] and holds "p2-246" at offset 0;
+// crash-lose-unflushed cuts broker 2's log from 3 to 0; a read from broker
+// 1 still sees "p2-246"; with brokers 1 and 3 down the controller elects
+// broker 2 at epoch 3 with ISR [2] (lost-unflushed-isr), which writes
+// "p19-491" at offset 0. The first value written after the crash, the
+// first read after the exposed election, or no crash, leave the two values
+// a violation.
+func TestDurabilityUnflushedReadAfterCrash(t *testing.T) {
+	type variant struct {
+		crash, acked, writtenAfter, readAfterElection bool
+	}
+	build := func(v variant) func(b *hb.Builder) {
+		return func(b *hb.Builder) {
+			b.State(tp0, 1, 2, 1, 10, 1, 2, 3)
+			write := func() {
+				if v.acked {
+					produceOK(b, 2, "p2-246", 0)
+					return
+				}
+				b.Produce(2, tp0, "p2-246")
+				b.Complete(2, history.OpInfo, tp0, history.FProduce, -1)
+			}
+			if !v.writtenAfter {
+				write()
+			}
+			if v.crash {
+				crashUnflushed(b, "f2", "n2")
+				cutLog(b, 2, 3, 0)
+			}
+			b.Start(2)
+			if v.crash {
+				restart(b, "f2", "n2")
+			}
+			if v.writtenAfter {
+				write()
+			}
+			read := func() { b.ReadBack(5, tp0, 0, false, hb.Rec(0, "p2-246")) }
+			if !v.readAfterElection {
+				read()
+			}
+			b.State(tp0, 2, 3, 1, 11, 2)
+			roleEv(b, 2, history.RoleLeader, 2, 3, 2)
+			if v.readAfterElection {
+				read()
+			}
+			produceOK(b, 19, "p19-491", 0)
+			finalRead(b, hb.Rec(0, "p19-491"))
+		}
+	}
+	cases := []struct {
+		name string
+		v    variant
+		want Verdict
+	}{
+		{"unacknowledged, read after the crash and before the exposed election: known anomaly", variant{crash: true}, Valid},
+		{"acknowledged, read after the crash and before the exposed election: known anomaly", variant{crash: true, acked: true}, Valid},
+		{"no crash: violation", variant{}, Invalid},
+		{"written after the crash: violation", variant{crash: true, writtenAfter: true}, Invalid},
+		{"read after the exposed election: violation", variant{crash: true, readAfterElection: true}, Invalid},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := verdictOf(t, Durability{}, build(c.v), c.want)
+			if c.want == Invalid {
+				if !strings.Contains(r.Explanation, `offset 0 of t-0 was read with two values: "p2-246"`) {
+					t.Errorf("explanation %q does not name the two values", r.Explanation)
+				}
+				return
+			}
+			if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+				t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+			}
+			for _, want := range []string{`had lost it with its unflushed suffix after "p2-246" was written (its produce invoked at +`, "and the exposed broker led after the first read",
+				"broker 2 crashed at", "broker 2 led at leader epoch 3 elected with ISR [2]"} {
+				if !strings.Contains(r.Known[0].Example, want) {
+					t.Errorf("%q does not say %q", r.Known[0].Example, want)
+				}
+			}
+		})
+	}
+}
+
+// A state naming a down broker leader is no leading: a quorum that forms
+// before the broker restarts and leads at that epoch is the loss. Broker 3
+// leads chaos-0 at leader epoch 7 with ISR [1 2 3] (broker 1's high
+// watermark 425); crash-lose-unflushed cuts broker 3's log from 429 to 0
+// while it is down; a controller that has not seen broker 3's session end
+// removes the killed broker 1 from the ISR (broker 3, epoch 8, ISR [2 3]);
+// crash-lose-unflushed then cuts broker 2's log; broker 3, started again,
+// leads at epoch 8 and broker 1 truncates from 429 to 0 under it
+// (lost-unflushed-quorum). With broker 3 started and leading at epoch 8
+// before broker 2's crash, it was elected with broker 2 keeping the
+// records: a violation.
+func TestFollowerTruncationUnflushedQuorumStateWhileDown(t *testing.T) {
+	story := func(ledFirst bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 7, 1, 10, 1, 2, 3)
+			hwEv(b, 1, 0, 425, 7, 429)
+			hw := checkpoint(b, 1, nil, cpe(0, 425))
+			crashUnflushed(b, "f3", "n3")
+			cutLog(b, 3, 429, 0)
+			b.Fault(true, "k1", "kill", "n1")
+			b.State(tp0, 3, 8, 1, 11, 2, 3)
+			if ledFirst {
+				b.Start(3)
+				roleEv(b, 3, history.RoleLeader, 3, 8, 2, 3)
+			}
+			crashUnflushed(b, "f2", "n2")
+			cutLog(b, 2, 425, 0)
+			if !ledFirst {
+				b.Start(3)
+			}
+			b.Start(1)
+			tr := truncEv(b, 1, 429, 0, 8, "leader-epoch (leader's end offset 0 for epoch 7, ours 429)")
+			roleEv(b, 1, history.RoleFollower, 3, 8, 2, 3)
+			if !ledFirst {
+				roleEv(b, 3, history.RoleLeader, 3, 8, 2, 3)
+			}
+			return []int{hw, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the state was written while the leader was down", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(false)(b)
+			return nil
+		}},
+		{name: "the restarted leader led before the second crash", want: Invalid, explain: "truncated t-0 from 429 to 0", build: story(true)},
+	})
+}
+
+// The follower's high watermark need predate only the exposed election of
+// the crash of the loss's own leader, and a broker that led since its own
+// crash is exposed no more: it holds what it wrote. The shape of an
+// every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 8, chaos-1): crash-lose-unflushed cuts broker 3's log, which is
+// elected at leader epoch 8 with ISR [3] and refills it; broker 1 follows
+// and reaches high watermark 300; broker 1 leads at epoch 10;
+// crash-lose-unflushed cuts broker 2's log from 368 to 0 and broker 2 is
+// elected at epoch 13 with ISR [2] (lost-unflushed-isr: broker 3, never
+// taken back into an ISR but leading since its crash, is no exposed
+// replica of it); broker 3 truncates under broker 2 and is taken into its
+// ISR, leads at epoch 14, and broker 1, down since epoch 10, truncates
+// from 368 to 0 under it. Without broker 2's crash, or with broker 2
+// elected from ISR [2 3] (broker 3 kept what it wrote), the cut is a
+// violation.
+func TestFollowerTruncationUnflushedStaleQuorumExposure(t *testing.T) {
+	type variant struct{ crash2, keeperInISR bool }
+	story := func(v variant) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 7, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f3", "n3")
+			cutLog(b, 3, 453, 0)
+			b.Start(3)
+			restart(b, "f3", "n3")
+			b.State(tp0, 3, 8, 1, 11, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 8, 3)
+			roleEv(b, 1, history.RoleFollower, 3, 8, 3)
+			truncEv(b, 1, 453, 0, 8, "leader-epoch (leader's end offset 0 for epoch 7, ours 453)")
+			roleEv(b, 2, history.RoleFollower, 3, 8, 3)
+			truncEv(b, 2, 449, 0, 8, "leader-epoch (leader's end offset 0 for epoch 7, ours 449)")
+			b.Add(history.Event{Kind: history.KindISRChange, Node: 3, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+				Action: history.ISRExpand, Old: []int32{3}, New: []int32{1, 2, 3}, LeaderEpoch: 8, Outcome: history.ZKOK}})
+			b.State(tp0, 3, 8, 1, 12, 1, 2, 3)
+			hwEv(b, 1, 0, 300, 8, 368)
+			ckpt := checkpoint(b, 1, nil, cpe(0, 300))
+			b.State(tp0, 1, 10, 1, 13, 1, 2)
+			roleEv(b, 1, history.RoleLeader, 1, 10, 1, 2)
+			hwEv(b, 1, 300, 300, 10, 368)
+			if v.crash2 {
+				crashUnflushed(b, "f2", "n2")
+				cutLog(b, 2, 368, 0)
+			}
+			b.Start(2)
+			if v.crash2 {
+				restart(b, "f2", "n2")
+			}
+			isr := []int32{2}
+			if v.keeperInISR {
+				isr = []int32{2, 3}
+			}
+			b.State(tp0, 2, 13, 1, 14, isr...)
+			roleEv(b, 2, history.RoleLeader, 2, 13, isr...)
+			b.Start(3)
+			roleEv(b, 3, history.RoleFollower, 2, 13, 2)
+			truncEv(b, 3, 368, 0, 13, "leader-epoch (leader's end offset 0 for epoch 8, ours 368)")
+			b.Add(history.Event{Kind: history.KindISRChange, Node: 2, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+				Action: history.ISRExpand, Old: []int32{2}, New: []int32{2, 3}, LeaderEpoch: 13, Outcome: history.ZKOK}})
+			b.State(tp0, 2, 13, 1, 15, 2, 3)
+			b.State(tp0, 3, 14, 1, 16, 2, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 14, 2, 3)
+			b.Start(1)
+			roleEv(b, 1, history.RoleFollower, 3, 14, 2, 3)
+			tr := truncEv(b, 1, 368, 0, 14, "leader-epoch (leader's end offset 0 for epoch 8, ours 368)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "broker 2's crash took the records broker 3 wrote after its own", want: Valid, explain: KnownLostUnflushedISR + " ×1", build: func(b *hb.Builder) []int {
+			story(variant{crash2: true})(b)
+			return nil
+		}},
+		{name: "no crash of broker 2", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(variant{})},
+		{name: "broker 2 elected with broker 3, which kept what it wrote, in its ISR", want: Invalid, explain: "truncated t-0 from 368 to 0", build: story(variant{crash2: true, keeperInISR: true})},
+	})
+}
+
+// A broker crashed twice before it was taken back into an ISR is exposed
+// by its second crash for what it wrote in between. The shape of an
+// every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 17, chaos-0): crash-lose-unflushed cuts broker 1's log; started
+// again, broker 1 leads at leader epoch 2 with ISR [1] and acknowledges
+// "p206-1918" at offset 3; crash-lose-unflushed cuts its log again, from 4
+// to 3, and the controller elects it at epoch 3 from ISR [1]
+// (lost-unflushed-isr); it writes "p15-1814" at offset 3. Without the
+// second crash the overwrite is a violation.
+func TestDurabilityUnflushedSecondCrash(t *testing.T) {
+	build := func(second bool) func(b *hb.Builder) {
+		return func(b *hb.Builder) {
+			b.State(tp0, 1, 1, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 9, 3)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(tp0, 1, 2, 1, 11, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 2, 1)
+			produceOK(b, 206, "p206-1918", 3)
+			if second {
+				crashUnflushed(b, "f2", "n1")
+				cutLog(b, 1, 4, 3)
+				b.Start(1)
+				restart(b, "f2", "n1")
+			}
+			b.State(tp0, 1, 3, 1, 12, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 3, 1)
+			produceOK(b, 15, "p15-1814", 3)
+			finalRead(b, hb.Rec(3, "p15-1814"))
+		}
+	}
+	t.Run("the second crash cut it: known anomaly", func(t *testing.T) {
+		r := verdictOf(t, Durability{}, build(true), Valid)
+		if len(r.Known) != 1 || r.Known[0].Name != KnownLostUnflushedISR {
+			t.Fatalf("known anomalies %+v, want %s", r.Known, KnownLostUnflushedISR)
+		}
+		if !strings.Contains(r.Known[0].Example, "broker 1 led at leader epoch 3 elected with ISR [1]") {
+			t.Errorf("%q does not name the election at epoch 3", r.Known[0].Example)
+		}
+	})
+	t.Run("no second crash: violation", func(t *testing.T) {
+		r := verdictOf(t, Durability{}, build(false), Invalid)
+		if !strings.Contains(r.Explanation, `"p206-1918"`) {
+			t.Errorf("explanation %q does not name the record", r.Explanation)
+		}
+	})
+}
+
+// A broker that led after its restart from one crash and crashed again is
+// exposed by the later crash: the loss of a leadership after it dates from
+// that crash, not from the broker's first exposed election. The shape of
+// an every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 21, chaos-0): crash-lose-unflushed hits brokers 2 and 3; broker 3,
+// started again, leads at leader epoch 6 and brokers 1 and 2 rejoin; at
+// epoch 7 broker 2 reaches high watermark 543; crash-lose-unflushed cuts
+// broker 3's log from 544 to 0, then broker 1's; broker 3, started again,
+// leads at epochs 8 and 9 (a quorum of exposed replicas); broker 1 follows
+// it and rejoins, then leads at epoch 11, and broker 2, down since epoch
+// 7, truncates from 544 to 0 under it. Without broker 3's second crash the
+// cut is a violation.
+func TestFollowerTruncationUnflushedCrashedAgain(t *testing.T) {
+	isrExpand := func(b *hb.Builder, leader, epoch int32, old, new []int32) {
+		b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+			Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
+	}
+	story := func(again bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 3, 5, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f0", "n2")
+			cutLog(b, 2, 100, 0)
+			crashUnflushed(b, "f1", "n3")
+			cutLog(b, 3, 100, 0)
+			b.Start(3)
+			restart(b, "f1", "n3")
+			b.State(tp0, 3, 6, 1, 11, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 6, 3)
+			b.Start(2)
+			restart(b, "f0", "n2")
+			isrExpand(b, 3, 6, []int32{3}, []int32{1, 2, 3})
+			b.State(tp0, 3, 6, 1, 12, 1, 2, 3)
+			b.State(tp0, 3, 7, 1, 13, 1, 2, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 7, 1, 2, 3)
+			roleEv(b, 2, history.RoleFollower, 3, 7, 1, 2, 3)
+			hwEv(b, 2, 0, 543, 7, 544)
+			ckpt := checkpoint(b, 2, nil, cpe(0, 543))
+			if again {
+				crashUnflushed(b, "f3", "n3")
+				cutLog(b, 3, 544, 0)
+			}
+			crashUnflushed(b, "f4", "n1")
+			cutLog(b, 1, 544, 0)
+			b.Start(3)
+			if again {
+				restart(b, "f3", "n3")
+			}
+			b.State(tp0, 3, 8, 1, 14, 2, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 8, 2, 3)
+			b.State(tp0, 3, 9, 1, 15, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 9, 3)
+			b.Start(1)
+			restart(b, "f4", "n1")
+			roleEv(b, 1, history.RoleFollower, 3, 9, 3)
+			isrExpand(b, 3, 9, []int32{3}, []int32{1, 3})
+			b.State(tp0, 3, 9, 1, 16, 1, 3)
+			b.State(tp0, 1, 11, 1, 17, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 11, 1)
+			b.Start(2)
+			roleEv(b, 2, history.RoleFollower, 1, 11, 1)
+			tr := truncEv(b, 2, 544, 0, 11, "leader-epoch (leader's end offset 0 for epoch 7, ours 544)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "broker 3's second crash and broker 1's made the quorum", want: Valid, explain: KnownLostUnflushedQuorum, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "broker 3 kept its log the second time", want: Invalid, explain: "truncated t-0 from 544 to 0", build: story(false)},
+	})
+}
+
+// The follower's cut is the loss of the exposed election that took what
+// it held, not of the first exposed election found between: an earlier
+// re-election of the same broker from an older crash, after the follower
+// reached its high watermark under it, does not explain the cut, and the
+// later one does. The shape of an every-fix-on run of
+// crash-lose-unflushed, bounce-node and kill-node (seed 29, chaos-0):
+// broker 1, cut, is elected at leader epoch 6 with ISR [1]; broker 2
+// follows it and reaches high watermark 96; broker 1 is elected again at
+// epoch 7 with ISR [1]; crash-lose-unflushed cuts broker 1's log from 97
+// to 0, and it is elected at epoch 8 with ISR [1]; broker 3 follows it and
+// rejoins, then leads at epoch 9, and broker 2, down since epoch 7,
+// truncates from 97 to 0 under it. Without the second crash the cut is a
+// violation.
+func TestFollowerTruncationUnflushedLaterExposedElection(t *testing.T) {
+	isrExpand := func(b *hb.Builder, leader, epoch int32, old, new []int32) {
+		b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+			Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
+	}
+	story := func(again bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			b.State(tp0, 1, 5, 1, 10, 1, 2, 3)
+			crashUnflushed(b, "f1", "n1")
+			cutLog(b, 1, 200, 0)
+			b.Start(1)
+			restart(b, "f1", "n1")
+			b.State(tp0, 1, 6, 1, 11, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 6, 1)
+			b.Start(2)
+			roleEv(b, 2, history.RoleFollower, 1, 6, 1)
+			truncEv(b, 2, 300, 0, 6, "leader-epoch (leader's end offset 0 for epoch 5, ours 300)")
+			isrExpand(b, 1, 6, []int32{1}, []int32{1, 2})
+			b.State(tp0, 1, 6, 1, 12, 1, 2)
+			hwEv(b, 2, 0, 96, 6, 97)
+			ckpt := checkpoint(b, 2, nil, cpe(0, 96))
+			b.State(tp0, 1, 7, 1, 13, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 7, 1)
+			if again {
+				crashUnflushed(b, "f2", "n1")
+				cutLog(b, 1, 97, 0)
+			}
+			b.Start(1)
+			if again {
+				restart(b, "f2", "n1")
+			}
+			b.State(tp0, 1, 8, 1, 14, 1)
+			roleEv(b, 1, history.RoleLeader, 1, 8, 1)
+			b.Start(3)
+			roleEv(b, 3, history.RoleFollower, 1, 8, 1)
+			isrExpand(b, 1, 8, []int32{1}, []int32{1, 3})
+			b.State(tp0, 1, 8, 1, 15, 1, 3)
+			b.State(tp0, 3, 9, 1, 16, 3)
+			roleEv(b, 3, history.RoleLeader, 3, 9, 3)
+			b.Start(2)
+			roleEv(b, 2, history.RoleFollower, 3, 9, 3)
+			tr := truncEv(b, 2, 97, 0, 9, "leader-epoch (leader's end offset 0 for epoch 6, ours 97)")
+			return []int{ckpt, tr}
+		}
+	}
+	runCases(t, FollowerTruncation{}, []tcase{
+		{name: "the second crash took what the follower held", want: Valid, explain: KnownLostUnflushedISR, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "no second crash", want: Invalid, explain: "truncated t-0 from 97 to 0", build: story(false)},
+	})
+}
+
+// A member whose log differs from its leader's below the high watermark
+// because the member itself led again at its old epoch after
+// crash-lose-unflushed cut its log (lost-unflushed-leader), rewriting the
+// offsets the leader had kept from before, is that known anomaly: the
+// leader fetched from it at that epoch and truncated only to its end
+// offset for the epoch, keeping the older records below. The shape of an
+// every-fix-on run of crash-lose-unflushed, bounce-node and kill-node
+// (seed 35, chaos-2): broker 2 leads t-0 at leader epoch 0 and commits
+// 0-4 with ISR [1 2 3]; broker 3 leads at epoch 1 and commits 5-9;
+// crash-lose-unflushed cuts broker 3's log from 10 to 0; started again, it
+// leads at epoch 1 and appends 0-1; broker 1 leads at epoch 2, moves its
+// high watermark to 10 and takes broker 3 into its ISR. Without the cut
+// the divergence is a violation.
+func TestISRDivergentUnflushedLeaderMember(t *testing.T) {
+	story := func(cut bool) func(b *hb.Builder) []int {
+		return func(b *hb.Builder) []int {
+			started(b, 1, 2, 3)
+			roleISR(b, 2, history.RoleLeader, 2, 0, 1, 2, 3)
+			appendEv(b, history.KindProduceAppend, 2, 0, 0, 4)
+			appendEv(b, history.KindProduceAck, 2, 0, 0, 4)
+			roleISR(b, 3, history.RoleLeader, 3, 1, 1, 2, 3)
+			appendEv(b, history.KindProduceAppend, 3, 1, 5, 9)
+			appendEv(b, history.KindProduceAck, 3, 1, 5, 9)
+			if cut {
+				crashUnflushed(b, "f1", "n3")
+				tcut(b, 3, 10, 0)
+			}
+			b.Start(3)
+			if cut {
+				restart(b, "f1", "n3")
+			}
+			roleISR(b, 3, history.RoleLeader, 3, 1, 1, 2, 3)
+			appendEv(b, history.KindProduceAppend, 3, 1, 0, 1)
+			roleISR(b, 1, history.RoleLeader, 1, 2, 1, 2)
+			hwMove(b, 1, 0, 10, 2)
+			join := isrChange(b, 1, history.ISRExpand, 2, []int32{1, 2}, []int32{1, 2, 3})
+			return []int{join}
+		}
+	}
+	runCases(t, ISR{}, []tcase{
+		{name: "the member led again at its epoch with its cut log", want: Valid, explain: KnownLostUnflushedLeader, build: func(b *hb.Builder) []int {
+			story(true)(b)
+			return nil
+		}},
+		{name: "the member led again at its epoch without a cut", want: Invalid, explain: "took broker 3 into its ISR", build: story(false)},
 	})
 }
