@@ -1346,10 +1346,6 @@ func TestDurabilityUnflushedSecondCrash(t *testing.T) {
 // 7, truncates from 544 to 0 under it. Without broker 3's second crash the
 // cut is a violation.
 func TestFollowerTruncationUnflushedCrashedAgain(t *testing.T) {
-	isrExpand := func(b *hb.Builder, leader, epoch int32, old, new []int32) {
-		b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
-			Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
-	}
 	story := func(again bool) func(b *hb.Builder) []int {
 		return func(b *hb.Builder) []int {
 			b.State(tp0, 3, 5, 1, 10, 1, 2, 3)
@@ -1420,10 +1416,6 @@ func TestFollowerTruncationUnflushedCrashedAgain(t *testing.T) {
 // truncates from 97 to 0 under it. Without the second crash the cut is a
 // violation.
 func TestFollowerTruncationUnflushedLaterExposedElection(t *testing.T) {
-	isrExpand := func(b *hb.Builder, leader, epoch int32, old, new []int32) {
-		b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
-			Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
-	}
 	story := func(again bool) func(b *hb.Builder) []int {
 		return func(b *hb.Builder) []int {
 			b.State(tp0, 1, 5, 1, 10, 1, 2, 3)
@@ -1519,4 +1511,10 @@ func TestISRDivergentUnflushedLeaderMember(t *testing.T) {
 		}},
 		{name: "the member led again at its epoch without a cut", want: Invalid, explain: "took broker 3 into its ISR", build: story(false)},
 	})
+}
+
+// isrExpand appends leader's ok ISR expand of t-0 at epoch.
+func isrExpand(b *hb.Builder, leader, epoch int32, old, new []int32) {
+	b.Add(history.Event{Kind: history.KindISRChange, Node: leader, ISR: &history.ISRChange{Topic: "t", Partition: 0,
+		Action: history.ISRExpand, Old: old, New: new, LeaderEpoch: epoch, Outcome: history.ZKOK}})
 }
