@@ -31,6 +31,29 @@ type fakeEngine struct {
 	landPause, resumeNoEffect, sigstopped bool
 }
 
+// onFakeEngine is a Nemesis on e, recording to a file in t's temp dir
+// (path), and its broker n1.
+func onFakeEngine(t *testing.T, e *fakeEngine) (n *Nemesis, rec *Recorder, path string, n1 Target) {
+	path = filepath.Join(t.TempDir(), "nemesis.jsonl")
+	rec = NewFileRecorder(path)
+	n = New(nil, rec)
+	n.ops = e
+	return n, rec, path, Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+}
+
+// passHeld waits for op's gated call to begin, checks that n holds tg
+// while it is in flight, and lets it return.
+func (e *fakeEngine) passHeld(t *testing.T, n *Nemesis, tg Target, op string) {
+	t.Helper()
+	<-e.entered
+	if !n.Holds(tg) {
+		t.Errorf("%s not held while its %s is in flight", tg.Name, op)
+	}
+	e.mu.Lock()
+	close(e.gate[op])
+	e.mu.Unlock()
+}
+
 func (e *fakeEngine) do(op string, c *docker.Container) error {
 	e.mu.Lock()
 	e.calls = append(e.calls, op+" "+c.Name)
@@ -121,13 +144,7 @@ func TestHeldWhileKillOrStartInFlight(t *testing.T) {
 				e.mu.Unlock()
 				go func() { done <- n.StartTarget(t.Context(), n1) }()
 			}
-			<-e.entered
-			if !n.Holds(n1) {
-				t.Errorf("n1 not held while its %s is in flight", op)
-			}
-			e.mu.Lock()
-			close(e.gate[op])
-			e.mu.Unlock()
+			e.passHeld(t, n, n1, op)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
@@ -143,12 +160,8 @@ func TestHeldWhileKillOrStartInFlight(t *testing.T) {
 // sent): the broker stays held and Heal starts it again, and the fault,
 // already stopped with its error, is not stopped twice.
 func TestFailedKillStartedAtHeal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
 	e := &fakeEngine{fail: map[string]error{"kill": context.DeadlineExceeded}}
-	n := New(nil, rec)
-	n.ops = e
-	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	n, rec, path, n1 := onFakeEngine(t, e)
 	if err := n.KillTarget(t.Context(), n1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("kill: %v, want its error", err)
 	}
@@ -177,12 +190,8 @@ func TestFailedKillStartedAtHeal(t *testing.T) {
 // starting it (or kill it later, as a failed kill can): it is held like a
 // failed kill, and Heal starts it.
 func TestFailedBounceStartedAtHeal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
 	e := &fakeEngine{fail: map[string]error{"bounce": context.DeadlineExceeded}}
-	n := New(nil, rec)
-	n.ops = e
-	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	n, rec, path, n1 := onFakeEngine(t, e)
 	if _, err := n.BounceTarget(t.Context(), n1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("bounce: %v, want its error", err)
 	}
@@ -207,12 +216,8 @@ func TestFailedBounceStartedAtHeal(t *testing.T) {
 // A kill that failed while another kill holds the broker leaves that
 // fault's heal to record its stop.
 func TestFailedKillKeepsTheHeldFault(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
 	e := &fakeEngine{}
-	n := New(nil, rec)
-	n.ops = e
-	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	n, rec, path, n1 := onFakeEngine(t, e)
 	if err := n.KillTarget(t.Context(), n1); err != nil {
 		t.Fatal(err)
 	}

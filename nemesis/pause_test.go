@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/docker"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -32,12 +30,8 @@ func faultEvents(t *testing.T, path string) []history.Event {
 // the broker stays held and Heal starts it, without recording the
 // fault's stop twice.
 func TestFailedStartStartedAtHeal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
 	e := &fakeEngine{}
-	n := New(nil, rec)
-	n.ops = e
-	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	n, rec, path, n1 := onFakeEngine(t, e)
 	if err := n.KillTarget(t.Context(), n1); err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +79,8 @@ func TestFailedPauseHold(t *testing.T) {
 	stopSettle = 50 * time.Millisecond
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-			rec := NewFileRecorder(path)
 			e := &fakeEngine{fail: map[string]error{"pause": context.DeadlineExceeded}, landPause: tt.landPause, resumeNoEffect: tt.resumeNoEffect}
-			n := New(nil, rec)
-			n.ops = e
-			n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+			n, rec, path, n1 := onFakeEngine(t, e)
 			if err := n.PauseTarget(t.Context(), n1); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("pause: %v, want its error", err)
 			}

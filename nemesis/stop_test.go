@@ -3,7 +3,6 @@ package nemesis
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,12 +16,8 @@ import (
 // The operator's workload records the operation; the nemesis records no
 // fault for it.
 func TestOperatorStopHeldUntilStarted(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
 	e := &fakeEngine{gate: map[string]chan struct{}{"terminate": make(chan struct{}), "wait": make(chan struct{})}, entered: make(chan string, 1)}
-	n := New(nil, rec)
-	n.ops = e
-	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	n, rec, path, n1 := onFakeEngine(t, e)
 	done := make(chan error, 1)
 	go func() {
 		how, err := n.StopTarget(t.Context(), n1, time.Second)
@@ -32,13 +27,7 @@ func TestOperatorStopHeldUntilStarted(t *testing.T) {
 		done <- err
 	}()
 	for _, op := range []string{"terminate", "wait"} {
-		<-e.entered
-		if !n.Holds(n1) {
-			t.Errorf("n1 not held while its %s is in flight", op)
-		}
-		e.mu.Lock()
-		close(e.gate[op])
-		e.mu.Unlock()
+		e.passHeld(t, n, n1, op)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -181,12 +170,8 @@ func (e *ctxEngine) waitExited(ctx context.Context, c *docker.Container) error {
 // A process that has not exited within the wait is killed, recorded as a
 // kill, and held until its start records the kill's stop.
 func TestOperatorStopKilledAfterTheWait(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nemesis.jsonl")
-	rec := NewFileRecorder(path)
 	e := &fakeEngine{fail: map[string]error{"wait": context.DeadlineExceeded}}
-	n := New(nil, rec)
-	n.ops = e
-	n1 := Target{Name: "n1", Container: &docker.Container{Name: "n1"}}
+	n, rec, path, n1 := onFakeEngine(t, e)
 	how, err := n.StopTarget(t.Context(), n1, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
