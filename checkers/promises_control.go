@@ -564,8 +564,7 @@ func givenUpISRWrites(h *history.History, r *report, t0 int64) (given, expired i
 		tp   history.TopicPartition
 	}
 	lastWrite := map[key]*history.Event{} // a leader's latest write of a partition's state
-	for i := range h.Events {
-		e := &h.Events[i]
+	for e := range eventsOf(h, history.KindZKWrite, history.KindISRChange) {
 		switch {
 		case e.Kind == history.KindZKWrite && e.ZKWrite.State != nil && e.ZKWrite.State.Leader == e.Node && e.ZKWrite.Op == "set":
 			lastWrite[key{e.Node, e.ZKWrite.State.TP()}] = e
